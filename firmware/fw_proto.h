@@ -1,0 +1,37 @@
+/*
+ * Device protocol v1 constants (docs/protocol.md). host/protocol.py mirrors every value here;
+ * tests/test_protocol.py::test_constants_match_c_header keeps the two equal.
+ */
+#ifndef FW_PROTO_H
+#define FW_PROTO_H
+
+#define FW_PROTO_VERSION 1u
+
+/* Body layout: version u8, type u8, seq u32, length u16, payload, CRC-32 u32 (little-endian). */
+#define FW_HDR_SIZE 8u
+#define FW_CRC_SIZE 4u
+#define FW_SEQ_READABLE 6u /* decoded bytes needed to read version, type and seq */
+
+/* COBS worst case: one code byte per 254 data bytes, plus the first code byte. */
+#define FW_COBS_MAX(n) ((n) + ((n) + 253u) / 254u + 1u)
+
+/* Message types: requests have bit 7 clear, replies set it. */
+#define FW_MSG_HELLO 0x01u
+#define FW_MSG_ECHO 0x02u
+#define FW_MSG_INFO 0x81u
+#define FW_MSG_ECHO_REPLY 0x82u
+#define FW_MSG_ERROR 0x7Fu
+
+/* ERROR codes (docs/protocol.md, "How the device treats a frame"). */
+#define FW_ERR_CRC 1u
+#define FW_ERR_SHORT 2u
+#define FW_ERR_LENGTH 3u
+#define FW_ERR_TOO_LONG 4u
+#define FW_ERR_COBS 5u
+#define FW_ERR_VERSION 6u
+#define FW_ERR_TYPE 7u
+
+#define FW_BUILD_ID_SIZE 24u
+#define FW_INFO_SIZE 56u
+
+#endif /* FW_PROTO_H */

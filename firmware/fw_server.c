@@ -1,0 +1,138 @@
+/* Protocol server: docs/protocol.md. Check order below follows the spec's numbered list. */
+#include "fw_server.h"
+
+#include "fw_frame.h"
+
+void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
+{
+    s->platform = platform;
+    s->enc_len = 0;
+    s->overflow = 0;
+    s->frames_ok = 0;
+    s->frames_err = 0;
+    s->frames_dropped = 0;
+}
+
+/* Body = header + payload + CRC, then COBS, then the 0x00 delimiter, in one write. */
+static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
+                       uint16_t len)
+{
+    uint8_t *b = s->tx_body;
+    b[0] = (uint8_t)FW_PROTO_VERSION;
+    b[1] = type;
+    fw_put_u32(&b[2], seq);
+    fw_put_u16(&b[6], len);
+    for (uint16_t i = 0; i < len; i++) {
+        b[FW_HDR_SIZE + i] = payload[i];
+    }
+    size_t body_len = FW_HDR_SIZE + (size_t)len;
+    fw_put_u32(&b[body_len], fw_crc32(b, body_len));
+    body_len += FW_CRC_SIZE;
+    size_t n = fw_cobs_encode(b, body_len, s->tx_enc);
+    s->tx_enc[n++] = 0u;
+    s->platform->write(s->platform->ctx, s->tx_enc, n);
+}
+
+static void send_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
+{
+    uint8_t payload[2] = {code, type};
+    s->frames_err++;
+    send_frame(s, FW_MSG_ERROR, seq, payload, (uint16_t)sizeof payload);
+}
+
+static void send_info(fw_server_t *s, uint32_t seq)
+{
+    static const char build_id[] = FW_BUILD_ID;
+    uint8_t p[FW_INFO_SIZE] = {0};
+    uint32_t stack_size = 0;
+    uint32_t stack_used = 0;
+    s->platform->stack_usage(s->platform->ctx, &stack_size, &stack_used);
+    p[0] = (uint8_t)FW_PROTO_VERSION;
+    p[1] = (uint8_t)FW_UART_INDEX;
+    fw_put_u16(&p[2], (uint16_t)FW_MAX_PAYLOAD);
+    fw_put_u32(&p[4], (uint32_t)FW_BAUD);
+    fw_put_u32(&p[8], (uint32_t)FW_UART_REF_HZ);
+    fw_put_u32(&p[12], s->frames_ok);
+    fw_put_u32(&p[16], s->frames_err);
+    fw_put_u32(&p[20], s->frames_dropped);
+    fw_put_u32(&p[24], stack_size);
+    fw_put_u32(&p[28], stack_used);
+    for (uint32_t i = 0; i < FW_BUILD_ID_SIZE && build_id[i] != '\0'; i++) {
+        p[32 + i] = (uint8_t)build_id[i];
+    }
+    send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)sizeof p);
+}
+
+static void handle_frame(fw_server_t *s)
+{
+    size_t n = 0;
+    int status = fw_cobs_decode(s->enc, s->enc_len, s->body, sizeof s->body, &n);
+    const uint8_t *b = s->body;
+
+    /* Steps 1-2: without version, type and seq there is nobody to answer. */
+    if (n < FW_SEQ_READABLE) {
+        s->frames_dropped++;
+        return;
+    }
+    uint8_t type = b[1];
+    uint32_t seq = fw_get_u32(&b[2]);
+    if (s->overflow || status == -2) {
+        send_error(s, FW_ERR_TOO_LONG, type, seq);
+        return;
+    }
+    if (b[0] != FW_PROTO_VERSION) { /* step 3 */
+        send_error(s, FW_ERR_VERSION, type, seq);
+        return;
+    }
+    if (status != 0) { /* step 4 */
+        send_error(s, FW_ERR_COBS, type, seq);
+        return;
+    }
+    if (n < FW_HDR_SIZE + FW_CRC_SIZE) { /* step 5 */
+        send_error(s, FW_ERR_SHORT, type, seq);
+        return;
+    }
+    uint16_t len = fw_get_u16(&b[6]);
+    if (len > FW_MAX_PAYLOAD) { /* step 6 */
+        send_error(s, FW_ERR_TOO_LONG, type, seq);
+        return;
+    }
+    if (FW_HDR_SIZE + (size_t)len + FW_CRC_SIZE != n) { /* step 7 */
+        send_error(s, FW_ERR_LENGTH, type, seq);
+        return;
+    }
+    if (fw_crc32(b, FW_HDR_SIZE + (size_t)len) != fw_get_u32(&b[FW_HDR_SIZE + len])) { /* step 8 */
+        send_error(s, FW_ERR_CRC, type, seq);
+        return;
+    }
+    switch (type) { /* step 9 */
+    case FW_MSG_HELLO:
+        s->frames_ok++;
+        send_info(s, seq);
+        break;
+    case FW_MSG_ECHO:
+        s->frames_ok++;
+        send_frame(s, FW_MSG_ECHO_REPLY, seq, &b[FW_HDR_SIZE], len);
+        break;
+    default:
+        send_error(s, FW_ERR_TYPE, type, seq);
+        break;
+    }
+}
+
+void fw_server_feed(fw_server_t *s, uint8_t byte)
+{
+    if (byte != 0u) {
+        if (s->enc_len < sizeof s->enc) {
+            s->enc[s->enc_len++] = byte;
+        } else {
+            s->overflow = 1; /* keep the prefix (it holds seq), discard up to the delimiter */
+        }
+        return;
+    }
+    if (s->enc_len != 0u || s->overflow) {
+        handle_frame(s);
+    }
+    s->enc_len = 0;
+    s->overflow = 0;
+}

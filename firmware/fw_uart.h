@@ -1,0 +1,19 @@
+/* Polled Cadence UART driver (UG585 §19 and B.33). */
+#ifndef FW_UART_H
+#define FW_UART_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reset TX/RX, program 8N1 and the baud-rate divisors (computed by the compiler, fw_config.h),
+ * mask interrupts, enable TX and RX. */
+void fw_uart_init(void);
+/* Blocking write of one byte: waits while the 64-byte TX FIFO is full. */
+void fw_uart_putc(uint8_t c);
+void fw_uart_write(const uint8_t *data, size_t len);
+/* Non-blocking read: returns 1 and stores the byte when the RX FIFO holds one, else 0. */
+int fw_uart_getc(uint8_t *c);
+/* Wait until the transmitter has shifted out everything (FIFO empty and not active). */
+void fw_uart_flush(void);
+
+#endif /* FW_UART_H */

@@ -1,0 +1,37 @@
+/* Device main loop: poll the UART, feed the protocol server (docs/protocol.md). */
+#include <stdint.h>
+
+#include "fw_rt.h"
+#include "fw_server.h"
+#include "fw_timer.h"
+#include "fw_uart.h"
+
+int main(void);
+
+static void uart_write(void *ctx, const uint8_t *data, size_t len)
+{
+    (void)ctx;
+    fw_uart_write(data, len);
+}
+
+static void stack_usage(void *ctx, uint32_t *size, uint32_t *used)
+{
+    (void)ctx;
+    fw_stack_usage(size, used);
+}
+
+static const fw_platform_t platform = {uart_write, stack_usage, 0};
+static fw_server_t server;
+
+int main(void)
+{
+    fw_uart_init();
+    fw_timer_init();
+    fw_server_init(&server, &platform);
+    for (;;) {
+        uint8_t c;
+        if (fw_uart_getc(&c)) {
+            fw_server_feed(&server, c);
+        }
+    }
+}

@@ -1,0 +1,60 @@
+/*
+ * Zynq-7000 register map: only what the runtime touches. Offsets and bits from the Zynq-7000
+ * SoC Technical Reference Manual, UG585 (v1.13), Appendix B.
+ */
+#ifndef ZYNQ7000_H
+#define ZYNQ7000_H
+
+#include <stdint.h>
+
+#define ZYNQ_REG32(addr) (*(volatile uint32_t *)(uintptr_t)(addr))
+
+/* ---- UART controller (Cadence), UG585 B.33 "UART Controller (UART)" -------------------------
+ * UART0 at 0xE0000000, UART1 at 0xE0001000 (UG585 Table 4-6, "I/O peripheral registers"). */
+#define ZYNQ_UART0_BASE 0xE0000000u
+#define ZYNQ_UART1_BASE 0xE0001000u
+
+#define XUART_CR 0x00u      /* Control_reg0: UART control */
+#define XUART_MR 0x04u      /* mode_reg0: character format, parity, stop bits, channel mode */
+#define XUART_IER 0x08u     /* Intrpt_en_reg0 */
+#define XUART_IDR 0x0Cu     /* Intrpt_dis_reg0 */
+#define XUART_ISR 0x14u     /* Chnl_int_sts_reg0 (write 1 to clear) */
+#define XUART_BAUDGEN 0x18u /* Baud_rate_gen_reg0: CD, 16 bits (0 disables, 1 bypasses) */
+#define XUART_RXTOUT 0x1Cu  /* Rcvr_timeout_reg0 */
+#define XUART_RXWM 0x20u    /* Rcvr_FIFO_trigger_level0 */
+#define XUART_SR 0x2Cu      /* Channel_sts_reg0 */
+#define XUART_FIFO 0x30u    /* TX_RX_FIFO0 */
+#define XUART_BAUDDIV 0x34u /* Baud_rate_divider_reg0: BDIV, 4..255 */
+
+/* Control_reg0 bits */
+#define XUART_CR_RXRST (1u << 0)  /* RX logic reset, self-clearing */
+#define XUART_CR_TXRST (1u << 1)  /* TX logic reset, self-clearing */
+#define XUART_CR_RX_EN (1u << 2)
+#define XUART_CR_RX_DIS (1u << 3)
+#define XUART_CR_TX_EN (1u << 4)
+#define XUART_CR_TX_DIS (1u << 5)
+#define XUART_CR_RSTTO (1u << 6)  /* restart receiver timeout counter */
+#define XUART_CR_STPBRK (1u << 8) /* stop transmitter break */
+
+/* mode_reg0 fields: CLKS [0] = 0 uart_ref_clk; CHRL [2:1] = 0b0x 8 bits; PAR [5:3] = 0b1xx none;
+ * NBSTOP [7:6] = 0b00 one stop bit; CHMODE [9:8] = 0b00 normal. */
+#define XUART_MR_8N1 (0x4u << 3)
+
+/* Channel_sts_reg0 bits */
+#define XUART_SR_RXEMPTY (1u << 1)
+#define XUART_SR_TXEMPTY (1u << 3)
+#define XUART_SR_TXFULL (1u << 4)
+#define XUART_SR_TACTIVE (1u << 11)
+
+#define XUART_IXR_ALL 0x00003FFFu /* all interrupt sources, Intrpt_*_reg0 bits [13:0] */
+
+/* ---- Cortex-A9 MPCore private timers, UG585 B.3 "Application Processing Unit (mpcore)" ------
+ * Global timer at SCU base 0xF8F00000 + 0x200 (UG585 Table 4-7; ARM DDI 0407 §4.3). */
+#define ZYNQ_GTIMER_BASE 0xF8F00200u
+#define GTIMER_COUNTER_LO 0x00u /* Global_Timer_Counter_Register0 */
+#define GTIMER_COUNTER_HI 0x04u /* Global_Timer_Counter_Register1 */
+#define GTIMER_CONTROL 0x08u    /* Global_Timer_Control_Register */
+#define GTIMER_CONTROL_ENABLE (1u << 0)
+#define GTIMER_CONTROL_PRESCALER_SHIFT 8u /* bits [15:8]; 0 = count every PERIPHCLK */
+
+#endif /* ZYNQ7000_H */

@@ -1,0 +1,1 @@
+"""Host bench: serial transport, QEMU launcher, protocol codec and device client."""

@@ -1,0 +1,75 @@
+"""`codegen device`: talk to a device running the firmware, in QEMU or on a board."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from codegen.errors import ConfigError
+from host.device import Device
+from host.qemu import Qemu
+from host.transport import Link
+
+HELP = "talk to the firmware: `info` prints INFO, `echo` tests the link"
+
+
+def add_link_arguments(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--qemu", type=Path, metavar="FW.elf",
+                       help="boot this ELF in qemu-system-arm -M xilinx-zynq-a9")
+    where.add_argument("--port", metavar="DEV",
+                       help="serial device of a board, e.g. /dev/ttyUSB1, or any pyserial URL "
+                            "(socket://HOST:PORT, rfc2217://...)")
+    p.add_argument("--baud", type=int, default=115_200, help="baud rate for --port (default 115200)")
+    p.add_argument("--uart", type=int, default=0, choices=(0, 1),
+                   help="with --qemu: which UART the firmware was built for (default 0)")
+    p.add_argument("--timeout", type=float, default=2.0, help="reply time-out in seconds")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+    info = sub.add_parser("info", help="send HELLO and print INFO")
+    add_link_arguments(info)
+    echo = sub.add_parser("echo", help="echo random payloads and check every byte")
+    add_link_arguments(echo)
+    echo.add_argument("--count", type=int, default=100, help="number of payloads (default 100)")
+    echo.add_argument("--seed", type=int, default=0)
+
+
+@contextlib.contextmanager
+def open_link(args: argparse.Namespace) -> Iterator[Link]:
+    if args.qemu is not None:
+        with Qemu(args.qemu, uart=args.uart, link_timeout=args.timeout) as link:
+            yield link
+    else:
+        with Link(args.port, baud=args.baud, timeout=args.timeout) as link:
+            yield link
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    with open_link(args) as link:
+        dev = Device(link)
+        info = dev.hello(sync_timeout=max(args.timeout, 5.0))
+        if args.action == "info":
+            print(info.describe())
+            print(f"(answered {time.monotonic() - t0:.2f} s after start)")
+            return 0
+        if args.count < 1:
+            raise ConfigError(f"--count={args.count}: must be at least 1")
+        rng = random.Random(args.seed)
+        t1 = time.monotonic()
+        total = 0
+        for _ in range(args.count):
+            payload = rng.randbytes(rng.randint(0, info.max_payload))
+            dev.echo(payload)
+            total += len(payload)
+        dt = time.monotonic() - t1
+        print(f"{args.count} echoes, {total} bytes, every byte checked: "
+              f"{args.count / dt:.1f} frames/s, {2 * total / dt / 1024:.1f} KiB/s both ways")
+    return 0

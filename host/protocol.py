@@ -1,0 +1,221 @@
+"""Protocol v1 codec, host side (docs/protocol.md; mirrors firmware/fw_proto.h, fw_frame.c).
+
+A frame body is ``version:u8 type:u8 seq:u32 length:u16 payload CRC-32:u32`` (little-endian),
+COBS-encoded and terminated by one 0x00.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import IntEnum
+
+PROTO_VERSION = 1
+HDR_SIZE = 8
+CRC_SIZE = 4
+SEQ_READABLE = 6
+BUILD_ID_SIZE = 24
+INFO_SIZE = 56
+_HDR = struct.Struct("<BBIH")
+
+
+class Msg(IntEnum):
+    HELLO = 0x01
+    ECHO = 0x02
+    INFO = 0x81
+    ECHO_REPLY = 0x82
+    ERROR = 0x7F
+
+
+class Err(IntEnum):
+    CRC = 1
+    SHORT = 2
+    LENGTH = 3
+    TOO_LONG = 4
+    COBS = 5
+    VERSION = 6
+    TYPE = 7
+
+
+def cobs_max(n: int) -> int:
+    """Worst-case COBS size of an n-byte body (fw_proto.h FW_COBS_MAX)."""
+    return n + (n + 253) // 254 + 1
+
+
+def cobs_encode(data: bytes) -> bytes:
+    out = bytearray([0])
+    code_pos, code = 0, 1
+    for byte in data:
+        if byte == 0:
+            out[code_pos] = code
+            code_pos, code = len(out), 1
+            out.append(0)
+        else:
+            out.append(byte)
+            code += 1
+            if code == 0xFF:  # a full 254-byte block carries no implicit zero
+                out[code_pos] = code
+                code_pos, code = len(out), 1
+                out.append(0)
+    out[code_pos] = code
+    return bytes(out)
+
+
+@dataclass(frozen=True)
+class CobsResult:
+    data: bytes  # the decodable prefix
+    status: int  # 0 ok, -1 malformed, -2 larger than the capacity
+
+
+def cobs_decode(enc: bytes, cap: int | None = None) -> CobsResult:
+    """Lenient decode, byte for byte the same as fw_cobs_decode (fw_frame.c)."""
+    limit = len(enc) * 2 if cap is None else cap
+    out = bytearray()
+    i, n = 0, len(enc)
+    while i < n:
+        code = enc[i]
+        i += 1
+        if code == 0:
+            return CobsResult(bytes(out), -1)
+        for _ in range(code - 1):
+            if i >= n:
+                return CobsResult(bytes(out), -1)
+            if len(out) >= limit:
+                return CobsResult(bytes(out), -2)
+            out.append(enc[i])
+            i += 1
+        if code != 0xFF and i < n:
+            if len(out) >= limit:
+                return CobsResult(bytes(out), -2)
+            out.append(0)
+    return CobsResult(bytes(out), 0)
+
+
+@dataclass(frozen=True)
+class Frame:
+    type: int
+    seq: int
+    payload: bytes = b""
+    version: int = PROTO_VERSION
+
+    def body(self) -> bytes:
+        head = _HDR.pack(self.version, self.type, self.seq & 0xFFFFFFFF, len(self.payload))
+        raw = head + self.payload
+        return raw + struct.pack("<I", zlib.crc32(raw))
+
+    def encode(self) -> bytes:
+        """Wire bytes: COBS(body) + 0x00."""
+        return cobs_encode(self.body()) + b"\0"
+
+
+@dataclass(frozen=True)
+class BadFrame:
+    """A delimited chunk that is not a valid frame; ``raw`` keeps the bytes for diagnostics."""
+
+    reason: str
+    raw: bytes
+
+
+def parse_body(body: bytes) -> Frame | BadFrame:
+    if len(body) < HDR_SIZE + CRC_SIZE:
+        return BadFrame(f"short body ({len(body)} bytes)", body)
+    version, type_, seq, length = _HDR.unpack_from(body)
+    if version != PROTO_VERSION:
+        return BadFrame(f"protocol version {version}, expected {PROTO_VERSION}", body)
+    if HDR_SIZE + length + CRC_SIZE != len(body):
+        return BadFrame(f"length field {length} does not match body of {len(body)} bytes", body)
+    (crc,) = struct.unpack_from("<I", body, HDR_SIZE + length)
+    if crc != zlib.crc32(body[: HDR_SIZE + length]):
+        return BadFrame("CRC mismatch", body)
+    return Frame(type_, seq, bytes(body[HDR_SIZE : HDR_SIZE + length]), version)
+
+
+class FrameDecoder:
+    """Streaming decoder: feed arbitrary chunks, iterate complete frames (or bad chunks)."""
+
+    def __init__(self, max_encoded: int = cobs_max(HDR_SIZE + 65535 + CRC_SIZE)) -> None:
+        self._buf = bytearray()
+        self._max = max_encoded
+        self._overflow = False
+
+    def feed(self, data: bytes) -> Iterator[Frame | BadFrame]:
+        for chunk_end in _split_keep(data):
+            part, complete = chunk_end
+            if not self._overflow:
+                self._buf += part
+                if len(self._buf) > self._max:
+                    self._overflow = True
+            if complete:
+                raw, overflow = bytes(self._buf), self._overflow
+                self._buf.clear()
+                self._overflow = False
+                if overflow:
+                    yield BadFrame("frame longer than any valid frame", raw[:64])
+                elif raw:
+                    dec = cobs_decode(raw)
+                    if dec.status != 0:
+                        yield BadFrame("malformed COBS", raw)
+                    else:
+                        yield parse_body(dec.data)
+
+
+def _split_keep(data: bytes) -> Iterator[tuple[bytes, bool]]:
+    start = 0
+    while True:
+        end = data.find(b"\0", start)
+        if end < 0:
+            if start < len(data):
+                yield data[start:], False
+            return
+        yield data[start:end], True
+        start = end + 1
+
+
+@dataclass(frozen=True)
+class Info:
+    """INFO payload (docs/protocol.md)."""
+
+    protocol_version: int
+    uart: int
+    max_payload: int
+    baud: int
+    uart_ref_hz: int
+    frames_ok: int
+    frames_err: int
+    frames_dropped: int
+    stack_size: int
+    stack_used: int
+    build_id: str
+
+    _FMT = struct.Struct("<BBHIIIIIII24s")
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> Info:
+        if len(payload) < cls._FMT.size:
+            raise ValueError(f"INFO payload of {len(payload)} bytes, expected >= {cls._FMT.size}")
+        f = cls._FMT.unpack_from(payload)
+        return cls(*f[:10], build_id=f[10].rstrip(b"\0").decode("ascii", "replace"))
+
+    def pack(self) -> bytes:
+        return self._FMT.pack(
+            self.protocol_version, self.uart, self.max_payload, self.baud, self.uart_ref_hz,
+            self.frames_ok, self.frames_err, self.frames_dropped, self.stack_size,
+            self.stack_used, self.build_id.encode("ascii"),
+        )
+
+    def describe(self) -> str:
+        base = {0: "0xE0000000", 1: "0xE0001000"}.get(self.uart, "?")
+        return "\n".join(
+            [
+                f"protocol       v{self.protocol_version}",
+                f"firmware       {self.build_id}",
+                f"uart           UART{self.uart} ({base}), {self.baud} baud "
+                f"(ref clock {self.uart_ref_hz / 1e6:g} MHz)",
+                f"max payload    {self.max_payload} bytes",
+                f"frames         {self.frames_ok} ok, {self.frames_err} answered with ERROR, "
+                f"{self.frames_dropped} dropped",
+                f"stack          {self.stack_used} of {self.stack_size} bytes used (high-water)",
+            ]
+        )

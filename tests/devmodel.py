@@ -1,0 +1,95 @@
+"""Executable model of how the device treats received bytes (docs/protocol.md, "How the device
+treats a frame"), written from the spec independently of firmware/fw_server.c. Tests compare the
+firmware's (host-compiled or QEMU) output with this model byte for byte."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from host.protocol import (
+    CRC_SIZE,
+    HDR_SIZE,
+    PROTO_VERSION,
+    SEQ_READABLE,
+    Err,
+    Frame,
+    Info,
+    Msg,
+    cobs_decode,
+    cobs_max,
+)
+
+
+@dataclass
+class DeviceModel:
+    max_payload: int
+    build_id: str
+    uart: int = 0
+    baud: int = 115_200
+    uart_ref_hz: int = 100_000_000
+    frames_ok: int = 0
+    frames_err: int = 0
+    frames_dropped: int = 0
+    _buf: bytearray = field(default_factory=bytearray)
+
+    def _error(self, code: Err, type_: int, seq: int) -> Frame:
+        self.frames_err += 1
+        return Frame(Msg.ERROR, seq, bytes([code, type_]))
+
+    def handle(self, enc: bytes) -> Frame | None:
+        """Reply to one delimited chunk (non-empty, without the 0x00), or None if dropped."""
+        body_cap = HDR_SIZE + self.max_payload + CRC_SIZE
+        enc_max = cobs_max(body_cap)
+        overflow = len(enc) > enc_max
+        dec = cobs_decode(enc[:enc_max], cap=body_cap)
+        b = dec.data
+        if len(b) < SEQ_READABLE:
+            self.frames_dropped += 1
+            return None
+        type_ = b[1]
+        (seq,) = struct.unpack_from("<I", b, 2)
+        if overflow or dec.status == -2:
+            return self._error(Err.TOO_LONG, type_, seq)
+        if b[0] != PROTO_VERSION:
+            return self._error(Err.VERSION, type_, seq)
+        if dec.status != 0:
+            return self._error(Err.COBS, type_, seq)
+        if len(b) < HDR_SIZE + CRC_SIZE:
+            return self._error(Err.SHORT, type_, seq)
+        (length,) = struct.unpack_from("<H", b, 6)
+        if length > self.max_payload:
+            return self._error(Err.TOO_LONG, type_, seq)
+        if HDR_SIZE + length + CRC_SIZE != len(b):
+            return self._error(Err.LENGTH, type_, seq)
+        (crc,) = struct.unpack_from("<I", b, HDR_SIZE + length)
+        if crc != zlib.crc32(b[: HDR_SIZE + length]):
+            return self._error(Err.CRC, type_, seq)
+        payload = b[HDR_SIZE : HDR_SIZE + length]
+        if type_ == Msg.HELLO:
+            self.frames_ok += 1
+            return Frame(Msg.INFO, seq, self.info(stack_size=0, stack_used=0).pack())
+        if type_ == Msg.ECHO:
+            self.frames_ok += 1
+            return Frame(Msg.ECHO_REPLY, seq, payload)
+        return self._error(Err.TYPE, type_, seq)
+
+    def info(self, *, stack_size: int, stack_used: int) -> Info:
+        return Info(PROTO_VERSION, self.uart, self.max_payload, self.baud, self.uart_ref_hz,
+                    self.frames_ok, self.frames_err, self.frames_dropped, stack_size, stack_used,
+                    self.build_id)
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """All replies to a byte stream, splitting at 0x00 like fw_server_feed."""
+        replies = []
+        for byte in data:
+            if byte != 0:
+                self._buf.append(byte)
+                continue
+            if self._buf:
+                reply = self.handle(bytes(self._buf))
+                if reply is not None:
+                    replies.append(reply)
+            self._buf.clear()
+        return replies

@@ -1,0 +1,79 @@
+"""Seeded generator of valid, truncated, oversized and corrupted frames (wire bytes)."""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+
+from host.protocol import Frame, Msg, cobs_encode
+
+KINDS = (
+    "valid_echo", "valid_hello", "truncated", "bitflip", "bad_crc", "bad_length",
+    "oversized", "lying_length", "bad_version", "unknown_type", "short_body", "garbage",
+    "bad_cobs", "empty",
+)
+
+
+def _payload(rng: random.Random, max_payload: int) -> bytes:
+    n = min(max_payload, int(2 ** rng.uniform(0, max_payload.bit_length())) - 1)
+    return rng.randbytes(n)
+
+
+def _body(version: int, type_: int, seq: int, payload: bytes, length: int | None = None) -> bytes:
+    head = struct.pack("<BBIH", version, type_, seq, len(payload) if length is None else length)
+    return head + payload + struct.pack("<I", zlib.crc32(head + payload))
+
+
+def make_frame(rng: random.Random, kind: str, seq: int, max_payload: int) -> bytes:
+    """Wire bytes for one test frame of the given kind (always ends with 0x00)."""
+    if kind == "valid_echo":
+        return Frame(Msg.ECHO, seq, _payload(rng, max_payload)).encode()
+    if kind == "valid_hello":
+        return Frame(Msg.HELLO, seq).encode()
+    if kind == "truncated":
+        enc = Frame(Msg.ECHO, seq, _payload(rng, max_payload)).encode()[:-1]
+        return enc[: rng.randrange(1, len(enc))] + b"\0"
+    if kind == "bitflip":
+        enc = bytearray(Frame(Msg.ECHO, seq, _payload(rng, max_payload)).encode()[:-1])
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(enc))
+            enc[i] ^= 1 << rng.randrange(8)  # may create a 0x00: the stream then splits there
+        return bytes(enc) + b"\0"
+    if kind == "bad_crc":
+        body = bytearray(_body(1, Msg.ECHO, seq, _payload(rng, max_payload)))
+        body[-1 - rng.randrange(4)] ^= 0x5A
+        return cobs_encode(bytes(body)) + b"\0"
+    if kind == "bad_length":
+        payload = _payload(rng, max_payload)
+        wrong = (len(payload) + rng.choice((-3, -1, 1, 2, 100))) % (max_payload + 1)
+        return cobs_encode(_body(1, Msg.ECHO, seq, payload, wrong)) + b"\0"
+    if kind == "oversized":
+        n = max_payload + rng.randint(1, max_payload)
+        return cobs_encode(_body(1, Msg.ECHO, seq, rng.randbytes(n), n & 0xFFFF)) + b"\0"
+    if kind == "lying_length":
+        return cobs_encode(_body(1, Msg.ECHO, seq, b"abc", max_payload + 1)) + b"\0"
+    if kind == "bad_version":
+        return cobs_encode(_body(rng.choice((0, 2, 255)), Msg.ECHO, seq, b"v")) + b"\0"
+    if kind == "unknown_type":
+        t = rng.choice([t for t in range(256) if t not in (Msg.HELLO, Msg.ECHO)])
+        return cobs_encode(_body(1, t, seq, _payload(rng, 16))) + b"\0"
+    if kind == "short_body":
+        return cobs_encode(_body(1, Msg.ECHO, seq, b"")[: rng.randrange(0, 12)]) + b"\0"
+    if kind == "garbage":
+        return bytes(rng.randrange(1, 256) for _ in range(rng.randint(1, 40))) + b"\0"
+    if kind == "bad_cobs":
+        enc = bytearray(cobs_encode(_body(1, Msg.ECHO, seq, _payload(rng, 64))))
+        enc.append(rng.randint(2, 254))  # a final block that claims bytes which never come
+        return bytes(enc) + b"\0"
+    if kind == "empty":
+        return b"\0"
+    raise ValueError(kind)
+
+
+def fuzz_stream(seed: int, count: int, max_payload: int) -> list[tuple[str, bytes]]:
+    rng = random.Random(seed)
+    return [
+        (kind, make_frame(rng, kind, rng.getrandbits(32), max_payload))
+        for kind in (rng.choice(KINDS) for _ in range(count))
+    ]

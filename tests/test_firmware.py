@@ -1,0 +1,105 @@
+"""Firmware build: cross compile with -Werror, linker guards, UART divisors, config errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codegen.errors import ConfigError, ToolMissingError
+from codegen.firmware_build import (
+    FirmwareBuild,
+    FirmwareConfig,
+    build_firmware,
+    format_size_table,
+    render_config,
+    uart_divisors,
+)
+from codegen.toolchain import find_tool
+
+
+def test_elf_sections_and_ram_budget(firmware: FirmwareBuild) -> None:
+    s = firmware.sections
+    assert s[".text"][1] == 0x00100000  # vectors first, at the link address
+    assert 0 < s[".text"][0] < 64 * 1024
+    assert firmware.static_ram <= 64 * 1024
+    table = format_size_table(firmware)
+    assert ".bss" in table and "static RAM" in table
+    elf_header = firmware.elf.read_bytes()[:20]
+    assert elf_header[:4] == b"\x7fELF" and elf_header[18] == 40  # EM_ARM
+
+
+def test_build_is_deterministic(firmware: FirmwareBuild, tmp_path: Path) -> None:
+    again = build_firmware(FirmwareConfig(), tmp_path)
+    assert again.build_id == firmware.build_id
+    assert again.config_header.read_bytes() == firmware.config_header.read_bytes()
+    other = build_firmware(FirmwareConfig(uart=1), tmp_path / "u1")
+    assert other.build_id != firmware.build_id
+    assert "#define FW_UART_BASE 0xE0001000u" in other.config_header.read_text()
+
+
+def test_linker_assert_guards_ram_budget(firmware: FirmwareBuild, tmp_path: Path) -> None:
+    fw_src = Path(__file__).resolve().parents[1] / "firmware"
+    cmd = firmware.compile_command.split()
+    # Ask for a 70 KiB main stack: the RAM budget ASSERT in link.ld must refuse the link.
+    cmd = [c.replace(str(firmware.elf), str(tmp_path / "big.elf")) for c in cmd]
+    cmd.insert(1, "-Wl,--defsym=STACK_SIZE=0x11800")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=fw_src)
+    assert proc.returncode != 0
+    assert "exceed the RAM budget" in proc.stderr
+
+
+@pytest.mark.parametrize(("baud", "ref"), [(115200, 100_000_000), (115200, 50_000_000),
+                                           (921600, 100_000_000), (9600, 100_000_000)])
+def test_uart_divisors(baud: int, ref: int) -> None:
+    d = uart_divisors(0, baud, ref)
+    assert 4 <= d.bdiv <= 255 and 2 <= d.cd <= 65535
+    assert abs(ref / (d.cd * (d.bdiv + 1)) - baud) / baud < 0.005
+
+
+def test_uart_100mhz_115200_matches_ug585_table() -> None:
+    # UG585 Table 19-1 lists CD = 62, BDIV = 6 for 115200 from 50 MHz (actual 115207); from
+    # 100 MHz the same ratio gives CD 124 or CD 62 with BDIV 13 -- both exact to 0.006 %.
+    d = uart_divisors(0, 115200, 100_000_000)
+    assert abs(d.actual_baud - 115207.4) < 1.0
+    assert uart_divisors(0, 115200, 50_000_000).actual_baud == pytest.approx(115207.4, abs=1.0)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        (FirmwareConfig(uart=2), "uart=2: the Zynq-7000 has UART0 and UART1"),
+        (FirmwareConfig(baud=10), "baud=10: supported range is 300..921600"),
+        (FirmwareConfig(max_payload=10), "max_payload=10: allowed range is 64..8192"),
+        (FirmwareConfig(uart_ref_hz=5), "uart_ref_hz=5: expected 1 MHz..200 MHz"),
+    ],
+)
+def test_config_errors_name_value(cfg: FirmwareConfig, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        render_config(cfg, "x", "0")
+
+
+def test_missing_tool_names_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ToolMissingError, match="install the Debian package gcc-arm-none-eabi"):
+        find_tool("arm-none-eabi-gcc")
+
+
+def test_cli_firmware_missing_compiler(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
+    proc = subprocess.run([sys.executable, "-m", "codegen", "firmware", "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2
+    assert "arm-none-eabi-gcc not found" in proc.stderr
+    assert "gcc-arm-none-eabi" in proc.stderr
+
+
+def test_cli_firmware_prints_size_table(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "codegen", "firmware", "--out", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert ".text" in proc.stdout and "static RAM" in proc.stdout
+    assert (tmp_path / "fw.elf").is_file() and (tmp_path / "firmware.json").is_file()

@@ -1,0 +1,116 @@
+"""Protocol v1 codec: COBS, CRC, frame layout, streaming decoder, INFO, and C/Python constants."""
+
+from __future__ import annotations
+
+import random
+import re
+import zlib
+
+import pytest
+
+from codegen.resources import firmware_dir
+from host import protocol as p
+from host.protocol import BadFrame, Err, Frame, FrameDecoder, Info, Msg, cobs_decode, cobs_encode
+
+
+@pytest.mark.parametrize(
+    ("raw", "enc"),
+    [
+        (b"", b"\x01"),
+        (b"\x00", b"\x01\x01"),
+        (b"\x00\x00", b"\x01\x01\x01"),
+        (b"\x11\x22\x00\x33", b"\x03\x11\x22\x02\x33"),
+        (b"\x11\x22\x33\x44", b"\x05\x11\x22\x33\x44"),
+        (b"\x11\x00\x00\x00", b"\x02\x11\x01\x01\x01"),
+        (bytes(range(1, 255)), b"\xff" + bytes(range(1, 255)) + b"\x01"),
+        (bytes(range(0, 255)), b"\x01\xff" + bytes(range(1, 255)) + b"\x01"),
+        (bytes(range(1, 256)), b"\xff" + bytes(range(1, 255)) + b"\x02\xff"),
+    ],
+)
+def test_cobs_golden(raw: bytes, enc: bytes) -> None:
+    # Vectors from Cheshire & Baker's COBS paper examples and the Wikipedia table.
+    assert cobs_encode(raw) == enc
+    assert cobs_decode(enc) == p.CobsResult(raw, 0)
+
+
+def test_cobs_round_trip_random() -> None:
+    rng = random.Random(1)
+    for _ in range(3000):
+        n = rng.choice((rng.randrange(0, 10), rng.randrange(250, 520), rng.randrange(0, 3000)))
+        zero_rate = rng.random()
+        raw = bytes(0 if rng.random() < zero_rate else rng.randrange(1, 256) for _ in range(n))
+        enc = cobs_encode(raw)
+        assert 0 not in enc
+        assert len(enc) <= p.cobs_max(n)
+        assert cobs_decode(enc) == p.CobsResult(raw, 0)
+
+
+def test_cobs_decode_malformed_and_capacity() -> None:
+    assert cobs_decode(b"\x05\x11\x22") == p.CobsResult(b"\x11\x22", -1)
+    assert cobs_decode(b"\x03\x11\x00\x22").status == -1
+    assert cobs_decode(cobs_encode(b"\x01" * 20), cap=10) == p.CobsResult(b"\x01" * 10, -2)
+
+
+def test_frame_golden_bytes() -> None:
+    hello = Frame(Msg.HELLO, 0x01020304)
+    body = bytes([1, 0x01, 4, 3, 2, 1, 0, 0])
+    assert hello.body() == body + zlib.crc32(body).to_bytes(4, "little")
+    # Worked by hand from docs/protocol.md: blocks split at each zero, code = 1 + run length.
+    assert hello.encode().hex() == "070101040302010105394e057800"
+    echo = Frame(Msg.ECHO, 7, b"\x00\xff")
+    assert echo.encode().hex() == "04010207010102020106ffd10570af00"
+
+
+def test_decoder_streams_chunks_and_reports_bad_frames() -> None:
+    frames = [Frame(Msg.ECHO, i, bytes(range(i % 7)) * 40) for i in range(50)]
+    wire = b"".join(f.encode() for f in frames)
+    wire = wire[:100] + b"\x07\x07\x07\x00" + wire[100:]  # garbage inside the stream
+    rng = random.Random(2)
+    dec = FrameDecoder()
+    got: list[Frame | BadFrame] = []
+    i = 0
+    while i < len(wire):
+        step = rng.randint(1, 97)
+        got.extend(dec.feed(wire[i : i + step]))
+        i += step
+    good = [g for g in got if isinstance(g, Frame)]
+    bad = [g for g in got if isinstance(g, BadFrame)]
+    assert len(bad) == 2  # the garbage, and the frame it cut in two
+    assert set(good) <= set(frames) and len(good) == 49
+
+
+def test_parse_body_rejects() -> None:
+    body = Frame(Msg.ECHO, 1, b"xyz").body()
+    assert isinstance(p.parse_body(body[:-1]), BadFrame)
+    assert isinstance(p.parse_body(b"\x02" + body[1:]), BadFrame)
+    assert isinstance(p.parse_body(body[:-1] + bytes([body[-1] ^ 1])), BadFrame)
+    assert p.parse_body(body) == Frame(Msg.ECHO, 1, b"xyz")
+
+
+def test_info_pack_unpack() -> None:
+    info = Info(1, 1, 2048, 115200, 100_000_000, 5, 6, 7, 16384, 200, "fw-0123456789abcdef")
+    raw = info.pack()
+    assert len(raw) == p.INFO_SIZE
+    assert Info.unpack(raw) == info
+    assert Info.unpack(raw + b"future fields") == info
+    with pytest.raises(ValueError, match="INFO payload of 10 bytes"):
+        Info.unpack(raw[:10])
+    assert "UART1 (0xE0001000)" in info.describe()
+
+
+def test_constants_match_c_header() -> None:
+    text = (firmware_dir() / "fw_proto.h").read_text()
+    defs = {m[0]: int(m[1], 0) for m in re.findall(r"#define (FW_\w+) (0x[0-9A-F]+|\d+)u", text)}
+    assert defs["FW_PROTO_VERSION"] == p.PROTO_VERSION
+    assert defs["FW_HDR_SIZE"] == p.HDR_SIZE
+    assert defs["FW_CRC_SIZE"] == p.CRC_SIZE
+    assert defs["FW_SEQ_READABLE"] == p.SEQ_READABLE
+    assert defs["FW_BUILD_ID_SIZE"] == p.BUILD_ID_SIZE
+    assert defs["FW_INFO_SIZE"] == p.INFO_SIZE
+    for m in Msg:
+        assert defs[f"FW_MSG_{m.name}"] == m.value
+    for e in Err:
+        assert defs[f"FW_ERR_{e.name}"] == e.value
+    msgs = {k for k in defs if k.startswith("FW_MSG_")}
+    errs = {k for k in defs if k.startswith("FW_ERR_")}
+    assert len(msgs) == len(Msg) and len(errs) == len(Err)
