@@ -100,7 +100,9 @@ class FirmwareConfig:
     def validate(self) -> None:
         lo, hi = MAX_PAYLOAD_RANGE
         if not lo <= self.max_payload <= hi:
-            raise ConfigError(f"max_payload={self.max_payload!r}: allowed range is {lo}..{hi} bytes")
+            raise ConfigError(
+                f"max_payload={self.max_payload!r}: allowed range is {lo}..{hi} bytes"
+            )
         uart_divisors(self.uart, self.baud, self.uart_ref_hz)
 
 

@@ -58,7 +58,9 @@ def run_tool(cmd: Sequence[str], *, what: str, cwd: Path | None = None) -> str:
         list(cmd), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     if proc.returncode != 0:
-        raise BuildError(f"{what} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n{proc.stdout}")
+        raise BuildError(
+            f"{what} failed (exit {proc.returncode}):\n$ {' '.join(cmd)}\n{proc.stdout}"
+        )
     return proc.stdout
 
 

@@ -24,7 +24,8 @@ def add_link_arguments(p: argparse.ArgumentParser) -> None:
     where.add_argument("--port", metavar="DEV",
                        help="serial device of a board, e.g. /dev/ttyUSB1, or any pyserial URL "
                             "(socket://HOST:PORT, rfc2217://...)")
-    p.add_argument("--baud", type=int, default=115_200, help="baud rate for --port (default 115200)")
+    p.add_argument("--baud", type=int, default=115_200,
+                   help="baud rate for --port (default 115200)")
     p.add_argument("--uart", type=int, default=0, choices=(0, 1),
                    help="with --qemu: which UART the firmware was built for (default 0)")
     p.add_argument("--timeout", type=float, default=2.0, help="reply time-out in seconds")

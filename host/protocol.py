@@ -195,8 +195,10 @@ class Info:
     def unpack(cls, payload: bytes) -> Info:
         if len(payload) < cls._FMT.size:
             raise ValueError(f"INFO payload of {len(payload)} bytes, expected >= {cls._FMT.size}")
-        f = cls._FMT.unpack_from(payload)
-        return cls(*f[:10], build_id=f[10].rstrip(b"\0").decode("ascii", "replace"))
+        (ver, uart, max_payload, baud, ref_hz, ok, err, dropped, stack_size, stack_used,
+         build_id) = cls._FMT.unpack_from(payload)
+        return cls(ver, uart, max_payload, baud, ref_hz, ok, err, dropped, stack_size, stack_used,
+                   build_id.rstrip(b"\0").decode("ascii", "replace"))
 
     def pack(self) -> bytes:
         return self._FMT.pack(

@@ -134,9 +134,13 @@ class Link:
             last = self.recent_bad[-1]
             detail = f"; last undecodable bytes: {last.raw[:80]!r} ({last.reason})"
         raise LinkTimeout(
-            f"{self.url}: no reply to {Msg(type_).name if type_ in Msg._value2member_map_ else type_}"
-            f" seq {frame.seq} after {retries + 1} tries of {timeout:g} s{detail}"
+            f"{self.url}: no reply to {_type_name(type_)} seq {frame.seq} after "
+            f"{retries + 1} tries of {timeout:g} s{detail}"
         )
+
+
+def _type_name(type_: int) -> str:
+    return Msg(type_).name if type_ in Msg._value2member_map_ else f"type 0x{type_:02x}"
 
 
 def _device_error(reply: Frame) -> LinkError:

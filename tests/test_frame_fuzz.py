@@ -8,16 +8,15 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from conftest import HOST_BUILD_ID
 from devmodel import DeviceModel
 from fuzzframes import KINDS, fuzz_stream
 
-from conftest import HOST_BUILD_ID
 from host.protocol import Frame, FrameDecoder, Msg
 
 
 def run_server(exe: Path, data: bytes) -> bytes:
-    proc = subprocess.run([str(exe)], input=data, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=120)
+    proc = subprocess.run([str(exe)], input=data, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-4000:]
     assert proc.stderr == b"", proc.stderr.decode(errors="replace")[-4000:]
     return proc.stdout

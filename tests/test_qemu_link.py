@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from codegen.firmware_build import FirmwareBuild
 from devmodel import DeviceModel
 from fuzzframes import KINDS, make_frame
+
+from codegen.firmware_build import FirmwareBuild
 from host.device import Device
 from host.errors import DeviceError
 from host.protocol import Frame, Msg

@@ -1,0 +1,40 @@
+"""templates/ and firmware/ are found from an editable install and from a built wheel."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from codegen.resources import firmware_dir, jinja_env, templates_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_source_checkout_layout() -> None:
+    assert templates_dir() == ROOT / "templates"
+    assert firmware_dir() == ROOT / "firmware"
+    assert jinja_env().get_template("fw_config.h.j2")
+
+
+def test_wheel_carries_templates_and_firmware(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        check=True, capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "codegen/templates/fw_config.h.j2" in names
+    for src in ("startup.S", "link.ld", "fw_server.c", "fw_proto.h", "host/server_stdio.c"):
+        assert f"codegen/firmware/{src}" in names
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    out = subprocess.run(
+        [sys.executable, "-c",
+         "from codegen.resources import templates_dir, firmware_dir;"
+         "print(templates_dir()); print(firmware_dir())"],
+        check=True, capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site)},
+    ).stdout.split()
+    assert out == [str(site / "codegen" / "templates"), str(site / "codegen" / "firmware")]
