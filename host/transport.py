@@ -51,6 +51,7 @@ class Link:
         self._pending: deque[Frame | BadFrame] = deque()
         self._seq = 0
         self.bad_frames = 0
+        self.retransmits = 0  # requests re-sent after a time-out (same seq)
         self.recent_bad: deque[BadFrame] = deque(maxlen=4)
         # A leading delimiter makes the device drop any half-received frame (resync).
         self.write(b"\0")
@@ -112,7 +113,9 @@ class Link:
         timeout = self.timeout if timeout is None else timeout
         retries = self.retries if retries is None else retries
         frame = Frame(type_, self.next_seq(), payload)
-        for _attempt in range(retries + 1):
+        for attempt in range(retries + 1):
+            if attempt:
+                self.retransmits += 1
             self.send(frame)
             deadline = time.monotonic() + timeout
             while (left := deadline - time.monotonic()) > 0:

@@ -75,6 +75,7 @@ def test_retry_uses_same_seq_and_skips_stale(tcp_peer: Callable[[Peer], str]) ->
     with Link(tcp_peer(peer), timeout=0.2, retries=2) as link:
         assert link.request(Msg.ECHO, b"hi", expect=Msg.ECHO_REPLY).payload == b"hi"
         assert link.bad_frames == 1
+        assert link.retransmits == 1
     assert seen == [1, 1]
 
 
