@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
+# numpy's OpenBLAS threads fight over the 2 cores of CI machines; tests are single-threaded.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import subprocess
 from pathlib import Path
 
