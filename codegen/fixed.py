@@ -1,0 +1,48 @@
+"""Numeric contract, Python side (docs/numeric.md): mirrors firmware/fw_fixed.h function for
+function. Works on Python ints and on numpy int64 arrays (no silent wrap: callers keep values in
+the int64 range, which the compiler proves, DESIGN §3)."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import numpy as np
+
+INT16_MIN = -32768
+INT16_MAX = 32767
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+T = TypeVar("T", int, np.ndarray)
+
+
+def sat16(x: T) -> T:
+    """fx_sat16 / fx_sat16_64."""
+    if isinstance(x, np.ndarray):
+        return np.clip(x, INT16_MIN, INT16_MAX)
+    return min(max(x, INT16_MIN), INT16_MAX)
+
+
+def sat32(x: T) -> T:
+    """fx_sat32_64."""
+    if isinstance(x, np.ndarray):
+        return np.clip(x, INT32_MIN, INT32_MAX)
+    return min(max(x, INT32_MIN), INT32_MAX)
+
+
+def rshift_round(x: T, s: int) -> T:
+    """fx_rshift_round32/64: (x + 2^(s-1)) >> s for s > 0 (floor shift = ARM ASR), x << -s
+    otherwise. The 32-bit C variant adds in 64 bits, so no intermediate overflow either side."""
+    if s > 0:
+        return (x + (1 << (s - 1))) >> s
+    return x << (-s)
+
+
+def div_pos(num: T, den: T) -> T:
+    """fx_div_pos64: num >= 0, den > 0, so C truncation and Python floor agree."""
+    if isinstance(num, np.ndarray) or isinstance(den, np.ndarray):
+        if np.any(np.asarray(num) < 0) or np.any(np.asarray(den) <= 0):
+            raise ValueError("div_pos needs num >= 0 and den > 0")
+    elif num < 0 or den <= 0:
+        raise ValueError(f"div_pos needs num >= 0 and den > 0, got {num} / {den}")
+    return num // den
