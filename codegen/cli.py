@@ -16,6 +16,7 @@ from codegen.errors import CodegenError
 
 # (subcommand, module). Order is the order shown in --help.
 COMMANDS: tuple[tuple[str, str], ...] = (
+    ("data", "codegen.data.cli"),
     ("firmware", "codegen.firmware_build"),
     ("device", "host.cli_device"),
 )

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi qemu-system-arm
-              espeak-ng flite festival gcc make)
+              espeak-ng flite festival festvox-kallpc16k gcc make)
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 TORCH_PIN="torch==2.13.0"

@@ -1,0 +1,31 @@
+"""GSC-C data: the 12-class keyword set, its corrupted test conditions, and their on-disk format.
+
+`build()` makes a data directory from real GSC v2 + ESC-50 trees or from the built-in synthetic
+recipe (docs/data.md); the loaders read both the same way.
+"""
+
+from codegen.data.builder import build
+from codegen.data.common import CLASSES, NOISES, DataError
+from codegen.data.store import (
+    Condition,
+    Split,
+    background_noises,
+    conditions,
+    dataset_info,
+    load_condition,
+    load_split,
+)
+
+__all__ = [
+    "CLASSES",
+    "NOISES",
+    "Condition",
+    "DataError",
+    "Split",
+    "background_noises",
+    "build",
+    "conditions",
+    "dataset_info",
+    "load_condition",
+    "load_split",
+]
