@@ -21,6 +21,11 @@
 #define FW_MSG_INFO 0x81u
 #define FW_MSG_ECHO_REPLY 0x82u
 #define FW_MSG_ERROR 0x7Fu
+/* Application messages, served by the model runtime (fw_app_t); replies set bit 7. */
+#define FW_MSG_INFER 0x03u
+#define FW_MSG_RESET 0x04u
+#define FW_MSG_RESULT 0x83u
+#define FW_MSG_RESET_ACK 0x84u
 
 /* ERROR codes (docs/protocol.md, "How the device treats a frame"). */
 #define FW_ERR_CRC 1u
@@ -30,8 +35,9 @@
 #define FW_ERR_COBS 5u
 #define FW_ERR_VERSION 6u
 #define FW_ERR_TYPE 7u
+#define FW_ERR_PAYLOAD 8u /* the application rejected the payload (size, shape, mode) */
 
 #define FW_BUILD_ID_SIZE 24u
-#define FW_INFO_SIZE 56u
+#define FW_INFO_SIZE 64u /* fixed part; the application's description follows */
 
 #endif /* FW_PROTO_H */

@@ -11,6 +11,8 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     s->frames_ok = 0;
     s->frames_err = 0;
     s->frames_dropped = 0;
+    s->frames_replayed = 0;
+    s->last_valid = 0;
 }
 
 /* Body = header + payload + CRC, then COBS, then the 0x00 delimiter, in one write. */
@@ -43,7 +45,11 @@ static void send_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
 static void send_info(fw_server_t *s, uint32_t seq)
 {
     static const char build_id[] = FW_BUILD_ID;
-    uint8_t p[FW_INFO_SIZE] = {0};
+    /* Built in place in the transmit body: send_frame's copy is then a no-op. */
+    uint8_t *p = &s->tx_body[FW_HDR_SIZE];
+    for (uint32_t i = 0; i < FW_INFO_SIZE; i++) {
+        p[i] = 0u;
+    }
     uint32_t stack_size = 0;
     uint32_t stack_used = 0;
     s->platform->stack_usage(s->platform->ctx, &stack_size, &stack_used);
@@ -60,7 +66,42 @@ static void send_info(fw_server_t *s, uint32_t seq)
     for (uint32_t i = 0; i < FW_BUILD_ID_SIZE && build_id[i] != '\0'; i++) {
         p[32 + i] = (uint8_t)build_id[i];
     }
-    send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)sizeof p);
+    fw_put_u32(&p[56], s->frames_replayed);
+    uint16_t app_len = 0;
+    const fw_app_t *app = s->platform->app;
+    if (app != 0 && app->describe != 0) {
+        app_len = app->describe(app->ctx, &p[FW_INFO_SIZE],
+                                (uint16_t)(FW_MAX_PAYLOAD - FW_INFO_SIZE));
+    }
+    fw_put_u16(&p[60], app_len);
+    send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)(FW_INFO_SIZE + app_len));
+}
+
+/* Step 9 for application types: replay a repeated (type, seq), else ask the application. */
+static void serve_app(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
+                      uint16_t len)
+{
+    const fw_app_t *app = s->platform->app;
+    if (s->last_valid && s->last_type == type && s->last_seq == seq) {
+        s->frames_replayed++;
+        send_frame(s, s->last_reply_type, seq, s->reply, s->last_len);
+        return;
+    }
+    uint16_t out_len = 0;
+    int32_t r = app != 0 ? app->handle(app->ctx, type, payload, len, s->reply, &out_len) : 0;
+    if (r == 0) {
+        send_error(s, FW_ERR_TYPE, type, seq);
+    } else if (r < 0) {
+        send_error(s, (uint8_t)(-r), type, seq);
+    } else {
+        s->frames_ok++;
+        s->last_valid = 1;
+        s->last_type = type;
+        s->last_seq = seq;
+        s->last_reply_type = (uint8_t)r;
+        s->last_len = out_len <= FW_MAX_PAYLOAD ? out_len : (uint16_t)FW_MAX_PAYLOAD;
+        send_frame(s, s->last_reply_type, seq, s->reply, s->last_len);
+    }
 }
 
 static void handle_frame(fw_server_t *s)
@@ -115,7 +156,7 @@ static void handle_frame(fw_server_t *s)
         send_frame(s, FW_MSG_ECHO_REPLY, seq, &b[FW_HDR_SIZE], len);
         break;
     default:
-        send_error(s, FW_ERR_TYPE, type, seq);
+        serve_app(s, type, seq, &b[FW_HDR_SIZE], len);
         break;
     }
 }

@@ -15,12 +15,26 @@
 #define FW_BODY_MAX (FW_HDR_SIZE + FW_MAX_PAYLOAD + FW_CRC_SIZE)
 #define FW_ENC_MAX FW_COBS_MAX(FW_BODY_MAX)
 
+/*
+ * Application messages (INFER, RESET, ...): once a frame passed every check, a type the server
+ * does not serve itself goes to handle(), which writes a reply payload of at most FW_MAX_PAYLOAD
+ * bytes to out and returns the reply type (> 0), or returns -FW_ERR_* for an ERROR reply, or 0
+ * when the type is unknown (ERROR TYPE). describe() appends the application's part of INFO.
+ */
+typedef struct {
+    int32_t (*handle)(void *ctx, uint8_t type, const uint8_t *payload, uint16_t len, uint8_t *out,
+                      uint16_t *out_len);
+    uint16_t (*describe)(void *ctx, uint8_t *out, uint16_t cap);
+    void *ctx;
+} fw_app_t;
+
 typedef struct {
     /* Write len bytes to the link (blocking). */
     void (*write)(void *ctx, const uint8_t *data, size_t len);
     /* Main stack size and high-water mark in bytes, for INFO. */
     void (*stack_usage)(void *ctx, uint32_t *size, uint32_t *used);
     void *ctx;
+    const fw_app_t *app; /* NULL: only HELLO and ECHO are served */
 } fw_platform_t;
 
 typedef struct {
@@ -30,6 +44,15 @@ typedef struct {
     uint32_t frames_ok;
     uint32_t frames_err;
     uint32_t frames_dropped;
+    uint32_t frames_replayed;
+    /* The last application reply, resent as is when the same (type, seq) arrives again: a host
+     * retry after a lost reply must not advance application state twice (docs/protocol.md). */
+    uint8_t last_valid;
+    uint8_t last_type;
+    uint8_t last_reply_type;
+    uint16_t last_len;
+    uint32_t last_seq;
+    uint8_t reply[FW_MAX_PAYLOAD];
     uint8_t enc[FW_ENC_MAX];
     uint8_t body[FW_BODY_MAX];
     uint8_t tx_body[FW_BODY_MAX];

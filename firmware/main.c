@@ -20,7 +20,7 @@ static void stack_usage(void *ctx, uint32_t *size, uint32_t *used)
     fw_stack_usage(size, used);
 }
 
-static const fw_platform_t platform = {uart_write, stack_usage, 0};
+static const fw_platform_t platform = {uart_write, stack_usage, 0, 0};
 static fw_server_t server;
 
 int main(void)

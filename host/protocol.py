@@ -17,15 +17,19 @@ HDR_SIZE = 8
 CRC_SIZE = 4
 SEQ_READABLE = 6
 BUILD_ID_SIZE = 24
-INFO_SIZE = 56
+INFO_SIZE = 64
 _HDR = struct.Struct("<BBIH")
 
 
 class Msg(IntEnum):
     HELLO = 0x01
     ECHO = 0x02
+    INFER = 0x03
+    RESET = 0x04
     INFO = 0x81
     ECHO_REPLY = 0x82
+    RESULT = 0x83
+    RESET_ACK = 0x84
     ERROR = 0x7F
 
 
@@ -37,6 +41,7 @@ class Err(IntEnum):
     COBS = 5
     VERSION = 6
     TYPE = 7
+    PAYLOAD = 8
 
 
 def cobs_max(n: int) -> int:
@@ -188,24 +193,29 @@ class Info:
     stack_size: int
     stack_used: int
     build_id: str
+    frames_replayed: int = 0
+    app: bytes = b""  # the application's description (model, shapes, formats), if any
 
-    _FMT = struct.Struct("<BBHIIIIIII24s")
+    _FMT = struct.Struct("<BBHIIIIIII24sIHH")
 
     @classmethod
     def unpack(cls, payload: bytes) -> Info:
         if len(payload) < cls._FMT.size:
             raise ValueError(f"INFO payload of {len(payload)} bytes, expected >= {cls._FMT.size}")
         (ver, uart, max_payload, baud, ref_hz, ok, err, dropped, stack_size, stack_used,
-         build_id) = cls._FMT.unpack_from(payload)
+         build_id, replayed, app_len, _reserved) = cls._FMT.unpack_from(payload)
+        app = payload[cls._FMT.size : cls._FMT.size + app_len]
+        if len(app) != app_len:
+            raise ValueError(f"INFO announces {app_len} application bytes, {len(app)} present")
         return cls(ver, uart, max_payload, baud, ref_hz, ok, err, dropped, stack_size, stack_used,
-                   build_id.rstrip(b"\0").decode("ascii", "replace"))
+                   build_id.rstrip(b"\0").decode("ascii", "replace"), replayed, bytes(app))
 
     def pack(self) -> bytes:
         return self._FMT.pack(
             self.protocol_version, self.uart, self.max_payload, self.baud, self.uart_ref_hz,
             self.frames_ok, self.frames_err, self.frames_dropped, self.stack_size,
-            self.stack_used, self.build_id.encode("ascii"),
-        )
+            self.stack_used, self.build_id.encode("ascii"), self.frames_replayed, len(self.app), 0,
+        ) + self.app
 
     def describe(self) -> str:
         base = {0: "0xE0000000", 1: "0xE0001000"}.get(self.uart, "?")
@@ -217,7 +227,7 @@ class Info:
                 f"(ref clock {self.uart_ref_hz / 1e6:g} MHz)",
                 f"max payload    {self.max_payload} bytes",
                 f"frames         {self.frames_ok} ok, {self.frames_err} answered with ERROR, "
-                f"{self.frames_dropped} dropped",
+                f"{self.frames_dropped} dropped, {self.frames_replayed} replayed",
                 f"stack          {self.stack_used} of {self.stack_size} bytes used (high-water)",
             ]
         )

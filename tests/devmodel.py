@@ -32,6 +32,10 @@ class DeviceModel:
     frames_ok: int = 0
     frames_err: int = 0
     frames_dropped: int = 0
+    frames_replayed: int = 0
+    with_test_app: bool = False  # firmware/host/server_stdio.c's stand-in application
+    app_count: int = 0
+    _last: tuple[int, int, Frame] | None = None
     _buf: bytearray = field(default_factory=bytearray)
 
     def _error(self, code: Err, type_: int, seq: int) -> Frame:
@@ -73,12 +77,32 @@ class DeviceModel:
         if type_ == Msg.ECHO:
             self.frames_ok += 1
             return Frame(Msg.ECHO_REPLY, seq, payload)
-        return self._error(Err.TYPE, type_, seq)
+        if self._last is not None and self._last[:2] == (type_, seq):
+            self.frames_replayed += 1
+            return self._last[2]
+        reply = self._app(type_, seq, payload)
+        if reply.type != Msg.ERROR:
+            self.frames_ok += 1
+            self._last = (type_, seq, reply)
+        return reply
+
+    def _app(self, type_: int, seq: int, payload: bytes) -> Frame:
+        if not self.with_test_app or type_ not in (Msg.INFER, Msg.RESET):
+            return self._error(Err.TYPE, type_, seq)
+        if type_ == Msg.RESET:
+            self.app_count = 0
+            return Frame(Msg.RESET_ACK, seq, b"")
+        if not payload:
+            return self._error(Err.PAYLOAD, type_, seq)
+        reply = Frame(Msg.RESULT, seq, struct.pack("<II", self.app_count, zlib.crc32(payload)))
+        self.app_count += 1
+        return reply
 
     def info(self, *, stack_size: int, stack_used: int) -> Info:
         return Info(PROTO_VERSION, self.uart, self.max_payload, self.baud, self.uart_ref_hz,
                     self.frames_ok, self.frames_err, self.frames_dropped, stack_size, stack_used,
-                    self.build_id)
+                    self.build_id, self.frames_replayed,
+                    b"test-app" if self.with_test_app else b"")
 
     def feed(self, data: bytes) -> list[Frame]:
         """All replies to a byte stream, splitting at 0x00 like fw_server_feed."""

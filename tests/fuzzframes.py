@@ -11,7 +11,7 @@ from host.protocol import Frame, Msg, cobs_encode
 KINDS = (
     "valid_echo", "valid_hello", "truncated", "bitflip", "bad_crc", "bad_length",
     "oversized", "lying_length", "bad_version", "unknown_type", "short_body", "garbage",
-    "bad_cobs", "empty",
+    "bad_cobs", "empty", "infer", "reset", "replay",
 )
 
 
@@ -68,12 +68,26 @@ def make_frame(rng: random.Random, kind: str, seq: int, max_payload: int) -> byt
         return bytes(enc) + b"\0"
     if kind == "empty":
         return b"\0"
+    if kind == "infer":  # an empty payload is rejected with ERROR PAYLOAD by the test app
+        payload = _payload(rng, max_payload) if rng.random() < 0.9 else b""
+        return Frame(Msg.INFER, seq, payload).encode()
+    if kind == "reset":
+        return Frame(Msg.RESET, seq).encode()
     raise ValueError(kind)
 
 
 def fuzz_stream(seed: int, count: int, max_payload: int) -> list[tuple[str, bytes]]:
+    """``replay`` repeats the previous INFER frame byte for byte (a host retry)."""
     rng = random.Random(seed)
-    return [
-        (kind, make_frame(rng, kind, rng.getrandbits(32), max_payload))
-        for kind in (rng.choice(KINDS) for _ in range(count))
-    ]
+    out: list[tuple[str, bytes]] = []
+    last_infer = Frame(Msg.INFER, 0, b"first").encode()
+    for _ in range(count):
+        kind = rng.choice(KINDS)
+        if kind == "replay":
+            wire = last_infer
+        else:
+            wire = make_frame(rng, kind, rng.getrandbits(32), max_payload)
+            if kind == "infer":
+                last_infer = wire
+        out.append((kind, wire))
+    return out

@@ -12,7 +12,7 @@ from conftest import HOST_BUILD_ID
 from devmodel import DeviceModel
 from fuzzframes import KINDS, fuzz_stream
 
-from host.protocol import Frame, FrameDecoder, Msg
+from host.protocol import Frame, FrameDecoder, Info, Msg
 
 
 def run_server(exe: Path, data: bytes) -> bytes:
@@ -35,7 +35,7 @@ def test_fuzz_frames_match_spec_model(host_server: tuple[Path, int]) -> None:
     kinds = Counter(kind for kind, _ in cases)
     assert set(kinds) == set(KINDS) and min(kinds.values()) > 500
     stream = b"".join(wire for _, wire in cases)
-    model = DeviceModel(max_payload=max_payload, build_id=HOST_BUILD_ID)
+    model = DeviceModel(max_payload=max_payload, build_id=HOST_BUILD_ID, with_test_app=True)
     want = model.feed(stream)
     out = run_server(exe, stream)
     got = [f for f in FrameDecoder().feed(out)]
@@ -43,15 +43,32 @@ def test_fuzz_frames_match_spec_model(host_server: tuple[Path, int]) -> None:
     assert out == b"".join(f.encode() for f in want), first_difference(got, want)  # type: ignore[arg-type]
     errors = Counter(f.payload[0] for f in want if f.type == Msg.ERROR)
     # Every error path was exercised, and the model saw drops too.
-    assert set(errors) == {1, 2, 3, 4, 5, 6, 7}, errors
+    assert set(errors) == {1, 2, 3, 4, 5, 6, 7, 8}, errors
     assert model.frames_dropped > 0 and model.frames_ok > 1000
+    assert model.frames_replayed > 100 and model.app_count > 0
 
 
 def test_partial_frame_then_resync(host_server: tuple[Path, int]) -> None:
     exe, max_payload = host_server
     good = Frame(Msg.ECHO, 42, b"after resync").encode()
     stream = b"\x05\x01\x02" + b"\x00" + good + b"\x00\x00" + b"\xff" * 5000 + b"\x00" + good
-    model = DeviceModel(max_payload=max_payload, build_id=HOST_BUILD_ID)
+    model = DeviceModel(max_payload=max_payload, build_id=HOST_BUILD_ID, with_test_app=True)
     out = run_server(exe, stream)
     assert out == b"".join(f.encode() for f in model.feed(stream))
     assert out.count(Frame(Msg.ECHO_REPLY, 42, b"after resync").encode()) == 2
+
+
+def test_retried_request_replays_stored_reply(host_server: tuple[Path, int]) -> None:
+    """A repeated (type, seq) gets the stored reply and does not advance application state;
+    a new seq does; HELLO in between does not disturb the record."""
+    exe, max_payload = host_server
+    a = Frame(Msg.INFER, 10, b"sample-a").encode()
+    b = Frame(Msg.INFER, 11, b"sample-b").encode()
+    stream = a + a + Frame(Msg.HELLO, 99).encode() + a + b + b + Frame(Msg.RESET, 12).encode() + b
+    out = list(FrameDecoder().feed(run_server(exe, stream)))
+    counts = [int.from_bytes(f.payload[:4], "little") for f in out  # type: ignore[union-attr]
+              if isinstance(f, Frame) and f.type == Msg.RESULT]
+    assert counts == [0, 0, 0, 1, 1, 0]
+    info = [f for f in out if isinstance(f, Frame) and f.type == Msg.INFO]
+    parsed = Info.unpack(info[0].payload)
+    assert parsed.frames_replayed == 1 and parsed.app == b"test-app"

@@ -92,7 +92,11 @@ def test_info_pack_unpack() -> None:
     raw = info.pack()
     assert len(raw) == p.INFO_SIZE
     assert Info.unpack(raw) == info
-    assert Info.unpack(raw + b"future fields") == info
+    with_app = Info(1, 0, 2048, 115200, 100_000_000, 1, 0, 0, 0, 0, "x", 3, b"model")
+    assert Info.unpack(with_app.pack()) == with_app
+    assert len(with_app.pack()) == p.INFO_SIZE + 5
+    with pytest.raises(ValueError, match="announces 5 application bytes, 2 present"):
+        Info.unpack(with_app.pack()[:-3])
     with pytest.raises(ValueError, match="INFO payload of 10 bytes"):
         Info.unpack(raw[:10])
     assert "UART1 (0xE0001000)" in info.describe()

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "fw_frame.h"
 #include "fw_server.h"
 
 static void stdout_write(void *ctx, const uint8_t *data, size_t len)
@@ -24,9 +25,50 @@ static void stack_usage(void *ctx, uint32_t *size, uint32_t *used)
     *used = 0;
 }
 
+/*
+ * A stand-in application with state, to test the server's application path and its replay
+ * rule (tests/devmodel.py mirrors it): INFER answers RESULT = {count, CRC-32 of the payload}
+ * and increments count; an empty INFER is rejected with ERROR PAYLOAD; RESET zeroes count.
+ */
+static uint32_t app_count;
+
+static int32_t test_app_handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t len,
+                               uint8_t *out, uint16_t *out_len)
+{
+    (void)ctx;
+    if (type == FW_MSG_INFER) {
+        if (len == 0u) {
+            return -(int32_t)FW_ERR_PAYLOAD;
+        }
+        fw_put_u32(&out[0], app_count++);
+        fw_put_u32(&out[4], fw_crc32(payload, len));
+        *out_len = 8u;
+        return FW_MSG_RESULT;
+    }
+    if (type == FW_MSG_RESET) {
+        app_count = 0;
+        *out_len = 0u;
+        return FW_MSG_RESET_ACK;
+    }
+    return 0;
+}
+
+static uint16_t test_app_describe(void *ctx, uint8_t *out, uint16_t cap)
+{
+    static const char text[] = "test-app";
+    (void)ctx;
+    uint16_t n = 0;
+    while (text[n] != '\0' && n < cap) {
+        out[n] = (uint8_t)text[n];
+        n++;
+    }
+    return n;
+}
+
 int main(void)
 {
-    static const fw_platform_t platform = {stdout_write, stack_usage, 0};
+    static const fw_app_t app = {test_app_handle, test_app_describe, 0};
+    static const fw_platform_t platform = {stdout_write, stack_usage, 0, &app};
     static fw_server_t server;
     fw_server_init(&server, &platform);
     int c;
