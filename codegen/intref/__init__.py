@@ -1,0 +1,1 @@
+"""Python integer reference: the device computation, integer for integer (docs/numeric.md)."""

@@ -1,0 +1,457 @@
+"""Integer CMA-ES (notes §6): bit-exact twin of ``firmware/elt_cmaes_s32.c``.
+
+The float twin is `codegen.elatta.cmaes.Cmaes` with ``whitening="chol"``; the constants are the
+same pycma-4.5.0 values (`CmaesParams`), computed in float64 and rounded **once** here. The same
+integers are emitted into C (``templates/adapt_params.c.j2``).
+
+State formats (int32 raw, int64 intermediates; docs/numeric.md §5):
+
+=====================  ========  =============================================================
+quantity               format    notes
+=====================  ========  =============================================================
+m, x, y, p_c, p_σ, p   Q4.27     |p| < 16 (latent z is Q2.13, so larger p saturates anyway)
+z (standard normals)   Q3.28     the Gaussian table tops out at 6.34 (notes §4)
+C, A (lower, packed)   Q5.26     observed |C| ≤ 7 (notes §3); saturating
+rates and weights      Q1.30     w_i, cμ·w_i, 1−c_σ, 1−c_c, c1, decays, c_σ/d_σ, 1/χ
+gains                  Q3.28     √(c_σ(2−c_σ)μ_eff), √(c_c(2−c_c)μ_eff)
+ln σ                   Q8.23     clamped to [−20 ln2, 4 ln2]: σ ∈ [2⁻²⁰, 16]
+‖·‖²                   Q.46      int64, each square rounded to Q.46 (k ≤ 32 terms)
+‖·‖                    Q.23      floor isqrt of the Q.46 sum
+=====================  ========  =============================================================
+
+One arithmetic rule everywhere: every product of two int32 is formed in int64 and rounded to the
+destination format with (x + 2^(s−1)) >> s; sums of rounded terms are exact in int64 (≤ 34 terms
+of ≤ 2³⁶); one saturation to int32 at every store. Signed divisions are sign-magnitude around
+the positive-only `fx_div_pos64` (round half away from zero). Square roots are floor isqrt.
+Because integer addition is exact, the C loops may sum in any order and stay bit-identical.
+
+Per iteration (notes §6 "Per iteration"; float equations: notes §1 steps 1-7):
+
+1. A = chol(C); a pivot below ``PIVOT_EPS`` is raised to it and counted (notes §6 options).
+2. σ = 2^(ln σ·log₂e) as mantissa (Q1.30, 257-entry LUT) and exponent; z_i from the sampler.
+3. y_i = A z_i, x_i = m + σ y_i.
+4. (caller) evaluate and rank by (f, index).
+5. m' = Σ_{i≤μ} w_i x_{i:λ}; z_w = Σ w_i z_{i:λ}; y_w = Σ w_i y_{i:λ}  (= A⁻¹(m'−m)/σ and
+   (m'−m)/σ of the float twin, Krause et al. 2016, notes §3).
+6. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·z_w.
+7. h_σ ⇔ ‖p_σ‖² < T_g, T_g = (1 + 4/(k+1))·k·(1 − (1−c_σ)^{2g}) precomputed in Q.46.
+8. p_c ← (1−c_c)p_c + h_σ·√(c_c(2−c_c)μ_eff)·y_w.
+9. C ← decay_h·C + c1·p_c p_cᵀ + Σ_i wc_i·ŷ_i ŷ_iᵀ with wc_i = cμ w_i (i ≤ μ, ŷ = y) and
+   wc_i = cμ w_i k (active negative weights, ŷ = y/‖z_i‖: pycma's k/‖C^{-1/2}y‖² factor).
+10. ln σ += clip((c_σ/d_σ)(‖p_σ‖/χ − 1), −1, 1), clamped to the σ range.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from codegen.elatta.cmaes import CmaesParams
+from codegen.errors import ConfigError
+from codegen.fixed import INT32_MAX, INT32_MIN, rshift_round
+from codegen.intref.entropy import LOG2E_Q30, lut_interp_q26, rshift_round_var
+from codegen.intref.tables import EXP2_LUT
+
+I64 = npt.NDArray[np.int64]
+
+X_FRAC = 27  # m, x, y, p_c, p_σ, p: Q4.27
+Z_FRAC = 28  # z: Q3.28
+C_FRAC = 26  # C, A: Q5.26
+RATE_FRAC = 30  # Q1.30
+GAIN_FRAC = 28  # Q3.28
+LNSIG_FRAC = 23  # ln σ: Q8.23
+NORM2_FRAC = 46  # squared norms (int64)
+NORM_FRAC = 23  # norms (isqrt of Q.46)
+PIVOT_EPS = 64  # smallest Cholesky pivot, Q5.26 (≈ 9.5e-7; A_jj ≥ 2^-10)
+LNSIG_MIN = round(-20 * math.log(2.0) * (1 << LNSIG_FRAC))  # σ ≥ 2^-20
+LNSIG_MAX = round(4 * math.log(2.0) * (1 << LNSIG_FRAC))  # σ ≤ 16
+SIGMA_MIN = 2.0**-20
+SIGMA_MAX = 16.0
+K_MAX = 32
+LAM_MAX = 32
+N_ITER_MAX = 64
+
+
+def q_round(x: float, frac: int, what: str, word: int = 32) -> int:
+    """Round a float64 constant once (half to even, as fxpmath's ``around``) to Q.frac."""
+    v = round(float(x) * (1 << frac))
+    lim = 1 << (word - 1)
+    if not -lim <= v < lim:
+        raise ConfigError(f"{what}={x!r} does not fit a {word}-bit Q.{frac} constant")
+    return int(v)
+
+
+def tri(i: int, j: int) -> int:
+    """Index of (i, j), j ≤ i, in the packed lower triangle (row-major): i(i+1)/2 + j."""
+    return i * (i + 1) // 2 + j
+
+
+def mul_rr(a: npt.ArrayLike, b: npt.ArrayLike, s: int) -> I64:
+    """``elt_mul_rr``: round((a·b) / 2^s), the product formed in int64."""
+    return np.asarray(rshift_round(np.asarray(a, dtype=np.int64) * np.asarray(b, np.int64), s))
+
+
+def div_round(num: npt.ArrayLike, den: npt.ArrayLike) -> I64:
+    """``elt_div_round_s64``: num/den rounded half away from zero, den > 0, via fx_div_pos64."""
+    n = np.asarray(num, dtype=np.int64)
+    d = np.asarray(den, dtype=np.int64)
+    if np.any(d <= 0):
+        raise ValueError("div_round needs a positive denominator")
+    q = (np.abs(n) + (d >> 1)) // d  # both non-negative: C truncation == Python floor
+    return np.asarray(np.where(n < 0, -q, q), dtype=np.int64)
+
+
+def isqrt64(n: npt.ArrayLike) -> I64:
+    """``elt_isqrt64``: floor √n for 0 ≤ n < 2⁶²."""
+    a = np.asarray(n, dtype=np.int64)
+    if np.any(a < 0) or np.any(a >= 1 << 62):
+        raise ValueError("isqrt64 needs 0 <= n < 2^62")
+    # float64 √ of n < 2^62 is within 2^-20 of the true root, so its floor is off by at most 1
+    r = np.floor(np.sqrt(a.astype(np.float64))).astype(np.int64)
+    r = r - (r * r > a)
+    return np.asarray(r + ((r + 1) * (r + 1) <= a), dtype=np.int64)
+
+
+def sat32a(x: npt.ArrayLike) -> I64:
+    """`codegen.fixed.sat32` (fx_sat32_64) without np.clip's per-call overhead."""
+    return np.minimum(np.maximum(np.asarray(x, dtype=np.int64), INT32_MIN), INT32_MAX)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """QELaTTA-V2 grid: signed ``x_bits``-bit two's complement with ``y_int`` integer bits
+    (sign included, like ``ap_fixed<x, y>``): value = r·2^−(x−y), r ∈ [−2^(x−1), 2^(x−1)−1]."""
+
+    x_bits: int
+    y_int: int
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.x_bits, int) and 2 <= self.x_bits <= 16):
+            raise ConfigError(f"qelatta_v2 x_bits={self.x_bits!r} is not allowed: use 2..16")
+        if not (isinstance(self.y_int, int) and 1 <= self.y_int <= min(self.x_bits, 5)):
+            raise ConfigError(
+                f"qelatta_v2 y_int_bits={self.y_int!r} is not allowed: use 1..min(x_bits, 5) "
+                "(the grid must fit the Q4.27 state of p)"
+            )
+
+    @property
+    def frac(self) -> int:
+        return self.x_bits - self.y_int
+
+    @property
+    def lo(self) -> int:
+        return -(1 << (self.x_bits - 1))
+
+    @property
+    def hi(self) -> int:
+        return (1 << (self.x_bits - 1)) - 1
+
+    @property
+    def name(self) -> str:
+        return f"{self.x_bits}b{self.y_int}"
+
+    def requant(self, v: npt.ArrayLike, frac_in: int) -> I64:
+        """``elt_requant_s32``: round to the grid (one rule), saturate, back to Q.frac_in."""
+        s = frac_in - self.frac
+        r = np.clip(rshift_round(np.asarray(v, dtype=np.int64), s), self.lo, self.hi)
+        return np.asarray(r * (np.int64(1) << s), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class CmaesIntParams:
+    """Every CMA-ES integer constant (rounded once from the pycma-4.5.0 float64 values)."""
+
+    k: int
+    lam: int
+    mu: int
+    n_iter: int
+    active: bool
+    w: tuple[int, ...]  # [μ] positive recombination weights, Q1.30
+    wc: tuple[int, ...]  # [λ] cμ·w_i (i < μ) and cμ·w_i·k (negative), Q1.30
+    one_minus_cs: int  # Q1.30
+    gain_s: int  # √(c_σ(2−c_σ)μ_eff), Q3.28
+    one_minus_cc: int  # Q1.30
+    gain_c: int  # √(c_c(2−c_c)μ_eff), Q3.28
+    c1: int  # Q1.30
+    decay_h1: int  # 1 − c1 − cμΣw (h_σ = 1), Q1.30
+    decay_h0: int  # 1 − c1(1 − c_c(2−c_c)) − cμΣw (h_σ = 0), Q1.30
+    cs_over_ds: int  # c_σ/d_σ, Q1.30
+    inv_chi: int  # 1/χ_k, Q1.30
+    hsig_thr: tuple[int, ...]  # [n_iter] T_g for g = 1..n, Q.46 (int64)
+    ln_sigma0: int  # Q8.23
+    source: CmaesParams  # the unrounded float64 constants (for comments and the float twin)
+
+    @classmethod
+    def from_float(cls, p: CmaesParams, n_iter: int, sigma0: float) -> CmaesIntParams:
+        """Round every constant of ``p`` once (notes §6 "Constants")."""
+        if not 1 <= p.k <= K_MAX:
+            raise ConfigError(f"k={p.k} is not allowed: the integer CMA-ES supports 1..{K_MAX}")
+        if not 2 <= p.lam <= LAM_MAX:
+            raise ConfigError(
+                f"lam={p.lam} is not allowed: the integer CMA-ES supports 2..{LAM_MAX}"
+            )
+        if not 1 <= n_iter <= N_ITER_MAX:
+            raise ConfigError(f"n_iter={n_iter} is not allowed: use 1..{N_ITER_MAX}")
+        if not (math.isfinite(sigma0) and SIGMA_MIN <= sigma0 <= SIGMA_MAX):
+            raise ConfigError(
+                f"sigma0={sigma0!r} is not allowed: the integer CMA-ES keeps σ in "
+                f"[2^-20, {SIGMA_MAX:g}] (p is Q4.27)"
+            )
+        k = p.k
+        w = p.weights_array
+        wc = [p.cmu * wi if i < p.mu else p.cmu * wi * k for i, wi in enumerate(w)]
+        sum_w = float(np.sum(w))
+        ccc = p.cc * (2 - p.cc)
+        # T_g: ‖p_σ‖²/(1−(1−c_σ)^{2g})/k − 1 < thr ⟺ ‖p_σ‖² < (1 + thr)·k·(1−(1−c_σ)^{2g})
+        thr = tuple(
+            q_round((1 + p.hsig_threshold) * k * (1 - (1 - p.cs) ** (2 * g)), NORM2_FRAC,
+                    "h_sigma threshold", 64)
+            for g in range(1, n_iter + 1)
+        )
+        return cls(
+            k=k,
+            lam=p.lam,
+            mu=p.mu,
+            n_iter=n_iter,
+            active=p.active,
+            w=tuple(q_round(x, RATE_FRAC, "w") for x in w[: p.mu]),
+            wc=tuple(q_round(x, RATE_FRAC, "c_mu*w") for x in wc),
+            one_minus_cs=q_round(1 - p.cs, RATE_FRAC, "1-c_sigma"),
+            gain_s=q_round(math.sqrt(p.cs * (2 - p.cs) * p.mueff), GAIN_FRAC, "sigma-path gain"),
+            one_minus_cc=q_round(1 - p.cc, RATE_FRAC, "1-c_c"),
+            gain_c=q_round(math.sqrt(ccc * p.mueff), GAIN_FRAC, "c-path gain"),
+            c1=q_round(p.c1, RATE_FRAC, "c1"),
+            decay_h1=q_round(1 - (p.c1 + p.cmu * sum_w), RATE_FRAC, "C decay"),
+            decay_h0=q_round(1 - (p.c1 * (1 - ccc) + p.cmu * sum_w), RATE_FRAC, "C decay"),
+            cs_over_ds=q_round(p.cs / p.damps, RATE_FRAC, "c_sigma/d_sigma"),
+            inv_chi=q_round(1 / p.chi, RATE_FRAC, "1/chi"),
+            hsig_thr=thr,
+            ln_sigma0=q_round(math.log(sigma0), LNSIG_FRAC, "ln sigma0"),
+            source=p,
+        )
+
+
+@dataclass
+class CmaesIntState:
+    """Mutable state of a batch of B independent runs (``elt_cmaes_state_t``, one per row)."""
+
+    m: I64  # [B, k] Q4.27
+    ps: I64  # [B, k] Q4.27
+    pc: I64  # [B, k] Q4.27
+    C: I64  # [B, k(k+1)/2] Q5.26, packed lower triangle
+    ln_sigma: I64  # [B] Q8.23
+    g: int = 0  # completed tells (pycma countiter)
+
+    @classmethod
+    def initial(cls, m0: npt.ArrayLike, ln_sigma0: int, k: int) -> CmaesIntState:
+        """``elt_cmaes_reset_s32``: C = I, paths zero, ln σ = ln σ₀, g = 0 (notes §6)."""
+        m = np.array(m0, dtype=np.int64).reshape(-1, k)
+        B = m.shape[0]
+        C = np.zeros((B, k * (k + 1) // 2), dtype=np.int64)
+        for i in range(k):
+            C[:, tri(i, i)] = 1 << C_FRAC
+        z = np.zeros((B, k), dtype=np.int64)
+        return cls(m=m, ps=z.copy(), pc=z.copy(), C=C, ln_sigma=np.full(B, ln_sigma0, np.int64))
+
+    def requant(self, grid: Grid) -> None:
+        """QELaTTA-V2: the stored state lives on the x-bit grid (docs/numeric.md §5)."""
+        self.m = grid.requant(self.m, X_FRAC)
+        self.ps = grid.requant(self.ps, X_FRAC)
+        self.pc = grid.requant(self.pc, X_FRAC)
+        self.C = grid.requant(self.C, C_FRAC)
+        self.ln_sigma = grid.requant(self.ln_sigma, LNSIG_FRAC)
+
+
+def chol_s32(Cp: I64, k: int) -> tuple[I64, I64]:
+    """``elt_cmaes_chol_s32``: lower Cholesky factor A of packed C (notes §6 step 1).
+
+    A_jj = isqrt(max(C_jj − Σ_l A_jl², ε)·2²⁶); A_ij = (C_ij − Σ_l A_il A_jl)/A_jj, each product
+    rounded to Q.26, the numerator saturated to int32 before the (rounded) division. Returns
+    (A packed, number of raised pivots per run).
+    """
+    B = Cp.shape[0]
+    A = np.zeros_like(Cp)
+    nfix = np.zeros(B, dtype=np.int64)
+    for j in range(k):
+        s = Cp[:, tri(j, j)].copy()
+        for lcol in range(j):
+            s -= mul_rr(A[:, tri(j, lcol)], A[:, tri(j, lcol)], C_FRAC)
+        low = s < PIVOT_EPS
+        nfix += low
+        s = np.where(low, PIVOT_EPS, s)  # s ≤ C_jj < 2^31
+        ajj = isqrt64(s << C_FRAC)  # Q5.26, ≥ 2^16
+        A[:, tri(j, j)] = ajj
+        for i in range(j + 1, k):
+            num = Cp[:, tri(i, j)].copy()
+            for lcol in range(j):
+                num -= mul_rr(A[:, tri(i, lcol)], A[:, tri(j, lcol)], C_FRAC)
+            num = sat32a(num)
+            A[:, tri(i, j)] = sat32a(div_round(num * (np.int64(1) << C_FRAC), ajj))
+    return A, nfix
+
+
+def sigma_expand(ln_sigma: I64) -> tuple[I64, I64]:
+    """``elt_cmaes_sigma_s32``: σ = mant·2^(e+1)/2³⁰ with mant = 2^−(1−f) ∈ [2²⁹, 2³⁰] (Q1.30).
+
+    log₂σ = round(ln σ·log₂e) in Q.23 = e + f/2²³ (e = floor); 2^(e+f) = 2^(e+1)·2^−(1−f); the
+    fraction comes from the exp2 LUT at r = (1 − f) in Q.26 ∈ (0, 2²⁶].
+    """
+    l2 = rshift_round(np.asarray(ln_sigma, dtype=np.int64) * LOG2E_Q30, 30)  # Q.23
+    e = l2 >> LNSIG_FRAC
+    f = l2 - (e << LNSIG_FRAC)
+    r = ((1 << LNSIG_FRAC) - f) << (26 - LNSIG_FRAC)
+    mant = lut_interp_q26(EXP2_LUT, r)
+    return np.asarray(mant, dtype=np.int64), np.asarray(e, dtype=np.int64)
+
+
+def _tri_index(k: int) -> tuple[I64, I64]:
+    """Row and column of every packed lower-triangle entry, in packing order."""
+    rows = np.array([i for i in range(k) for _ in range(i + 1)], dtype=np.int64)
+    cols = np.array([j for i in range(k) for j in range(i + 1)], dtype=np.int64)
+    return rows, cols
+
+
+def unpack_tri(P: I64, k: int) -> I64:
+    """Packed lower triangle [B, k(k+1)/2] → full lower-triangular [B, k, k] (zeros above)."""
+    r, c = _tri_index(k)
+    out = np.zeros((P.shape[0], k, k), dtype=np.int64)
+    out[:, r, c] = P
+    return out
+
+
+def sample_s32(m: I64, A: I64, z: I64, mant: I64, e: I64, k: int) -> tuple[I64, I64]:
+    """``elt_cmaes_sample_s32``: y_i = A z_i (Q4.27), x_i = m + σ y_i (Q4.27); z [B, λ, k].
+
+    Each product A_al·z_l is rounded to Q.27 (Q5.26 × Q3.28 = Q.54, shift 27); the zero upper
+    triangle contributes round(0) = 0, so the sum equals the C loop over l ≤ a.
+    """
+    Af = unpack_tri(A, k)  # [B, k, k]
+    prod = mul_rr(Af[:, None, :, :], z[:, :, None, :], C_FRAC + Z_FRAC - X_FRAC)  # [B,λ,k,k]
+    y = sat32a(np.sum(prod, axis=3))
+    shift = (RATE_FRAC - 1) - e  # σy = y·mant·2^(e+1)/2^30: Q.57 → Q.27, shift 29 − e ∈ [25, 50]
+    sy = rshift_round_var(y * mant[:, None, None], shift[:, None, None])
+    x = sat32a(m[:, None, :] + sy)
+    return y, x
+
+
+def tell_s32(
+    p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order: I64
+) -> I64:
+    """``elt_cmaes_tell_s32``: one update in pycma ``tell2`` order (notes §1 steps 2-7, §6).
+
+    ``order`` [B, λ] is the ranking by (f, index). Updates ``st`` in place; returns h_σ [B].
+    Sums run over whole axes at once: the terms are rounded first, so integer addition is exact
+    and the C loops' order does not matter.
+    """
+    k, mu = p.k, p.mu
+    B = x.shape[0]
+    rows = np.arange(B)[:, None]
+    xs, zs, ys = x[rows, order], z[rows, order], y[rows, order]  # [B, λ, k] sorted by rank
+    st.g += 1  # pycma countiter, incremented before the update
+    w = np.asarray(p.w, dtype=np.int64)[None, :, None]
+    # 2. m' = Σ_{i≤μ} w_i x_{i:λ} (c_m = 1); z_w, y_w likewise (notes §1 step 2, §3)
+    m_new = sat32a(np.sum(mul_rr(w, xs[:, :mu], RATE_FRAC), axis=1))
+    zw = sat32a(np.sum(mul_rr(w, zs[:, :mu], RATE_FRAC), axis=1))
+    yw = sat32a(np.sum(mul_rr(w, ys[:, :mu], RATE_FRAC), axis=1))
+    # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·z_w (notes §1 step 3 with A⁻¹(m'−m)/σ = z_w)
+    ps = sat32a(
+        mul_rr(p.one_minus_cs, st.ps, RATE_FRAC)
+        + mul_rr(p.gain_s, zw, GAIN_FRAC + Z_FRAC - X_FRAC)
+    )
+    # 4. h_σ ⇔ ‖p_σ‖² < T_g (notes §1 step 4, §6 step 6)
+    n2 = np.sum(mul_rr(ps, ps, 2 * X_FRAC - NORM2_FRAC), axis=1)
+    hsig = (n2 < p.hsig_thr[st.g - 1]).astype(np.int64)
+    # 5. p_c ← (1−c_c)p_c + h_σ·√(c_c(2−c_c)μ_eff)·y_w (notes §1 step 5)
+    pc = sat32a(
+        mul_rr(p.one_minus_cc, st.pc, RATE_FRAC)
+        + hsig[:, None] * mul_rr(p.gain_c, yw, GAIN_FRAC)
+    )
+    # 6. C ← decay_h·C + c1 p_c p_cᵀ + Σ wc_i ŷ_i ŷ_iᵀ (notes §1 step 6); ŷ = y/‖z‖ for the
+    # active negative weights (pycma's k/‖C^{-1/2}y‖², k folded into wc_i)
+    wc = np.asarray(p.wc, dtype=np.int64)
+    yh = ys.copy()
+    neg = np.flatnonzero((np.arange(p.lam) >= mu) & (wc != 0))
+    if neg.size:
+        zn = zs[:, neg]  # [B, n, k]
+        nz2 = np.sum(mul_rr(zn, zn, 2 * Z_FRAC - 50), axis=2)  # Q.50
+        nz = np.maximum(isqrt64(nz2), 1)  # ‖z_i‖ in Q.25, ≥ 1 LSB
+        yh[:, neg] = sat32a(div_round(ys[:, neg] * (np.int64(1) << 25), nz[:, :, None]))
+    decay = np.where(hsig == 1, p.decay_h1, p.decay_h0)
+    ra, cb = _tri_index(k)
+    t = sat32a(mul_rr(pc[:, ra], pc[:, cb], 2 * X_FRAC - C_FRAC))  # [B, T]
+    u = sat32a(mul_rr(yh[:, :, ra], yh[:, :, cb], 2 * X_FRAC - C_FRAC))  # [B, λ, T]
+    acc = (
+        mul_rr(decay[:, None], st.C, RATE_FRAC)
+        + mul_rr(p.c1, t, RATE_FRAC)
+        + np.sum(mul_rr(wc[None, :, None], u, RATE_FRAC), axis=1)  # wc_i = 0 adds round(0) = 0
+    )
+    C = sat32a(acc)
+    # 7. ln σ += clip((c_σ/d_σ)(‖p_σ‖/χ − 1), −1, 1) (notes §1 step 7; log domain, notes §6)
+    nps = isqrt64(n2)  # Q.23
+    ratio = mul_rr(nps, p.inv_chi, RATE_FRAC)  # Q.23
+    dl = mul_rr(p.cs_over_ds, ratio - (1 << LNSIG_FRAC), RATE_FRAC)
+    dl = np.minimum(np.maximum(dl, -(1 << LNSIG_FRAC)), 1 << LNSIG_FRAC)
+    st.ln_sigma = np.minimum(np.maximum(st.ln_sigma + dl, LNSIG_MIN), LNSIG_MAX)
+    st.m, st.ps, st.pc, st.C = m_new, ps, pc, C
+    return hsig
+
+
+def q1bit_s32(P: I64) -> I64:
+    """``elt_q1bit_s32``: QELaTTA-V1 two-level quantiser of each row (integer twin of
+    `codegen.elatta.float_ref.quantize_1bit`).
+
+    Sort the k values by (value, index); for every split s = 1..k−1 the group means are the
+    rounded integer means; the split with the smallest Σ round((x − mean)²/2⁸) wins, ties to
+    the lowest split. k ≤ 2 is the identity (paper: "natural 1-bit").
+    """
+    P = np.asarray(P, dtype=np.int64)
+    B, k = P.shape
+    if k <= 2:
+        return P.copy()
+    order = np.argsort(P, axis=1, kind="stable")
+    S = np.take_along_axis(P, order, axis=1)
+    best = np.full(B, np.iinfo(np.int64).max, dtype=np.int64)
+    best_lo = np.zeros(B, np.int64)
+    best_hi = np.zeros(B, np.int64)
+    best_s = np.zeros(B, np.int64)
+    for s in range(1, k):
+        mlo = div_round(np.sum(S[:, :s], axis=1), np.int64(s))
+        mhi = div_round(np.sum(S[:, s:], axis=1), np.int64(k - s))
+        dlo = sat32a(S[:, :s] - mlo[:, None])
+        dhi = sat32a(S[:, s:] - mhi[:, None])
+        sse = np.sum(mul_rr(dlo, dlo, 8), axis=1) + np.sum(mul_rr(dhi, dhi, 8), axis=1)
+        better = sse < best
+        best = np.where(better, sse, best)
+        best_lo = np.where(better, mlo, best_lo)
+        best_hi = np.where(better, mhi, best_hi)
+        best_s = np.where(better, s, best_s)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(k), (B, k)), axis=1)
+    return np.where(rank < best_s[:, None], best_lo[:, None], best_hi[:, None]).astype(np.int64)
+
+
+def clip_norm_s32(v: I64, radius_q23: int) -> I64:
+    """``elt_clip_norm_s32``: v scaled to ‖v‖ ≤ radius (Q.23) if it is longer (continual_bounded).
+
+    ‖v‖ = isqrt(Σ round(v²/2⁸)) in Q.23; each element is scaled by radius/‖v‖ with a truncating
+    division of magnitudes, so the result never exceeds the radius by more than the isqrt
+    rounding (≤ 2⁻²³ relative).
+    """
+    v = np.asarray(v, dtype=np.int64)
+    nrm = isqrt64(np.sum(mul_rr(v, v, 2 * X_FRAC - NORM2_FRAC), axis=1))
+    over = nrm > radius_q23
+    den = np.where(over, nrm, 1)
+    scaled = (np.abs(v) * radius_q23) // den[:, None]
+    scaled = np.where(v < 0, -scaled, scaled)
+    return np.where(over[:, None], scaled, v).astype(np.int64)
+
+
+__all__ = [
+    "C_FRAC", "GAIN_FRAC", "INT32_MAX", "INT32_MIN", "LNSIG_FRAC", "LNSIG_MAX", "LNSIG_MIN",
+    "NORM2_FRAC", "NORM_FRAC", "PIVOT_EPS", "RATE_FRAC", "X_FRAC", "Z_FRAC", "CmaesIntParams",
+    "CmaesIntState", "Grid", "chol_s32", "clip_norm_s32", "div_round", "isqrt64", "mul_rr",
+    "q1bit_s32", "q_round", "sample_s32", "sigma_expand", "tell_s32", "tri",
+]

@@ -1,0 +1,310 @@
+/*
+ * Integer CMA-ES (reference/cmaes-notes.md §6, update order of pycma tell2 in §1).
+ * Python twin: codegen/intref/cmaes_int.py, function for function.
+ *
+ * One rule everywhere: products of two int32 in int64, rounded to the destination format
+ * ((x + 2^(s-1)) >> s, elt_mul_rr); sums of rounded terms are exact in int64; one saturation at
+ * every store; signed divisions sign-magnitude around fx_div_pos64; floor isqrt.
+ */
+#include "elt_cmaes_s32.h"
+
+#include "elt_entropy_s16.h"
+
+#define ELT_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
+
+static inline int32_t elt_sat32(int64_t x) { return fx_sat32_64(x); }
+
+void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, const int32_t *m0)
+{
+    int32_t i;
+    for (i = 0; i < p->k; i++) {
+        s->m[i] = m0[i];
+        s->ps[i] = 0;
+        s->pc[i] = 0;
+    }
+    for (i = 0; i < p->k * (p->k + 1) / 2; i++) {
+        s->C[i] = 0;
+    }
+    for (i = 0; i < p->k; i++) {
+        s->C[ELT_TRI(i, i)] = (int32_t)1 << ELT_C_FRAC; /* C = I */
+    }
+    s->ln_sigma = p->grid_on ? elt_requant_s32(p, p->ln_sigma0, ELT_LNSIG_FRAC) : p->ln_sigma0;
+    s->g = 0;
+}
+
+/* notes §6 step 1: A_jj = isqrt(max(C_jj - sum A_jl^2, eps) 2^26),
+ * A_ij = (C_ij - sum A_il A_jl) / A_jj (numerator saturated to int32, rounded division). */
+int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
+{
+    int32_t nfix = 0;
+    int32_t i;
+    int32_t j;
+    int32_t l;
+    for (j = 0; j < k; j++) {
+        int64_t piv = c[ELT_TRI(j, j)];
+        int32_t ajj;
+        for (l = 0; l < j; l++) {
+            piv -= elt_mul_rr(a[ELT_TRI(j, l)], a[ELT_TRI(j, l)], ELT_C_FRAC);
+        }
+        if (piv < ELT_PIVOT_EPS) {
+            piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
+            nfix++;
+        }
+        ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
+        a[ELT_TRI(j, j)] = ajj;
+        for (i = j + 1; i < k; i++) {
+            int64_t num = c[ELT_TRI(i, j)];
+            for (l = 0; l < j; l++) {
+                num -= elt_mul_rr(a[ELT_TRI(i, l)], a[ELT_TRI(j, l)], ELT_C_FRAC);
+            }
+            num = elt_sat32(num);
+            a[ELT_TRI(i, j)] =
+                elt_sat32(elt_div_round_s64(num * ((int64_t)1 << ELT_C_FRAC), ajj));
+        }
+    }
+    return nfix;
+}
+
+/* log2 sigma = round(ln sigma log2 e) = e + f/2^23; 2^(e + f) = 2^(e+1) 2^-(1 - f). */
+void elt_cmaes_sigma_s32(int32_t ln_sigma, const int32_t *exp2_lut, int32_t *mant, int32_t *e)
+{
+    int64_t l2 = fx_rshift_round64((int64_t)ln_sigma * ELT_LOG2E_Q30, 30); /* Q.23 */
+    int32_t ee = (int32_t)(l2 >> ELT_LNSIG_FRAC);                          /* floor */
+    int32_t f = (int32_t)(l2 - (int64_t)ee * ((int64_t)1 << ELT_LNSIG_FRAC));
+    int32_t r = (((int32_t)1 << ELT_LNSIG_FRAC) - f) << (26 - ELT_LNSIG_FRAC); /* (0, 2^26] */
+    *mant = elt_lut_interp_q26(exp2_lut, r);
+    *e = ee;
+}
+
+void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s,
+                          elt_cmaes_work_t *w, elt_rng_t *rng, const int32_t *gauss_lut)
+{
+    const int32_t k = p->k;
+    /* sigma y = y mant 2^(e+1) / 2^30: Q.57 -> Q.27, shift 29 - e in [25, 50] */
+    const int shift = (ELT_RATE_FRAC - 1) - w->sig_exp;
+    int32_t i;
+    int32_t a;
+    int32_t l;
+    for (i = 0; i < p->lam; i++) { /* draw order: candidate-major, then dimension */
+        for (a = 0; a < k; a++) {
+            w->z[i][a] = elt_gauss_q28(rng, gauss_lut);
+        }
+    }
+    for (i = 0; i < p->lam; i++) {
+        for (a = 0; a < k; a++) {
+            int64_t acc = 0;
+            int32_t x;
+            for (l = 0; l <= a; l++) { /* y = A z: Q5.26 x Q3.28 -> Q.27 */
+                acc += elt_mul_rr(w->A[ELT_TRI(a, l)], w->z[i][l],
+                                  ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+            }
+            w->y[i][a] = elt_sat32(acc);
+            x = elt_sat32((int64_t)s->m[a] +
+                          fx_rshift_round64((int64_t)w->y[i][a] * w->sig_mant, shift));
+            w->x[i][a] = p->grid_on ? elt_requant_s32(p, x, ELT_X_FRAC) : x;
+        }
+    }
+}
+
+int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
+                           const uint8_t *order)
+{
+    const int32_t k = p->k;
+    int32_t zw[ELT_K_MAX] = {0};
+    int32_t yw[ELT_K_MAX] = {0};
+    int32_t mnew[ELT_K_MAX] = {0};
+    int64_t n2 = 0;
+    int32_t hsig;
+    int32_t decay;
+    int32_t nps;
+    int32_t ratio;
+    int64_t dl;
+    int32_t i;
+    int32_t a;
+    int32_t b;
+    s->g += 1; /* pycma countiter, incremented before the update */
+    /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike (notes §1 step 2, §3) */
+    for (a = 0; a < k; a++) {
+        int64_t am = 0;
+        int64_t az = 0;
+        int64_t ay = 0;
+        for (i = 0; i < p->mu; i++) {
+            int32_t r = order[i];
+            am += elt_mul_rr(p->w[i], w->x[r][a], ELT_RATE_FRAC);
+            az += elt_mul_rr(p->w[i], w->z[r][a], ELT_RATE_FRAC);
+            ay += elt_mul_rr(p->w[i], w->y[r][a], ELT_RATE_FRAC);
+        }
+        mnew[a] = elt_sat32(am);
+        zw[a] = elt_sat32(az);
+        yw[a] = elt_sat32(ay);
+    }
+    /* 3. p_s <- (1 - c_s) p_s + sqrt(c_s(2-c_s)mu_eff) z_w (notes §1 step 3) */
+    for (a = 0; a < k; a++) {
+        s->ps[a] = elt_sat32(elt_mul_rr(p->one_minus_cs, s->ps[a], ELT_RATE_FRAC) +
+                             elt_mul_rr(p->gain_s, zw[a], ELT_GAIN_FRAC + ELT_Z_FRAC - ELT_X_FRAC));
+        n2 += elt_mul_rr(s->ps[a], s->ps[a], 2 * ELT_X_FRAC - ELT_NORM2_FRAC);
+    }
+    /* 4. h_sigma <=> ||p_s||^2 < T_g (notes §1 step 4, §6 step 6) */
+    hsig = n2 < p->hsig_thr[s->g - 1] ? 1 : 0;
+    /* 5. p_c <- (1 - c_c) p_c + h_sigma sqrt(c_c(2-c_c)mu_eff) y_w (notes §1 step 5) */
+    for (a = 0; a < k; a++) {
+        int64_t v = elt_mul_rr(p->one_minus_cc, s->pc[a], ELT_RATE_FRAC);
+        if (hsig) {
+            v += elt_mul_rr(p->gain_c, yw[a], ELT_GAIN_FRAC);
+        }
+        s->pc[a] = elt_sat32(v);
+    }
+    /* 6a. active weights: y_hat = y / ||z|| (pycma's k / ||C^-1/2 y||^2, k folded into wc) */
+    for (i = p->mu; i < p->lam; i++) {
+        int32_t r = order[i];
+        int64_t nz2 = 0;
+        int64_t nz;
+        if (p->wc[i] == 0) {
+            continue;
+        }
+        for (a = 0; a < k; a++) {
+            nz2 += elt_mul_rr(w->z[r][a], w->z[r][a], 2 * ELT_Z_FRAC - 50); /* Q.50 */
+        }
+        nz = elt_isqrt64((uint64_t)nz2); /* Q.25 */
+        if (nz < 1) {
+            nz = 1;
+        }
+        for (a = 0; a < k; a++) {
+            w->y[r][a] = elt_sat32(elt_div_round_s64((int64_t)w->y[r][a] * ((int64_t)1 << 25), nz));
+        }
+    }
+    /* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (notes §1 step 6) */
+    decay = hsig ? p->decay_h1 : p->decay_h0;
+    for (a = 0; a < k; a++) {
+        for (b = 0; b <= a; b++) {
+            int32_t t = elt_sat32(elt_mul_rr(s->pc[a], s->pc[b], 2 * ELT_X_FRAC - ELT_C_FRAC));
+            int64_t acc = elt_mul_rr(decay, s->C[ELT_TRI(a, b)], ELT_RATE_FRAC) +
+                          elt_mul_rr(p->c1, t, ELT_RATE_FRAC);
+            for (i = 0; i < p->lam; i++) {
+                int32_t r = order[i];
+                int32_t u;
+                if (p->wc[i] == 0) {
+                    continue;
+                }
+                u = elt_sat32(elt_mul_rr(w->y[r][a], w->y[r][b], 2 * ELT_X_FRAC - ELT_C_FRAC));
+                acc += elt_mul_rr(p->wc[i], u, ELT_RATE_FRAC);
+            }
+            s->C[ELT_TRI(a, b)] = elt_sat32(acc);
+        }
+    }
+    /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (notes §1 step 7) */
+    nps = (int32_t)elt_isqrt64((uint64_t)n2); /* Q.23 */
+    ratio = (int32_t)elt_mul_rr(nps, p->inv_chi, ELT_RATE_FRAC);
+    dl = elt_mul_rr(p->cs_over_ds, ratio - ((int32_t)1 << ELT_LNSIG_FRAC), ELT_RATE_FRAC);
+    if (dl > ((int64_t)1 << ELT_LNSIG_FRAC)) {
+        dl = (int64_t)1 << ELT_LNSIG_FRAC;
+    } else if (dl < -((int64_t)1 << ELT_LNSIG_FRAC)) {
+        dl = -((int64_t)1 << ELT_LNSIG_FRAC);
+    }
+    dl += s->ln_sigma;
+    s->ln_sigma = (int32_t)(dl < ELT_LNSIG_MIN ? ELT_LNSIG_MIN : (dl > ELT_LNSIG_MAX ? ELT_LNSIG_MAX : dl));
+    for (a = 0; a < k; a++) {
+        s->m[a] = mnew[a];
+    }
+    return hsig;
+}
+
+int32_t elt_requant_s32(const elt_cmaes_params_t *p, int32_t v, int32_t frac_in)
+{
+    const int sh = frac_in - p->grid_frac;
+    int64_t r = fx_rshift_round64(v, sh);
+    if (r < p->grid_lo) {
+        r = p->grid_lo;
+    } else if (r > p->grid_hi) {
+        r = p->grid_hi;
+    }
+    return (int32_t)(r * ((int64_t)1 << sh));
+}
+
+void elt_cmaes_requant_state_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s)
+{
+    int32_t i;
+    for (i = 0; i < p->k; i++) {
+        s->m[i] = elt_requant_s32(p, s->m[i], ELT_X_FRAC);
+        s->ps[i] = elt_requant_s32(p, s->ps[i], ELT_X_FRAC);
+        s->pc[i] = elt_requant_s32(p, s->pc[i], ELT_X_FRAC);
+    }
+    for (i = 0; i < p->k * (p->k + 1) / 2; i++) {
+        s->C[i] = elt_requant_s32(p, s->C[i], ELT_C_FRAC);
+    }
+    s->ln_sigma = elt_requant_s32(p, s->ln_sigma, ELT_LNSIG_FRAC);
+}
+
+/* QELaTTA-V1 (docs/elatta.md reading): sort by (value, index); for each split the group means
+ * are rounded integer means; the smallest sum of round((x - mean)^2 / 2^8) wins, ties to the
+ * lowest split. */
+void elt_q1bit_s32(int32_t *v, int32_t k)
+{
+    uint8_t ord[ELT_K_MAX] = {0};
+    int64_t best = INT64_MAX;
+    int32_t best_lo = 0;
+    int32_t best_hi = 0;
+    int32_t best_s = 0;
+    int32_t i;
+    int32_t j;
+    int32_t sp;
+    if (k <= 2) {
+        return; /* "natural 1-bit" (paper supplementary) */
+    }
+    for (i = 0; i < k; i++) { /* stable insertion sort of indices by value */
+        j = i;
+        while (j > 0 && v[ord[j - 1]] > v[i]) {
+            ord[j] = ord[j - 1];
+            j--;
+        }
+        ord[j] = (uint8_t)i;
+    }
+    for (sp = 1; sp < k; sp++) {
+        int64_t lo = 0;
+        int64_t hi = 0;
+        int64_t sse = 0;
+        int32_t mlo;
+        int32_t mhi;
+        for (i = 0; i < k; i++) {
+            if (i < sp) {
+                lo += v[ord[i]];
+            } else {
+                hi += v[ord[i]];
+            }
+        }
+        mlo = (int32_t)elt_div_round_s64(lo, sp);
+        mhi = (int32_t)elt_div_round_s64(hi, k - sp);
+        for (i = 0; i < k; i++) {
+            int32_t d = elt_sat32((int64_t)v[ord[i]] - (i < sp ? mlo : mhi));
+            sse += elt_mul_rr(d, d, 8);
+        }
+        if (sse < best) {
+            best = sse;
+            best_lo = mlo;
+            best_hi = mhi;
+            best_s = sp;
+        }
+    }
+    for (i = 0; i < k; i++) {
+        v[ord[i]] = i < best_s ? best_lo : best_hi;
+    }
+}
+
+void elt_clip_norm_s32(int32_t *v, int32_t k, int32_t radius_q23)
+{
+    int64_t n2 = 0;
+    int64_t nrm;
+    int32_t a;
+    for (a = 0; a < k; a++) {
+        n2 += elt_mul_rr(v[a], v[a], 2 * ELT_X_FRAC - ELT_NORM2_FRAC);
+    }
+    nrm = elt_isqrt64((uint64_t)n2); /* Q.23 */
+    if (nrm <= radius_q23) {
+        return;
+    }
+    for (a = 0; a < k; a++) {
+        int64_t mag = v[a] < 0 ? -(int64_t)v[a] : (int64_t)v[a];
+        mag = fx_div_pos64(mag * radius_q23, nrm); /* truncation: never longer than radius */
+        v[a] = (int32_t)(v[a] < 0 ? -mag : mag);
+    }
+}

@@ -1,0 +1,1 @@
+"""Host harness of the ELaTTA kernels (harness.c) and its Python driver (driver.py)."""
