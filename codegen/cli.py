@@ -17,6 +17,11 @@ from codegen.errors import CodegenError
 # (subcommand, module). Order is the order shown in --help.
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("data", "codegen.data.cli"),
+    ("train", "codegen.train"),
+    ("basis", "codegen.basis"),
+    ("eval", "codegen.evaluate"),
+    ("build", "codegen.build"),
+    ("inspect", "codegen.inspect_cmd"),
     ("firmware", "codegen.firmware_build"),
     ("device", "host.cli_device"),
 )

@@ -10,6 +10,7 @@ import argparse
 import hashlib
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -132,22 +133,38 @@ def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
     )
 
 
-def _input_hash(cfg: FirmwareConfig, sources: list[Path]) -> str:
+def _input_hash(
+    cfg: FirmwareConfig, sources: list[Path], extra_flags: tuple[str, ...] = ()
+) -> str:
     h = hashlib.sha256()
     h.update(json.dumps(asdict(cfg), sort_keys=True).encode())
-    h.update(" ".join(ARM_CFLAGS + ARM_LDFLAGS).encode())
+    h.update(" ".join(ARM_CFLAGS + ARM_LDFLAGS + extra_flags).encode())
     for src in sorted(sources, key=lambda p: p.name):
         h.update(src.name.encode() + b"\0" + src.read_bytes())
     return h.hexdigest()
 
 
-def build_firmware(cfg: FirmwareConfig, out_dir: Path) -> FirmwareBuild:
+def build_firmware(
+    cfg: FirmwareConfig,
+    out_dir: Path,
+    extra_sources: Sequence[Path] = (),
+    extra_includes: Sequence[Path] = (),
+    extra_ldflags: Sequence[str] = (),
+    extra_cflags: Sequence[str] = (),
+) -> FirmwareBuild:
+    """Compile the runtime, plus (for `codegen build`) the generated model sources and the
+    kernels they need: ``extra_sources`` are compiled after the runtime, ``extra_includes`` come
+    first on the include path, ``extra_cflags`` (e.g. ``-D`` sizes) apply to every source,
+    ``extra_ldflags`` go to the link (e.g. ``-Wl,--undefined=sym`` to keep an entry point that
+    the runtime does not call yet). All of them enter the hash."""
     cfg.validate()
     gcc = find_tool("arm-none-eabi-gcc")
     fw = firmware_dir()
-    sources = [fw / s for s in RUNTIME_SOURCES]
-    headers = sorted(fw.glob("*.h"))
-    input_hash = _input_hash(cfg, sources + headers)
+    sources = [fw / s for s in RUNTIME_SOURCES] + [Path(s) for s in extra_sources]
+    headers = sorted(fw.glob("*.h")) + sorted(
+        h for d in extra_includes for h in Path(d).glob("*.h")
+    )
+    input_hash = _input_hash(cfg, sources + headers, (*extra_cflags, *extra_ldflags))
     build_id = f"fw-{input_hash[:16]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     gen = out_dir / "include"
@@ -158,10 +175,13 @@ def build_firmware(cfg: FirmwareConfig, out_dir: Path) -> FirmwareBuild:
     cmd = [
         gcc,
         *ARM_CFLAGS,
+        *extra_cflags,
         f"-I{gen}",
+        *(f"-I{d}" for d in extra_includes),
         f"-I{fw}",
         f"-T{fw / 'link.ld'}",
         *ARM_LDFLAGS,
+        *extra_ldflags,
         f"-Wl,-Map={out_dir / 'fw.map'}",
         "-o",
         str(elf),

@@ -240,7 +240,9 @@ void elt_cmaes_requant_state_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t 
  * lowest split. */
 void elt_q1bit_s32(int32_t *v, int32_t k)
 {
-    uint8_t ord[ELT_K_MAX] = {0};
+    /* At least 3 entries: for ELT_K_MAX <= 2 the sort below is dead code (k <= 2 returns), but
+     * GCC's -Warray-bounds still inspects it. */
+    uint8_t ord[ELT_K_MAX > 2 ? ELT_K_MAX : 3] = {0};
     int64_t best = INT64_MAX;
     int32_t best_lo = 0;
     int32_t best_hi = 0;

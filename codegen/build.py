@@ -1,0 +1,332 @@
+"""`codegen build`: checkpoint + V_k + config -> C sources, firmware ELF and manifest (issue 4).
+
+    frontend (codegen.frontend) -> float IR -> quantize (codegen.quantize, calibrated on clean
+    SOURCE clips) -> fixed IR -> emit (codegen.emit, Jinja) -> arm-none-eabi-gcc
+
+Output directory::
+
+    DIR/src/<prefix>model.{c,h} + the adaptation core's files   generated C
+    DIR/fw.elf, fw.map, firmware.json, include/fw_config.h       the runtime + model ELF
+    DIR/manifest.json                                            everything `codegen inspect` shows
+
+The runtime does not call the model yet (the INFER message is a later issue): the link keeps the
+model with ``-Wl,--undefined=<prefix>model_infer``, so sizes and the linker's RAM guard already
+account for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from codegen import __version__
+from codegen.errors import CodegenError
+from codegen.ir import Accumulator, QModel, QTensor
+
+HELP = "compile model + V_k + ELaTTA config into quantized C, a firmware ELF and a manifest"
+MANIFEST_FORMAT = "elatta-build"
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    out_dir: Path
+    qmodel: QModel
+    sources: list[Path]
+    manifest: dict[str, Any]
+    elf: Path | None
+
+
+def tensor_report(t: QTensor) -> dict[str, Any]:
+    lo, hi = t.float_range
+    return {
+        "name": t.name,
+        "shape": list(t.shape),
+        "format": t.fmt.name,
+        "word": t.fmt.word,
+        "float_min": lo,
+        "float_max": hi,
+        "max_abs_error": t.max_abs_error,
+        "rms_error": t.rms_error,
+        "lsb": 1.0 / (1 << t.fmt.frac_bits),
+        "saturated": t.saturated,
+    }
+
+
+def accumulator_report(a: Accumulator) -> dict[str, Any]:
+    return {
+        "name": a.name,
+        "bits": a.bits,
+        "bound": a.bound,
+        "capacity": a.capacity,
+        "worst_row": a.worst_row,
+        "margin_bits": round(a.margin_bits, 3),
+    }
+
+
+def _err(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    return {
+        "max_abs": float(np.max(np.abs(d))) if d.size else 0.0,
+        "rms": float(np.sqrt(np.mean(d**2))) if d.size else 0.0,
+    }
+
+
+def float_vs_fixed(q: QModel, x_float: npt.ArrayLike) -> dict[str, Any]:
+    """Activation errors of the integer pipeline against the float64 one on ``x_float``: the
+    quantized input, z_t and the no-adapt logits, and the no-adapt class agreement."""
+    from codegen.elatta.float_ref import head_logits
+    from codegen.intref.lstm import lstm_float, lstm_int
+    from codegen.quantize import quantize_features
+
+    X = np.asarray(x_float, dtype=np.float64)
+    L = q.lstm
+    xi = quantize_features(X, L.x_fmt)
+    z_f, _ = lstm_float(X, q.source.lstm)
+    z_i = lstm_int(xi, L)
+    out: dict[str, Any] = {
+        "samples": int(X.shape[0]),
+        "x": _err(L.x_fmt.to_float(xi), X),
+        "x_saturated_fraction": float(np.mean(np.abs(X) > L.x_fmt.max_value)),
+        "z": _err(L.h_fmt.to_float(z_i), z_f),
+    }
+    logits_f = head_logits(z_f, q.source.head.weight.values, q.source.head.bias.values)
+    pred_f = np.argmax(logits_f, axis=1)
+    if q.adapt is not None:
+        from codegen.intref.model import infer_int
+
+        res = infer_int(xi, q, np.arange(X.shape[0]), mode="no_adapt")
+        out["same_class_noadapt"] = float(np.mean(res.pred_noadapt == pred_f))
+        scale = logits_scale(q)
+        if scale is not None:
+            out["logits_noadapt"] = _err(np.asarray(res.logits_noadapt) * scale, logits_f)
+    return out
+
+
+def logits_scale(q: QModel) -> float | None:
+    """Float value of one logit LSB, if the adaptation core exposes the logits format."""
+    from codegen.intref.model import adapt_formats
+
+    fmts = adapt_formats(q)
+    fmt = fmts.get("logits")
+    return None if fmt is None else 1.0 / (1 << int(fmt["frac_bits"]))
+
+
+def manifest(
+    q: QModel,
+    sources: list[Path],
+    fw: Any | None,
+    quality: dict[str, Any],
+) -> dict[str, Any]:
+    from codegen.intref.model import adapt_formats
+
+    src = q.source
+    L = q.lstm
+    el = src.cmaes.elatta
+    doc: dict[str, Any] = {
+        "format": MANIFEST_FORMAT,
+        "version": MANIFEST_VERSION,
+        "codegen_version": __version__,
+        "prefix": src.prefix,
+        "inputs": {
+            **{name: {"path": src.paths.get(name, ""), "sha256": sha}
+               for name, sha in src.hashes.as_dict().items()},
+            "calib": {"path": q.calib.source, "sha256": q.calib.sha256},
+        },
+        "shapes": {
+            "num_frames": L.num_frames,
+            "input_size": L.input_size,
+            "hidden_size": L.hidden_size,
+            "num_classes": len(src.classes),
+            "k": src.cmaes.k,
+            "lam": int(el.popsize),
+            "n_iter": int(el.n_iter),
+        },
+        "classes": list(src.classes),
+        "elatta": {
+            **{k: v for k, v in asdict(el).items()},
+            "popsize": int(el.popsize),
+            "qelatta_v2": list(src.cmaes.qelatta_v2) if src.cmaes.qelatta_v2 else None,
+        },
+        "quant": asdict(src.quant),
+        "target": asdict(src.target),
+        "formats": {
+            "x": L.x_fmt.name,
+            "gate_preactivation": L.gate_fmt.name,
+            "c": L.c_fmt.name,
+            "h": L.h_fmt.name,
+            "z": L.h_fmt.name,
+            "lstm.weight_ih_l0": L.w_ih.fmt.name,
+            "lstm.weight_hh_l0": L.w_hh.fmt.name,
+            "lstm.bias": f"{L.bias.fmt.name} (int32)",
+            "adapt": {k: v for k, v in adapt_formats(q).items()},
+        },
+        "x_frac_bits": L.x_fmt.frac_bits,
+        "luts": {
+            "sigmoid": {
+                "entries": L.lut.size,
+                "input": L.lut.in_fmt.name,
+                "output": L.lut.table.fmt.name,
+                "step": 16.0 / (L.lut.size - 1),
+                "interpolation": "linear",
+                "tanh": "2*sigmoid(2x) - 1",
+            },
+            **adapt_luts(q),
+        },
+        "shifts": asdict(L.shifts),
+        "accumulators": [accumulator_report(a) for a in (L.acc_ih, L.acc_hh, L.acc_gate)]
+        + adapt_accumulators(q),
+        "calibration": asdict(q.calib),
+        "tensors": [tensor_report(t) for t in (L.w_ih, L.w_hh, L.bias, L.lut.table)]
+        + adapt_tensors(q),
+        "float_vs_fixed": quality,
+        "sources": {
+            p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(sources)
+        },
+    }
+    if fw is not None:
+        secs = fw.sections
+        doc["firmware"] = {
+            "elf": fw.elf.name,
+            "build_id": fw.build_id,
+            "sections": {k: {"size": v[0], "addr": v[1]} for k, v in secs.items()
+                         if not k.startswith((".debug", ".ARM.attributes"))},
+            "text": secs.get(".text", (0, 0))[0],
+            "rodata": secs.get(".rodata", (0, 0))[0],
+            "data": secs.get(".data", (0, 0))[0],
+            "bss": secs.get(".bss", (0, 0))[0],
+            "stack": secs.get(".stack", (0, 0))[0],
+            "static_ram_bytes": fw.static_ram,
+            "ram_budget_bytes": 65536,
+            "compile_command": fw.compile_command,
+        }
+    return doc
+
+
+def adapt_luts(q: QModel) -> dict[str, Any]:
+    from codegen.intref.model import adapt_manifest
+
+    return dict(adapt_manifest(q).get("luts", {}))
+
+
+def adapt_accumulators(q: QModel) -> list[dict[str, Any]]:
+    from codegen.intref.model import adapt_manifest
+
+    head = adapt_manifest(q).get("head_accumulator")
+    if not head:
+        return []
+    bits = int(head["bits"])
+    return [{"name": "head (W z + b)", "bits": bits, "bound": int(head["bound"]),
+             "capacity": (1 << (bits - 1)) - 1, "worst_row": int(head.get("worst_row", -1)),
+             "margin_bits": round(float(head["margin_bits"]), 3)}]
+
+
+def adapt_tensors(q: QModel) -> list[dict[str, Any]]:
+    from codegen.intref.model import adapt_manifest
+
+    return list(adapt_manifest(q).get("tensors", []))
+
+
+def firmware_sources(q: QModel, src_files: list[Path]) -> list[Path]:
+    from codegen.hostlib import LSTM_FIRMWARE_SOURCES, adapt_firmware_sources
+    from codegen.resources import firmware_dir
+
+    fw = firmware_dir()
+    kernels = [fw / s for s in (*LSTM_FIRMWARE_SOURCES, *adapt_firmware_sources())]
+    return [p for p in src_files if p.suffix == ".c"] + kernels
+
+
+def build(
+    model_path: str | Path,
+    basis_path: str | Path,
+    config_path: str | Path,
+    out_dir: str | Path,
+    *,
+    data_dir: str | Path | None = None,
+    calib_features: npt.ArrayLike | None = None,
+    compile_elf: bool = True,
+) -> BuildResult:
+    """The whole build. Calibration features come from ``data_dir`` (clean train split) or,
+    for tests and the Python API, directly as normalised float features [N, T, F]."""
+    from codegen.emit import render_model, write_sources
+    from codegen.firmware_build import FirmwareConfig, build_firmware
+    from codegen.frontend import read_model
+    from codegen.hostlib import model_cflags
+    from codegen.quantize import calibration_features, quantize_model
+
+    model = read_model(model_path, basis_path, config_path)
+    if calib_features is not None:
+        feats = np.asarray(calib_features, dtype=np.float64)
+        source = f"features given through the Python API ({feats.shape[0]} clips)"
+    elif data_dir is not None:
+        feats, source = calibration_features(model, str(data_dir))
+    else:
+        raise CodegenError(
+            "calibration needs clean source data: pass --data DIR (a `codegen data` directory)"
+        )
+    q = quantize_model(model, feats, source)
+    out = Path(out_dir)
+    src_dir = out / "src"
+    sources = write_sources(render_model(q), src_dir)
+    fw = None
+    if compile_elf:
+        t = model.target
+        fw = build_firmware(
+            FirmwareConfig(uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz,
+                           max_payload=t.max_payload),
+            out,
+            extra_sources=firmware_sources(q, sources),
+            extra_includes=[src_dir],
+            extra_ldflags=[f"-Wl,--undefined={q.prefix}model_infer"],
+            extra_cflags=model_cflags(q),
+        )
+    quality = float_vs_fixed(q, feats)
+    doc = manifest(q, sources, fw, quality)
+    (out / "manifest.json").write_text(json.dumps(doc, indent=2, default=_json_default) + "\n")
+    return BuildResult(out, q, sources, doc, None if fw is None else fw.elf)
+
+
+def _json_default(o: object) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, tuple):
+        return list(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, type=Path, help="checkpoint (codegen train)")
+    p.add_argument("--basis", required=True, type=Path, help="V_k .npz (codegen basis)")
+    p.add_argument("--config", type=Path, default=Path("configs/default.toml"),
+                   help="TOML config ([elatta], [quant], [target]); default configs/default.toml")
+    p.add_argument("--data", type=Path,
+                   help="data directory (codegen data): clean train clips calibrate the formats")
+    p.add_argument("--out", required=True, type=Path, help="output directory")
+    p.add_argument("--no-elf", action="store_true",
+                   help="only generate C and the manifest (no arm-none-eabi-gcc)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from codegen.inspect_cmd import format_manifest
+
+    if args.data is None:
+        raise CodegenError(
+            "--data DIR is required: calibration uses clean train clips of a `codegen data` "
+            "directory"
+        )
+    res = build(args.model, args.basis, args.config, args.out, data_dir=args.data,
+                compile_elf=not args.no_elf)
+    print(format_manifest(res.manifest, brief=True))
+    print(f"wrote {res.out_dir / 'manifest.json'}")
+    return 0

@@ -1,0 +1,335 @@
+"""Frontend: checkpoint + basis + TOML config -> float IR (`codegen.ir.Model`), DESIGN §2.
+
+Everything the compiler cannot lower is refused here, before any quantization, with a message
+that names the offending value and what is supported: more than one LSTM layer, a
+bidirectional LSTM, an LSTM projection (proj_size), a batch_first mismatch, NaN/Inf anywhere,
+and shape mismatches between the model, the basis and the config (D vs hidden size, k vs the
+columns of V). The checkpoint is read with ``torch.load(weights_only=True)`` only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codegen.errors import CodegenError, ConfigError
+from codegen.ir import (
+    Basis,
+    CmaesParams,
+    Dense,
+    InputHashes,
+    Lstm,
+    Model,
+    QuantOptions,
+    TargetOptions,
+    Tensor,
+)
+
+SUPPORTED_BITS = (16,)
+ACCUMULATOR_POLICIES = ("auto", "int32", "int64")
+PREFIX_RE = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
+V2_RE = re.compile(r"^(\d+)b(\d+)$")
+_LAYER_KEY = re.compile(r"^lstm\.(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """The parsed TOML config: [elatta] -> ``cmaes``, [quant] -> ``quant``, [target]."""
+
+    cmaes: CmaesParams
+    quant: QuantOptions
+    target: TargetOptions
+    sha256: str
+    source: str
+
+
+# ------------------------------------------------------------------------------------- config
+
+
+def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+        )
+
+
+def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    value = table[key]
+    ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value, ok = float(value), True
+    if not ok:
+        raise ConfigError(
+            f"{where}.{key} = {value!r} has type {type(value).__name__}; expected {kind.__name__}"
+        )
+    return value
+
+
+def parse_qelatta_v2(
+    text: str | None, where: str = "[elatta].qelatta_v2"
+) -> tuple[int, int] | None:
+    """"8b4" -> (8, 4): x-bit words with y integer bits; "" / "off" / None -> None."""
+    if text is None or text in ("", "off", "none"):
+        return None
+    m = V2_RE.match(text)
+    if not m:
+        raise ConfigError(
+            f"{where} = {text!r}: expected '<x>b<y>' (x-bit words with y integer bits, e.g. "
+            "'8b4' or '4b2'), or '' to disable"
+        )
+    x, y = int(m.group(1)), int(m.group(2))
+    if not 2 <= x <= 32 or not 1 <= y < x:
+        raise ConfigError(f"{where} = {text!r}: need 2 <= x <= 32 and 1 <= y < x")
+    return x, y
+
+
+def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") -> BuildConfig:
+    """Validate a TOML document; every error names the table, key, value and what is allowed."""
+    from codegen.elatta.float_ref import ElattaConfig
+
+    _check_keys(doc, ("elatta", "quant", "target"), source)
+    el = doc.get("elatta", {})
+    qt = doc.get("quant", {})
+    tg = doc.get("target", {})
+    for name, table in (("elatta", el), ("quant", qt), ("target", tg)):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: [{name}] must be a table")
+
+    el_int = ("k", "n_iter", "lam", "seed")
+    el_float = ("sigma0", "beta", "radius")
+    el_bool = ("qelatta_v1", "active")
+    _check_keys(el, (*el_int, *el_float, *el_bool, "mode", "qelatta_v2"), f"{source} [elatta]")
+    kw: dict[str, Any] = {}
+    for key in el_int:
+        if key in el:
+            kw[key] = _typed(el, key, int, "[elatta]")
+    for key in el_float:
+        if key in el:
+            kw[key] = _typed(el, key, float, "[elatta]")
+    for key in el_bool:
+        if key in el:
+            kw[key] = _typed(el, key, bool, "[elatta]")
+    if "mode" in el:
+        kw["mode"] = _typed(el, "mode", str, "[elatta]")
+    elatta = ElattaConfig(**kw)
+    v2 = parse_qelatta_v2(_typed(el, "qelatta_v2", str, "[elatta]") if "qelatta_v2" in el else None)
+
+    q_names = tuple(f.name for f in fields(QuantOptions))
+    _check_keys(qt, q_names, f"{source} [quant]")
+    qkw: dict[str, Any] = {}
+    for f in fields(QuantOptions):
+        if f.name in qt:
+            kind = {"int": int, "float": float, "str": str}[str(f.type)]
+            qkw[f.name] = _typed(qt, f.name, kind, "[quant]")
+    quant = QuantOptions(**qkw)
+    for key in ("act_bits", "weight_bits"):
+        if getattr(quant, key) not in SUPPORTED_BITS:
+            raise ConfigError(
+                f"[quant].{key} = {getattr(quant, key)}: only 16-bit (int16) is supported now"
+            )
+    if quant.calib_samples < 8:
+        raise ConfigError(f"[quant].calib_samples = {quant.calib_samples}: need at least 8")
+    if quant.calib_seed < 0:
+        raise ConfigError(f"[quant].calib_seed = {quant.calib_seed}: need >= 0")
+    if not (math.isfinite(quant.range_margin) and 1.0 <= quant.range_margin <= 16.0):
+        raise ConfigError(f"[quant].range_margin = {quant.range_margin}: allowed 1.0..16.0")
+    if quant.accumulator not in ACCUMULATOR_POLICIES:
+        raise ConfigError(
+            f"[quant].accumulator = {quant.accumulator!r}: use one of {ACCUMULATOR_POLICIES}"
+        )
+
+    t_names = tuple(f.name for f in fields(TargetOptions))
+    _check_keys(tg, t_names, f"{source} [target]")
+    tkw: dict[str, Any] = {}
+    for f in fields(TargetOptions):
+        if f.name in tg:
+            tkw[f.name] = _typed(tg, f.name, {"int": int, "str": str}[str(f.type)], "[target]")
+    target = TargetOptions(**tkw)
+    if not PREFIX_RE.match(target.prefix):
+        raise ConfigError(
+            f"[target].prefix = {target.prefix!r}: use 1-16 characters [a-z0-9_] starting with a "
+            "letter (e.g. 'kws_'); it prefixes every generated C symbol"
+        )
+    from codegen.firmware_build import FirmwareConfig
+
+    FirmwareConfig(
+        uart=target.uart,
+        baud=target.baud,
+        uart_ref_hz=target.uart_ref_hz,
+        max_payload=target.max_payload,
+    ).validate()
+    return BuildConfig(CmaesParams(elatta, v2), quant, target, sha256, source)
+
+
+def load_config(path: str | Path) -> BuildConfig:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    data = p.read_bytes()
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{p}: not valid TOML ({exc})") from exc
+    return parse_config(doc, str(p), hashlib.sha256(data).hexdigest())
+
+
+# --------------------------------------------------------------------------------- checkpoint
+
+
+def _check_topology(path: str) -> None:
+    """Refuse LSTM variants by name before the generic state-dict validation runs."""
+    import torch
+
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:
+        return  # load_checkpoint reports unreadable files with its own message
+    if not isinstance(obj, dict):
+        return
+    state = obj.get("state_dict")
+    layers: set[int] = set()
+    reverse = False
+    proj: int | None = None
+    if isinstance(state, dict):
+        for key, tensor in state.items():
+            m = _LAYER_KEY.match(str(key))
+            if not m:
+                continue
+            layers.add(int(m.group(3)))
+            reverse = reverse or m.group(4) is not None
+            if m.group(2) == "hr" and hasattr(tensor, "shape"):
+                proj = int(tensor.shape[0])
+    meta: dict[str, Any] = {}
+    if isinstance(obj.get("meta"), str):
+        try:
+            loaded = json.loads(obj["meta"])
+            meta = loaded if isinstance(loaded, dict) else {}
+        except json.JSONDecodeError:
+            meta = {}
+    num_layers = max(layers) + 1 if layers else int(meta.get("num_layers", 1))
+    num_layers = max(num_layers, int(meta.get("num_layers", 1)))
+    if num_layers > 1:
+        raise CodegenError(
+            f"{path}: num_layers={num_layers}: only a 1-layer LSTM is supported (ELaTTA's latent "
+            "is the final hidden state of one layer)"
+        )
+    if reverse or bool(meta.get("bidirectional", False)):
+        raise CodegenError(f"{path}: bidirectional=True: only a unidirectional LSTM is supported")
+    proj = proj if proj is not None else int(meta.get("proj_size", 0) or 0)
+    if proj:
+        raise CodegenError(f"{path}: proj_size={proj}: LSTM projections are not supported (use 0)")
+    if "batch_first" in meta and meta["batch_first"] is not True:
+        raise CodegenError(
+            f"{path}: batch_first={meta['batch_first']!r}: the compiler reads features as "
+            "[N, T, F] (batch_first=True, codegen.model.KwsLstm)"
+        )
+
+
+def _finite(name: str, a: np.ndarray, src: str) -> None:
+    bad = int(np.sum(~np.isfinite(a)))
+    if bad:
+        raise CodegenError(f"{src}: {name} contains {bad} NaN/Inf values")
+
+
+def read_model(
+    model_path: str | Path, basis_path: str | Path, config: BuildConfig | str | Path
+) -> Model:
+    """Read, validate and hash the three inputs; return the float IR."""
+    from codegen.basis import load_basis
+    from codegen.model import file_sha256, load_checkpoint
+
+    cfg = config if isinstance(config, BuildConfig) else load_config(config)
+    mpath, bpath = str(model_path), str(basis_path)
+    if not Path(mpath).is_file():
+        raise CodegenError(f"model checkpoint not found: {mpath}")
+    _check_topology(mpath)
+    torch_model, meta = load_checkpoint(mpath)
+    lstm_mod = torch_model.lstm
+    # The loaded module is always KwsLstm; these guard against a future model class.
+    if lstm_mod.num_layers != 1 or lstm_mod.bidirectional or lstm_mod.proj_size:
+        raise CodegenError(
+            f"{mpath}: LSTM num_layers={lstm_mod.num_layers}, bidirectional="
+            f"{lstm_mod.bidirectional}, proj_size={lstm_mod.proj_size}: supported is 1, False, 0"
+        )
+    if not lstm_mod.batch_first:
+        raise CodegenError(f"{mpath}: batch_first=False: supported is batch_first=True")
+    model_sha = file_sha256(mpath)
+    basis = load_basis(bpath, model_sha256=model_sha)
+    sd = {k: v.detach().double().numpy() for k, v in torch_model.state_dict().items()}
+    for name, arr in sd.items():
+        _finite(name, arr, mpath)
+    F, H, C = meta.input_size, meta.hidden_size, meta.num_classes
+    k_cfg = cfg.cmaes.k
+    if basis.dim != H:
+        raise CodegenError(
+            f"{bpath}: basis V has D={basis.dim} rows but the model's hidden_size is {H}; "
+            "the basis must come from this model's latents (codegen basis)"
+        )
+    if basis.k != k_cfg:
+        raise CodegenError(
+            f"{cfg.source}: [elatta].k = {k_cfg} but the basis V has k={basis.k} columns; set "
+            f"k = {basis.k} or recompute the basis with --k {k_cfg}"
+        )
+    for name, arr in (("V", basis.V), ("mean", basis.mean), ("singular_values",
+                                                             basis.singular_values)):
+        _finite(name, np.asarray(arr), bpath)
+    lstm = Lstm(
+        input_size=F,
+        hidden_size=H,
+        num_frames=meta.num_frames,
+        w_ih=Tensor("lstm.weight_ih_l0", sd["lstm.weight_ih_l0"]),
+        w_hh=Tensor("lstm.weight_hh_l0", sd["lstm.weight_hh_l0"]),
+        b_ih=Tensor("lstm.bias_ih_l0", sd["lstm.bias_ih_l0"]),
+        b_hh=Tensor("lstm.bias_hh_l0", sd["lstm.bias_hh_l0"]),
+    )
+    head = Dense(H, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias",
+                                                                         sd["head.bias"]))
+    ir_basis = Basis(
+        V=Tensor("basis.V", basis.V),
+        mean=Tensor("basis.mean", basis.mean),
+        singular_values=Tensor("basis.singular_values", basis.singular_values),
+        n=basis.n,
+        model_sha256=basis.model_sha256,
+    )
+    return Model(
+        lstm=lstm,
+        head=head,
+        basis=ir_basis,
+        cmaes=cfg.cmaes,
+        quant=cfg.quant,
+        target=cfg.target,
+        classes=tuple(meta.classes),
+        meta=meta,
+        hashes=InputHashes(model=model_sha, basis=file_sha256(bpath), config=cfg.sha256),
+        paths={"model": mpath, "basis": bpath, "config": cfg.source},
+    )
+
+
+def torch_module(model: Model) -> Any:
+    """A float ``KwsLstm`` rebuilt from the IR's weights (for calibration and float reports)."""
+    import torch
+
+    from codegen.model import KwsLstm
+
+    m = KwsLstm(model.lstm.input_size, model.lstm.hidden_size, model.head.out_features)
+    state = {
+        "lstm.weight_ih_l0": model.lstm.w_ih.values,
+        "lstm.weight_hh_l0": model.lstm.w_hh.values,
+        "lstm.bias_ih_l0": model.lstm.b_ih.values,
+        "lstm.bias_hh_l0": model.lstm.b_hh.values,
+        "head.weight": model.head.weight.values,
+        "head.bias": model.head.bias.values,
+    }
+    m.load_state_dict({k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in
+                       state.items()})
+    m.eval()
+    return m

@@ -1,0 +1,159 @@
+"""End-to-end integer reference: int16 features -> integer LSTM -> z_t -> integer ELaTTA.
+
+``infer_int`` is what the device computes for a batch of samples, integer for integer: the
+LSTM of `codegen.intref.lstm` (``firmware/elt_lstm_s16.c``) hands z_t = h_T (int16 Q0.15) to
+the adaptation core `codegen.intref.adapt.adapt_int` (``firmware/elt_adapt.c``). Both read the
+integers of one `codegen.ir.QModel`.
+
+Trace points, in the order the C reports them per sample: ``lstm.c``/``lstm.h`` for every step
+t, ``z``, then the adaptation core's stages (`codegen.intref.adapt.TraceFn`). The callback is
+the adaptation core's: ``trace(sample_index, stage, index, values)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from codegen.errors import ConfigError
+from codegen.intref.lstm import lstm_int
+from codegen.ir import QModel
+
+SampleTraceFn = Callable[[int, str, int, np.ndarray], None]
+RESULT_FIELDS: tuple[str, ...] = (
+    "z",
+    "pred_noadapt",
+    "logits_noadapt",
+    "H_noadapt",
+    "pred",
+    "logits",
+    "H_best",
+    "p_best",
+    "n_pivot_fix",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class IntInferResult:
+    """Per-sample integer outputs of the whole pipeline (every field compared bit-exactly)."""
+
+    z: np.ndarray  # [N, H] int16, Q0.15
+    adapt: Any  # codegen.intref.adapt.IntAdaptResult
+
+    def __getattr__(self, name: str) -> Any:
+        # pred, logits, H_best, p_best, ... come from the adaptation core's result
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.adapt, name)
+
+    def fields(self) -> dict[str, np.ndarray]:
+        return {name: np.asarray(getattr(self, name)) for name in RESULT_FIELDS}
+
+
+def params_for_mode(q: QModel, mode: str | None) -> Any:
+    """The adaptation parameters with another mode (the integers do not depend on the mode;
+    the host library switches the same field of its params copy)."""
+    params = q.adapt
+    if mode is None or mode == params.cfg.mode:
+        return params
+    from codegen.elatta.float_ref import MODES
+
+    if mode not in MODES:
+        raise ConfigError(f"mode={mode!r} is not allowed: use one of {MODES}")
+    return dataclasses.replace(params, cfg=dataclasses.replace(params.cfg, mode=mode))
+
+
+def infer_int(
+    features: npt.ArrayLike,
+    q: QModel,
+    sample_ids: npt.ArrayLike,
+    mode: str | None = None,
+    trace: SampleTraceFn | None = None,
+) -> IntInferResult:
+    """features int16 [N, T, F] in the model's input format -> all per-sample outputs.
+
+    Samples run in row order (the continual modes carry state from row to row, starting from
+    a reset state, as the device does after RESET).
+    """
+    from codegen.intref.adapt import adapt_int
+
+    lstm_trace = None
+    if trace is not None:
+        tr = trace
+
+        def lstm_trace(stage: str, index: int, values: np.ndarray) -> None:
+            for row in range(values.shape[0]):
+                tr(row, stage, index, np.asarray(values[row]).reshape(-1).copy())
+
+    z = lstm_int(features, q.lstm, trace=lstm_trace).astype(np.int16)
+    res = adapt_int(z, params_for_mode(q, mode), sample_ids, trace=trace)
+    return IntInferResult(z=z, adapt=res)
+
+
+def adapt_formats(q: QModel) -> dict[str, dict[str, Any]]:
+    """Formats of the adaptation core's tensors and states, for the manifest."""
+    p = q.adapt
+    if p is None:
+        return {}
+    from codegen.intref import adapt as A
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, fmt in (
+        ("latent", p.latent_fmt),
+        ("head.weight", p.w_fmt),
+        ("head.bias", p.b_fmt),
+        ("basis.V", p.v_fmt),
+        ("logits", p.logit_fmt),
+        ("entropy", A.H_FMT),
+        ("p", A.P_FMT),
+        ("ln_sigma", A.LNSIG_FMT),
+    ):
+        out[name] = {"name": fmt.name, "frac_bits": fmt.frac_bits, "word": fmt.word}
+    if p.grid is not None:
+        out["qelatta_v2_grid"] = {"name": str(getattr(p.grid, "name", p.grid)),
+                                  "frac_bits": int(p.grid.frac), "word": 32}
+    return out
+
+
+def adapt_manifest(q: QModel) -> dict[str, Any]:
+    """LUTs and quantized tensors of the adaptation core with their float-vs-fixed errors."""
+    p = q.adapt
+    if p is None:
+        return {}
+    src = q.source
+    tensors = []
+    for name, raw, fmt, ref in (
+        ("head.weight", p.W, p.w_fmt, src.head.weight.values),
+        ("head.bias", p.b, p.b_fmt, src.head.bias.values),
+        ("basis.V", p.V, p.v_fmt, src.basis.V.values),
+    ):
+        deq = np.asarray(raw, np.float64) / (1 << fmt.frac_bits)
+        err = np.abs(deq - ref)
+        lim = fmt.max_raw / (1 << fmt.frac_bits)
+        tensors.append({
+            "name": name,
+            "shape": list(np.shape(raw)),
+            "format": fmt.name,
+            "word": fmt.word,
+            "float_min": float(np.min(ref)),
+            "float_max": float(np.max(ref)),
+            "max_abs_error": float(err.max()) if err.size else 0.0,
+            "rms_error": float(np.sqrt(np.mean(err**2))) if err.size else 0.0,
+            "lsb": 1.0 / (1 << fmt.frac_bits),
+            "saturated": int(np.sum(np.abs(ref) > lim)),
+        })
+    luts = {
+        "exp2": {"entries": int(np.size(p.exp2_lut)), "output": "Q1.30", "use": "entropy, sigma"},
+        "log2": {"entries": int(np.size(p.log2_lut)), "output": "Q1.30", "use": "entropy"},
+        "gauss": {"entries": int(np.size(p.gauss_lut)), "shape": list(np.shape(p.gauss_lut)),
+                  "output": "Q3.28", "use": "inverse-CDF normals"},
+    }
+    return {"tensors": tensors, "luts": luts,
+            "head_accumulator": {"bits": 32, "bound": int(p.head_bound),
+                                 "margin_bits": float(np.log2((2**31 - 1) /
+                                                              max(int(p.head_bound), 1)))}}

@@ -1,0 +1,296 @@
+"""The float keyword-spotting model: 1-layer LSTM encoder + linear head, and its checkpoint format.
+
+ELaTTA splits the model as f = Cls ∘ Enc. Here Enc is the LSTM and the latent z is its final
+hidden state h_T (D = hidden_size); Cls is one ``nn.Linear``. Only the head is re-run during
+adaptation, so the split must be exactly at h_T: ``encode`` returns it and ``forward`` is
+``head(encode(x))`` with nothing in between.
+
+Checkpoint file (``torch.save``)::
+
+    {"state_dict": {name: tensor}, "meta": "<json>"}
+
+The metadata is a JSON *string* rather than nested Python objects so the file loads with
+``torch.load(path, weights_only=True)`` and so non-Python tools (the compiler frontend, reports)
+read one well-defined document. ``ModelMeta`` is its typed view.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from codegen.errors import CodegenError
+
+META_FORMAT = "elatta-kws-lstm"
+META_VERSION = 1
+
+
+class KwsLstm(nn.Module):
+    """``lstm`` (1 layer, batch_first) over MFCC frames, then ``head`` on the final hidden state."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_classes: int) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(
+            input_size=input_size, hidden_size=hidden_size, num_layers=1, batch_first=True
+        )
+        self.head = nn.Linear(hidden_size, num_classes)
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """x [B, T, F] normalised features -> z [B, H], the final hidden state h_T."""
+        _, (h_n, _) = self.lstm(x)
+        return h_n[-1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encode(x))
+
+
+@dataclass(frozen=True)
+class ModelMeta:
+    """Everything besides the weights that a consumer needs to reproduce the float model's inputs.
+
+    ``features`` is ``MfccParams.to_dict()``; ``norm_mean``/``norm_std`` are per-coefficient
+    statistics of the (augmented) training features, applied as ``(mfcc - mean) / std``.
+    """
+
+    input_size: int
+    hidden_size: int
+    num_classes: int
+    num_frames: int
+    classes: tuple[str, ...]
+    features: dict[str, Any]
+    norm_mean: tuple[float, ...]
+    norm_std: tuple[float, ...]
+    seed: int
+    train: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        doc: dict[str, Any] = {"format": META_FORMAT, "version": META_VERSION}
+        doc.update(asdict(self))
+        doc["classes"] = list(self.classes)
+        doc["norm_mean"] = list(self.norm_mean)
+        doc["norm_std"] = list(self.norm_std)
+        return json.dumps(doc, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "meta") -> ModelMeta:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CodegenError(f"{source}: 'meta' is not valid JSON ({exc})") from exc
+        if not isinstance(doc, dict):
+            raise CodegenError(f"{source}: 'meta' must be a JSON object, got {type(doc).__name__}")
+        if doc.get("format") != META_FORMAT:
+            raise CodegenError(
+                f"{source}: meta field 'format' is {doc.get('format')!r}; expected {META_FORMAT!r}"
+            )
+        if doc.get("version") != META_VERSION:
+            raise CodegenError(
+                f"{source}: meta field 'version' is {doc.get('version')!r}; "
+                f"this codegen reads version {META_VERSION}"
+            )
+        for name in ("input_size", "hidden_size", "num_classes", "num_frames"):
+            _require_int(doc, name, source, minimum=1)
+        _require_int(doc, "seed", source, minimum=0)
+        classes = _require_list(doc, "classes", source)
+        if not all(isinstance(c, str) and c for c in classes):
+            raise CodegenError(f"{source}: meta field 'classes' must be non-empty strings")
+        if len(classes) != doc["num_classes"]:
+            raise CodegenError(
+                f"{source}: meta field 'classes' has {len(classes)} names but "
+                f"num_classes is {doc['num_classes']}"
+            )
+        features = doc.get("features")
+        if not isinstance(features, dict):
+            raise CodegenError(f"{source}: meta field 'features' missing or not an object")
+        mean = _require_floats(doc, "norm_mean", doc["input_size"], source)
+        std = _require_floats(doc, "norm_std", doc["input_size"], source)
+        if any(s <= 0.0 for s in std):
+            raise CodegenError(f"{source}: meta field 'norm_std' must be > 0 everywhere")
+        train = doc.get("train", {})
+        if not isinstance(train, dict):
+            raise CodegenError(f"{source}: meta field 'train' must be an object")
+        return cls(
+            input_size=doc["input_size"],
+            hidden_size=doc["hidden_size"],
+            num_classes=doc["num_classes"],
+            num_frames=doc["num_frames"],
+            classes=tuple(classes),
+            features=features,
+            norm_mean=tuple(mean),
+            norm_std=tuple(std),
+            seed=doc["seed"],
+            train=train,
+        )
+
+
+def _require_int(doc: dict[str, Any], name: str, source: str, minimum: int) -> None:
+    if name not in doc:
+        raise CodegenError(f"{source}: meta field {name!r} missing")
+    value = doc[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise CodegenError(
+            f"{source}: meta field {name!r} is {value!r}; expected an integer >= {minimum}"
+        )
+
+
+def _require_list(doc: dict[str, Any], name: str, source: str) -> list[Any]:
+    value = doc.get(name)
+    if not isinstance(value, list):
+        raise CodegenError(f"{source}: meta field {name!r} missing or not a list")
+    return value
+
+
+def _require_floats(doc: dict[str, Any], name: str, length: int, source: str) -> list[float]:
+    values = _require_list(doc, name, source)
+    if len(values) != length:
+        raise CodegenError(
+            f"{source}: meta field {name!r} has {len(values)} values; expected input_size={length}"
+        )
+    if not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values
+    ):
+        raise CodegenError(f"{source}: meta field {name!r} must hold finite numbers")
+    return [float(v) for v in values]
+
+
+def expected_shapes(meta: ModelMeta) -> dict[str, tuple[int, ...]]:
+    """State-dict names and shapes of ``KwsLstm`` for the sizes in ``meta`` (PyTorch gate order
+    i, f, g, o stacked along dim 0)."""
+    f, h, c = meta.input_size, meta.hidden_size, meta.num_classes
+    return {
+        "lstm.weight_ih_l0": (4 * h, f),
+        "lstm.weight_hh_l0": (4 * h, h),
+        "lstm.bias_ih_l0": (4 * h,),
+        "lstm.bias_hh_l0": (4 * h,),
+        "head.weight": (c, h),
+        "head.bias": (c,),
+    }
+
+
+def save_checkpoint(path: str | os.PathLike[str], model: KwsLstm, meta: ModelMeta) -> None:
+    """Write ``{"state_dict", "meta"}``; tensors are detached CPU float32 copies."""
+    state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in model.state_dict().items()}
+    _validate_state(state, meta, str(path))
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dict": state, "meta": meta.to_json()}, out)
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> tuple[KwsLstm, ModelMeta]:
+    """Load and validate a checkpoint; every rejection names the offending field."""
+    src = str(path)
+    if not Path(src).is_file():
+        raise CodegenError(f"model checkpoint not found: {src}")
+    try:
+        obj = torch.load(src, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        # weights_only refuses arbitrary pickles; surface that as a user error, not a traceback.
+        raise CodegenError(
+            f"{src}: cannot load as a weights-only torch checkpoint ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from exc
+    if not isinstance(obj, dict):
+        raise CodegenError(
+            f"{src}: checkpoint must be a dict with keys 'state_dict' and 'meta', "
+            f"got {type(obj).__name__}"
+        )
+    for key in ("state_dict", "meta"):
+        if key not in obj:
+            raise CodegenError(f"{src}: checkpoint key {key!r} missing (need 'state_dict', 'meta')")
+    if not isinstance(obj["meta"], str):
+        raise CodegenError(f"{src}: checkpoint key 'meta' must be a JSON string")
+    meta = ModelMeta.from_json(obj["meta"], source=src)
+    state = obj["state_dict"]
+    if not isinstance(state, dict):
+        raise CodegenError(f"{src}: checkpoint key 'state_dict' must be a dict of tensors")
+    _validate_state(state, meta, src)
+    model = KwsLstm(meta.input_size, meta.hidden_size, meta.num_classes)
+    model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
+    model.eval()
+    return model, meta
+
+
+def _validate_state(state: dict[str, Any], meta: ModelMeta, src: str) -> None:
+    shapes = expected_shapes(meta)
+    missing = [k for k in shapes if k not in state]
+    if missing:
+        raise CodegenError(f"{src}: state_dict is missing {', '.join(missing)}")
+    extra = sorted(k for k in state if k not in shapes)
+    if extra:
+        # Typical cause: a 2-layer or bidirectional LSTM, which the compiler cannot lower.
+        raise CodegenError(
+            f"{src}: state_dict has unexpected entries {', '.join(extra)}; supported is a "
+            f"1-layer unidirectional LSTM without projection ('lstm') and a Linear 'head'"
+        )
+    for name, shape in shapes.items():
+        tensor = state[name]
+        if not isinstance(tensor, torch.Tensor):
+            raise CodegenError(f"{src}: state_dict[{name!r}] is not a tensor")
+        if tuple(tensor.shape) != shape:
+            raise CodegenError(
+                f"{src}: state_dict[{name!r}] has shape {tuple(tensor.shape)}; expected {shape} "
+                f"from meta (input_size={meta.input_size}, hidden_size={meta.hidden_size}, "
+                f"num_classes={meta.num_classes})"
+            )
+        if not tensor.is_floating_point():
+            raise CodegenError(f"{src}: state_dict[{name!r}] has dtype {tensor.dtype}; need float")
+        bad = int((~torch.isfinite(tensor)).sum())
+        if bad:
+            raise CodegenError(f"{src}: state_dict[{name!r}] contains {bad} NaN/inf values")
+
+
+def features_for(pcm: np.ndarray, meta: ModelMeta) -> np.ndarray:
+    """int16 PCM [N, 16000] -> normalised float32 features [N, T, F], as training saw them."""
+    from codegen.features import MfccParams, mfcc
+
+    params = MfccParams.from_dict(meta.features)
+    feats = np.asarray(mfcc(pcm, params), dtype=np.float32)
+    if feats.ndim != 3 or feats.shape[1:] != (meta.num_frames, meta.input_size):
+        raise CodegenError(
+            f"features have shape {feats.shape[1:]} per clip; the model expects "
+            f"(num_frames={meta.num_frames}, input_size={meta.input_size})"
+        )
+    return normalise(feats, meta)
+
+
+def normalise(feats: np.ndarray, meta: ModelMeta) -> np.ndarray:
+    mean = np.asarray(meta.norm_mean, dtype=np.float32)
+    std = np.asarray(meta.norm_std, dtype=np.float32)
+    return ((feats - mean) / std).astype(np.float32)
+
+
+@torch.no_grad()
+def encode_numpy(model: KwsLstm, feats: np.ndarray, batch_size: int = 4096) -> np.ndarray:
+    """Latents z = h_T for normalised features [N, T, F], as float64 [N, H] (batched, no grad)."""
+    model.eval()
+    out = []
+    for start in range(0, len(feats), batch_size):
+        x = torch.from_numpy(np.ascontiguousarray(feats[start : start + batch_size]))
+        out.append(model.encode(x).double().numpy())
+    if not out:
+        return np.zeros((0, model.lstm.hidden_size), dtype=np.float64)
+    return np.concatenate(out, axis=0)
+
+
+def head_numpy(model: KwsLstm) -> tuple[np.ndarray, np.ndarray]:
+    """The classifier head as float64 (W [C, D], b [C]) for the numpy ELaTTA reference."""
+    w = model.head.weight.detach().double().numpy().copy()
+    b = model.head.bias.detach().double().numpy().copy()
+    return w, b
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
