@@ -639,6 +639,21 @@ def elatta_toml(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def format_fixed_vs_float(report: dict[str, Any]) -> str:
+    """Average over the ten noises, float vs integer reference, per mode and SNR (points)."""
+    lines = ["Fixed point (integer reference) vs float, accuracy % averaged over the noises",
+             f"{'mode':<18} {'SNR':>5} {'float':>7} {'fixed':>7} {'diff':>6}"]
+    for mode, per_snr in report["fixed"].items():
+        for snr, row in per_snr.items():
+            fl = report["float"].get(mode, {}).get(snr, {}).get("average")
+            fx = row.get("average")
+            if fl is None or fx is None:
+                continue
+            lines.append(f"{mode:<18} {snr:>5} {100 * fl:7.2f} {100 * fx:7.2f} "
+                         f"{100 * (fx - fl):+6.2f}")
+    return "\n".join(lines)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="checkpoint from `codegen train`")
     parser.add_argument("--basis", required=True, help="V_k from `codegen basis`")
@@ -667,6 +682,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--radius", type=float, help="override the selected radius (bounded)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--fixed",
+        action="store_true",
+        help="also run the integer reference (the device's computation) with the selected "
+        'hyperparameters; report.json gains "fixed" beside "float"',
+    )
+    parser.add_argument(
+        "--config",
+        default="configs/default.toml",
+        help="build config for --fixed ([quant] calibration settings; default "
+        "configs/default.toml)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -695,6 +722,16 @@ def run(args: argparse.Namespace) -> int:
         select_copies=args.select_copies,
     )
     report, text = evaluate(args.model, args.basis, args.data, opts)
+    if args.fixed:
+        from codegen.fixed_eval import evaluate_fixed
+
+        cfg = report["config"]
+        report["fixed"] = evaluate_fixed(
+            args.model, args.basis, args.config, args.data, modes=modes, limit=args.limit,
+            seeds=opts.seeds, sigma0=cfg["sigma0"], beta=cfg["beta"], radius=cfg["radius"],
+            progress=not args.no_progress,
+        )
+        text += "\n\n" + format_fixed_vs_float(report)
     out = Path(args.report)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")

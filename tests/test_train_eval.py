@@ -211,3 +211,22 @@ def test_cli_lists_the_commands_without_importing_torch() -> None:
 
     assert {("train", "codegen.train"), ("basis", "codegen.basis")} <= set(COMMANDS)
     assert ("eval", "codegen.evaluate") in COMMANDS
+
+
+def test_eval_fixed_adds_integer_reference_beside_float(
+    tiny: Path, trained: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model, basis = trained
+    report_dir = tmp_path / "fixed"
+    argv = ["eval", "--model", str(model), "--basis", str(basis), "--data", str(tiny),
+            "--report", str(report_dir), "--limit", "6", "--seeds", "1", "--no-progress",
+            "--mode", "no_adapt", "--mode", "strict", "--fixed"]
+    assert main(argv) == 0
+    assert "Fixed point (integer reference) vs float" in capsys.readouterr().out
+    report = json.loads((report_dir / "report.json").read_text())
+    assert tuple(report["fixed"]) == ("no_adapt", "strict")
+    for mode in ("no_adapt", "strict"):
+        assert set(report["fixed"][mode]) == set(report["float"][mode])
+        for snr, cells in report["fixed"][mode].items():
+            assert set(cells) == set(report["float"][mode][snr])
+            assert all(0.0 <= v <= 1.0 for v in cells.values())
