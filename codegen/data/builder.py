@@ -25,6 +25,7 @@ from codegen.data.common import (
     SAMPLE_RATE,
     SPLITS,
     DataError,
+    SourceSet,
 )
 from codegen.data.store import (
     FORMAT,
@@ -150,7 +151,7 @@ def build(
 
     if config["data"] == "gsc":
         assert gsc is not None and esc50 is not None
-        res: builtin.BuiltinResult | real.RealResult = real.build_real(
+        res: SourceSet = real.build_real(
             gsc, esc50, gsc_test=gsc_test, seed=seed, progress=progress
         )
         snrs, preset_name = SNRS_REAL, None

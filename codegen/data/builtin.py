@@ -30,6 +30,7 @@ from codegen.data.common import (
     UNKNOWN,
     UNKNOWN_WORDS,
     DataError,
+    SourceSet,
     place_in_clip,
     resample,
     rng_for,
@@ -269,18 +270,9 @@ def _chunks(items: list[Utt], size: int) -> Iterator[list[Utt]]:
         yield items[i : i + size]
 
 
-@dataclass(frozen=True)
-class BuiltinResult:
-    splits: dict[str, dict[str, np.ndarray]]
-    bank: dict[str, np.ndarray]
-    background: np.ndarray
-    background_kinds: list[str]
-    meta: dict[str, Any]
-
-
 def build_builtin(
     preset_name: str, *, tier: str, seed: int, jobs: int, progress: bool
-) -> BuiltinResult:
+) -> SourceSet:
     if preset_name not in PRESETS:
         raise DataError(f"unknown preset {preset_name!r}; allowed: {', '.join(PRESETS)}")
     preset = PRESETS[preset_name]
@@ -362,4 +354,4 @@ def build_builtin(
         "noise_source": "procedural (codegen/data/noise.py)",
         "background_source": "procedural non-target noises",
     }
-    return BuiltinResult(splits, bank, background, bg_kinds, meta)
+    return SourceSet(splits, bank, background, bg_kinds, meta)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from scipy import signal
@@ -33,6 +35,18 @@ NOISES: tuple[str, ...] = (
 )  # fmt: skip
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class SourceSet:
+    """What a source (built-in synthesis or real GSC + ESC-50) hands to the writer: clean splits,
+    the target-noise bank, non-target training noises and metadata."""
+
+    splits: dict[str, dict[str, np.ndarray]]
+    bank: dict[str, np.ndarray]
+    background: np.ndarray
+    background_kinds: list[str]
+    meta: dict[str, Any]
 
 # Offsets of the sample-id space: clean clip k has id k (< ID_STRIDE); the test clip with clean id
 # k under condition code c > 0 has id c * ID_STRIDE + k. Keeps ids < 2**31 for 100 conditions.

@@ -19,7 +19,6 @@ import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from scipy import signal
@@ -36,6 +35,7 @@ from codegen.data.common import (
     SPLITS,
     UNKNOWN,
     DataError,
+    SourceSet,
     to_int16,
 )
 
@@ -303,18 +303,9 @@ def read_esc50(
     return {c: np.stack(v) for c, v in bank.items()}, names
 
 
-@dataclass(frozen=True)
-class RealResult:
-    splits: dict[str, dict[str, np.ndarray]]
-    bank: dict[str, np.ndarray]
-    background: np.ndarray
-    background_kinds: list[str]
-    meta: dict[str, Any]
-
-
 def build_real(
     gsc: StrPath, esc50: StrPath, *, gsc_test: StrPath | None, seed: int, progress: bool
-) -> RealResult:
+) -> SourceSet:
     root, has_lists = find_gsc_root(gsc)
     esc_root = find_esc50_root(esc50)
     scanned = scan_gsc(root, has_lists)
@@ -366,4 +357,4 @@ def build_real(
         "background_files": sorted({p.name for p, _ in background}),
         "speakers": {s: len(set(splits[s]["speakers"].tolist()) - {""}) for s in SPLITS},
     }
-    return RealResult(splits, bank, bg, bg_names, meta)
+    return SourceSet(splits, bank, bg, bg_names, meta)
