@@ -15,9 +15,19 @@ setup:
 firmware: setup
 	$(CODEGEN) firmware --out $(OUT)/firmware
 
-demo: firmware
-	$(CODEGEN) device info --qemu $(OUT)/firmware/fw.elf
-	$(CODEGEN) device echo --qemu $(OUT)/firmware/fw.elf --count 200
+# Issue 5: built-in data set (reused when up to date), the shipped model compiled to C + ELF,
+# QEMU streaming a slice spanning every noise and SNR in strict and bounded-continual modes,
+# every result checked bit-exactly; tables in $(OUT)/run/report.md.
+DEMO_DATA  ?= $(OUT)/data/demo
+DEMO_BUILD ?= $(OUT)/build/kws
+DEMO_LIMIT ?= 600
+
+demo: setup
+	$(CODEGEN) data --out $(DEMO_DATA) --preset demo
+	$(CODEGEN) build --model models/default/model.pt --basis models/default/basis.npz \
+		--config configs/default.toml --data $(DEMO_DATA) --out $(DEMO_BUILD)
+	$(CODEGEN) run --build $(DEMO_BUILD) --data $(DEMO_DATA) --qemu --jobs 2 \
+		--mode strict --mode continual_bounded --limit $(DEMO_LIMIT) --report $(OUT)/run
 
 # Fast layers + one QEMU end-to-end test; `slow` tests are for test-all.
 test: setup

@@ -9,9 +9,8 @@ Output directory::
     DIR/fw.elf, fw.map, firmware.json, include/fw_config.h       the runtime + model ELF
     DIR/manifest.json                                            everything `codegen inspect` shows
 
-The runtime does not call the model yet (the INFER message is a later issue): the link keeps the
-model with ``-Wl,--undefined=<prefix>model_infer``, so sizes and the linker's RAM guard already
-account for it.
+The ELF links the model runtime ``firmware/fw_app_kws.c`` (INFER/RESET, docs/protocol.md "Model
+runtime"), bound to this model by the generated ``DIR/src/fw_app_model.h``.
 """
 
 from __future__ import annotations
@@ -234,13 +233,66 @@ def adapt_tensors(q: QModel) -> list[dict[str, Any]]:
     return list(adapt_manifest(q).get("tensors", []))
 
 
+APP_SOURCE = "fw_app_kws.c"
+
+
+def app_description(q: QModel) -> str:
+    """INFO's application description (docs/protocol.md, "Model runtime"): ``key=value`` pairs
+    separated by one space; `host.infer.parse_description` reads it back."""
+    from codegen.intref.model import adapt_formats
+
+    src = q.source
+    el = src.cmaes.elatta
+    L = q.lstm
+    fm = adapt_formats(q)
+    pairs = [
+        ("model", src.hashes.model[:16]),
+        ("basis", src.hashes.basis[:16]),
+        ("config", src.hashes.config[:16]),
+        ("calib", q.calib.sha256[:16]),
+        ("T", L.num_frames),
+        ("F", L.input_size),
+        ("H", L.hidden_size),
+        ("C", len(src.classes)),
+        ("k", src.cmaes.k),
+        ("lam", int(el.popsize)),
+        ("n", int(el.n_iter)),
+        ("mode", el.mode),
+        ("seed", int(el.seed)),
+        ("x", L.x_fmt.name),
+        ("z", L.h_fmt.name),
+        ("logits", fm.get("logits", {}).get("name", "-")),
+        ("entropy", fm.get("entropy", {}).get("name", "-")),
+        ("p", fm.get("p", {}).get("name", "-")),
+    ]
+    return " ".join(f"{k}={v}" for k, v in pairs)
+
+
+def render_app_header(q: QModel) -> str:
+    """``fw_app_model.h``: the names and shapes of this model for ``firmware/fw_app_kws.c``."""
+    from codegen.resources import jinja_env
+
+    h = q.source.hashes
+    return jinja_env().get_template("fw_app_model.h.j2").render(
+        version=__version__,
+        input_hash=hashlib.sha256(f"{h.model}{h.basis}{h.config}{q.calib.sha256}".encode())
+        .hexdigest(),
+        header=f"{q.prefix}model.h",
+        p=q.prefix,
+        M=q.prefix.upper(),
+        x_fmt=q.lstm.x_fmt.name,
+        description=app_description(q).replace("\\", "\\\\").replace('"', '\\"'),
+    )
+
+
 def firmware_sources(q: QModel, src_files: list[Path]) -> list[Path]:
     from codegen.hostlib import LSTM_FIRMWARE_SOURCES, adapt_firmware_sources
     from codegen.resources import firmware_dir
 
     fw = firmware_dir()
     kernels = [fw / s for s in (*LSTM_FIRMWARE_SOURCES, *adapt_firmware_sources())]
-    return [p for p in src_files if p.suffix == ".c"] + kernels
+    app = [fw / APP_SOURCE] if q.adapt is not None else []
+    return [p for p in src_files if p.suffix == ".c"] + kernels + app
 
 
 def build(
@@ -274,7 +326,10 @@ def build(
     q = quantize_model(model, feats, source)
     out = Path(out_dir)
     src_dir = out / "src"
-    sources = write_sources(render_model(q), src_dir)
+    files = render_model(q)
+    if q.adapt is not None:
+        files["fw_app_model.h"] = render_app_header(q)
+    sources = write_sources(files, src_dir)
     fw = None
     if compile_elf:
         t = model.target
@@ -284,7 +339,7 @@ def build(
             out,
             extra_sources=firmware_sources(q, sources),
             extra_includes=[src_dir],
-            extra_ldflags=[f"-Wl,--undefined={q.prefix}model_infer"],
+            extra_ldflags=[],
             extra_cflags=model_cflags(q),
         )
     quality = float_vs_fixed(q, feats)

@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("inspect", "codegen.inspect_cmd"),
     ("firmware", "codegen.firmware_build"),
     ("device", "host.cli_device"),
+    ("run", "host.run"),
 )
 
 

@@ -28,6 +28,10 @@ typedef struct {
     void *ctx;
 } fw_app_t;
 
+/* The firmware's application: firmware/fw_app_kws.c in a `codegen build` ELF, else NULL (the
+ * weak stub in main.c). Called once at start-up. */
+const fw_app_t *fw_app_get(void);
+
 typedef struct {
     /* Write len bytes to the link (blocking). */
     void (*write)(void *ctx, const uint8_t *data, size_t len);

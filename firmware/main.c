@@ -8,6 +8,13 @@
 
 int main(void);
 
+/* The model runtime (INFER/RESET). A `codegen build` firmware links firmware/fw_app_kws.c, whose
+ * fw_app_get() overrides this weak stub; the bare runtime serves HELLO and ECHO only. */
+__attribute__((weak)) const fw_app_t *fw_app_get(void)
+{
+    return 0;
+}
+
 static void uart_write(void *ctx, const uint8_t *data, size_t len)
 {
     (void)ctx;
@@ -20,13 +27,14 @@ static void stack_usage(void *ctx, uint32_t *size, uint32_t *used)
     fw_stack_usage(size, used);
 }
 
-static const fw_platform_t platform = {uart_write, stack_usage, 0, 0};
+static fw_platform_t platform = {uart_write, stack_usage, 0, 0};
 static fw_server_t server;
 
 int main(void)
 {
     fw_uart_init();
     fw_timer_init();
+    platform.app = fw_app_get();
     fw_server_init(&server, &platform);
     for (;;) {
         uint8_t c;

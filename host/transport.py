@@ -18,6 +18,12 @@ import serial
 from host.errors import DeviceError, LinkClosed, LinkError, LinkTimeout, ProtocolError
 from host.protocol import BadFrame, Err, Frame, FrameDecoder, Msg
 
+# ERROR codes that say the request frame was damaged on the link, not that it was wrong: the
+# host re-sends the same frame (same seq); the device's replay rule makes that safe.
+LINK_ERRORS: frozenset[int] = frozenset(
+    {Err.CRC, Err.SHORT, Err.LENGTH, Err.TOO_LONG, Err.COBS, Err.VERSION}
+)
+
 
 class Link:
     def __init__(
@@ -51,7 +57,8 @@ class Link:
         self._pending: deque[Frame | BadFrame] = deque()
         self._seq = 0
         self.bad_frames = 0
-        self.retransmits = 0  # requests re-sent after a time-out (same seq)
+        self.retransmits = 0  # requests re-sent after a time-out or a damage ERROR (same seq)
+        self.damaged_requests = 0  # requests the device answered with one of retry_errors
         self.recent_bad: deque[BadFrame] = deque(maxlen=4)
         # A leading delimiter makes the device drop any half-received frame (resync).
         self.write(b"\0")
@@ -108,8 +115,12 @@ class Link:
                 self._pending.extend(self._decoder.feed(data))
 
     def request(self, type_: int, payload: bytes = b"", *, expect: int,
-                timeout: float | None = None, retries: int | None = None) -> Frame:
-        """Send a request and return the reply of type ``expect`` with the same seq."""
+                timeout: float | None = None, retries: int | None = None,
+                retry_errors: frozenset[int] = frozenset()) -> Frame:
+        """Send a request and return the reply of type ``expect`` with the same seq.
+
+        ``retry_errors``: ERROR codes that mean the request was damaged on the way (e.g.
+        `LINK_ERRORS`); they re-send the same frame, like a time-out, instead of raising."""
         timeout = self.timeout if timeout is None else timeout
         retries = self.retries if retries is None else retries
         frame = Frame(type_, self.next_seq(), payload)
@@ -125,6 +136,9 @@ class Link:
                 if reply.seq != frame.seq:
                     continue  # late answer to an earlier request that timed out
                 if reply.type == Msg.ERROR:
+                    if reply.payload[:1] and reply.payload[0] in retry_errors:
+                        self.damaged_requests += 1
+                        break  # same frame, same seq again (docs/protocol.md, "Host rules")
                     raise _device_error(reply)
                 if reply.type != expect:
                     raise ProtocolError(

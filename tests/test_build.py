@@ -50,7 +50,8 @@ def cli_build(tiny_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
 def test_cli_build_writes_sources_elf_and_manifest(cli_build: tuple[Kit, Path]) -> None:
     kit, out = cli_build
     assert sorted(p.name for p in (out / "src").iterdir()) == [
-        "kws_adapt_params.c", "kws_adapt_params.h", "kws_model.c", "kws_model.h"]
+        "fw_app_model.h", "kws_adapt_params.c", "kws_adapt_params.h", "kws_model.c",
+        "kws_model.h"]
     assert (out / "fw.elf").is_file()
     doc = json.loads((out / "manifest.json").read_text())
     assert doc["shapes"] == {"num_frames": 49, "input_size": 10, "hidden_size": 32,
@@ -148,7 +149,7 @@ def test_device_code_has_no_floating_point(cli_build: tuple[Kit, Path]) -> None:
     funcs = re.split(r"\n(?=[0-9a-f]{8} <)", dis)
     ours = [f for f in funcs if re.match(r"[0-9a-f]{8} <(elt_|kws_)", f)]
     assert any("<elt_lstm_s16_run>" in f for f in ours)
-    assert any("<kws_model_infer" in f for f in ours)
+    assert any("<kws_model_encode" in f for f in ours)
     for f in ours:
         bad = re.findall(r"\tv\w+\.f(?:16|32|64)\b|\tvcvt", f)
         assert not bad, f.splitlines()[0] + f" uses {bad[:3]}"

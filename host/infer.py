@@ -1,0 +1,142 @@
+"""INFER / RESULT / RESET payloads of the model runtime (docs/protocol.md, "Model runtime";
+device side ``firmware/fw_app_kws.c``). Little-endian throughout.
+
+INFER   ``sample_id:u32 mode:u8 T:u16 F:u16 features:i16[T*F]``
+RESULT  ``sample_id:u32 mode:u8 C:u8 k:u8 H:u8 pred_noadapt:i32 pred:i32 H_noadapt:i32
+        H_best:i32 n_pivot_fix:i32 ticks_encoder:u32 ticks_adapt:u32 ticks_total:u32
+        p_best:i32[k] logits_noadapt:i16[C] logits:i16[C] z:i16[H]``
+RESET   empty (p_prev = 0) or ``p_prev:i32[k]`` (resume a continual stream)
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+# Same order as firmware/elt_adapt.h ELT_MODE_* and codegen.elatta.float_ref.MODES.
+MODES: tuple[str, ...] = ("no_adapt", "strict", "continual", "continual_bounded")
+CONTINUAL_MODES: frozenset[str] = frozenset({"continual", "continual_bounded"})
+INFER_HDR = struct.Struct("<IBHH")
+RESULT_FIXED = struct.Struct("<IBBBBiiiiiIII")
+# Fields compared bit-exactly with the integer reference (every field but the timer ticks).
+COMPARED_FIELDS: tuple[str, ...] = (
+    "sample_id", "mode", "pred_noadapt", "pred", "H_noadapt", "H_best", "n_pivot_fix",
+    "p_best", "logits_noadapt", "logits", "z",
+)
+
+
+def mode_index(mode: str) -> int:
+    try:
+        return MODES.index(mode)
+    except ValueError:
+        raise ValueError(f"mode {mode!r}: use one of {MODES}") from None
+
+
+def encode_infer(sample_id: int, mode: int, features: npt.ArrayLike) -> bytes:
+    """INFER payload for int16 features [T, F] (already in the model's input format)."""
+    x = np.asarray(features)
+    if x.ndim != 2 or x.dtype != np.int16:
+        raise ValueError(f"features must be int16 [T, F], got {x.dtype} {x.shape}")
+    T, F = x.shape
+    return INFER_HDR.pack(sample_id & 0xFFFFFFFF, mode, T, F) + x.astype("<i2").tobytes()
+
+
+def encode_reset(p_prev: tuple[int, ...] | None = None) -> bytes:
+    """RESET payload: empty, or the continual state to resume from (Q4.27 raw)."""
+    return b"" if p_prev is None else struct.pack(f"<{len(p_prev)}i", *p_prev)
+
+
+@dataclass(frozen=True)
+class InferResult:
+    """One RESULT, every field as the device sent it (integers, compared exactly)."""
+
+    sample_id: int
+    mode: int
+    pred_noadapt: int
+    pred: int
+    H_noadapt: int
+    H_best: int
+    n_pivot_fix: int
+    ticks_encoder: int
+    ticks_adapt: int
+    ticks_total: int
+    p_best: tuple[int, ...]
+    logits_noadapt: tuple[int, ...]
+    logits: tuple[int, ...]
+    z: tuple[int, ...]
+
+    def compared(self) -> dict[str, int | tuple[int, ...]]:
+        return {name: getattr(self, name) for name in COMPARED_FIELDS}
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "sample_id": self.sample_id, "mode": self.mode, "pred_noadapt": self.pred_noadapt,
+            "pred": self.pred, "H_noadapt": self.H_noadapt, "H_best": self.H_best,
+            "n_pivot_fix": self.n_pivot_fix, "ticks_encoder": self.ticks_encoder,
+            "ticks_adapt": self.ticks_adapt, "ticks_total": self.ticks_total,
+            "p_best": list(self.p_best), "logits_noadapt": list(self.logits_noadapt),
+            "logits": list(self.logits), "z": list(self.z),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, object]) -> InferResult:
+        def tup(key: str) -> tuple[int, ...]:
+            v = d[key]
+            assert isinstance(v, list)
+            return tuple(int(x) for x in v)
+
+        def num(key: str) -> int:
+            v = d[key]
+            assert isinstance(v, int)
+            return v
+
+        return cls(num("sample_id"), num("mode"), num("pred_noadapt"), num("pred"),
+                   num("H_noadapt"), num("H_best"), num("n_pivot_fix"), num("ticks_encoder"),
+                   num("ticks_adapt"), num("ticks_total"), tup("p_best"),
+                   tup("logits_noadapt"), tup("logits"), tup("z"))
+
+
+def decode_result(payload: bytes) -> InferResult:
+    if len(payload) < RESULT_FIXED.size:
+        raise ValueError(f"RESULT of {len(payload)} bytes, expected >= {RESULT_FIXED.size}")
+    (sid, mode, C, k, H, pred0, pred, h0, hb, piv, te, ta, tt) = RESULT_FIXED.unpack_from(payload)
+    want = RESULT_FIXED.size + 4 * k + 4 * C + 2 * H
+    if len(payload) != want:
+        raise ValueError(f"RESULT of {len(payload)} bytes, expected {want} for C={C} k={k} H={H}")
+    o = RESULT_FIXED.size
+    p_best = struct.unpack_from(f"<{k}i", payload, o)
+    o += 4 * k
+    l0 = struct.unpack_from(f"<{C}h", payload, o)
+    o += 2 * C
+    lg = struct.unpack_from(f"<{C}h", payload, o)
+    o += 2 * C
+    z = struct.unpack_from(f"<{H}h", payload, o)
+    return InferResult(sid, mode, pred0, pred, h0, hb, piv, te, ta, tt, tuple(p_best),
+                       tuple(l0), tuple(lg), tuple(z))
+
+
+@dataclass(frozen=True)
+class AppInfo:
+    """INFO's application description (``key=value`` pairs, firmware/fw_app_model.h)."""
+
+    fields: tuple[tuple[str, str], ...]
+
+    def get(self, key: str) -> str | None:
+        return dict(self.fields).get(key)
+
+    def shape(self) -> tuple[int, int]:
+        T, F = self.get("T"), self.get("F")
+        if T is None or F is None:
+            raise ValueError("the device's description has no T/F: is a model linked?")
+        return int(T), int(F)
+
+
+def parse_description(app: bytes) -> AppInfo:
+    pairs = []
+    for item in app.decode("ascii", "replace").split():
+        key, _, value = item.partition("=")
+        pairs.append((key, value))
+    return AppInfo(tuple(pairs))

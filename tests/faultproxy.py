@@ -1,0 +1,95 @@
+"""A seeded TCP proxy that damages frames between the host and QEMU (issue 5, fault test).
+
+Each direction is cut at the 0x00 delimiters; a frame is damaged with probability ``rate``:
+dropped, one byte dropped, one bit flipped, sent twice, or held back for ``delay`` seconds (the
+stream stays in order, as on a serial line). Counts per kind are kept for the test's assertions.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+from collections import Counter
+
+KINDS = ("drop", "drop_byte", "flip", "duplicate", "delay")
+
+
+class FaultProxy:
+    def __init__(self, upstream_port: int, *, seed: int, rate: float, delay: float = 0.3) -> None:
+        self.upstream_port = upstream_port
+        self.rate = rate
+        self.delay = delay
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.frames: Counter[str] = Counter()
+        self.faults: Counter[str] = Counter()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.port = int(self.listener.getsockname()[1])
+        self._socks: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _connect_upstream(self) -> socket.socket:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                s = socket.create_connection(("127.0.0.1", self.upstream_port))
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return s
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def _serve(self) -> None:
+        host, _ = self.listener.accept()
+        host.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        dev = self._connect_upstream()
+        self._socks += [host, dev]
+        threading.Thread(target=self._pump, args=(host, dev, "to_device"), daemon=True).start()
+        threading.Thread(target=self._pump, args=(dev, host, "to_host"), daemon=True).start()
+
+    def _damage(self, frame: bytes, direction: str) -> list[bytes]:
+        with self.lock:
+            self.frames[direction] += 1
+            if self.rng.random() >= self.rate:
+                return [frame]
+            kind = self.rng.choice(KINDS)
+            self.faults[kind] += 1
+            pos = self.rng.randrange(len(frame))
+            bit = 1 << self.rng.randrange(8)
+        if kind == "drop":
+            return []
+        if kind == "drop_byte":
+            return [frame[:pos] + frame[pos + 1 :]]
+        if kind == "flip":
+            return [frame[:pos] + bytes([frame[pos] ^ bit]) + frame[pos + 1 :]]
+        if kind == "duplicate":
+            return [frame, frame]
+        time.sleep(self.delay)
+        return [frame]
+
+    def _pump(self, src: socket.socket, dst: socket.socket, direction: str) -> None:
+        buf = b""
+        try:
+            while data := src.recv(65536):
+                buf += data
+                while (end := buf.find(b"\0")) >= 0:
+                    frame, buf = buf[: end + 1], buf[end + 1 :]
+                    for out in self._damage(frame, direction):
+                        dst.sendall(out)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        for s in [*self._socks, self.listener]:
+            s.close()

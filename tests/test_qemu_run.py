@@ -1,0 +1,192 @@
+"""`codegen run` end to end through QEMU (issue 5): the default model on the tiny data set,
+every RESULT field equal to the integer reference in strict, continual (paper) and
+continual-bounded modes; --jobs 2 gives the same report; a fault-injecting proxy and a QEMU
+killed mid-run change nothing but the run facts. One firmware build per module.
+
+Runs with QEMU's -icount off (faster link; timer ticks then vary), so reports are compared
+without ``run`` (wall clock, re-sends), ``ticks`` and ``target``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faultproxy import FaultProxy
+
+from codegen.build import build
+from codegen.data import build as build_data
+from host.qemu import free_port, qemu_command
+from host.run import DeviceSpec, Plan, execute, make_plan, read_results
+
+pytestmark = pytest.mark.qemu
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT = 100  # per mode: 2 clips of each of the 50 noise x SNR conditions
+MODES = ("strict", "continual", "continual_bounded")
+TARGET = {"kind": "qemu", "machine": "xilinx-zynq-a9", "icount": False}
+
+
+@pytest.fixture(scope="module")
+def kws_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    data = tmp_path_factory.mktemp("rundata")
+    build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
+    out = tmp_path_factory.mktemp("runbuild")
+    build(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz",
+          ROOT / "configs/default.toml", out, data_dir=data)
+    return out, data
+
+
+@pytest.fixture(scope="module")
+def plan(kws_build: tuple[Path, Path]) -> Plan:
+    out, data = kws_build
+    return make_plan(out, data, MODES, LIMIT)
+
+
+def qemu_specs(build_dir: Path, jobs: int) -> list[DeviceSpec]:
+    return [DeviceSpec(f"qemu{j}", elf=build_dir / "fw.elf", icount=False, timeout=2.0)
+            for j in range(jobs)]
+
+
+def stable(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in report.items() if k not in ("run", "ticks", "target")}
+
+
+def check_complete(report: dict[str, Any], out: Path, n: int) -> None:
+    assert report["bit_exact"] == {"compared": n, "mismatches": 0, "fields": {},
+                                   "first_mismatch": None}
+    recs = read_results(out / "results.jsonl")
+    keys = [(r.stream, r.index) for r in recs]
+    assert len(keys) == len(set(keys)) == n  # every sample answered exactly once
+    assert report["accuracy"]["device"] == report["accuracy"]["fixed"]
+
+
+def test_run_all_modes_and_jobs(kws_build: tuple[Path, Path], plan: Plan,
+                                tmp_path: Path) -> None:
+    build_dir, _ = kws_build
+    assert plan.total == LIMIT * len(MODES)
+    one = execute(plan, qemu_specs(build_dir, 1), tmp_path / "j1", resume=False,
+                  target=TARGET, progress=False)
+    assert one.errors == ()
+    check_complete(one.report, tmp_path / "j1", plan.total)
+    assert set(one.report["accuracy"]["device"]) == {"no_adapt", *MODES}
+    assert one.report["ticks"]["encoder"]["median"] > 0
+    for name in ("report.json", "report.md", "report.png"):
+        assert (tmp_path / "j1" / name).is_file()
+    two = execute(plan, qemu_specs(build_dir, 2), tmp_path / "j2", resume=False,
+                  target=TARGET, progress=False)
+    assert two.errors == () and two.report["run"]["jobs"] == 2
+    assert stable(two.report) == stable(one.report)
+
+
+def start_qemu(elf: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    proc = subprocess.Popen(qemu_command(elf, port, icount=False), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, port
+
+
+def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path],
+                                          tmp_path: Path) -> None:
+    build_dir, data = kws_build
+    bounded = make_plan(build_dir, data, ("continual_bounded",), LIMIT)
+    # 1. Through the proxy: frames dropped, cut, flipped, duplicated, delayed in both directions.
+    proc, qport = start_qemu(build_dir / "fw.elf")
+    proxy = FaultProxy(qport, seed=5, rate=0.04, delay=0.8)
+    try:
+        spec = DeviceSpec("proxy", url=f"socket://127.0.0.1:{proxy.port}", timeout=0.5,
+                          retries=20)
+        faulty = execute(bounded, [spec], tmp_path / "faults", resume=False,
+                         target={"kind": "qemu"}, progress=False)
+    finally:
+        proxy.close()
+        proc.kill()
+        proc.wait()
+    assert faulty.errors == ()
+    check_complete(faulty.report, tmp_path / "faults", LIMIT)
+    frames = sum(proxy.frames.values())
+    assert sum(proxy.faults.values()) >= 0.01 * frames, (proxy.faults, proxy.frames)
+    assert len(proxy.faults) >= 4, proxy.faults
+    assert faulty.report["run"]["retransmits"] > 0
+
+    # 2. `codegen run` killed mid-run (its QEMU is SIGKILLed), then --resume.
+    out = tmp_path / "killed"
+    args = ["--build", str(build_dir), "--data", str(data), "--qemu", "--no-icount",
+            "--mode", "continual_bounded", "--limit", str(LIMIT), "--report", str(out),
+            "--no-progress", "--timeout", "0.5", "--retries", "2"]
+    cli = subprocess.Popen([sys.executable, "-m", "codegen", "run", *args],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                           env={**os.environ, "CODEGEN_NO_PROGRESS": "1"})
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if results.is_file() and len(results.read_bytes().splitlines()) >= 30:
+            break
+        time.sleep(0.05)
+    # QEMU is started by a worker thread: look at the children of every thread.
+    children = [pid for task in Path(f"/proc/{cli.pid}/task").iterdir()
+                for pid in (task / "children").read_text().split()]
+    assert children, "codegen run has no QEMU child"
+    for pid in children:
+        os.kill(int(pid), signal.SIGKILL)
+    _, err = cli.communicate(timeout=60)
+    assert cli.returncode == 1, err.decode()
+    assert b"stopped answering" in err and b"last good sample: sample id" in err, err.decode()
+    done = len(read_results(results))
+    assert 30 <= done < LIMIT
+    resumed = execute(bounded, qemu_specs(build_dir, 1), out, resume=True,
+                      target={"kind": "qemu"}, progress=False)
+    assert resumed.errors == ()
+    assert resumed.report["run"]["resumed_from"] == done
+    check_complete(resumed.report, out, LIMIT)
+    assert stable(resumed.report) == stable(faulty.report)
+    assert json.loads((out / "report.json").read_text())["samples"]["answered"] == LIMIT
+
+
+def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan: Plan) -> None:
+    """INFO describes the model; bad INFER/RESET payloads get ERROR(PAYLOAD); a repeated seq is
+    answered from the replay record without advancing the continual state."""
+    from host.device import Device
+    from host.errors import DeviceError
+    from host.infer import decode_result, encode_infer, parse_description
+    from host.protocol import Err, Frame, Msg
+    from host.qemu import Qemu
+
+    build_dir, _ = kws_build
+    s = next(st for st in plan.streams if st.mode == "continual")
+    with Qemu(build_dir / "fw.elf", icount=False, link_timeout=5.0) as link:
+        dev = Device(link)
+        dev.hello(sync_timeout=10)
+        app = parse_description(dev.hello().app)
+        assert app.shape() == (49, 10) and app.get("k") == "2" and app.get("lam") == "6"
+        manifest = json.loads((build_dir / "manifest.json").read_text())
+        assert app.get("model") == manifest["inputs"]["model"]["sha256"][:16]
+        good = encode_infer(int(s.ids[0]), 2, s.x[0])
+        bad_payloads = [
+            (Msg.INFER, good[:-2]),                                  # short
+            (Msg.INFER, good + b"\0\0"),                             # long
+            (Msg.INFER, good[:4] + bytes([4]) + good[5:]),           # mode 4
+            (Msg.INFER, good[:5] + (48).to_bytes(2, "little") + good[7:]),  # T
+            (Msg.RESET, b"\1\2\3"),                                  # neither 0 nor 4k bytes
+        ]
+        for type_, payload in bad_payloads:
+            with pytest.raises(DeviceError) as err:
+                link.request(type_, payload, expect=Msg.RESULT)
+            assert err.value.code == Err.PAYLOAD
+        link.request(Msg.RESET, b"", expect=Msg.RESET_ACK)
+        first = link.request(Msg.INFER, good, expect=Msg.RESULT)
+        replayed0 = dev.hello().frames_replayed
+        # The same frame again (a host retry): the stored RESULT, continual state untouched.
+        link.send(Frame(Msg.INFER, first.seq, good))
+        again = link.recv(5.0)
+        assert again is not None and again.payload == first.payload
+        assert dev.hello().frames_replayed == replayed0 + 1
+        second = decode_result(link.request(
+            Msg.INFER, encode_infer(int(s.ids[1]), 2, s.x[1]), expect=Msg.RESULT).payload)
+        want = s.expected(1)
+        assert {k: v for k, v in second.compared().items()} == want
