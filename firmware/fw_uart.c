@@ -5,6 +5,15 @@
 #include "zynq7000.h"
 
 #define UART(reg) ZYNQ_REG32(FW_UART_BASE + (reg))
+#define GICC(reg) ZYNQ_REG32(ZYNQ_GIC_CPU_BASE + (reg))
+#define GICD(reg) ZYNQ_REG32(ZYNQ_GIC_DIST_BASE + (reg))
+#define GICD8(off) (*(volatile uint8_t *)(uintptr_t)(ZYNQ_GIC_DIST_BASE + (off)))
+
+#if FW_UART_INDEX == 0
+#define UART_IRQ ZYNQ_IRQ_UART0
+#else
+#define UART_IRQ ZYNQ_IRQ_UART1
+#endif
 
 void fw_uart_init(void)
 {
@@ -22,6 +31,25 @@ void fw_uart_init(void)
     UART(XUART_RXWM) = 1u;
     UART(XUART_RXTOUT) = 0u;
     UART(XUART_CR) = XUART_CR_TX_EN | XUART_CR_RX_EN | XUART_CR_RSTTO | XUART_CR_STPBRK;
+
+    /* Wake-up path for fw_uart_wait_rx: UART RX trigger -> GIC -> CPU0, highest priority. */
+    UART(XUART_IER) = XUART_IXR_RTRIG;
+    GICD8(GIC_ICDIPR(UART_IRQ)) = 0x00u;
+    GICD8(GIC_ICDIPTR(UART_IRQ)) = 0x01u;
+    GICD(GIC_ICDISER(UART_IRQ / 32u)) = 1u << (UART_IRQ % 32u);
+    GICD(GIC_ICDDCR) = 1u;
+    GICC(GIC_ICCPMR) = 0xF0u;
+    GICC(GIC_ICCICR) = 1u;
+}
+
+void fw_uart_wait_rx(void)
+{
+    /* Clear the trigger first, then look: a byte that lands after the look re-raises it and WFI
+     * returns at once, so no byte is slept through. */
+    UART(XUART_ISR) = XUART_IXR_RTRIG;
+    if (UART(XUART_SR) & XUART_SR_RXEMPTY) {
+        __asm__ volatile("dsb\n\twfi" ::: "memory");
+    }
 }
 
 void fw_uart_putc(uint8_t c)

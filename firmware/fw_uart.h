@@ -13,6 +13,11 @@ void fw_uart_putc(uint8_t c);
 void fw_uart_write(const uint8_t *data, size_t len);
 /* Non-blocking read: returns 1 and stores the byte when the RX FIFO holds one, else 0. */
 int fw_uart_getc(uint8_t *c);
+/* Sleep (WFI) until the RX FIFO holds a byte. The UART's RX-trigger interrupt is routed through
+ * the GIC to CPU0 but stays masked in CPSR, so it only wakes the core: an idle device no longer
+ * spins on the status register (on QEMU that spin competes with the I/O thread for the host CPU
+ * and the big lock). */
+void fw_uart_wait_rx(void);
 /* Wait until the transmitter has shifted out everything (FIFO empty and not active). */
 void fw_uart_flush(void);
 

@@ -40,6 +40,8 @@ int main(void)
         uint8_t c;
         if (fw_uart_getc(&c)) {
             fw_server_feed(&server, c);
+        } else {
+            fw_uart_wait_rx();
         }
     }
 }

@@ -57,4 +57,20 @@
 #define GTIMER_CONTROL_ENABLE (1u << 0)
 #define GTIMER_CONTROL_PRESCALER_SHIFT 8u /* bits [15:8]; 0 = count every PERIPHCLK */
 
+/* ---- Generic interrupt controller (ARM GIC v1, DDI 0407 §3; UG585 §7 and B.3) -------------
+ * Used only to wake the core from WFI when the UART has data: CPSR.I stays set, so no handler
+ * runs; a pending IRQ still ends WFI (ARM ARM DDI 0406C B1.8.13 "Wait For Interrupt"). */
+#define ZYNQ_GIC_CPU_BASE 0xF8F00100u  /* ICC* CPU interface */
+#define ZYNQ_GIC_DIST_BASE 0xF8F01000u /* ICD* distributor */
+#define GIC_ICCICR 0x000u              /* CPU interface control: bit 0 enable */
+#define GIC_ICCPMR 0x004u              /* priority mask: IRQs with priority < mask are signalled */
+#define GIC_ICDDCR 0x000u              /* distributor control: bit 0 enable */
+#define GIC_ICDISER(n) (0x100u + 4u * (n)) /* set-enable, 32 IDs per word */
+#define GIC_ICDIPR(id) (0x400u + (id))     /* priority, one byte per ID */
+#define GIC_ICDIPTR(id) (0x800u + (id))    /* CPU targets, one byte per ID */
+#define ZYNQ_IRQ_UART0 59u                 /* UG585 Table 7-4, "Shared peripheral interrupts" */
+#define ZYNQ_IRQ_UART1 82u
+
+#define XUART_IXR_RTRIG (1u << 0) /* RX FIFO level >= Rcvr_FIFO_trigger_level0 */
+
 #endif /* ZYNQ7000_H */
