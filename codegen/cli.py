@@ -25,6 +25,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("firmware", "codegen.firmware_build"),
     ("device", "host.cli_device"),
     ("run", "host.run"),
+    ("bench", "codegen.bench"),
 )
 
 
