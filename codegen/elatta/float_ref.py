@@ -37,7 +37,7 @@ IntArray = npt.NDArray[np.int64]
 MODES: tuple[str, ...] = ("no_adapt", "strict", "continual", "continual_bounded")
 
 
-def _is_int(v: object) -> bool:
+def is_int(v: object) -> bool:
     return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
 
 
@@ -68,13 +68,13 @@ class ElattaConfig:
     active: bool = True
 
     def __post_init__(self) -> None:
-        if not _is_int(self.k) or self.k < 1:
+        if not is_int(self.k) or self.k < 1:
             raise ConfigError(f"k={self.k!r} is not allowed: use an integer >= 1 (paper KWS: 2)")
-        if not _is_int(self.n_iter) or self.n_iter < 1:
+        if not is_int(self.n_iter) or self.n_iter < 1:
             raise ConfigError(
                 f"n_iter={self.n_iter!r} is not allowed: use an integer >= 1 (paper: 2 KWS, 8 IC)"
             )
-        if self.lam is not None and (not _is_int(self.lam) or self.lam < 2):
+        if self.lam is not None and (not is_int(self.lam) or self.lam < 2):
             raise ConfigError(
                 f"lam={self.lam!r} is not allowed: use None (4 + floor(3 ln k) = "
                 f"{default_popsize(self.k)}) or an integer >= 2"
@@ -83,7 +83,7 @@ class ElattaConfig:
             raise ConfigError(f"sigma0={self.sigma0!r} is not allowed: use a finite float > 0")
         if self.mode not in MODES:
             raise ConfigError(f"mode={self.mode!r} is not allowed: use one of {MODES}")
-        if not _is_int(self.seed) or self.seed < 0:
+        if not is_int(self.seed) or self.seed < 0:
             raise ConfigError(f"seed={self.seed!r} is not allowed: use an integer >= 0")
         if not _is_real(self.beta) or not 0.0 <= self.beta <= 1.0:
             raise ConfigError(f"beta={self.beta!r} is not allowed: use a float in [0, 1]")

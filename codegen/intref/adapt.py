@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from codegen import __version__
 from codegen.elatta.cmaes import CmaesParams
-from codegen.elatta.float_ref import MODES, ElattaConfig
+from codegen.elatta.float_ref import MODES, ElattaConfig, is_int
 from codegen.errors import ConfigError
 from codegen.fixed import INT32_MAX, rshift_round, sat16
 from codegen.intref.cmaes_int import (
@@ -91,10 +91,6 @@ MODE_IDS = {m: i for i, m in enumerate(MODES)}  # ELT_MODE_* in firmware/elt_ada
 _PREFIX_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?$")
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
-
-
 @dataclass(frozen=True)
 class AdaptConfig:
     """One integer ELaTTA run (the float `ElattaConfig` plus QELaTTA-V2); λ is resolved."""
@@ -112,11 +108,11 @@ class AdaptConfig:
     active: bool = True
 
     def __post_init__(self) -> None:
-        if not _is_int(self.k) or not 1 <= self.k <= K_MAX:
+        if not is_int(self.k) or not 1 <= self.k <= K_MAX:
             raise ConfigError(f"k={self.k!r} is not allowed: use an integer in 1..{K_MAX}")
-        if not _is_int(self.n_iter) or not 1 <= self.n_iter <= N_ITER_MAX:
+        if not is_int(self.n_iter) or not 1 <= self.n_iter <= N_ITER_MAX:
             raise ConfigError(f"n_iter={self.n_iter!r} is not allowed: use 1..{N_ITER_MAX}")
-        if not _is_int(self.lam) or not 2 <= self.lam <= LAM_MAX:
+        if not is_int(self.lam) or not 2 <= self.lam <= LAM_MAX:
             raise ConfigError(f"lam={self.lam!r} is not allowed: use an integer in 2..{LAM_MAX}")
         s0 = self.sigma0
         if not isinstance(s0, int | float) or isinstance(s0, bool) or not (
@@ -127,7 +123,7 @@ class AdaptConfig:
             )
         if self.mode not in MODES:
             raise ConfigError(f"mode={self.mode!r} is not allowed: use one of {MODES}")
-        if not _is_int(self.seed) or not 0 <= self.seed < 2**64:
+        if not is_int(self.seed) or not 0 <= self.seed < 2**64:
             raise ConfigError(f"seed={self.seed!r} is not allowed: use an integer in [0, 2^64)")
         if not isinstance(self.beta, int | float) or not 0.0 <= self.beta <= 1.0:
             raise ConfigError(f"beta={self.beta!r} is not allowed: use a float in [0, 1]")
@@ -139,7 +135,7 @@ class AdaptConfig:
             raise ConfigError(f"qelatta_v1={self.qelatta_v1!r} is not allowed: use True or False")
         if self.qelatta_v2 is not None:
             v2 = self.qelatta_v2
-            if not (isinstance(v2, tuple) and len(v2) == 2 and all(_is_int(x) for x in v2)):
+            if not (isinstance(v2, tuple) and len(v2) == 2 and all(is_int(x) for x in v2)):
                 raise ConfigError(
                     f"qelatta_v2={v2!r} is not allowed: use None or (x_bits, y_int_bits), "
                     "e.g. (8, 4)"
