@@ -13,6 +13,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -27,7 +28,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def qemu_command(elf: Path, port: int, *, uart: int = 0, icount: bool = True) -> list[str]:
+def qemu_command(elf: Path, port: int, *, uart: int = 0, icount: bool = True,
+                 extra_args: Sequence[str] = ()) -> list[str]:
     qemu = find_tool("qemu-system-arm")
     # nodelay: QEMU writes the UART byte by byte; Nagle + delayed ACK would add 40 ms per reply.
     tcp = f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on"
@@ -39,14 +41,15 @@ def qemu_command(elf: Path, port: int, *, uart: int = 0, icount: bool = True) ->
     if icount:
         # One virtual ns per guest instruction: global-timer ticks become deterministic.
         cmd += ["-icount", "shift=0"]
-    return cmd
+    return cmd + list(extra_args)
 
 
 class Qemu:
     def __init__(self, elf: Path | str, *, uart: int = 0, icount: bool = True,
                  startup_timeout: float = 10.0, link_timeout: float = 2.0,
-                 retries: int = 3) -> None:
+                 retries: int = 3, extra_args: Sequence[str] = ()) -> None:
         self.elf = Path(elf)
+        self.extra_args = tuple(extra_args)  # e.g. QEMU -d logging (bench/profile.py)
         if not self.elf.is_file():
             raise QemuError(f"firmware ELF {self.elf} does not exist (build it with "
                             "`codegen firmware`)")
@@ -67,7 +70,8 @@ class Qemu:
         for _attempt in range(3):  # another process may grab the port between probe and bind
             port = free_port()
             self.proc = subprocess.Popen(
-                qemu_command(self.elf, port, uart=self.uart, icount=self.icount),
+                qemu_command(self.elf, port, uart=self.uart, icount=self.icount,
+                             extra_args=self.extra_args),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
             )
             atexit.register(self.stop)

@@ -1,0 +1,175 @@
+"""Guest-instruction profile of one INFER per mode, by function (issue 6: "the instruction mix").
+
+QEMU has no PMU cycle counter (DESIGN §5) and the Debian build ships no TCG plugins, so the
+profile comes from QEMU's own logs: `-d in_asm` prints every translation block once with its
+instructions, `-d exec,nochain` prints every block execution (chaining off, so none is
+skipped). Executions × block lengths, attributed to the ELF's function symbols, give exact
+executed-instruction counts per function and per instruction class (NEON, VFP, ARM, load/store,
+multiply, branch). One instruction = 1 ns under `-icount shift=0`; a global-timer tick is 10 ns.
+
+    python bench/profile.py --build out/build/kws --data out/data/demo [--mode strict] [--top 25]
+
+Slow (QEMU logs every block): one sample per mode, a few seconds each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import collections
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TB_HEAD = re.compile(r"^0x([0-9a-f]{8}):\s+([0-9a-f]{8})\s+(\S+)")
+EXEC = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+
+
+# The receive path polls the UART while the host streams the request: millions of logged
+# instructions outside every timed stage. Left out of the log with -dfilter.
+IDLE = ("fw_uart_getc", "main", "fw_uart_rx_ready")
+
+
+def symbols(elf: Path) -> tuple[list[int], list[str], list[int]]:
+    """Function symbols sorted by address: start, name, size."""
+    nm = subprocess.run(["arm-none-eabi-nm", "-n", "-S", "--defined-only", str(elf)],
+                        capture_output=True, text=True, check=True).stdout
+    addrs, names, sizes = [], [], []
+    for line in nm.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW" and not parts[3].startswith("$"):
+            addrs.append(int(parts[0], 16))
+            sizes.append(int(parts[1], 16))
+            names.append(parts[3])
+    return addrs, names, sizes
+
+
+def dfilter(elf: Path) -> str:
+    addrs, names, sizes = symbols(elf)
+    return ",".join(f"0x{a:x}+0x{n:x}" for a, name, n in zip(addrs, names, sizes, strict=True)
+                    if name not in IDLE and n > 0)
+
+
+def insn_class(mnemonic: str) -> str:
+    m = mnemonic.lower()
+    if m.startswith("v"):
+        return "vfp" if re.match(r"v(ldr|str|mov|mrs|msr|cvt|div|sqrt|cmp|abs|neg)\.?f?", m) \
+            and (".f" in m or m.startswith(("vldr", "vstr", "vmrs", "vmsr", "vdiv", "vsqrt"))) \
+            else "neon"
+    if m.startswith(("ldr", "str", "ldm", "stm", "push", "pop")):
+        return "load/store"
+    if m.startswith(("mul", "mla", "mls", "smul", "smla", "umul", "umla", "smull", "smlal")):
+        return "multiply"
+    if m.startswith(("b", "bl", "bx", "cbz", "cbnz")) and not m.startswith(("bic", "bfi",
+                                                                             "bfc")):
+        return "branch"
+    return "alu"
+
+
+def parse_log(path: Path) -> tuple[dict[int, list[str]], collections.Counter[int]]:
+    """Translation blocks (start pc -> mnemonics) and execution counts per start pc."""
+    blocks: dict[int, list[str]] = {}
+    execs: collections.Counter[int] = collections.Counter()
+    cur: list[str] | None = None
+    with path.open(errors="replace") as f:
+        for line in f:
+            if line.startswith("IN:"):
+                cur = []
+                continue
+            mt = TB_HEAD.match(line)
+            if mt and cur is not None:
+                if not cur:
+                    blocks[int(mt.group(1), 16)] = cur
+                cur.append(mt.group(3))
+                continue
+            if not line.strip():
+                cur = None
+                continue
+            me = EXEC.match(line)
+            if me:
+                execs[int(me.group(1), 16)] += 1
+    return blocks, execs
+
+
+def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[str, object]:
+    from host.infer import decode_result, encode_infer, mode_index
+    from host.protocol import Msg
+    from host.qemu import Qemu
+    from host.transport import LINK_ERRORS
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "qemu.log"
+        q = Qemu(elf, icount=True, link_timeout=60.0, startup_timeout=30.0,
+                 extra_args=("-d", "in_asm,exec,nochain", "-D", str(log),
+                             "-dfilter", dfilter(elf)))
+        link = q.start()
+        try:
+            # One INFER only: boot and the idle loop add a few hundred instructions.
+            reply = link.request(Msg.INFER, encode_infer(sample_id, mode_index(mode), features),
+                                 expect=Msg.RESULT, retry_errors=LINK_ERRORS)
+            res = decode_result(reply.payload)
+        finally:
+            q.stop()
+        blocks, execs = parse_log(log)
+    addrs, names, _ = symbols(elf)
+    by_fn: collections.Counter[str] = collections.Counter()
+    by_cls: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for pc, n in execs.items():
+        body = blocks.get(pc)
+        if body is None:
+            continue
+        i = bisect.bisect_right(addrs, pc) - 1
+        fn = names[i] if i >= 0 else "?"
+        by_fn[fn] += n * len(body)
+        for mnem in body:
+            by_cls[fn][insn_class(mnem)] += n
+    return {"ticks": (res.ticks_encoder, res.ticks_adapt, res.ticks_total),
+            "by_fn": by_fn, "by_cls": by_cls}
+
+
+def main() -> int:
+    import json
+
+    import numpy as np
+
+    from codegen.bench import samples
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", type=Path, required=True, help="`codegen build` output directory")
+    ap.add_argument("--data", type=Path, required=True, help="`codegen data` directory")
+    ap.add_argument("--mode", action="append", help="modes (default: no_adapt, strict)")
+    ap.add_argument("--top", type=int, default=25)
+    a = ap.parse_args()
+    from codegen.model import load_checkpoint
+    from codegen.qformat import QFormat
+
+    manifest = json.loads((a.build / "manifest.json").read_text())
+    _, meta = load_checkpoint(ROOT / manifest["inputs"]["model"]["path"])
+    ids, xf = samples(a.data, meta, 1)
+    frac = int(manifest["x_frac_bits"])
+    x = QFormat(15 - frac, frac).quantize(xf).astype(np.int16)
+    for mode in a.mode or ["no_adapt", "strict"]:
+        r = profile_one(a.build / "fw.elf", np.asarray(x[0], dtype=np.int16), int(ids[0]), mode)
+        by_fn = r["by_fn"]
+        by_cls = r["by_cls"]
+        assert isinstance(by_fn, collections.Counter) and isinstance(by_cls, dict)
+        total = sum(by_fn.values())
+        enc, ada, tot = r["ticks"]  # type: ignore[misc]
+        print(f"\n## {mode}: {total} guest instructions logged; RESULT ticks encoder {enc}, "
+              f"adapt {ada}, total {tot}\n")
+        print("| function | instructions | % | neon | vfp | alu | multiply | load/store | branch |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for fn, n in by_fn.most_common(a.top):
+            c = by_cls[fn]
+            print(f"| {fn} | {n} | {100 * n / total:.1f} | {c['neon']} | {c['vfp']} | "
+                  f"{c['alu']} | {c['multiply']} | {c['load/store']} | {c['branch']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
