@@ -35,6 +35,23 @@ high-water mark from INFO (stack painting) after the measurement; the manifest's
 sizeof(elt_adapt_state_t) (continual p_prev, CMA-ES state and work, candidates) + V_k
 (D x k int16), sizeof taken by compiling a probe with this build's flags (arm-none-eabi-gcc,
 ``nm -S``), because the manifest does not record it.
+
+Baselines (``baselines``, ``ratios``): the default build (``neon``) against builds of this
+repo's own code, measured in the same run on the same QEMU with the same clips:
+
+- ``scalar``: the same integer firmware with ``-DELT_SCALAR``, the integer kernels' plain
+  scalar C path (the reference implementation), at the same -O2.
+- ``float32``: the float32 C model (codegen/emit_f32.py: the trained float weights as
+  ``static const float``; firmware/elt_lstm_f32.c: plain float32 loops, expf/tanhf from
+  newlib's libm, hard-float VFP/NEON flags as every build), wired in with ``-DELT_ENCODER_F32``:
+  the app dequantizes the int16 features, runs the float encoder, rounds z to Q0.15 and continues
+  with the integer adaptation, so RESULT's encoder ticks time the float encoder.
+- ``float32_fastmath``: the same with ``-O3 -ffast-math`` on every source (DESIGN §7's anchor
+  setting; at -O2, GCC 12 vectorizes no loop of run-time length, with or without fast-math).
+
+Each records encoder and no-adapt ticks, .text/.rodata bytes, the fraction of the clips whose
+device no-adapt class equals the Python float model's (``float_class_agreement``), and a
+static instruction mix (``arm-none-eabi-objdump -d``) of the encoder's call tree.
 """
 
 from __future__ import annotations
@@ -55,7 +72,10 @@ from codegen.errors import CodegenError
 
 HELP = "QEMU icount-tick benchmark of the default build and a k x n sweep (bench.json, bench.md)"
 JSON_KEYS = ("encoder_ticks", "head_entropy_ticks", "cmaes_iter_ticks", "adapt_ticks",
-             "no_adapt_ticks", "elatta_ticks", "ram_bytes", "elatta_state_bytes", "sweep")
+             "no_adapt_ticks", "elatta_ticks", "ram_bytes", "elatta_state_bytes", "sweep",
+             "baselines", "ratios")
+SCALAR_KEYS = JSON_KEYS[:8]
+BASELINES = ("scalar", "float32", "float32_fastmath")
 SWEEP_K = (2, 8, 16)
 SWEEP_N = (2, 8)
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,9 +143,11 @@ def samples(data_dir: Path, meta: Any, count: int) -> tuple[np.ndarray, np.ndarr
     return split.ids[:n].astype(np.int64), features_for(split.pcm[:n], meta)
 
 
-def measure(elf: Path, x: np.ndarray, ids: np.ndarray, reps: int) -> dict[str, Any]:
-    """Boot ``elf`` under QEMU -icount shift=0, send every sample ``reps`` times in modes
-    no_adapt and strict; medians of each tick field, and the stack high-water mark."""
+def measure(elf: Path, x: np.ndarray, ids: np.ndarray, reps: int,
+            modes: tuple[str, ...] = ("no_adapt", "strict")) -> dict[str, Any]:
+    """Boot ``elf`` under QEMU -icount shift=0, send every sample ``reps`` times in each of
+    ``modes``; medians of each tick field, the stack high-water mark, and the no-adapt class of
+    every sample (``pred_noadapt``, from the first repetition of the first mode)."""
     from host.device import Device
     from host.infer import decode_result, encode_infer, mode_index
     from host.protocol import Msg
@@ -134,18 +156,21 @@ def measure(elf: Path, x: np.ndarray, ids: np.ndarray, reps: int) -> dict[str, A
 
     ticks: dict[str, list[int]] = {}
     per_sample: dict[tuple[str, int], list[int]] = {}
+    pred: list[int] = []
     q = Qemu(elf, icount=True, link_timeout=5.0, retries=3)
     link = q.start()
     try:
         dev = Device(link)
         dev.hello(sync_timeout=10.0)
-        for mode in ("no_adapt", "strict"):
+        for mode in modes:
             m = mode_index(mode)
             for _ in range(reps):
                 for j, (sid, xi) in enumerate(zip(ids, x, strict=True)):
                     reply = link.request(Msg.INFER, encode_infer(int(sid), m, xi),
                                          expect=Msg.RESULT, retry_errors=LINK_ERRORS)
                     r = decode_result(reply.payload)
+                    if len(pred) < len(ids):
+                        pred.append(int(r.pred_noadapt))
                     for f in ("encoder", "adapt", "total"):
                         v = int(getattr(r, f"ticks_{f}"))
                         ticks.setdefault(f"{mode}.{f}", []).append(v)
@@ -153,13 +178,14 @@ def measure(elf: Path, x: np.ndarray, ids: np.ndarray, reps: int) -> dict[str, A
         info = dev.hello()
     finally:
         q.stop()
-    med = {key: int(statistics.median_low(v)) for key, v in ticks.items()}
+    med: dict[str, Any] = {key: int(statistics.median_low(v)) for key, v in ticks.items()}
     # same clip, same mode, repeated: QEMU icount determinism (+-1 tick of timer phase)
     med["rep_spread"] = max(max(v) - min(v) for v in per_sample.values())
     # different clips: data-dependent paths (entropy, Cholesky pivots, saturation)
     med["sample_spread"] = max(max(v) - min(v) for v in ticks.values())
     med["stack_used"] = int(info.stack_used)
     med["stack_size"] = int(info.stack_size)
+    med["pred_noadapt"] = pred
     return med
 
 
@@ -231,8 +257,184 @@ def point_record(res: Any, m: dict[str, Any], synthetic: bool) -> dict[str, Any]
     }
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One baseline firmware: the default build's sources with extra flags (and, for the float
+    variants, the float32 model and kernel, linked with libm)."""
+
+    name: str
+    cflags: tuple[str, ...]
+    float32: bool
+    what: str
+
+
+def variants() -> dict[str, Variant]:
+    from codegen.emit_f32 import F32_CFLAGS
+
+    return {
+        "scalar": Variant("scalar", ("-DELT_SCALAR",), False,
+                          "integer firmware, -DELT_SCALAR: the kernels' plain scalar C path"),
+        "float32": Variant("float32", F32_CFLAGS, True,
+                           "float32 C encoder (plain loops, libm expf/tanhf), -O2"),
+        # -O3: GCC 12's -O2 vectorizer (very-cheap cost model) leaves loops of run-time length
+        # scalar, so -O2 -ffast-math alone changes next to nothing; DESIGN §7's anchor is -O3.
+        "float32_fastmath": Variant("float32_fastmath", (*F32_CFLAGS, "-O3", "-ffast-math"),
+                                    True, "float32 C encoder, -O3 -ffast-math (every source)"),
+    }
+
+
+def build_variant(out: Path, res0: Any, v: Variant) -> Any:
+    """The default build's firmware sources (res0, `codegen build`) compiled again with the
+    variant's flags into OUT/builds/<name>; returns the FirmwareBuild."""
+    from codegen.build import firmware_sources
+    from codegen.emit_f32 import F32_FIRMWARE_SOURCES, F32_LIBS, write_f32_sources
+    from codegen.firmware_build import FirmwareConfig, build_firmware
+    from codegen.hostlib import model_cflags
+    from codegen.resources import firmware_dir
+
+    q = res0.qmodel
+    bdir = out / "builds" / v.name
+    sources = firmware_sources(q, list(res0.sources))
+    includes = [res0.out_dir / "src"]
+    libs: tuple[str, ...] = ()
+    if v.float32:
+        f32_dir = bdir / "src"
+        sources += write_f32_sources(q, f32_dir)
+        sources += [firmware_dir() / f for f in F32_FIRMWARE_SOURCES]
+        includes.insert(0, f32_dir)
+        libs = F32_LIBS
+    print(f"bench: building baseline {v.name}", file=sys.stderr)
+    t = q.source.target
+    return build_firmware(
+        FirmwareConfig(uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz,
+                       max_payload=t.max_payload),
+        bdir, extra_sources=sources, extra_includes=includes,
+        extra_cflags=(*model_cflags(q), *v.cflags), extra_libs=libs)
+
+
+_FUNC = re.compile(r"^[0-9a-f]{8} <([^>]+)>:$")
+_INSN = re.compile(r"^\s*[0-9a-f]+:\t[0-9a-f ]+\t(\S+)(?:\t(.*))?$")
+_CALL = re.compile(r"<([^>+]+)>")
+_QREG = re.compile(r"\bq\d+\b")
+_SREG = re.compile(r"\bs\d+\b")
+_DREG = re.compile(r"\bd\d+\b")
+_INT_TYPE = re.compile(r"^(?:[isup]?(?:8|16|32|64))$")
+
+
+def classify(mnemonic: str, operands: str) -> str:
+    """``arm``, ``neon`` or ``vfp`` for one disassembled instruction (static, by syntax):
+    NEON = Advanced SIMD (q registers, vld1-4/vst1-4, integer element types, .f32 on d
+    registers); VFP = scalar floating point (s registers, .f64) and the VFP/NEON register
+    file's plain loads, stores and moves (vldr, vstr, vpush, vpop, vmov, vmrs); ARM = the rest."""
+    m = mnemonic.lower()
+    if not m.startswith("v"):
+        return "arm"
+    ops = operands.split(";")[0]
+    if re.match(r"v(?:ld|st)[1-4]", m) or _QREG.search(ops):
+        return "neon"
+    types = m.split(".")[1:]
+    if _SREG.search(ops) or "f64" in types:
+        return "vfp"
+    if _DREG.search(ops) and types and ("f32" in types or any(_INT_TYPE.match(t) for t in types)):
+        return "neon"
+    return "vfp"
+
+
+def disassemble(elf: Path) -> dict[str, list[tuple[str, str]]]:
+    """{function: [(mnemonic, operands)]} from ``arm-none-eabi-objdump -d`` (literal-pool
+    ``.word`` entries skipped)."""
+    from codegen.toolchain import find_tool
+
+    objdump = find_tool("arm-none-eabi-gcc").replace("gcc", "objdump")
+    text = subprocess.run([objdump, "-d", str(elf)], check=True, capture_output=True,
+                          text=True).stdout
+    funcs: dict[str, list[tuple[str, str]]] = {}
+    cur: list[tuple[str, str]] | None = None
+    for line in text.splitlines():
+        fm = _FUNC.match(line)
+        if fm:
+            cur = funcs.setdefault(fm.group(1), [])
+            continue
+        im = _INSN.match(line)
+        if im and cur is not None and not im.group(1).startswith("."):
+            cur.append((im.group(1), im.group(2) or ""))
+    return funcs
+
+
+def instruction_mix(elf: Path, entry: str) -> dict[str, Any]:
+    """Static instruction counts of ``entry``'s call tree (direct ``b``/``bl`` targets, libm
+    included), classified by :func:`classify`. Static: each instruction counted once, however
+    often it runs."""
+    funcs = disassemble(elf)
+    if entry not in funcs:
+        raise BenchError(f"{entry} not found in `objdump -d {elf}`")
+    seen: list[str] = []
+    todo = [entry]
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.append(f)
+        for mn, ops in funcs[f]:
+            if mn.lower().startswith("b") and not mn.lower().startswith("bic"):
+                todo += [c for c in _CALL.findall(ops) if c in funcs and c != f]
+    counts = {"arm": 0, "neon": 0, "vfp": 0}
+    for f in seen:
+        for mn, ops in funcs[f]:
+            counts[classify(mn, ops)] += 1
+    return {**counts, "total": sum(counts.values()), "functions": sorted(seen)}
+
+
+def encoder_symbol(res: Any) -> str:
+    """The integer encoder's entry point: FW_APP_ENCODE of the build's fw_app_model.h."""
+    text = (res.out_dir / "src" / "fw_app_model.h").read_text()
+    m = re.search(r"(?m)^#define FW_APP_ENCODE (\w+)", text)
+    if m is None:
+        raise BenchError(f"no FW_APP_ENCODE in {res.out_dir / 'src' / 'fw_app_model.h'}")
+    return m.group(1)
+
+
+def float_classes(q: Any, xf: np.ndarray) -> np.ndarray:
+    """The Python float model's (float64) predicted classes of the float features."""
+    from codegen.elatta.float_ref import head_logits
+    from codegen.intref.lstm import lstm_float
+
+    z, _ = lstm_float(xf, q.source.lstm)
+    return np.argmax(head_logits(z, q.source.head.weight.values, q.source.head.bias.values),
+                     axis=1)
+
+
+def baseline_record(elf: Path, sections: dict[str, int], m: dict[str, Any], entry: str,
+                    cflags: tuple[str, ...], what: str, build_id: str,
+                    pred_float: np.ndarray) -> dict[str, Any]:
+    pred = np.asarray(m["pred_noadapt"])
+    return {
+        "what": what,
+        "cflags": list(cflags),
+        "build_id": build_id,
+        "encoder_ticks": m["strict.encoder"],
+        "no_adapt_ticks": m["no_adapt.total"],
+        "elatta_ticks": m["strict.total"],
+        "text_bytes": int(sections["text"]),
+        "rodata_bytes": int(sections["rodata"]),
+        "float_class_agreement": round(float(np.mean(pred == pred_float[: len(pred)])), 4),
+        "rep_spread": m["rep_spread"],
+        "instruction_mix": instruction_mix(elf, entry),
+    }
+
+
+def ratios(b: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """<variant>_over_neon: encoder and whole no-adapt inference ticks relative to the default."""
+    n = b["neon"]
+    return {f"{name}_over_neon": {
+        "encoder": round(v["encoder_ticks"] / n["encoder_ticks"], 3),
+        "no_adapt": round(v["no_adapt_ticks"] / n["no_adapt_ticks"], 3)}
+        for name, v in b.items() if name != "neon"}
+
+
 def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = SWEEP_K,
-              ns: tuple[int, ...] = SWEEP_N, n_samples: int = 5, reps: int = 3) -> dict[str, Any]:
+              ns: tuple[int, ...] = SWEEP_N, n_samples: int = 5, reps: int = 3,
+              baselines: tuple[str, ...] = BASELINES) -> dict[str, Any]:
     from codegen.data import build as build_data
 
     out.mkdir(parents=True, exist_ok=True)
@@ -240,6 +442,9 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
         data_dir = out / "data"
         if not (data_dir / "manifest.json").is_file():
             build_data(data_dir, preset="tiny", tier="numpy", progress=False, jobs=2)
+    unknown = sorted(set(baselines) - set(variants()))
+    if unknown:
+        raise BenchError(f"unknown baseline(s) {unknown}; choose from {sorted(variants())}")
     if 2 not in ks or len(set(ns)) < 2:
         raise BenchError("the sweep needs k = 2 and at least two values of n (cmaes_iter_ticks "
                          "is the slope over n at k = 2)")
@@ -258,7 +463,22 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
         assert res.elf is not None
         return point_record(res, measure(res.elf, x, ids, reps), synthetic)
 
-    base = point(res0, syn0)
+    x0 = quantize_features(xf, q0.lstm.x_fmt)
+    assert res0.elf is not None
+    m0 = measure(res0.elf, x0, ids, reps)
+    base = point_record(res0, m0, syn0)
+    pred_float = float_classes(q0, xf)
+    fw0 = res0.manifest["firmware"]
+    bl = {"neon": baseline_record(res0.elf, fw0, m0, encoder_symbol(res0), (),
+                                  "the default build (integer kernels, NEON)",
+                                  fw0["build_id"], pred_float)}
+    for name in baselines:
+        v = variants()[name]
+        fw = build_variant(out, res0, v)
+        sec = {k: fw.sections.get(f".{k}", (0, 0))[0] for k in ("text", "rodata")}
+        entry = f"{q0.prefix}model_encode_f32" if v.float32 else encoder_symbol(res0)
+        bl[name] = baseline_record(fw.elf, sec, measure(fw.elf, x0, ids, reps), entry,
+                                   v.cflags, v.what, fw.build_id, pred_float)
     sweep = []
     for k in ks:
         for n in ns:
@@ -282,6 +502,8 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
         "ram_bytes": base["ram_bytes"],
         "elatta_state_bytes": base["elatta_state_bytes"],
         "sweep": sweep,
+        "baselines": bl,
+        "ratios": ratios(bl),
     }
     extra = {
         "lam_variant": lam_pt, "per_candidate_ticks": round(per_cand, 1),
@@ -361,7 +583,67 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
             f"{s['elatta_ticks'] / pred:.2f} | {ov:.1f} | {s['elatta_state_bytes']} | "
             f"{s['ram_bytes']} | {s['rep_spread']} | {s['sample_spread']} |")
     lines += ["", *growth_table(d["sweep"], fcls), ""]
+    if len(d["baselines"]) > 1:
+        lines += [*baseline_tables(d["baselines"], d["ratios"]), ""]
     return "\n".join(lines)
+
+
+def baseline_tables(b: dict[str, dict[str, Any]], r: dict[str, dict[str, float]]) -> list[str]:
+    rows = [
+        "## Baselines (same run, same QEMU, same clips)",
+        "",
+        "Built from this repo's own code and measured in the same run, on the same QEMU, with "
+        "the same clips and repetitions (medians). `scalar`: the integer firmware with "
+        "`-DELT_SCALAR` (the integer kernels' plain scalar C path, the reference "
+        "implementation; same -O2). `float32`: the trained float weights as `static const "
+        "float` (codegen/emit_f32.py) and a plain float32 C LSTM (firmware/elt_lstm_f32.c: "
+        "torch equations, σ via expf, tanhf, newlib libm, hard-float VFP/NEON flags); built with "
+        "`-DELT_ENCODER_F32`, the app dequantizes the int16 features, runs it, rounds z to Q0.15 "
+        "and continues with the integer adaptation, so its encoder ticks time the float encoder "
+        "and its no-adapt total adds the integer head + entropy. `float32_fastmath`: the same "
+        "with `-O3 -ffast-math` on every source (GCC 12's -O2 vectorizer leaves loops of "
+        "run-time length scalar, so -O2 -ffast-math alone changes next to nothing); lets GCC "
+        "use NEON for the float dot products. DESIGN §7 anchors for a similar "
+        "LSTM on this core: naive float32 C -O3 168,009 ticks, -ffast-math 82,024. "
+        "\"= float model\": fraction of the clips whose device no-adapt class equals the "
+        "Python float64 model's.",
+        "",
+        "| build | flags | encoder ticks | × neon | no-adapt ticks | × neon | ELaTTA ticks "
+        "| .text B | .rodata B | = float model | rep spread |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, v in b.items():
+        ratio = r.get(f"{name}_over_neon", {"encoder": 1.0, "no_adapt": 1.0})
+        flags = " ".join(f"`{f}`" for f in v["cflags"]) or "(default)"
+        rows.append(
+            f"| {name} | {flags} | {v['encoder_ticks']} | {ratio['encoder']:.2f} | "
+            f"{v['no_adapt_ticks']} | {ratio['no_adapt']:.2f} | {v['elatta_ticks']} | "
+            f"{v['text_bytes']} | {v['rodata_bytes']} | {v['float_class_agreement']:.2f} | "
+            f"{v['rep_spread']} |")
+    rows += [
+        "",
+        "## Instruction mix of the encoder (static counts)",
+        "",
+        "`arm-none-eabi-objdump -d` of each ELF: every instruction of the encoder entry point's "
+        "call tree (direct branch targets, libm included) counted once, not weighted by how "
+        "often it runs. NEON = Advanced SIMD (q registers, vld1-4/vst1-4, integer or 2-lane "
+        ".f32 element types on d registers); VFP = scalar floating point (s registers, .f64) "
+        "and plain VFP register-file loads, stores and moves (vldr, vstr, vpush, vpop, vmov, "
+        "vmrs); ARM = everything else.",
+        "",
+        "| build | ARM | NEON | VFP | total | functions |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, v in b.items():
+        mix = v["instruction_mix"]
+        rows.append(f"| {name} | {mix['arm']} | {mix['neon']} | {mix['vfp']} | {mix['total']} | "
+                    f"{', '.join(mix['functions'])} |")
+    sc = b.get("scalar")
+    if sc is not None and sc["instruction_mix"]["neon"]:
+        rows += ["", f"Note: the scalar build's encoder still has {sc['instruction_mix']['neon']} "
+                 "NEON instructions (GCC's -O2 auto-vectorization of the plain loops, or a kernel "
+                 "that does not honour `ELT_SCALAR`)."]
+    return rows
 
 
 def growth_table(sweep: list[dict[str, Any]], fcls: int) -> list[str]:
@@ -393,6 +675,14 @@ def parse_ints(text: str) -> tuple[int, ...]:
     return vals
 
 
+def parse_names(text: str) -> tuple[str, ...]:
+    names = tuple(v.strip() for v in text.split(",") if v.strip() and v.strip() != "none")
+    bad = [n for n in names if n not in BASELINES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown baseline(s) {bad}; choose from {BASELINES}")
+    return names
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path, help="output directory (bench.json/md)")
     p.add_argument("--data", type=Path, help="`codegen data` directory for calibration and "
@@ -401,12 +691,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sweep-n", type=parse_ints, default=SWEEP_N, help="n values (2,8)")
     p.add_argument("--samples", type=int, default=5, help="clips streamed per point (5)")
     p.add_argument("--reps", type=int, default=3, help="repetitions per clip and mode (3)")
+    p.add_argument("--baselines", type=parse_names, default=BASELINES,
+                   help="baseline builds measured against the default (neon) one: "
+                        f"{','.join(BASELINES)} (default all; 'none' for none)")
 
 
 def run(args: argparse.Namespace) -> int:
     doc = run_bench(args.out, args.data, ks=args.sweep_k, ns=args.sweep_n,
-                    n_samples=args.samples, reps=args.reps)
-    for key in JSON_KEYS[:-1]:
+                    n_samples=args.samples, reps=args.reps, baselines=args.baselines)
+    for key in SCALAR_KEYS:
         print(f"{key:<20} {doc[key]}")
+    for name, r in doc["ratios"].items():
+        print(f"{name:<28} encoder {r['encoder']}x, no-adapt {r['no_adapt']}x")
     print(f"wrote {args.out / 'bench.json'} and bench.md ({len(doc['sweep'])} sweep points)")
     return 0

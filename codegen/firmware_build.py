@@ -151,12 +151,14 @@ def build_firmware(
     extra_includes: Sequence[Path] = (),
     extra_ldflags: Sequence[str] = (),
     extra_cflags: Sequence[str] = (),
+    extra_libs: Sequence[str] = (),
 ) -> FirmwareBuild:
     """Compile the runtime, plus (for `codegen build`) the generated model sources and the
     kernels they need: ``extra_sources`` are compiled after the runtime, ``extra_includes`` come
     first on the include path, ``extra_cflags`` (e.g. ``-D`` sizes) apply to every source,
     ``extra_ldflags`` go to the link (e.g. ``-Wl,--undefined=sym`` to keep an entry point that
-    the runtime does not call yet). All of them enter the hash."""
+    the runtime does not call yet), ``extra_libs`` after the sources, before ``-lgcc`` (e.g.
+    ``-lm -lc`` for `codegen bench`'s float baseline). All of them enter the hash."""
     cfg.validate()
     gcc = find_tool("arm-none-eabi-gcc")
     fw = firmware_dir()
@@ -164,7 +166,7 @@ def build_firmware(
     headers = sorted(fw.glob("*.h")) + sorted(
         h for d in extra_includes for h in Path(d).glob("*.h")
     )
-    input_hash = _input_hash(cfg, sources + headers, (*extra_cflags, *extra_ldflags))
+    input_hash = _input_hash(cfg, sources + headers, (*extra_cflags, *extra_ldflags, *extra_libs))
     build_id = f"fw-{input_hash[:16]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     gen = out_dir / "include"
@@ -186,6 +188,7 @@ def build_firmware(
         "-o",
         str(elf),
         *map(str, sources),
+        *extra_libs,
         "-lgcc",
     ]
     run_tool(cmd, what="arm-none-eabi-gcc")

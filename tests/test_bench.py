@@ -1,20 +1,40 @@
 """`codegen bench` (issue 6) on a reduced sweep (k = 2, n in {2, 3}, 2 clips x 2 repetitions):
 bench.json has exactly the documented keys, every tick figure is positive, and a second boot of
 the same firmware gives the same medians (QEMU -icount shift=0; the global timer's phase against
-the instruction count allows +-1 tick, docs/protocol.md)."""
+the instruction count allows +-1 tick, docs/protocol.md).
+
+Baselines: the float32 C model (codegen/emit_f32.py + firmware/elt_lstm_f32.c) is rendered
+deterministically with documented arrays, compiles -Wall -Wextra -Werror (UBSan) on the host and
+matches the Python float model there; on QEMU its no-adapt classes agree with the Python float
+model (2 clips in the reduced bench, 24 in the slow test); the instruction-mix classifier is
+checked on hand-picked disassembly."""
 
 from __future__ import annotations
 
+import ctypes
 import json
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from codegen.bench import JSON_KEYS, measure, run_bench, samples
+from codegen.bench import (
+    JSON_KEYS,
+    Variant,
+    build_variant,
+    classify,
+    float_classes,
+    measure,
+    run_bench,
+    samples,
+    variants,
+)
 from codegen.data import build as build_data
+from codegen.ir import QModel
 from codegen.quantize import quantize_features
 
-pytestmark = pytest.mark.qemu
+ROOT = Path(__file__).resolve().parents[1]
 TICKS = ("encoder_ticks", "head_entropy_ticks", "cmaes_iter_ticks", "adapt_ticks",
          "no_adapt_ticks", "elatta_ticks")
 POINT_KEYS = {"k", "n", "lam", "synthetic_basis", "encoder_ticks", "adapt_ticks",
@@ -22,11 +42,18 @@ POINT_KEYS = {"k", "n", "lam", "synthetic_basis", "encoder_ticks", "adapt_ticks"
               "elatta_state_bytes", "rep_spread", "sample_spread"}
 
 
+BASELINE_KEYS = {"what", "cflags", "build_id", "encoder_ticks", "no_adapt_ticks", "elatta_ticks",
+                 "text_bytes", "rodata_bytes", "float_class_agreement", "rep_spread",
+                 "instruction_mix"}
+
+
+@pytest.mark.qemu
 def test_bench_reduced(tmp_path: Path) -> None:
     data = tmp_path / "data"
     build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
     out = tmp_path / "bench"
-    doc = run_bench(out, data, ks=(2,), ns=(2, 3), n_samples=2, reps=2)
+    doc = run_bench(out, data, ks=(2,), ns=(2, 3), n_samples=2, reps=2,
+                    baselines=("scalar", "float32"))
 
     on_disk = json.loads((out / "bench.json").read_text())
     assert on_disk == doc
@@ -43,6 +70,28 @@ def test_bench_reduced(tmp_path: Path) -> None:
     md = (out / "bench.md").read_text()
     assert "F_Enc + λ·n·F_Cls" in md and "QEMU icount ticks" in md
 
+    bl = doc["baselines"]
+    assert list(bl) == ["neon", "scalar", "float32"]
+    for name, b in bl.items():
+        assert set(b) == BASELINE_KEYS, name
+        assert b["no_adapt_ticks"] > b["encoder_ticks"] > 0 and b["rep_spread"] <= 1, name
+        assert b["text_bytes"] > 0 and b["rodata_bytes"] > 0, name
+    assert bl["neon"]["encoder_ticks"] == doc["encoder_ticks"]
+    assert bl["neon"]["no_adapt_ticks"] == doc["no_adapt_ticks"]
+    assert set(doc["ratios"]) == {"scalar_over_neon", "float32_over_neon"}
+    r = doc["ratios"]["float32_over_neon"]
+    assert r["encoder"] == round(bl["float32"]["encoder_ticks"] / doc["encoder_ticks"], 3)
+    assert bl["scalar"]["encoder_ticks"] >= bl["neon"]["encoder_ticks"] - 1
+    # the float32 encoder is plain float C: VFP instructions, libm in its call tree
+    mix = bl["float32"]["instruction_mix"]
+    assert mix["vfp"] > 0 and {"elt_lstm_f32_run", "expf", "tanhf"} <= set(mix["functions"])
+    assert "elt_lstm_s16_run" in bl["neon"]["instruction_mix"]["functions"]
+    if "ELT_SCALAR" in (ROOT / "firmware" / "elt_lstm_s16.c").read_text():
+        assert bl["scalar"]["instruction_mix"]["neon"] < bl["neon"]["instruction_mix"]["neon"]
+    # 2 clips: the float firmware's classes equal the Python float model's on both
+    assert bl["float32"]["float_class_agreement"] >= 0.9
+    assert "## Baselines" in md and "Instruction mix" in md
+
     # a second boot of the default build: the same medians
     from codegen.build import build
 
@@ -58,3 +107,120 @@ def test_bench_reduced(tmp_path: Path) -> None:
                        ("no_adapt_ticks", "no_adapt.total"), ("elatta_ticks", "strict.total"),
                        ("head_entropy_ticks", "no_adapt.adapt")):
         assert abs(again[field] - base[key]) <= 1, (key, again[field], base[key])
+
+
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_float32_firmware_agrees_with_float_model(tmp_path: Path) -> None:
+    """24 clips through the float32 firmware (no_adapt): >= 90 % of its classes equal the
+    Python float64 model's (float32 rounding and z's Q0.15 rounding may flip a near tie)."""
+    from codegen.build import build
+
+    data = tmp_path / "data"
+    build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
+    res = build(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz",
+                ROOT / "configs/default.toml", tmp_path / "k2_n2", data_dir=data)
+    ids, xf = samples(data, res.qmodel.source.meta, 24)
+    x = quantize_features(xf, res.qmodel.lstm.x_fmt)
+    fw = build_variant(tmp_path, res, variants()["float32"])
+    m = measure(fw.elf, x, ids, 1, modes=("no_adapt",))
+    agree = np.mean(np.asarray(m["pred_noadapt"]) == float_classes(res.qmodel, xf))
+    assert len(m["pred_noadapt"]) == 24 and agree >= 0.9, agree
+
+
+def _qmodel() -> QModel:
+    from codegen.frontend import read_model
+    from codegen.quantize import quantize_model
+
+    model = read_model(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz",
+                       ROOT / "configs/default.toml")
+    x = np.random.default_rng(0).standard_normal((64, 49, 10))
+    return quantize_model(model, x, "test_bench: N(0, 1) features")
+
+
+def test_float32_sources_deterministic_and_documented() -> None:
+    from codegen.emit_f32 import f32_literal, render_f32
+
+    q = _qmodel()
+    a, b = render_f32(q), render_f32(q)
+    assert a == b and sorted(a) == ["fw_app_f32.h", "kws_model_f32.c", "kws_model_f32.h"]
+    text = a["kws_model_f32.c"]
+    arrays = re.findall(r"/\* (\S+): (.*) \*/\nstatic const float (\w+)\[(\d+)\]", text)
+    assert [n for n, *_ in arrays] == ["lstm.weight_ih_l0", "lstm.weight_hh_l0",
+                                       "lstm.bias_ih_l0", "lstm.bias_hh_l0", "head.weight",
+                                       "head.bias"]
+    for _, doc, sym, size in arrays:
+        assert sym.startswith("kws_f32_") and "shape [" in doc and "range [" in doc
+        assert int(size) > 0
+    assert "malloc" not in text and "kws_model_encode_f32" in a["fw_app_f32.h"]
+    for v in (0.0, 1.0, -2.5e-7, 3.4e38, 0.1):
+        lit = f32_literal(v)
+        assert lit.endswith("f") and np.float32(float(lit[:-1])) == np.float32(v), lit
+
+
+def test_float32_host_c_matches_float_model(tmp_path: Path) -> None:
+    """The generated float32 model + kernel, host-compiled with the firmware's warning flags and
+    UBSan: z and logits within float32 rounding of the float64 reference, same classes, and
+    the int16 entry point's z within one Q0.15 step."""
+    import subprocess
+
+    from codegen.elatta.float_ref import head_logits
+    from codegen.emit_f32 import render_f32
+    from codegen.hostlib import UBSAN_CFLAGS
+    from codegen.intref.lstm import lstm_float
+    from codegen.resources import firmware_dir
+    from codegen.toolchain import COMMON_CFLAGS, find_tool
+
+    q = _qmodel()
+    for name, text in render_f32(q).items():
+        (tmp_path / name).write_text(text)
+    lib = tmp_path / "libf32.so"
+    fw = firmware_dir()
+    subprocess.run([find_tool("cc"), *COMMON_CFLAGS, *UBSAN_CFLAGS, "-O2", "-fPIC", "-shared",
+                    f"-I{tmp_path}", f"-I{fw}", "-o", str(lib), str(tmp_path / "kws_model_f32.c"),
+                    str(fw / "elt_lstm_f32.c"), "-lm"], check=True)
+    c = ctypes.CDLL(str(lib))
+    L = q.lstm
+    src = q.source
+    n, H, C = 16, L.hidden_size, len(src.classes)
+    amp = min(3 << L.x_fmt.frac_bits, 32767)
+    xi = np.random.default_rng(1).integers(-amp, amp, (n, L.num_frames, L.input_size),
+                                           dtype=np.int16)
+    xf = xi.astype(np.float64) / (1 << L.x_fmt.frac_bits)
+    z_ref, _ = lstm_float(xf, src.lstm)
+    lg_ref = head_logits(z_ref, src.head.weight.values, src.head.bias.values)
+    fp = ctypes.POINTER(ctypes.c_float)
+    for i in range(n):
+        xs = np.ascontiguousarray(xf[i], np.float32)
+        z = np.zeros(H, np.float32)
+        lg = np.zeros(C, np.float32)
+        zq = np.zeros(H, np.int16)
+        c.kws_f32_encode(xs.ctypes.data_as(fp), z.ctypes.data_as(fp))
+        c.kws_f32_logits(z.ctypes.data_as(fp), lg.ctypes.data_as(fp))
+        c.kws_model_encode_f32(np.ascontiguousarray(xi[i]).ctypes.data_as(
+            ctypes.POINTER(ctypes.c_int16)), zq.ctypes.data_as(ctypes.POINTER(ctypes.c_int16)))
+        np.testing.assert_allclose(z, z_ref[i], atol=1e-4)
+        np.testing.assert_allclose(lg, lg_ref[i], atol=1e-3)
+        assert np.argmax(lg) == np.argmax(lg_ref[i])
+        assert np.max(np.abs(zq.astype(np.int64) - np.round(z_ref[i] * 32768))) <= 1
+
+
+def test_instruction_classifier() -> None:
+    for mn, ops, want in [
+        ("vmlal.s16", "q8, d16, d17", "neon"), ("vld1.16", "{d16-d17}, [r0]!", "neon"),
+        ("vpadal.s32", "q9, q8", "neon"), ("vmov.32", "r0, d16[0]", "neon"),
+        ("vadd.f32", "d16, d16, d17", "neon"), ("vmla.f32", "s15, s14, s13", "vfp"),
+        ("vcvt.f32.s32", "s15, s15", "vfp"), ("vldr", "s14, [r3, #4]", "vfp"),
+        ("vmov", "r2, r3, d16", "vfp"), ("vmrs", "APSR_nzcv, fpscr", "vfp"),
+        ("vadd.f64", "d16, d16, d17", "vfp"), ("smlabb", "r0, r1, r2, r0", "arm"),
+        ("ldr.w", "r2, [r3]", "arm"), ("bl", "100abc <expf>", "arm"),
+    ]:
+        assert classify(mn, ops) == want, (mn, ops)
+
+
+def test_variants_are_known_flags() -> None:
+    v = variants()
+    assert v["scalar"].cflags == ("-DELT_SCALAR",) and not v["scalar"].float32
+    assert "-DELT_ENCODER_F32" in v["float32"].cflags and v["float32"].float32
+    assert "-ffast-math" in v["float32_fastmath"].cflags
+    assert isinstance(v["float32"], Variant)
