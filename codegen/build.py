@@ -70,6 +70,27 @@ def accumulator_report(a: Accumulator) -> dict[str, Any]:
     }
 
 
+def gate_proof_report(L: Any) -> dict[str, Any]:
+    """The LSTM's int32 gate accumulator: A, the operand shifts and the proof (docs/numeric.md
+    §4)."""
+    pr, sh = L.proof, L.shifts
+    return {
+        "bits": 32,
+        "acc_frac": pr.acc_frac,
+        "acc_frac_formats": pr.acc_frac_formats,
+        "limited_by": pr.limited_by,
+        "x_opshift": sh.x_opshift,
+        "h_opshift": sh.h_opshift,
+        "bound": pr.bound,
+        "capacity": (1 << 31) - 1,
+        "worst_row": pr.worst_row,
+        "worst_row_terms": dict(zip(("w_ih", "w_hh", "bias", "rounding"), pr.terms,
+                                    strict=True)),
+        "margin_bits": round(L.acc_gate.margin_bits, 3),
+        "bound_at_acc_frac_plus_1": pr.bound_above,
+    }
+
+
 def _err(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
     return {
@@ -180,8 +201,8 @@ def manifest(
             **adapt_luts(q),
         },
         "shifts": asdict(L.shifts),
-        "accumulators": [accumulator_report(a) for a in (L.acc_ih, L.acc_hh, L.acc_gate)]
-        + adapt_accumulators(q),
+        "lstm_gate_accumulator": gate_proof_report(L),
+        "accumulators": [accumulator_report(L.acc_gate)] + adapt_accumulators(q),
         "calibration": asdict(q.calib),
         "tensors": [tensor_report(t) for t in (L.w_ih, L.w_hh, L.bias, L.lut.table)]
         + adapt_tensors(q),

@@ -17,10 +17,16 @@ import jinja2
 import numpy as np
 
 from codegen import __version__
-from codegen.ir import QModel, QTensor
+from codegen.ir import GATES, QLstm, QModel, QTensor
 from codegen.resources import jinja_env
 
 VALUES_PER_LINE = 12
+# Kernel layout of the LSTM weights (firmware/elt_lstm_s16.c): 32 gate rows per block (eight
+# int32x4 accumulators), hidden units padded to 8 (one int16x8 vector), operand columns to 4
+# (one int16x4 d-register of vmlal_lane_s16 scalars).
+ROW_BLOCK = 32
+HIDDEN_ALIGN = 8
+COL_GROUP = 4
 
 
 def carray(values: Iterable[int], per_line: int = VALUES_PER_LINE, indent: int = 4) -> str:
@@ -101,49 +107,157 @@ def banner(q: QModel, what: str) -> list[str]:
     ]
 
 
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def block_lane(row: int) -> int:
+    """Position of row ``row`` (0..31) of a block among the 32 int16 of one packed column: in
+    each half of 16, rows 0-7 at the even positions and 8-15 at the odd ones, so one VLD2.16
+    {4 d-regs} de-interleaves a half into rows 0-7 and rows 8-15."""
+    base, r = row - row % 16, row % 16
+    return base + (2 * r if r < 8 else 2 * (r - 8) + 1)
+
+
+@dataclass(frozen=True)
+class LstmLayout:
+    """The integer LSTM in the kernel's layout (every integer from the fixed IR, rearranged).
+
+    Gate rows r = g·Hp + j (gate g in torch order i, f, g, o, unit j < H; units H..Hp−1 are
+    padding with zero weights and bias, so their c and h stay exactly 0). Operand vector
+    u = [hs (Hp); xs (F); zero pad to a multiple of 4]: column k < Hp is W_hh[:, k], column
+    Hp + j is W_ih[:, j]. ``w`` is [R/32][K][32]: for each block of 32 rows, every column's
+    32 weights, interleaved by `block_lane`.
+    """
+
+    hidden_pad: int  # Hp
+    cols: int  # K = Hp + round_up(F, 4)
+    rows: int  # R = 4·Hp
+    w: np.ndarray  # [R/16, K, 16] int16
+    bias: np.ndarray  # [R] int32 at A fraction bits
+    neg_shift: np.ndarray  # [R] −(final shift of the row), for VRSHL
+    lut2: np.ndarray  # [256] lut[j] | lut[j+1] << 16
+
+    @property
+    def row_blocks(self) -> int:
+        return self.rows // ROW_BLOCK
+
+    @property
+    def x_pad(self) -> int:
+        """Operand columns beyond F (zero weights): the kernel reads that many int16 past the
+        last frame's features."""
+        return self.cols - self.hidden_pad
+
+
+def lstm_layout(L: QLstm) -> LstmLayout:
+    from codegen.intref.lstm import gate_shifts
+
+    H, F = L.hidden_size, L.input_size
+    Hp = _round_up(H, HIDDEN_ALIGN)
+    K = Hp + _round_up(F, COL_GROUP)
+    R = len(GATES) * Hp
+    dense = np.zeros((R, K), dtype=np.int64)  # row-major [R][K] before the block packing
+    bias = np.zeros(R, dtype=np.int64)
+    shift = np.zeros(R, dtype=np.int64)
+    s = gate_shifts(L)
+    for g in range(len(GATES)):
+        src = slice(g * H, (g + 1) * H)
+        dst = slice(g * Hp, g * Hp + H)
+        dense[dst, :H] = L.w_hh.raw[src]
+        dense[dst, Hp : Hp + F] = L.w_ih.raw[src]
+        bias[dst] = L.bias.raw[src]
+        shift[g * Hp : (g + 1) * Hp] = s[g * H]
+    blocks = dense.reshape(R // ROW_BLOCK, ROW_BLOCK, K).transpose(0, 2, 1)  # [B][K][row]
+    # R = 4·Hp is a multiple of 32 because Hp is a multiple of 8
+    order = [block_lane(r) for r in range(ROW_BLOCK)]
+    w = np.zeros_like(blocks)
+    w[:, :, order] = blocks
+    lut = L.lut.table.raw
+    lut2 = lut[:-1] | (lut[1:] << 16)
+    return LstmLayout(Hp, K, R, w, bias, -shift, lut2)
+
+
+def _view(name: str, symbol: str, ctype: str, shape: tuple[int, ...], doc: str, fmt_name: str,
+          lo: float, hi: float, err: float, raw: np.ndarray) -> TensorView:
+    return TensorView(
+        name=name, symbol=symbol, ctype=ctype, size=int(raw.size),
+        shape_text="[" + ", ".join(str(d) for d in shape) + "]", doc=doc, fmt_name=fmt_name,
+        lo_text=_g(lo), hi_text=_g(hi), err_text=_g(err), raw=raw,
+    )
+
+
 def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
     p = q.prefix
     L = q.lstm
     H, F = L.hidden_size, L.input_size
+    lay = lstm_layout(L)
+    sh = L.shifts
+    Hp, K, R = lay.hidden_pad, lay.cols, lay.rows
     sym = {
-        "w_ih": f"{p}lstm_w_ih",
-        "w_hh": f"{p}lstm_w_hh",
+        "w": f"{p}lstm_w",
         "bias": f"{p}lstm_bias",
+        "neg_shift": f"{p}lstm_neg_shift",
         "lut": f"{p}sigmoid_lut",
+        "lut2": f"{p}sigmoid_lut2",
     }
+    (wl, wh), (il, ih) = L.w_hh.float_range, L.w_ih.float_range
+    lut_lo, lut_hi = L.lut.table.float_range
     tensors = [
-        tensor_view(L.w_ih, sym["w_ih"], f" (4H x F = {4 * H} x {F}, gates i,f,g,o)"),
-        tensor_view(L.w_hh, sym["w_hh"], f" (4H x H = {4 * H} x {H}, gates i,f,g,o)"),
-        tensor_view(L.bias, sym["bias"], f" (b_ih + b_hh at {L.bias.fmt.frac_bits} frac bits)"),
+        _view("lstm.weight_hh_l0 | lstm.weight_ih_l0", sym["w"], "int16_t",
+              lay.w.shape,
+              f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = 4 x Hp = {R} gate rows "
+              f"g·Hp + j, gates i,f,g,o, Hp = {Hp}; K = {K} columns u = [hs (Hp); "
+              f"xs (F = {F}); 0 pad]; per column each half of 16 rows interleaved "
+              f"r0,r8,r1,r9,... for one VLD2.16; pad rows and columns 0)",
+              f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
+              f"{Hp}..{Hp + F - 1} (16-bit)",
+              min(wl, il), max(wh, ih), max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
+              lay.w),
+        _view("lstm.bias", sym["bias"], "int32_t", (R,),
+              f" (b_ih + b_hh at A = {sh.acc_frac} frac bits, rows g·Hp + j, pad rows 0)",
+              f"{L.bias.fmt.name} (32-bit)", *L.bias.float_range, L.bias.max_abs_error,
+              lay.bias),
+        _view("lstm.neg_shift", sym["neg_shift"], "int32_t", (R,),
+              f" (-s_r per row for VRSHL, a rounding right shift: s_r = A - 11 = "
+              f"{sh.sig_rshift} for gates i, f, o, A - 12 = {sh.tanh_rshift} for g)",
+              "Q31.0 (32-bit shift counts)", float(lay.neg_shift.min()),
+              float(lay.neg_shift.max()), 0.0, lay.neg_shift),
         tensor_view(L.lut.table, sym["lut"],
                     f" (σ(j·{16 / (L.lut.size - 1):g}), j = 0..{L.lut.size - 1}, mirrored for "
                     f"x < 0; input "
                     f"{L.lut.in_fmt.name})"),
+        _view("sigmoid_lut2", sym["lut2"], "uint32_t", lay.lut2.shape,
+              f" (pairs lut[j] | lut[j+1] << 16, j = 0..{lay.lut2.size - 1}: one load per "
+              f"interpolated σ)",
+              f"2 x {L.lut.table.fmt.name} (2 x 16-bit)", lut_lo, lut_hi,
+              L.lut.table.max_abs_error, lay.lut2),
     ]
-    accs = [
-        {
-            "name": a.name,
-            "bits": a.bits,
-            "bound": a.bound,
-            "worst_row": a.worst_row,
-            "margin_text": f"{a.margin_bits:.2f}",
-        }
-        for a in (L.acc_ih, L.acc_hh, L.acc_gate)
-    ]
+    pr = L.proof
+    proof = {
+        "acc_frac": pr.acc_frac,
+        "acc_frac_formats": pr.acc_frac_formats,
+        "limited_by": pr.limited_by,
+        "bound": pr.bound,
+        "worst_row": pr.worst_row,
+        "terms": pr.terms,
+        "margin_text": f"{L.acc_gate.margin_bits:.2f}",
+        "bound_above": pr.bound_above,
+        "x_opshift": sh.x_opshift,
+        "h_opshift": sh.h_opshift,
+    }
     return {
         "p": p,
         "M": p.upper(),
         "guard": f"{p.upper()}MODEL_H",
         "header": f"{p}model.h",
         "lstm": L,
-        "shifts": L.shifts,
+        "shifts": sh,
         "tensors": tensors,
-        "accumulators": accs,
-        "acc64_ih": int(L.acc_ih.bits == 64),
-        "acc64_hh": int(L.acc_hh.bits == 64),
+        "proof": proof,
+        "layout": lay,
+        "xs_size": L.num_frames * F + lay.x_pad - F,
         "lut_shift": L.lut.index_shift,
         "sym": sym,
-        "gate_rows": 4 * H,
         "num_classes": len(q.source.classes),
         "classes": [c.replace("\\", "\\\\").replace('"', '\\"') for c in q.source.classes],
         "feature_count": L.num_frames * F,

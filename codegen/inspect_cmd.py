@@ -97,6 +97,13 @@ def format_manifest(doc: dict[str, Any], brief: bool = False) -> str:
             rows.append(["logits (no-adapt)", _e(q["logits_noadapt"]["max_abs"]),
                          _e(q["logits_noadapt"]["rms"]), ""])
         lines += _table(["activation", "max|err|", "rms err", ""], rows)
+    g = doc.get("lstm_gate_accumulator")
+    if g:
+        lines += ["", f"LSTM gate accumulator: int32 at A = {g['acc_frac']} fraction bits "
+                  f"(formats allow {g['acc_frac_formats']}, limited by the {g['limited_by']}); "
+                  f"operands xs = x >> {g['x_opshift']}, hs = h >> {g['h_opshift']} (rounding); "
+                  f"bound {g['bound']} (row {g['worst_row']}) <= 2^31 - 1, margin "
+                  f"{g['margin_bits']:.2f} bits"]
     lines += ["", "accumulators (worst case over all int16 inputs):"]
     lines += _table(
         ["accumulator", "bits", "bound", "capacity", "margin (bits)", "worst row"],

@@ -134,8 +134,8 @@ class QuantOptions:
     # Multiplied onto the calibrated input range before its format is chosen (headroom for
     # noisy inputs; the cell state's int32 format is proven, not calibrated).
     range_margin: float = 2.0
-    # "auto": int32 accumulators where the compiler proves them, int64 elsewhere;
-    # "int64": int64 everywhere; "int32": refuse the build where int32 cannot be proven.
+    # The LSTM gate accumulator is int32, exact by proof (docs/numeric.md §4): "auto" and
+    # "int32" both mean that (the build is refused where no admissible scaling proves it).
     accumulator: str = "auto"
 
 
@@ -266,18 +266,42 @@ class Accumulator:
 class LstmShifts:
     """Every shift of the integer LSTM step (docs/numeric.md §4), all decided by the compiler.
 
-    Gate pre-activations are summed at ``acc_frac`` fractional bits in int64:
-    acc = (Σ W_ih x) << ih_lshift + (Σ W_hh h) << hh_lshift + b << bias_lshift.
+    Gate pre-activations are summed exactly in int32 at ``acc_frac`` (A) fractional bits from
+    rounded operands: xs = rshift_round(x, x_opshift), hs = rshift_round(h, h_opshift),
+    acc = bias_A + W_ih xs + W_hh hs (x_opshift = frac W_ih + frac x − A, h_opshift =
+    frac W_hh + 15 − A).
+    """
+
+    acc_frac: int  # A: fraction bits of the int32 gate accumulator and of the bias
+    x_opshift: int  # x (x_fmt) -> xs, rounding right shift (0: identity)
+    h_opshift: int  # h (Q0.15) -> hs, rounding right shift (0: identity)
+    sig_rshift: int  # acc -> Q4.11 σ input (gates i, f, o): A − 11
+    tanh_rshift: int  # acc -> 2x in Q4.11 (gate g: tanh(x) = 2σ(2x) − 1): A − 12
+    cell_ig_lshift: int  # i·g (frac 30) -> frac 15 + c_frac, beside f·c
+    cell_tanh_rshift: int  # c (int32, c_frac) -> 2c in Q4.11
+
+
+@dataclass(frozen=True)
+class GateProof:
+    """The int32 gate accumulator's proof (docs/numeric.md §4), for every int16 input.
+
+    bound(A) = max_r Σ|W_ih[r]|·max|xs| + Σ|W_hh[r]|·max|hs| + |bias_A[r]| + 2^(s_r − 1),
+    with max|xs| = |rshift_round(−32768, x_opshift)| (likewise hs) and s_r the row's final
+    shift. ``acc_frac`` is the largest A ≤ ``acc_frac_formats`` = min(frac W_ih + frac x,
+    frac W_hh + 15) with bound(A) ≤ 2^31 − 1; ``bound_above`` is bound(A + 1) when the proof
+    (not the formats) limited A, else None.
     """
 
     acc_frac: int
-    ih_lshift: int
-    hh_lshift: int
-    bias_lshift: int
-    sig_rshift: int  # acc -> Q4.11 σ input (gates i, f, o)
-    tanh_rshift: int  # acc -> 2x in Q4.11 (gate g: tanh(x) = 2σ(2x) − 1)
-    cell_ig_lshift: int  # i·g (frac 30) -> frac 15 + c_frac, beside f·c
-    cell_tanh_rshift: int  # c (int32, c_frac) -> 2c in Q4.11
+    acc_frac_formats: int
+    bound: int
+    worst_row: int
+    terms: tuple[int, int, int, int]  # worst row: W_ih part, W_hh part, |bias|, rounding
+    bound_above: int | None
+
+    @property
+    def limited_by(self) -> str:
+        return "formats" if self.bound_above is None else "int32 proof"
 
 
 @dataclass(frozen=True, eq=False)
@@ -311,10 +335,9 @@ class QLstm:
     h_fmt: QFormat  # Q0.15: hidden state and z_t
     w_ih: QTensor  # [4H, F]
     w_hh: QTensor  # [4H, H]
-    bias: QTensor  # [4H], int32, b_ih + b_hh
-    acc_ih: Accumulator
-    acc_hh: Accumulator
-    acc_gate: Accumulator  # the int64 sum of both partial sums and the bias
+    bias: QTensor  # [4H], int32, b_ih + b_hh at acc_frac (A) fraction bits
+    acc_gate: Accumulator  # the int32 gate sum W_ih xs + W_hh hs + bias, proven
+    proof: GateProof
     shifts: LstmShifts
     lut: SigmoidLut
 

@@ -13,7 +13,8 @@ tensor         format                  why
 =============  ======================  =================================================
 x (features)   calibrated, e.g. Q4.11  max |x| over the calibration frames × range_margin
 W_ih, W_hh     per tensor              max |w| (round to nearest, saturate)
-bias           int32, ≤ acc_frac bits  b_ih + b_hh, summed in float64 then quantized once
+bias           int32 at A frac bits    b_ih + b_hh, summed in float64 then quantized once
+gate acc.      int32 at A frac bits    the largest A that proves the int32 sum (below)
 gate pre-act.  Q4.11                   σ(16) = 1 − 1.1e-7: trained LSTMs drive gates well
                                        beyond ±8 (a ±8 table cost 3× the z error)
 c              int32, Q(b).(31 − b)    b = bit length of T: |c_t| ≤ t is proven (below),
@@ -24,6 +25,13 @@ h, z_t         Q0.15                   h = o·tanh(c) ∈ (−1, 1)
 
 The cell bound: with |f|, |i| ≤ 32767 and |g| ≤ 32768 (Q0.15), one step adds less than one
 unit: |c_t| ≤ |c_(t−1)| + 1 after rounding, hence |c_t| ≤ t ≤ T < 2^b.
+
+The gate accumulator (`prove_gate_accumulator`): the operands are rounded to A fraction bits
+of the product first, xs = rshift_round(x, frac W_ih + frac x − A) and hs = rshift_round(h,
+frac W_hh + 15 − A), so bias_A + W_ih xs + W_hh hs is one exact int32 sum (NEON VMLAL.S16
+accumulates it four rows per instruction). A is the largest value ≤ min(frac W_ih + frac x,
+frac W_hh + 15) whose worst case over every int16 input fits 2^31 − 1, and at least 13 so the
+gate shifts A − 11 and A − 12 stay right shifts; below that the build is refused.
 """
 
 from __future__ import annotations
@@ -36,9 +44,12 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen.errors import CodegenError, ConfigError
+from codegen.fixed import rshift_round
 from codegen.ir import (
+    GATES,
     Accumulator,
     CalibStats,
+    GateProof,
     Lstm,
     LstmShifts,
     Model,
@@ -56,7 +67,6 @@ LUT_INDEX_SHIFT = 7  # |v| in 0..32767: 32768 >> 7 = 256 intervals of 1/16 -> 25
 SIGMOID_LUT_SIZE = (1 << (15 - LUT_INDEX_SHIFT)) + 1
 INT16_ABS_MAX = 1 << 15  # largest |raw| of an int16 (−32768)
 INT32_MAX = (1 << 31) - 1
-INT64_MAX = (1 << 63) - 1
 FLOAT64_EXACT = 1 << 53
 
 
@@ -90,28 +100,76 @@ def _quantize(name: str, values: np.ndarray, fmt: QFormat) -> QTensor:
     return QTensor(name, fmt, fmt.quantize(values), values)
 
 
-def prove_accumulator(
-    name: str, w_raw: np.ndarray, x_abs_max: int, policy: str
-) -> Accumulator:
-    """Σ|w_raw| per row × max|x_raw|, maximised over rows; int32 if it fits (policy "auto"),
-    int64 otherwise; refuse naming the tensor when even int64 (or a forced int32) cannot hold it.
+# A >= 13: the g gate's final shift A − 12 stays a right shift of at least one bit.
+MIN_ACC_FRAC = GATE_FMT.frac_bits + 2
+
+
+def operand_max(shift: int) -> int:
+    """max |rshift_round(v, shift)| over every int16 v: the worst case is v = −32768, whose
+    rounded value is −2^(15 − shift) (0 once shift > 15)."""
+    return max(abs(rshift_round(-32768, shift)), abs(rshift_round(32767, shift)))
+
+
+def gate_row_shifts(hidden: int, acc_frac: int) -> list[int]:
+    """The final shift of every gate row (torch order i, f, g, o): A − 11 to Q4.11 for σ gates,
+    A − 12 to 2x in Q4.11 for the g gate (tanh(x) = 2σ(2x) − 1)."""
+    g = GATES.index("g")
+    return [acc_frac - GATE_FMT.frac_bits - (1 if r // hidden == g else 0)
+            for r in range(len(GATES) * hidden)]
+
+
+def gate_bound_rows(
+    w_ih_raw: np.ndarray, w_hh_raw: np.ndarray, b: np.ndarray, fw_ih: int, fx: int, fw_hh: int,
+    acc_frac: int,
+) -> tuple[list[tuple[int, int, int, int]], np.ndarray]:
+    """Per-row terms of the worst case |acc| at A = ``acc_frac`` (Python ints, so the proof
+    cannot wrap): Σ|W_ih|·max|xs|, Σ|W_hh|·max|hs|, |bias_A| (unsaturated), 2^(s_r − 1); and
+    the bias rounded to A fraction bits (round half to even, as fxpmath)."""
+    x_sh, h_sh = fw_ih + fx - acc_frac, fw_hh + H_FMT.frac_bits - acc_frac
+    xm, hm = operand_max(x_sh), operand_max(h_sh)
+    bias_a = np.rint(np.asarray(b, dtype=np.float64) * math.ldexp(1.0, acc_frac))
+    sum_ih = np.abs(np.asarray(w_ih_raw, dtype=np.int64)).sum(axis=1)
+    sum_hh = np.abs(np.asarray(w_hh_raw, dtype=np.int64)).sum(axis=1)
+    hidden = w_hh_raw.shape[1]
+    shifts = gate_row_shifts(hidden, acc_frac)
+    rows = [(int(sum_ih[r]) * xm, int(sum_hh[r]) * hm, abs(int(bias_a[r])), 1 << (shifts[r] - 1))
+            for r in range(len(shifts))]
+    return rows, bias_a
+
+
+def prove_gate_accumulator(
+    w_ih_raw: np.ndarray, w_hh_raw: np.ndarray, b: np.ndarray, fw_ih: int, fx: int, fw_hh: int,
+) -> GateProof:
+    """The largest A ≤ min(fw_ih + fx, fw_hh + 15) whose worst-case gate sum
+    max_r Σ|W_ih[r]|·max|xs| + Σ|W_hh[r]|·max|hs| + |bias_A[r]| + 2^(s_r − 1) fits int32
+    (module docstring); CodegenError naming the tensor, row and bound when even A = 13 does not.
     """
-    # Python ints: the proof itself must not wrap.
-    rows = [int(v) * int(x_abs_max) for v in np.abs(np.asarray(w_raw, dtype=np.int64)).sum(axis=1)]
-    worst = max(range(len(rows)), key=rows.__getitem__) if rows else 0
-    bound = rows[worst] if rows else 0
-    fits32 = bound <= INT32_MAX
-    if bound > INT64_MAX:
+    top = min(fw_ih + fx, fw_hh + H_FMT.frac_bits)
+    if top < MIN_ACC_FRAC:
         raise CodegenError(
-            f"tensor {name}: worst-case accumulator bound {bound} (row {worst}) exceeds int64"
+            f"tensor lstm.weight_ih_l0: W_ih (frac {fw_ih}) times x (frac {fx}) leaves "
+            f"{fw_ih + fx} fraction bits; the int32 gate accumulator needs at least "
+            f"{MIN_ACC_FRAC} (Q4.11 gates, g at 2x): the weights or inputs are too large"
         )
-    if policy == "int32" and not fits32:
-        raise CodegenError(
-            f"tensor {name}: worst-case accumulator bound {bound} = Σ|w|·{x_abs_max} (row {worst}) "
-            f"exceeds int32 ({INT32_MAX}); set [quant].accumulator = \"auto\" or \"int64\""
-        )
-    bits = 32 if (fits32 and policy != "int64") else 64
-    return Accumulator(name, bits, bound, worst)
+    above: int | None = None
+    failed: tuple[int, tuple[int, int, int, int]] = (0, (0, 0, 0, 0))
+    for a in range(top, MIN_ACC_FRAC - 1, -1):
+        rows, _ = gate_bound_rows(w_ih_raw, w_hh_raw, b, fw_ih, fx, fw_hh, a)
+        totals = [sum(t) for t in rows]
+        worst = max(range(len(totals)), key=totals.__getitem__)
+        if totals[worst] <= INT32_MAX:
+            return GateProof(a, top, totals[worst], worst, rows[worst], above)
+        above = totals[worst]
+        failed = (worst, rows[worst])
+    r, terms = failed
+    names = ("lstm.weight_ih_l0", "lstm.weight_hh_l0", "lstm.bias")
+    tensor = names[max(range(3), key=terms.__getitem__)]
+    raise CodegenError(
+        f"tensor {tensor} (gate row {r}): the int32 gate accumulator cannot be proven even at "
+        f"A = {MIN_ACC_FRAC} fraction bits: worst-case bound {sum(terms)} = Σ|W_ih|·max|xs| "
+        f"{terms[0]} + Σ|W_hh|·max|hs| {terms[1]} + |bias| {terms[2]} + rounding {terms[3]} "
+        f"exceeds 2^31 − 1 = {INT32_MAX}"
+    )
 
 
 def quantize_lstm(
@@ -150,44 +208,25 @@ def quantize_lstm(
                      QFormat.for_range(lstm.w_ih.max_abs))
     w_hh = _quantize("lstm.weight_hh_l0", lstm.w_hh.values,
                      QFormat.for_range(lstm.w_hh.max_abs))
-    s_ih = w_ih.fmt.frac_bits + x_fmt.frac_bits
-    s_hh = w_hh.fmt.frac_bits + H_FMT.frac_bits
-    acc_frac = max(s_ih, s_hh)  # >= 15 > gate frac bits: the final shift is a right shift
     b = lstm.b_ih.values + lstm.b_hh.values
-    b_auto = QFormat.for_range(float(np.max(np.abs(b))), word=32)
-    b_frac = min(b_auto.frac_bits, acc_frac)
-    bias = _quantize("lstm.bias", b, QFormat(31 - b_frac, b_frac, 32))
-
-    acc_ih = prove_accumulator("lstm.weight_ih_l0", w_ih.raw, INT16_ABS_MAX, opts.accumulator)
-    acc_hh = prove_accumulator("lstm.weight_hh_l0", w_hh.raw, INT16_ABS_MAX, opts.accumulator)
+    fw_ih, fw_hh = w_ih.fmt.frac_bits, w_hh.fmt.frac_bits
+    proof = prove_gate_accumulator(w_ih.raw, w_hh.raw, b, fw_ih, x_fmt.frac_bits, fw_hh)
+    A = proof.acc_frac
+    bias = _quantize("lstm.bias", b, QFormat(31 - A, A, 32))
+    # the proof bounds the unsaturated rounding, so fxpmath's (saturating) one equals it
+    _, bias_a = gate_bound_rows(w_ih.raw, w_hh.raw, b, fw_ih, x_fmt.frac_bits, fw_hh, A)
+    if not np.array_equal(bias.raw, bias_a.astype(np.int64)):
+        raise AssertionError("lstm.bias: fxpmath rounding differs from the proof's")
+    acc_gate = Accumulator("lstm.gates", 32, proof.bound, proof.worst_row)
     shifts = LstmShifts(
-        acc_frac=acc_frac,
-        ih_lshift=acc_frac - s_ih,
-        hh_lshift=acc_frac - s_hh,
-        bias_lshift=acc_frac - b_frac,
-        sig_rshift=acc_frac - GATE_FMT.frac_bits,
-        tanh_rshift=acc_frac - (GATE_FMT.frac_bits + 1),
+        acc_frac=A,
+        x_opshift=fw_ih + x_fmt.frac_bits - A,
+        h_opshift=fw_hh + H_FMT.frac_bits - A,
+        sig_rshift=A - GATE_FMT.frac_bits,
+        tanh_rshift=A - (GATE_FMT.frac_bits + 1),
         cell_ig_lshift=c_fmt.frac_bits - H_FMT.frac_bits,
         cell_tanh_rshift=c_fmt.frac_bits - (GATE_FMT.frac_bits + 1),
     )
-    # Gate sum: both partial sums and the bias aligned to acc_frac, plus the rounding constant.
-    # Python ints, so the proof itself cannot wrap.
-    sum_ih = [int(v) for v in np.abs(w_ih.raw).sum(axis=1)]
-    sum_hh = [int(v) for v in np.abs(w_hh.raw).sum(axis=1)]
-    rows = [
-        (sum_ih[r] * INT16_ABS_MAX << shifts.ih_lshift)
-        + (sum_hh[r] * INT16_ABS_MAX << shifts.hh_lshift)
-        + (abs(int(bias.raw[r])) << shifts.bias_lshift)
-        + (1 << (shifts.sig_rshift - 1))
-        for r in range(4 * H)
-    ]
-    worst = max(range(len(rows)), key=rows.__getitem__)
-    exact = rows[worst]
-    if exact > INT64_MAX:
-        raise CodegenError(
-            f"tensor lstm.gates: worst-case gate sum {exact} (row {worst}) exceeds int64"
-        )
-    acc_gate = Accumulator("lstm.gates", 64, exact, worst)
 
     q = QLstm(
         input_size=F,
@@ -200,9 +239,8 @@ def quantize_lstm(
         w_ih=w_ih,
         w_hh=w_hh,
         bias=bias,
-        acc_ih=acc_ih,
-        acc_hh=acc_hh,
         acc_gate=acc_gate,
+        proof=proof,
         shifts=shifts,
         lut=SigmoidLut(sigmoid_table(), GATE_FMT, LUT_INDEX_SHIFT),
     )

@@ -1,10 +1,15 @@
 /*
- * Integer LSTM encoder, int16 activations and weights, int32 cell state (docs/numeric.md §4).
+ * Integer LSTM encoder, int16 activations and weights, int32 gate accumulator and cell state
+ * (docs/numeric.md §4).
  *
- * One kernel for every model: the compiler (codegen/quantize.py) decides every format and shift
- * and emits them with the weights as an elt_lstm_s16_params_t; the caller provides the scratch
- * (CMSIS-NN style: constant parameters apart from caller-provided buffers, no heap).
- * codegen/intref/lstm.py mirrors every function here, integer for integer.
+ * One kernel for every model: the compiler (codegen/quantize.py) decides every format and shift,
+ * and codegen/emit.py (`lstm_layout`) emits the weights in the kernel's layout with the sizes as
+ * an elt_lstm_s16_params_t; the caller provides the scratch (CMSIS-NN style: constant parameters
+ * apart from caller-provided buffers, no heap). codegen/intref/lstm.py mirrors the arithmetic,
+ * integer for integer.
+ *
+ * Cortex-A9 builds (__ARM_NEON) run the NEON kernel; host builds, other targets and builds with
+ * -DELT_SCALAR run the plain scalar C of the same contract over the same arrays.
  */
 #ifndef ELT_LSTM_S16_H
 #define ELT_LSTM_S16_H
@@ -15,31 +20,44 @@
 
 /* Gate order of the weight rows: torch.nn.LSTM's i, f, g, o. */
 #define ELT_LSTM_GATES 4u
+/* Gate rows per block of the packed weights (eight int32x4 accumulators). */
+#define ELT_LSTM_ROW_BLOCK 32u
+/* Hidden units are padded to a multiple of this (one int16x8 vector). */
+#define ELT_LSTM_HIDDEN_ALIGN 8u
+/* Operand columns are padded to a multiple of this (one int16x4 of by-lane scalars). */
+#define ELT_LSTM_COL_GROUP 4u
+/* σ table: index = min(|x|, 32767) >> 7, 256 intervals of 1/16 over [0, 16]. */
+#define ELT_LSTM_LUT_SHIFT 7u
+#define ELT_LSTM_LUT2_SIZE 256u
 
 typedef struct {
-    uint16_t input_size;      /* F */
-    uint16_t hidden_size;     /* H */
-    uint16_t num_frames;      /* T */
-    uint8_t acc64_ih;         /* 1: int64 accumulator for W_ih x (int32 not proven, §3) */
-    uint8_t acc64_hh;         /* 1: int64 accumulator for W_hh h */
-    uint8_t ih_lshift;        /* Σ W_ih x -> acc_frac */
-    uint8_t hh_lshift;        /* Σ W_hh h -> acc_frac */
-    uint8_t bias_lshift;      /* bias -> acc_frac */
-    uint8_t sig_rshift;       /* acc_frac -> Q4.11 (gates i, f, o) */
-    uint8_t tanh_rshift;      /* acc_frac -> 2x in Q4.11 (gate g: tanh(x) = 2σ(2x) - 1) */
-    uint8_t cell_ig_lshift;   /* i·g (frac 30) -> frac 15 + c_frac, beside f·c */
-    uint8_t cell_tanh_rshift; /* c (c_frac) -> 2c in Q4.11 */
-    uint8_t lut_shift;        /* σ table: index = min(|x|, 32767) >> lut_shift */
-    const int16_t *w_ih;      /* [4H][F] row-major */
-    const int16_t *w_hh;      /* [4H][H] row-major */
-    const int32_t *bias;      /* [4H] b_ih + b_hh */
-    const int16_t *sigmoid_lut; /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
+    uint16_t input_size;       /* F */
+    uint16_t hidden_size;      /* H */
+    uint16_t num_frames;       /* T */
+    uint16_t hidden_pad;       /* Hp: H rounded up to ELT_LSTM_HIDDEN_ALIGN */
+    uint16_t cols;             /* K = Hp + F rounded up to ELT_LSTM_COL_GROUP */
+    uint16_t row_blocks;       /* 4 Hp / ELT_LSTM_ROW_BLOCK (Hp % 8 = 0: exact) */
+    uint8_t x_opshift;         /* xs = rshift_round(x, x_opshift) (0: identity) */
+    uint8_t h_opshift;         /* hs = rshift_round(h, h_opshift) */
+    uint8_t cell_ig_lshift;    /* i·g (frac 30) -> frac 15 + c_frac, beside f·c */
+    uint8_t cell_tanh_rshift;  /* c (c_frac) -> 2c in Q4.11 */
+    uint8_t lut_shift;         /* σ table index shift: ELT_LSTM_LUT_SHIFT */
+    /* [row_blocks][cols][32] int16: gate rows g·Hp + j, columns u = [hs (Hp); xs (F); 0], each
+     * half of 16 rows of a column stored r0, r8, r1, r9, ... (one VLD2.16 of a half gives its
+     * rows 0-7 and 8-15). */
+    const int16_t *w;
+    const int32_t *bias;         /* [4 Hp] b_ih + b_hh at A fraction bits (int32) */
+    const int32_t *neg_shift;    /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
+    const int16_t *sigmoid_lut;  /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
+    const uint32_t *sigmoid_lut2; /* [256] sigmoid_lut[j] | sigmoid_lut[j + 1] << 16 */
 } elt_lstm_s16_params_t;
 
 typedef struct {
-    int16_t *h;     /* [H] hidden state, Q0.15 */
-    int32_t *c;     /* [H] cell state, int32 c format (|c_t| <= t, proven) */
-    int16_t *gates; /* [4H] gate activations, Q0.15 */
+    int16_t *xs;  /* [T F + cols - Hp - F] rounded operands of every frame (+ zero tail) */
+    int16_t *hs;  /* [Hp] rounded hidden state, the operand of W_hh */
+    int16_t *h;   /* [Hp] hidden state, Q0.15 */
+    int32_t *c;   /* [Hp] cell state, int32 c format (|c_t| <= t, proven) */
+    int16_t *act; /* [4 Hp] gate activations σ(pre), Q0.15 (g rows hold σ(2x)) */
 } elt_lstm_s16_scratch_t;
 
 /* σ(x) for x in Q4.11, Q0.15 result in [1, 32767]: table lookup with linear interpolation on
@@ -48,6 +66,11 @@ int16_t elt_sigmoid_q15(const int16_t *lut, uint8_t lut_shift, int16_t x);
 
 /* tanh(x) = 2σ(2x) - 1, x2 = 2x in Q4.11, Q0.15 result in [-32766, 32766]. */
 int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2);
+
+/* y[k] = σ(x[k]) for n Q4.11 inputs with the kernel's own σ (NEON: 8 lanes at a time from
+ * sigmoid_lut2; equal to elt_sigmoid_q15 for every input). */
+void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y,
+                          uint32_t n);
 
 /* Run the LSTM over x [T][F] (int16 features) from h = c = 0; write z = h_T [H] (Q0.15).
  * Trace points (ELT_TRACE builds): "lstm.c" and "lstm.h" after every step t, "z" at the end. */

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -149,3 +150,87 @@ def data_norm(pcm: np.ndarray, F: int = 10) -> tuple[np.ndarray, np.ndarray]:
 
     feats = np.asarray(mfcc(pcm, MfccParams(n_mfcc=F)), dtype=np.float64)
     return feats.mean(axis=(0, 1)), feats.std(axis=(0, 1)) + 1e-6
+
+
+def scalar_reference(x: np.ndarray, q: Any) -> tuple[np.ndarray, int]:
+    """The contract of docs/numeric.md §4 written out with Python ints, one row at a time, and
+    the number of gate pre-activations that saturated (an independent check of `lstm_int`)."""
+    from codegen.fixed import rshift_round, sat16, sat32
+    from codegen.intref.lstm import sigmoid_lut
+
+    sh, H, F = q.shifts, q.hidden_size, q.input_size
+    lut, ls = q.lut.table.raw, q.lut.index_shift
+
+    def sig(v: int) -> int:
+        return int(sigmoid_lut(lut, ls, np.array([v]))[0])
+
+    out, saturated = [], 0
+    for xn in np.asarray(x, dtype=np.int64):
+        h, c = [0] * H, [0] * H
+        for t in range(q.num_frames):
+            xs = [rshift_round(int(v), sh.x_opshift) for v in xn[t]]
+            hs = [rshift_round(v, sh.h_opshift) for v in h]
+            act = []
+            for r in range(4 * H):
+                acc = int(q.bias.raw[r])
+                acc += sum(int(q.w_ih.raw[r, j]) * xs[j] for j in range(F))
+                acc += sum(int(q.w_hh.raw[r, j]) * hs[j] for j in range(H))
+                assert abs(acc) <= q.proof.bound  # the proof holds on this input
+                s = sh.tanh_rshift if r // H == 2 else sh.sig_rshift
+                pre = rshift_round(acc, s)
+                saturated += pre != sat16(pre)
+                act.append(sig(sat16(pre)))
+            for j in range(H):
+                i, f, g, o = act[j], act[H + j], 2 * act[2 * H + j] - 32768, act[3 * H + j]
+                c[j] = sat32(rshift_round(f * c[j] + ((i * g) << sh.cell_ig_lshift), 15))
+                tc = 2 * sig(sat16(rshift_round(c[j], sh.cell_tanh_rshift))) - 32768
+                h[j] = sat16(rshift_round(o * tc, 15))
+        out.append(h)
+    return np.array(out, dtype=np.int64), saturated
+
+
+def extreme_inputs(T: int, F: int) -> np.ndarray:
+    """All −32768, all 32767, alternating extremes per frame and per feature."""
+    alt_t = np.where(np.arange(T)[:, None] % 2 == 0, -32768, 32767) * np.ones((T, F), np.int64)
+    alt_f = np.where(np.arange(F)[None, :] % 2 == 0, -32768, 32767) * np.ones((T, F), np.int64)
+    return np.stack([np.full((T, F), -32768), np.full((T, F), 32767), alt_t, alt_f,
+                     -alt_f]).astype(np.int16)
+
+
+def run_arm_probe(tmp: Path, sources: list[Path], includes: list[Path],
+                  cflags: tuple[str, ...] = ()) -> list[str]:
+    """Link a probe main with the firmware runtime (startup, UART) for the Cortex-A9 as fw.elf
+    is built (ARM_CFLAGS), boot it in qemu-system-arm -M xilinx-zynq-a9 and return the lines
+    its UART prints up to "END"."""
+    import os
+    import signal
+    import subprocess
+
+    from codegen.firmware_build import FirmwareConfig, render_config
+    from codegen.resources import firmware_dir
+    from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool
+
+    fw = firmware_dir()
+    inc = tmp / "include"
+    inc.mkdir(parents=True, exist_ok=True)
+    (inc / "fw_config.h").write_text(render_config(FirmwareConfig(), "fw-probe", "0" * 64))
+    elf = tmp / "probe.elf"
+    subprocess.run([find_tool("arm-none-eabi-gcc"), *ARM_CFLAGS, *cflags, f"-I{inc}",
+                    *(f"-I{d}" for d in includes), f"-I{fw}", f"-T{fw / 'link.ld'}",
+                    *ARM_LDFLAGS, "-o", str(elf), str(fw / "startup.S"), str(fw / "fw_uart.c"),
+                    str(fw / "fw_rt.c"), *map(str, sources), "-lgcc"], check=True)
+    proc = subprocess.Popen(
+        [find_tool("qemu-system-arm"), "-M", "xilinx-zynq-a9", "-nographic", "-monitor", "none",
+         "-kernel", str(elf), "-serial", "stdio", "-serial", "null"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("END"):
+                break
+            lines.append(line.rstrip("\n"))
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    return lines

@@ -13,7 +13,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from buildkit import Kit, calib, config_text, data_norm, full_build, int16_inputs, make_kit
+from buildkit import (
+    Kit,
+    calib,
+    config_text,
+    data_norm,
+    extreme_inputs,
+    full_build,
+    int16_inputs,
+    make_kit,
+    run_arm_probe,
+    scalar_reference,
+)
 
 from codegen.build import build
 from codegen.cli import main
@@ -60,9 +71,17 @@ def test_cli_build_writes_sources_elf_and_manifest(cli_build: tuple[Kit, Path]) 
     assert doc["formats"]["c"] == "Q6.25"
     assert re.fullmatch(r"Q\d+\.\d+", doc["formats"]["x"])
     assert doc["luts"]["sigmoid"]["entries"] == 257
-    assert {a["name"] for a in doc["accumulators"]} >= {"lstm.weight_ih_l0",
-                                                        "lstm.weight_hh_l0", "lstm.gates"}
+    assert "lstm.gates" in {a["name"] for a in doc["accumulators"]}
     assert all(a["margin_bits"] > 0 for a in doc["accumulators"])
+    g = doc["lstm_gate_accumulator"]
+    assert g["bits"] == 32 and 13 <= g["acc_frac"] <= g["acc_frac_formats"]
+    assert g["bound"] == sum(g["worst_row_terms"].values()) <= g["capacity"] == 2**31 - 1
+    assert doc["shifts"]["acc_frac"] == g["acc_frac"]
+    assert doc["shifts"]["x_opshift"] == g["x_opshift"]
+    assert doc["shifts"]["h_opshift"] == g["h_opshift"]
+    text = (out / "src" / "kws_model.c").read_text()
+    assert f"int32, exact, at A = {g['acc_frac']} fraction bits" in text
+    assert f"worst-case bound {g['bound']} (row {g['worst_row']}" in text
     assert doc["calibration"]["source"].endswith("(seed 0)")
     fw = doc["firmware"]
     assert fw["text"] > 0 and fw["static_ram_bytes"] <= fw["ram_budget_bytes"] == 65536
@@ -86,6 +105,7 @@ def test_inspect_prints_formats_errors_margins_and_sizes(
     assert main(["inspect", str(out)]) == 0
     text = capsys.readouterr().out
     for needle in ("lstm.weight_hh_l0", "max|err|", "margin (bits)", "static RAM", "Q0.15",
+                   "LSTM gate accumulator: int32 at A = ",
                    "sigmoid: entries=257", "compile command", "z = h_T", "head.weight"):
         assert needle in text, needle
     assert main(["inspect", str(out), "--json"]) == 0
@@ -217,33 +237,36 @@ int main(void)
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("scale, acc_bits", [(1.0, 32), (3.0, 64)])
+@pytest.mark.parametrize("scale, limited_by, cflags", [
+    (1.0, "formats", ()),  # A = frac W_ih + frac x: x_opshift 0 (VRSHL by 0 = identity)
+    (3.0, "int32 proof", ()),
+    (3.0, "int32 proof", ("-DELT_SCALAR",)),  # the plain C path on the same core
+])
 def test_cortex_a9_build_equals_python_under_qemu(
-    tmp_path: Path, scale: float, acc_bits: int
+    tmp_path: Path, scale: float, limited_by: str, cflags: tuple[str, ...]
 ) -> None:
-    """The ARM build of the generated C (as in fw.elf, NEON dot products included) computes
-    what the Python reference does: a probe main runs it under qemu-system-arm
-    (xilinx-zynq-a9) on random and saturating inputs in every mode and prints every field.
-    Small weights give an int32-proven W_ih accumulator (VMLAL path), large ones int64."""
-    import os
-    import signal
-
+    """The ARM build of the generated C (as in fw.elf, the NEON LSTM kernel; with -DELT_SCALAR
+    the scalar one) computes what the Python reference does: a probe main runs it under
+    qemu-system-arm (xilinx-zynq-a9) on random inputs and saturating ones (all −32768, all
+    32767, alternating extremes: gate pre-activations beyond Q4.11) in every mode and prints
+    every field."""
     from codegen.elatta.float_ref import MODES as ALL_MODES
     from codegen.emit import carray, render_model, write_sources
     from codegen.frontend import read_model
     from codegen.hostlib import LSTM_FIRMWARE_SOURCES, adapt_firmware_sources, model_cflags
     from codegen.quantize import quantize_model
     from codegen.resources import firmware_dir
-    from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS
 
-    qemu = find_tool("qemu-system-arm")
     kit = make_kit(tmp_path / "kit", seed=11, scale=scale)
     q = quantize_model(read_model(kit.model, kit.basis, kit.config), calib(kit))
-    assert q.lstm.acc_ih.bits == acc_bits
+    assert q.lstm.proof.limited_by == limited_by
     src = tmp_path / "src"
     write_sources(render_model(q), src)
-    n = 16
-    x = int16_inputs(np.random.default_rng(5), n, kit.T, kit.F, q.lstm.x_fmt.frac_bits)
+    x = np.concatenate([
+        int16_inputs(np.random.default_rng(5), 11, kit.T, kit.F, q.lstm.x_fmt.frac_bits),
+        extreme_inputs(kit.T, kit.F)])
+    n = len(x)
+    assert scalar_reference(x[-5:-3], q.lstm)[1] > 0  # gates do saturate
     ids = np.random.default_rng(6).choice(2**32 - 1, size=n, replace=False)
     mode_ids = ", ".join(str(ALL_MODES.index(m)) for m in MODES)
     (src / "probe_data.h").write_text(
@@ -255,33 +278,11 @@ def test_cortex_a9_build_equals_python_under_qemu(
     )
     (src / "probe_main.c").write_text(PROBE_MAIN)
     fw = firmware_dir()
-    elf = tmp_path / "probe.elf"
-    sources = [fw / "startup.S", src / "probe_main.c", fw / "fw_uart.c", fw / "fw_rt.c",
+    sources = [src / "probe_main.c",
                *sorted(p for p in src.glob("*.c") if p.name != "probe_main.c"),
                *(fw / s for s in (*LSTM_FIRMWARE_SOURCES, *adapt_firmware_sources()))]
-    inc = tmp_path / "include"
-    inc.mkdir()
-    from codegen.firmware_build import FirmwareConfig, render_config
-
-    (inc / "fw_config.h").write_text(render_config(FirmwareConfig(), "fw-probe", "0" * 64))
-    subprocess.run([find_tool("arm-none-eabi-gcc"), *ARM_CFLAGS, *model_cflags(q), f"-I{inc}",
-                    f"-I{src}", f"-I{fw}", f"-T{fw / 'link.ld'}", *ARM_LDFLAGS, "-o", str(elf),
-                    *map(str, sources), "-lgcc"], check=True)
-    proc = subprocess.Popen(
-        [qemu, "-M", "xilinx-zynq-a9", "-nographic", "-monitor", "none", "-kernel", str(elf),
-         "-serial", "stdio", "-serial", "null"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("END"):
-                break
-            if line.startswith("R "):
-                lines.append(line)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
+    lines = [ln for ln in run_arm_probe(tmp_path, sources, [src], (*cflags, *model_cflags(q)))
+             if ln.startswith("R ")]
     assert len(lines) == n * len(MODES)
     C, k, H = len(q.source.classes), kit.k, kit.H
     for m, mode in enumerate(MODES):

@@ -98,7 +98,10 @@ def test_shape_mismatches_between_model_basis_and_config(tmp_path: Path) -> None
     [
         ({"quant": {"act_bits": 8}}, r"\[quant\].act_bits = 8: only 16-bit"),
         ({"quant": {"weight_bits": 32}}, r"\[quant\].weight_bits = 32: only 16-bit"),
-        ({"quant": {"accumulator": "int48"}}, "accumulator"),
+        ({"quant": {"accumulator": "int48"}}, "accumulator = 'int48': allowed values are 'auto', "
+                                              "'int32'"),
+        ({"quant": {"accumulator": "int64"}}, "accumulator = 'int64': allowed .* int64 "
+                                              "accumulators were removed"),
         ({"quant": {"calib_samples": 2}}, "calib_samples = 2"),
         ({"elatta": {"k": 0}}, "k=0 is not allowed"),
         ({"elatta": {"mode": "greedy"}}, "mode='greedy'"),

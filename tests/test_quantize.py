@@ -17,8 +17,12 @@ from codegen.qformat import QFormat
 from codegen.quantize import (
     GATE_FMT,
     H_FMT,
+    INT32_MAX,
+    MIN_ACC_FRAC,
     SIGMOID_LUT_SIZE,
-    prove_accumulator,
+    gate_bound_rows,
+    operand_max,
+    prove_gate_accumulator,
     quantize_features,
     quantize_lstm,
     sigmoid_table,
@@ -61,8 +65,11 @@ def test_formats_follow_calibrated_ranges_with_margin(tmp_path: Path) -> None:
     np.testing.assert_allclose(q1.bias.ref, m.lstm.b_ih.values + m.lstm.b_hh.values)
     assert q1.bias.fmt.word == 32
     sh = q1.shifts
-    assert sh.acc_frac == max(q1.w_ih.fmt.frac_bits + q1.x_fmt.frac_bits,
-                              q1.w_hh.fmt.frac_bits + 15)
+    assert MIN_ACC_FRAC <= sh.acc_frac <= min(q1.w_ih.fmt.frac_bits + q1.x_fmt.frac_bits,
+                                              q1.w_hh.fmt.frac_bits + 15)
+    assert sh.x_opshift == q1.w_ih.fmt.frac_bits + q1.x_fmt.frac_bits - sh.acc_frac
+    assert sh.h_opshift == q1.w_hh.fmt.frac_bits + 15 - sh.acc_frac
+    assert q1.bias.fmt == QFormat(31 - sh.acc_frac, sh.acc_frac, 32)
     assert sh.sig_rshift == sh.acc_frac - 11 and sh.tanh_rshift == sh.acc_frac - 12
     assert sh.cell_ig_lshift == q1.c_fmt.frac_bits - 15
     assert sh.cell_tanh_rshift == q1.c_fmt.frac_bits - 12
@@ -80,30 +87,71 @@ def test_quantization_is_deterministic(tmp_path: Path) -> None:
     assert a.shifts == b.shifts and a.x_fmt == b.x_fmt and a.c_fmt == b.c_fmt
 
 
-def test_accumulator_bound_is_attained_and_width_chosen_by_proof() -> None:
-    rng = np.random.default_rng(0)
-    w = rng.integers(-3000, 3000, size=(8, 10))
-    acc = prove_accumulator("t", w, 32768, "auto")
-    # the bound is tight: x = -32768 where w >= 0 and 32767 where w < 0 comes within Σ|w<0|
-    r = acc.worst_row
-    x = np.where(w[r] >= 0, -32768, 32767)
-    worst_case = abs(int(np.dot(w[r], x)))
-    assert acc.bound == int(np.abs(w).sum(axis=1).max()) * 32768
-    assert acc.bound - int(np.abs(w[r][w[r] < 0]).sum()) == worst_case
-    assert acc.bits == 32 and acc.bound < 2**31 and acc.margin_bits > 0
-    big = np.full((4, 40), 32767)
-    assert prove_accumulator("big", big, 32768, "auto").bits == 64
-    assert prove_accumulator("t", w, 32768, "int64").bits == 64
-    with pytest.raises(CodegenError, match="tensor big: worst-case accumulator bound .* int32"):
-        prove_accumulator("big", big, 32768, "int32")
-    with pytest.raises(CodegenError, match="tensor huge: .* exceeds int64"):
-        prove_accumulator("huge", np.full((1, 1 << 20), 32767), 1 << 30, "auto")
+def test_operand_max_is_the_rounded_minus_32768() -> None:
+    from codegen.fixed import rshift_round
+
+    for s in range(0, 20):
+        v = np.arange(-32768, 32768, dtype=np.int64)
+        assert operand_max(s) == int(np.abs(rshift_round(v, s)).max())
+        if s <= 15:
+            assert rshift_round(-32768, s) == -(1 << (15 - s)) and operand_max(s) == 1 << (15 - s)
 
 
-def test_forced_int32_refuses_naming_the_lstm_tensor(tmp_path: Path) -> None:
-    kit = make_kit(tmp_path, H=64, scale=4.0)
+def _bound(w_ih, w_hh, b, fw_ih, fx, fw_hh, a):  # type: ignore[no-untyped-def]
+    rows, _ = gate_bound_rows(w_ih, w_hh, b, fw_ih, fx, fw_hh, a)
+    return max(sum(t) for t in rows)
+
+
+@pytest.mark.parametrize("seed, hi, bias", [(0, 3000, 0.5), (1, 30000, 4.0), (2, 32767, 60.0),
+                                            (3, 200, 0.01)])
+def test_gate_proof_chooses_the_largest_int32_scaling(seed: int, hi: int, bias: float) -> None:
+    """bound(A) ≤ 2^31 − 1 at the chosen A, violated at A + 1 unless the formats cap A; the
+    bound is the exact worst case over every int16 x and h (attained by −32768 operands)."""
+    rng = np.random.default_rng(seed)
+    H, F = 8, 5
+    w_ih = rng.integers(-hi, hi + 1, size=(4 * H, F))
+    w_hh = rng.integers(-hi, hi + 1, size=(4 * H, H))
+    b = rng.uniform(-bias, bias, size=4 * H)
+    fw_ih, fx, fw_hh = 13, 11, 14
+    pr = prove_gate_accumulator(w_ih, w_hh, b, fw_ih, fx, fw_hh)
+    a = pr.acc_frac
+    assert pr.acc_frac_formats == min(fw_ih + fx, fw_hh + 15) == 24
+    assert MIN_ACC_FRAC <= a <= 24
+    assert pr.bound == _bound(w_ih, w_hh, b, fw_ih, fx, fw_hh, a) <= INT32_MAX
+    assert sum(pr.terms) == pr.bound
+    if a < pr.acc_frac_formats:
+        assert pr.bound_above == _bound(w_ih, w_hh, b, fw_ih, fx, fw_hh, a + 1) > INT32_MAX
+        assert pr.limited_by == "int32 proof"
+    else:
+        assert pr.bound_above is None and pr.limited_by == "formats"
+    # attained: operands −32768 → −2^(15 − s), signs against the weights
+    r = pr.worst_row
+    xs, hs = operand_max(fw_ih + fx - a), operand_max(fw_hh + 15 - a)
+    assert pr.terms[0] == int(np.abs(w_ih[r]).sum()) * xs
+    assert pr.terms[1] == int(np.abs(w_hh[r]).sum()) * hs
+
+
+def test_gate_proof_refuses_naming_tensor_row_and_bound() -> None:
+    H, F = 16, 3
+    w_ih = np.zeros((4 * H, F), dtype=np.int64)
+    w_hh = np.zeros((4 * H, H), dtype=np.int64)
+    w_hh[6] = 32767  # W_hh in Q15.0: at A = 13, hs ≤ 2^13 and 16·32767·2^13 > 2^31 − 1
+    b = np.zeros(4 * H)
+    with pytest.raises(CodegenError, match=r"tensor lstm.weight_hh_l0 \(gate row 6\): .*"
+                       r"A = 13 .*worst-case bound 4294836226 .* exceeds 2\^31 − 1"):
+        prove_gate_accumulator(w_ih, w_hh, b, 15, 15, 0)
+    with pytest.raises(CodegenError, match=r"tensor lstm.weight_ih_l0: .* leaves 12 fraction"):
+        prove_gate_accumulator(w_ih, w_hh, b, 4, 8, 10)
+    big_b = np.zeros(4 * H)
+    big_b[9] = 1e6  # 1e6·2^13 > 2^31
+    with pytest.raises(CodegenError, match=r"tensor lstm.bias \(gate row 9\)"):
+        prove_gate_accumulator(w_ih, w_hh * 0, big_b, 15, 15, 15)
+
+
+def test_quantize_refuses_a_model_no_scaling_proves(tmp_path: Path) -> None:
+    kit = make_kit(tmp_path, H=64, scale=2e5)
     m = read_model(kit.model, kit.basis, kit.config)
-    with pytest.raises(CodegenError, match=r"tensor lstm.weight_(ih|hh)_l0: worst-case"):
+    with pytest.raises(CodegenError, match=r"tensor lstm\.(weight_ih_l0|weight_hh_l0|bias)"):
         quantize_lstm(m.lstm, calib(kit), QuantOptions(accumulator="int32"))
 
 
