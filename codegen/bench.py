@@ -73,7 +73,7 @@ from codegen.errors import CodegenError
 HELP = "QEMU icount-tick benchmark of the default build and a k x n sweep (bench.json, bench.md)"
 JSON_KEYS = ("encoder_ticks", "head_entropy_ticks", "cmaes_iter_ticks", "adapt_ticks",
              "no_adapt_ticks", "elatta_ticks", "ram_bytes", "elatta_state_bytes", "sweep",
-             "baselines", "ratios")
+             "baselines", "ratios", "host_reference")
 SCALAR_KEYS = JSON_KEYS[:8]
 BASELINES = ("scalar", "float32", "float32_fastmath")
 SWEEP_K = (2, 8, 16)
@@ -434,7 +434,7 @@ def ratios(b: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = SWEEP_K,
               ns: tuple[int, ...] = SWEEP_N, n_samples: int = 5, reps: int = 3,
-              baselines: tuple[str, ...] = BASELINES) -> dict[str, Any]:
+              baselines: tuple[str, ...] = BASELINES, host_n: int = 20000) -> dict[str, Any]:
     from codegen.data import build as build_data
 
     out.mkdir(parents=True, exist_ok=True)
@@ -488,6 +488,13 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
             sweep.append(point(*build_point(out, data_dir, Point(k, n, None), default)))
     lam_pt = point(*build_point(out, data_dir, Point(2, 2, 2 * lam0), default))
 
+    host: dict[str, Any] | None = None
+    if host_n > 0:
+        from codegen.host_throughput import host_throughput
+
+        _, xh = samples(data_dir, q0.source.meta, 256)
+        host = host_throughput(q0, quantize_features(xh, q0.lstm.x_fmt), host_n)
+
     k2 = sorted((s for s in sweep if s["k"] == 2), key=lambda s: s["n"])
     lo, hi = k2[0], k2[-1]
     cmaes_iter = round((hi["adapt_ticks"] - lo["adapt_ticks"]) / (hi["n"] - lo["n"]))
@@ -504,6 +511,7 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
         "sweep": sweep,
         "baselines": bl,
         "ratios": ratios(bl),
+        "host_reference": host,
     }
     extra = {
         "lam_variant": lam_pt, "per_candidate_ticks": round(per_cand, 1),
@@ -516,6 +524,26 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
     (out / "bench.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / "bench.md").write_text(render_md(doc, extra))
     return doc
+
+
+def host_md(h: dict[str, Any] | None) -> list[str]:
+    if h is None:
+        return []
+    rows = [f"| {m} | {h[m]['samples_per_s_1']:.0f} | {h[m]['samples_per_s']:.0f} |"
+            for m in ("no_adapt", "strict")]
+    return [
+        "## Host integer reference (Python, numpy)",
+        "",
+        f"`codegen.intref.model.infer_int` over {h['n']} int16 feature matrices (features "
+        f"precomputed), 1 process and {h['workers']} processes on {h['cores']} cores; the "
+        "multi-process outputs equal the 1-process ones field by field. Target ≥ 20,000 "
+        "samples/s for strict. Wall-clock, so it depends on what else the machine runs.",
+        "",
+        f"| mode | samples/s, 1 process | samples/s, {h['workers']} processes |",
+        "|---|---:|---:|",
+        *rows,
+        "",
+    ]
 
 
 def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
@@ -550,6 +578,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         f"ELaTTA overhead: elatta − no_adapt = {d['elatta_ticks'] - na} ticks = "
         f"{100 * (d['elatta_ticks'] - na) / na:.1f} % of the no-adapt inference (target ≤ 10 %).",
         "",
+        *host_md(d.get("host_reference")),
         "## Memory",
         "",
         f"- ram_bytes = {d['ram_bytes']}: .data {x['firmware']['data']} + .bss "
@@ -691,6 +720,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sweep-n", type=parse_ints, default=SWEEP_N, help="n values (2,8)")
     p.add_argument("--samples", type=int, default=5, help="clips streamed per point (5)")
     p.add_argument("--reps", type=int, default=3, help="repetitions per clip and mode (3)")
+    p.add_argument("--host-n", type=int, default=20000,
+                   help="samples for the host integer reference throughput (0: skip)")
     p.add_argument("--baselines", type=parse_names, default=BASELINES,
                    help="baseline builds measured against the default (neon) one: "
                         f"{','.join(BASELINES)} (default all; 'none' for none)")
@@ -698,10 +729,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     doc = run_bench(args.out, args.data, ks=args.sweep_k, ns=args.sweep_n,
-                    n_samples=args.samples, reps=args.reps, baselines=args.baselines)
+                    n_samples=args.samples, reps=args.reps, baselines=args.baselines,
+                    host_n=args.host_n)
     for key in SCALAR_KEYS:
         print(f"{key:<20} {doc[key]}")
     for name, r in doc["ratios"].items():
         print(f"{name:<28} encoder {r['encoder']}x, no-adapt {r['no_adapt']}x")
+    if doc["host_reference"] is not None:
+        h = doc["host_reference"]
+        for mode in ("no_adapt", "strict"):
+            print(f"host reference {mode:<13} {h[mode]['samples_per_s']:.0f} samples/s on "
+                  f"{h['workers']} processes ({h[mode]['samples_per_s_1']:.0f} on 1)")
     print(f"wrote {args.out / 'bench.json'} and bench.md ({len(doc['sweep'])} sweep points)")
     return 0

@@ -53,7 +53,7 @@ def test_bench_reduced(tmp_path: Path) -> None:
     build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
     out = tmp_path / "bench"
     doc = run_bench(out, data, ks=(2,), ns=(2, 3), n_samples=2, reps=2,
-                    baselines=("scalar", "float32"))
+                    baselines=("scalar", "float32"), host_n=64)
 
     on_disk = json.loads((out / "bench.json").read_text())
     assert on_disk == doc
@@ -91,6 +91,12 @@ def test_bench_reduced(tmp_path: Path) -> None:
     # 2 clips: the float firmware's classes equal the Python float model's on both
     assert bl["float32"]["float_class_agreement"] >= 0.9
     assert "## Baselines" in md and "Instruction mix" in md
+    # host reference: measured on 1 and every-core processes (outputs compared inside)
+    h = doc["host_reference"]
+    assert h["n"] == 64 and h["workers"] >= 1
+    for mode in ("no_adapt", "strict"):
+        assert h[mode]["samples_per_s"] > 0 and h[mode]["samples_per_s_1"] > 0
+    assert "## Host integer reference" in md
 
     # a second boot of the default build: the same medians
     from codegen.build import build

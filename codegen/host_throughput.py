@@ -1,0 +1,79 @@
+"""Host integer reference throughput (issue 6, acceptance 4; DESIGN §7 "host reference").
+
+Samples/s of the Python fixed-point reference (`codegen.intref.model.infer_int`: LSTM encoder,
+head, entropy and, for strict, the integer CMA-ES search; vectorised over samples and
+candidates) with int16 features precomputed, for no_adapt and strict, on 1 process and on W
+worker processes. Strict samples are independent (per-sample seeds), so the batch splits into
+contiguous chunks, one per worker, each run by the batched numpy reference; the W-process
+outputs are checked equal, field by field, to the 1-process outputs. Each worker uses one BLAS
+thread. A measurement, not a test: `codegen bench` and bench/host_reference.py report it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+
+MODES = ("no_adapt", "strict")
+_Q: Any = None
+
+
+def _init(q: Any) -> None:
+    global _Q
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"  # read by numpy's BLAS only at import: also set by the caller
+    _Q = q
+
+
+def _run(args: tuple[np.ndarray, np.ndarray, str]) -> dict[str, np.ndarray]:
+    from codegen.intref.model import infer_int
+
+    x, ids, mode = args
+    return infer_int(x, _Q, ids, mode=mode).fields()
+
+
+def tile(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n feature matrices by repeating x [M, T, F]; sample ids 0 … n−1 (so every strict
+    search draws its own normals)."""
+    reps = -(-n // len(x))
+    return np.tile(x, (reps, 1, 1))[:n], np.arange(n, dtype=np.int64)
+
+
+def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int
+            ) -> tuple[float, dict[str, np.ndarray]]:
+    """(samples/s, outputs) of ``mode`` over x on ``workers`` processes (warm-up excluded)."""
+    chunks = np.array_split(np.arange(len(x)), workers)
+    saved = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    os.environ.update({v: "1" for v in saved})  # children import numpy with one BLAS thread
+    try:
+        with ProcessPoolExecutor(workers, initializer=_init, initargs=(q,)) as ex:
+            list(ex.map(_run, [(x[:8], ids[:8], mode)] * workers))  # imports, tables, caches
+            t0 = time.perf_counter()
+            parts = list(ex.map(_run, [(x[c], ids[c], mode) for c in chunks]))
+            dt = time.perf_counter() - t0
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = old
+    return len(x) / dt, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def host_throughput(q: Any, x: np.ndarray, n: int, workers: int | None = None
+                    ) -> dict[str, Any]:
+    """samples/s per mode on 1 and on ``workers`` processes (default: every core)."""
+    w = workers or os.cpu_count() or 1
+    xs, ids = tile(np.asarray(x, dtype=np.int16), n)
+    res: dict[str, Any] = {"n": n, "workers": w, "cores": os.cpu_count()}
+    for mode in MODES:
+        r1, o1 = measure(q, xs, ids, mode, 1)
+        rw, ow = measure(q, xs, ids, mode, w)
+        for key in o1:
+            np.testing.assert_array_equal(ow[key], o1[key], err_msg=f"{mode} field {key}")
+        res[mode] = {"samples_per_s_1": round(r1, 1), "samples_per_s": round(rw, 1)}
+    return res
