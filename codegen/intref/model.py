@@ -55,6 +55,9 @@ class IntInferResult:
         return {name: np.asarray(getattr(self, name)) for name in RESULT_FIELDS}
 
 
+CHUNK = 512  # samples per adaptation batch (no_adapt, strict)
+
+
 def params_for_mode(q: QModel, mode: str | None) -> Any:
     """The adaptation parameters with another mode (the integers do not depend on the mode;
     the host library switches the same field of its params copy)."""
@@ -91,8 +94,18 @@ def infer_int(
                 tr(row, stage, index, np.asarray(values[row]).reshape(-1).copy())
 
     z = lstm_int(features, q.lstm, trace=lstm_trace).astype(np.int16)
-    res = adapt_int(z, params_for_mode(q, mode), sample_ids, trace=trace)
-    return IntInferResult(z=z, adapt=res)
+    params = params_for_mode(q, mode)
+    ids = np.asarray(sample_ids)
+    if (trace is not None or params.cfg.mode not in ("no_adapt", "strict") or len(z) <= CHUNK
+            or ids.shape != (len(z),)):  # (adapt_int reports a wrong shape)
+        return IntInferResult(z=z, adapt=adapt_int(z, params, ids, trace=trace))
+    # Independent samples (per-sample seeds): chunks keep the [N, λ, ·] temporaries in cache.
+    parts = [adapt_int(z[i : i + CHUNK], params, ids[i : i + CHUNK])
+             for i in range(0, len(z), CHUNK)]
+    merged = {f: np.concatenate([getattr(r, f) for r in parts]) for f in parts[0].FIELDS}
+    for a in merged.values():
+        a.setflags(write=False)
+    return IntInferResult(z=z, adapt=dataclasses.replace(parts[0], **merged))
 
 
 def adapt_formats(q: QModel) -> dict[str, dict[str, Any]]:
