@@ -102,7 +102,8 @@ def infer_int(
     # Independent samples (per-sample seeds): chunks keep the [N, λ, ·] temporaries in cache.
     parts = [adapt_int(z[i : i + CHUNK], params, ids[i : i + CHUNK])
              for i in range(0, len(z), CHUNK)]
-    merged = {f: np.concatenate([getattr(r, f) for r in parts]) for f in parts[0].FIELDS}
+    merged: dict[str, Any] = {f: np.concatenate([getattr(r, f) for r in parts])
+                              for f in parts[0].FIELDS}
     for a in merged.values():
         a.setflags(write=False)
     return IntInferResult(z=z, adapt=dataclasses.replace(parts[0], **merged))
