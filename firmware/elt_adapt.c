@@ -6,6 +6,10 @@
 
 #include "elt_entropy_s16.h"
 
+#if ELT_NEON
+#include <arm_neon.h>
+#endif
+
 #ifdef ELT_TRACE
 static int32_t elt_trace_buf[ELT_LAM_MAX * (ELT_C_MAX + ELT_K_MAX) + 8];
 
@@ -41,32 +45,276 @@ void elt_adapt_reset(elt_adapt_state_t *st)
     }
 }
 
+#if ELT_NEON
+/* 8 latents of one candidate for k = 2: rows v0, v1 of V^T, p = (p0, p1) in one register */
+static inline __attribute__((always_inline)) void elt_latent8_k2(int16x8_t v0, int16x8_t v1,
+                                                                 int16x8_t zv, int32x2_t pp,
+                                                                 int64x2_t sh, int16_t *z)
+{
+    const int32x4_t v0l = vmovl_s16(vget_low_s16(v0));
+    const int32x4_t v0h = vmovl_s16(vget_high_s16(v0));
+    const int32x4_t v1l = vmovl_s16(vget_low_s16(v1));
+    const int32x4_t v1h = vmovl_s16(vget_high_s16(v1));
+    /* V p = V0 p0 + V1 p1 per latent, |.| <= 2^47 */
+    int64x2_t a0 = vmull_lane_s32(vget_low_s32(v0l), pp, 0);
+    int64x2_t a1 = vmull_lane_s32(vget_high_s32(v0l), pp, 0);
+    int64x2_t a2 = vmull_lane_s32(vget_low_s32(v0h), pp, 0);
+    int64x2_t a3 = vmull_lane_s32(vget_high_s32(v0h), pp, 0);
+    a0 = vmlal_lane_s32(a0, vget_low_s32(v1l), pp, 1);
+    a1 = vmlal_lane_s32(a1, vget_high_s32(v1l), pp, 1);
+    a2 = vmlal_lane_s32(a2, vget_low_s32(v1h), pp, 1);
+    a3 = vmlal_lane_s32(a3, vget_high_s32(v1h), pp, 1);
+    int32x4_t r0 = vcombine_s32(vmovn_s64(vrshlq_s64(a0, sh)), vmovn_s64(vrshlq_s64(a1, sh)));
+    int32x4_t r1 = vcombine_s32(vmovn_s64(vrshlq_s64(a2, sh)), vmovn_s64(vrshlq_s64(a3, sh)));
+    r0 = vaddw_s16(r0, vget_low_s16(zv));
+    r1 = vaddw_s16(r1, vget_high_s16(zv));
+    vst1q_s16(z, vcombine_s16(vqmovn_s32(r0), vqmovn_s32(r1)));
+}
+#endif
+
 void elt_latent_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pv, int16_t *z)
 {
     const int32_t k = p->es.k;
-    int32_t d;
+    const int32_t dim = p->dim;
+    const int16_t *V = p->V; /* V^T: [k][D] */
+    int32_t d = 0;
     int32_t l;
-    for (d = 0; d < p->dim; d++) {
+#if ELT_NEON
+    /* 8 latents per step: V p in four int64x2 (VMULL/VMLAL.S32), VRSHL by -v_shift (the one
+     * rounding rule), narrowed exactly (|round(V p)| < 2^30, quantize_adapt), + z_t, VQMOVN. */
+    /* VRSHL reads the signed shift from the bottom byte of each 64-bit lane */
+    const int64x2_t sh = vreinterpretq_s64_s32(vdupq_n_s32(-p->v_shift));
+    if (k == 2) { /* the KWS setting: both basis vectors in one step */
+        const int32x2_t pp = vld1_s32(pv);
+        for (; d + 8 <= dim; d += 8) {
+            const int16x8_t v0 = vld1q_s16(V + d);
+            const int16x8_t v1 = vld1q_s16(V + dim + d);
+            elt_latent8_k2(v0, v1, vld1q_s16(zt + d), pp, sh, z + d);
+        }
+    }
+    for (; d + 8 <= dim; d += 8) {
+        const int16_t *vl = V + d;
+        int16x8_t v = vld1q_s16(vl);
+        int32x4_t lo = vmovl_s16(vget_low_s16(v));
+        int32x4_t hi = vmovl_s16(vget_high_s16(v));
+        int32x2_t pl = vld1_dup_s32(pv);
+        int64x2_t a0 = vmull_s32(vget_low_s32(lo), pl);
+        int64x2_t a1 = vmull_s32(vget_high_s32(lo), pl);
+        int64x2_t a2 = vmull_s32(vget_low_s32(hi), pl);
+        int64x2_t a3 = vmull_s32(vget_high_s32(hi), pl);
+        int16x8_t zv = vld1q_s16(zt + d);
+        int32x4_t r0;
+        int32x4_t r1;
+        for (l = 1; l < k; l++) {
+            vl += dim;
+            v = vld1q_s16(vl);
+            lo = vmovl_s16(vget_low_s16(v));
+            hi = vmovl_s16(vget_high_s16(v));
+            pl = vld1_dup_s32(pv + l);
+            a0 = vmlal_s32(a0, vget_low_s32(lo), pl);
+            a1 = vmlal_s32(a1, vget_high_s32(lo), pl);
+            a2 = vmlal_s32(a2, vget_low_s32(hi), pl);
+            a3 = vmlal_s32(a3, vget_high_s32(hi), pl);
+        }
+        r0 = vcombine_s32(vmovn_s64(vrshlq_s64(a0, sh)), vmovn_s64(vrshlq_s64(a1, sh)));
+        r1 = vcombine_s32(vmovn_s64(vrshlq_s64(a2, sh)), vmovn_s64(vrshlq_s64(a3, sh)));
+        r0 = vaddw_s16(r0, vget_low_s16(zv));
+        r1 = vaddw_s16(r1, vget_high_s16(zv));
+        vst1q_s16(z + d, vcombine_s16(vqmovn_s32(r0), vqmovn_s32(r1)));
+    }
+#endif
+    for (; d < dim; d++) {
         int64_t acc = 0; /* |V p| <= k 2^46 */
         for (l = 0; l < k; l++) {
-            acc += (int64_t)p->V[d * k + l] * pv[l];
+            acc += (int64_t)V[l * dim + d] * pv[l];
         }
         z[d] = fx_sat16_64((int64_t)zt[d] + fx_rshift_round64(acc, p->v_shift));
     }
 }
 
-void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits)
+void elt_latent2_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pa,
+                     const int32_t *pb, int16_t *za, int16_t *zb)
 {
-    int32_t c;
+#if ELT_NEON && ELT_K_MAX >= 2
+    const int32_t dim = p->dim;
+    if (p->es.k == 2 && (dim & 7) == 0) { /* one load of V and z_t for both candidates */
+        const int16_t *V = p->V;
+        const int64x2_t sh = vreinterpretq_s64_s32(vdupq_n_s32(-p->v_shift));
+        const int32x2_t ppa = vld1_s32(pa);
+        const int32x2_t ppb = vld1_s32(pb);
+        int32_t d;
+        for (d = 0; d < dim; d += 8) {
+            const int16x8_t v0 = vld1q_s16(V + d);
+            const int16x8_t v1 = vld1q_s16(V + dim + d);
+            const int16x8_t zv = vld1q_s16(zt + d);
+            elt_latent8_k2(v0, v1, zv, ppa, sh, za + d);
+            elt_latent8_k2(v0, v1, zv, ppb, sh, zb + d);
+        }
+        return;
+    }
+#endif
+    elt_latent_s16(p, zt, pa, za);
+    elt_latent_s16(p, zt, pb, zb);
+}
+
+#if ELT_NEON
+/* Keeps one running pointer (GCC otherwise splits a walk through W^T into one base register
+ * and one ADD per load; with it every load is a post-incremented VLD1). No code emitted. */
+#define ELT_PTR_BARRIER(ptr) __asm__("" : "+r"(ptr))
+
+/* logits[c0 .. c0 + 4nb) of the head for one latent (two: za, zb share every load of W^T),
+ * W^T [D][C]: per latent element d, VMLAL.S16 by scalar (lane) of row d of W^T into nb int32x4
+ * accumulators, one lane per class (each lane the full dot product of one row, started at b:
+ * the proven int32 bound), VRSHL by -head_shift, VQMOVN (sat16). dim is a multiple of 4. */
+static inline __attribute__((always_inline)) void
+elt_head_blk(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb, int16_t *la,
+             int16_t *lb, int32_t c0, const int nb, const int two)
+{
+    const int16_t *w = p->W + c0;
+    const int32_t skip = p->n_classes - (nb >= 2 ? 8 : 4); /* to the next row, same classes */
+    const int16_t *zend = za + p->dim;
+    const int32x4_t sh = vdupq_n_s32(-p->head_shift);
+    int32x4_t acc[4];
+    int32x4_t bcc[4];
+    int b;
+#pragma GCC unroll 4
+    for (b = 0; b < nb; b++) {
+        acc[b] = vld1q_s32(p->b + c0 + 4 * b);
+        bcc[b] = acc[b];
+    }
+    while (za < zend) {
+        const int16x4_t zv = vld1_s16(za);
+        const int16x4_t yv = two ? vld1_s16(zb) : zv;
+        int16x8_t x01 = vdupq_n_s16(0);
+        int16x8_t x23 = x01;
+        za += 4;
+        zb += two ? 4 : 0;
+        /* one row of W^T: classes c0 .. c0 + 4nb in one or two VLD1 (q, q / q, d / q / d) */
+#define ELT_HEAD_MAC(a, x, v, lane)                                                                \
+    do {                                                                                           \
+        (a)[0] = vmlal_lane_s16((a)[0], vget_low_s16(x##01), v, lane);                            \
+        if (nb >= 2) {                                                                             \
+            (a)[1] = vmlal_lane_s16((a)[1], vget_high_s16(x##01), v, lane);                       \
+        }                                                                                          \
+        if (nb >= 3) {                                                                             \
+            (a)[2] = vmlal_lane_s16((a)[2], vget_low_s16(x##23), v, lane);                        \
+        }                                                                                          \
+        if (nb == 4) {                                                                             \
+            (a)[3] = vmlal_lane_s16((a)[3], vget_high_s16(x##23), v, lane);                       \
+        }                                                                                          \
+    } while (0)
+#define ELT_HEAD_STEP(lane)                                                                        \
+    do {                                                                                           \
+        if (nb >= 2) {                                                                             \
+            x01 = vld1q_s16(w);                                                                    \
+            w += 8;                                                                                \
+            ELT_PTR_BARRIER(w);                                                                    \
+        } else {                                                                                   \
+            x01 = vcombine_s16(vld1_s16(w), vget_high_s16(x01));                                   \
+            w += 4;                                                                                \
+            ELT_PTR_BARRIER(w);                                                                    \
+        }                                                                                          \
+        if (nb == 4) {                                                                             \
+            x23 = vld1q_s16(w);                                                                    \
+        } else if (nb == 3) {                                                                      \
+            x23 = vcombine_s16(vld1_s16(w), vget_high_s16(x23));                                   \
+        }                                                                                          \
+        w += skip;                                                                                 \
+        ELT_PTR_BARRIER(w);                                                                        \
+        ELT_HEAD_MAC(acc, x, zv, lane);                                                            \
+        if (two) {                                                                                 \
+            ELT_HEAD_MAC(bcc, x, yv, lane);                                                        \
+        }                                                                                          \
+    } while (0)
+        ELT_HEAD_STEP(0);
+        ELT_HEAD_STEP(1);
+        ELT_HEAD_STEP(2);
+        ELT_HEAD_STEP(3);
+#undef ELT_HEAD_STEP
+#undef ELT_HEAD_MAC
+    }
+#pragma GCC unroll 4
+    for (b = 0; b < nb; b++) {
+        vst1_s16(la + c0 + 4 * b, vqmovn_s32(vrshlq_s32(acc[b], sh)));
+        if (two) {
+            vst1_s16(lb + c0 + 4 * b, vqmovn_s32(vrshlq_s32(bcc[b], sh)));
+        }
+    }
+}
+
+/* Every block of 4 classes of one or two latents; returns the first class left to the scalar
+ * loop (C mod 4 classes, or all of them if D is not a multiple of 4). */
+static inline __attribute__((always_inline)) int32_t elt_head_neon(const elt_adapt_params_t *p,
+                                                                   const int16_t *za,
+                                                                   const int16_t *zb, int16_t *la,
+                                                                   int16_t *lb, const int two)
+{
+    const int32_t ncls = p->n_classes;
+    int32_t c = 0;
+    if ((p->dim & 3) != 0) {
+        return 0;
+    }
+    for (; c + 16 <= ncls; c += 16) {
+        elt_head_blk(p, za, zb, la, lb, c, 4, two);
+    }
+    switch ((ncls - c) >> 2) {
+    case 3:
+        elt_head_blk(p, za, zb, la, lb, c, 3, two);
+        return c + 12;
+    case 2:
+        elt_head_blk(p, za, zb, la, lb, c, 2, two);
+        return c + 8;
+    case 1:
+        elt_head_blk(p, za, zb, la, lb, c, 1, two);
+        return c + 4;
+    default:
+        return c;
+    }
+}
+#endif
+
+/* The scalar head from class c on: one row of W^T per latent element. */
+static void elt_head_rows(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits,
+                          int32_t c)
+{
+    const int32_t dim = p->dim;
+    const int32_t ncls = p->n_classes;
     int32_t d;
-    for (c = 0; c < p->n_classes; c++) {
-        const int16_t *w = p->W + c * p->dim;
+    for (; c < ncls; c++) {
+        const int16_t *w = p->W + c; /* column c of W^T */
         int32_t acc = p->b[c]; /* sum|w| 2^15 + |b| + 2^(s-1) <= 2^31 - 1: proven by the compiler */
-        for (d = 0; d < p->dim; d++) {
-            acc += (int32_t)w[d] * z[d];
+        for (d = 0; d < dim; d++) {
+            acc += (int32_t)w[d * ncls] * z[d];
         }
         logits[c] = fx_sat16(fx_rshift_round32(acc, p->head_shift));
     }
+}
+
+void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits)
+{
+#if ELT_NEON
+    const int32_t c = elt_head_neon(p, z, z, logits, logits, 0);
+    if (c < p->n_classes) {
+        elt_head_rows(p, z, logits, c);
+    }
+#else
+    elt_head_rows(p, z, logits, 0);
+#endif
+}
+
+void elt_head2_s16(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb,
+                   int16_t *la, int16_t *lb)
+{
+#if ELT_NEON
+    const int32_t c = elt_head_neon(p, za, zb, la, lb, 1);
+    if (c < p->n_classes) {
+        elt_head_rows(p, za, la, c);
+        elt_head_rows(p, zb, lb, c);
+    }
+#else
+    elt_head_rows(p, za, la, 0);
+    elt_head_rows(p, zb, lb, 0);
+#endif
 }
 
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,
@@ -86,7 +334,18 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
     int32_t tr[ELT_K_MAX + 3];
 #endif
     /* no-adapt: z_t in the latent format, logits, H, argmax */
-    for (i = 0; i < p->dim; i++) {
+    i = 0;
+#if ELT_NEON
+    {
+        /* VQRSHL.S16 by -zt_shift: the one rounding rule (right) or a saturating left shift,
+         * = fx_sat16(fx_rshift_round32(z, zt_shift)) for every int16 z */
+        const int16x8_t sh = vdupq_n_s16((int16_t)-p->zt_shift);
+        for (; i + 8 <= p->dim; i += 8) {
+            vst1q_s16(st->zt + i, vqrshlq_s16(vld1q_s16(z_q15 + i), sh));
+        }
+    }
+#endif
+    for (; i < p->dim; i++) {
         st->zt[i] = fx_sat16(fx_rshift_round32(z_q15[i], p->zt_shift));
     }
     elt_head_s16(p, st->zt, res->logits_noadapt);
@@ -137,10 +396,19 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
     elt_rng_seed(&st->rng, p->seed, sample_id);
     ELT_TRACE_EMIT("cmaes.m0", -1, st->es.m, k);
     for (t = 0; t < ep->n_iter; t++) {
+        const int32_t(*pe)[ELT_K_MAX];
         int32_t j;
         int32_t hsig;
         /* 1. A = chol(C); 2. sigma; z, y = A z, x = m + sigma y (notes §6) */
-        res->n_pivot_fix += elt_cmaes_chol_s32(st->es.C, k, st->work.A);
+        if (st->es.g == 0) {
+            /* C = I exactly (elt_cmaes_reset_s32) and chol(I) = I with no raised pivot:
+             * isqrt(2^26 2^26) = 2^26, off-diagonal numerators 0 */
+            for (i = 0; i < k * (k + 1) / 2; i++) {
+                st->work.A[i] = st->es.C[i];
+            }
+        } else {
+            res->n_pivot_fix += elt_cmaes_chol_s32(st->es.C, k, st->work.A);
+        }
         elt_cmaes_sigma_s32(st->es.ln_sigma, ep->exp2_lut, &st->work.sig_mant, &st->work.sig_exp);
 #ifdef ELT_TRACE
         elt_trace("cmaes.A", t, st->work.A, k * (k + 1) / 2);
@@ -150,21 +418,30 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
         elt_trace("cmaes.sigma", t, tr, 3);
 #endif
         elt_cmaes_sample_s32(ep, &st->es, &st->work, &st->rng, p->gauss_lut);
-        /* 3. evaluate every candidate: p (V1/V2), z = z_t + V p, logits, H */
-        for (i = 0; i < ep->lam; i++) {
+        /* 3. evaluate every candidate: p (V1/V2), z = z_t + V p, logits, H; without V1 the
+         * evaluated p is the candidate x itself */
+        pe = (const int32_t(*)[ELT_K_MAX])(p->qv1 ? st->p_eval : st->work.x);
+        for (i = 0; p->qv1 && i < ep->lam; i++) {
             for (a = 0; a < k; a++) {
                 st->p_eval[i][a] = st->work.x[i][a];
             }
-            if (p->qv1) {
-                elt_q1bit_s32(st->p_eval[i], k);
-                if (ep->grid_on) {
-                    for (a = 0; a < k; a++) {
-                        st->p_eval[i][a] = elt_requant_s32(ep, st->p_eval[i][a], ELT_X_FRAC);
-                    }
+            elt_q1bit_s32(st->p_eval[i], k);
+            if (ep->grid_on) {
+                for (a = 0; a < k; a++) {
+                    st->p_eval[i][a] = elt_requant_s32(ep, st->p_eval[i][a], ELT_X_FRAC);
                 }
             }
-            elt_latent_s16(p, st->zt, st->p_eval[i], st->latent);
-            elt_head_s16(p, st->latent, st->logits[i]);
+        }
+        /* latents and logits two candidates at a time (one pass over W), then H */
+        for (i = 0; i + 2 <= ep->lam; i += 2) {
+            elt_latent2_s16(p, st->zt, pe[i], pe[i + 1], st->latent[0], st->latent[1]);
+            elt_head2_s16(p, st->latent[0], st->latent[1], st->logits[i], st->logits[i + 1]);
+        }
+        if (i < ep->lam) {
+            elt_latent_s16(p, st->zt, pe[i], st->latent[0]);
+            elt_head_s16(p, st->latent[0], st->logits[i]);
+        }
+        for (i = 0; i < ep->lam; i++) {
             st->H[i] = elt_entropy_s16(st->logits[i], ncls, p->logit_frac, ep->exp2_lut,
                                        p->log2_lut);
         }
@@ -184,7 +461,7 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             best_t = t;
             best_i = j;
             for (a = 0; a < k; a++) {
-                res->p_best[a] = st->p_eval[j][a];
+                res->p_best[a] = pe[j][a];
             }
             for (i = 0; i < ncls; i++) {
                 res->logits[i] = st->logits[j][i];
@@ -193,7 +470,7 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
 #ifdef ELT_TRACE
         elt_trace_rows("cmaes.z", t, (const int32_t(*)[ELT_K_MAX])st->work.z, ep->lam, k);
         elt_trace_rows("cmaes.x", t, (const int32_t(*)[ELT_K_MAX])st->work.x, ep->lam, k);
-        elt_trace_rows("p_eval", t, (const int32_t(*)[ELT_K_MAX])st->p_eval, ep->lam, k);
+        elt_trace_rows("p_eval", t, pe, ep->lam, k);
         for (i = 0; i < ep->lam; i++) {
             for (a = 0; a < ncls; a++) {
                 elt_trace_buf[i * ncls + a] = st->logits[i][a];
@@ -205,6 +482,11 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             elt_trace_buf[i] = st->order[i];
         }
         elt_trace("order", t, elt_trace_buf, ep->lam);
+#endif
+#ifndef ELT_TRACE
+        if (t == ep->n_iter - 1) {
+            break; /* the last tell's state is never read: the output is the best sampled p */
+        }
 #endif
         /* 4-10. tell with the continuous candidates; V1 mean; V2 state on the grid */
         hsig = elt_cmaes_tell_s32(ep, &st->es, &st->work, st->order);

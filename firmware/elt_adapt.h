@@ -25,11 +25,11 @@ typedef struct {
     int32_t dim;              /* D */
     int32_t mode;             /* ELT_MODE_* */
     uint64_t seed;            /* base seed of the per-sample streams */
-    const int16_t *W;         /* [C][D] head weights */
+    const int16_t *W;         /* [D][C] head weights, transposed (W^T: one row per latent) */
     const int32_t *b;         /* [C] bias in the accumulator format */
     int32_t head_shift;       /* accumulator -> logits */
     int32_t logit_frac;       /* logits Q(15-f).f */
-    const int16_t *V;         /* [D][k] basis */
+    const int16_t *V;         /* [k][D] basis, transposed (V^T: one row per basis vector) */
     int32_t zt_shift;         /* z_t Q0.15 -> latent */
     int32_t v_shift;          /* V p -> latent */
     int32_t beta;             /* continual_bounded forgetting factor, Q1.30 */
@@ -49,7 +49,7 @@ typedef struct {
     int32_t H[ELT_LAM_MAX];                      /* entropies, Q5.26 */
     int16_t logits[ELT_LAM_MAX][ELT_C_MAX];      /* candidate logits */
     int16_t zt[ELT_D_MAX];                       /* z_t in the latent format */
-    int16_t latent[ELT_D_MAX];                   /* candidate latent z_t + V p */
+    int16_t latent[2][ELT_D_MAX];                /* candidate latents z_t + V p (two) */
     uint8_t order[ELT_LAM_MAX];                  /* ranking by (H, index) */
 } elt_adapt_state_t;
 
@@ -71,8 +71,16 @@ void elt_adapt_reset(elt_adapt_state_t *st);
 void elt_latent_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pv,
                     int16_t *z);
 
+/* The same for two candidates (one pass over V). */
+void elt_latent2_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pa,
+                     const int32_t *pb, int16_t *za, int16_t *zb);
+
 /* Linear head: logits = sat16(round((W z + b) / 2^head_shift)), int32 accumulator (proven). */
 void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits);
+
+/* The same for two latents in one pass over W (the candidates of an iteration, in pairs). */
+void elt_head2_s16(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb,
+                   int16_t *la, int16_t *lb);
 
 /* Adapt one sample (z_q15: D int16 Q0.15 = LSTM h_T) and fill every result field. */
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,

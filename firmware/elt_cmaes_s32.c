@@ -4,11 +4,16 @@
  *
  * One rule everywhere: products of two int32 in int64, rounded to the destination format
  * ((x + 2^(s-1)) >> s, elt_mul_rr); sums of rounded terms are exact in int64; one saturation at
- * every store; signed divisions sign-magnitude around fx_div_pos64; floor isqrt.
+ * every store; signed divisions sign-magnitude around the exact positive division (elt_udiv64,
+ * fx_div_pos64 semantics); floor isqrt.
  */
 #include "elt_cmaes_s32.h"
 
 #include "elt_entropy_s16.h"
+
+#if ELT_NEON
+#include <arm_neon.h>
+#endif
 
 #define ELT_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
 
@@ -36,6 +41,7 @@ void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, cons
  * A_ij = (C_ij - sum A_il A_jl) / A_jj (numerator saturated to int32, rounded division). */
 int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
 {
+    elt_recip_t rc;
     int32_t nfix = 0;
     int32_t i;
     int32_t j;
@@ -52,14 +58,16 @@ int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
         }
         ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
         a[ELT_TRI(j, j)] = ajj;
+        if (j + 1 < k) {
+            elt_recip_init(&rc, (uint64_t)ajj); /* one reciprocal for the column */
+        }
         for (i = j + 1; i < k; i++) {
             int64_t num = c[ELT_TRI(i, j)];
             for (l = 0; l < j; l++) {
                 num -= elt_mul_rr(a[ELT_TRI(i, l)], a[ELT_TRI(j, l)], ELT_C_FRAC);
             }
-            num = elt_sat32(num);
-            a[ELT_TRI(i, j)] =
-                elt_sat32(elt_div_round_s64(num * ((int64_t)1 << ELT_C_FRAC), ajj));
+            num = elt_sat32(num) * ((int64_t)1 << ELT_C_FRAC); /* |num| < 2^57 */
+            a[ELT_TRI(i, j)] = elt_sat32(elt_div_round_r(num, &rc)); /* elt_div_round_s64 */
         }
     }
     return nfix;
@@ -76,32 +84,174 @@ void elt_cmaes_sigma_s32(int32_t ln_sigma, const int32_t *exp2_lut, int32_t *man
     *e = ee;
 }
 
+#if ELT_NEON
+/* elt_gauss_from_u32 on four draws: VCLZ octave, VSHL mantissa, the knot pair (T[s], T[s+1])
+ * by one VLD2 lane load per lane, VRSHRN #16 interpolation, sign by XOR / subtract. */
+static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
+{
+    const uint32x4_t v = vorrq_u32(vshlq_n_u32(u, 1), vdupq_n_u32(1u));
+    const uint32x4_t oct = vclzq_u32(v);
+    const uint32x4_t mn = vshlq_u32(v, vreinterpretq_s32_u32(oct));
+    const uint32x4_t idx =
+        vmlaq_n_u32(vandq_u32(vshrq_n_u32(mn, 26), vdupq_n_u32(31u)), oct, ELT_GAUSS_KNOTS);
+    const int32x4_t frac =
+        vreinterpretq_s32_u32(vandq_u32(vshrq_n_u32(mn, 10), vdupq_n_u32(0xFFFFu)));
+    const int32x4_t neg = vshrq_n_s32(vreinterpretq_s32_u32(u), 31); /* 0 or -1 */
+    int32x4x2_t g;
+    int32x4_t dt;
+    int32x4_t mag;
+    g.val[0] = vdupq_n_s32(0);
+    g.val[1] = g.val[0];
+    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 0), g, 0);
+    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 1), g, 1);
+    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 2), g, 2);
+    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 3), g, 3);
+    dt = vsubq_s32(g.val[1], g.val[0]);
+    mag = vaddq_s32(g.val[0],
+                    vcombine_s32(vrshrn_n_s64(vmull_s32(vget_low_s32(dt), vget_low_s32(frac)), 16),
+                                 vrshrn_n_s64(vmull_s32(vget_high_s32(dt), vget_high_s32(frac)),
+                                              16)));
+    return vsubq_s32(veorq_s32(mag, neg), neg); /* -mag where the sign bit is set */
+}
+#endif
+
 void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s,
                           elt_cmaes_work_t *w, elt_rng_t *rng, const int32_t *gauss_lut)
 {
     const int32_t k = p->k;
+    const int32_t lam = p->lam;
+    const int32_t mant = w->sig_mant;
     /* sigma y = y mant 2^(e+1) / 2^30: Q.57 -> Q.27, shift 29 - e in [25, 50] */
     const int shift = (ELT_RATE_FRAC - 1) - w->sig_exp;
+    uint32_t st[4];
     int32_t i;
     int32_t a;
     int32_t l;
-    for (i = 0; i < p->lam; i++) { /* draw order: candidate-major, then dimension */
+    /* draw order: candidate-major, then dimension (the stream kept in registers) */
+    st[0] = rng->s[0];
+    st[1] = rng->s[1];
+    st[2] = rng->s[2];
+    st[3] = rng->s[3];
+#if ELT_NEON
+    /* the 32-bit draws first, then the normals four at a time (two rows of k = 2, or runs of
+     * four within a row), the rest one by one */
+    for (i = 0; i < lam; i++) {
+#if ELT_K_MAX >= 2
+        if (k == 2) {
+            w->z[i][0] = (int32_t)elt_xoshiro_next(st);
+            w->z[i][1] = (int32_t)elt_xoshiro_next(st);
+            continue;
+        }
+#endif
         for (a = 0; a < k; a++) {
-            w->z[i][a] = elt_gauss_q28(rng, gauss_lut);
+            w->z[i][a] = (int32_t)elt_xoshiro_next(st);
         }
     }
-    for (i = 0; i < p->lam; i++) {
+    i = 0;
+#if ELT_K_MAX >= 2
+    for (; k == 2 && i + 2 <= lam; i += 2) {
+        const int32x4_t g = elt_gauss4(
+            vreinterpretq_u32_s32(vcombine_s32(vld1_s32(w->z[i]), vld1_s32(w->z[i + 1]))),
+            gauss_lut);
+        vst1_s32(w->z[i], vget_low_s32(g));
+        vst1_s32(w->z[i + 1], vget_high_s32(g));
+    }
+#endif
+    for (; i < lam; i++) {
+        for (a = 0; a + 4 <= k; a += 4) {
+            vst1q_s32(&w->z[i][a],
+                      elt_gauss4(vreinterpretq_u32_s32(vld1q_s32(&w->z[i][a])), gauss_lut));
+        }
+        for (; a < k; a++) {
+            w->z[i][a] = elt_gauss_from_u32((uint32_t)w->z[i][a], gauss_lut);
+        }
+    }
+#else
+    for (i = 0; i < lam; i++) {
+        for (a = 0; a < k; a++) {
+            w->z[i][a] = elt_gauss_from_u32(elt_xoshiro_next(st), gauss_lut);
+        }
+    }
+#endif
+    rng->s[0] = st[0];
+    rng->s[1] = st[1];
+    rng->s[2] = st[2];
+    rng->s[3] = st[3];
+    i = 0;
+#if ELT_NEON && ELT_K_MAX >= 2
+    if (k == 2) {
+        /* y = A z with each product rounded to Q.27 (VRSHR / VRSRA #27), sat32 (VQMOVN);
+         * x = sat32(m + round(y mant / 2^shift)) (VRSHL by -shift, VQMOVN) */
+        const int32x2_t a0 = vld1_s32(w->A);                           /* A00, A10 */
+        const int32x2_t a1 = vset_lane_s32(w->A[2], vdup_n_s32(0), 1); /* 0, A11 */
+        const int64x2_t m64 = vmovl_s32(vld1_s32(s->m));
+        const int32x2_t md = vdup_n_s32(mant);
+        const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+        for (; i < lam; i++) {
+            const int32x2_t zv = vld1_s32(w->z[i]);
+            int64x2_t acc =
+                vrshrq_n_s64(vmull_lane_s32(a0, zv, 0), ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+            int32x2_t y;
+            acc = vrsraq_n_s64(acc, vmull_lane_s32(a1, zv, 1),
+                               ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+            y = vqmovn_s64(acc);
+            vst1_s32(w->y[i], y);
+            vst1_s32(w->x[i], vqmovn_s64(vaddq_s64(m64, vrshlq_s64(vmull_s32(y, md), shv))));
+        }
+    }
+#endif
+#if ELT_NEON
+    /* any k: row a of A (packed, contiguous) times z two products per VMULL, each rounded
+     * (VRSRA #27); x two dimensions per step as above */
+    {
+        const int32x2_t md = vdup_n_s32(mant);
+        const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+        for (; i < lam; i++) {
+            const int32_t *zi = w->z[i];
+            for (a = 0; a < k; a++) {
+                const int32_t *ar = &w->A[ELT_TRI(a, 0)];
+                int64x2_t acc = vdupq_n_s64(0);
+                int64_t sum;
+                for (l = 0; l + 2 <= a + 1; l += 2) {
+                    acc = vrsraq_n_s64(acc, vmull_s32(vld1_s32(ar + l), vld1_s32(zi + l)),
+                                       ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                }
+                sum = vgetq_lane_s64(acc, 0) + vgetq_lane_s64(acc, 1);
+                if (l == a) {
+                    sum += elt_mul_rr(ar[a], zi[a], ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                }
+                w->y[i][a] = elt_sat32(sum);
+            }
+            for (a = 0; a + 2 <= k; a += 2) {
+                vst1_s32(&w->x[i][a],
+                         vqmovn_s64(vaddq_s64(vmovl_s32(vld1_s32(&s->m[a])),
+                                              vrshlq_s64(vmull_s32(vld1_s32(&w->y[i][a]), md),
+                                                         shv))));
+            }
+            for (; a < k; a++) {
+                w->x[i][a] = elt_sat32((int64_t)s->m[a] +
+                                       fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
+            }
+        }
+    }
+#endif
+    for (; i < lam; i++) {
         for (a = 0; a < k; a++) {
             int64_t acc = 0;
-            int32_t x;
             for (l = 0; l <= a; l++) { /* y = A z: Q5.26 x Q3.28 -> Q.27 */
                 acc += elt_mul_rr(w->A[ELT_TRI(a, l)], w->z[i][l],
                                   ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
             }
             w->y[i][a] = elt_sat32(acc);
-            x = elt_sat32((int64_t)s->m[a] +
-                          fx_rshift_round64((int64_t)w->y[i][a] * w->sig_mant, shift));
-            w->x[i][a] = p->grid_on ? elt_requant_s32(p, x, ELT_X_FRAC) : x;
+            w->x[i][a] = elt_sat32((int64_t)s->m[a] +
+                                   fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
+        }
+    }
+    if (p->grid_on) {
+        for (i = 0; i < lam; i++) {
+            for (a = 0; a < k; a++) {
+                w->x[i][a] = elt_requant_s32(p, w->x[i][a], ELT_X_FRAC);
+            }
         }
     }
 }
@@ -119,12 +269,33 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
     int32_t nps;
     int32_t ratio;
     int64_t dl;
+    elt_recip_t rc;
     int32_t i;
     int32_t a;
     int32_t b;
     s->g += 1; /* pycma countiter, incremented before the update */
     /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike (notes §1 step 2, §3) */
-    for (a = 0; a < k; a++) {
+    a = 0;
+#if ELT_NEON
+    /* two dimensions per step: VMULL by the scalar w_i, VRSRA #30 (each product rounded, the
+     * sum exact in int64), VQMOVN (sat32) */
+    for (; a + 2 <= k; a += 2) {
+        int64x2_t am = vdupq_n_s64(0);
+        int64x2_t az = am;
+        int64x2_t ay = am;
+        for (i = 0; i < p->mu; i++) {
+            const int32_t r = order[i];
+            const int32_t wi = p->w[i];
+            am = vrsraq_n_s64(am, vmull_n_s32(vld1_s32(&w->x[r][a]), wi), ELT_RATE_FRAC);
+            az = vrsraq_n_s64(az, vmull_n_s32(vld1_s32(&w->z[r][a]), wi), ELT_RATE_FRAC);
+            ay = vrsraq_n_s64(ay, vmull_n_s32(vld1_s32(&w->y[r][a]), wi), ELT_RATE_FRAC);
+        }
+        vst1_s32(&mnew[a], vqmovn_s64(am));
+        vst1_s32(&zw[a], vqmovn_s64(az));
+        vst1_s32(&yw[a], vqmovn_s64(ay));
+    }
+#endif
+    for (; a < k; a++) {
         int64_t am = 0;
         int64_t az = 0;
         int64_t ay = 0;
@@ -169,13 +340,86 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         if (nz < 1) {
             nz = 1;
         }
-        for (a = 0; a < k; a++) {
-            w->y[r][a] = elt_sat32(elt_div_round_s64((int64_t)w->y[r][a] * ((int64_t)1 << 25), nz));
+        /* y * 2^25 / nz rounded half away from zero (elt_div_round_s64), one reciprocal */
+        elt_recip_init(&rc, (uint64_t)nz);
+        for (a = 0; a < k; a++) { /* |y 2^25| < 2^56 */
+            w->y[r][a] = elt_sat32(elt_div_round_r((int64_t)w->y[r][a] * ((int64_t)1 << 25), &rc));
         }
     }
     /* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (notes §1 step 6) */
     decay = hsig ? p->decay_h1 : p->decay_h0;
-    for (a = 0; a < k; a++) {
+#if ELT_NEON && ELT_K_MAX >= 2
+    if (k == 2) {
+        /* C00, C10 in one int64x2, C11 in lane 1 of another: every product formed by
+         * VMULL, rounded and saturated by VQRSHRN #27 (t, u) or rounded by VRSRA #30 */
+        const int32x2_t pcv = vld1_s32(s->pc);
+        const int32x2_t cv = vld1_s32(s->C);
+        int32x2_t t01 = vqrshrn_n_s64(vmull_lane_s32(pcv, pcv, 0), 2 * ELT_X_FRAC - ELT_C_FRAC);
+        int32x2_t t2 = vqrshrn_n_s64(vmull_lane_s32(pcv, pcv, 1), 2 * ELT_X_FRAC - ELT_C_FRAC);
+        int64x2_t acc01 = vrshrq_n_s64(vmull_n_s32(cv, decay), ELT_RATE_FRAC);
+        int64x2_t acc2 = vrshrq_n_s64(vmull_n_s32(vdup_n_s32(s->C[2]), decay), ELT_RATE_FRAC);
+        acc01 = vrsraq_n_s64(acc01, vmull_n_s32(t01, p->c1), ELT_RATE_FRAC);
+        acc2 = vrsraq_n_s64(acc2, vmull_n_s32(t2, p->c1), ELT_RATE_FRAC);
+        for (i = 0; i < p->lam; i++) {
+            const int32_t wci = p->wc[i];
+            int32x2_t yv;
+            if (wci == 0) {
+                continue;
+            }
+            yv = vld1_s32(w->y[order[i]]);
+            t01 = vqrshrn_n_s64(vmull_lane_s32(yv, yv, 0), 2 * ELT_X_FRAC - ELT_C_FRAC);
+            t2 = vqrshrn_n_s64(vmull_lane_s32(yv, yv, 1), 2 * ELT_X_FRAC - ELT_C_FRAC);
+            acc01 = vrsraq_n_s64(acc01, vmull_n_s32(t01, wci), ELT_RATE_FRAC);
+            acc2 = vrsraq_n_s64(acc2, vmull_n_s32(t2, wci), ELT_RATE_FRAC);
+        }
+        vst1_s32(s->C, vqmovn_s64(acc01));
+        s->C[2] = vget_lane_s32(vqmovn_s64(acc2), 1);
+        a = k; /* done */
+    } else {
+        a = 0;
+    }
+#else
+    a = 0;
+#endif
+#if ELT_NEON
+    /* any k: two entries (a, b), (a, b + 1) of a packed row per step, the same products */
+    for (; a < k; a++) {
+        const int32_t pca = s->pc[a];
+        for (b = 0; b + 2 <= a + 1; b += 2) {
+            int32_t *ce = &s->C[ELT_TRI(a, b)];
+            int64x2_t acc = vrshrq_n_s64(vmull_n_s32(vld1_s32(ce), decay), ELT_RATE_FRAC);
+            int32x2_t t = vqrshrn_n_s64(vmull_n_s32(vld1_s32(&s->pc[b]), pca),
+                                        2 * ELT_X_FRAC - ELT_C_FRAC);
+            acc = vrsraq_n_s64(acc, vmull_n_s32(t, p->c1), ELT_RATE_FRAC);
+            for (i = 0; i < p->lam; i++) {
+                const int32_t *yr = w->y[order[i]];
+                if (p->wc[i] == 0) {
+                    continue;
+                }
+                t = vqrshrn_n_s64(vmull_n_s32(vld1_s32(&yr[b]), yr[a]),
+                                  2 * ELT_X_FRAC - ELT_C_FRAC);
+                acc = vrsraq_n_s64(acc, vmull_n_s32(t, p->wc[i]), ELT_RATE_FRAC);
+            }
+            vst1_s32(ce, vqmovn_s64(acc));
+        }
+        if (b == a) { /* the diagonal entry of an even row */
+            int32_t t = elt_sat32(elt_mul_rr(pca, pca, 2 * ELT_X_FRAC - ELT_C_FRAC));
+            int64_t acc = elt_mul_rr(decay, s->C[ELT_TRI(a, a)], ELT_RATE_FRAC) +
+                          elt_mul_rr(p->c1, t, ELT_RATE_FRAC);
+            for (i = 0; i < p->lam; i++) {
+                const int32_t *yr = w->y[order[i]];
+                int32_t u;
+                if (p->wc[i] == 0) {
+                    continue;
+                }
+                u = elt_sat32(elt_mul_rr(yr[a], yr[a], 2 * ELT_X_FRAC - ELT_C_FRAC));
+                acc += elt_mul_rr(p->wc[i], u, ELT_RATE_FRAC);
+            }
+            s->C[ELT_TRI(a, a)] = elt_sat32(acc);
+        }
+    }
+#endif
+    for (; a < k; a++) {
         for (b = 0; b <= a; b++) {
             int32_t t = elt_sat32(elt_mul_rr(s->pc[a], s->pc[b], 2 * ELT_X_FRAC - ELT_C_FRAC));
             int64_t acc = elt_mul_rr(decay, s->C[ELT_TRI(a, b)], ELT_RATE_FRAC) +
@@ -306,7 +550,8 @@ void elt_clip_norm_s32(int32_t *v, int32_t k, int32_t radius_q23)
     }
     for (a = 0; a < k; a++) {
         int64_t mag = v[a] < 0 ? -(int64_t)v[a] : (int64_t)v[a];
-        mag = fx_div_pos64(mag * radius_q23, nrm); /* truncation: never longer than radius */
+        /* truncation: never longer than radius; exact floor (elt_udiv64 = fx_div_pos64) */
+        mag = (int64_t)elt_udiv64((uint64_t)(mag * radius_q23), (uint64_t)nrm);
         v[a] = (int32_t)(v[a] < 0 ? -mag : mag);
     }
 }

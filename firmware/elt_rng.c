@@ -5,8 +5,6 @@
 
 #include "fw_fixed.h"
 
-#define ELT_GAUSS_KNOTS 33 /* 32 segments per octave */
-
 static uint64_t elt_splitmix64_next(uint64_t *state)
 {
     uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
@@ -30,34 +28,9 @@ void elt_rng_seed(elt_rng_t *rng, uint64_t seed, uint32_t sample_id)
     rng->s[3] = (uint32_t)(b >> 32);
 }
 
-static inline uint32_t elt_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
-
-uint32_t elt_rng_next(elt_rng_t *rng)
-{
-    uint32_t *s = rng->s;
-    uint32_t result = elt_rotl32(s[1] * 5u, 7) * 9u;
-    uint32_t t = s[1] << 9;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = elt_rotl32(s[3], 11);
-    return result;
-}
+uint32_t elt_rng_next(elt_rng_t *rng) { return elt_xoshiro_next(rng->s); }
 
 int32_t elt_gauss_q28(elt_rng_t *rng, const int32_t *lut)
 {
-    uint32_t u = elt_rng_next(rng);
-    /* odd v, t = v / 2^32 in (0, 1); |z| = Phi^-1(1 - t/2) (notes §4) */
-    uint32_t v = ((u & 0x7FFFFFFFu) << 1) | 1u;
-    int oct = __builtin_clz(v); /* ARM CLZ; v != 0 */
-    uint32_t mn = v << oct;     /* leading one at bit 31 */
-    const int32_t *row = lut + oct * ELT_GAUSS_KNOTS;
-    uint32_t seg = (mn >> 26) & 31u;
-    int32_t frac = (int32_t)((mn >> 10) & 0xFFFFu);
-    int32_t a = row[seg];
-    int32_t b = row[seg + 1u];
-    int32_t mag = a + (int32_t)fx_rshift_round64((int64_t)(b - a) * frac, 16);
-    return (u >> 31) != 0u ? -mag : mag;
+    return elt_gauss_from_u32(elt_xoshiro_next(rng->s), lut);
 }

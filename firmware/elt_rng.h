@@ -24,4 +24,36 @@ uint32_t elt_rng_next(elt_rng_t *rng);
  * (codegen.intref.tables.GAUSS_LUT, emitted into the params file). */
 int32_t elt_gauss_q28(elt_rng_t *rng, const int32_t *lut);
 
+/* The same two steps inline, on a state the caller keeps in locals (the sampler's loop). */
+#define ELT_GAUSS_KNOTS 33 /* 32 segments per octave */
+
+static inline uint32_t elt_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+static inline uint32_t elt_xoshiro_next(uint32_t *s)
+{
+    uint32_t result = elt_rotl32(s[1] * 5u, 7) * 9u;
+    uint32_t t = s[1] << 9;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = elt_rotl32(s[3], 11);
+    return result;
+}
+
+static inline int32_t elt_gauss_from_u32(uint32_t u, const int32_t *lut)
+{
+    /* odd v, t = v / 2^32 in (0, 1); |z| = Phi^-1(1 - t/2) (notes §4) */
+    uint32_t v = (u << 1) | 1u;  /* = 2 (u & 0x7fffffff) + 1 */
+    int oct = __builtin_clz(v); /* ARM CLZ; v != 0 */
+    uint32_t mn = v << oct;     /* leading one at bit 31 */
+    const int32_t *row = lut + oct * ELT_GAUSS_KNOTS + ((mn >> 26) & 31u);
+    int32_t frac = (int32_t)((mn >> 10) & 0xFFFFu);
+    int32_t a = row[0];
+    /* (T[s+1] - T[s]) f < 2^44: int64, the one rounding rule */
+    int32_t mag = a + (int32_t)(((int64_t)(row[1] - a) * frac + (1 << 15)) >> 16);
+    return (int32_t)(u >> 31) != 0 ? -mag : mag;
+}
+
 #endif /* ELT_RNG_H */

@@ -89,6 +89,10 @@ def test_quantize_errors_name_the_tensor() -> None:
     big[5] = 3000.0
     with pytest.raises(ConfigError, match=r"head W row 5: .* exceeds the int32 accumulator"):
         quantize_adapt(big, b, V, cfg, zc)
+    # a basis far from orthonormal: round(V p) would not fit the NEON latent's int32 lanes
+    with pytest.raises(ConfigError, match=r"basis V: max\|V\| = .* overflows the latent path"):
+        quantize_adapt(W, b, V * 2.0**14, cfg, zc)
+    assert quantize_adapt(W, b, V * 4.0, cfg, zc).v_shift >= 27  # |V| < 4: still fine
 
 
 def test_head_accumulator_proof_holds_at_the_worst_latent() -> None:

@@ -17,8 +17,10 @@ from intharness.driver import (
     Case,
     Harness,
     build_harness,
+    div_cases,
     first_result_mismatch,
     first_trace_mismatch,
+    isqrt_cases,
     random_head,
     random_latents,
     shared_harness,
@@ -83,6 +85,24 @@ def test_full_grid_bit_exact(tmp_path: Path) -> None:
     h = build_harness([c.params(100 + i) for i, c in enumerate(FULL)])
     for i, case in enumerate(FULL):
         check_case(h, i, case, 100 + i, tmp_path)
+
+
+def test_exact_division_and_isqrt_equal_python(fast_harness: Harness) -> None:
+    """elt_udiv64 / elt_udiv64_r (reciprocal + Newton + correction instead of libgcc's 64-bit
+    division) equal Python // on every case, the largest numerators and quotients >= 2^32
+    included; elt_isqrt64 equals math.isqrt."""
+    import math
+
+    rng = np.random.default_rng(61)
+    num, den = div_cases(rng)
+    q1, q2 = fast_harness.udiv(np.array(num, np.uint64), np.array(den, np.uint64))
+    want = [a // b for a, b in zip(num, den, strict=True)]
+    for i, (a, b) in enumerate(zip(num, den, strict=True)):
+        assert int(q1[i]) == want[i] and int(q2[i]) == want[i], f"{a} // {b}: {q1[i]}, {q2[i]}"
+    vals = isqrt_cases(rng)
+    got = fast_harness.isqrt(np.array(vals, np.uint64))
+    for v, r in zip(vals, got, strict=True):
+        assert int(r) == math.isqrt(v), f"isqrt({v}) = {r}"
 
 
 def test_generated_params_equal_python(fast_harness: Harness) -> None:

@@ -72,8 +72,10 @@ TraceFn = Callable[[int, str, int, I64], None]
 cmaes.m0, then per iteration cmaes.A, cmaes.sigma, cmaes.z, cmaes.x, p_eval, logits, entropy,
 order, cmaes.hsig, cmaes.m, cmaes.ps, cmaes.pc, cmaes.C, cmaes.ln_sigma; finally best_p."""
 
-# firmware/*.c of the ELaTTA kernels, in link order (codegen.firmware_build.RUNTIME_SOURCES style)
+# firmware/*.c of the ELaTTA kernels, in link order (codegen.firmware_build.RUNTIME_SOURCES style);
+# elt_intmath.c: the exact division and square root the others call
 ADAPT_FIRMWARE_SOURCES: tuple[str, ...] = (
+    "elt_intmath.c",
     "elt_rng.c",
     "elt_entropy_s16.c",
     "elt_cmaes_s32.c",
@@ -287,6 +289,14 @@ def quantize_adapt(
     fz = latent_fmt.frac_bits
     v_fmt = QFormat.for_range(float(np.max(np.abs(Vf))))
     Vq = v_fmt.quantize(Vf)
+    # |round(V p)| <= k·2^15·2^31 / 2^v_shift must stay below 2^30: the NEON latent narrows it
+    # to int32 before adding z_t (elt_latent_s16); an orthonormal V (Q0.15) gives k·2^17
+    v_shift = v_fmt.frac_bits + X_FRAC - fz
+    if cfg.k * 2.0 ** (46 - v_shift) >= 2**30:
+        raise ConfigError(
+            f"basis V: max|V| = {float(np.max(np.abs(Vf))):g} needs format {v_fmt.name}; "
+            f"V p overflows the latent path for k = {cfg.k} (use an orthonormal basis)"
+        )
     # logit format from the clean source latents (one bit of headroom)
     calib = Zc @ Wf.T + bf
     logit_fmt = QFormat.for_range(float(np.max(np.abs(calib))), headroom_bits=1)
@@ -346,7 +356,7 @@ def quantize_adapt(
         latent_fmt=latent_fmt,
         logit_fmt=logit_fmt,
         zt_shift=Z_T_FMT.frac_bits - fz,
-        v_shift=v_fmt.frac_bits + X_FRAC - fz,
+        v_shift=v_shift,
         head_shift=head_shift,
         cmaes=cm,
         beta_q30=beta_q30,
@@ -639,12 +649,13 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
     pfx = prefix
     wq = f"{params.w_fmt.name}"
     arrays = [
-        _array(f"{pfx}adapt_W", "int16_t", params.W, (C, D), wq, _rng(*params.w_range),
-               "head weights W"),
+        _array(f"{pfx}adapt_W", "int16_t", params.W.T, (D, C), wq, _rng(*params.w_range),
+               "head weights W transposed (row d = the weights of latent d for every class)"),
         _array(f"{pfx}adapt_b", "int32_t", params.b, (C,), params.b_fmt.name,
                _rng(*params.b_range), "head bias b in the accumulator format"),
-        _array(f"{pfx}adapt_V", "int16_t", params.V, (D, k), params.v_fmt.name,
-               _rng(*params.v_range), "latent basis V_k (orthonormal columns)", per_line=max(k, 8)),
+        _array(f"{pfx}adapt_V", "int16_t", params.V.T, (k, D), params.v_fmt.name,
+               _rng(*params.v_range),
+               "latent basis V_k transposed (row l = basis vector l; orthonormal)"),
         _array(f"{pfx}adapt_w", "int32_t", cm.w, (cm.mu,), "Q1.30",
                _rng(min(src.weights[: cm.mu]), max(src.weights[: cm.mu])),
                "positive recombination weights w_i, i < mu (notes §1)"),

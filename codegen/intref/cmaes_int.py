@@ -22,7 +22,8 @@ ln σ                   Q8.23     clamped to [−20 ln2, 4 ln2]: σ ∈ [2⁻²�
 One arithmetic rule everywhere: every product of two int32 is formed in int64 and rounded to the
 destination format with (x + 2^(s−1)) >> s; sums of rounded terms are exact in int64 (≤ 34 terms
 of ≤ 2³⁶); one saturation to int32 at every store. Signed divisions are sign-magnitude around
-the positive-only `fx_div_pos64` (round half away from zero). Square roots are floor isqrt.
+the exact positive division (round half away from zero; ``elt_udiv64`` on the device, equal to
+`fx_div_pos64` and Python ``//``). Square roots are floor isqrt (``elt_isqrt64``).
 Because integer addition is exact, the C loops may sum in any order and stay bit-identical.
 
 Per iteration (notes §6 "Per iteration"; float equations: notes §1 steps 1-7):
@@ -95,7 +96,8 @@ def mul_rr(a: npt.ArrayLike, b: npt.ArrayLike, s: int) -> I64:
 
 
 def div_round(num: npt.ArrayLike, den: npt.ArrayLike) -> I64:
-    """``elt_div_round_s64``: num/den rounded half away from zero, den > 0, via fx_div_pos64."""
+    """``elt_div_round_s64``: num/den rounded half away from zero, den > 0, around the exact
+    positive division (``elt_udiv64`` = fx_div_pos64 = ``//`` on non-negative operands)."""
     n = np.asarray(num, dtype=np.int64)
     d = np.asarray(den, dtype=np.int64)
     if np.any(d <= 0):

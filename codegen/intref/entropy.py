@@ -8,7 +8,7 @@ Entropy of softmax(l) for int16 logits l in Q(15−f).f (notes §5, DESIGN §3):
     e_i = 2^−v_i = exp2neg(v_i)                 Q1.30: shift by ⌊v⌋, 257-entry LUT for the fraction
     S   = Σ e_i                                 int64, S ≥ 2³⁰ (the maximum has e = 1 exactly)
     T   = Σ round(e_i · a_i / 2²⁶)              int64 Q.30; e·|d| ≤ 1/e, so T < 2³⁷ for C ≤ 256
-    R   = (T · 2²⁶) / S                         one positive int64 division (fx_div_pos64), Q.26
+    R   = (T · 2²⁶) / S                         one exact positive division (elt_udiv64), Q.26
     ln S = ln2 · (b − 30 + log₂(1 + x)),        S = 2^b (1 + x), x from the 257-entry log₂ LUT
     H   = ln S + R                              int32 Q5.26
 

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from codegen.elatta.cmaes import default_popsize
 from codegen.intref.adapt import (
+    ADAPT_FIRMWARE_SOURCES,
     AdaptConfig,
     AdaptParams,
     IntAdaptResult,
@@ -31,7 +32,7 @@ from codegen.toolchain import COMMON_CFLAGS, find_tool
 
 HERE = Path(__file__).resolve().parent
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
-KERNELS = ("elt_rng.c", "elt_entropy_s16.c", "elt_cmaes_s32.c", "elt_adapt.c")
+KERNELS = ADAPT_FIRMWARE_SOURCES
 TraceRec = tuple[int, str, int, npt.NDArray[np.int64]]
 ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
@@ -87,6 +88,17 @@ class Harness:
         out = self._run(["entropy"], struct.pack("<IIIi", idx, n, c, frac) + La.tobytes())
         arr = np.frombuffer(out, "<i4").reshape(n, 2).astype(np.int64)
         return arr[:, 0], arr[:, 1]
+
+    def udiv(self, num: npt.ArrayLike, den: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """elt_udiv64 and elt_udiv64_r (one reciprocal) on uint64 pairs."""
+        pairs = np.stack([np.asarray(num, "<u8"), np.asarray(den, "<u8")], axis=1)
+        out = self._run(["udiv"], struct.pack("<I", len(pairs)) + pairs.tobytes())
+        q = np.frombuffer(out, "<u8").reshape(-1, 2)
+        return q[:, 0], q[:, 1]
+
+    def isqrt(self, n: npt.ArrayLike) -> np.ndarray:
+        a = np.asarray(n, "<u8")
+        return np.frombuffer(self._run(["isqrt"], struct.pack("<I", len(a)) + a.tobytes()), "<u4")
 
     def tables(self, idx: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         arr = np.frombuffer(self._run(["tables"], struct.pack("<I", idx)), "<i4").astype(np.int64)
@@ -274,3 +286,57 @@ FAST = (
 def shared_harness() -> Harness:
     """One sanitized, traced build of the fast slice, shared by every test module."""
     return build_harness([c.params(i) for i, c in enumerate(FAST)])
+
+
+def div_cases(rng: np.random.Generator, n: int = 4000) -> tuple[list[int], list[int]]:
+    """Numerator/denominator pairs for the exact division: the kernels' own shapes (entropy
+    T·2²⁶ / S, Cholesky and active-weight quotients, the clip), quotients around 2³² (the slow
+    path above), the largest numerators and denominators, and powers of two ± 1."""
+    num: list[int] = []
+    den: list[int] = []
+    edges = [1, 2, 3, 2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**39 - 1,
+             2**62 - 1, 2**63 - 1, 2**63, 2**64 - 1]
+    for d in edges:
+        for q in (0, 1, 2**31, 2**32 - 1, 2**32, 2**33):
+            for r in (0, 1, d - 1):
+                v = q * d + r
+                if v < 2**64 and r < d:
+                    num.append(v)
+                    den.append(d)
+        for v in (0, 1, 2**63 - 1, 2**64 - 1, d - 1, d, d + 1):
+            if 0 <= v < 2**64:
+                num.append(v)
+                den.append(d)
+    for b in range(1, 64):
+        for d in ((1 << b) - 1, 1 << b, (1 << b) + 1):
+            num.append(min(d * (2**32 - 1) + d - 1, 2**64 - 1))
+            den.append(d)
+    while len(num) < n:
+        d = int(rng.integers(1, 2**62)) >> int(rng.integers(0, 62))
+        d = max(d, 1)
+        q = int(rng.integers(0, 2**32)) >> int(rng.integers(0, 32))
+        v = q * d + int(rng.integers(0, d)) if d < 2**62 else q * d
+        if v < 2**64:
+            num.append(v)
+            den.append(d)
+    for _ in range(n // 4):  # entropy: S in [2^30, 2^38], T 2^26 < 2^63 with T/S <= ln 256
+        s = int(rng.integers(2**30, 2**38))
+        t = min(int(rng.integers(0, int(s * 5.6) + 1)), 2**37 - 1)  # T < 2^37 (numeric.md)
+        num.append(t << 26)
+        den.append(s)
+    return num, den
+
+
+def isqrt_cases(rng: np.random.Generator, n: int = 4000) -> list[int]:
+    """Every shape the kernels pass (< 2⁶²): perfect squares ± 1 across all sizes, powers of
+    two ± 1, random values of every bit length."""
+    out = [0, 1, 2, 3, 4, 2**62 - 1, (2**31 - 1) ** 2, (2**31 - 1) ** 2 - 1]
+    for b in range(1, 62):
+        out += [(1 << b) - 1, 1 << b, (1 << b) + 1]
+    for b in range(1, 32):
+        r = int(rng.integers(1 << (b - 1), 1 << b))
+        out += [r * r - 1, r * r, r * r + 1, (r + 1) * (r + 1) - 1]
+    while len(out) < n:
+        out.append(int(rng.integers(0, 2**62)) >> int(rng.integers(0, 62)))
+    return [v for v in out if 0 <= v < 2**62]
+

@@ -8,6 +8,9 @@
  *   harness rng                in: u64 seed, u32 n_ids, u32 count, n_ids x u32 id; out: u32 draws
  *   harness gauss              as rng, with a leading u32 param; out: i32 Q3.28 normals
  *   harness entropy            in: u32 param, u32 n, u32 C, i32 frac, n x C i16; out: (H, argmax)
+ *   harness udiv               in: u32 n, n x (u64 num, u64 den); out: n x (u64 elt_udiv64,
+ *                              u64 elt_udiv64_r)
+ *   harness isqrt              in: u32 n, n x u64 (< 2^62); out: n x u32 elt_isqrt64
  *   harness tables             in: u32 param; out: exp2 (257), log2 (257), gauss (1056) as i32
  *   harness params             in: u32 param; out: text "name value" lines of the scalar fields
  *   harness sizes              out: text "name bytes" lines
@@ -170,6 +173,41 @@ static void cmd_entropy(void)
     }
 }
 
+static void cmd_udiv(void)
+{
+    uint32_t n = rd_u32();
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        uint64_t v[2];
+        uint64_t q[2];
+        elt_recip_t r;
+        rd(v, sizeof v);
+        if (v[1] == 0) {
+            die("udiv: zero denominator");
+        }
+        elt_recip_init(&r, v[1]);
+        q[0] = elt_udiv64(v[0], v[1]);
+        q[1] = elt_udiv64_r(v[0], &r);
+        wr(q, sizeof q);
+    }
+}
+
+static void cmd_isqrt(void)
+{
+    uint32_t n = rd_u32();
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        uint64_t v;
+        uint32_t r;
+        rd(&v, sizeof v);
+        if (v >= ((uint64_t)1 << 62)) {
+            die("isqrt: n >= 2^62");
+        }
+        r = elt_isqrt64(v);
+        wr(&r, sizeof r);
+    }
+}
+
 static void cmd_tables(void)
 {
     const elt_adapt_params_t *p = param(rd_u32());
@@ -206,14 +244,14 @@ static void cmd_params(void)
     for (i = 0; i < e->n_iter; i++) {
         printf("hsig_thr.%" PRId32 " %" PRId64 "\n", i, e->hsig_thr[i]);
     }
-    for (i = 0; i < p->n_classes * p->dim; i++) {
-        printf("W.%" PRId32 " %d\n", i, p->W[i]);
+    for (i = 0; i < p->n_classes * p->dim; i++) { /* W^T [D][C] in the params, W [C][D] */
+        printf("W.%" PRId32 " %d\n", i, p->W[(i % p->dim) * p->n_classes + i / p->dim]);
     }
     for (i = 0; i < p->n_classes; i++) {
         printf("b.%" PRId32 " %" PRId32 "\n", i, p->b[i]);
     }
-    for (i = 0; i < p->dim * e->k; i++) {
-        printf("V.%" PRId32 " %d\n", i, p->V[i]);
+    for (i = 0; i < p->dim * e->k; i++) { /* V^T [k][D] in the params, V [D][k] printed */
+        printf("V.%" PRId32 " %d\n", i, p->V[(i % e->k) * p->dim + i / e->k]);
     }
 }
 
@@ -235,7 +273,7 @@ static void cmd_sizes(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        die("usage: harness adapt|rng|gauss|entropy|tables|params|sizes [TRACE_FILE]");
+        die("usage: harness adapt|rng|gauss|entropy|udiv|isqrt|tables|params|sizes [TRACE_FILE]");
     }
     if (strcmp(argv[1], "adapt") == 0) {
         cmd_adapt(argc > 2 ? argv[2] : "-");
@@ -245,6 +283,10 @@ int main(int argc, char **argv)
         cmd_rng(1);
     } else if (strcmp(argv[1], "entropy") == 0) {
         cmd_entropy();
+    } else if (strcmp(argv[1], "udiv") == 0) {
+        cmd_udiv();
+    } else if (strcmp(argv[1], "isqrt") == 0) {
+        cmd_isqrt();
     } else if (strcmp(argv[1], "tables") == 0) {
         cmd_tables();
     } else if (strcmp(argv[1], "params") == 0) {
