@@ -46,6 +46,14 @@ def symbols(elf: Path) -> tuple[list[int], list[str], list[int]]:
             addrs.append(int(parts[0], 16))
             sizes.append(int(parts[1], 16))
             names.append(parts[3])
+        elif len(parts) == 3 and parts[1] in "tTwW" and not parts[2].startswith("$"):
+            # libgcc's assembly routines (__aeabi_ldivmod …) carry no size: up to the next one
+            addrs.append(int(parts[0], 16))
+            sizes.append(0)
+            names.append(parts[2])
+    for i, n in enumerate(sizes):
+        if n == 0 and i + 1 < len(addrs):
+            sizes[i] = addrs[i + 1] - addrs[i]
     return addrs, names, sizes
 
 

@@ -11,6 +11,7 @@ thread. A measurement, not a test: `codegen bench` and bench/host_reference.py r
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -24,8 +25,6 @@ _Q: Any = None
 
 def _init(q: Any) -> None:
     global _Q
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"  # read by numpy's BLAS only at import: also set by the caller
     _Q = q
 
 
@@ -49,8 +48,12 @@ def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int
     chunks = np.array_split(np.arange(len(x)), workers)
     saved = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     os.environ.update({v: "1" for v in saved})  # children import numpy with one BLAS thread
+    # spawn, not fork: a forked child inherits the parent's BLAS thread pool (W workers x
+    # that many threads on W cores); a spawned one imports numpy under the setting above.
+    ctx = multiprocessing.get_context("spawn")
     try:
-        with ProcessPoolExecutor(workers, initializer=_init, initargs=(q,)) as ex:
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init,
+                                 initargs=(q,)) as ex:
             list(ex.map(_run, [(x[:8], ids[:8], mode)] * workers))  # imports, tables, caches
             t0 = time.perf_counter()
             parts = list(ex.map(_run, [(x[c], ids[c], mode) for c in chunks]))
