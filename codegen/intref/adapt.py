@@ -383,13 +383,15 @@ def latent_zt(z_q15: I64, params: AdaptParams) -> I64:
 
 def latent_s16(zt: I64, P: I64, params: AdaptParams) -> I64:
     """``elt_latent_s16``: z = sat16(z_t + round(V p)); zt [B, D], P [B, λ, k] → [B, λ, D]."""
-    vp = np.asarray(P, np.int64) @ params.V.T  # exact int64: |V p| ≤ k·2^46
+    # |V p| ≤ k·2^46 < 2^53 (k ≤ K_MAX): float64 BLAS is exact in any summation order
+    vp = (np.asarray(P, np.float64) @ params.V.T.astype(np.float64)).astype(np.int64)
     return np.asarray(sat16(zt[:, None, :] + rshift_round(vp, params.v_shift)))
 
 
 def head_s16(z: I64, params: AdaptParams) -> I64:
     """``elt_head_s16``: logits = sat16(round((W z + b)/2^s)); int32 accumulator (proven)."""
-    acc = np.asarray(z, np.int64) @ params.W.T + params.b
+    # |W z| ≤ the proven int32 head bound < 2^53: float64 BLAS is exact in any order
+    acc = (np.asarray(z, np.float64) @ params.W.T.astype(np.float64)).astype(np.int64) + params.b
     return np.asarray(sat16(rshift_round(acc, params.head_shift)))
 
 
