@@ -216,7 +216,8 @@ def run_arm_probe(tmp: Path, sources: list[Path], includes: list[Path],
     (inc / "fw_config.h").write_text(render_config(FirmwareConfig(), "fw-probe", "0" * 64))
     elf = tmp / "probe.elf"
     subprocess.run([find_tool("arm-none-eabi-gcc"), *ARM_CFLAGS, *cflags, f"-I{inc}",
-                    *(f"-I{d}" for d in includes), f"-I{fw}", f"-T{fw / 'link.ld'}",
+                    *(f"-I{d}" for d in includes), f"-I{Path(__file__).parent / 'neonprobe'}",
+                    f"-I{fw}", f"-T{fw / 'link.ld'}",
                     *ARM_LDFLAGS, "-o", str(elf), str(fw / "startup.S"), str(fw / "fw_uart.c"),
                     str(fw / "fw_rt.c"), *map(str, sources), "-lgcc"], check=True)
     proc = subprocess.Popen(

@@ -179,29 +179,13 @@ PROBE_MAIN = r"""
 /* Test probe (tests/test_build.py): run the generated model on embedded samples, print fields. */
 #include <stdint.h>
 #include "fw_uart.h"
+#include "probe_print.h"
 #include "kws_model.h"
 #include "probe_data.h"
 int main(void);
 static elt_adapt_state_t st;
 static elt_adapt_result_t res;
 static int16_t z[KWS_HIDDEN_SIZE];
-static void put_s(int32_t v)
-{
-    char b[12];
-    int n = 0;
-    uint32_t u = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
-    if (v < 0) {
-        fw_uart_putc('-');
-    }
-    do {
-        b[n++] = (char)('0' + u % 10u);
-        u /= 10u;
-    } while (u);
-    while (n) {
-        fw_uart_putc((uint8_t)b[--n]);
-    }
-    fw_uart_putc(' ');
-}
 int main(void)
 {
     uint32_t i, j, m;

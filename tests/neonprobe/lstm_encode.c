@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "fw_uart.h"
+#include "probe_print.h"
 #include "kws_model.h"
 #include "probe_data.h"
 
@@ -12,23 +13,6 @@ int main(void);
 
 static int16_t z[KWS_HIDDEN_SIZE];
 
-static void put_s(int32_t v)
-{
-    char b[12];
-    int n = 0;
-    uint32_t u = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
-    if (v < 0) {
-        fw_uart_putc('-');
-    }
-    do {
-        b[n++] = (char)('0' + u % 10u);
-        u /= 10u;
-    } while (u);
-    while (n) {
-        fw_uart_putc((uint8_t)b[--n]);
-    }
-    fw_uart_putc(' ');
-}
 
 int main(void)
 {

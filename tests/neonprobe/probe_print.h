@@ -1,0 +1,29 @@
+/* Decimal printing for the test probes that run in qemu-system-arm (tests/buildkit.py
+ * run_arm_probe puts this directory on the include path): no libc in the firmware. */
+#ifndef PROBE_PRINT_H
+#define PROBE_PRINT_H
+
+#include <stdint.h>
+
+#include "fw_uart.h"
+
+/* v in decimal, then one space. */
+static inline void put_s(int32_t v)
+{
+    char b[12];
+    int n = 0;
+    uint32_t u = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
+    if (v < 0) {
+        fw_uart_putc('-');
+    }
+    do {
+        b[n++] = (char)('0' + u % 10u);
+        u /= 10u;
+    } while (u);
+    while (n) {
+        fw_uart_putc((uint8_t)b[--n]);
+    }
+    fw_uart_putc(' ');
+}
+
+#endif /* PROBE_PRINT_H */
