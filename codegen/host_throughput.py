@@ -4,8 +4,10 @@ Samples/s of the Python fixed-point reference (`codegen.intref.model.infer_int`:
 head, entropy and, for strict, the integer CMA-ES search; vectorised over samples and
 candidates) with int16 features precomputed, for no_adapt and strict, on 1 process and on W
 worker processes. Strict samples are independent (per-sample seeds), so the batch splits into
-contiguous chunks, one per worker, each run by the batched numpy reference; the W-process
-outputs are checked equal, field by field, to the 1-process outputs. Each worker uses one BLAS
+contiguous blocks of `BLOCK` samples that the workers take from one queue as they go free (a
+core that runs slower, as a shared vCPU does, then takes fewer blocks instead of setting the
+pace), each run by the batched numpy reference; the W-process outputs are checked equal,
+field by field, to the 1-process outputs. Each worker uses one BLAS
 thread. A measurement, not a test: `codegen bench` and bench/host_reference.py report it.
 """
 
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 
 MODES = ("no_adapt", "strict")
+BLOCK = 1024  # samples per task: two reference chunks, a few ms of pickling per second of work
 _Q: Any = None
 
 
@@ -51,7 +54,7 @@ def tile(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int
             ) -> tuple[float, dict[str, np.ndarray]]:
     """(samples/s, outputs) of ``mode`` over x on ``workers`` processes (warm-up excluded)."""
-    chunks = np.array_split(np.arange(len(x)), workers)
+    chunks = [slice(i, i + BLOCK) for i in range(0, len(x), BLOCK)]
     saved = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     os.environ.update({v: "1" for v in saved})  # children import numpy with one BLAS thread
     # spawn, not fork: a forked child inherits the parent's BLAS thread pool (W workers x

@@ -125,3 +125,17 @@ def test_c_entropy_equals_python(harness: Harness) -> None:
     for frac in (0, 11, 15):
         H, _ = harness.entropy(0, L, frac)
         np.testing.assert_array_equal(H, entropy_s16(L, frac))
+
+
+@pytest.mark.parametrize("frac", [0, 10, 12])
+def test_tabulated_terms_equal_the_formulas(frac: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-class terms gathered from `entropy_terms` (frac ≤ TABLE_MAX_FRAC) give the same
+    H as the arithmetic path, including clamped and saturated differences."""
+    import codegen.intref.entropy as E
+
+    rng = np.random.default_rng(frac)
+    L = random_logits(rng, 4000, 12, frac)
+    L[:40] = rng.choice(np.array([-32768, 32767, 0]), size=(40, 12))
+    tab = entropy_s16(L, frac)
+    monkeypatch.setattr(E, "TABLE_MAX_FRAC", -1)
+    np.testing.assert_array_equal(tab, entropy_s16(L, frac))

@@ -381,18 +381,36 @@ def latent_zt(z_q15: I64, params: AdaptParams) -> I64:
     return np.asarray(sat16(rshift_round(np.asarray(z_q15, np.int64), params.zt_shift)))
 
 
+def _rshift_round_f64(x: npt.NDArray[np.float64], s: int) -> npt.NDArray[np.float64]:
+    """`rshift_round` on float64 arrays holding integers below 2^52: x + 2^(s−1) is exact,
+    the scaling by 2^−s is exact and floor is the arithmetic shift; s ≤ 0 is x << −s."""
+    if s > 0:
+        x += 2.0 ** (s - 1)
+    x *= 2.0**-s
+    return np.floor(x, out=x) if s > 0 else x
+
+
+def _latent_f64(zt: I64, P: I64, params: AdaptParams) -> npt.NDArray[np.float64]:
+    """`latent_s16` as float64 integers (the head's operand, without a round trip to int64)."""
+    # |V p| ≤ k·2^46 < 2^53 (k ≤ K_MAX): float64 BLAS is exact in any summation order
+    vp = np.asarray(P, np.float64) @ params.V.T.astype(np.float64)
+    vp = _rshift_round_f64(vp, params.v_shift)
+    vp += zt[:, None, :]
+    return np.clip(vp, -32768.0, 32767.0, out=vp)
+
+
 def latent_s16(zt: I64, P: I64, params: AdaptParams) -> I64:
     """``elt_latent_s16``: z = sat16(z_t + round(V p)); zt [B, D], P [B, λ, k] → [B, λ, D]."""
-    # |V p| ≤ k·2^46 < 2^53 (k ≤ K_MAX): float64 BLAS is exact in any summation order
-    vp = (np.asarray(P, np.float64) @ params.V.T.astype(np.float64)).astype(np.int64)
-    return np.asarray(sat16(zt[:, None, :] + rshift_round(vp, params.v_shift)))
+    return _latent_f64(zt, P, params).astype(np.int64)
 
 
-def head_s16(z: I64, params: AdaptParams) -> I64:
+def head_s16(z: npt.ArrayLike, params: AdaptParams) -> I64:
     """``elt_head_s16``: logits = sat16(round((W z + b)/2^s)); int32 accumulator (proven)."""
-    # |W z| ≤ the proven int32 head bound < 2^53: float64 BLAS is exact in any order
-    acc = (np.asarray(z, np.float64) @ params.W.T.astype(np.float64)).astype(np.int64) + params.b
-    return np.asarray(sat16(rshift_round(acc, params.head_shift)))
+    # |W z + b| ≤ the proven int32 head bound < 2^53: float64 BLAS is exact in any order
+    acc = np.asarray(z, np.float64) @ params.W.T.astype(np.float64)
+    acc += params.b
+    acc = _rshift_round_f64(acc, params.head_shift)
+    return np.clip(acc, -32768.0, 32767.0, out=acc).astype(np.int64)
 
 
 def _emit(trace: TraceFn | None, idx: npt.ArrayLike, stage: str, it: int, data: I64) -> None:
@@ -446,8 +464,13 @@ def _search(
     best_i = np.zeros(B, np.int64)
     nfix = np.zeros(B, np.int64)
     for t in range(cfg.n_iter):
-        # 1. A = chol(C) (notes §6 step 1)
-        A, nf = chol_s32(st.C, k)
+        # 1. A = chol(C) (notes §6 step 1); at t = 0 every row holds the reset C = I, so one
+        # row's factor is every row's
+        if t == 0:
+            A1, nf1 = chol_s32(st.C[:1], k)
+            A, nf = np.repeat(A1, B, axis=0), np.repeat(nf1, B)
+        else:
+            A, nf = chol_s32(st.C, k)
         nfix += nf
         # 2. σ from ln σ, λ·k normals in draw order (notes §4, §6 step 2)
         mant, e = sigma_expand(st.ln_sigma)
@@ -463,7 +486,7 @@ def _search(
         if grid is not None and cfg.qelatta_v1:
             P = grid.requant(P, X_FRAC)
         # evaluate: z = sat(z_t + V p), logits, H; rank by (H, index) (notes §5, §6 step 3)
-        L = head_s16(latent_s16(zt, P, params), params)  # [B, λ, C]
+        L = head_s16(_latent_f64(zt, P, params), params)  # [B, λ, C]
         H = entropy_s16(L, params.logit_fmt.frac_bits)  # [B, λ]
         order = rank_by_h(H)
         j = order[:, 0]
@@ -480,6 +503,8 @@ def _search(
         _emit(trace, idx, "logits", t, L)
         _emit(trace, idx, "entropy", t, H)
         _emit(trace, idx, "order", t, order)
+        if trace is None and t == cfg.n_iter - 1:
+            break  # nothing reads the last update but its trace (the C side skips it too)
         # 4-10. tell with the continuous candidates (notes §6 steps 4-10)
         hsig = tell_s32(cm, st, z, y, x, order)
         if cfg.qelatta_v1:

@@ -79,6 +79,31 @@ def ln_q30sum_q26(S: I64) -> I64:
     return rshift_round(l2 * LN2_Q30, 30)
 
 
+TABLE_MAX_FRAC = 12  # entropy terms tabulated for logit frac ≤ 12 (≤ 127k entries per table)
+_TERMS: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]] = {}
+
+
+def _terms_direct(d: I64, frac: int) -> tuple[I64, I64]:
+    """The per-class terms of one clamped difference d (Q(15−frac).frac), by the formulas of
+    the module docstring: e = 2^−round(a·log₂e) (Q1.30) and round(e·a/2²⁶) (Q.30)."""
+    a = d << (D_FRAC - frac)  # Q5.26, ≤ 31·2^26
+    v = rshift_round(a * LOG2E_Q30, 30)  # log2 units, Q.26
+    e = exp2neg_q30(v)  # Q1.30
+    return e, rshift_round(e * a, D_FRAC)
+
+
+def entropy_terms(frac: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+    """`_terms_direct` for every d ∈ [0, 31·2^frac], as two int32 tables (e ≤ 2³⁰;
+    round(e·a/2²⁶) ≤ 2³⁰·max x·e^−x = 2³⁰/e): each term depends on d alone, so a gather is
+    the same function as the arithmetic."""
+    hit = _TERMS.get(frac)
+    if hit is None:
+        e, t = _terms_direct(np.arange((D_CLAMP << frac) + 1, dtype=np.int64), frac)
+        hit = (e.astype(np.int32), t.astype(np.int32))
+        _TERMS[frac] = hit
+    return hit
+
+
 def entropy_s16(logits: npt.ArrayLike, frac: int) -> I64:
     """``elt_entropy_s16``: H of softmax over the last axis of int16 logits (Q(15−frac).frac),
     int32 Q5.26. Works on any batch shape [..., C]."""
@@ -89,11 +114,13 @@ def entropy_s16(logits: npt.ArrayLike, frac: int) -> I64:
         raise ValueError(f"{L.shape[-1]} classes: the entropy kernel supports <= {MAX_CLASSES}")
     d = np.max(L, axis=-1, keepdims=True) - L  # ≥ 0
     d = np.minimum(d, D_CLAMP << frac)
-    a = d << (D_FRAC - frac)  # Q5.26, ≤ 31·2^26
-    v = rshift_round(a * LOG2E_Q30, 30)  # log2 units, Q.26
-    e = exp2neg_q30(v)  # Q1.30
-    S = np.sum(e, axis=-1)
-    T = np.sum(rshift_round(e * a, D_FRAC), axis=-1)  # Q.30
+    if frac <= TABLE_MAX_FRAC:
+        e_tab, t_tab = entropy_terms(frac)
+        e, t = e_tab[d], t_tab[d]
+    else:
+        e, t = _terms_direct(d, frac)
+    S: I64 = np.asarray(np.sum(e, axis=-1, dtype=np.int64))
+    T: I64 = np.asarray(np.sum(t, axis=-1, dtype=np.int64))  # Q.30
     R = div_pos(T << 26, S)  # Q.26
     H = ln_q30sum_q26(S) + R
     return np.asarray(H, dtype=np.int64)

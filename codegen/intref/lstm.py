@@ -80,7 +80,7 @@ def sigmoid_all(q: QLstm) -> IntArray:
 
 
 _SIG_CACHE: dict[int, tuple[np.ndarray, IntArray]] = {}
-CHUNK = 512  # samples per batch: keeps the [N, 4H] float64 temporaries (512 KiB) in L2
+CHUNK = 512  # samples per batch: [4H, N] float64 temporaries (512 KiB) and tables stay in L2
 
 
 def lstm_int(x: npt.ArrayLike, q: QLstm, trace: TraceFn | None = None) -> IntArray:
@@ -114,87 +114,97 @@ def gate_shifts(q: QLstm) -> IntArray:
 def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
     """The step of the module docstring on a batch, in float64 arrays holding exact integers.
 
-    Every value below is an integer (or an integer times a power of two) far inside float64's
-    53-bit significand, so each floor, product and sum is the integer operation it stands for:
+    Layout: samples along the last axis ([rows, N]) and gate rows reordered i, f, o, g, so every
+    gate is a contiguous block. Every value below is an integer (or an integer times a power of
+    two) far inside float64's 53-bit significand, so each floor, product and sum is the integer
+    operation it stands for:
 
     * gates: v_r = Σ_j w_rj·u_j·2^−s_r + (b_r + 2^(s_r−1))·2^−s_r + 32768, so
       floor(v_r) = rshift_round(acc_r, s_r) + 32768; the partial sums are multiples of 2^−s_r
       below (2^31 + 2^(15+s_r))·2^−s_r in magnitude (the int32 proof), exact in any BLAS
       summation order. Truncating v to an integer and clipping the index to [0, 65535]
-      (inside the gather) is floor-then-sat16 shifted into the σ table's index range:
-      truncation and floor differ only on (−1, 0), which clips to 0 either way.
-    * sat32 of c and sat16 of h are never active and are left out: |c_t| ≤ t (§4) and
-      |o·tanh(c)| ≤ 32767·32766 < 2^30, so |h| ≤ 32766.
-    * cell: |f·c| < 2^46, |i·g·2^L| ≤ 2^46 (L = cell_ig_lshift ≤ 16), so the sum and the
-      rounding shift by 15 are exact; likewise o·tanh(c) < 2^30 and the rounding shifts of c
-      and h (the operand shift) are exact.
+      (inside the gather) is floor-then-sat16 shifted into the table's index range:
+      truncation and floor differ only on (−1, 0), which clips to 0 either way. The index is
+      int32 when every shift is ≥ 1 (then |v| < 2^30 + 2^16); intp otherwise.
+    * the g rows gather tanh = 2σ(2x) − 1 from a second table, so i·g is one int16 product
+      (|i·g| ≤ 32767·32768 < 2^31, int32).
+    * cell, held as c/L (L = 2^cell_ig_lshift, an exact scaling): c/L·f + i·g + 2^14/L is
+      (f·c + (i·g)·L + 2^14)/L with |f·c| < 2^46, |i·g·L| ≤ 2^46 (L ≤ 2^16), so the sum is
+      exact; times L/2^15 and floored it is rshift_round(·, 15). sat32 is never active:
+      |c_t| ≤ t (numeric.md §4).
+    * h = floor((o·tanh(c) + 2^14)/2^15) with |o·tanh(c)| ≤ 32767·32768 < 2^31 (int32, and
+      |h| ≤ 32767, so sat16 never acts); the next step's operand rshift_round(h, h_opshift) is
+      floor((o·tanh(c) + 2^14 + 2^(h_opshift−1)·2^15)/2^(15+h_opshift)) by
+      floor((floor(y) + k)/n) = floor((y + k)/n) for integers k, n > 0, so h itself is formed
+      only at the last step (and for traces).
 
-    One BLAS product and a handful of in-place whole-array passes per step: ≈20k samples/s
-    per core for the encoder alone (bench/host_reference.py measures the whole reference).
+    One BLAS product, three table gathers and about fifteen whole-array passes per step
+    (bench/host_reference.py measures the whole reference).
     """
     N, F, H = X.shape[0], q.input_size, q.hidden_size
     sh = q.shifts
-    # sigf[v + 32768] = σ(v); float32 holds these 15-bit integers exactly and halves the
-    # gather's cache footprint; the arithmetic below widens them to float64 exactly.
-    sigf = sigmoid_all(q).astype(np.float32)
-    gi, gf, gg, go = (slice(n * H, (n + 1) * H) for n in range(len(GATES)))
-    s = gate_shifts(q).astype(np.float64)
-    inv = 2.0 ** -s
-    # u = [xs_t, hs, 1]: the bias and the rounding constant ride on the constant column.
-    w = np.vstack([q.w_ih.raw.T.astype(np.float64), q.w_hh.raw.T.astype(np.float64),
-                   (q.bias.raw.astype(np.float64) + 2.0 ** (s - 1))[None, :]]) * inv
-    w[-1] += 32768.0  # index offset of the σ table
-    xs = rshift_round(X.astype(np.int64), sh.x_opshift).astype(np.float64)  # all frames
-    u = np.ones((N, F + H + 1), dtype=np.float64)
-    u[:, F : F + H] = 0.0  # hs of h_0 = 0
-    h = np.zeros((N, H), dtype=np.float64)
-    c = np.zeros((N, H), dtype=np.float64)  # int32 values, c_fmt
-    v = np.empty((N, 4 * H), dtype=np.float64)
+    sig = sigmoid_all(q)
+    sig16 = sig.astype(np.int16)  # σ ∈ [0, 32767]
+    tanh16 = (2 * sig - 32768).astype(np.int16)  # tanh(x) = 2σ(2x) − 1 ∈ [−32768, 32766]
+    order = [GATES.index(g) for g in ("i", "f", "o", "g")]
+    rows = np.concatenate([np.arange(n * H, (n + 1) * H) for n in order])
+    s = gate_shifts(q)[rows].astype(np.float64)
+    # u = [xs_t; hs; 1]: the bias and the rounding constant ride on the constant row.
+    w = np.hstack([q.w_ih.raw[rows].astype(np.float64), q.w_hh.raw[rows].astype(np.float64),
+                   (q.bias.raw[rows].astype(np.float64) + 2.0 ** (s - 1))[:, None]])
+    w *= (2.0 ** -s)[:, None]
+    w[:, -1] += 32768.0  # index offset of the tables
+    cs, hop = sh.cell_tanh_rshift, sh.h_opshift
+    idx_t = np.int32 if min(int(s.min()), cs) >= 1 else np.intp
     L = float(1 << sh.cell_ig_lshift)
-    cs = sh.cell_tanh_rshift
-    c_off = 2.0 ** (cs - 1) * 2.0 ** -cs + 32768.0  # rounding constant and table offset
-    hs_inv, hs_off = 2.0 ** -sh.h_opshift, (2.0 ** (sh.h_opshift - 1) if sh.h_opshift else 0.0)
-    a = np.empty((N, 4 * H), dtype=np.float32)
-    ix = np.empty((N, 4 * H), dtype=np.intp)
-    ig = np.empty((N, H), dtype=np.float64)
-    cix = np.empty((N, H), dtype=np.intp)
-    tc = np.empty((N, H), dtype=np.float64)
-    tc32 = np.empty((N, H), dtype=np.float32)
+    xs = rshift_round(X.astype(np.int64), sh.x_opshift).astype(np.float64)
+    xs_t = np.ascontiguousarray(xs.transpose(1, 2, 0))  # [T, F, N]
+    u = np.ones((F + H + 1, N), dtype=np.float64)
+    u[F : F + H] = 0.0  # hs of h_0 = 0
+    hs = u[F : F + H]
+    cl = np.zeros((H, N), dtype=np.float64)  # c / L
+    v = np.empty((4 * H, N), dtype=np.float64)
+    ix = np.empty((4 * H, N), dtype=idx_t)
+    a = np.empty((3 * H, N), dtype=np.int16)
+    i, f, o = a[:H], a[H : 2 * H], a[2 * H :]
+    g = np.empty((H, N), dtype=np.int16)
+    ig = np.empty((H, N), dtype=np.int32)
+    tc = np.empty((H, N), dtype=np.float64)
+    cix = np.empty((H, N), dtype=idx_t)
+    th = np.empty((H, N), dtype=np.int16)
+    oth = np.empty((H, N), dtype=np.int32)
+    hk = 16384.0 + (2.0 ** (hop - 1) * 32768.0 if hop else 0.0)
+    h = np.zeros((H, N), dtype=np.float64)
     for t in range(q.num_frames):
-        u[:, :F] = xs[:, t, :]
-        np.matmul(u, w, out=v)
-        # floor + sat16 + table offset: truncate, then clip the index into [0, 65535] inside
-        # the gather (truncation differs from floor only on (−1, 0), which clips to 0 anyway)
-        ix[...] = v
-        np.take(sigf, ix, out=a, mode="clip")
-        i, f, o = a[:, gi], a[:, gf], a[:, go]
-        # c = rshift_round(f·c + (i·g) << L, 15), g = 2σ(2x) − 1 = 2a − 32768; in place
-        np.multiply(a[:, gg], 2.0 * L, out=ig)
-        ig -= 32768.0 * L
-        ig *= i
-        c *= f
-        c += ig
-        c += 16384.0
-        c *= 1.0 / 32768.0
-        np.floor(c, out=c)  # sat32 is never active: |c_t| <= t (numeric.md §4)
-        # tanh(c) = 2σ(2c) − 1, 2c = sat16(rshift_round(c, cs)) (+ table offset)
-        np.multiply(c, 2.0**-cs, out=tc)
-        tc += c_off
+        u[:F] = xs_t[t]
+        np.matmul(w, u, out=v)
+        ix[...] = v  # truncate; the gathers clip into [0, 65535] (see the docstring)
+        np.take(sig16, ix[: 3 * H], out=a, mode="clip")
+        np.take(tanh16, ix[3 * H :], out=g, mode="clip")
+        # c = rshift_round(f·c + (i·g) << L, 15), held as c/L
+        np.multiply(i, g, out=ig, dtype=np.int32)
+        cl *= f
+        cl += ig
+        cl += 16384.0 / L
+        cl *= L / 32768.0
+        np.floor(cl, out=cl)  # c
+        # tanh(c) = 2σ(2c) − 1, 2c = sat16(rshift_round(c, cs)) (+ table offset, clip)
+        np.multiply(cl, 2.0**-cs, out=tc)
+        cl *= 1.0 / L
+        tc += 0.5 + 32768.0
         cix[...] = tc
-        np.take(sigf, cix, out=tc32, mode="clip")
-        tc[...] = tc32
-        # h = sat16(rshift_round(o·tanh(c), 15)); o·tanh(c) < 2^30, never saturates
-        tc *= 2.0
-        tc -= 32768.0
-        tc *= o
-        tc += 16384.0
-        tc *= 1.0 / 32768.0
-        h = np.floor(tc, out=tc).copy()
-        u[:, F : F + H] = np.floor((h + hs_off) * hs_inv) if sh.h_opshift else h
+        np.take(tanh16, cix, out=th, mode="clip")
+        np.multiply(o, th, out=oth, dtype=np.int32)
+        if trace is not None or t == q.num_frames - 1:
+            np.floor((oth + 16384.0) * (1.0 / 32768.0), out=h)
+        # hs = rshift_round(h, h_opshift) straight from o·tanh(c) (docstring)
+        np.add(oth, hk, out=tc)
+        tc *= 2.0 ** -(15 + hop)
+        np.floor(tc, out=hs)
         if trace is not None:
-            trace(TRACE_C, t, c.astype(np.int64))
-            trace(TRACE_H, t, h.astype(np.int64))
-    out: IntArray = h.astype(np.int64)
+            trace(TRACE_C, t, (cl * L).T.astype(np.int64))
+            trace(TRACE_H, t, h.T.astype(np.int64))
+    out: IntArray = h.T.astype(np.int64)
     if trace is not None:
         trace(TRACE_Z, 0, out)
     return out

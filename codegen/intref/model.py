@@ -55,7 +55,7 @@ class IntInferResult:
         return {name: np.asarray(getattr(self, name)) for name in RESULT_FIELDS}
 
 
-CHUNK = 512  # samples per adaptation batch (no_adapt, strict)
+CHUNK = 1024  # samples per adaptation batch (no_adapt, strict): amortises per-call overhead
 
 
 def params_for_mode(q: QModel, mode: str | None) -> Any:
