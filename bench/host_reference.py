@@ -3,7 +3,7 @@ fixed-point reference for no_adapt and strict ELaTTA on 1 and W processes
 (`codegen.host_throughput`), features precomputed from the demo set's noisy test clips.
 
     python bench/host_reference.py [--build out/build/kws] [--data out/data/demo] [--n 20000]
-                                    [--workers 2] [--out FILE.json]
+                                    [--workers 2] [--repeats 3] [--out FILE.json]
 
 `codegen bench` reports the same figure (``host_reference`` in bench.json).
 """
@@ -32,16 +32,19 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=ROOT / "out/data/demo")
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--repeats", type=int, default=3, help="timed passes per mode (median)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     manifest = json.loads((a.build / "manifest.json").read_text())
     _, q = load_qmodel(manifest, a.data, a.build)
     _, xf = samples(a.data, q.source.meta, 512)
-    res = host_throughput(q, quantize_features(xf, q.lstm.x_fmt), a.n, a.workers)
+    res = host_throughput(q, quantize_features(xf, q.lstm.x_fmt), a.n, a.workers, a.repeats)
     for mode in ("no_adapt", "strict"):
         r = res[mode]
-        print(f"{mode:9s} 1 process {r['samples_per_s_1']:9.0f} samples/s   {res['workers']} "
-              f"processes {r['samples_per_s']:9.0f} samples/s   (N = {a.n}, outputs equal)")
+        runs = " / ".join(f"{v:.0f}" for v in r["runs"])
+        print(f"{mode:9s} 1 process {r['samples_per_s_1']:7.0f} samples/s   {res['workers']} "
+              f"processes {r['samples_per_s']:7.0f} samples/s (median of {runs})   "
+              f"N = {a.n}, outputs equal")
     if a.out is not None:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(res, indent=1) + "\n")

@@ -529,7 +529,8 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
 def host_md(h: dict[str, Any] | None) -> list[str]:
     if h is None:
         return []
-    rows = [f"| {m} | {h[m]['samples_per_s_1']:.0f} | {h[m]['samples_per_s']:.0f} |"
+    rows = [f"| {m} | {h[m]['samples_per_s_1']:.0f} | {h[m]['samples_per_s']:.0f} | "
+            + " / ".join(f"{v:.0f}" for v in h[m].get("runs", [])) + " |"
             for m in ("no_adapt", "strict")]
     return [
         "## Host integer reference (Python, numpy)",
@@ -537,10 +538,12 @@ def host_md(h: dict[str, Any] | None) -> list[str]:
         f"`codegen.intref.model.infer_int` over {h['n']} int16 feature matrices (features "
         f"precomputed), 1 process and {h['workers']} processes on {h['cores']} cores; the "
         "multi-process outputs equal the 1-process ones field by field. Target ≥ 20,000 "
-        "samples/s for strict. Wall-clock, so it depends on what else the machine runs.",
+        "samples/s for strict. Wall-clock, so it depends on what else the machine runs: "
+        f"medians of {h.get('repeats', 1)} timed passes, every pass listed.",
         "",
-        f"| mode | samples/s, 1 process | samples/s, {h['workers']} processes |",
-        "|---|---:|---:|",
+        f"| mode | samples/s, 1 process | samples/s, {h['workers']} processes | passes, "
+        f"{h['workers']} processes |",
+        "|---|---:|---:|---|",
         *rows,
         "",
     ]
@@ -739,6 +742,7 @@ def run(args: argparse.Namespace) -> int:
         h = doc["host_reference"]
         for mode in ("no_adapt", "strict"):
             print(f"host reference {mode:<13} {h[mode]['samples_per_s']:.0f} samples/s on "
-                  f"{h['workers']} processes ({h[mode]['samples_per_s_1']:.0f} on 1)")
+                  f"{h['workers']} processes, median of {h.get('repeats', 1)} passes "
+                  f"({h[mode]['samples_per_s_1']:.0f} on 1)")
     print(f"wrote {args.out / 'bench.json'} and bench.md ({len(doc['sweep'])} sweep points)")
     return 0

@@ -59,9 +59,11 @@ def tile(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.tile(x, (reps, 1, 1))[:n], np.arange(n, dtype=np.int64)
 
 
-def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int
-            ) -> tuple[float, dict[str, np.ndarray]]:
-    """(samples/s, outputs) of ``mode`` over x on ``workers`` processes (warm-up excluded)."""
+def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int, repeats: int = 1
+            ) -> tuple[list[float], dict[str, np.ndarray]]:
+    """(samples/s of each of ``repeats`` timed passes, outputs of the first) of ``mode`` over x
+    on ``workers`` processes (start-up and warm-up excluded; every pass's outputs must equal
+    the first's)."""
     tasks = [(i, min(i + BLOCK, len(x)), mode) for i in range(0, len(x), BLOCK)]
     saved = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     os.environ.update({v: "1" for v in saved})  # children import numpy with one BLAS thread
@@ -69,33 +71,44 @@ def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int
     # that many threads on W cores); a spawned one imports numpy under the setting above.
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Barrier(workers + 1)
+    rates: list[float] = []
+    first: dict[str, np.ndarray] = {}
     try:
         # a Pool starts all its workers at once; each warms up in _init, then meets the
         # parent at the barrier (a worker that fails to start breaks it: no silent timing)
         with ctx.Pool(workers, initializer=_init, initargs=(q, x, ids, ready)) as pool:
             ready.wait(timeout=STARTUP_S)
-            t0 = time.perf_counter()
-            parts = pool.map(_run, tasks, chunksize=1)
-            dt = time.perf_counter() - t0
+            for _ in range(max(1, repeats)):
+                t0 = time.perf_counter()
+                parts = pool.map(_run, tasks, chunksize=1)
+                rates.append(len(x) / (time.perf_counter() - t0))
+                out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+                for key in first:
+                    np.testing.assert_array_equal(out[key], first[key], err_msg=f"{mode} {key}")
+                first = first or out
     finally:
         for v, old in saved.items():
             if old is None:
                 os.environ.pop(v, None)
             else:
                 os.environ[v] = old
-    return len(x) / dt, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return rates, first
 
 
-def host_throughput(q: Any, x: np.ndarray, n: int, workers: int | None = None
-                    ) -> dict[str, Any]:
-    """samples/s per mode on 1 and on ``workers`` processes (default: every core)."""
+def host_throughput(q: Any, x: np.ndarray, n: int, workers: int | None = None,
+                    repeats: int = 3) -> dict[str, Any]:
+    """samples/s per mode on 1 and on ``workers`` processes (default: every core): the median
+    of ``repeats`` timed passes, and every pass (shared vCPUs vary by tens of percent from one
+    second to the next, so one pass says little)."""
     w = workers or os.cpu_count() or 1
     xs, ids = tile(np.asarray(x, dtype=np.int16), n)
-    res: dict[str, Any] = {"n": n, "workers": w, "cores": os.cpu_count()}
+    res: dict[str, Any] = {"n": n, "workers": w, "cores": os.cpu_count(), "repeats": repeats}
     for mode in MODES:
-        r1, o1 = measure(q, xs, ids, mode, 1)
-        rw, ow = measure(q, xs, ids, mode, w)
+        r1, o1 = measure(q, xs, ids, mode, 1, repeats)
+        rw, ow = measure(q, xs, ids, mode, w, repeats)
         for key in o1:
             np.testing.assert_array_equal(ow[key], o1[key], err_msg=f"{mode} field {key}")
-        res[mode] = {"samples_per_s_1": round(r1, 1), "samples_per_s": round(rw, 1)}
+        res[mode] = {"samples_per_s_1": round(float(np.median(r1)), 1),
+                     "samples_per_s": round(float(np.median(rw)), 1),
+                     "runs_1": [round(r, 1) for r in r1], "runs": [round(r, 1) for r in rw]}
     return res

@@ -96,6 +96,8 @@ def test_bench_reduced(tmp_path: Path) -> None:
     assert h["n"] == 64 and h["workers"] >= 1
     for mode in ("no_adapt", "strict"):
         assert h[mode]["samples_per_s"] > 0 and h[mode]["samples_per_s_1"] > 0
+        assert len(h[mode]["runs"]) == h["repeats"] == 3
+        assert h[mode]["samples_per_s"] == sorted(h[mode]["runs"])[1]  # the median pass
     assert "## Host integer reference" in md
 
     # a second boot of the default build: the same medians
