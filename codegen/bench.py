@@ -73,7 +73,7 @@ from codegen.errors import CodegenError
 HELP = "QEMU icount-tick benchmark of the default build and a k x n sweep (bench.json, bench.md)"
 JSON_KEYS = ("encoder_ticks", "head_entropy_ticks", "cmaes_iter_ticks", "adapt_ticks",
              "no_adapt_ticks", "elatta_ticks", "ram_bytes", "elatta_state_bytes", "sweep",
-             "baselines", "ratios", "host_reference")
+             "baselines", "ratios", "host_reference", "cost_model")
 SCALAR_KEYS = JSON_KEYS[:8]
 BASELINES = ("scalar", "float32", "float32_fastmath")
 SWEEP_K = (2, 8, 16)
@@ -512,6 +512,7 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
         "baselines": bl,
         "ratios": ratios(bl),
         "host_reference": host,
+        "cost_model": cost_model_fit([*sweep, lam_pt], base["head_entropy_ticks"], q0.adapt.dim),
     }
     extra = {
         "lam_variant": lam_pt, "per_candidate_ticks": round(per_cand, 1),
@@ -524,6 +525,48 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
     (out / "bench.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / "bench.md").write_text(render_md(doc, extra))
     return doc
+
+
+def cost_model_fit(points: list[dict[str, Any]], fcls: int, dim: int) -> dict[str, Any] | None:
+    """Least-squares constants of the paper's cost model over the sweep: adapt ticks =
+    c0 + λn·F_Cls + a·λnDk + b·λnk² (F_Cls measured, not fitted; c0 the per-inference set-up).
+    None when the points have one k only (the two terms are then proportional)."""
+    if len({p["k"] for p in points}) < 2:
+        return None
+    A = np.array([[1.0, p["lam"] * p["n"] * dim * p["k"], p["lam"] * p["n"] * p["k"] ** 2]
+                  for p in points])
+    base = np.array([p["lam"] * p["n"] * fcls for p in points], dtype=np.float64)
+    y = np.array([p["adapt_ticks"] for p in points], dtype=np.float64)
+    coef = np.linalg.lstsq(A, y - base, rcond=None)[0]
+    fit = A @ coef + base
+    rows = [{"k": p["k"], "n": p["n"], "lam": p["lam"], "adapt_ticks": p["adapt_ticks"],
+             "fitted_ticks": round(float(f)), "measured_over_fit": round(float(m / f), 3)}
+            for p, f, m in zip(points, fit, y, strict=True)]
+    return {"form": "adapt = c0 + λn·F_Cls + a·λnDk + b·λnk²", "F_Cls": fcls, "D": dim,
+            "c0": round(float(coef[0]), 1), "a": round(float(coef[1]), 4),
+            "b": round(float(coef[2]), 3),
+            "max_rel_err": round(float(np.max(np.abs(y / fit - 1.0))), 3), "points": rows}
+
+
+def fit_md(f: dict[str, Any] | None) -> list[str]:
+    if f is None:
+        return []
+    rows = [f"| {r['k']} | {r['n']} | {r['lam']} | {r['adapt_ticks']} | {r['fitted_ticks']} | "
+            f"{r['measured_over_fit']:.3f} |" for r in f["points"]]
+    return [
+        "## The cost model's constants, fitted",
+        "",
+        f"Least squares over the sweep (every point above): {f['form']}, F_Cls = {f['F_Cls']} "
+        f"measured, D = {f['D']}. c0 = {f['c0']} ticks (set-up per inference), a = {f['a']} "
+        f"ticks per λnDk (latent z_t + V p), b = {f['b']} ticks per λnk² (sampling, and the "
+        f"Cholesky and update spread over λ). Largest |measured / fit − 1| = "
+        f"{100 * f['max_rel_err']:.1f} %.",
+        "",
+        "| k | n | λ | adapt ticks | fit | measured / fit |",
+        "|---:|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+    ]
 
 
 def host_md(h: dict[str, Any] | None) -> list[str]:
@@ -614,7 +657,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
             f"{s['adapt_ticks']} | {s['no_adapt_ticks']} | {s['elatta_ticks']} | {pred} | "
             f"{s['elatta_ticks'] / pred:.2f} | {ov:.1f} | {s['elatta_state_bytes']} | "
             f"{s['ram_bytes']} | {s['rep_spread']} | {s['sample_spread']} |")
-    lines += ["", *growth_table(d["sweep"], fcls), ""]
+    lines += ["", *growth_table(d["sweep"], fcls), "", *fit_md(d.get("cost_model"))]
     if len(d["baselines"]) > 1:
         lines += [*baseline_tables(d["baselines"], d["ratios"]), ""]
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from codegen.bench import (
     Variant,
     build_variant,
     classify,
+    cost_model_fit,
     float_classes,
     measure,
     run_bench,
@@ -69,6 +70,7 @@ def test_bench_reduced(tmp_path: Path) -> None:
         assert s["rep_spread"] <= 1, s
     md = (out / "bench.md").read_text()
     assert "F_Enc + λ·n·F_Cls" in md and "QEMU icount ticks" in md
+    assert doc["cost_model"] is None  # one k: the model's two terms cannot be told apart
 
     bl = doc["baselines"]
     assert list(bl) == ["neon", "scalar", "float32"]
@@ -232,3 +234,16 @@ def test_variants_are_known_flags() -> None:
     assert "-DELT_ENCODER_F32" in v["float32"].cflags and v["float32"].float32
     assert "-ffast-math" in v["float32_fastmath"].cflags
     assert isinstance(v["float32"], Variant)
+
+
+def test_cost_model_fit_recovers_constants() -> None:
+    """Ticks made from known c0, a, b come back from the fit with measured / fit = 1."""
+    pts = [{"k": k, "n": n, "lam": lam,
+            "adapt_ticks": 300 + lam * n * 76 + round(0.5 * lam * n * 32 * k) + 3 * lam * n * k * k}
+           for k, lam in ((2, 6), (8, 10), (16, 12)) for n in (2, 8)]
+    f = cost_model_fit(pts, 76, 32)
+    assert f is not None
+    assert (f["c0"], f["a"], f["b"]) == (300.0, 0.5, 3.0)
+    assert f["max_rel_err"] == 0.0
+    assert all(r["measured_over_fit"] == 1.0 for r in f["points"])
+    assert cost_model_fit([p for p in pts if p["k"] == 2], 76, 32) is None
