@@ -237,13 +237,18 @@ def test_variants_are_known_flags() -> None:
 
 
 def test_cost_model_fit_recovers_constants() -> None:
-    """Ticks made from known c0, a, b come back from the fit with measured / fit = 1."""
-    pts = [{"k": k, "n": n, "lam": lam,
-            "adapt_ticks": 300 + lam * n * 76 + round(0.5 * lam * n * 32 * k) + 3 * lam * n * k * k}
-           for k, lam in ((2, 6), (8, 10), (16, 12)) for n in (2, 8)]
-    f = cost_model_fit(pts, 76, 32)
-    assert f is not None
-    assert (f["c0"], f["a"], f["b"]) == (300.0, 0.5, 3.0)
-    assert f["max_rel_err"] == 0.0
-    assert all(r["measured_over_fit"] == 1.0 for r in f["points"])
+    """Ticks made from known c0, a, b in either form come back from that form's fit exactly."""
+    def ticks(k: int, n: int, lam: int, upd: int) -> int:
+        return 300 + lam * n * 76 + 16 * lam * n * k + 3 * lam * upd * k * k  # a = 0.5, D = 32
+
+    grid = [(k, n, lam) for k, lam in ((2, 6), (8, 10), (16, 12)) for n in (2, 8)]
+    for name, upd in (("paper", 0), ("as_built", -1)):
+        pts = [{"k": k, "n": n, "lam": lam, "adapt_ticks": ticks(k, n, lam, n + upd)}
+               for k, n, lam in grid]
+        f = cost_model_fit(pts, 76, 32)
+        assert f is not None
+        fit = f["fits"][name]
+        assert (fit["c0"], fit["a"], fit["b"]) == (300.0, 0.5, 3.0), fit
+        assert fit["max_rel_err"] == 0.0
+        assert fit["fitted_ticks"] == [p["adapt_ticks"] for p in pts]
     assert cost_model_fit([p for p in pts if p["k"] == 2], 76, 32) is None
