@@ -80,34 +80,13 @@ PROBE_MAIN = r"""
 /* tests/test_int_qemu.py: the ELaTTA kernels on embedded inputs; every result on the UART. */
 #include <stdint.h>
 #include "fw_uart.h"
+#include "probe_print.h"
 #include "elt_adapt.h"
 #include "elt_entropy_s16.h"
 #include "probe_data.h"
 int main(void);
 static elt_adapt_state_t st;
 static elt_adapt_result_t res;
-static void put_u64(uint64_t u)
-{
-    char b[24];
-    int n = 0;
-    do {
-        b[n++] = (char)('0' + (int)(u % 10u));
-        u /= 10u;
-    } while (u);
-    while (n) {
-        fw_uart_putc((uint8_t)b[--n]);
-    }
-    fw_uart_putc(' ');
-}
-static void put_s(int32_t v)
-{
-    if (v < 0) {
-        fw_uart_putc('-');
-        put_u64((uint64_t)0 - (uint64_t)(int64_t)v);
-    } else {
-        put_u64((uint64_t)v);
-    }
-}
 int main(void)
 {
     uint32_t c, i, j, off = 0;
@@ -250,6 +229,7 @@ def run_probe(tmp: Path, scalar: bool) -> tuple[list[AdaptParams], dict[str, lis
                *sorted(src.glob("t*_adapt_params.c")), *(fw / s for s in ADAPT_FIRMWARE_SOURCES)]
     subprocess.run([find_tool("arm-none-eabi-gcc"), *ARM_CFLAGS, *sizes,
                     *(["-DELT_SCALAR"] if scalar else []), f"-I{inc}", f"-I{src}", f"-I{fw}",
+                    f"-I{Path(__file__).parent / 'neonprobe'}",  # probe_print.h
                     f"-T{fw / 'link.ld'}", *ARM_LDFLAGS, "-o", str(elf), *map(str, sources),
                     "-lgcc"], check=True)
     if not scalar:  # the device build really takes the NEON paths

@@ -26,4 +26,19 @@ static inline void put_s(int32_t v)
     fw_uart_putc(' ');
 }
 
+/* u in decimal, then one space (64-bit division: libgcc's __aeabi_uldivmod). */
+static inline void put_u64(uint64_t u)
+{
+    char b[21];
+    int n = 0;
+    do {
+        b[n++] = (char)('0' + (int)(u % 10u));
+        u /= 10u;
+    } while (u);
+    while (n) {
+        fw_uart_putc((uint8_t)b[--n]);
+    }
+    fw_uart_putc(' ');
+}
+
 #endif /* PROBE_PRINT_H */
