@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 from typing import Any
 
@@ -26,6 +27,7 @@ STARTUP_S = 300.0  # a worker's imports and warm-up
 _Q: Any = None
 _X: np.ndarray | None = None
 _IDS: np.ndarray | None = None
+_INIT_ERROR: str | None = None
 
 
 def _init(q: Any, x: np.ndarray, ids: np.ndarray, ready: Any) -> None:
@@ -34,19 +36,25 @@ def _init(q: Any, x: np.ndarray, ids: np.ndarray, ready: Any) -> None:
     every worker; then wait at the barrier the parent also waits at, so no worker is still
     warming up when the clock starts. Tasks then name rows only: nothing is pickled in the
     timed window but the results."""
-    global _Q, _X, _IDS
-    from codegen.intref.model import infer_int
-
+    global _Q, _X, _IDS, _INIT_ERROR
     _Q, _X, _IDS = q, x, ids
-    for mode in MODES:
-        infer_int(x[:8], q, ids[:8], mode=mode)
-    ready.wait()
+    try:
+        from codegen.intref.model import infer_int
+
+        for mode in MODES:
+            infer_int(x[:8], q, ids[:8], mode=mode)
+    except Exception as exc:  # reported by every task: a Pool would respawn a dying worker
+        _INIT_ERROR = f"{type(exc).__name__}: {exc}"
+    finally:
+        ready.wait()
 
 
 def _run(args: tuple[int, int, str]) -> dict[str, np.ndarray]:
     from codegen.intref.model import infer_int
 
     start, stop, mode = args
+    if _INIT_ERROR is not None:
+        raise RuntimeError(f"host reference worker warm-up failed: {_INIT_ERROR}")
     if _X is None or _IDS is None:
         raise RuntimeError("host throughput worker used before _init")
     return infer_int(_X[start:stop], _Q, _IDS[start:stop], mode=mode).fields()
@@ -77,7 +85,11 @@ def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int, rep
         # a Pool starts all its workers at once; each warms up in _init, then meets the
         # parent at the barrier (a worker that fails to start breaks it: no silent timing)
         with ctx.Pool(workers, initializer=_init, initargs=(q, x, ids, ready)) as pool:
-            ready.wait(timeout=STARTUP_S)
+            try:
+                ready.wait(timeout=STARTUP_S)
+            except threading.BrokenBarrierError as exc:
+                raise RuntimeError(f"{workers} host reference worker(s) did not warm up within "
+                                   f"{STARTUP_S:.0f} s (their errors are printed above)") from exc
             for _ in range(max(1, repeats)):
                 t0 = time.perf_counter()
                 parts = pool.map(_run, tasks, chunksize=1)

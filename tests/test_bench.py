@@ -252,3 +252,12 @@ def test_cost_model_fit_recovers_constants() -> None:
         assert fit["max_rel_err"] == 0.0
         assert fit["fitted_ticks"] == [p["adapt_ticks"] for p in pts]
     assert cost_model_fit([p for p in pts if p["k"] == 2], 76, 32) is None
+
+
+def test_host_throughput_worker_failure_is_reported() -> None:
+    """A worker whose warm-up fails makes the measurement raise with the worker's error (no
+    respawn loop, no wait for the start-up timeout)."""
+    from codegen.host_throughput import measure
+
+    with pytest.raises(RuntimeError, match="warm-up failed: AttributeError"):
+        measure(None, np.zeros((4, 49, 10), np.int16), np.arange(4), "strict", 2)
