@@ -11,6 +11,7 @@
 #include "fw_fixed.h"
 #include "fw_uart.h"
 #include "kws_model.h"
+#include "probe_print.h"
 
 int main(void);
 
@@ -22,28 +23,14 @@ static uint32_t lcg(void)
     return lcg_state;
 }
 
-static void put_u(uint32_t u)
-{
-    char b[12];
-    int n = 0;
-    do {
-        b[n++] = (char)('0' + u % 10u);
-        u /= 10u;
-    } while (u);
-    while (n) {
-        fw_uart_putc((uint8_t)b[--n]);
-    }
-}
-
 static void report(const char *name, uint32_t checked, uint32_t bad)
 {
     while (*name) {
         fw_uart_putc((uint8_t)*name++);
     }
     fw_uart_putc(' ');
-    put_u(checked);
-    fw_uart_putc(' ');
-    put_u(bad);
+    put_u64(checked);
+    put_u64(bad);
     fw_uart_putc('\n');
 }
 
