@@ -39,6 +39,8 @@ test-all: setup
 lint: setup
 	$(VENV)/bin/ruff check codegen host tests
 	$(VENV)/bin/mypy codegen host
+	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/host/*.[ch] \
+		tests/neonprobe/*.[ch] tests/intharness/*.[ch]
 
 clean:
 	rm -rf $(OUT) build .pytest_cache

@@ -47,9 +47,8 @@ void elt_adapt_reset(elt_adapt_state_t *st)
 
 #if ELT_NEON
 /* 8 latents of one candidate for k = 2: rows v0, v1 of V^T, p = (p0, p1) in one register */
-static inline __attribute__((always_inline)) void elt_latent8_k2(int16x8_t v0, int16x8_t v1,
-                                                                 int16x8_t zv, int32x2_t pp,
-                                                                 int64x2_t sh, int16_t *z)
+static inline __attribute__((always_inline)) void
+elt_latent8_k2(int16x8_t v0, int16x8_t v1, int16x8_t zv, int32x2_t pp, int64x2_t sh, int16_t *z)
 {
     const int32x4_t v0l = vmovl_s16(vget_low_s16(v0));
     const int32x4_t v0h = vmovl_s16(vget_high_s16(v0));
@@ -166,9 +165,10 @@ void elt_latent2_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32
  * W^T [D][C]: per latent element d, VMLAL.S16 by scalar (lane) of row d of W^T into nb int32x4
  * accumulators, one lane per class (each lane the full dot product of one row, started at b:
  * the proven int32 bound), VRSHL by -head_shift, VQMOVN (sat16). dim is a multiple of 4. */
-static inline __attribute__((always_inline)) void
-elt_head_blk(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb, int16_t *la,
-             int16_t *lb, int32_t c0, const int nb, const int two)
+static inline __attribute__((always_inline)) void elt_head_blk(const elt_adapt_params_t *p,
+                                                               const int16_t *za, const int16_t *zb,
+                                                               int16_t *la, int16_t *lb, int32_t c0,
+                                                               const int nb, const int two)
 {
     const int16_t *w = p->W + c0;
     const int32_t skip = p->n_classes - (nb >= 2 ? 8 : 4); /* to the next row, same classes */
@@ -192,15 +192,15 @@ elt_head_blk(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb, 
         /* one row of W^T: classes c0 .. c0 + 4nb in one or two VLD1 (q, q / q, d / q / d) */
 #define ELT_HEAD_MAC(a, x, v, lane)                                                                \
     do {                                                                                           \
-        (a)[0] = vmlal_lane_s16((a)[0], vget_low_s16(x##01), v, lane);                            \
+        (a)[0] = vmlal_lane_s16((a)[0], vget_low_s16(x##01), v, lane);                             \
         if (nb >= 2) {                                                                             \
-            (a)[1] = vmlal_lane_s16((a)[1], vget_high_s16(x##01), v, lane);                       \
+            (a)[1] = vmlal_lane_s16((a)[1], vget_high_s16(x##01), v, lane);                        \
         }                                                                                          \
         if (nb >= 3) {                                                                             \
-            (a)[2] = vmlal_lane_s16((a)[2], vget_low_s16(x##23), v, lane);                        \
+            (a)[2] = vmlal_lane_s16((a)[2], vget_low_s16(x##23), v, lane);                         \
         }                                                                                          \
         if (nb == 4) {                                                                             \
-            (a)[3] = vmlal_lane_s16((a)[3], vget_high_s16(x##23), v, lane);                       \
+            (a)[3] = vmlal_lane_s16((a)[3], vget_high_s16(x##23), v, lane);                        \
         }                                                                                          \
     } while (0)
 #define ELT_HEAD_STEP(lane)                                                                        \
@@ -274,8 +274,7 @@ static inline __attribute__((always_inline)) int32_t elt_head_neon(const elt_ada
 #endif
 
 /* The scalar head from class c on: one row of W^T per latent element. */
-static void elt_head_rows(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits,
-                          int32_t c)
+static void elt_head_rows(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits, int32_t c)
 {
     const int32_t dim = p->dim;
     const int32_t ncls = p->n_classes;
@@ -302,8 +301,8 @@ void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits
 #endif
 }
 
-void elt_head2_s16(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb,
-                   int16_t *la, int16_t *lb)
+void elt_head2_s16(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb, int16_t *la,
+                   int16_t *lb)
 {
 #if ELT_NEON
     const int32_t c = elt_head_neon(p, za, zb, la, lb, 1);
@@ -442,8 +441,8 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             elt_head_s16(p, st->latent[0], st->logits[i]);
         }
         for (i = 0; i < ep->lam; i++) {
-            st->H[i] = elt_entropy_s16(st->logits[i], ncls, p->logit_frac, ep->exp2_lut,
-                                       p->log2_lut);
+            st->H[i] =
+                elt_entropy_s16(st->logits[i], ncls, p->logit_frac, ep->exp2_lut, p->log2_lut);
         }
         /* rank by (H, index): stable insertion sort */
         for (i = 0; i < ep->lam; i++) {

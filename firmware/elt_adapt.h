@@ -41,25 +41,25 @@ typedef struct {
 } elt_adapt_params_t;
 
 typedef struct {
-    int32_t p_prev[ELT_K_MAX];                   /* continual: previous best p, Q4.27 */
-    elt_cmaes_state_t es;                        /* CMA-ES state of the current sample */
-    elt_cmaes_work_t work;                       /* per-iteration scratch */
-    elt_rng_t rng;                               /* the sample's stream */
-    int32_t p_eval[ELT_LAM_MAX][ELT_K_MAX];      /* evaluated p (after V1/V2), Q4.27 */
-    int32_t H[ELT_LAM_MAX];                      /* entropies, Q5.26 */
-    int16_t logits[ELT_LAM_MAX][ELT_C_MAX];      /* candidate logits */
-    int16_t zt[ELT_D_MAX];                       /* z_t in the latent format */
-    int16_t latent[2][ELT_D_MAX];                /* candidate latents z_t + V p (two) */
-    uint8_t order[ELT_LAM_MAX];                  /* ranking by (H, index) */
+    int32_t p_prev[ELT_K_MAX];              /* continual: previous best p, Q4.27 */
+    elt_cmaes_state_t es;                   /* CMA-ES state of the current sample */
+    elt_cmaes_work_t work;                  /* per-iteration scratch */
+    elt_rng_t rng;                          /* the sample's stream */
+    int32_t p_eval[ELT_LAM_MAX][ELT_K_MAX]; /* evaluated p (after V1/V2), Q4.27 */
+    int32_t H[ELT_LAM_MAX];                 /* entropies, Q5.26 */
+    int16_t logits[ELT_LAM_MAX][ELT_C_MAX]; /* candidate logits */
+    int16_t zt[ELT_D_MAX];                  /* z_t in the latent format */
+    int16_t latent[2][ELT_D_MAX];           /* candidate latents z_t + V p (two) */
+    uint8_t order[ELT_LAM_MAX];             /* ranking by (H, index) */
 } elt_adapt_state_t;
 
 typedef struct {
-    int32_t pred_noadapt;                /* argmax of the no-adapt logits */
-    int32_t pred;                        /* argmax of the best candidate's logits */
-    int32_t H_noadapt;                   /* Q5.26 */
-    int32_t H_best;                      /* Q5.26 */
-    int32_t n_pivot_fix;                 /* raised Cholesky pivots (notes §6) */
-    int32_t p_best[ELT_K_MAX];           /* best sampled p, Q4.27 */
+    int32_t pred_noadapt;      /* argmax of the no-adapt logits */
+    int32_t pred;              /* argmax of the best candidate's logits */
+    int32_t H_noadapt;         /* Q5.26 */
+    int32_t H_best;            /* Q5.26 */
+    int32_t n_pivot_fix;       /* raised Cholesky pivots (notes §6) */
+    int32_t p_best[ELT_K_MAX]; /* best sampled p, Q4.27 */
     int16_t logits_noadapt[ELT_C_MAX];
     int16_t logits[ELT_C_MAX];
 } elt_adapt_result_t;
@@ -68,8 +68,7 @@ typedef struct {
 void elt_adapt_reset(elt_adapt_state_t *st);
 
 /* Latent of one candidate: z = sat16(z_t + round(V p)). */
-void elt_latent_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pv,
-                    int16_t *z);
+void elt_latent_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pv, int16_t *z);
 
 /* The same for two candidates (one pass over V). */
 void elt_latent2_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pa,
@@ -79,8 +78,8 @@ void elt_latent2_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32
 void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits);
 
 /* The same for two latents in one pass over W (the candidates of an iteration, in pairs). */
-void elt_head2_s16(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb,
-                   int16_t *la, int16_t *lb);
+void elt_head2_s16(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb, int16_t *la,
+                   int16_t *lb);
 
 /* Adapt one sample (z_q15: D int16 Q0.15 = LSTM h_T) and fill every result field. */
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,

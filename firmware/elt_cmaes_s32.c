@@ -17,7 +17,10 @@
 
 #define ELT_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
 
-static inline int32_t elt_sat32(int64_t x) { return fx_sat32_64(x); }
+static inline int32_t elt_sat32(int64_t x)
+{
+    return fx_sat32_64(x);
+}
 
 void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, const int32_t *m0)
 {
@@ -66,7 +69,7 @@ int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
             for (l = 0; l < j; l++) {
                 num -= elt_mul_rr(a[ELT_TRI(i, l)], a[ELT_TRI(j, l)], ELT_C_FRAC);
             }
-            num = elt_sat32(num) * ((int64_t)1 << ELT_C_FRAC); /* |num| < 2^57 */
+            num = elt_sat32(num) * ((int64_t)1 << ELT_C_FRAC);       /* |num| < 2^57 */
             a[ELT_TRI(i, j)] = elt_sat32(elt_div_round_r(num, &rc)); /* elt_div_round_s64 */
         }
     }
@@ -107,10 +110,10 @@ static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
     g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 2), g, 2);
     g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 3), g, 3);
     dt = vsubq_s32(g.val[1], g.val[0]);
-    mag = vaddq_s32(g.val[0],
-                    vcombine_s32(vrshrn_n_s64(vmull_s32(vget_low_s32(dt), vget_low_s32(frac)), 16),
-                                 vrshrn_n_s64(vmull_s32(vget_high_s32(dt), vget_high_s32(frac)),
-                                              16)));
+    mag = vaddq_s32(
+        g.val[0],
+        vcombine_s32(vrshrn_n_s64(vmull_s32(vget_low_s32(dt), vget_low_s32(frac)), 16),
+                     vrshrn_n_s64(vmull_s32(vget_high_s32(dt), vget_high_s32(frac)), 16)));
     return vsubq_s32(veorq_s32(mag, neg), neg); /* -mag where the sign bit is set */
 }
 #endif
@@ -192,8 +195,8 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
             int64x2_t acc =
                 vrshrq_n_s64(vmull_lane_s32(a0, zv, 0), ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
             int32x2_t y;
-            acc = vrsraq_n_s64(acc, vmull_lane_s32(a1, zv, 1),
-                               ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+            acc =
+                vrsraq_n_s64(acc, vmull_lane_s32(a1, zv, 1), ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
             y = vqmovn_s64(acc);
             vst1_s32(w->y[i], y);
             vst1_s32(w->x[i], vqmovn_s64(vaddq_s64(m64, vrshlq_s64(vmull_s32(y, md), shv))));
@@ -223,10 +226,9 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
                 w->y[i][a] = elt_sat32(sum);
             }
             for (a = 0; a + 2 <= k; a += 2) {
-                vst1_s32(&w->x[i][a],
-                         vqmovn_s64(vaddq_s64(vmovl_s32(vld1_s32(&s->m[a])),
-                                              vrshlq_s64(vmull_s32(vld1_s32(&w->y[i][a]), md),
-                                                         shv))));
+                vst1_s32(&w->x[i][a], vqmovn_s64(vaddq_s64(
+                                          vmovl_s32(vld1_s32(&s->m[a])),
+                                          vrshlq_s64(vmull_s32(vld1_s32(&w->y[i][a]), md), shv))));
             }
             for (; a < k; a++) {
                 w->x[i][a] = elt_sat32((int64_t)s->m[a] +
@@ -243,8 +245,8 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
                                   ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
             }
             w->y[i][a] = elt_sat32(acc);
-            w->x[i][a] = elt_sat32((int64_t)s->m[a] +
-                                   fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
+            w->x[i][a] =
+                elt_sat32((int64_t)s->m[a] + fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
         }
     }
     if (p->grid_on) {
@@ -388,8 +390,8 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         for (b = 0; b + 2 <= a + 1; b += 2) {
             int32_t *ce = &s->C[ELT_TRI(a, b)];
             int64x2_t acc = vrshrq_n_s64(vmull_n_s32(vld1_s32(ce), decay), ELT_RATE_FRAC);
-            int32x2_t t = vqrshrn_n_s64(vmull_n_s32(vld1_s32(&s->pc[b]), pca),
-                                        2 * ELT_X_FRAC - ELT_C_FRAC);
+            int32x2_t t =
+                vqrshrn_n_s64(vmull_n_s32(vld1_s32(&s->pc[b]), pca), 2 * ELT_X_FRAC - ELT_C_FRAC);
             acc = vrsraq_n_s64(acc, vmull_n_s32(t, p->c1), ELT_RATE_FRAC);
             for (i = 0; i < p->lam; i++) {
                 const int32_t *yr = w->y[order[i]];
@@ -446,7 +448,8 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         dl = -((int64_t)1 << ELT_LNSIG_FRAC);
     }
     dl += s->ln_sigma;
-    s->ln_sigma = (int32_t)(dl < ELT_LNSIG_MIN ? ELT_LNSIG_MIN : (dl > ELT_LNSIG_MAX ? ELT_LNSIG_MAX : dl));
+    s->ln_sigma =
+        (int32_t)(dl < ELT_LNSIG_MIN ? ELT_LNSIG_MIN : (dl > ELT_LNSIG_MAX ? ELT_LNSIG_MAX : dl));
     for (a = 0; a < k; a++) {
         s->m[a] = mnew[a];
     }

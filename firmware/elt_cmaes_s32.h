@@ -49,12 +49,12 @@ typedef struct {
 
 /* Per-iteration scratch. */
 typedef struct {
-    int32_t A[ELT_TRI_MAX];              /* Cholesky factor, Q5.26 */
-    int32_t z[ELT_LAM_MAX][ELT_K_MAX];   /* normals, Q3.28 */
-    int32_t y[ELT_LAM_MAX][ELT_K_MAX];   /* A z, Q4.27 */
-    int32_t x[ELT_LAM_MAX][ELT_K_MAX];   /* m + sigma y, Q4.27 */
-    int32_t sig_mant;                    /* sigma mantissa in [2^29, 2^30], Q1.30 */
-    int32_t sig_exp;                     /* sigma = mant 2^(e+1) / 2^30 */
+    int32_t A[ELT_TRI_MAX];            /* Cholesky factor, Q5.26 */
+    int32_t z[ELT_LAM_MAX][ELT_K_MAX]; /* normals, Q3.28 */
+    int32_t y[ELT_LAM_MAX][ELT_K_MAX]; /* A z, Q4.27 */
+    int32_t x[ELT_LAM_MAX][ELT_K_MAX]; /* m + sigma y, Q4.27 */
+    int32_t sig_mant;                  /* sigma mantissa in [2^29, 2^30], Q1.30 */
+    int32_t sig_exp;                   /* sigma = mant 2^(e+1) / 2^30 */
 } elt_cmaes_work_t;
 
 /* C = I, paths 0, ln sigma = ln sigma0, g = 0, m = m0 (already on the grid if V2). */

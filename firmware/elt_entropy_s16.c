@@ -29,7 +29,10 @@ static inline int32_t elt_interp_q26(const int32_t *lut, int32_t r)
     return lut[j] + (int32_t)fx_rshift_round64((int64_t)(lut[j + 1] - lut[j]) * f, ELT_SEG_SHIFT);
 }
 
-int32_t elt_lut_interp_q26(const int32_t *lut, int32_t r) { return elt_interp_q26(lut, r); }
+int32_t elt_lut_interp_q26(const int32_t *lut, int32_t r)
+{
+    return elt_interp_q26(lut, r);
+}
 
 int32_t elt_exp2neg_q30(int64_t v, const int32_t *exp2_lut)
 {
@@ -52,13 +55,16 @@ static inline int32_t elt_ln_s(int64_t s, const int32_t *log2_lut)
     const uint32_t hi = (uint32_t)((u << z) >> 31);
     const int32_t xf = (int32_t)((hi >> 6) + ((hi >> 5) & 1u)); /* x, Q.26, in [0, 2^26] */
     /* l2 = (b - 30) 2^26 + round(log2(1 + x) 2^30 / 2^4), Q.26, < 9 2^26: int32 */
-    int32_t l2 = (int32_t)(63 - z - ELT_LUT_FRAC) * ((int32_t)1 << 26) +
-                 ((elt_interp_q26(log2_lut, xf) + (1 << (ELT_LUT_FRAC - 27))) >>
-                  (ELT_LUT_FRAC - 26));
+    int32_t l2 =
+        (int32_t)(63 - z - ELT_LUT_FRAC) * ((int32_t)1 << 26) +
+        ((elt_interp_q26(log2_lut, xf) + (1 << (ELT_LUT_FRAC - 27))) >> (ELT_LUT_FRAC - 26));
     return (int32_t)elt_mul_rr(l2, ELT_LN2_Q30, 30);
 }
 
-int32_t elt_ln_q26(int64_t s, const int32_t *log2_lut) { return elt_ln_s(s, log2_lut); }
+int32_t elt_ln_q26(int64_t s, const int32_t *log2_lut)
+{
+    return elt_ln_s(s, log2_lut);
+}
 
 /* H = ln S + (T 2^26) / S: T 2^26 < 2^63 because T < 2^37 for n <= 256; S >= 2^30 > 0; the
  * quotient (the softmax mean of d, <= ln n + rounding) fits 32 bits: elt_udiv64's fast path. */
@@ -123,11 +129,11 @@ int32_t elt_entropy_s16(const int16_t *logits, int32_t n, int32_t frac, const in
             g = vld2q_lane_s32(exp2_lut + vgetq_lane_u32(j, 2), g, 2);
             g = vld2q_lane_s32(exp2_lut + vgetq_lane_u32(j, 3), g, 3);
             dt = vsubq_s32(g.val[1], g.val[0]);
-            e = vaddq_s32(g.val[0],
-                          vcombine_s32(vrshrn_n_s64(vmull_s32(vget_low_s32(dt), vget_low_s32(f)),
-                                                    ELT_SEG_SHIFT),
-                                       vrshrn_n_s64(vmull_s32(vget_high_s32(dt), vget_high_s32(f)),
-                                                    ELT_SEG_SHIFT)));
+            e = vaddq_s32(
+                g.val[0],
+                vcombine_s32(
+                    vrshrn_n_s64(vmull_s32(vget_low_s32(dt), vget_low_s32(f)), ELT_SEG_SHIFT),
+                    vrshrn_n_s64(vmull_s32(vget_high_s32(dt), vget_high_s32(f)), ELT_SEG_SHIFT)));
             e = vrshlq_s32(e, vnegq_s32(q)); /* Q1.30 */
             vs = vpadalq_u32(vs, vreinterpretq_u32_s32(e));
             vt = vrsraq_n_s64(vt, vmull_s32(vget_low_s32(e), vget_low_s32(a)), 26);
@@ -171,7 +177,7 @@ int32_t elt_entropy_s16(const int16_t *logits, int32_t n, int32_t frac, const in
         if (d > dlim) {
             d = dlim;
         }
-        a = d << (26 - frac);                                              /* Q5.26, <= 31 2^26 */
+        a = d << (26 - frac);                                            /* Q5.26, <= 31 2^26 */
         e = elt_exp2neg_q30(elt_mul_rr(a, ELT_LOG2E_Q30, 30), exp2_lut); /* Q1.30 */
         s += (uint64_t)e;
         t += (uint64_t)elt_mul_rr(e, a, 26); /* e a >= 0 */

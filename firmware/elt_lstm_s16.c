@@ -80,8 +80,7 @@ _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresse
  *   σ = x < 0 ? 32768 - pos : pos                    int16 wrap of -32768 - pos, VBSL
  * The gather: the 8 addresses lut2 + 4j are formed in NEON (32-bit pointers), then per lane one
  * VMOV to a core register and one VLD1.32 straight into the lane (16 of ~31 instructions). */
-static inline __attribute__((always_inline)) int16x8_t sigmoid8(int16x8_t x,
-                                                                const uint32_t *lut2)
+static inline __attribute__((always_inline)) int16x8_t sigmoid8(int16x8_t x, const uint32_t *lut2)
 {
     const int16x8_t a = vqabsq_s16(x);
     const uint16x8_t j = vshrq_n_u16(vreinterpretq_u16_s16(a), ELT_LSTM_LUT_SHIFT);
@@ -120,29 +119,29 @@ static inline __attribute__((always_inline)) const int16_t *next16(const int16_t
  * 16-23 | 24-31) and eight VMLAL.S16 by lane `lane` of the operands u4 (4 rows each). Works on
  * the locals of gates(): the weight pointer w, the operands u4 and the accumulators a0..a7
  * (macros, because the lane of VMLAL_LANE must be a constant). */
-#define ELT_MAC_COLUMN(lane)                                                   \
-    do {                                                                       \
-        const int16x8x2_t c0 = vld2q_s16(w);                                   \
-        const int16x8x2_t c1 = vld2q_s16(w = next16(w));                       \
-        w = next16(w);                                                         \
-        a0 = vmlal_lane_s16(a0, vget_low_s16(c0.val[0]), u4, (lane));          \
-        a1 = vmlal_lane_s16(a1, vget_high_s16(c0.val[0]), u4, (lane));         \
-        a2 = vmlal_lane_s16(a2, vget_low_s16(c0.val[1]), u4, (lane));          \
-        a3 = vmlal_lane_s16(a3, vget_high_s16(c0.val[1]), u4, (lane));         \
-        a4 = vmlal_lane_s16(a4, vget_low_s16(c1.val[0]), u4, (lane));          \
-        a5 = vmlal_lane_s16(a5, vget_high_s16(c1.val[0]), u4, (lane));         \
-        a6 = vmlal_lane_s16(a6, vget_low_s16(c1.val[1]), u4, (lane));          \
-        a7 = vmlal_lane_s16(a7, vget_high_s16(c1.val[1]), u4, (lane));         \
+#define ELT_MAC_COLUMN(lane)                                                                       \
+    do {                                                                                           \
+        const int16x8x2_t c0 = vld2q_s16(w);                                                       \
+        const int16x8x2_t c1 = vld2q_s16(w = next16(w));                                           \
+        w = next16(w);                                                                             \
+        a0 = vmlal_lane_s16(a0, vget_low_s16(c0.val[0]), u4, (lane));                              \
+        a1 = vmlal_lane_s16(a1, vget_high_s16(c0.val[0]), u4, (lane));                             \
+        a2 = vmlal_lane_s16(a2, vget_low_s16(c0.val[1]), u4, (lane));                              \
+        a3 = vmlal_lane_s16(a3, vget_high_s16(c0.val[1]), u4, (lane));                             \
+        a4 = vmlal_lane_s16(a4, vget_low_s16(c1.val[0]), u4, (lane));                              \
+        a5 = vmlal_lane_s16(a5, vget_high_s16(c1.val[0]), u4, (lane));                             \
+        a6 = vmlal_lane_s16(a6, vget_low_s16(c1.val[1]), u4, (lane));                              \
+        a7 = vmlal_lane_s16(a7, vget_high_s16(c1.val[1]), u4, (lane));                             \
     } while (0)
 
 /* Four packed columns (one group of 4 operands from u) into the 32 rows of a block. */
-#define ELT_MAC_GROUP(u)                                                       \
-    do {                                                                       \
-        const int16x4_t u4 = vld1_s16(u);                                      \
-        ELT_MAC_COLUMN(0);                                                     \
-        ELT_MAC_COLUMN(1);                                                     \
-        ELT_MAC_COLUMN(2);                                                     \
-        ELT_MAC_COLUMN(3);                                                     \
+#define ELT_MAC_GROUP(u)                                                                           \
+    do {                                                                                           \
+        const int16x4_t u4 = vld1_s16(u);                                                          \
+        ELT_MAC_COLUMN(0);                                                                         \
+        ELT_MAC_COLUMN(1);                                                                         \
+        ELT_MAC_COLUMN(2);                                                                         \
+        ELT_MAC_COLUMN(3);                                                                         \
     } while (0)
 
 /* The next 4 int32 (bias, shift vectors), with the same post-increment trick as next16. */
@@ -171,7 +170,7 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
 {
     const uint32_t n = (uint32_t)p->num_frames * p->input_size;
     const uint32_t tail = (uint32_t)p->cols - p->hidden_pad - p->input_size;
-    const int16x8_t neg = vdupq_n_s16((int16_t)-(int16_t)p->x_opshift);
+    const int16x8_t neg = vdupq_n_s16((int16_t) - (int16_t)p->x_opshift);
     uint32_t k = 0;
     for (; k + 8u <= n; k += 8u) {
         vst1q_s16(xs + k, vrshlq_s16(vld1q_s16(x + k), neg));
@@ -255,7 +254,7 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *act, int32_t *c,
     const uint32_t hp = p->hidden_pad;
     const int32x2_t pow_l = vdup_n_s32((int32_t)1 << p->cell_ig_lshift);
     const int32x4_t neg_ct = vdupq_n_s32(-(int32_t)p->cell_tanh_rshift);
-    const int16x8_t neg_h = vdupq_n_s16((int16_t)-(int16_t)p->h_opshift);
+    const int16x8_t neg_h = vdupq_n_s16((int16_t) - (int16_t)p->h_opshift);
     const uint32_t *lut2 = p->sigmoid_lut2;
     uint32_t j;
     for (j = 0; j < hp; j += 8u) {
@@ -269,18 +268,18 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *act, int32_t *c,
         const int32x4_t f1 = vmovl_s16(vget_high_s16(f));
         const int32x4_t ig0 = vmull_s16(vget_low_s16(i), vget_low_s16(g));
         const int32x4_t ig1 = vmull_s16(vget_high_s16(i), vget_high_s16(g));
-        const int64x2_t cc0 = vmlal_s32(vmull_s32(vget_low_s32(f0), vget_low_s32(c0)),
-                                        vget_low_s32(ig0), pow_l);
-        const int64x2_t cc1 = vmlal_s32(vmull_s32(vget_high_s32(f0), vget_high_s32(c0)),
-                                        vget_high_s32(ig0), pow_l);
-        const int64x2_t cc2 = vmlal_s32(vmull_s32(vget_low_s32(f1), vget_low_s32(c1)),
-                                        vget_low_s32(ig1), pow_l);
-        const int64x2_t cc3 = vmlal_s32(vmull_s32(vget_high_s32(f1), vget_high_s32(c1)),
-                                        vget_high_s32(ig1), pow_l);
+        const int64x2_t cc0 =
+            vmlal_s32(vmull_s32(vget_low_s32(f0), vget_low_s32(c0)), vget_low_s32(ig0), pow_l);
+        const int64x2_t cc1 =
+            vmlal_s32(vmull_s32(vget_high_s32(f0), vget_high_s32(c0)), vget_high_s32(ig0), pow_l);
+        const int64x2_t cc2 =
+            vmlal_s32(vmull_s32(vget_low_s32(f1), vget_low_s32(c1)), vget_low_s32(ig1), pow_l);
+        const int64x2_t cc3 =
+            vmlal_s32(vmull_s32(vget_high_s32(f1), vget_high_s32(c1)), vget_high_s32(ig1), pow_l);
         const int32x4_t n0 = vcombine_s32(vqrshrn_n_s64(cc0, 15), vqrshrn_n_s64(cc1, 15));
         const int32x4_t n1 = vcombine_s32(vqrshrn_n_s64(cc2, 15), vqrshrn_n_s64(cc3, 15));
-        const int16x8_t c2 = vcombine_s16(vqmovn_s32(vrshlq_s32(n0, neg_ct)),
-                                          vqmovn_s32(vrshlq_s32(n1, neg_ct)));
+        const int16x8_t c2 =
+            vcombine_s16(vqmovn_s32(vrshlq_s32(n0, neg_ct)), vqmovn_s32(vrshlq_s32(n1, neg_ct)));
         const int16x8_t hv = vqrdmulhq_s16(o, tanh_from_sigmoid8(sigmoid8(c2, lut2)));
         vst1q_s32(c + j, n0);
         vst1q_s32(c + j + 4u, n1);
@@ -345,10 +344,10 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *act, int32_t *c,
     const uint32_t hp = p->hidden_pad;
     uint32_t j;
     for (j = 0; j < hp; ++j) {
-        const int32_t ig = act[j];                          /* i, Q0.15 */
-        const int32_t fg = act[hp + j];                     /* f, Q0.15 */
+        const int32_t ig = act[j];                                /* i, Q0.15 */
+        const int32_t fg = act[hp + j];                           /* f, Q0.15 */
         const int32_t gg = 2 * (int32_t)act[2u * hp + j] - 32768; /* g = 2σ(2x) - 1 */
-        const int32_t og = act[3u * hp + j];                /* o, Q0.15 */
+        const int32_t og = act[3u * hp + j];                      /* o, Q0.15 */
         /* c = f·c + i·g at frac 15 + c_frac, one rounding back to c_frac; |c_t| <= t. The
          * left shift is a multiplication (no UB for negative i·g). */
         const int64_t cc =
@@ -364,8 +363,7 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *act, int32_t *c,
 }
 #endif
 
-void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y,
-                          uint32_t n)
+void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n)
 {
     uint32_t k = 0;
 #if ELT_LSTM_NEON

@@ -31,24 +31,24 @@
 #define ELT_LSTM_LUT2_SIZE 256u
 
 typedef struct {
-    uint16_t input_size;       /* F */
-    uint16_t hidden_size;      /* H */
-    uint16_t num_frames;       /* T */
-    uint16_t hidden_pad;       /* Hp: H rounded up to ELT_LSTM_HIDDEN_ALIGN */
-    uint16_t cols;             /* K = Hp + F rounded up to ELT_LSTM_COL_GROUP */
-    uint16_t row_blocks;       /* 4 Hp / ELT_LSTM_ROW_BLOCK (Hp % 8 = 0: exact) */
-    uint8_t x_opshift;         /* xs = rshift_round(x, x_opshift) (0: identity) */
-    uint8_t h_opshift;         /* hs = rshift_round(h, h_opshift) */
-    uint8_t cell_ig_lshift;    /* i·g (frac 30) -> frac 15 + c_frac, beside f·c */
-    uint8_t cell_tanh_rshift;  /* c (c_frac) -> 2c in Q4.11 */
-    uint8_t lut_shift;         /* σ table index shift: ELT_LSTM_LUT_SHIFT */
+    uint16_t input_size;      /* F */
+    uint16_t hidden_size;     /* H */
+    uint16_t num_frames;      /* T */
+    uint16_t hidden_pad;      /* Hp: H rounded up to ELT_LSTM_HIDDEN_ALIGN */
+    uint16_t cols;            /* K = Hp + F rounded up to ELT_LSTM_COL_GROUP */
+    uint16_t row_blocks;      /* 4 Hp / ELT_LSTM_ROW_BLOCK (Hp % 8 = 0: exact) */
+    uint8_t x_opshift;        /* xs = rshift_round(x, x_opshift) (0: identity) */
+    uint8_t h_opshift;        /* hs = rshift_round(h, h_opshift) */
+    uint8_t cell_ig_lshift;   /* i·g (frac 30) -> frac 15 + c_frac, beside f·c */
+    uint8_t cell_tanh_rshift; /* c (c_frac) -> 2c in Q4.11 */
+    uint8_t lut_shift;        /* σ table index shift: ELT_LSTM_LUT_SHIFT */
     /* [row_blocks][cols][32] int16: gate rows g·Hp + j, columns u = [hs (Hp); xs (F); 0], each
      * half of 16 rows of a column stored r0, r8, r1, r9, ... (one VLD2.16 of a half gives its
      * rows 0-7 and 8-15). */
     const int16_t *w;
-    const int32_t *bias;         /* [4 Hp] b_ih + b_hh at A fraction bits (int32) */
-    const int32_t *neg_shift;    /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
-    const int16_t *sigmoid_lut;  /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
+    const int32_t *bias;          /* [4 Hp] b_ih + b_hh at A fraction bits (int32) */
+    const int32_t *neg_shift;     /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
+    const int16_t *sigmoid_lut;   /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
     const uint32_t *sigmoid_lut2; /* [256] sigmoid_lut[j] | sigmoid_lut[j + 1] << 16 */
 } elt_lstm_s16_params_t;
 
@@ -69,8 +69,7 @@ int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2);
 
 /* y[k] = σ(x[k]) for n Q4.11 inputs with the kernel's own σ (NEON: 8 lanes at a time from
  * sigmoid_lut2; equal to elt_sigmoid_q15 for every input). */
-void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y,
-                          uint32_t n);
+void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n);
 
 /* Run the LSTM over x [T][F] (int16 features) from h = c = 0; write z = h_T [H] (Q0.15).
  * Trace points (ELT_TRACE builds): "lstm.c" and "lstm.h" after every step t, "z" at the end. */

@@ -28,7 +28,10 @@ void elt_rng_seed(elt_rng_t *rng, uint64_t seed, uint32_t sample_id)
     rng->s[3] = (uint32_t)(b >> 32);
 }
 
-uint32_t elt_rng_next(elt_rng_t *rng) { return elt_xoshiro_next(rng->s); }
+uint32_t elt_rng_next(elt_rng_t *rng)
+{
+    return elt_xoshiro_next(rng->s);
+}
 
 int32_t elt_gauss_q28(elt_rng_t *rng, const int32_t *lut)
 {

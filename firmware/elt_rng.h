@@ -27,7 +27,10 @@ int32_t elt_gauss_q28(elt_rng_t *rng, const int32_t *lut);
 /* The same two steps inline, on a state the caller keeps in locals (the sampler's loop). */
 #define ELT_GAUSS_KNOTS 33 /* 32 segments per octave */
 
-static inline uint32_t elt_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+static inline uint32_t elt_rotl32(uint32_t x, int r)
+{
+    return (x << r) | (x >> (32 - r));
+}
 
 static inline uint32_t elt_xoshiro_next(uint32_t *s)
 {
@@ -45,7 +48,7 @@ static inline uint32_t elt_xoshiro_next(uint32_t *s)
 static inline int32_t elt_gauss_from_u32(uint32_t u, const int32_t *lut)
 {
     /* odd v, t = v / 2^32 in (0, 1); |z| = Phi^-1(1 - t/2) (notes §4) */
-    uint32_t v = (u << 1) | 1u;  /* = 2 (u & 0x7fffffff) + 1 */
+    uint32_t v = (u << 1) | 1u; /* = 2 (u & 0x7fffffff) + 1 */
     int oct = __builtin_clz(v); /* ARM CLZ; v != 0 */
     uint32_t mn = v << oct;     /* leading one at bit 31 */
     const int32_t *row = lut + oct * ELT_GAUSS_KNOTS + ((mn >> 26) & 31u);

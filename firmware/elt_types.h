@@ -50,16 +50,16 @@
 #endif
 
 /* Q formats (fraction bits) of the ELaTTA state; codegen/intref/cmaes_int.py holds the same. */
-#define ELT_X_FRAC 27      /* m, x, y, p_c, p_sigma, p: Q4.27 */
-#define ELT_Z_FRAC 28      /* standard normals z: Q3.28 */
-#define ELT_C_FRAC 26      /* C, A: Q5.26 */
-#define ELT_RATE_FRAC 30   /* rates and weights: Q1.30 */
-#define ELT_GAIN_FRAC 28   /* path gains: Q3.28 */
-#define ELT_LNSIG_FRAC 23  /* ln sigma: Q8.23 */
-#define ELT_NORM2_FRAC 46  /* squared norms: int64 Q.46 */
-#define ELT_H_FRAC 26      /* entropy: Q5.26 */
-#define ELT_LUT_FRAC 30    /* exp2 / log2 tables: Q1.30 */
-#define ELT_PIVOT_EPS 64   /* smallest Cholesky pivot, Q5.26 */
+#define ELT_X_FRAC 27     /* m, x, y, p_c, p_sigma, p: Q4.27 */
+#define ELT_Z_FRAC 28     /* standard normals z: Q3.28 */
+#define ELT_C_FRAC 26     /* C, A: Q5.26 */
+#define ELT_RATE_FRAC 30  /* rates and weights: Q1.30 */
+#define ELT_GAIN_FRAC 28  /* path gains: Q3.28 */
+#define ELT_LNSIG_FRAC 23 /* ln sigma: Q8.23 */
+#define ELT_NORM2_FRAC 46 /* squared norms: int64 Q.46 */
+#define ELT_H_FRAC 26     /* entropy: Q5.26 */
+#define ELT_LUT_FRAC 30   /* exp2 / log2 tables: Q1.30 */
+#define ELT_PIVOT_EPS 64  /* smallest Cholesky pivot, Q5.26 */
 /* ln sigma clamp: sigma in [2^-20, 16]; round(-20 ln2 * 2^23), round(4 ln2 * 2^23) */
 #define ELT_LNSIG_MIN (-116290800)
 #define ELT_LNSIG_MAX 23258160
@@ -111,8 +111,7 @@ static inline __attribute__((always_inline)) void elt_recip_set(elt_recip_t *r, 
     r->y = y - 2u; /* 2^63/dh - 2^63/(dh+1) < 2: now y <= 2^63 / (dh + 1) */
 }
 
-static inline __attribute__((always_inline)) uint64_t elt_udiv_q(uint64_t n,
-                                                               const elt_recip_t *r)
+static inline __attribute__((always_inline)) uint64_t elt_udiv_q(uint64_t n, const elt_recip_t *r)
 {
     const uint64_t d = r->d;
     const int z = r->z;

@@ -41,14 +41,13 @@ typedef struct {
     elt_adapt_params_t params; /* RAM copy of the generated params; .mode set per request */
     elt_adapt_state_t state;   /* continual p_prev and all scratch of the adaptation core */
     elt_adapt_result_t res;
-    int16_t x[APP_FEATURES];   /* features [T][F], copied out of the (unaligned) payload */
-    int16_t z[FW_APP_H];       /* z_t, Q0.15 */
+    int16_t x[APP_FEATURES]; /* features [T][F], copied out of the (unaligned) payload */
+    int16_t z[FW_APP_H];     /* z_t, Q0.15 */
 } app_ctx_t;
 
 static app_ctx_t app;
 
-static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out,
-                     uint16_t *out_len)
+static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out, uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
     if (len != APP_INFER_SIZE) {

@@ -48,6 +48,9 @@ static inline int64_t fx_rshift_round64(int64_t x, int s)
 
 /* Division of a non-negative numerator by a positive denominator (C `/` truncates, Python `//`
  * floors: they agree only there). Callers prove num >= 0 and den > 0. */
-static inline int64_t fx_div_pos64(int64_t num, int64_t den) { return num / den; }
+static inline int64_t fx_div_pos64(int64_t num, int64_t den)
+{
+    return num / den;
+}
 
 #endif /* FW_FIXED_H */

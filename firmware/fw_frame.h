@@ -21,7 +21,10 @@ size_t fw_cobs_encode(const uint8_t *src, size_t len, uint8_t *dst);
  * end, or a zero byte), -2 when the decoded body would exceed cap. */
 int fw_cobs_decode(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, size_t *out_len);
 
-static inline uint16_t fw_get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint16_t fw_get_u16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
 
 static inline uint32_t fw_get_u32(const uint8_t *p)
 {

@@ -70,8 +70,8 @@ static void send_info(fw_server_t *s, uint32_t seq)
     uint16_t app_len = 0;
     const fw_app_t *app = s->platform->app;
     if (app != 0 && app->describe != 0) {
-        app_len = app->describe(app->ctx, &p[FW_INFO_SIZE],
-                                (uint16_t)(FW_MAX_PAYLOAD - FW_INFO_SIZE));
+        app_len =
+            app->describe(app->ctx, &p[FW_INFO_SIZE], (uint16_t)(FW_MAX_PAYLOAD - FW_INFO_SIZE));
     }
     fw_put_u16(&p[60], app_len);
     send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)(FW_INFO_SIZE + app_len));

@@ -43,8 +43,8 @@ typedef struct {
 
 typedef struct {
     const fw_platform_t *platform;
-    uint32_t enc_len;  /* bytes kept in enc[] for the frame being received */
-    uint8_t overflow;  /* the frame being received did not fit in enc[] */
+    uint32_t enc_len; /* bytes kept in enc[] for the frame being received */
+    uint8_t overflow; /* the frame being received did not fit in enc[] */
     uint32_t frames_ok;
     uint32_t frames_err;
     uint32_t frames_dropped;

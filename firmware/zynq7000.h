@@ -27,8 +27,8 @@
 #define XUART_BAUDDIV 0x34u /* Baud_rate_divider_reg0: BDIV, 4..255 */
 
 /* Control_reg0 bits */
-#define XUART_CR_RXRST (1u << 0)  /* RX logic reset, self-clearing */
-#define XUART_CR_TXRST (1u << 1)  /* TX logic reset, self-clearing */
+#define XUART_CR_RXRST (1u << 0) /* RX logic reset, self-clearing */
+#define XUART_CR_TXRST (1u << 1) /* TX logic reset, self-clearing */
 #define XUART_CR_RX_EN (1u << 2)
 #define XUART_CR_RX_DIS (1u << 3)
 #define XUART_CR_TX_EN (1u << 4)

@@ -103,3 +103,20 @@ def test_cli_firmware_prints_size_table(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert ".text" in proc.stdout and "static RAM" in proc.stdout
     assert (tmp_path / "fw.elf").is_file() and (tmp_path / "firmware.json").is_file()
+
+
+def test_hand_written_c_is_clang_formatted() -> None:
+    """firmware/ and the test probes follow .clang-format (clang-format 18.1.8, the `test`
+    extra's pin: other versions format differently)."""
+    exe = Path(sys.executable).parent / "clang-format"
+    if not exe.is_file():
+        pytest.fail(f"{exe} missing: install the test extra (pip install -e '.[test]')")
+    root = Path(__file__).resolve().parents[1]
+    files = sorted({*root.glob("firmware/**/*.[ch]"), *root.glob("tests/neonprobe/*.[ch]"),
+                    *root.glob("tests/intharness/*.[ch]")})
+    assert len(files) > 30
+    version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
+    assert "18.1.8" in version.stdout, version.stdout
+    res = subprocess.run([str(exe), "--dry-run", "--Werror", *map(str, files)],
+                         capture_output=True, text=True, cwd=root)
+    assert res.returncode == 0, res.stderr[:4000]

@@ -60,7 +60,10 @@ static uint32_t rd_u32(void)
     return v;
 }
 
-static void wr_i32(int32_t v) { wr(&v, sizeof v); }
+static void wr_i32(int32_t v)
+{
+    wr(&v, sizeof v);
+}
 
 #ifdef ELT_TRACE
 void elt_trace(const char *stage, int32_t index, const int32_t *data, int32_t n)
@@ -223,18 +226,20 @@ static void cmd_params(void)
     int32_t i;
     printf("n_classes %" PRId32 "\ndim %" PRId32 "\nmode %" PRId32 "\nseed %" PRIu64 "\n",
            p->n_classes, p->dim, p->mode, p->seed);
-    printf("head_shift %" PRId32 "\nlogit_frac %" PRId32 "\nzt_shift %" PRId32
-           "\nv_shift %" PRId32 "\n", p->head_shift, p->logit_frac, p->zt_shift, p->v_shift);
+    printf("head_shift %" PRId32 "\nlogit_frac %" PRId32 "\nzt_shift %" PRId32 "\nv_shift %" PRId32
+           "\n",
+           p->head_shift, p->logit_frac, p->zt_shift, p->v_shift);
     printf("beta %" PRId32 "\nradius %" PRId32 "\nqv1 %" PRId32 "\n", p->beta, p->radius, p->qv1);
     printf("k %" PRId32 "\nlam %" PRId32 "\nmu %" PRId32 "\nn_iter %" PRId32 "\n", e->k, e->lam,
            e->mu, e->n_iter);
-    printf("one_minus_cs %" PRId32 "\ngain_s %" PRId32 "\none_minus_cc %" PRId32
-           "\ngain_c %" PRId32 "\n", e->one_minus_cs, e->gain_s, e->one_minus_cc, e->gain_c);
+    printf("one_minus_cs %" PRId32 "\ngain_s %" PRId32 "\none_minus_cc %" PRId32 "\ngain_c %" PRId32
+           "\n",
+           e->one_minus_cs, e->gain_s, e->one_minus_cc, e->gain_c);
     printf("c1 %" PRId32 "\ndecay_h1 %" PRId32 "\ndecay_h0 %" PRId32 "\ncs_over_ds %" PRId32
-           "\ninv_chi %" PRId32 "\nln_sigma0 %" PRId32 "\n", e->c1, e->decay_h1, e->decay_h0,
-           e->cs_over_ds, e->inv_chi, e->ln_sigma0);
-    printf("grid_on %" PRId32 "\ngrid_frac %" PRId32 "\ngrid_lo %" PRId32 "\ngrid_hi %" PRId32
-           "\n", e->grid_on, e->grid_frac, e->grid_lo, e->grid_hi);
+           "\ninv_chi %" PRId32 "\nln_sigma0 %" PRId32 "\n",
+           e->c1, e->decay_h1, e->decay_h0, e->cs_over_ds, e->inv_chi, e->ln_sigma0);
+    printf("grid_on %" PRId32 "\ngrid_frac %" PRId32 "\ngrid_lo %" PRId32 "\ngrid_hi %" PRId32 "\n",
+           e->grid_on, e->grid_frac, e->grid_lo, e->grid_hi);
     for (i = 0; i < e->mu; i++) {
         printf("w.%" PRId32 " %" PRId32 "\n", i, e->w[i]);
     }
@@ -266,8 +271,8 @@ static void cmd_sizes(void)
            ELT_X_FRAC, ELT_Z_FRAC, ELT_C_FRAC, ELT_RATE_FRAC, ELT_GAIN_FRAC);
     printf("ELT_LNSIG_FRAC %d\nELT_NORM2_FRAC %d\nELT_H_FRAC %d\nELT_PIVOT_EPS %d\n",
            ELT_LNSIG_FRAC, ELT_NORM2_FRAC, ELT_H_FRAC, ELT_PIVOT_EPS);
-    printf("ELT_LNSIG_MIN %d\nELT_LNSIG_MAX %d\nELT_LOG2E_Q30 %d\nELT_LN2_Q30 %d\n",
-           ELT_LNSIG_MIN, ELT_LNSIG_MAX, ELT_LOG2E_Q30, ELT_LN2_Q30);
+    printf("ELT_LNSIG_MIN %d\nELT_LNSIG_MAX %d\nELT_LOG2E_Q30 %d\nELT_LN2_Q30 %d\n", ELT_LNSIG_MIN,
+           ELT_LNSIG_MAX, ELT_LOG2E_Q30, ELT_LN2_Q30);
 }
 
 int main(int argc, char **argv)

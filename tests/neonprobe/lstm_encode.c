@@ -13,7 +13,6 @@ int main(void);
 
 static int16_t z[KWS_HIDDEN_SIZE];
 
-
 int main(void)
 {
     uint32_t i, j;

@@ -38,9 +38,24 @@ static void report(const char *name, uint32_t checked, uint32_t bad)
  * the sums the proof admits (acc + 2^(s-1) <= INT32_MAX), "gate_shift_beyond" the others. */
 static void check_gate_shift(void)
 {
-    static const int32_t edge[] = {INT32_MIN, INT32_MIN + 1, -1073741824, -65537, -65536,
-                                   -32769, -32768, -2, -1, 0, 1, 2, 32767, 32768, 65535,
-                                   1073741823, INT32_MAX - 1, INT32_MAX};
+    static const int32_t edge[] = {INT32_MIN,
+                                   INT32_MIN + 1,
+                                   -1073741824,
+                                   -65537,
+                                   -65536,
+                                   -32769,
+                                   -32768,
+                                   -2,
+                                   -1,
+                                   0,
+                                   1,
+                                   2,
+                                   32767,
+                                   32768,
+                                   65535,
+                                   1073741823,
+                                   INT32_MAX - 1,
+                                   INT32_MAX};
     uint32_t checked[2] = {0, 0}, bad[2] = {0, 0};
     int s;
     uint32_t k, e;
@@ -124,8 +139,8 @@ static void check_interp(void)
 /* h = VQRDMULH(o, t) == sat16(rshift_round(o·t, 15)), o over int16, t edge and random. */
 static void check_h_mul(void)
 {
-    static const int16_t edge[] = {INT16_MIN, INT16_MIN + 1, -32766, -16384, -1, 0, 1, 16384,
-                                   32766, INT16_MAX};
+    static const int16_t edge[] = {INT16_MIN, INT16_MIN + 1, -32766, -16384,   -1, 0,
+                                   1,         16384,         32766,  INT16_MAX};
     uint32_t checked = 0, bad = 0;
     uint32_t k;
     int32_t o;
@@ -152,12 +167,22 @@ static void check_h_mul(void)
  * below 2^47), edges around the int32 saturation points included. */
 static void check_cell_narrow(void)
 {
-    static const int64_t edge[] = {-((int64_t)1 << 48), -((int64_t)INT32_MAX << 15) - 40000,
-                                   (int64_t)INT32_MIN * 32768 - 1, (int64_t)INT32_MIN * 32768,
-                                   -16385, -16384, -16383, -1, 0, 1, 16383, 16384,
+    static const int64_t edge[] = {-((int64_t)1 << 48),
+                                   -((int64_t)INT32_MAX << 15) - 40000,
+                                   (int64_t)INT32_MIN * 32768 - 1,
+                                   (int64_t)INT32_MIN * 32768,
+                                   -16385,
+                                   -16384,
+                                   -16383,
+                                   -1,
+                                   0,
+                                   1,
+                                   16383,
+                                   16384,
                                    ((int64_t)INT32_MAX << 15) - 16385,
                                    ((int64_t)INT32_MAX << 15) + 16383,
-                                   ((int64_t)INT32_MAX << 15) + 16384, (int64_t)1 << 48};
+                                   ((int64_t)INT32_MAX << 15) + 16384,
+                                   (int64_t)1 << 48};
     uint32_t checked = 0, bad = 0;
     uint32_t k;
     for (k = 0; k < 20000u; ++k) {
@@ -216,8 +241,8 @@ static void check_sigmoid(void)
         elt_lstm_s16_sigmoid(&kws_lstm_params, in, out, 512u);
         for (e = 0; e < 512u; ++e) {
             ++checked;
-            bad += out[e] != elt_sigmoid_q15(kws_lstm_params.sigmoid_lut,
-                                             kws_lstm_params.lut_shift, in[e]);
+            bad += out[e] !=
+                   elt_sigmoid_q15(kws_lstm_params.sigmoid_lut, kws_lstm_params.lut_shift, in[e]);
         }
     }
     report("sigmoid", checked, bad);
