@@ -390,18 +390,14 @@ def _rshift_round_f64(x: npt.NDArray[np.float64], s: int) -> npt.NDArray[np.floa
     return np.floor(x, out=x) if s > 0 else x
 
 
-def _latent_f64(zt: I64, P: I64, params: AdaptParams) -> npt.NDArray[np.float64]:
-    """`latent_s16` as float64 integers (the head's operand, without a round trip to int64)."""
+def latent_s16(zt: I64, P: I64, params: AdaptParams) -> npt.NDArray[np.float64]:
+    """``elt_latent_s16``: z = sat16(z_t + round(V p)); zt [B, D], P [B, λ, k] → [B, λ, D], as
+    float64 arrays of integers (the head's operand, without a round trip through int64)."""
     # |V p| ≤ k·2^46 < 2^53 (k ≤ K_MAX): float64 BLAS is exact in any summation order
     vp = np.asarray(P, np.float64) @ params.V.T.astype(np.float64)
     vp = _rshift_round_f64(vp, params.v_shift)
     vp += zt[:, None, :]
     return np.clip(vp, -32768.0, 32767.0, out=vp)
-
-
-def latent_s16(zt: I64, P: I64, params: AdaptParams) -> I64:
-    """``elt_latent_s16``: z = sat16(z_t + round(V p)); zt [B, D], P [B, λ, k] → [B, λ, D]."""
-    return _latent_f64(zt, P, params).astype(np.int64)
 
 
 def head_s16(z: npt.ArrayLike, params: AdaptParams) -> I64:
@@ -486,7 +482,7 @@ def _search(
         if grid is not None and cfg.qelatta_v1:
             P = grid.requant(P, X_FRAC)
         # evaluate: z = sat(z_t + V p), logits, H; rank by (H, index) (notes §5, §6 step 3)
-        L = head_s16(_latent_f64(zt, P, params), params)  # [B, λ, C]
+        L = head_s16(latent_s16(zt, P, params), params)  # [B, λ, C]
         H = entropy_s16(L, params.logit_fmt.frac_bits)  # [B, λ]
         order = rank_by_h(H)
         j = order[:, 0]
