@@ -42,9 +42,11 @@ def main() -> int:
     for mode in ("no_adapt", "strict"):
         r = res[mode]
         runs = " / ".join(f"{v:.0f}" for v in r["runs"])
-        print(f"{mode:9s} 1 process {r['samples_per_s_1']:7.0f} samples/s   {res['workers']} "
-              f"processes {r['samples_per_s']:7.0f} samples/s (median of {runs})   "
-              f"N = {a.n}, outputs equal")
+        print(
+            f"{mode:9s} 1 process {r['samples_per_s_1']:7.0f} samples/s   {res['workers']} "
+            f"processes {r['samples_per_s']:7.0f} samples/s (median of {runs})   "
+            f"N = {a.n}, outputs equal"
+        )
     if a.out is not None:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(res, indent=1) + "\n")

@@ -37,8 +37,12 @@ IDLE = ("fw_uart_getc", "main", "fw_uart_rx_ready")
 
 def symbols(elf: Path) -> tuple[list[int], list[str], list[int]]:
     """Function symbols sorted by address: start, name, size."""
-    nm = subprocess.run(["arm-none-eabi-nm", "-n", "-S", "--defined-only", str(elf)],
-                        capture_output=True, text=True, check=True).stdout
+    nm = subprocess.run(
+        ["arm-none-eabi-nm", "-n", "-S", "--defined-only", str(elf)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     addrs, names, sizes = [], [], []
     for line in nm.splitlines():
         parts = line.split()
@@ -59,22 +63,27 @@ def symbols(elf: Path) -> tuple[list[int], list[str], list[int]]:
 
 def dfilter(elf: Path) -> str:
     addrs, names, sizes = symbols(elf)
-    return ",".join(f"0x{a:x}+0x{n:x}" for a, name, n in zip(addrs, names, sizes, strict=True)
-                    if name not in IDLE and n > 0)
+    return ",".join(
+        f"0x{a:x}+0x{n:x}"
+        for a, name, n in zip(addrs, names, sizes, strict=True)
+        if name not in IDLE and n > 0
+    )
 
 
 def insn_class(mnemonic: str) -> str:
     m = mnemonic.lower()
     if m.startswith("v"):
-        return "vfp" if re.match(r"v(ldr|str|mov|mrs|msr|cvt|div|sqrt|cmp|abs|neg)\.?f?", m) \
-            and (".f" in m or m.startswith(("vldr", "vstr", "vmrs", "vmsr", "vdiv", "vsqrt"))) \
+        return (
+            "vfp"
+            if re.match(r"v(ldr|str|mov|mrs|msr|cvt|div|sqrt|cmp|abs|neg)\.?f?", m)
+            and (".f" in m or m.startswith(("vldr", "vstr", "vmrs", "vmsr", "vdiv", "vsqrt")))
             else "neon"
+        )
     if m.startswith(("ldr", "str", "ldm", "stm", "push", "pop")):
         return "load/store"
     if m.startswith(("mul", "mla", "mls", "smul", "smla", "umul", "umla", "smull", "smlal")):
         return "multiply"
-    if m.startswith(("b", "bl", "bx", "cbz", "cbnz")) and not m.startswith(("bic", "bfi",
-                                                                             "bfc")):
+    if m.startswith(("b", "bl", "bx", "cbz", "cbnz")) and not m.startswith(("bic", "bfi", "bfc")):
         return "branch"
     return "alu"
 
@@ -112,14 +121,22 @@ def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[
 
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "qemu.log"
-        q = Qemu(elf, icount=True, link_timeout=60.0, startup_timeout=30.0,
-                 extra_args=("-d", "in_asm,exec,nochain", "-D", str(log),
-                             "-dfilter", dfilter(elf)))
+        q = Qemu(
+            elf,
+            icount=True,
+            link_timeout=60.0,
+            startup_timeout=30.0,
+            extra_args=("-d", "in_asm,exec,nochain", "-D", str(log), "-dfilter", dfilter(elf)),
+        )
         link = q.start()
         try:
             # One INFER only: boot and the idle loop add a few hundred instructions.
-            reply = link.request(Msg.INFER, encode_infer(sample_id, mode_index(mode), features),
-                                 expect=Msg.RESULT, retry_errors=LINK_ERRORS)
+            reply = link.request(
+                Msg.INFER,
+                encode_infer(sample_id, mode_index(mode), features),
+                expect=Msg.RESULT,
+                retry_errors=LINK_ERRORS,
+            )
             res = decode_result(reply.payload)
         finally:
             q.stop()
@@ -136,8 +153,11 @@ def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[
         by_fn[fn] += n * len(body)
         for mnem in body:
             by_cls[fn][insn_class(mnem)] += n
-    return {"ticks": (res.ticks_encoder, res.ticks_adapt, res.ticks_total),
-            "by_fn": by_fn, "by_cls": by_cls}
+    return {
+        "ticks": (res.ticks_encoder, res.ticks_adapt, res.ticks_total),
+        "by_fn": by_fn,
+        "by_cls": by_cls,
+    }
 
 
 def main() -> int:
@@ -168,14 +188,18 @@ def main() -> int:
         assert isinstance(by_fn, collections.Counter) and isinstance(by_cls, dict)
         total = sum(by_fn.values())
         enc, ada, tot = r["ticks"]  # type: ignore[misc]
-        print(f"\n## {mode}: {total} guest instructions logged; RESULT ticks encoder {enc}, "
-              f"adapt {ada}, total {tot}\n")
+        print(
+            f"\n## {mode}: {total} guest instructions logged; RESULT ticks encoder {enc}, "
+            f"adapt {ada}, total {tot}\n"
+        )
         print("| function | instructions | % | neon | vfp | alu | multiply | load/store | branch |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for fn, n in by_fn.most_common(a.top):
             c = by_cls[fn]
-            print(f"| {fn} | {n} | {100 * n / total:.1f} | {c['neon']} | {c['vfp']} | "
-                  f"{c['alu']} | {c['multiply']} | {c['load/store']} | {c['branch']} |")
+            print(
+                f"| {fn} | {n} | {100 * n / total:.1f} | {c['neon']} | {c['vfp']} | "
+                f"{c['alu']} | {c['multiply']} | {c['load/store']} | {c['branch']} |"
+            )
     return 0
 
 

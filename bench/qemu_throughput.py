@@ -34,23 +34,43 @@ def main() -> int:
     if not (a.data / "manifest.json").is_file():
         build_data(a.data, preset="tiny", progress=False, jobs=2)
     if not (a.build / "fw.elf").is_file():
-        build(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz",
-              ROOT / "configs/default.toml", a.build, data_dir=a.data)
+        build(
+            ROOT / "models/default/model.pt",
+            ROOT / "models/default/basis.npz",
+            ROOT / "configs/default.toml",
+            a.build,
+            data_dir=a.data,
+        )
     plan = make_plan(a.build, a.data, ("strict",), a.limit)
     rows = []
     for icount, jobs in ((False, 1), (False, 2), (True, 1), (True, 2)):
-        specs = [DeviceSpec(f"qemu{j}", elf=a.build / "fw.elf", icount=icount)
-                 for j in range(jobs)]
-        rep = execute(plan, specs, a.out / f"ic{int(icount)}_j{jobs}", resume=False,
-                      target={"kind": "qemu", "icount": icount}, progress=False).report
-        rows.append({"icount": icount, "jobs": jobs, "samples": rep["bit_exact"]["compared"],
-                     "mismatches": rep["bit_exact"]["mismatches"],
-                     "samples_per_s": rep["run"]["samples_per_s"], "ticks": rep["ticks"]})
-        print(f"icount={'on ' if icount else 'off'} jobs={jobs}: "
-              f"{rep['run']['samples_per_s']} samples/s, {rep['bit_exact']['compared']} samples, "
-              f"{rep['bit_exact']['mismatches']} mismatches; ticks encoder "
-              f"{rep['ticks']['encoder']}, adapt {rep['ticks']['adapt']}, total "
-              f"{rep['ticks']['total']}", flush=True)
+        specs = [DeviceSpec(f"qemu{j}", elf=a.build / "fw.elf", icount=icount) for j in range(jobs)]
+        rep = execute(
+            plan,
+            specs,
+            a.out / f"ic{int(icount)}_j{jobs}",
+            resume=False,
+            target={"kind": "qemu", "icount": icount},
+            progress=False,
+        ).report
+        rows.append(
+            {
+                "icount": icount,
+                "jobs": jobs,
+                "samples": rep["bit_exact"]["compared"],
+                "mismatches": rep["bit_exact"]["mismatches"],
+                "samples_per_s": rep["run"]["samples_per_s"],
+                "ticks": rep["ticks"],
+            }
+        )
+        print(
+            f"icount={'on ' if icount else 'off'} jobs={jobs}: "
+            f"{rep['run']['samples_per_s']} samples/s, {rep['bit_exact']['compared']} samples, "
+            f"{rep['bit_exact']['mismatches']} mismatches; ticks encoder "
+            f"{rep['ticks']['encoder']}, adapt {rep['ticks']['adapt']}, total "
+            f"{rep['ticks']['total']}",
+            flush=True,
+        )
     (a.out / "bench.json").write_text(json.dumps(rows, indent=2) + "\n")
     return 0
 

@@ -71,9 +71,21 @@ import numpy as np
 from codegen.errors import CodegenError
 
 HELP = "QEMU icount-tick benchmark of the default build and a k x n sweep (bench.json, bench.md)"
-JSON_KEYS = ("encoder_ticks", "head_entropy_ticks", "cmaes_iter_ticks", "adapt_ticks",
-             "no_adapt_ticks", "elatta_ticks", "ram_bytes", "elatta_state_bytes", "sweep",
-             "baselines", "ratios", "host_reference", "cost_model")
+JSON_KEYS = (
+    "encoder_ticks",
+    "head_entropy_ticks",
+    "cmaes_iter_ticks",
+    "adapt_ticks",
+    "no_adapt_ticks",
+    "elatta_ticks",
+    "ram_bytes",
+    "elatta_state_bytes",
+    "sweep",
+    "baselines",
+    "ratios",
+    "host_reference",
+    "cost_model",
+)
 SCALAR_KEYS = JSON_KEYS[:8]
 BASELINES = ("scalar", "float32", "float32_fastmath")
 SWEEP_K = (2, 8, 16)
@@ -126,8 +138,7 @@ def synthetic_basis(path: Path, model: Path, base: Path, k: int, seed: int = 0) 
     rng = np.random.default_rng(1000 + seed + k)
     q, r = np.linalg.qr(rng.standard_normal((b0.dim, k)))
     V = q * np.sign(np.diag(r))
-    save_basis(path, Basis(V, np.ones(k), np.asarray(b0.mean), 0, k, seed, file_sha256(model),
-                           0.0))
+    save_basis(path, Basis(V, np.ones(k), np.asarray(b0.mean), 0, k, seed, file_sha256(model), 0.0))
 
 
 def samples(data_dir: Path, meta: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -143,8 +154,13 @@ def samples(data_dir: Path, meta: Any, count: int) -> tuple[np.ndarray, np.ndarr
     return split.ids[:n].astype(np.int64), features_for(split.pcm[:n], meta)
 
 
-def measure(elf: Path, x: np.ndarray, ids: np.ndarray, reps: int,
-            modes: tuple[str, ...] = ("no_adapt", "strict")) -> dict[str, Any]:
+def measure(
+    elf: Path,
+    x: np.ndarray,
+    ids: np.ndarray,
+    reps: int,
+    modes: tuple[str, ...] = ("no_adapt", "strict"),
+) -> dict[str, Any]:
     """Boot ``elf`` under QEMU -icount shift=0, send every sample ``reps`` times in each of
     ``modes``; medians of each tick field, the stack high-water mark, and the no-adapt class of
     every sample (``pred_noadapt``, from the first repetition of the first mode)."""
@@ -166,8 +182,12 @@ def measure(elf: Path, x: np.ndarray, ids: np.ndarray, reps: int,
             m = mode_index(mode)
             for _ in range(reps):
                 for j, (sid, xi) in enumerate(zip(ids, x, strict=True)):
-                    reply = link.request(Msg.INFER, encode_infer(int(sid), m, xi),
-                                         expect=Msg.RESULT, retry_errors=LINK_ERRORS)
+                    reply = link.request(
+                        Msg.INFER,
+                        encode_infer(int(sid), m, xi),
+                        expect=Msg.RESULT,
+                        retry_errors=LINK_ERRORS,
+                    )
                     r = decode_result(reply.payload)
                     if len(pred) < len(ids):
                         pred.append(int(r.pred_noadapt))
@@ -197,13 +217,25 @@ def state_bytes(build_dir: Path, q: Any) -> int:
     from codegen.toolchain import find_tool
 
     probe = build_dir / "bench_sizeof.c"
-    probe.write_text('#include "elt_adapt.h"\n'
-                     "char bench_state_size[sizeof(elt_adapt_state_t)];\n")
+    probe.write_text('#include "elt_adapt.h"\nchar bench_state_size[sizeof(elt_adapt_state_t)];\n')
     obj = probe.with_suffix(".o")
     gcc = find_tool("arm-none-eabi-gcc")
-    subprocess.run([gcc, "-mcpu=cortex-a9", "-mfloat-abi=hard", "-mfpu=neon", "-c",
-                    *model_cflags(q), f"-I{firmware_dir()}", f"-I{build_dir / 'src'}",
-                    str(probe), "-o", str(obj)], check=True)
+    subprocess.run(
+        [
+            gcc,
+            "-mcpu=cortex-a9",
+            "-mfloat-abi=hard",
+            "-mfpu=neon",
+            "-c",
+            *model_cflags(q),
+            f"-I{firmware_dir()}",
+            f"-I{build_dir / 'src'}",
+            str(probe),
+            "-o",
+            str(obj),
+        ],
+        check=True,
+    )
     nm = find_tool("arm-none-eabi-nm")
     out = subprocess.run([nm, "-S", str(obj)], check=True, capture_output=True, text=True).stdout
     for line in out.splitlines():
@@ -243,7 +275,9 @@ def build_point(out: Path, data_dir: Path, p: Point, default: Point) -> tuple[An
 def point_record(res: Any, m: dict[str, Any], synthetic: bool) -> dict[str, Any]:
     q = res.qmodel
     return {
-        "k": int(q.adapt.k), "n": int(q.adapt.cfg.n_iter), "lam": int(q.adapt.cfg.lam),
+        "k": int(q.adapt.k),
+        "n": int(q.adapt.cfg.n_iter),
+        "lam": int(q.adapt.cfg.lam),
         "synthetic_basis": synthetic,
         "encoder_ticks": m["strict.encoder"],
         "adapt_ticks": m["strict.adapt"],
@@ -272,14 +306,23 @@ def variants() -> dict[str, Variant]:
     from codegen.emit_f32 import F32_CFLAGS
 
     return {
-        "scalar": Variant("scalar", ("-DELT_SCALAR",), False,
-                          "integer firmware, -DELT_SCALAR: the kernels' plain scalar C path"),
-        "float32": Variant("float32", F32_CFLAGS, True,
-                           "float32 C encoder (plain loops, libm expf/tanhf), -O2"),
+        "scalar": Variant(
+            "scalar",
+            ("-DELT_SCALAR",),
+            False,
+            "integer firmware, -DELT_SCALAR: the kernels' plain scalar C path",
+        ),
+        "float32": Variant(
+            "float32", F32_CFLAGS, True, "float32 C encoder (plain loops, libm expf/tanhf), -O2"
+        ),
         # -O3: GCC 12's -O2 vectorizer (very-cheap cost model) leaves loops of run-time length
         # scalar, so -O2 -ffast-math alone changes next to nothing; DESIGN §7's anchor is -O3.
-        "float32_fastmath": Variant("float32_fastmath", (*F32_CFLAGS, "-O3", "-ffast-math"),
-                                    True, "float32 C encoder, -O3 -ffast-math (every source)"),
+        "float32_fastmath": Variant(
+            "float32_fastmath",
+            (*F32_CFLAGS, "-O3", "-ffast-math"),
+            True,
+            "float32 C encoder, -O3 -ffast-math (every source)",
+        ),
     }
 
 
@@ -306,10 +349,15 @@ def build_variant(out: Path, res0: Any, v: Variant) -> Any:
     print(f"bench: building baseline {v.name}", file=sys.stderr)
     t = q.source.target
     return build_firmware(
-        FirmwareConfig(uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz,
-                       max_payload=t.max_payload),
-        bdir, extra_sources=sources, extra_includes=includes,
-        extra_cflags=(*model_cflags(q), *v.cflags), extra_libs=libs)
+        FirmwareConfig(
+            uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz, max_payload=t.max_payload
+        ),
+        bdir,
+        extra_sources=sources,
+        extra_includes=includes,
+        extra_cflags=(*model_cflags(q), *v.cflags),
+        extra_libs=libs,
+    )
 
 
 _FUNC = re.compile(r"^[0-9a-f]{8} <([^>]+)>:$")
@@ -346,8 +394,9 @@ def disassemble(elf: Path) -> dict[str, list[tuple[str, str]]]:
     from codegen.toolchain import find_tool
 
     objdump = find_tool("arm-none-eabi-gcc").replace("gcc", "objdump")
-    text = subprocess.run([objdump, "-d", str(elf)], check=True, capture_output=True,
-                          text=True).stdout
+    text = subprocess.run(
+        [objdump, "-d", str(elf)], check=True, capture_output=True, text=True
+    ).stdout
     funcs: dict[str, list[tuple[str, str]]] = {}
     cur: list[tuple[str, str]] | None = None
     for line in text.splitlines():
@@ -400,13 +449,19 @@ def float_classes(q: Any, xf: np.ndarray) -> np.ndarray:
     from codegen.intref.lstm import lstm_float
 
     z, _ = lstm_float(xf, q.source.lstm)
-    return np.argmax(head_logits(z, q.source.head.weight.values, q.source.head.bias.values),
-                     axis=1)
+    return np.argmax(head_logits(z, q.source.head.weight.values, q.source.head.bias.values), axis=1)
 
 
-def baseline_record(elf: Path, sections: dict[str, int], m: dict[str, Any], entry: str,
-                    cflags: tuple[str, ...], what: str, build_id: str,
-                    pred_float: np.ndarray) -> dict[str, Any]:
+def baseline_record(
+    elf: Path,
+    sections: dict[str, int],
+    m: dict[str, Any],
+    entry: str,
+    cflags: tuple[str, ...],
+    what: str,
+    build_id: str,
+    pred_float: np.ndarray,
+) -> dict[str, Any]:
     pred = np.asarray(m["pred_noadapt"])
     return {
         "what": what,
@@ -426,15 +481,27 @@ def baseline_record(elf: Path, sections: dict[str, int], m: dict[str, Any], entr
 def ratios(b: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
     """<variant>_over_neon: encoder and whole no-adapt inference ticks relative to the default."""
     n = b["neon"]
-    return {f"{name}_over_neon": {
-        "encoder": round(v["encoder_ticks"] / n["encoder_ticks"], 3),
-        "no_adapt": round(v["no_adapt_ticks"] / n["no_adapt_ticks"], 3)}
-        for name, v in b.items() if name != "neon"}
+    return {
+        f"{name}_over_neon": {
+            "encoder": round(v["encoder_ticks"] / n["encoder_ticks"], 3),
+            "no_adapt": round(v["no_adapt_ticks"] / n["no_adapt_ticks"], 3),
+        }
+        for name, v in b.items()
+        if name != "neon"
+    }
 
 
-def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = SWEEP_K,
-              ns: tuple[int, ...] = SWEEP_N, n_samples: int = 5, reps: int = 3,
-              baselines: tuple[str, ...] = BASELINES, host_n: int = 20000) -> dict[str, Any]:
+def run_bench(
+    out: Path,
+    data_dir: Path | None = None,
+    *,
+    ks: tuple[int, ...] = SWEEP_K,
+    ns: tuple[int, ...] = SWEEP_N,
+    n_samples: int = 5,
+    reps: int = 3,
+    baselines: tuple[str, ...] = BASELINES,
+    host_n: int = 20000,
+) -> dict[str, Any]:
     from codegen.data import build as build_data
 
     out.mkdir(parents=True, exist_ok=True)
@@ -446,8 +513,10 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
     if unknown:
         raise BenchError(f"unknown baseline(s) {unknown}; choose from {sorted(variants())}")
     if 2 not in ks or len(set(ns)) < 2:
-        raise BenchError("the sweep needs k = 2 and at least two values of n (cmaes_iter_ticks "
-                         "is the slope over n at k = 2)")
+        raise BenchError(
+            "the sweep needs k = 2 and at least two values of n (cmaes_iter_ticks "
+            "is the slope over n at k = 2)"
+        )
     default = Point(2, 2, None)
     res0, syn0 = build_point(out, data_dir, default, default)
     q0 = res0.qmodel
@@ -469,16 +538,33 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
     base = point_record(res0, m0, syn0)
     pred_float = float_classes(q0, xf)
     fw0 = res0.manifest["firmware"]
-    bl = {"neon": baseline_record(res0.elf, fw0, m0, encoder_symbol(res0), (),
-                                  "the default build (integer kernels, NEON)",
-                                  fw0["build_id"], pred_float)}
+    bl = {
+        "neon": baseline_record(
+            res0.elf,
+            fw0,
+            m0,
+            encoder_symbol(res0),
+            (),
+            "the default build (integer kernels, NEON)",
+            fw0["build_id"],
+            pred_float,
+        )
+    }
     for name in baselines:
         v = variants()[name]
         fw = build_variant(out, res0, v)
         sec = {k: fw.sections.get(f".{k}", (0, 0))[0] for k in ("text", "rodata")}
         entry = f"{q0.prefix}model_encode_f32" if v.float32 else encoder_symbol(res0)
-        bl[name] = baseline_record(fw.elf, sec, measure(fw.elf, x0, ids, reps), entry,
-                                   v.cflags, v.what, fw.build_id, pred_float)
+        bl[name] = baseline_record(
+            fw.elf,
+            sec,
+            measure(fw.elf, x0, ids, reps),
+            entry,
+            v.cflags,
+            v.what,
+            fw.build_id,
+            pred_float,
+        )
     sweep = []
     for k in ks:
         for n in ns:
@@ -515,11 +601,15 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
         "cost_model": cost_model_fit([*sweep, lam_pt], base["head_entropy_ticks"], q0.adapt.dim),
     }
     extra = {
-        "lam_variant": lam_pt, "per_candidate_ticks": round(per_cand, 1),
-        "samples": int(len(ids)), "reps": reps, "data": str(data_dir),
+        "lam_variant": lam_pt,
+        "per_candidate_ticks": round(per_cand, 1),
+        "samples": int(len(ids)),
+        "reps": reps,
+        "data": str(data_dir),
         "static_ram_bytes": int(res0.manifest["firmware"]["static_ram_bytes"]),
-        "firmware": {s: int(res0.manifest["firmware"][s])
-                     for s in ("text", "rodata", "data", "bss", "stack")},
+        "firmware": {
+            s: int(res0.manifest["firmware"][s]) for s in ("text", "rodata", "data", "bss", "stack")
+        },
         "build_id": res0.manifest["firmware"]["build_id"],
     }
     (out / "bench.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -529,12 +619,16 @@ def run_bench(out: Path, data_dir: Path | None = None, *, ks: tuple[int, ...] = 
 
 # The forms fitted to the sweep: name -> (formula, the two terms' coefficients of λ, n, D, k).
 COST_FORMS = {
-    "paper": ("adapt = c0 + λn·F_Cls + a·λnDk + b·λnk²",
-              lambda lam, n, D, k: (lam * n * D * k, lam * n * k * k)),
+    "paper": (
+        "adapt = c0 + λn·F_Cls + a·λnDk + b·λnk²",
+        lambda lam, n, D, k: (lam * n * D * k, lam * n * k * k),
+    ),
     # the firmware skips the first Cholesky (C = I) and the last tell (nothing reads it), so the
     # O(k²) update work runs in n − 1 iterations
-    "as_built": ("adapt = c0 + λn·F_Cls + a·λnDk + b·λ(n−1)k²",
-                 lambda lam, n, D, k: (lam * n * D * k, lam * (n - 1) * k * k)),
+    "as_built": (
+        "adapt = c0 + λn·F_Cls + a·λnDk + b·λ(n−1)k²",
+        lambda lam, n, D, k: (lam * n * D * k, lam * (n - 1) * k * k),
+    ),
 }
 
 
@@ -555,13 +649,19 @@ def cost_model_fit(points: list[dict[str, Any]], fcls: int, dim: int) -> dict[st
         coef = nnls(A / y[:, None], (y - base) / y)[0]
         fit = A @ coef + base
         fits[name] = {
-            "form": form, "c0": round(float(coef[0]), 1), "a": round(float(coef[1]), 4),
+            "form": form,
+            "c0": round(float(coef[0]), 1),
+            "a": round(float(coef[1]), 4),
             "b": round(float(coef[2]), 4),
             "max_rel_err": round(float(np.max(np.abs(y / fit - 1.0))), 4),
-            "fitted_ticks": [round(float(f)) for f in fit]}
-    return {"F_Cls": fcls, "D": dim,
-            "points": [{k: p[k] for k in ("k", "n", "lam", "adapt_ticks")} for p in points],
-            "fits": fits}
+            "fitted_ticks": [round(float(f)) for f in fit],
+        }
+    return {
+        "F_Cls": fcls,
+        "D": dim,
+        "points": [{k: p[k] for k in ("k", "n", "lam", "adapt_ticks")} for p in points],
+        "fits": fits,
+    }
 
 
 def fit_md(f: dict[str, Any] | None) -> list[str]:
@@ -572,11 +672,14 @@ def fit_md(f: dict[str, Any] | None) -> list[str]:
     for i, p in enumerate(f["points"]):
         fitted = [f["fits"][n]["fitted_ticks"][i] for n in names]
         cells = [f"{t} | {p['adapt_ticks'] / t:.3f}" for t in fitted]
-        rows.append(f"| {p['k']} | {p['n']} | {p['lam']} | {p['adapt_ticks']} | "
-                    + " | ".join(cells) + " |")
-    forms = [f"- `{n}`: {v['form']}; c0 = {v['c0']}, a = {v['a']}, b = {v['b']}; largest "
-             f"|measured / fit − 1| = {100 * v['max_rel_err']:.1f} %"
-             for n, v in f["fits"].items()]
+        rows.append(
+            f"| {p['k']} | {p['n']} | {p['lam']} | {p['adapt_ticks']} | " + " | ".join(cells) + " |"
+        )
+    forms = [
+        f"- `{n}`: {v['form']}; c0 = {v['c0']}, a = {v['a']}, b = {v['b']}; largest "
+        f"|measured / fit − 1| = {100 * v['max_rel_err']:.1f} %"
+        for n, v in f["fits"].items()
+    ]
     return [
         "## The cost model's constants, fitted",
         "",
@@ -588,7 +691,8 @@ def fit_md(f: dict[str, Any] | None) -> list[str]:
         "",
         *forms,
         "",
-        "| k | n | λ | adapt ticks | " + " | ".join(f"{n} fit | measured / fit" for n in names)
+        "| k | n | λ | adapt ticks | "
+        + " | ".join(f"{n} fit | measured / fit" for n in names)
         + " |",
         "|---:|---:|---:|---:|" + "---:|---:|" * len(names),
         *rows,
@@ -599,9 +703,12 @@ def fit_md(f: dict[str, Any] | None) -> list[str]:
 def host_md(h: dict[str, Any] | None) -> list[str]:
     if h is None:
         return []
-    rows = [f"| {m} | {h[m]['samples_per_s_1']:.0f} | {h[m]['samples_per_s']:.0f} | "
-            + " / ".join(f"{v:.0f}" for v in h[m].get("runs", [])) + " |"
-            for m in ("no_adapt", "strict")]
+    rows = [
+        f"| {m} | {h[m]['samples_per_s_1']:.0f} | {h[m]['samples_per_s']:.0f} | "
+        + " / ".join(f"{v:.0f}" for v in h[m].get("runs", []))
+        + " |"
+        for m in ("no_adapt", "strict")
+    ]
     return [
         "## Host integer reference (Python, numpy)",
         "",
@@ -626,7 +733,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         "# ELaTTA firmware benchmark (QEMU icount ticks)",
         "",
         "`qemu-system-arm -M xilinx-zynq-a9 -icount shift=0`; Cortex-A9 global-timer ticks as "
-        "returned in RESULT (\"QEMU icount ticks\", not cycles; DESIGN §5). Medians over "
+        'returned in RESULT ("QEMU icount ticks", not cycles; DESIGN §5). Medians over '
         f"{x['samples']} samples x {x['reps']} repetitions per mode. The sweep table gives the "
         "largest spread of any tick field between repetitions of the same clip (rep spread: "
         "the run-to-run determinism) and between clips (clip spread: data-dependent paths). "
@@ -683,7 +790,8 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
             f"{'synthetic' if s['synthetic_basis'] else 'shipped'} | {s['encoder_ticks']} | "
             f"{s['adapt_ticks']} | {s['no_adapt_ticks']} | {s['elatta_ticks']} | {pred} | "
             f"{s['elatta_ticks'] / pred:.2f} | {ov:.1f} | {s['elatta_state_bytes']} | "
-            f"{s['ram_bytes']} | {s['rep_spread']} | {s['sample_spread']} |")
+            f"{s['ram_bytes']} | {s['rep_spread']} | {s['sample_spread']} |"
+        )
     lines += ["", *growth_table(d["sweep"], fcls), "", *fit_md(d.get("cost_model"))]
     if len(d["baselines"]) > 1:
         lines += [*baseline_tables(d["baselines"], d["ratios"]), ""]
@@ -707,7 +815,7 @@ def baseline_tables(b: dict[str, dict[str, Any]], r: dict[str, dict[str, float]]
         "run-time length scalar, so -O2 -ffast-math alone changes next to nothing); lets GCC "
         "use NEON for the float dot products. DESIGN §7 anchors for a similar "
         "LSTM on this core: naive float32 C -O3 168,009 ticks, -ffast-math 82,024. "
-        "\"= float model\": fraction of the clips whose device no-adapt class equals the "
+        '"= float model": fraction of the clips whose device no-adapt class equals the '
         "Python float64 model's.",
         "",
         "| build | flags | encoder ticks | × neon | no-adapt ticks | × neon | ELaTTA ticks "
@@ -721,7 +829,8 @@ def baseline_tables(b: dict[str, dict[str, Any]], r: dict[str, dict[str, float]]
             f"| {name} | {flags} | {v['encoder_ticks']} | {ratio['encoder']:.2f} | "
             f"{v['no_adapt_ticks']} | {ratio['no_adapt']:.2f} | {v['elatta_ticks']} | "
             f"{v['text_bytes']} | {v['rodata_bytes']} | {v['float_class_agreement']:.2f} | "
-            f"{v['rep_spread']} |")
+            f"{v['rep_spread']} |"
+        )
     rows += [
         "",
         "## Instruction mix of the encoder (static counts)",
@@ -738,25 +847,35 @@ def baseline_tables(b: dict[str, dict[str, Any]], r: dict[str, dict[str, float]]
     ]
     for name, v in b.items():
         mix = v["instruction_mix"]
-        rows.append(f"| {name} | {mix['arm']} | {mix['neon']} | {mix['vfp']} | {mix['total']} | "
-                    f"{', '.join(mix['functions'])} |")
+        rows.append(
+            f"| {name} | {mix['arm']} | {mix['neon']} | {mix['vfp']} | {mix['total']} | "
+            f"{', '.join(mix['functions'])} |"
+        )
     sc = b.get("scalar")
     if sc is not None and sc["instruction_mix"]["neon"]:
-        rows += ["", f"Note: the scalar build's encoder still has {sc['instruction_mix']['neon']} "
-                 "NEON instructions (GCC's -O2 auto-vectorization of the plain loops, or a kernel "
-                 "that does not honour `ELT_SCALAR`)."]
+        rows += [
+            "",
+            f"Note: the scalar build's encoder still has {sc['instruction_mix']['neon']} "
+            "NEON instructions (GCC's -O2 auto-vectorization of the plain loops, or a kernel "
+            "that does not honour `ELT_SCALAR`).",
+        ]
     return rows
 
 
 def growth_table(sweep: list[dict[str, Any]], fcls: int) -> list[str]:
     """Per k: the adapt ticks one candidate adds per iteration, from the n slope."""
-    rows = ["## Growth with k (per candidate and iteration)", "",
-            "c(k) = (adapt(n_max) − adapt(n_min)) / ((n_max − n_min)·λ): everything one "
-            "candidate costs in one iteration (latent z_t + V p: O(Dk); head + entropy: F_Cls; "
-            "its share of sampling O(k²) and of Cholesky/update O(k³)/λ). The paper's model "
-            f"charges F_Cls = {fcls} for it; the excess is its O(Dk) + O(k²) terms (plus the "
-            "per-iteration Cholesky/update, O(k³), spread over λ).", "",
-            "| k | λ | c(k) ticks | c(k) − F_Cls | c(k) / F_Cls |", "|---:|---:|---:|---:|---:|"]
+    rows = [
+        "## Growth with k (per candidate and iteration)",
+        "",
+        "c(k) = (adapt(n_max) − adapt(n_min)) / ((n_max − n_min)·λ): everything one "
+        "candidate costs in one iteration (latent z_t + V p: O(Dk); head + entropy: F_Cls; "
+        "its share of sampling O(k²) and of Cholesky/update O(k³)/λ). The paper's model "
+        f"charges F_Cls = {fcls} for it; the excess is its O(Dk) + O(k²) terms (plus the "
+        "per-iteration Cholesky/update, O(k³), spread over λ).",
+        "",
+        "| k | λ | c(k) ticks | c(k) − F_Cls | c(k) / F_Cls |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for k in sorted({s["k"] for s in sweep}):
         pts = sorted((s for s in sweep if s["k"] == k), key=lambda s: s["n"])
         if len(pts) < 2 or pts[-1]["n"] == pts[0]["n"]:
@@ -787,23 +906,42 @@ def parse_names(text: str) -> tuple[str, ...]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path, help="output directory (bench.json/md)")
-    p.add_argument("--data", type=Path, help="`codegen data` directory for calibration and "
-                   "samples (default: build the tiny numpy-tier set in OUT/data)")
+    p.add_argument(
+        "--data",
+        type=Path,
+        help="`codegen data` directory for calibration and "
+        "samples (default: build the tiny numpy-tier set in OUT/data)",
+    )
     p.add_argument("--sweep-k", type=parse_ints, default=SWEEP_K, help="k values (2,8,16)")
     p.add_argument("--sweep-n", type=parse_ints, default=SWEEP_N, help="n values (2,8)")
     p.add_argument("--samples", type=int, default=5, help="clips streamed per point (5)")
     p.add_argument("--reps", type=int, default=3, help="repetitions per clip and mode (3)")
-    p.add_argument("--host-n", type=int, default=20000,
-                   help="samples for the host integer reference throughput (0: skip)")
-    p.add_argument("--baselines", type=parse_names, default=BASELINES,
-                   help="baseline builds measured against the default (neon) one: "
-                        f"{','.join(BASELINES)} (default all; 'none' for none)")
+    p.add_argument(
+        "--host-n",
+        type=int,
+        default=20000,
+        help="samples for the host integer reference throughput (0: skip)",
+    )
+    p.add_argument(
+        "--baselines",
+        type=parse_names,
+        default=BASELINES,
+        help="baseline builds measured against the default (neon) one: "
+        f"{','.join(BASELINES)} (default all; 'none' for none)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    doc = run_bench(args.out, args.data, ks=args.sweep_k, ns=args.sweep_n,
-                    n_samples=args.samples, reps=args.reps, baselines=args.baselines,
-                    host_n=args.host_n)
+    doc = run_bench(
+        args.out,
+        args.data,
+        ks=args.sweep_k,
+        ns=args.sweep_n,
+        n_samples=args.samples,
+        reps=args.reps,
+        baselines=args.baselines,
+        host_n=args.host_n,
+    )
     for key in SCALAR_KEYS:
         print(f"{key:<20} {doc[key]}")
     for name, r in doc["ratios"].items():
@@ -811,8 +949,10 @@ def run(args: argparse.Namespace) -> int:
     if doc["host_reference"] is not None:
         h = doc["host_reference"]
         for mode in ("no_adapt", "strict"):
-            print(f"host reference {mode:<13} {h[mode]['samples_per_s']:.0f} samples/s on "
-                  f"{h['workers']} processes, median of {h.get('repeats', 1)} passes "
-                  f"({h[mode]['samples_per_s_1']:.0f} on 1)")
+            print(
+                f"host reference {mode:<13} {h[mode]['samples_per_s']:.0f} samples/s on "
+                f"{h['workers']} processes, median of {h.get('repeats', 1)} passes "
+                f"({h[mode]['samples_per_s_1']:.0f} on 1)"
+            )
     print(f"wrote {args.out / 'bench.json'} and bench.md ({len(doc['sweep'])} sweep points)")
     return 0

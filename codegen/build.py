@@ -84,8 +84,7 @@ def gate_proof_report(L: Any) -> dict[str, Any]:
         "bound": pr.bound,
         "capacity": (1 << 31) - 1,
         "worst_row": pr.worst_row,
-        "worst_row_terms": dict(zip(("w_ih", "w_hh", "bias", "rounding"), pr.terms,
-                                    strict=True)),
+        "worst_row_terms": dict(zip(("w_ih", "w_hh", "bias", "rounding"), pr.terms, strict=True)),
         "margin_bits": round(L.acc_gate.margin_bits, 3),
         "bound_at_acc_frac_plus_1": pr.bound_above,
     }
@@ -156,8 +155,10 @@ def manifest(
         "codegen_version": __version__,
         "prefix": src.prefix,
         "inputs": {
-            **{name: {"path": src.paths.get(name, ""), "sha256": sha}
-               for name, sha in src.hashes.as_dict().items()},
+            **{
+                name: {"path": src.paths.get(name, ""), "sha256": sha}
+                for name, sha in src.hashes.as_dict().items()
+            },
             "calib": {"path": q.calib.source, "sha256": q.calib.sha256},
         },
         "shapes": {
@@ -207,17 +208,18 @@ def manifest(
         "tensors": [tensor_report(t) for t in (L.w_ih, L.w_hh, L.bias, L.lut.table)]
         + adapt_tensors(q),
         "float_vs_fixed": quality,
-        "sources": {
-            p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(sources)
-        },
+        "sources": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(sources)},
     }
     if fw is not None:
         secs = fw.sections
         doc["firmware"] = {
             "elf": fw.elf.name,
             "build_id": fw.build_id,
-            "sections": {k: {"size": v[0], "addr": v[1]} for k, v in secs.items()
-                         if not k.startswith((".debug", ".ARM.attributes"))},
+            "sections": {
+                k: {"size": v[0], "addr": v[1]}
+                for k, v in secs.items()
+                if not k.startswith((".debug", ".ARM.attributes"))
+            },
             "text": secs.get(".text", (0, 0))[0],
             "rodata": secs.get(".rodata", (0, 0))[0],
             "data": secs.get(".data", (0, 0))[0],
@@ -243,9 +245,16 @@ def adapt_accumulators(q: QModel) -> list[dict[str, Any]]:
     if not head:
         return []
     bits = int(head["bits"])
-    return [{"name": "head (W z + b)", "bits": bits, "bound": int(head["bound"]),
-             "capacity": (1 << (bits - 1)) - 1, "worst_row": int(head.get("worst_row", -1)),
-             "margin_bits": round(float(head["margin_bits"]), 3)}]
+    return [
+        {
+            "name": "head (W z + b)",
+            "bits": bits,
+            "bound": int(head["bound"]),
+            "capacity": (1 << (bits - 1)) - 1,
+            "worst_row": int(head.get("worst_row", -1)),
+            "margin_bits": round(float(head["margin_bits"]), 3),
+        }
+    ]
 
 
 def adapt_tensors(q: QModel) -> list[dict[str, Any]]:
@@ -294,15 +303,20 @@ def render_app_header(q: QModel) -> str:
     from codegen.resources import jinja_env
 
     h = q.source.hashes
-    return jinja_env().get_template("fw_app_model.h.j2").render(
-        version=__version__,
-        input_hash=hashlib.sha256(f"{h.model}{h.basis}{h.config}{q.calib.sha256}".encode())
-        .hexdigest(),
-        header=f"{q.prefix}model.h",
-        p=q.prefix,
-        M=q.prefix.upper(),
-        x_fmt=q.lstm.x_fmt.name,
-        description=app_description(q).replace("\\", "\\\\").replace('"', '\\"'),
+    return (
+        jinja_env()
+        .get_template("fw_app_model.h.j2")
+        .render(
+            version=__version__,
+            input_hash=hashlib.sha256(
+                f"{h.model}{h.basis}{h.config}{q.calib.sha256}".encode()
+            ).hexdigest(),
+            header=f"{q.prefix}model.h",
+            p=q.prefix,
+            M=q.prefix.upper(),
+            x_fmt=q.lstm.x_fmt.name,
+            description=app_description(q).replace("\\", "\\\\").replace('"', '\\"'),
+        )
     )
 
 
@@ -355,8 +369,9 @@ def build(
     if compile_elf:
         t = model.target
         fw = build_firmware(
-            FirmwareConfig(uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz,
-                           max_payload=t.max_payload),
+            FirmwareConfig(
+                uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz, max_payload=t.max_payload
+            ),
             out,
             extra_sources=firmware_sources(q, sources),
             extra_includes=[src_dir],
@@ -384,13 +399,23 @@ def _json_default(o: object) -> Any:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, type=Path, help="checkpoint (codegen train)")
     p.add_argument("--basis", required=True, type=Path, help="V_k .npz (codegen basis)")
-    p.add_argument("--config", type=Path, default=Path("configs/default.toml"),
-                   help="TOML config ([elatta], [quant], [target]); default configs/default.toml")
-    p.add_argument("--data", type=Path,
-                   help="data directory (codegen data): clean train clips calibrate the formats")
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=Path("configs/default.toml"),
+        help="TOML config ([elatta], [quant], [target]); default configs/default.toml",
+    )
+    p.add_argument(
+        "--data",
+        type=Path,
+        help="data directory (codegen data): clean train clips calibrate the formats",
+    )
     p.add_argument("--out", required=True, type=Path, help="output directory")
-    p.add_argument("--no-elf", action="store_true",
-                   help="only generate C and the manifest (no arm-none-eabi-gcc)")
+    p.add_argument(
+        "--no-elf",
+        action="store_true",
+        help="only generate C and the manifest (no arm-none-eabi-gcc)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -401,8 +426,14 @@ def run(args: argparse.Namespace) -> int:
             "--data DIR is required: calibration uses clean train clips of a `codegen data` "
             "directory"
         )
-    res = build(args.model, args.basis, args.config, args.out, data_dir=args.data,
-                compile_elf=not args.no_elf)
+    res = build(
+        args.model,
+        args.basis,
+        args.config,
+        args.out,
+        data_dir=args.data,
+        compile_elf=not args.no_elf,
+    )
     print(format_manifest(res.manifest, brief=True))
     print(f"wrote {res.out_dir / 'manifest.json'}")
     return 0

@@ -43,10 +43,7 @@ def carray(values: Iterable[int], per_line: int = VALUES_PER_LINE, indent: int =
         else:
             items.append(str(iv))
     pad = " " * indent
-    lines = [
-        pad + ", ".join(items[i : i + per_line]) + ","
-        for i in range(0, len(items), per_line)
-    ]
+    lines = [pad + ", ".join(items[i : i + per_line]) + "," for i in range(0, len(items), per_line)]
     return "\n".join(lines)
 
 
@@ -177,12 +174,30 @@ def lstm_layout(L: QLstm) -> LstmLayout:
     return LstmLayout(Hp, K, R, w, bias, -shift, lut2)
 
 
-def _view(name: str, symbol: str, ctype: str, shape: tuple[int, ...], doc: str, fmt_name: str,
-          lo: float, hi: float, err: float, raw: np.ndarray) -> TensorView:
+def _view(
+    name: str,
+    symbol: str,
+    ctype: str,
+    shape: tuple[int, ...],
+    doc: str,
+    fmt_name: str,
+    lo: float,
+    hi: float,
+    err: float,
+    raw: np.ndarray,
+) -> TensorView:
     return TensorView(
-        name=name, symbol=symbol, ctype=ctype, size=int(raw.size),
-        shape_text="[" + ", ".join(str(d) for d in shape) + "]", doc=doc, fmt_name=fmt_name,
-        lo_text=_g(lo), hi_text=_g(hi), err_text=_g(err), raw=raw,
+        name=name,
+        symbol=symbol,
+        ctype=ctype,
+        size=int(raw.size),
+        shape_text="[" + ", ".join(str(d) for d in shape) + "]",
+        doc=doc,
+        fmt_name=fmt_name,
+        lo_text=_g(lo),
+        hi_text=_g(hi),
+        err_text=_g(err),
+        raw=raw,
     )
 
 
@@ -203,34 +218,66 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
     (wl, wh), (il, ih) = L.w_hh.float_range, L.w_ih.float_range
     lut_lo, lut_hi = L.lut.table.float_range
     tensors = [
-        _view("lstm.weight_hh_l0 | lstm.weight_ih_l0", sym["w"], "int16_t",
-              lay.w.shape,
-              f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = 4 x Hp = {R} gate rows "
-              f"g·Hp + j, gates i,f,g,o, Hp = {Hp}; K = {K} columns u = [hs (Hp); "
-              f"xs (F = {F}); 0 pad]; per column each half of 16 rows interleaved "
-              f"r0,r8,r1,r9,... for one VLD2.16; pad rows and columns 0)",
-              f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
-              f"{Hp}..{Hp + F - 1} (16-bit)",
-              min(wl, il), max(wh, ih), max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
-              lay.w),
-        _view("lstm.bias", sym["bias"], "int32_t", (R,),
-              f" (b_ih + b_hh at A = {sh.acc_frac} frac bits, rows g·Hp + j, pad rows 0)",
-              f"{L.bias.fmt.name} (32-bit)", *L.bias.float_range, L.bias.max_abs_error,
-              lay.bias),
-        _view("lstm.neg_shift", sym["neg_shift"], "int32_t", (R,),
-              f" (-s_r per row for VRSHL, a rounding right shift: s_r = A - 11 = "
-              f"{sh.sig_rshift} for gates i, f, o, A - 12 = {sh.tanh_rshift} for g)",
-              "Q31.0 (32-bit shift counts)", float(lay.neg_shift.min()),
-              float(lay.neg_shift.max()), 0.0, lay.neg_shift),
-        tensor_view(L.lut.table, sym["lut"],
-                    f" (σ(j·{16 / (L.lut.size - 1):g}), j = 0..{L.lut.size - 1}, mirrored for "
-                    f"x < 0; input "
-                    f"{L.lut.in_fmt.name})"),
-        _view("sigmoid_lut2", sym["lut2"], "uint32_t", lay.lut2.shape,
-              f" (pairs lut[j] | lut[j+1] << 16, j = 0..{lay.lut2.size - 1}: one load per "
-              f"interpolated σ)",
-              f"2 x {L.lut.table.fmt.name} (2 x 16-bit)", lut_lo, lut_hi,
-              L.lut.table.max_abs_error, lay.lut2),
+        _view(
+            "lstm.weight_hh_l0 | lstm.weight_ih_l0",
+            sym["w"],
+            "int16_t",
+            lay.w.shape,
+            f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = 4 x Hp = {R} gate rows "
+            f"g·Hp + j, gates i,f,g,o, Hp = {Hp}; K = {K} columns u = [hs (Hp); "
+            f"xs (F = {F}); 0 pad]; per column each half of 16 rows interleaved "
+            f"r0,r8,r1,r9,... for one VLD2.16; pad rows and columns 0)",
+            f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
+            f"{Hp}..{Hp + F - 1} (16-bit)",
+            min(wl, il),
+            max(wh, ih),
+            max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
+            lay.w,
+        ),
+        _view(
+            "lstm.bias",
+            sym["bias"],
+            "int32_t",
+            (R,),
+            f" (b_ih + b_hh at A = {sh.acc_frac} frac bits, rows g·Hp + j, pad rows 0)",
+            f"{L.bias.fmt.name} (32-bit)",
+            *L.bias.float_range,
+            L.bias.max_abs_error,
+            lay.bias,
+        ),
+        _view(
+            "lstm.neg_shift",
+            sym["neg_shift"],
+            "int32_t",
+            (R,),
+            f" (-s_r per row for VRSHL, a rounding right shift: s_r = A - 11 = "
+            f"{sh.sig_rshift} for gates i, f, o, A - 12 = {sh.tanh_rshift} for g)",
+            "Q31.0 (32-bit shift counts)",
+            float(lay.neg_shift.min()),
+            float(lay.neg_shift.max()),
+            0.0,
+            lay.neg_shift,
+        ),
+        tensor_view(
+            L.lut.table,
+            sym["lut"],
+            f" (σ(j·{16 / (L.lut.size - 1):g}), j = 0..{L.lut.size - 1}, mirrored for "
+            f"x < 0; input "
+            f"{L.lut.in_fmt.name})",
+        ),
+        _view(
+            "sigmoid_lut2",
+            sym["lut2"],
+            "uint32_t",
+            lay.lut2.shape,
+            f" (pairs lut[j] | lut[j+1] << 16, j = 0..{lay.lut2.size - 1}: one load per "
+            f"interpolated σ)",
+            f"2 x {L.lut.table.fmt.name} (2 x 16-bit)",
+            lut_lo,
+            lut_hi,
+            L.lut.table.max_abs_error,
+            lay.lut2,
+        ),
     ]
     pr = L.proof
     proof = {

@@ -46,8 +46,9 @@ def f32_literal(v: float) -> str:
 def f32_array(values: npt.ArrayLike, per_line: int = VALUES_PER_LINE, indent: int = 4) -> str:
     items = [f32_literal(v) for v in np.asarray(values, np.float64).reshape(-1)]
     pad = " " * indent
-    return "\n".join(pad + ", ".join(items[i : i + per_line]) + ","
-                     for i in range(0, len(items), per_line))
+    return "\n".join(
+        pad + ", ".join(items[i : i + per_line]) + "," for i in range(0, len(items), per_line)
+    )
 
 
 def _tensor(name: str, symbol: str, values: npt.ArrayLike, doc: str) -> dict[str, Any]:
@@ -76,13 +77,21 @@ def render_f32(q: QModel) -> dict[str, str]:
     H, F, T = L.hidden_size, L.input_size, L.num_frames
     C = m.head.out_features
     frac = q.lstm.x_fmt.frac_bits
-    sym = {"w_ih": f"{p}f32_lstm_w_ih", "w_hh": f"{p}f32_lstm_w_hh", "b_ih": f"{p}f32_lstm_b_ih",
-           "b_hh": f"{p}f32_lstm_b_hh", "head_w": f"{p}f32_head_w", "head_b": f"{p}f32_head_b"}
+    sym = {
+        "w_ih": f"{p}f32_lstm_w_ih",
+        "w_hh": f"{p}f32_lstm_w_hh",
+        "b_ih": f"{p}f32_lstm_b_ih",
+        "b_hh": f"{p}f32_lstm_b_hh",
+        "head_w": f"{p}f32_head_w",
+        "head_b": f"{p}f32_head_b",
+    }
     tensors = [
-        _tensor(L.w_ih.name, sym["w_ih"], L.w_ih.values,
-                f" (4H x F = {4 * H} x {F}, gates i,f,g,o)"),
-        _tensor(L.w_hh.name, sym["w_hh"], L.w_hh.values,
-                f" (4H x H = {4 * H} x {H}, gates i,f,g,o)"),
+        _tensor(
+            L.w_ih.name, sym["w_ih"], L.w_ih.values, f" (4H x F = {4 * H} x {F}, gates i,f,g,o)"
+        ),
+        _tensor(
+            L.w_hh.name, sym["w_hh"], L.w_hh.values, f" (4H x H = {4 * H} x {H}, gates i,f,g,o)"
+        ),
         _tensor(L.b_ih.name, sym["b_ih"], L.b_ih.values, f" (4H = {4 * H})"),
         _tensor(L.b_hh.name, sym["b_hh"], L.b_hh.values, f" (4H = {4 * H})"),
         _tensor(m.head.weight.name, sym["head_w"], m.head.weight.values, f" (C x H = {C} x {H})"),
@@ -90,9 +99,21 @@ def render_f32(q: QModel) -> dict[str, str]:
     ]
     header = f"{p}model_f32.h"
     ctx: dict[str, Any] = {
-        "p": p, "M": p.upper(), "guard": f"{p.upper()}MODEL_F32_H", "header": header,
-        "T": T, "F": F, "H": H, "C": C, "R": 4 * H, "TF": T * F, "sym": sym, "tensors": tensors,
-        "x_fmt": q.lstm.x_fmt.name, "x_frac": frac, "x_scale": f32_literal(2.0 ** -frac),
+        "p": p,
+        "M": p.upper(),
+        "guard": f"{p.upper()}MODEL_F32_H",
+        "header": header,
+        "T": T,
+        "F": F,
+        "H": H,
+        "C": C,
+        "R": 4 * H,
+        "TF": T * F,
+        "sym": sym,
+        "tensors": tensors,
+        "x_fmt": q.lstm.x_fmt.name,
+        "x_frac": frac,
+        "x_scale": f32_literal(2.0**-frac),
         "version": __version__,
     }
     e = jinja_env()
@@ -102,10 +123,10 @@ def render_f32(q: QModel) -> dict[str, str]:
         return [ln.replace("`codegen build`", "`codegen bench`") for ln in banner(q, title)]
 
     return {
-        header: e.get_template("model_f32.h.j2").render(
-            banner=banner_(f"{header}: {what}"), **ctx),
+        header: e.get_template("model_f32.h.j2").render(banner=banner_(f"{header}: {what}"), **ctx),
         f"{p}model_f32.c": e.get_template("model_f32.c.j2").render(
-            banner=banner_(f"{p}model_f32.c: {what}: float weights, encoder, head"), **ctx),
+            banner=banner_(f"{p}model_f32.c: {what}: float weights, encoder, head"), **ctx
+        ),
         "fw_app_f32.h": e.get_template("fw_app_f32.h.j2").render(**ctx),
     }
 

@@ -641,16 +641,19 @@ def elatta_toml(report: dict[str, Any]) -> str:
 
 def format_fixed_vs_float(report: dict[str, Any]) -> str:
     """Average over the ten noises, float vs integer reference, per mode and SNR (points)."""
-    lines = ["Fixed point (integer reference) vs float, accuracy % averaged over the noises",
-             f"{'mode':<18} {'SNR':>5} {'float':>7} {'fixed':>7} {'diff':>6}"]
+    lines = [
+        "Fixed point (integer reference) vs float, accuracy % averaged over the noises",
+        f"{'mode':<18} {'SNR':>5} {'float':>7} {'fixed':>7} {'diff':>6}",
+    ]
     for mode, per_snr in report["fixed"].items():
         for snr, row in per_snr.items():
             fl = report["float"].get(mode, {}).get(snr, {}).get("average")
             fx = row.get("average")
             if fl is None or fx is None:
                 continue
-            lines.append(f"{mode:<18} {snr:>5} {100 * fl:7.2f} {100 * fx:7.2f} "
-                         f"{100 * (fx - fl):+6.2f}")
+            lines.append(
+                f"{mode:<18} {snr:>5} {100 * fl:7.2f} {100 * fx:7.2f} {100 * (fx - fl):+6.2f}"
+            )
     return "\n".join(lines)
 
 
@@ -727,8 +730,16 @@ def run(args: argparse.Namespace) -> int:
 
         cfg = report["config"]
         report["fixed"] = evaluate_fixed(
-            args.model, args.basis, args.config, args.data, modes=modes, limit=args.limit,
-            seeds=opts.seeds, sigma0=cfg["sigma0"], beta=cfg["beta"], radius=cfg["radius"],
+            args.model,
+            args.basis,
+            args.config,
+            args.data,
+            modes=modes,
+            limit=args.limit,
+            seeds=opts.seeds,
+            sigma0=cfg["sigma0"],
+            beta=cfg["beta"],
+            radius=cfg["radius"],
             progress=not args.no_progress,
         )
         text += "\n\n" + format_fixed_vs_float(report)

@@ -124,18 +124,20 @@ class FirmwareBuild:
 def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
     cfg.validate()
     div = uart_divisors(cfg.uart, cfg.baud, cfg.uart_ref_hz)
-    return jinja_env().get_template("fw_config.h.j2").render(
-        version=__version__,
-        input_hash=input_hash,
-        build_id=build_id,
-        uart=div.template_vars(),
-        max_payload=cfg.max_payload,
+    return (
+        jinja_env()
+        .get_template("fw_config.h.j2")
+        .render(
+            version=__version__,
+            input_hash=input_hash,
+            build_id=build_id,
+            uart=div.template_vars(),
+            max_payload=cfg.max_payload,
+        )
     )
 
 
-def _input_hash(
-    cfg: FirmwareConfig, sources: list[Path], extra_flags: tuple[str, ...] = ()
-) -> str:
+def _input_hash(cfg: FirmwareConfig, sources: list[Path], extra_flags: tuple[str, ...] = ()) -> str:
     h = hashlib.sha256()
     h.update(json.dumps(asdict(cfg), sort_keys=True).encode())
     h.update(" ".join(ARM_CFLAGS + ARM_LDFLAGS + extra_flags).encode())
@@ -217,19 +219,33 @@ def format_size_table(build: FirmwareBuild) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("build/firmware"), help="output directory")
-    p.add_argument("--uart", type=int, default=0, choices=(0, 1),
-                   help="console UART: 0 (0xE0000000, QEMU's first -serial) or 1 (0xE0001000, "
-                        "the USB-UART on PYNQ-Z1/Z2 and ZedBoard)")
+    p.add_argument(
+        "--uart",
+        type=int,
+        default=0,
+        choices=(0, 1),
+        help="console UART: 0 (0xE0000000, QEMU's first -serial) or 1 (0xE0001000, "
+        "the USB-UART on PYNQ-Z1/Z2 and ZedBoard)",
+    )
     p.add_argument("--baud", type=int, default=115_200, help="baud rate (default 115200)")
-    p.add_argument("--uart-ref-hz", type=int, default=100_000_000,
-                   help="UART reference clock of the PS design in Hz (default 100 MHz)")
-    p.add_argument("--max-payload", type=int, default=2048,
-                   help="largest frame payload in bytes (64..8192, default 2048)")
+    p.add_argument(
+        "--uart-ref-hz",
+        type=int,
+        default=100_000_000,
+        help="UART reference clock of the PS design in Hz (default 100 MHz)",
+    )
+    p.add_argument(
+        "--max-payload",
+        type=int,
+        default=2048,
+        help="largest frame payload in bytes (64..8192, default 2048)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = FirmwareConfig(uart=args.uart, baud=args.baud, uart_ref_hz=args.uart_ref_hz,
-                         max_payload=args.max_payload)
+    cfg = FirmwareConfig(
+        uart=args.uart, baud=args.baud, uart_ref_hz=args.uart_ref_hz, max_payload=args.max_payload
+    )
     build = build_firmware(cfg, args.out)
     print(f"{build.elf}  ({build.build_id})")
     print(format_size_table(build))

@@ -46,13 +46,13 @@ def _table(per: dict[tuple[str, float, str], list[float]]) -> dict[str, Any]:
     return table
 
 
-def _model_with(model: Any, sigma0: float | None, beta: float | None,
-                radius: float | None) -> Any:
+def _model_with(model: Any, sigma0: float | None, beta: float | None, radius: float | None) -> Any:
     from codegen.ir import CmaesParams
 
     el = model.cmaes.elatta
-    changes = {k: v for k, v in (("sigma0", sigma0), ("beta", beta), ("radius", radius))
-               if v is not None}
+    changes = {
+        k: v for k, v in (("sigma0", sigma0), ("beta", beta), ("radius", radius)) if v is not None
+    }
     if not changes:
         return model
     cm = CmaesParams(el.replace(**changes), model.cmaes.qelatta_v2)
@@ -118,18 +118,28 @@ def compare_fixed_float(
         snr = float(cond.snr_db)
         for mode in modes:
             for s in seed_list if mode != "no_adapt" else seed_list[:1]:
-                qs = q if s == el.seed else dataclasses.replace(
-                    q, adapt=dataclasses.replace(
-                        q.adapt, cfg=dataclasses.replace(q.adapt.cfg, seed=int(s))))
+                qs = (
+                    q
+                    if s == el.seed
+                    else dataclasses.replace(
+                        q,
+                        adapt=dataclasses.replace(
+                            q.adapt, cfg=dataclasses.replace(q.adapt.cfg, seed=int(s))
+                        ),
+                    )
+                )
                 res = infer_int(xi, qs, ids, mode=mode)
                 acc_fixed.setdefault((mode, snr, cond.name), []).append(
-                    float(np.mean(np.asarray(res.pred) == y)))
+                    float(np.mean(np.asarray(res.pred) == y))
+                )
                 if z_f is not None:
                     fres = adapt(z_f, W, b, V, ids, el.replace(mode=mode, seed=int(s)))
                     acc_float.setdefault((mode, snr, cond.name), []).append(
-                        float(np.mean(fres.pred == y)))
+                        float(np.mean(fres.pred == y))
+                    )
                     same.setdefault((mode, snr), []).append(
-                        float(np.mean(fres.pred == np.asarray(res.pred))))
+                        float(np.mean(fres.pred == np.asarray(res.pred)))
+                    )
     same_table: dict[str, Any] = {}
     for (mode, snr), vals in sorted(same.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
         same_table.setdefault(mode, {})[f"{snr:g}"] = round(float(np.mean(vals)), 6)
@@ -153,6 +163,16 @@ def evaluate_fixed(
     """Fixed-point accuracies ``{mode: {snr: {noise: acc, "average": acc}}}`` (report.json's
     ``"float"`` layout) from the Python integer reference."""
     return compare_fixed_float(
-        model_path, basis_path, config, data_dir, modes=modes, limit=limit, seeds=seeds,
-        sigma0=sigma0, beta=beta, radius=radius, with_float=False, progress=progress,
+        model_path,
+        basis_path,
+        config,
+        data_dir,
+        modes=modes,
+        limit=limit,
+        seeds=seeds,
+        sigma0=sigma0,
+        beta=beta,
+        radius=radius,
+        with_float=False,
+        progress=progress,
     ).fixed

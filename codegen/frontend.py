@@ -78,7 +78,7 @@ def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
 def parse_qelatta_v2(
     text: str | None, where: str = "[elatta].qelatta_v2"
 ) -> tuple[int, int] | None:
-    """"8b4" -> (8, 4): x-bit words with y integer bits; "" / "off" / None -> None."""
+    """ "8b4" -> (8, 4): x-bit words with y integer bits; "" / "off" / None -> None."""
     if text is None or text in ("", "off", "none"):
         return None
     m = V2_RE.match(text)
@@ -282,8 +282,11 @@ def read_model(
             f"{cfg.source}: [elatta].k = {k_cfg} but the basis V has k={basis.k} columns; set "
             f"k = {basis.k} or recompute the basis with --k {k_cfg}"
         )
-    for name, arr in (("V", basis.V), ("mean", basis.mean), ("singular_values",
-                                                             basis.singular_values)):
+    for name, arr in (
+        ("V", basis.V),
+        ("mean", basis.mean),
+        ("singular_values", basis.singular_values),
+    ):
         _finite(name, np.asarray(arr), bpath)
     lstm = Lstm(
         input_size=F,
@@ -294,8 +297,9 @@ def read_model(
         b_ih=Tensor("lstm.bias_ih_l0", sd["lstm.bias_ih_l0"]),
         b_hh=Tensor("lstm.bias_hh_l0", sd["lstm.bias_hh_l0"]),
     )
-    head = Dense(H, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias",
-                                                                         sd["head.bias"]))
+    head = Dense(
+        H, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
+    )
     ir_basis = Basis(
         V=Tensor("basis.V", basis.V),
         mean=Tensor("basis.mean", basis.mean),
@@ -332,7 +336,8 @@ def torch_module(model: Model) -> Any:
         "head.weight": model.head.weight.values,
         "head.bias": model.head.bias.values,
     }
-    m.load_state_dict({k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in
-                       state.items()})
+    m.load_state_dict(
+        {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()}
+    )
     m.eval()
     return m

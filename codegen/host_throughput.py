@@ -67,8 +67,9 @@ def tile(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.tile(x, (reps, 1, 1))[:n], np.arange(n, dtype=np.int64)
 
 
-def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int, repeats: int = 1
-            ) -> tuple[list[float], dict[str, np.ndarray]]:
+def measure(
+    q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int, repeats: int = 1
+) -> tuple[list[float], dict[str, np.ndarray]]:
     """(samples/s of each of ``repeats`` timed passes, outputs of the first) of ``mode`` over x
     on ``workers`` processes (start-up and warm-up excluded; every pass's outputs must equal
     the first's)."""
@@ -88,8 +89,10 @@ def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int, rep
             try:
                 ready.wait(timeout=STARTUP_S)
             except threading.BrokenBarrierError as exc:
-                raise RuntimeError(f"{workers} host reference worker(s) did not warm up within "
-                                   f"{STARTUP_S:.0f} s (their errors are printed above)") from exc
+                raise RuntimeError(
+                    f"{workers} host reference worker(s) did not warm up within "
+                    f"{STARTUP_S:.0f} s (their errors are printed above)"
+                ) from exc
             for _ in range(max(1, repeats)):
                 t0 = time.perf_counter()
                 parts = pool.map(_run, tasks, chunksize=1)
@@ -107,8 +110,9 @@ def measure(q: Any, x: np.ndarray, ids: np.ndarray, mode: str, workers: int, rep
     return rates, first
 
 
-def host_throughput(q: Any, x: np.ndarray, n: int, workers: int | None = None,
-                    repeats: int = 3) -> dict[str, Any]:
+def host_throughput(
+    q: Any, x: np.ndarray, n: int, workers: int | None = None, repeats: int = 3
+) -> dict[str, Any]:
     """samples/s per mode on 1 and on ``workers`` processes (default: every core): the median
     of ``repeats`` timed passes, and every pass (shared vCPUs vary by tens of percent from one
     second to the next, so one pass says little)."""
@@ -120,7 +124,10 @@ def host_throughput(q: Any, x: np.ndarray, n: int, workers: int | None = None,
         rw, ow = measure(q, xs, ids, mode, w, repeats)
         for key in o1:
             np.testing.assert_array_equal(ow[key], o1[key], err_msg=f"{mode} field {key}")
-        res[mode] = {"samples_per_s_1": round(float(np.median(r1)), 1),
-                     "samples_per_s": round(float(np.median(rw)), 1),
-                     "runs_1": [round(r, 1) for r in r1], "runs": [round(r, 1) for r in rw]}
+        res[mode] = {
+            "samples_per_s_1": round(float(np.median(r1)), 1),
+            "samples_per_s": round(float(np.median(rw)), 1),
+            "runs_1": [round(r, 1) for r in r1],
+            "runs": [round(r, 1) for r in rw],
+        }
     return res

@@ -28,10 +28,19 @@ from codegen.ir import QModel
 from codegen.resources import firmware_dir
 from codegen.toolchain import COMMON_CFLAGS, find_tool, run_tool
 
-HOST_CFLAGS: tuple[str, ...] = (*COMMON_CFLAGS, "-O2", "-g", "-fPIC", "-shared",
-                                "-fvisibility=hidden")
-UBSAN_CFLAGS: tuple[str, ...] = ("-fsanitize=undefined", "-fno-sanitize-recover=all",
-                                 "-fno-omit-frame-pointer")
+HOST_CFLAGS: tuple[str, ...] = (
+    *COMMON_CFLAGS,
+    "-O2",
+    "-g",
+    "-fPIC",
+    "-shared",
+    "-fvisibility=hidden",
+)
+UBSAN_CFLAGS: tuple[str, ...] = (
+    "-fsanitize=undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+)
 LSTM_FIRMWARE_SOURCES: tuple[str, ...] = ("elt_lstm_s16.c",)
 _TRACE_FN = ctypes.CFUNCTYPE(
     None, ctypes.c_char_p, ctypes.c_int32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32
@@ -53,13 +62,20 @@ def model_cflags(q: QModel) -> tuple[str, ...]:
     return tuple(adapt_cflags(q.adapt))
 
 
-def build_for(q: QModel, src_dir: Path, out_dir: Path, *, sanitize: bool = False,
-              trace: bool = False) -> HostModel:
+def build_for(
+    q: QModel, src_dir: Path, out_dir: Path, *, sanitize: bool = False, trace: bool = False
+) -> HostModel:
     """Host library of the generated sources in ``src_dir`` for the fixed IR ``q``."""
-    fw_sources = LSTM_FIRMWARE_SOURCES + (adapt_firmware_sources() if q.adapt is not None
-                                          else ())
-    hb = build_host_library(src_dir, render_host_api(q), out_dir, sanitize=sanitize, trace=trace,
-                            firmware_sources=fw_sources, cflags=model_cflags(q))
+    fw_sources = LSTM_FIRMWARE_SOURCES + (adapt_firmware_sources() if q.adapt is not None else ())
+    hb = build_host_library(
+        src_dir,
+        render_host_api(q),
+        out_dir,
+        sanitize=sanitize,
+        trace=trace,
+        firmware_sources=fw_sources,
+        cflags=model_cflags(q),
+    )
     return HostModel(hb, q)
 
 
@@ -72,8 +88,10 @@ def render_host_api(q: QModel) -> str:
 
         headers = sorted(n for n in emit_adapt_c(q.adapt, q.prefix) if n.endswith(".h"))
     ctx = model_context(q, headers)
-    return env().get_template("host_api.c.j2").render(
-        banner=banner(q, "host_api.c: ctypes entry points of the host build"), **ctx
+    return (
+        env()
+        .get_template("host_api.c.j2")
+        .render(banner=banner(q, "host_api.c: ctypes entry points of the host build"), **ctx)
     )
 
 
@@ -104,8 +122,12 @@ def build_host_library(
     api = out_dir / "host_api.c"
     api.write_text(host_api)
     sources = sorted(src_dir.glob("*.c")) + [fw / s for s in firmware_sources] + [api]
-    flags = [*HOST_CFLAGS, *(UBSAN_CFLAGS if sanitize else ()),
-             *(["-DELT_TRACE"] if trace else []), *cflags]
+    flags = [
+        *HOST_CFLAGS,
+        *(UBSAN_CFLAGS if sanitize else ()),
+        *(["-DELT_TRACE"] if trace else []),
+        *cflags,
+    ]
     digest = hashlib.sha256(" ".join(flags).encode())
     for s in sources + sorted(src_dir.glob("*.h")) + sorted(fw.glob("*.h")):
         digest.update(s.name.encode() + b"\0" + s.read_bytes())
@@ -158,13 +180,17 @@ class HostModel:
         X = self._features(x)
         z = np.zeros((X.shape[0], self.H), dtype=np.int16)
         self.lib.elt_host_encode(
-            X.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint32(X.shape[0]),
+            X.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_uint32(X.shape[0]),
             z.ctypes.data_as(ctypes.c_void_p),
         )
         return z
 
     def run(
-        self, x: npt.ArrayLike, sample_ids: npt.ArrayLike, mode: str | None = None,
+        self,
+        x: npt.ArrayLike,
+        sample_ids: npt.ArrayLike,
+        mode: str | None = None,
         reset: bool = True,
     ) -> dict[str, np.ndarray]:
         """All per-sample outputs of the C pipeline (same names as `IntInferResult.fields`).
@@ -197,9 +223,16 @@ class HostModel:
             return a.ctypes.data_as(ctypes.c_void_p)
 
         rc = self.lib.elt_host_infer(
-            ptr(X), ctypes.c_uint32(N), ptr(ids32),
+            ptr(X),
+            ctypes.c_uint32(N),
+            ptr(ids32),
             ctypes.c_int32(-1 if mode is None else MODES.index(mode)),
-            ctypes.c_int32(int(reset)), ptr(z), ptr(ints), ptr(p_best), ptr(l0), ptr(lb),
+            ctypes.c_int32(int(reset)),
+            ptr(z),
+            ptr(ints),
+            ptr(p_best),
+            ptr(l0),
+            ptr(lb),
         )
         if rc != 0:
             raise CodegenError(f"elt_host_infer returned {rc}")
@@ -256,7 +289,9 @@ class Mismatch:
 
 
 def first_field_mismatch(
-    c: dict[str, np.ndarray], py: dict[str, np.ndarray], sample_ids: npt.ArrayLike,
+    c: dict[str, np.ndarray],
+    py: dict[str, np.ndarray],
+    sample_ids: npt.ArrayLike,
     order: Sequence[str] | None = None,
 ) -> Mismatch | None:
     """Compare per-sample result fields (arrays with the sample on axis 0). Returns the first
@@ -269,10 +304,17 @@ def first_field_mismatch(
         a, b = np.asarray(c[name]), np.asarray(py[name])
         if a.shape != b.shape:
             raise ValueError(f"field {name}: C shape {a.shape} vs Python {b.shape}")
-    bad_rows = sorted({int(r) for name in names
-                       for r in np.nonzero(
-                           (np.asarray(c[name]) != np.asarray(py[name])).reshape(
-                               np.asarray(py[name]).shape[0], -1).any(axis=1))[0]})
+    bad_rows = sorted(
+        {
+            int(r)
+            for name in names
+            for r in np.nonzero(
+                (np.asarray(c[name]) != np.asarray(py[name]))
+                .reshape(np.asarray(py[name]).shape[0], -1)
+                .any(axis=1)
+            )[0]
+        }
+    )
     if not bad_rows:
         return None
     row = bad_rows[0]
@@ -301,8 +343,9 @@ def first_trace_mismatch(
             return Mismatch(sample, sample_id, f"{have[0]} (only in {who})", (have[1],), 0, 0)
         (cs, ci, cv), (ps, pi, pv) = c_events[n], py_events[n]
         if (cs, ci) != (ps, pi) or cv.shape != pv.shape:
-            return Mismatch(sample, sample_id, f"trace order: C {cs}[{ci}] vs Python {ps}[{pi}]",
-                            (n,), 0, 0)
+            return Mismatch(
+                sample, sample_id, f"trace order: C {cs}[{ci}] vs Python {ps}[{pi}]", (n,), 0, 0
+            )
         diff = np.nonzero(cv != pv)[0]
         if diff.size:
             j = int(diff[0])

@@ -59,8 +59,14 @@ class QFormat:
         arr = np.asarray(x, dtype=np.float64)
         if not np.all(np.isfinite(arr)):
             raise ConfigError(f"cannot quantize non-finite values to {self.name}")
-        fx = Fxp(arr, signed=True, n_word=self.word, n_frac=self.frac_bits, rounding="around",
-                 overflow="saturate")
+        fx = Fxp(
+            arr,
+            signed=True,
+            n_word=self.word,
+            n_frac=self.frac_bits,
+            rounding="around",
+            overflow="saturate",
+        )
         raw = np.asarray(fx.val, dtype=np.int64).reshape(arr.shape)
         if raw.size and (raw.min() < self.min_raw or raw.max() > self.max_raw):
             raise AssertionError(f"fxpmath returned values outside {self.name}")

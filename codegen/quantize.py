@@ -114,12 +114,19 @@ def gate_row_shifts(hidden: int, acc_frac: int) -> list[int]:
     """The final shift of every gate row (torch order i, f, g, o): A − 11 to Q4.11 for σ gates,
     A − 12 to 2x in Q4.11 for the g gate (tanh(x) = 2σ(2x) − 1)."""
     g = GATES.index("g")
-    return [acc_frac - GATE_FMT.frac_bits - (1 if r // hidden == g else 0)
-            for r in range(len(GATES) * hidden)]
+    return [
+        acc_frac - GATE_FMT.frac_bits - (1 if r // hidden == g else 0)
+        for r in range(len(GATES) * hidden)
+    ]
 
 
 def gate_bound_rows(
-    w_ih_raw: np.ndarray, w_hh_raw: np.ndarray, b: np.ndarray, fw_ih: int, fx: int, fw_hh: int,
+    w_ih_raw: np.ndarray,
+    w_hh_raw: np.ndarray,
+    b: np.ndarray,
+    fw_ih: int,
+    fx: int,
+    fw_hh: int,
     acc_frac: int,
 ) -> tuple[list[tuple[int, int, int, int]], np.ndarray]:
     """Per-row terms of the worst case |acc| at A = ``acc_frac`` (Python ints, so the proof
@@ -132,13 +139,20 @@ def gate_bound_rows(
     sum_hh = np.abs(np.asarray(w_hh_raw, dtype=np.int64)).sum(axis=1)
     hidden = w_hh_raw.shape[1]
     shifts = gate_row_shifts(hidden, acc_frac)
-    rows = [(int(sum_ih[r]) * xm, int(sum_hh[r]) * hm, abs(int(bias_a[r])), 1 << (shifts[r] - 1))
-            for r in range(len(shifts))]
+    rows = [
+        (int(sum_ih[r]) * xm, int(sum_hh[r]) * hm, abs(int(bias_a[r])), 1 << (shifts[r] - 1))
+        for r in range(len(shifts))
+    ]
     return rows, bias_a
 
 
 def prove_gate_accumulator(
-    w_ih_raw: np.ndarray, w_hh_raw: np.ndarray, b: np.ndarray, fw_ih: int, fx: int, fw_hh: int,
+    w_ih_raw: np.ndarray,
+    w_hh_raw: np.ndarray,
+    b: np.ndarray,
+    fw_ih: int,
+    fx: int,
+    fw_hh: int,
 ) -> GateProof:
     """The largest A ≤ min(fw_ih + fx, fw_hh + 15) whose worst-case gate sum
     max_r Σ|W_ih[r]|·max|xs| + Σ|W_hh[r]|·max|hs| + |bias_A[r]| + 2^(s_r − 1) fits int32
@@ -204,10 +218,8 @@ def quantize_lstm(
     x_fmt = _fmt_for(x_max, margin, "input features")
     c_fmt = cell_format(T)
 
-    w_ih = _quantize("lstm.weight_ih_l0", lstm.w_ih.values,
-                     QFormat.for_range(lstm.w_ih.max_abs))
-    w_hh = _quantize("lstm.weight_hh_l0", lstm.w_hh.values,
-                     QFormat.for_range(lstm.w_hh.max_abs))
+    w_ih = _quantize("lstm.weight_ih_l0", lstm.w_ih.values, QFormat.for_range(lstm.w_ih.max_abs))
+    w_hh = _quantize("lstm.weight_hh_l0", lstm.w_hh.values, QFormat.for_range(lstm.w_hh.max_abs))
     b = lstm.b_ih.values + lstm.b_hh.values
     fw_ih, fw_hh = w_ih.fmt.frac_bits, w_hh.fmt.frac_bits
     proof = prove_gate_accumulator(w_ih.raw, w_hh.raw, b, fw_ih, x_fmt.frac_bits, fw_hh)

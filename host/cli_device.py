@@ -19,15 +19,28 @@ HELP = "talk to the firmware: `info` prints INFO, `echo` tests the link"
 
 def add_link_arguments(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--qemu", type=Path, metavar="FW.elf",
-                       help="boot this ELF in qemu-system-arm -M xilinx-zynq-a9")
-    where.add_argument("--port", metavar="DEV",
-                       help="serial device of a board, e.g. /dev/ttyUSB1, or any pyserial URL "
-                            "(socket://HOST:PORT, rfc2217://...)")
-    p.add_argument("--baud", type=int, default=115_200,
-                   help="baud rate for --port (default 115200)")
-    p.add_argument("--uart", type=int, default=0, choices=(0, 1),
-                   help="with --qemu: which UART the firmware was built for (default 0)")
+    where.add_argument(
+        "--qemu",
+        type=Path,
+        metavar="FW.elf",
+        help="boot this ELF in qemu-system-arm -M xilinx-zynq-a9",
+    )
+    where.add_argument(
+        "--port",
+        metavar="DEV",
+        help="serial device of a board, e.g. /dev/ttyUSB1, or any pyserial URL "
+        "(socket://HOST:PORT, rfc2217://...)",
+    )
+    p.add_argument(
+        "--baud", type=int, default=115_200, help="baud rate for --port (default 115200)"
+    )
+    p.add_argument(
+        "--uart",
+        type=int,
+        default=0,
+        choices=(0, 1),
+        help="with --qemu: which UART the firmware was built for (default 0)",
+    )
     p.add_argument("--timeout", type=float, default=2.0, help="reply time-out in seconds")
 
 
@@ -71,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
             dev.echo(payload)
             total += len(payload)
         dt = time.monotonic() - t1
-        print(f"{args.count} echoes, {total} bytes, every byte checked: "
-              f"{args.count / dt:.1f} frames/s, {2 * total / dt / 1024:.1f} KiB/s both ways")
+        print(
+            f"{args.count} echoes, {total} bytes, every byte checked: "
+            f"{args.count / dt:.1f} frames/s, {2 * total / dt / 1024:.1f} KiB/s both ways"
+        )
     return 0

@@ -23,8 +23,17 @@ INFER_HDR = struct.Struct("<IBHH")
 RESULT_FIXED = struct.Struct("<IBBBBiiiiiIII")
 # Fields compared bit-exactly with the integer reference (every field but the timer ticks).
 COMPARED_FIELDS: tuple[str, ...] = (
-    "sample_id", "mode", "pred_noadapt", "pred", "H_noadapt", "H_best", "n_pivot_fix",
-    "p_best", "logits_noadapt", "logits", "z",
+    "sample_id",
+    "mode",
+    "pred_noadapt",
+    "pred",
+    "H_noadapt",
+    "H_best",
+    "n_pivot_fix",
+    "p_best",
+    "logits_noadapt",
+    "logits",
+    "z",
 )
 
 
@@ -73,12 +82,20 @@ class InferResult:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "sample_id": self.sample_id, "mode": self.mode, "pred_noadapt": self.pred_noadapt,
-            "pred": self.pred, "H_noadapt": self.H_noadapt, "H_best": self.H_best,
-            "n_pivot_fix": self.n_pivot_fix, "ticks_encoder": self.ticks_encoder,
-            "ticks_adapt": self.ticks_adapt, "ticks_total": self.ticks_total,
-            "p_best": list(self.p_best), "logits_noadapt": list(self.logits_noadapt),
-            "logits": list(self.logits), "z": list(self.z),
+            "sample_id": self.sample_id,
+            "mode": self.mode,
+            "pred_noadapt": self.pred_noadapt,
+            "pred": self.pred,
+            "H_noadapt": self.H_noadapt,
+            "H_best": self.H_best,
+            "n_pivot_fix": self.n_pivot_fix,
+            "ticks_encoder": self.ticks_encoder,
+            "ticks_adapt": self.ticks_adapt,
+            "ticks_total": self.ticks_total,
+            "p_best": list(self.p_best),
+            "logits_noadapt": list(self.logits_noadapt),
+            "logits": list(self.logits),
+            "z": list(self.z),
         }
 
     @classmethod
@@ -93,10 +110,22 @@ class InferResult:
             assert isinstance(v, int)
             return v
 
-        return cls(num("sample_id"), num("mode"), num("pred_noadapt"), num("pred"),
-                   num("H_noadapt"), num("H_best"), num("n_pivot_fix"), num("ticks_encoder"),
-                   num("ticks_adapt"), num("ticks_total"), tup("p_best"),
-                   tup("logits_noadapt"), tup("logits"), tup("z"))
+        return cls(
+            num("sample_id"),
+            num("mode"),
+            num("pred_noadapt"),
+            num("pred"),
+            num("H_noadapt"),
+            num("H_best"),
+            num("n_pivot_fix"),
+            num("ticks_encoder"),
+            num("ticks_adapt"),
+            num("ticks_total"),
+            tup("p_best"),
+            tup("logits_noadapt"),
+            tup("logits"),
+            tup("z"),
+        )
 
 
 def decode_result(payload: bytes) -> InferResult:
@@ -114,8 +143,22 @@ def decode_result(payload: bytes) -> InferResult:
     lg = struct.unpack_from(f"<{C}h", payload, o)
     o += 2 * C
     z = struct.unpack_from(f"<{H}h", payload, o)
-    return InferResult(sid, mode, pred0, pred, h0, hb, piv, te, ta, tt, tuple(p_best),
-                       tuple(l0), tuple(lg), tuple(z))
+    return InferResult(
+        sid,
+        mode,
+        pred0,
+        pred,
+        h0,
+        hb,
+        piv,
+        te,
+        ta,
+        tt,
+        tuple(p_best),
+        tuple(l0),
+        tuple(lg),
+        tuple(z),
+    )
 
 
 @dataclass(frozen=True)

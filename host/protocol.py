@@ -202,20 +202,61 @@ class Info:
     def unpack(cls, payload: bytes) -> Info:
         if len(payload) < cls._FMT.size:
             raise ValueError(f"INFO payload of {len(payload)} bytes, expected >= {cls._FMT.size}")
-        (ver, uart, max_payload, baud, ref_hz, ok, err, dropped, stack_size, stack_used,
-         build_id, replayed, app_len, _reserved) = cls._FMT.unpack_from(payload)
+        (
+            ver,
+            uart,
+            max_payload,
+            baud,
+            ref_hz,
+            ok,
+            err,
+            dropped,
+            stack_size,
+            stack_used,
+            build_id,
+            replayed,
+            app_len,
+            _reserved,
+        ) = cls._FMT.unpack_from(payload)
         app = payload[cls._FMT.size : cls._FMT.size + app_len]
         if len(app) != app_len:
             raise ValueError(f"INFO announces {app_len} application bytes, {len(app)} present")
-        return cls(ver, uart, max_payload, baud, ref_hz, ok, err, dropped, stack_size, stack_used,
-                   build_id.rstrip(b"\0").decode("ascii", "replace"), replayed, bytes(app))
+        return cls(
+            ver,
+            uart,
+            max_payload,
+            baud,
+            ref_hz,
+            ok,
+            err,
+            dropped,
+            stack_size,
+            stack_used,
+            build_id.rstrip(b"\0").decode("ascii", "replace"),
+            replayed,
+            bytes(app),
+        )
 
     def pack(self) -> bytes:
-        return self._FMT.pack(
-            self.protocol_version, self.uart, self.max_payload, self.baud, self.uart_ref_hz,
-            self.frames_ok, self.frames_err, self.frames_dropped, self.stack_size,
-            self.stack_used, self.build_id.encode("ascii"), self.frames_replayed, len(self.app), 0,
-        ) + self.app
+        return (
+            self._FMT.pack(
+                self.protocol_version,
+                self.uart,
+                self.max_payload,
+                self.baud,
+                self.uart_ref_hz,
+                self.frames_ok,
+                self.frames_err,
+                self.frames_dropped,
+                self.stack_size,
+                self.stack_used,
+                self.build_id.encode("ascii"),
+                self.frames_replayed,
+                len(self.app),
+                0,
+            )
+            + self.app
+        )
 
     def describe(self) -> str:
         base = {0: "0xE0000000", 1: "0xE0001000"}.get(self.uart, "?")

@@ -28,16 +28,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def qemu_command(elf: Path, port: int, *, uart: int = 0, icount: bool = True,
-                 extra_args: Sequence[str] = ()) -> list[str]:
+def qemu_command(
+    elf: Path, port: int, *, uart: int = 0, icount: bool = True, extra_args: Sequence[str] = ()
+) -> list[str]:
     qemu = find_tool("qemu-system-arm")
     # nodelay: QEMU writes the UART byte by byte; Nagle + delayed ACK would add 40 ms per reply.
     tcp = f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on"
     # The first -serial is UART0 (0xE0000000), the second UART1 (0xE0001000).
-    serials = ["-serial", tcp, "-serial", "null"] if uart == 0 else ["-serial", "null",
-                                                                     "-serial", tcp]
-    cmd = [qemu, "-M", "xilinx-zynq-a9", "-nographic", "-monitor", "none", "-kernel", str(elf),
-           *serials]
+    serials = (
+        ["-serial", tcp, "-serial", "null"] if uart == 0 else ["-serial", "null", "-serial", tcp]
+    )
+    cmd = [
+        qemu,
+        "-M",
+        "xilinx-zynq-a9",
+        "-nographic",
+        "-monitor",
+        "none",
+        "-kernel",
+        str(elf),
+        *serials,
+    ]
     if icount:
         # One virtual ns per guest instruction: global-timer ticks become deterministic.
         cmd += ["-icount", "shift=0"]
@@ -45,14 +56,23 @@ def qemu_command(elf: Path, port: int, *, uart: int = 0, icount: bool = True,
 
 
 class Qemu:
-    def __init__(self, elf: Path | str, *, uart: int = 0, icount: bool = True,
-                 startup_timeout: float = 10.0, link_timeout: float = 2.0,
-                 retries: int = 3, extra_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        elf: Path | str,
+        *,
+        uart: int = 0,
+        icount: bool = True,
+        startup_timeout: float = 10.0,
+        link_timeout: float = 2.0,
+        retries: int = 3,
+        extra_args: Sequence[str] = (),
+    ) -> None:
         self.elf = Path(elf)
         self.extra_args = tuple(extra_args)  # e.g. QEMU -d logging (bench/profile.py)
         if not self.elf.is_file():
-            raise QemuError(f"firmware ELF {self.elf} does not exist (build it with "
-                            "`codegen firmware`)")
+            raise QemuError(
+                f"firmware ELF {self.elf} does not exist (build it with `codegen firmware`)"
+            )
         self.uart = uart
         self.icount = icount
         self.startup_timeout = startup_timeout
@@ -70,9 +90,12 @@ class Qemu:
         for _attempt in range(3):  # another process may grab the port between probe and bind
             port = free_port()
             self.proc = subprocess.Popen(
-                qemu_command(self.elf, port, uart=self.uart, icount=self.icount,
-                             extra_args=self.extra_args),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+                qemu_command(
+                    self.elf, port, uart=self.uart, icount=self.icount, extra_args=self.extra_args
+                ),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._stderr,
             )
             atexit.register(self.stop)
             link = self._connect(port)
@@ -91,13 +114,16 @@ class Qemu:
             if self.proc.poll() is not None:
                 return None
             try:
-                return Link(f"socket://127.0.0.1:{port}", timeout=self.link_timeout,
-                            retries=self.retries)
+                return Link(
+                    f"socket://127.0.0.1:{port}", timeout=self.link_timeout, retries=self.retries
+                )
             except LinkClosed:
                 time.sleep(0.02)
         self.stop()
-        raise QemuError(f"qemu-system-arm did not open port {port} within "
-                        f"{self.startup_timeout:g} s: {self.stderr_text() or 'no output'}")
+        raise QemuError(
+            f"qemu-system-arm did not open port {port} within "
+            f"{self.startup_timeout:g} s: {self.stderr_text() or 'no output'}"
+        )
 
     def stop(self) -> None:
         if self.link is not None:
@@ -115,6 +141,7 @@ class Qemu:
     def __enter__(self) -> Link:
         return self.start()
 
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()

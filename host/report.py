@@ -24,15 +24,19 @@ if TYPE_CHECKING:
     from host.run import Plan, Record
 
 TARGETS = ("float", "fixed", "device")
-METHOD_NAMES = {"no_adapt": "no-adapt", "strict": "ELaTTA (strict)",
-                "continual": "ELaTTA (continual, paper)",
-                "continual_bounded": "ELaTTA (continual, bounded)"}
+METHOD_NAMES = {
+    "no_adapt": "no-adapt",
+    "strict": "ELaTTA (strict)",
+    "continual": "ELaTTA (continual, paper)",
+    "continual_bounded": "ELaTTA (continual, bounded)",
+}
 
 
 def _table(hits: dict[tuple[str, float, str], list[bool]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for (mode, snr, noise), v in sorted(hits.items(), key=lambda kv: (kv[0][0], -kv[0][1],
-                                                                         kv[0][2])):
+    for (mode, snr, noise), v in sorted(
+        hits.items(), key=lambda kv: (kv[0][0], -kv[0][1], kv[0][2])
+    ):
         out.setdefault(mode, {}).setdefault(f"{snr:g}", {})[noise] = round(float(np.mean(v)), 6)
     for per_snr in out.values():
         for cells in per_snr.values():
@@ -46,17 +50,25 @@ def _stats(values: list[int]) -> dict[str, int | float | None]:
     return {"median": float(np.median(values)), "max": int(max(values))}
 
 
-def build_report(plan: Plan, records: list[Record], target: dict[str, Any],
-                 run_facts: dict[str, Any], stack_used: int | None,
-                 first_mismatch: str | None) -> dict[str, Any]:
+def build_report(
+    plan: Plan,
+    records: list[Record],
+    target: dict[str, Any],
+    run_facts: dict[str, Any],
+    stack_used: int | None,
+    first_mismatch: str | None,
+) -> dict[str, Any]:
     by_key = {s.key: s for s in plan.streams}
     first_mode = plan.selection.modes[0]
-    acc: dict[str, dict[tuple[str, float, str], list[bool]]] = {t: defaultdict(list)
-                                                                for t in TARGETS}
+    acc: dict[str, dict[tuple[str, float, str], list[bool]]] = {
+        t: defaultdict(list) for t in TARGETS
+    }
     for s in plan.streams:
         y = s.labels
-        for tgt, pred, pred0 in (("float", s.float_pred, s.float_pred0),
-                                 ("fixed", s.ref["pred"], s.ref["pred_noadapt"])):
+        for tgt, pred, pred0 in (
+            ("float", s.float_pred, s.float_pred0),
+            ("fixed", s.ref["pred"], s.ref["pred_noadapt"]),
+        ):
             acc[tgt][(s.mode, s.snr, s.noise)].extend((np.asarray(pred) == y).tolist())
             if s.mode == first_mode:
                 acc[tgt][("no_adapt", s.snr, s.noise)].extend((np.asarray(pred0) == y).tolist())
@@ -76,8 +88,10 @@ def build_report(plan: Plan, records: list[Record], target: dict[str, Any],
             ticks[what].append(v)
             ticks[f"{s.mode}.{what}"].append(v)
     fw = plan.manifest.get("firmware", {})
-    memory = {k: fw.get(k) for k in ("text", "rodata", "data", "bss", "stack",
-                                     "static_ram_bytes", "ram_budget_bytes")}
+    memory = {
+        k: fw.get(k)
+        for k in ("text", "rodata", "data", "bss", "stack", "static_ram_bytes", "ram_budget_bytes")
+    }
     memory["stack_high_water_bytes"] = stack_used
     order = list(dict.fromkeys(["no_adapt", *plan.selection.modes]))
     return {
@@ -93,14 +107,19 @@ def build_report(plan: Plan, records: list[Record], target: dict[str, Any],
             "per_condition": dict(plan.selection.per_condition),
             "streams": "one per (mode, condition), RESET first; continual state within it",
         },
-        "bit_exact": {"compared": len(records), "mismatches": mismatches,
-                      "fields": dict(sorted(field_counts.items())),
-                      "first_mismatch": first_mismatch},
+        "bit_exact": {
+            "compared": len(records),
+            "mismatches": mismatches,
+            "fields": dict(sorted(field_counts.items())),
+            "first_mismatch": first_mismatch,
+        },
         "accuracy": {t: {m: _table(acc[t]).get(m, {}) for m in order} for t in TARGETS},
         "ticks": {
             **{w: _stats(ticks[w]) for w in ("encoder", "adapt", "total")},
-            "per_mode": {m: {w: _stats(ticks[f"{m}.{w}"]) for w in ("encoder", "adapt", "total")}
-                         for m in plan.selection.modes},
+            "per_mode": {
+                m: {w: _stats(ticks[f"{m}.{w}"]) for w in ("encoder", "adapt", "total")}
+                for m in plan.selection.modes
+            },
             "unit": target.get("ticks"),
         },
         "memory": memory,
@@ -115,8 +134,9 @@ def _pct(v: float | None) -> str:
 def format_markdown(rep: dict[str, Any]) -> str:
     acc = rep["accuracy"]
     modes = list(dict.fromkeys(["no_adapt", *rep["samples"]["modes"]]))
-    snrs = sorted({snr for t in acc.values() for m in t.values() for snr in m},
-                  key=lambda s: -float(s))
+    snrs = sorted(
+        {snr for t in acc.values() for m in t.values() for snr in m}, key=lambda s: -float(s)
+    )
     data = rep["data"]
     be = rep["bit_exact"]
     lines = [
@@ -141,15 +161,19 @@ def format_markdown(rep: dict[str, Any]) -> str:
             cells = [_pct(row.get(s, {}).get("average")) for s in snrs]
             lines.append(f"| {tgt} | {METHOD_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
     lines += ["", "## Device accuracy (%) per noise", ""]
-    noises = sorted({n for m in acc["device"].values() for c in m.values() for n in c
-                     if n != "average"})
+    noises = sorted(
+        {n for m in acc["device"].values() for c in m.values() for n in c if n != "average"}
+    )
     lines.append("| method | SNR | " + " | ".join(noises) + " |")
     lines.append("|---|---|" + "---:|" * len(noises))
     for m in modes:
         for s in snrs:
             cells = acc["device"].get(m, {}).get(s, {})
-            lines.append(f"| {METHOD_NAMES.get(m, m)} | {s} dB | "
-                         + " | ".join(_pct(cells.get(n)) for n in noises) + " |")
+            lines.append(
+                f"| {METHOD_NAMES.get(m, m)} | {s} dB | "
+                + " | ".join(_pct(cells.get(n)) for n in noises)
+                + " |"
+            )
     t = rep["ticks"]
     mem = rep["memory"]
     lines += [
@@ -191,10 +215,16 @@ def plot(rep: dict[str, Any], path: Path) -> bool:
             if not snrs:
                 continue
             ls, marker, size = styles[tgt]
-            ax.plot([float(s) for s in snrs], [100 * row[s]["average"] for s in snrs],
-                    linestyle=ls, marker=marker, markersize=size, fillstyle="none",
-                    color=f"C{i}",
-                    label=f"{METHOD_NAMES.get(m, m)} – {tgt}")
+            ax.plot(
+                [float(s) for s in snrs],
+                [100 * row[s]["average"] for s in snrs],
+                linestyle=ls,
+                marker=marker,
+                markersize=size,
+                fillstyle="none",
+                color=f"C{i}",
+                label=f"{METHOD_NAMES.get(m, m)} – {tgt}",
+            )
     ax.set_xlabel("SNR (dB)")
     ax.set_ylabel("accuracy (%)")
     ax.set_title("GSC-C accuracy vs SNR (mean over noises)")
@@ -216,4 +246,5 @@ def format_summary(rep: dict[str, Any]) -> str:
     be = rep["bit_exact"]
     verdict = "BIT-EXACT" if be["mismatches"] == 0 and be["compared"] else "MISMATCH"
     return format_markdown(rep) + (
-        f"\n{verdict}: {be['compared']} results compared, {be['mismatches']} mismatches\n")
+        f"\n{verdict}: {be['compared']} results compared, {be['mismatches']} mismatches\n"
+    )

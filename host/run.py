@@ -150,8 +150,9 @@ def _find_input(path: Path, build_dir: Path) -> Path:
     return path
 
 
-def load_qmodel(manifest: dict[str, Any], data_dir: Path,
-                build_dir: Path = Path(".")) -> tuple[Any, Any]:
+def load_qmodel(
+    manifest: dict[str, Any], data_dir: Path, build_dir: Path = Path(".")
+) -> tuple[Any, Any]:
     """Re-derive the build's fixed IR from its inputs (paths and sha256 in the manifest) and
     the calibration clips of ``data_dir``; refuse if any input differs from the build's."""
     from codegen.frontend import read_model
@@ -163,8 +164,10 @@ def load_qmodel(manifest: dict[str, Any], data_dir: Path,
     for name in ("model", "basis", "config"):
         path = _find_input(Path(inputs[name]["path"]), build_dir)
         if not path.is_file():
-            raise RunError(f"the build's {name} {path} is not there (run from the directory "
-                           "`codegen build` ran in)")
+            raise RunError(
+                f"the build's {name} {path} is not there (run from the directory "
+                "`codegen build` ran in)"
+            )
         if file_sha256(path) != inputs[name]["sha256"]:
             raise RunError(f"{path} changed since the build (sha256 differs): rebuild")
         paths[name] = path
@@ -172,13 +175,14 @@ def load_qmodel(manifest: dict[str, Any], data_dir: Path,
     feats, source = calibration_features(model, str(data_dir))
     q = quantize_model(model, feats, source)
     if q.calib.sha256 != inputs["calib"]["sha256"]:
-        raise RunError(f"--data {data_dir} is not the data set the build was calibrated on "
-                       f"({inputs['calib']['path']}): pass the same --data as `codegen build`")
+        raise RunError(
+            f"--data {data_dir} is not the data set the build was calibrated on "
+            f"({inputs['calib']['path']}): pass the same --data as `codegen build`"
+        )
     return model, q
 
 
-def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...],
-              limit: int | None) -> Plan:
+def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: int | None) -> Plan:
     from codegen.data import conditions, dataset_info, load_condition
     from codegen.elatta.float_ref import adapt
     from codegen.evaluate import _stream_order
@@ -203,25 +207,43 @@ def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...],
     for cond, split, n in zip(conds, splits, counts, strict=True):
         order = _stream_order(len(split), n, int(el.seed))
         xf = features_for(split.pcm[order], model.meta)
-        per_cond.append((cond, split.ids[order].astype(np.int64),
-                         split.labels[order].astype(np.int64),
-                         quantize_features(xf, q.lstm.x_fmt), lstm_float(xf, model.lstm)[0]))
+        per_cond.append(
+            (
+                cond,
+                split.ids[order].astype(np.int64),
+                split.labels[order].astype(np.int64),
+                quantize_features(xf, q.lstm.x_fmt),
+                lstm_float(xf, model.lstm)[0],
+            )
+        )
     streams = []
     for mode in modes:
         for cond, ids, labels, xi, z_f in per_cond:
             snr = float(cond.snr_db or 0.0)  # additive conditions always carry an SNR
             ref = infer_int(xi, q, ids, mode=mode).fields()
             fres = adapt(z_f, W, b, V, ids, el.replace(mode=mode))
-            streams.append(Stream(
-                key=f"{mode}/{cond.name}/{snr:g}", mode=mode, noise=cond.name,
-                snr=snr, ids=ids, labels=labels, x=xi,
-                ref={k: np.asarray(v) for k, v in ref.items()},
-                float_pred=np.asarray(fres.pred), float_pred0=np.asarray(fres.pred_noadapt)))
-    sel = Selection(modes, tuple((f"{c.name}/{float(c.snr_db or 0.0):g}", len(ids))
-                                 for c, ids, *_ in per_cond))
+            streams.append(
+                Stream(
+                    key=f"{mode}/{cond.name}/{snr:g}",
+                    mode=mode,
+                    noise=cond.name,
+                    snr=snr,
+                    ids=ids,
+                    labels=labels,
+                    x=xi,
+                    ref={k: np.asarray(v) for k, v in ref.items()},
+                    float_pred=np.asarray(fres.pred),
+                    float_pred0=np.asarray(fres.pred_noadapt),
+                )
+            )
+    sel = Selection(
+        modes, tuple((f"{c.name}/{float(c.snr_db or 0.0):g}", len(ids)) for c, ids, *_ in per_cond)
+    )
     info = dataset_info(str(data_dir))
-    data = {k: info.get(k) for k in ("format", "data", "preset", "tier", "seed", "snrs",
-                                     "noises", "config_hash")}
+    data = {
+        k: info.get(k)
+        for k in ("format", "data", "preset", "tier", "seed", "snrs", "noises", "config_hash")
+    }
     data["path"] = str(data_dir)
     return Plan(manifest, data_dir, data, tuple(streams), sel)
 
@@ -241,15 +263,29 @@ class Record:
     mismatches: tuple[str, ...]
 
     def to_json(self) -> str:
-        return json.dumps({"stream": self.stream, "index": self.index, "label": self.label,
-                           "device": self.device, "mismatches": list(self.mismatches),
-                           "result": self.result.to_json()}, separators=(",", ":"))
+        return json.dumps(
+            {
+                "stream": self.stream,
+                "index": self.index,
+                "label": self.label,
+                "device": self.device,
+                "mismatches": list(self.mismatches),
+                "result": self.result.to_json(),
+            },
+            separators=(",", ":"),
+        )
 
     @classmethod
     def from_json(cls, line: str) -> Record:
         d = json.loads(line)
-        return cls(str(d["stream"]), int(d["index"]), int(d["label"]), str(d["device"]),
-                   InferResult.from_json(d["result"]), tuple(d["mismatches"]))
+        return cls(
+            str(d["stream"]),
+            int(d["index"]),
+            int(d["label"]),
+            str(d["device"]),
+            InferResult.from_json(d["result"]),
+            tuple(d["mismatches"]),
+        )
 
 
 def compare(res: InferResult, want: dict[str, Any]) -> list[tuple[str, Any, Any]]:
@@ -299,8 +335,9 @@ class Recorder:
 
     def add(self, stream: Stream, i: int, device: str, res: InferResult) -> None:
         diffs = compare(res, stream.expected(i))
-        rec = Record(stream.key, i, int(stream.labels[i]), device, res,
-                     tuple(f for f, _, _ in diffs))
+        rec = Record(
+            stream.key, i, int(stream.labels[i]), device, res, tuple(f for f, _, _ in diffs)
+        )
         with self.lock:
             if (stream.key, i) in self.records:
                 raise RunError(f"sample {stream.key} #{i} answered twice")
@@ -316,7 +353,8 @@ class Recorder:
                     self.first_mismatch = (
                         f"first mismatch: sample id {int(stream.ids[i])} ({stream.key} #{i}), "
                         f"field {f}: device {dv} != reference {rv} "
-                        f"(first divergent stage: {stage}; {len(diffs)} fields differ)")
+                        f"(first divergent stage: {stage}; {len(diffs)} fields differ)"
+                    )
                     self.bar.write(self.first_mismatch)
             self.bar.update(1)
             self.bar.set_postfix(mismatches=self.mismatches, refresh=False)
@@ -357,8 +395,7 @@ def open_device(spec: DeviceSpec) -> Iterator[tuple[Any, Callable[[], str]]]:
     from host.transport import Link
 
     if spec.elf is not None:
-        qemu = Qemu(spec.elf, icount=spec.icount, link_timeout=spec.timeout,
-                    retries=spec.retries)
+        qemu = Qemu(spec.elf, icount=spec.icount, link_timeout=spec.timeout, retries=spec.retries)
         link = qemu.start()
 
         def state() -> str:
@@ -382,12 +419,15 @@ def check_device(app: AppInfo, manifest: dict[str, Any]) -> None:
     for key in ("model", "basis", "config", "calib"):
         have, want = app.get(key), inputs[key]["sha256"][:16]
         if have != want:
-            raise RunError(f"the device runs another build: its {key} hash is {have}, the "
-                           f"build directory's is {want} (flash/boot this build's fw.elf)")
+            raise RunError(
+                f"the device runs another build: its {key} hash is {have}, the "
+                f"build directory's is {want} (flash/boot this build's fw.elf)"
+            )
 
 
-def run_device(spec: DeviceSpec, streams: list[Stream], rec: Recorder, plan: Plan,
-               stop: threading.Event) -> LinkStats:
+def run_device(
+    spec: DeviceSpec, streams: list[Stream], rec: Recorder, plan: Plan, stop: threading.Event
+) -> LinkStats:
     from host.device import Device
     from host.protocol import Msg
     from host.transport import LINK_ERRORS
@@ -406,14 +446,19 @@ def run_device(spec: DeviceSpec, streams: list[Stream], rec: Recorder, plan: Pla
                 if start == len(s) or stop.is_set():
                     continue
                 p_prev = rec.last_p(s.key, start) if s.mode in CONTINUAL_MODES else None
-                link.request(Msg.RESET, encode_reset(p_prev), expect=Msg.RESET_ACK,
-                             retry_errors=LINK_ERRORS)
+                link.request(
+                    Msg.RESET, encode_reset(p_prev), expect=Msg.RESET_ACK, retry_errors=LINK_ERRORS
+                )
                 mode = mode_index(s.mode)
                 for i in range(start, len(s)):
                     if stop.is_set():
                         break
-                    reply = link.request(Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]),
-                                         expect=Msg.RESULT, retry_errors=LINK_ERRORS)
+                    reply = link.request(
+                        Msg.INFER,
+                        encode_infer(int(s.ids[i]), mode, s.x[i]),
+                        expect=Msg.RESULT,
+                        retry_errors=LINK_ERRORS,
+                    )
                     try:
                         res = decode_result(reply.payload)
                     except ValueError as exc:
@@ -425,8 +470,9 @@ def run_device(spec: DeviceSpec, streams: list[Stream], rec: Recorder, plan: Pla
         except LinkError as exc:
             last = rec.last_good.get(spec.name, "none")
             what = "rejected a request" if isinstance(exc, DeviceError) else "stopped answering"
-            raise RunError(f"{spec.name} {what} ({state()}): {exc}; last good sample: "
-                           f"{last}") from exc
+            raise RunError(
+                f"{spec.name} {what} ({state()}): {exc}; last good sample: {last}"
+            ) from exc
         finally:
             stats.retransmits = link.retransmits - synced
             stats.damaged = link.damaged_requests
@@ -456,14 +502,26 @@ class RunOutcome:
 
 
 def run_config(plan: Plan, args_target: dict[str, Any]) -> dict[str, Any]:
-    return {"format": RUN_FORMAT, "build_id": plan.manifest.get("firmware", {}).get("build_id"),
-            "inputs": plan.manifest["inputs"], "data": plan.data_info,
-            "selection": plan.selection.digest(), "modes": list(plan.selection.modes),
-            "target_kind": args_target["kind"]}
+    return {
+        "format": RUN_FORMAT,
+        "build_id": plan.manifest.get("firmware", {}).get("build_id"),
+        "inputs": plan.manifest["inputs"],
+        "data": plan.data_info,
+        "selection": plan.selection.digest(),
+        "modes": list(plan.selection.modes),
+        "target_kind": args_target["kind"],
+    }
 
 
-def execute(plan: Plan, specs: list[DeviceSpec], out: Path, *, resume: bool,
-            target: dict[str, Any], progress: bool = True) -> RunOutcome:
+def execute(
+    plan: Plan,
+    specs: list[DeviceSpec],
+    out: Path,
+    *,
+    resume: bool,
+    target: dict[str, Any],
+    progress: bool = True,
+) -> RunOutcome:
     from tqdm import tqdm
 
     from host.report import build_report, write_report
@@ -476,8 +534,10 @@ def execute(plan: Plan, specs: list[DeviceSpec], out: Path, *, resume: bool,
     if resume and cfg_path.is_file():
         old = json.loads(cfg_path.read_text())
         if old != cfg:
-            raise RunError(f"{out} holds another run (build, data, modes or --limit differ): "
-                           "use another --report directory or drop --resume")
+            raise RunError(
+                f"{out} holds another run (build, data, modes or --limit differ): "
+                "use another --report directory or drop --resume"
+            )
         previous = read_results(results)
     elif results.exists():
         results.unlink()
@@ -487,16 +547,24 @@ def execute(plan: Plan, specs: list[DeviceSpec], out: Path, *, resume: bool,
     stop = threading.Event()
     errors: list[str] = []
     stats: list[LinkStats] = []
-    with tqdm(total=plan.total, unit="sample", desc="device", disable=not progress,
-              dynamic_ncols=True, smoothing=0.1) as bar:
+    with tqdm(
+        total=plan.total,
+        unit="sample",
+        desc="device",
+        disable=not progress,
+        dynamic_ncols=True,
+        smoothing=0.1,
+    ) as bar:
         rec = Recorder(plan, results, previous, bar)
         done0 = len(rec.records)
         bar.update(done0)
         bar.set_postfix(mismatches=rec.mismatches)
         try:
             with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
-                futs = [pool.submit(run_device, spec, block, rec, plan, stop)
-                        for spec, block in zip(specs, blocks, strict=False)]
+                futs = [
+                    pool.submit(run_device, spec, block, rec, plan, stop)
+                    for spec, block in zip(specs, blocks, strict=False)
+                ]
                 try:
                     for fut in futs:
                         while True:
@@ -517,7 +585,8 @@ def execute(plan: Plan, specs: list[DeviceSpec], out: Path, *, resume: bool,
     seconds = time.monotonic() - t0
     new = len(rec.records) - done0
     run_facts = {
-        "jobs": len(blocks), "seconds": round(seconds, 3),
+        "jobs": len(blocks),
+        "seconds": round(seconds, 3),
         "samples_this_session": new,
         "samples_per_s": round(new / seconds, 2) if seconds > 0 else None,
         "retransmits": sum(s.retransmits for s in stats),
@@ -528,37 +597,61 @@ def execute(plan: Plan, specs: list[DeviceSpec], out: Path, *, resume: bool,
         "errors": errors,
     }
     stack = max((s.stack_used for s in stats), default=None)
-    report = build_report(plan, list(rec.records.values()), target, run_facts, stack,
-                          rec.first_mismatch)
+    report = build_report(
+        plan, list(rec.records.values()), target, run_facts, stack, rec.first_mismatch
+    )
     write_report(report, out)
     return RunOutcome(report, tuple(errors))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--build", required=True, type=Path, help="`codegen build` output directory")
-    p.add_argument("--data", required=True, type=Path,
-                   help="data directory (`codegen data`; the one the build was calibrated on)")
+    p.add_argument(
+        "--data",
+        required=True,
+        type=Path,
+        help="data directory (`codegen data`; the one the build was calibrated on)",
+    )
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--qemu", action="store_true",
-                   help="boot BUILD/fw.elf in qemu-system-arm (xilinx-zynq-a9), one per job")
-    g.add_argument("--port", action="append", metavar="DEV",
-                   help="serial device or pyserial URL of a board (repeat for several boards)")
+    g.add_argument(
+        "--qemu",
+        action="store_true",
+        help="boot BUILD/fw.elf in qemu-system-arm (xilinx-zynq-a9), one per job",
+    )
+    g.add_argument(
+        "--port",
+        action="append",
+        metavar="DEV",
+        help="serial device or pyserial URL of a board (repeat for several boards)",
+    )
     p.add_argument("--baud", type=int, default=115_200, help="baud rate of --port (115200)")
-    p.add_argument("--mode", action="append", choices=MODES, metavar="M",
-                   help=f"adaptation mode, repeatable: {', '.join(MODES)} "
-                        f"(default: {' and '.join(DEFAULT_MODES)})")
-    p.add_argument("--limit", type=int, help="about N clips per mode, spread over every "
-                   "noise and SNR (default: every clip)")
+    p.add_argument(
+        "--mode",
+        action="append",
+        choices=MODES,
+        metavar="M",
+        help=f"adaptation mode, repeatable: {', '.join(MODES)} "
+        f"(default: {' and '.join(DEFAULT_MODES)})",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="about N clips per mode, spread over every noise and SNR (default: every clip)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="QEMU instances (with --qemu)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --report after an interruption")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the run in --report after an interruption"
+    )
     p.add_argument("--report", required=True, type=Path, help="output directory")
-    p.add_argument("--no-icount", dest="icount", action="store_false",
-                   help="QEMU without -icount: faster link, timer ticks not deterministic")
+    p.add_argument(
+        "--no-icount",
+        dest="icount",
+        action="store_false",
+        help="QEMU without -icount: faster link, timer ticks not deterministic",
+    )
     p.add_argument("--timeout", type=float, default=2.0, help="seconds before a re-send (2)")
     p.add_argument("--retries", type=int, default=5, help="re-sends before giving up (5)")
-    p.add_argument("--no-progress", dest="progress", action="store_false",
-                   help="no progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -571,23 +664,47 @@ def run(args: argparse.Namespace) -> int:
     if args.qemu:
         if not elf.is_file():
             raise RunError(f"{elf} not found: `codegen build` without --no-elf makes it")
-        specs = [DeviceSpec(f"qemu{j}", elf=elf, icount=args.icount, timeout=args.timeout,
-                            retries=args.retries) for j in range(args.jobs)]
-        target = {"kind": "qemu", "machine": "xilinx-zynq-a9", "icount": args.icount,
-                  "ticks": "QEMU icount ticks" if args.icount else
-                  "global-timer ticks (QEMU without -icount: not deterministic)"}
+        specs = [
+            DeviceSpec(
+                f"qemu{j}", elf=elf, icount=args.icount, timeout=args.timeout, retries=args.retries
+            )
+            for j in range(args.jobs)
+        ]
+        target = {
+            "kind": "qemu",
+            "machine": "xilinx-zynq-a9",
+            "icount": args.icount,
+            "ticks": "QEMU icount ticks"
+            if args.icount
+            else "global-timer ticks (QEMU without -icount: not deterministic)",
+        }
     else:
-        specs = [DeviceSpec(f"port{j}", url=u, baud=args.baud, timeout=args.timeout,
-                            retries=args.retries) for j, u in enumerate(args.port)]
-        target = {"kind": "serial", "baud": args.baud,
-                  "ticks": "Cortex-A9 global timer ticks (PERIPHCLK)"}
+        specs = [
+            DeviceSpec(
+                f"port{j}", url=u, baud=args.baud, timeout=args.timeout, retries=args.retries
+            )
+            for j, u in enumerate(args.port)
+        ]
+        target = {
+            "kind": "serial",
+            "baud": args.baud,
+            "ticks": "Cortex-A9 global timer ticks (PERIPHCLK)",
+        }
     print(f"preparing: reference for {', '.join(modes)} on {args.data} ...", file=sys.stderr)
     plan = make_plan(args.build, args.data, modes, args.limit)
     target["build_id"] = plan.manifest.get("firmware", {}).get("build_id")
-    print(f"{plan.total} samples in {len(plan.streams)} streams over {len(specs)} device(s)",
-          file=sys.stderr)
-    outcome = execute(plan, specs, args.report, resume=args.resume, target=target,
-                      progress=args.progress and os.environ.get("CODEGEN_NO_PROGRESS") is None)
+    print(
+        f"{plan.total} samples in {len(plan.streams)} streams over {len(specs)} device(s)",
+        file=sys.stderr,
+    )
+    outcome = execute(
+        plan,
+        specs,
+        args.report,
+        resume=args.resume,
+        target=target,
+        progress=args.progress and os.environ.get("CODEGEN_NO_PROGRESS") is None,
+    )
     from host.report import format_summary
 
     print(format_summary(outcome.report))

@@ -39,8 +39,7 @@ class Link:
         self.timeout = timeout
         self.retries = retries
         try:
-            self._ser = serial.serial_for_url(url, baudrate=baud, timeout=0,
-                                              write_timeout=timeout)
+            self._ser = serial.serial_for_url(url, baudrate=baud, timeout=0, write_timeout=timeout)
         except (serial.SerialException, OSError, ValueError) as exc:
             raise LinkClosed(f"cannot open {url}: {exc}") from exc
         # Wait in select() on the descriptor where there is one (sockets, ttys), then read all
@@ -69,8 +68,9 @@ class Link:
     def __enter__(self) -> Link:
         return self
 
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def next_seq(self) -> int:
@@ -114,9 +114,16 @@ class Link:
             if data:
                 self._pending.extend(self._decoder.feed(data))
 
-    def request(self, type_: int, payload: bytes = b"", *, expect: int,
-                timeout: float | None = None, retries: int | None = None,
-                retry_errors: frozenset[int] = frozenset()) -> Frame:
+    def request(
+        self,
+        type_: int,
+        payload: bytes = b"",
+        *,
+        expect: int,
+        timeout: float | None = None,
+        retries: int | None = None,
+        retry_errors: frozenset[int] = frozenset(),
+    ) -> Frame:
         """Send a request and return the reply of type ``expect`` with the same seq.
 
         ``retry_errors``: ERROR codes that mean the request was damaged on the way (e.g.

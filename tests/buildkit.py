@@ -27,9 +27,15 @@ class Kit:
     k: int
 
 
-def make_meta(F: int, H: int, C: int, T: int, seed: int = 0,
-              classes: tuple[str, ...] | None = None,
-              norm: tuple[np.ndarray, np.ndarray] | None = None) -> ModelMeta:
+def make_meta(
+    F: int,
+    H: int,
+    C: int,
+    T: int,
+    seed: int = 0,
+    classes: tuple[str, ...] | None = None,
+    norm: tuple[np.ndarray, np.ndarray] | None = None,
+) -> ModelMeta:
     mp = MfccParams(n_mfcc=F)
     mean, std = norm if norm is not None else (np.zeros(F), np.ones(F))
     return ModelMeta(
@@ -45,11 +51,17 @@ def make_meta(F: int, H: int, C: int, T: int, seed: int = 0,
     )
 
 
-def config_text(k: int = 2, n_iter: int = 2, mode: str = "strict", extra: str = "",
-                prefix: str = "kws_", sigma0: float = 0.3) -> str:
+def config_text(
+    k: int = 2,
+    n_iter: int = 2,
+    mode: str = "strict",
+    extra: str = "",
+    prefix: str = "kws_",
+    sigma0: float = 0.3,
+) -> str:
     return (
-        f"[elatta]\nk = {k}\nn_iter = {n_iter}\nmode = \"{mode}\"\nsigma0 = {sigma0}\n{extra}\n"
-        f"[target]\nprefix = \"{prefix}\"\n"
+        f'[elatta]\nk = {k}\nn_iter = {n_iter}\nmode = "{mode}"\nsigma0 = {sigma0}\n{extra}\n'
+        f'[target]\nprefix = "{prefix}"\n'
     )
 
 
@@ -79,8 +91,9 @@ def make_kit(
     rng = np.random.default_rng(seed)
     z = np.tanh(rng.standard_normal((max(20, k + 2), H)))
     V, s, mean, ev = compute_basis(z, k)
-    save_basis(out / "basis.npz",
-               Basis(V, s, mean, z.shape[0], k, seed, file_sha256(out / "model.pt"), ev))
+    save_basis(
+        out / "basis.npz", Basis(V, s, mean, z.shape[0], k, seed, file_sha256(out / "model.pt"), ev)
+    )
     (out / "config.toml").write_text(config if config is not None else config_text(k=k))
     return Kit(out / "model.pt", out / "basis.npz", out / "config.toml", F, H, C, T, k)
 
@@ -105,8 +118,9 @@ def int16_inputs(rng: np.random.Generator, n: int, T: int, F: int, x_frac: int) 
     return x
 
 
-def lstm_only(tmp: Path, kit: Kit, x_calib: np.ndarray, *, sanitize: bool = True,
-              trace: bool = False):  # type: ignore[no-untyped-def]
+def lstm_only(
+    tmp: Path, kit: Kit, x_calib: np.ndarray, *, sanitize: bool = True, trace: bool = False
+):  # type: ignore[no-untyped-def]
     """Quantize only the LSTM and build the host library of its generated C (no adaptation
     core): the encoder's tests do not depend on the adaptation files."""
     from codegen.emit import render_model, write_sources
@@ -125,13 +139,20 @@ def lstm_only(tmp: Path, kit: Kit, x_calib: np.ndarray, *, sanitize: bool = True
     qm = QModel(model, q, None, stats)
     src = tmp / "src"
     write_sources(render_model(qm, adapt_files={}), src)
-    hb = build_host_library(src, render_host_api(qm), tmp / "host", sanitize=sanitize,
-                            trace=trace, firmware_sources=LSTM_FIRMWARE_SOURCES)
+    hb = build_host_library(
+        src,
+        render_host_api(qm),
+        tmp / "host",
+        sanitize=sanitize,
+        trace=trace,
+        firmware_sources=LSTM_FIRMWARE_SOURCES,
+    )
     return qm, HostModel(hb, qm)
 
 
-def full_build(tmp: Path, kit: Kit, x_calib: np.ndarray, *, sanitize: bool = True,
-               trace: bool = False):  # type: ignore[no-untyped-def]
+def full_build(
+    tmp: Path, kit: Kit, x_calib: np.ndarray, *, sanitize: bool = True, trace: bool = False
+):  # type: ignore[no-untyped-def]
     """The whole model (LSTM + adaptation core) rendered and built for the host."""
     from codegen.emit import render_model, write_sources
     from codegen.frontend import read_model
@@ -193,12 +214,14 @@ def extreme_inputs(T: int, F: int) -> np.ndarray:
     """All −32768, all 32767, alternating extremes per frame and per feature."""
     alt_t = np.where(np.arange(T)[:, None] % 2 == 0, -32768, 32767) * np.ones((T, F), np.int64)
     alt_f = np.where(np.arange(F)[None, :] % 2 == 0, -32768, 32767) * np.ones((T, F), np.int64)
-    return np.stack([np.full((T, F), -32768), np.full((T, F), 32767), alt_t, alt_f,
-                     -alt_f]).astype(np.int16)
+    return np.stack([np.full((T, F), -32768), np.full((T, F), 32767), alt_t, alt_f, -alt_f]).astype(
+        np.int16
+    )
 
 
-def run_arm_probe(tmp: Path, sources: list[Path], includes: list[Path],
-                  cflags: tuple[str, ...] = ()) -> list[str]:
+def run_arm_probe(
+    tmp: Path, sources: list[Path], includes: list[Path], cflags: tuple[str, ...] = ()
+) -> list[str]:
     """Link a probe main with the firmware runtime (startup, UART) for the Cortex-A9 as fw.elf
     is built (ARM_CFLAGS), boot it in qemu-system-arm -M xilinx-zynq-a9 and return the lines
     its UART prints up to "END"."""
@@ -215,15 +238,47 @@ def run_arm_probe(tmp: Path, sources: list[Path], includes: list[Path],
     inc.mkdir(parents=True, exist_ok=True)
     (inc / "fw_config.h").write_text(render_config(FirmwareConfig(), "fw-probe", "0" * 64))
     elf = tmp / "probe.elf"
-    subprocess.run([find_tool("arm-none-eabi-gcc"), *ARM_CFLAGS, *cflags, f"-I{inc}",
-                    *(f"-I{d}" for d in includes), f"-I{Path(__file__).parent / 'neonprobe'}",
-                    f"-I{fw}", f"-T{fw / 'link.ld'}",
-                    *ARM_LDFLAGS, "-o", str(elf), str(fw / "startup.S"), str(fw / "fw_uart.c"),
-                    str(fw / "fw_rt.c"), *map(str, sources), "-lgcc"], check=True)
+    subprocess.run(
+        [
+            find_tool("arm-none-eabi-gcc"),
+            *ARM_CFLAGS,
+            *cflags,
+            f"-I{inc}",
+            *(f"-I{d}" for d in includes),
+            f"-I{Path(__file__).parent / 'neonprobe'}",
+            f"-I{fw}",
+            f"-T{fw / 'link.ld'}",
+            *ARM_LDFLAGS,
+            "-o",
+            str(elf),
+            str(fw / "startup.S"),
+            str(fw / "fw_uart.c"),
+            str(fw / "fw_rt.c"),
+            *map(str, sources),
+            "-lgcc",
+        ],
+        check=True,
+    )
     proc = subprocess.Popen(
-        [find_tool("qemu-system-arm"), "-M", "xilinx-zynq-a9", "-nographic", "-monitor", "none",
-         "-kernel", str(elf), "-serial", "stdio", "-serial", "null"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        [
+            find_tool("qemu-system-arm"),
+            "-M",
+            "xilinx-zynq-a9",
+            "-nographic",
+            "-monitor",
+            "none",
+            "-kernel",
+            str(elf),
+            "-serial",
+            "stdio",
+            "-serial",
+            "null",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     lines: list[str] = []
     try:
         assert proc.stdout is not None

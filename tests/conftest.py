@@ -34,11 +34,20 @@ def build_host_server(out: Path, max_payload: int) -> Path:
     fw = firmware_dir()
     exe = out / "server_stdio"
     cmd = [
-        find_tool("cc"), *COMMON_CFLAGS, "-O1", "-g", "-fno-omit-frame-pointer",
-        "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-        f"-I{inc}", f"-I{fw}",
-        str(fw / "host" / "server_stdio.c"), str(fw / "fw_server.c"), str(fw / "fw_frame.c"),
-        "-o", str(exe),
+        find_tool("cc"),
+        *COMMON_CFLAGS,
+        "-O1",
+        "-g",
+        "-fno-omit-frame-pointer",
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=all",
+        f"-I{inc}",
+        f"-I{fw}",
+        str(fw / "host" / "server_stdio.c"),
+        str(fw / "fw_server.c"),
+        str(fw / "fw_frame.c"),
+        "-o",
+        str(exe),
     ]
     subprocess.run(cmd, check=True)
     return exe

@@ -99,10 +99,21 @@ class DeviceModel:
         return reply
 
     def info(self, *, stack_size: int, stack_used: int) -> Info:
-        return Info(PROTO_VERSION, self.uart, self.max_payload, self.baud, self.uart_ref_hz,
-                    self.frames_ok, self.frames_err, self.frames_dropped, stack_size, stack_used,
-                    self.build_id, self.frames_replayed,
-                    b"test-app" if self.with_test_app else b"")
+        return Info(
+            PROTO_VERSION,
+            self.uart,
+            self.max_payload,
+            self.baud,
+            self.uart_ref_hz,
+            self.frames_ok,
+            self.frames_err,
+            self.frames_dropped,
+            stack_size,
+            stack_used,
+            self.build_id,
+            self.frames_replayed,
+            b"test-app" if self.with_test_app else b"",
+        )
 
     def feed(self, data: bytes) -> list[Frame]:
         """All replies to a byte stream, splitting at 0x00 like fw_server_feed."""

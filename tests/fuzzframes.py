@@ -9,9 +9,23 @@ import zlib
 from host.protocol import Frame, Msg, cobs_encode
 
 KINDS = (
-    "valid_echo", "valid_hello", "truncated", "bitflip", "bad_crc", "bad_length",
-    "oversized", "lying_length", "bad_version", "unknown_type", "short_body", "garbage",
-    "bad_cobs", "empty", "infer", "reset", "replay",
+    "valid_echo",
+    "valid_hello",
+    "truncated",
+    "bitflip",
+    "bad_crc",
+    "bad_length",
+    "oversized",
+    "lying_length",
+    "bad_version",
+    "unknown_type",
+    "short_body",
+    "garbage",
+    "bad_cobs",
+    "empty",
+    "infer",
+    "reset",
+    "replay",
 )
 
 

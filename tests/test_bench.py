@@ -36,16 +36,44 @@ from codegen.ir import QModel
 from codegen.quantize import quantize_features
 
 ROOT = Path(__file__).resolve().parents[1]
-TICKS = ("encoder_ticks", "head_entropy_ticks", "cmaes_iter_ticks", "adapt_ticks",
-         "no_adapt_ticks", "elatta_ticks")
-POINT_KEYS = {"k", "n", "lam", "synthetic_basis", "encoder_ticks", "adapt_ticks",
-              "no_adapt_ticks", "elatta_ticks", "head_entropy_ticks", "ram_bytes",
-              "elatta_state_bytes", "rep_spread", "sample_spread"}
+TICKS = (
+    "encoder_ticks",
+    "head_entropy_ticks",
+    "cmaes_iter_ticks",
+    "adapt_ticks",
+    "no_adapt_ticks",
+    "elatta_ticks",
+)
+POINT_KEYS = {
+    "k",
+    "n",
+    "lam",
+    "synthetic_basis",
+    "encoder_ticks",
+    "adapt_ticks",
+    "no_adapt_ticks",
+    "elatta_ticks",
+    "head_entropy_ticks",
+    "ram_bytes",
+    "elatta_state_bytes",
+    "rep_spread",
+    "sample_spread",
+}
 
 
-BASELINE_KEYS = {"what", "cflags", "build_id", "encoder_ticks", "no_adapt_ticks", "elatta_ticks",
-                 "text_bytes", "rodata_bytes", "float_class_agreement", "rep_spread",
-                 "instruction_mix"}
+BASELINE_KEYS = {
+    "what",
+    "cflags",
+    "build_id",
+    "encoder_ticks",
+    "no_adapt_ticks",
+    "elatta_ticks",
+    "text_bytes",
+    "rodata_bytes",
+    "float_class_agreement",
+    "rep_spread",
+    "instruction_mix",
+}
 
 
 @pytest.mark.qemu
@@ -53,8 +81,16 @@ def test_bench_reduced(tmp_path: Path) -> None:
     data = tmp_path / "data"
     build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
     out = tmp_path / "bench"
-    doc = run_bench(out, data, ks=(2,), ns=(2, 3), n_samples=2, reps=2,
-                    baselines=("scalar", "float32"), host_n=64)
+    doc = run_bench(
+        out,
+        data,
+        ks=(2,),
+        ns=(2, 3),
+        n_samples=2,
+        reps=2,
+        baselines=("scalar", "float32"),
+        host_n=64,
+    )
 
     on_disk = json.loads((out / "bench.json").read_text())
     assert on_disk == doc
@@ -105,17 +141,24 @@ def test_bench_reduced(tmp_path: Path) -> None:
     # a second boot of the default build: the same medians
     from codegen.build import build
 
-    res = build(Path(__file__).resolve().parents[1] / "models/default/model.pt",
-                Path(__file__).resolve().parents[1] / "models/default/basis.npz",
-                Path(__file__).resolve().parents[1] / "configs/default.toml",
-                out / "builds" / "k2_n2", data_dir=data)
+    res = build(
+        Path(__file__).resolve().parents[1] / "models/default/model.pt",
+        Path(__file__).resolve().parents[1] / "models/default/basis.npz",
+        Path(__file__).resolve().parents[1] / "configs/default.toml",
+        out / "builds" / "k2_n2",
+        data_dir=data,
+    )
     assert res.elf is not None
     ids, xf = samples(data, res.qmodel.source.meta, 2)
     again = measure(res.elf, quantize_features(xf, res.qmodel.lstm.x_fmt), ids, 2)
     base = doc["sweep"][0]
-    for key, field in (("encoder_ticks", "strict.encoder"), ("adapt_ticks", "strict.adapt"),
-                       ("no_adapt_ticks", "no_adapt.total"), ("elatta_ticks", "strict.total"),
-                       ("head_entropy_ticks", "no_adapt.adapt")):
+    for key, field in (
+        ("encoder_ticks", "strict.encoder"),
+        ("adapt_ticks", "strict.adapt"),
+        ("no_adapt_ticks", "no_adapt.total"),
+        ("elatta_ticks", "strict.total"),
+        ("head_entropy_ticks", "no_adapt.adapt"),
+    ):
         assert abs(again[field] - base[key]) <= 1, (key, again[field], base[key])
 
 
@@ -128,8 +171,13 @@ def test_float32_firmware_agrees_with_float_model(tmp_path: Path) -> None:
 
     data = tmp_path / "data"
     build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
-    res = build(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz",
-                ROOT / "configs/default.toml", tmp_path / "k2_n2", data_dir=data)
+    res = build(
+        ROOT / "models/default/model.pt",
+        ROOT / "models/default/basis.npz",
+        ROOT / "configs/default.toml",
+        tmp_path / "k2_n2",
+        data_dir=data,
+    )
     ids, xf = samples(data, res.qmodel.source.meta, 24)
     x = quantize_features(xf, res.qmodel.lstm.x_fmt)
     fw = build_variant(tmp_path, res, variants()["float32"])
@@ -142,8 +190,11 @@ def _qmodel() -> QModel:
     from codegen.frontend import read_model
     from codegen.quantize import quantize_model
 
-    model = read_model(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz",
-                       ROOT / "configs/default.toml")
+    model = read_model(
+        ROOT / "models/default/model.pt",
+        ROOT / "models/default/basis.npz",
+        ROOT / "configs/default.toml",
+    )
     x = np.random.default_rng(0).standard_normal((64, 49, 10))
     return quantize_model(model, x, "test_bench: N(0, 1) features")
 
@@ -156,9 +207,14 @@ def test_float32_sources_deterministic_and_documented() -> None:
     assert a == b and sorted(a) == ["fw_app_f32.h", "kws_model_f32.c", "kws_model_f32.h"]
     text = a["kws_model_f32.c"]
     arrays = re.findall(r"/\* (\S+): (.*) \*/\nstatic const float (\w+)\[(\d+)\]", text)
-    assert [n for n, *_ in arrays] == ["lstm.weight_ih_l0", "lstm.weight_hh_l0",
-                                       "lstm.bias_ih_l0", "lstm.bias_hh_l0", "head.weight",
-                                       "head.bias"]
+    assert [n for n, *_ in arrays] == [
+        "lstm.weight_ih_l0",
+        "lstm.weight_hh_l0",
+        "lstm.bias_ih_l0",
+        "lstm.bias_hh_l0",
+        "head.weight",
+        "head.bias",
+    ]
     for _, doc, sym, size in arrays:
         assert sym.startswith("kws_f32_") and "shape [" in doc and "range [" in doc
         assert int(size) > 0
@@ -186,16 +242,32 @@ def test_float32_host_c_matches_float_model(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
     lib = tmp_path / "libf32.so"
     fw = firmware_dir()
-    subprocess.run([find_tool("cc"), *COMMON_CFLAGS, *UBSAN_CFLAGS, "-O2", "-fPIC", "-shared",
-                    f"-I{tmp_path}", f"-I{fw}", "-o", str(lib), str(tmp_path / "kws_model_f32.c"),
-                    str(fw / "elt_lstm_f32.c"), "-lm"], check=True)
+    subprocess.run(
+        [
+            find_tool("cc"),
+            *COMMON_CFLAGS,
+            *UBSAN_CFLAGS,
+            "-O2",
+            "-fPIC",
+            "-shared",
+            f"-I{tmp_path}",
+            f"-I{fw}",
+            "-o",
+            str(lib),
+            str(tmp_path / "kws_model_f32.c"),
+            str(fw / "elt_lstm_f32.c"),
+            "-lm",
+        ],
+        check=True,
+    )
     c = ctypes.CDLL(str(lib))
     L = q.lstm
     src = q.source
     n, H, C = 16, L.hidden_size, len(src.classes)
     amp = min(3 << L.x_fmt.frac_bits, 32767)
-    xi = np.random.default_rng(1).integers(-amp, amp, (n, L.num_frames, L.input_size),
-                                           dtype=np.int16)
+    xi = np.random.default_rng(1).integers(
+        -amp, amp, (n, L.num_frames, L.input_size), dtype=np.int16
+    )
     xf = xi.astype(np.float64) / (1 << L.x_fmt.frac_bits)
     z_ref, _ = lstm_float(xf, src.lstm)
     lg_ref = head_logits(z_ref, src.head.weight.values, src.head.bias.values)
@@ -207,8 +279,10 @@ def test_float32_host_c_matches_float_model(tmp_path: Path) -> None:
         zq = np.zeros(H, np.int16)
         c.kws_f32_encode(xs.ctypes.data_as(fp), z.ctypes.data_as(fp))
         c.kws_f32_logits(z.ctypes.data_as(fp), lg.ctypes.data_as(fp))
-        c.kws_model_encode_f32(np.ascontiguousarray(xi[i]).ctypes.data_as(
-            ctypes.POINTER(ctypes.c_int16)), zq.ctypes.data_as(ctypes.POINTER(ctypes.c_int16)))
+        c.kws_model_encode_f32(
+            np.ascontiguousarray(xi[i]).ctypes.data_as(ctypes.POINTER(ctypes.c_int16)),
+            zq.ctypes.data_as(ctypes.POINTER(ctypes.c_int16)),
+        )
         np.testing.assert_allclose(z, z_ref[i], atol=1e-4)
         np.testing.assert_allclose(lg, lg_ref[i], atol=1e-3)
         assert np.argmax(lg) == np.argmax(lg_ref[i])
@@ -217,13 +291,20 @@ def test_float32_host_c_matches_float_model(tmp_path: Path) -> None:
 
 def test_instruction_classifier() -> None:
     for mn, ops, want in [
-        ("vmlal.s16", "q8, d16, d17", "neon"), ("vld1.16", "{d16-d17}, [r0]!", "neon"),
-        ("vpadal.s32", "q9, q8", "neon"), ("vmov.32", "r0, d16[0]", "neon"),
-        ("vadd.f32", "d16, d16, d17", "neon"), ("vmla.f32", "s15, s14, s13", "vfp"),
-        ("vcvt.f32.s32", "s15, s15", "vfp"), ("vldr", "s14, [r3, #4]", "vfp"),
-        ("vmov", "r2, r3, d16", "vfp"), ("vmrs", "APSR_nzcv, fpscr", "vfp"),
-        ("vadd.f64", "d16, d16, d17", "vfp"), ("smlabb", "r0, r1, r2, r0", "arm"),
-        ("ldr.w", "r2, [r3]", "arm"), ("bl", "100abc <expf>", "arm"),
+        ("vmlal.s16", "q8, d16, d17", "neon"),
+        ("vld1.16", "{d16-d17}, [r0]!", "neon"),
+        ("vpadal.s32", "q9, q8", "neon"),
+        ("vmov.32", "r0, d16[0]", "neon"),
+        ("vadd.f32", "d16, d16, d17", "neon"),
+        ("vmla.f32", "s15, s14, s13", "vfp"),
+        ("vcvt.f32.s32", "s15, s15", "vfp"),
+        ("vldr", "s14, [r3, #4]", "vfp"),
+        ("vmov", "r2, r3, d16", "vfp"),
+        ("vmrs", "APSR_nzcv, fpscr", "vfp"),
+        ("vadd.f64", "d16, d16, d17", "vfp"),
+        ("smlabb", "r0, r1, r2, r0", "arm"),
+        ("ldr.w", "r2, [r3]", "arm"),
+        ("bl", "100abc <expf>", "arm"),
     ]:
         assert classify(mn, ops) == want, (mn, ops)
 
@@ -238,13 +319,16 @@ def test_variants_are_known_flags() -> None:
 
 def test_cost_model_fit_recovers_constants() -> None:
     """Ticks made from known c0, a, b in either form come back from that form's fit exactly."""
+
     def ticks(k: int, n: int, lam: int, upd: int) -> int:
         return 300 + lam * n * 76 + 16 * lam * n * k + 3 * lam * upd * k * k  # a = 0.5, D = 32
 
     grid = [(k, n, lam) for k, lam in ((2, 6), (8, 10), (16, 12)) for n in (2, 8)]
     for name, upd in (("paper", 0), ("as_built", -1)):
-        pts = [{"k": k, "n": n, "lam": lam, "adapt_ticks": ticks(k, n, lam, n + upd)}
-               for k, n, lam in grid]
+        pts = [
+            {"k": k, "n": n, "lam": lam, "adapt_ticks": ticks(k, n, lam, n + upd)}
+            for k, n, lam in grid
+        ]
         f = cost_model_fit(pts, 76, 32)
         assert f is not None
         fit = f["fits"][name]

@@ -49,11 +49,25 @@ def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cli_build(tiny_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Kit, Path]:
     tmp = tmp_path_factory.mktemp("clibuild")
     train = load_split(tiny_data, "train")
-    kit = make_kit(tmp / "kit", C=len(train.classes), classes=train.classes,
-                   norm=data_norm(train.pcm))
+    kit = make_kit(
+        tmp / "kit", C=len(train.classes), classes=train.classes, norm=data_norm(train.pcm)
+    )
     out = tmp / "out"
-    rc = main(["build", "--model", str(kit.model), "--basis", str(kit.basis), "--config",
-               str(kit.config), "--data", str(tiny_data), "--out", str(out)])
+    rc = main(
+        [
+            "build",
+            "--model",
+            str(kit.model),
+            "--basis",
+            str(kit.basis),
+            "--config",
+            str(kit.config),
+            "--data",
+            str(tiny_data),
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     return kit, out
 
@@ -61,12 +75,23 @@ def cli_build(tiny_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
 def test_cli_build_writes_sources_elf_and_manifest(cli_build: tuple[Kit, Path]) -> None:
     kit, out = cli_build
     assert sorted(p.name for p in (out / "src").iterdir()) == [
-        "fw_app_model.h", "kws_adapt_params.c", "kws_adapt_params.h", "kws_model.c",
-        "kws_model.h"]
+        "fw_app_model.h",
+        "kws_adapt_params.c",
+        "kws_adapt_params.h",
+        "kws_model.c",
+        "kws_model.h",
+    ]
     assert (out / "fw.elf").is_file()
     doc = json.loads((out / "manifest.json").read_text())
-    assert doc["shapes"] == {"num_frames": 49, "input_size": 10, "hidden_size": 32,
-                             "num_classes": 12, "k": 2, "lam": 6, "n_iter": 2}
+    assert doc["shapes"] == {
+        "num_frames": 49,
+        "input_size": 10,
+        "hidden_size": 32,
+        "num_classes": 12,
+        "k": 2,
+        "lam": 6,
+        "n_iter": 2,
+    }
     assert doc["formats"]["h"] == "Q0.15" and doc["formats"]["gate_preactivation"] == "Q4.11"
     assert doc["formats"]["c"] == "Q6.25"
     assert re.fullmatch(r"Q\d+\.\d+", doc["formats"]["x"])
@@ -104,9 +129,18 @@ def test_inspect_prints_formats_errors_margins_and_sizes(
     capsys.readouterr()
     assert main(["inspect", str(out)]) == 0
     text = capsys.readouterr().out
-    for needle in ("lstm.weight_hh_l0", "max|err|", "margin (bits)", "static RAM", "Q0.15",
-                   "LSTM gate accumulator: int32 at A = ",
-                   "sigmoid: entries=257", "compile command", "z = h_T", "head.weight"):
+    for needle in (
+        "lstm.weight_hh_l0",
+        "max|err|",
+        "margin (bits)",
+        "static RAM",
+        "Q0.15",
+        "LSTM gate accumulator: int32 at A = ",
+        "sigmoid: entries=257",
+        "compile command",
+        "z = h_T",
+        "head.weight",
+    ):
         assert needle in text, needle
     assert main(["inspect", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["prefix"] == "kws_"
@@ -115,8 +149,19 @@ def test_inspect_prints_formats_errors_margins_and_sizes(
 
 def test_cli_refuses_without_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kit = make_kit(tmp_path / "kit", H=8, T=49)
-    rc = main(["build", "--model", str(kit.model), "--basis", str(kit.basis), "--config",
-               str(kit.config), "--out", str(tmp_path / "o")])
+    rc = main(
+        [
+            "build",
+            "--model",
+            str(kit.model),
+            "--basis",
+            str(kit.basis),
+            "--config",
+            str(kit.config),
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     assert rc == 2 and "--data DIR is required" in capsys.readouterr().err
 
 
@@ -134,8 +179,9 @@ def test_fixed_eval_report_layout(cli_build: tuple[Kit, Path], tiny_data: Path) 
         for cells in per_snr.values():
             assert set(cells) == {*info["noises"], "average"}
             assert all(0.0 <= v <= 1.0 for v in cells.values())
-    cmp = compare_fixed_float(kit.model, kit.basis, kit.config, tiny_data, limit=6,
-                              modes=("no_adapt",))
+    cmp = compare_fixed_float(
+        kit.model, kit.basis, kit.config, tiny_data, limit=6, modes=("no_adapt",)
+    )
     assert cmp.fixed["no_adapt"] == table["no_adapt"] and cmp.clips_per_condition == 6
     assert all(v >= 0.9 for v in cmp.same_class["no_adapt"].values())
 
@@ -143,15 +189,16 @@ def test_fixed_eval_report_layout(cli_build: tuple[Kit, Path], tiny_data: Path) 
 def test_generated_c_is_deterministic_and_names_its_inputs(tmp_path: Path) -> None:
     kit = make_kit(tmp_path / "kit", H=16, C=4)
     x = calib(kit, n=32)
-    a = build(kit.model, kit.basis, kit.config, tmp_path / "a", calib_features=x,
-              compile_elf=False)
-    b = build(kit.model, kit.basis, kit.config, tmp_path / "b", calib_features=x,
-              compile_elf=False)
+    a = build(kit.model, kit.basis, kit.config, tmp_path / "a", calib_features=x, compile_elf=False)
+    b = build(kit.model, kit.basis, kit.config, tmp_path / "b", calib_features=x, compile_elf=False)
     for pa, pb in zip(a.sources, b.sources, strict=True):
         assert pa.name == pb.name and pa.read_bytes() == pb.read_bytes()
     text = (tmp_path / "a" / "src" / "kws_model.c").read_text()
-    for sha in (a.qmodel.source.hashes.model, a.qmodel.source.hashes.basis,
-                a.qmodel.source.hashes.config):
+    for sha in (
+        a.qmodel.source.hashes.model,
+        a.qmodel.source.hashes.basis,
+        a.qmodel.source.hashes.config,
+    ):
         assert sha in text
     assert "malloc" not in text and "float" not in text.split("*/", 1)[1].split("/*")[0]
     # every weight array documents shape, Q format and float range
@@ -164,8 +211,9 @@ def test_device_code_has_no_floating_point(cli_build: tuple[Kit, Path]) -> None:
     """The model and ELaTTA kernels in the ELF use no VFP/NEON floating-point instruction."""
     _, out = cli_build
     objdump = find_tool("arm-none-eabi-gcc").replace("gcc", "objdump")
-    dis = subprocess.run([objdump, "-d", str(out / "fw.elf")], check=True,
-                         capture_output=True, text=True).stdout
+    dis = subprocess.run(
+        [objdump, "-d", str(out / "fw.elf")], check=True, capture_output=True, text=True
+    ).stdout
     funcs = re.split(r"\n(?=[0-9a-f]{8} <)", dis)
     ours = [f for f in funcs if re.match(r"[0-9a-f]{8} <(elt_|kws_)", f)]
     assert any("<elt_lstm_s16_run>" in f for f in ours)
@@ -221,11 +269,14 @@ int main(void)
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("scale, limited_by, cflags", [
-    (1.0, "formats", ()),  # A = frac W_ih + frac x: x_opshift 0 (VRSHL by 0 = identity)
-    (3.0, "int32 proof", ()),
-    (3.0, "int32 proof", ("-DELT_SCALAR",)),  # the plain C path on the same core
-])
+@pytest.mark.parametrize(
+    "scale, limited_by, cflags",
+    [
+        (1.0, "formats", ()),  # A = frac W_ih + frac x: x_opshift 0 (VRSHL by 0 = identity)
+        (3.0, "int32 proof", ()),
+        (3.0, "int32 proof", ("-DELT_SCALAR",)),  # the plain C path on the same core
+    ],
+)
 def test_cortex_a9_build_equals_python_under_qemu(
     tmp_path: Path, scale: float, limited_by: str, cflags: tuple[str, ...]
 ) -> None:
@@ -246,9 +297,12 @@ def test_cortex_a9_build_equals_python_under_qemu(
     assert q.lstm.proof.limited_by == limited_by
     src = tmp_path / "src"
     write_sources(render_model(q), src)
-    x = np.concatenate([
-        int16_inputs(np.random.default_rng(5), 11, kit.T, kit.F, q.lstm.x_fmt.frac_bits),
-        extreme_inputs(kit.T, kit.F)])
+    x = np.concatenate(
+        [
+            int16_inputs(np.random.default_rng(5), 11, kit.T, kit.F, q.lstm.x_fmt.frac_bits),
+            extreme_inputs(kit.T, kit.F),
+        ]
+    )
     n = len(x)
     assert scalar_reference(x[-5:-3], q.lstm)[1] > 0  # gates do saturate
     ids = np.random.default_rng(6).choice(2**32 - 1, size=n, replace=False)
@@ -262,11 +316,16 @@ def test_cortex_a9_build_equals_python_under_qemu(
     )
     (src / "probe_main.c").write_text(PROBE_MAIN)
     fw = firmware_dir()
-    sources = [src / "probe_main.c",
-               *sorted(p for p in src.glob("*.c") if p.name != "probe_main.c"),
-               *(fw / s for s in (*LSTM_FIRMWARE_SOURCES, *adapt_firmware_sources()))]
-    lines = [ln for ln in run_arm_probe(tmp_path, sources, [src], (*cflags, *model_cflags(q)))
-             if ln.startswith("R ")]
+    sources = [
+        src / "probe_main.c",
+        *sorted(p for p in src.glob("*.c") if p.name != "probe_main.c"),
+        *(fw / s for s in (*LSTM_FIRMWARE_SOURCES, *adapt_firmware_sources())),
+    ]
+    lines = [
+        ln
+        for ln in run_arm_probe(tmp_path, sources, [src], (*cflags, *model_cflags(q)))
+        if ln.startswith("R ")
+    ]
     assert len(lines) == n * len(MODES)
     C, k, H = len(q.source.classes), kit.k, kit.H
     for m, mode in enumerate(MODES):
@@ -274,11 +333,27 @@ def test_cortex_a9_build_equals_python_under_qemu(
         for i in range(n):
             v = np.array(lines[m * n + i].split()[1:], dtype=np.int64)
             parts = np.split(v, np.cumsum([H, 1, C, 1, 1, C, 1, k, 1])[:-1])
-            got = dict(zip(("z", "pred_noadapt", "logits_noadapt", "H_noadapt", "pred",
-                            "logits", "H_best", "p_best", "n_pivot_fix"), parts, strict=True))
+            got = dict(
+                zip(
+                    (
+                        "z",
+                        "pred_noadapt",
+                        "logits_noadapt",
+                        "H_noadapt",
+                        "pred",
+                        "logits",
+                        "H_best",
+                        "p_best",
+                        "n_pivot_fix",
+                    ),
+                    parts,
+                    strict=True,
+                )
+            )
             for name, val in got.items():
-                np.testing.assert_array_equal(val, np.atleast_1d(py[name][i]),
-                                              err_msg=f"{mode} sample {i} {name}")
+                np.testing.assert_array_equal(
+                    val, np.atleast_1d(py[name][i]), err_msg=f"{mode} sample {i} {name}"
+                )
 
 
 @pytest.fixture(scope="module")
@@ -293,8 +368,9 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> tuple[Kit, QModel, HostMod
 def test_host_c_equals_python_every_field(host, mode: str) -> None:  # type: ignore[no-untyped-def]
     kit, q, hm = host
     n = 160 if mode.startswith("continual") else 400
-    x = int16_inputs(np.random.default_rng(hash(mode) % 1000), n, kit.T, kit.F,
-                     q.lstm.x_fmt.frac_bits)
+    x = int16_inputs(
+        np.random.default_rng(hash(mode) % 1000), n, kit.T, kit.F, q.lstm.x_fmt.frac_bits
+    )
     ids = np.random.default_rng(1).choice(2**32 - 1, size=n, replace=False)
     assert compare_host_python(hm, x, ids, mode) is None
 
@@ -357,8 +433,11 @@ def test_python_reference_fields_have_device_types(host) -> None:  # type: ignor
 GRID = [
     # (k, n_iter, extra config) — QELaTTA-V1 and -V2 variants on top of the plain one
     *[(k, n, "") for k, n in product((1, 2, 4, 8), (1, 2, 5))],
-    (2, 2, "qelatta_v1 = true"), (4, 2, "qelatta_v1 = true"),
-    (2, 2, 'qelatta_v2 = "8b4"'), (4, 5, 'qelatta_v2 = "4b2"'), (8, 2, 'qelatta_v2 = "8b4"'),
+    (2, 2, "qelatta_v1 = true"),
+    (4, 2, "qelatta_v1 = true"),
+    (2, 2, 'qelatta_v2 = "8b4"'),
+    (4, 5, 'qelatta_v2 = "4b2"'),
+    (8, 2, 'qelatta_v2 = "8b4"'),
 ]
 
 
@@ -375,8 +454,9 @@ def _grid_case(tmp: Path, k: int, n: int, extra: str, samples: int, seed: int) -
         assert mm is None, f"k={k} n={n} {extra!r} {mode}: {mm}"
 
 
-@pytest.mark.parametrize("k, n, extra", [(1, 5, ""), (4, 2, 'qelatta_v2 = "4b2"'),
-                                         (8, 1, "qelatta_v1 = true")])
+@pytest.mark.parametrize(
+    "k, n, extra", [(1, 5, ""), (4, 2, 'qelatta_v2 = "4b2"'), (8, 1, "qelatta_v1 = true")]
+)
 def test_grid_slice(tmp_path: Path, k: int, n: int, extra: str) -> None:
     _grid_case(tmp_path, k, n, extra, samples=120, seed=k * 10 + n)
 

@@ -52,8 +52,10 @@ def test_linker_assert_guards_ram_budget(firmware: FirmwareBuild, tmp_path: Path
     assert "exceed the RAM budget" in proc.stderr
 
 
-@pytest.mark.parametrize(("baud", "ref"), [(115200, 100_000_000), (115200, 50_000_000),
-                                           (921600, 100_000_000), (9600, 100_000_000)])
+@pytest.mark.parametrize(
+    ("baud", "ref"),
+    [(115200, 100_000_000), (115200, 50_000_000), (921600, 100_000_000), (9600, 100_000_000)],
+)
 def test_uart_divisors(baud: int, ref: int) -> None:
     d = uart_divisors(0, baud, ref)
     assert 4 <= d.bdiv <= 255 and 2 <= d.cd <= 65535
@@ -90,16 +92,23 @@ def test_missing_tool_names_package(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_cli_firmware_missing_compiler(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
-    proc = subprocess.run([sys.executable, "-m", "codegen", "firmware", "--out", str(tmp_path)],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "codegen", "firmware", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 2
     assert "arm-none-eabi-gcc not found" in proc.stderr
     assert "gcc-arm-none-eabi" in proc.stderr
 
 
 def test_cli_firmware_prints_size_table(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "codegen", "firmware", "--out", str(tmp_path)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "codegen", "firmware", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert ".text" in proc.stdout and "static RAM" in proc.stdout
     assert (tmp_path / "fw.elf").is_file() and (tmp_path / "firmware.json").is_file()
@@ -112,11 +121,20 @@ def test_hand_written_c_is_clang_formatted() -> None:
     if not exe.is_file():
         pytest.fail(f"{exe} missing: install the test extra (pip install -e '.[test]')")
     root = Path(__file__).resolve().parents[1]
-    files = sorted({*root.glob("firmware/**/*.[ch]"), *root.glob("tests/neonprobe/*.[ch]"),
-                    *root.glob("tests/intharness/*.[ch]")})
+    files = sorted(
+        {
+            *root.glob("firmware/**/*.[ch]"),
+            *root.glob("tests/neonprobe/*.[ch]"),
+            *root.glob("tests/intharness/*.[ch]"),
+        }
+    )
     assert len(files) > 30
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
     assert "18.1.8" in version.stdout, version.stdout
-    res = subprocess.run([str(exe), "--dry-run", "--Werror", *map(str, files)],
-                         capture_output=True, text=True, cwd=root)
+    res = subprocess.run(
+        [str(exe), "--dry-run", "--Werror", *map(str, files)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
     assert res.returncode == 0, res.stderr[:4000]

@@ -66,8 +66,11 @@ def test_retried_request_replays_stored_reply(host_server: tuple[Path, int]) -> 
     b = Frame(Msg.INFER, 11, b"sample-b").encode()
     stream = a + a + Frame(Msg.HELLO, 99).encode() + a + b + b + Frame(Msg.RESET, 12).encode() + b
     out = list(FrameDecoder().feed(run_server(exe, stream)))
-    counts = [int.from_bytes(f.payload[:4], "little") for f in out  # type: ignore[union-attr]
-              if isinstance(f, Frame) and f.type == Msg.RESULT]
+    counts = [
+        int.from_bytes(f.payload[:4], "little")
+        for f in out  # type: ignore[union-attr]
+        if isinstance(f, Frame) and f.type == Msg.RESULT
+    ]
     assert counts == [0, 0, 0, 1, 1, 0]
     info = [f for f in out if isinstance(f, Frame) and f.type == Msg.INFO]
     parsed = Info.unpack(info[0].payload)

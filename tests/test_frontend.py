@@ -25,8 +25,9 @@ def test_default_config_parses() -> None:
 
 
 def test_good_inputs_give_a_frozen_ir(tmp_path: Path) -> None:
-    kit = make_kit(tmp_path, F=7, H=12, C=5, T=9, k=3,
-                   config=config_text(k=3, extra='qelatta_v2 = "8b4"'))
+    kit = make_kit(
+        tmp_path, F=7, H=12, C=5, T=9, k=3, config=config_text(k=3, extra='qelatta_v2 = "8b4"')
+    )
     m = read_model(kit.model, kit.basis, kit.config)
     assert (m.lstm.input_size, m.lstm.hidden_size, m.lstm.num_frames) == (7, 12, 9)
     assert m.lstm.w_ih.shape == (48, 7) and m.head.weight.shape == (5, 12)
@@ -53,8 +54,10 @@ def _raw(tmp_path: Path) -> tuple[dict[str, torch.Tensor], dict[str, object], Pa
     "mutate, needle",
     [
         (lambda s, m: s.update({"lstm.weight_ih_l1": torch.zeros(24, 6)}), "num_layers=2"),
-        (lambda s, m: s.update({"lstm.weight_ih_l0_reverse": torch.zeros(24, 4)}),
-         "bidirectional=True"),
+        (
+            lambda s, m: s.update({"lstm.weight_ih_l0_reverse": torch.zeros(24, 4)}),
+            "bidirectional=True",
+        ),
         (lambda s, m: s.update({"lstm.weight_hr_l0": torch.zeros(2, 6)}), "proj_size=2"),
         (lambda s, m: m.update({"batch_first": False}), "batch_first=False"),
         (lambda s, m: m.update({"num_layers": 3}), "num_layers=3"),
@@ -98,10 +101,14 @@ def test_shape_mismatches_between_model_basis_and_config(tmp_path: Path) -> None
     [
         ({"quant": {"act_bits": 8}}, r"\[quant\].act_bits = 8: only 16-bit"),
         ({"quant": {"weight_bits": 32}}, r"\[quant\].weight_bits = 32: only 16-bit"),
-        ({"quant": {"accumulator": "int48"}}, "accumulator = 'int48': allowed values are 'auto', "
-                                              "'int32'"),
-        ({"quant": {"accumulator": "int64"}}, "accumulator = 'int64': allowed .* int64 "
-                                              "accumulators were removed"),
+        (
+            {"quant": {"accumulator": "int48"}},
+            "accumulator = 'int48': allowed values are 'auto', 'int32'",
+        ),
+        (
+            {"quant": {"accumulator": "int64"}},
+            "accumulator = 'int64': allowed .* int64 accumulators were removed",
+        ),
         ({"quant": {"calib_samples": 2}}, "calib_samples = 2"),
         ({"elatta": {"k": 0}}, "k=0 is not allowed"),
         ({"elatta": {"mode": "greedy"}}, "mode='greedy'"),

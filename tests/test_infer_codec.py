@@ -21,17 +21,47 @@ from host.run import compare, per_condition_counts, shard
 
 
 def sample_result(C: int = 12, k: int = 2, H: int = 32) -> InferResult:
-    return InferResult(0xDEADBEEF, 3, 4, 5, -7, 123456, 1, 10, 20, 35,
-                       tuple(range(-k, 0)), tuple(range(C)), tuple(range(-C, 0)),
-                       tuple(range(100, 100 + H)))
+    return InferResult(
+        0xDEADBEEF,
+        3,
+        4,
+        5,
+        -7,
+        123456,
+        1,
+        10,
+        20,
+        35,
+        tuple(range(-k, 0)),
+        tuple(range(C)),
+        tuple(range(-C, 0)),
+        tuple(range(100, 100 + H)),
+    )
 
 
 def pack(r: InferResult, C: int, k: int, H: int) -> bytes:
-    return (struct.pack("<IBBBBiiiiiIII", r.sample_id, r.mode, C, k, H, r.pred_noadapt, r.pred,
-                        r.H_noadapt, r.H_best, r.n_pivot_fix, r.ticks_encoder, r.ticks_adapt,
-                        r.ticks_total)
-            + struct.pack(f"<{k}i", *r.p_best) + struct.pack(f"<{C}h", *r.logits_noadapt)
-            + struct.pack(f"<{C}h", *r.logits) + struct.pack(f"<{H}h", *r.z))
+    return (
+        struct.pack(
+            "<IBBBBiiiiiIII",
+            r.sample_id,
+            r.mode,
+            C,
+            k,
+            H,
+            r.pred_noadapt,
+            r.pred,
+            r.H_noadapt,
+            r.H_best,
+            r.n_pivot_fix,
+            r.ticks_encoder,
+            r.ticks_adapt,
+            r.ticks_total,
+        )
+        + struct.pack(f"<{k}i", *r.p_best)
+        + struct.pack(f"<{C}h", *r.logits_noadapt)
+        + struct.pack(f"<{C}h", *r.logits)
+        + struct.pack(f"<{H}h", *r.z)
+    )
 
 
 def test_infer_layout() -> None:

@@ -65,8 +65,17 @@ def test_config_errors_name_the_value(kwargs: dict, needle: str) -> None:
 
 
 def test_from_float_and_back() -> None:
-    f = ElattaConfig(k=3, n_iter=4, sigma0=0.2, mode="continual_bounded", seed=9, beta=0.25,
-                     radius=2.0, qelatta_v1=True, active=False)
+    f = ElattaConfig(
+        k=3,
+        n_iter=4,
+        sigma0=0.2,
+        mode="continual_bounded",
+        seed=9,
+        beta=0.25,
+        radius=2.0,
+        qelatta_v1=True,
+        active=False,
+    )
     c = AdaptConfig.from_float(f, qelatta_v2=(8, 4))
     assert c.lam == 7 and c.qelatta_v2 == (8, 4) and c.grid is not None and c.grid.frac == 4
     assert c.to_float() == f.replace(lam=7)
@@ -123,14 +132,17 @@ def test_no_adapt_agrees_with_float_reference() -> None:
     np.testing.assert_array_equal(r.H_best, r.H_noadapt)
 
 
-def float_twin_with_int_normals(z_q15: np.ndarray, W: np.ndarray, b: np.ndarray,
-                                V: np.ndarray, cfg: AdaptConfig) -> np.ndarray:
+def float_twin_with_int_normals(
+    z_q15: np.ndarray, W: np.ndarray, b: np.ndarray, V: np.ndarray, cfg: AdaptConfig
+) -> np.ndarray:
     """float_ref's strict loop, chol whitening, driven by the integer reference's normals."""
     ecfg = cfg.to_float()
     params = ecfg.cmaes_params()
     zt = z_q15 / 32768.0
-    normals = Xoshiro128ss(cfg.seed, np.arange(len(zt))).gauss_block(
-        (cfg.n_iter, cfg.lam, cfg.k)) / 2.0**Z_FRAC
+    normals = (
+        Xoshiro128ss(cfg.seed, np.arange(len(zt))).gauss_block((cfg.n_iter, cfg.lam, cfg.k))
+        / 2.0**Z_FRAC
+    )
     pred = np.empty(len(zt), np.int64)
     for i in range(len(zt)):
         es = Cmaes.start(params, np.zeros(cfg.k), cfg.sigma0, whitening="chol")
@@ -156,10 +168,12 @@ def test_strict_agreement_reported() -> None:
     twin = float_twin_with_int_normals(z, W, b, V, P.cfg)
     a_ref = float(np.mean(r.pred == f.pred))
     a_twin = float(np.mean(r.pred == twin))
-    print(f"strict: same class as float_ref.adapt (other normals) {a_ref:.4f}, as the float "
-          f"twin on the integer normals {a_twin:.4f}; changed by adaptation "
-          f"{np.mean(r.pred != r.pred_noadapt):.4f} "
-          f"(float {np.mean(f.pred != f.pred_noadapt):.4f})")
+    print(
+        f"strict: same class as float_ref.adapt (other normals) {a_ref:.4f}, as the float "
+        f"twin on the integer normals {a_twin:.4f}; changed by adaptation "
+        f"{np.mean(r.pred != r.pred_noadapt):.4f} "
+        f"(float {np.mean(f.pred != f.pred_noadapt):.4f})"
+    )
     assert a_twin >= 0.98
     assert a_ref >= 0.8
 
@@ -268,16 +282,23 @@ def test_emission_is_deterministic_and_documents_every_array() -> None:
     assert set(a) == {"kws_adapt_params.c", "kws_adapt_params.h"}
     c = a["kws_adapt_params.c"]
     assert P.input_hash in c and "const elt_adapt_params_t kws_adapt_params" in c
-    decls = re.findall(r"/\* (.*?)\n \* shape (.*?), (Q[\d.]+|Q\.\d+), float range (\[.*?\]) \*/"
-                       r"\nstatic const (int16_t|int32_t|int64_t) (\w+)\[(\d+)\]", c)
+    decls = re.findall(
+        r"/\* (.*?)\n \* shape (.*?), (Q[\d.]+|Q\.\d+), float range (\[.*?\]) \*/"
+        r"\nstatic const (int16_t|int32_t|int64_t) (\w+)\[(\d+)\]",
+        c,
+    )
     assert len(decls) == 9, decls
     assert {d[5] for d in decls} >= {"kws_adapt_W", "kws_adapt_V", "kws_adapt_gauss_lut"}
     assert "ELT_MODE_STRICT" in c and "QELaTTA-V2 8b4" in c
     assert "extern const elt_adapt_params_t kws_adapt_params;" in a["kws_adapt_params.h"]
     with pytest.raises(ConfigError, match="prefix="):
         emit_adapt_c(P, "9bad")
-    assert adapt_cflags(P) == ("-DELT_K_MAX=2", "-DELT_LAM_MAX=6", "-DELT_D_MAX=32",
-                               "-DELT_C_MAX=12")
+    assert adapt_cflags(P) == (
+        "-DELT_K_MAX=2",
+        "-DELT_LAM_MAX=6",
+        "-DELT_D_MAX=32",
+        "-DELT_C_MAX=12",
+    )
     for src in ADAPT_FIRMWARE_SOURCES:
         assert (firmware_dir() / src).is_file()
 

@@ -77,8 +77,11 @@ def test_constants_rounded_once(k: int, active: bool) -> None:
 
 def test_constant_errors() -> None:
     p = CmaesParams.for_dim(2)
-    for kw, needle in (({"sigma0": 100.0}, "sigma0=100.0"), ({"sigma0": 1e-9}, "sigma0="),
-                       ({"n_iter": 0}, "n_iter=0")):
+    for kw, needle in (
+        ({"sigma0": 100.0}, "sigma0=100.0"),
+        ({"sigma0": 1e-9}, "sigma0="),
+        ({"n_iter": 0}, "n_iter=0"),
+    ):
         args = {"n_iter": 2, "sigma0": 0.1, **kw}
         with pytest.raises(ConfigError, match=needle):
             CmaesIntParams.from_float(p, int(args["n_iter"]), float(args["sigma0"]))
@@ -92,8 +95,13 @@ def test_constant_errors() -> None:
 
 def test_isqrt_and_division_are_exact() -> None:
     rng = np.random.default_rng(0)
-    n = np.concatenate([np.arange(0, 5000), rng.integers(0, 2**62, 20000),
-                        np.array([2**62 - 1, (2**31 - 1) ** 2, (2**31 - 1) ** 2 - 1])])
+    n = np.concatenate(
+        [
+            np.arange(0, 5000),
+            rng.integers(0, 2**62, 20000),
+            np.array([2**62 - 1, (2**31 - 1) ** 2, (2**31 - 1) ** 2 - 1]),
+        ]
+    )
     r = isqrt64(n)
     np.testing.assert_array_equal(r, [math.isqrt(int(v)) for v in n])
     num = rng.integers(-(2**57), 2**57, 20000)
@@ -101,8 +109,10 @@ def test_isqrt_and_division_are_exact() -> None:
     num[:6] = [7, -7, 5, -5, 0, 3]
     den[:6] = [2, 2, 2, 2, 9, 6]
     q = div_round(num, den)
-    ref = [int(math.copysign(int(abs(Fraction(int(a), int(b))) + Fraction(1, 2)), a))
-           for a, b in zip(num, den, strict=True)]
+    ref = [
+        int(math.copysign(int(abs(Fraction(int(a), int(b))) + Fraction(1, 2)), a))
+        for a, b in zip(num, den, strict=True)
+    ]
     np.testing.assert_array_equal(q, ref)
     assert list(q[:6]) == [4, -4, 3, -3, 0, 1]  # half away from zero
 
@@ -136,8 +146,9 @@ def test_cholesky_of_spd_and_pivot_fix() -> None:
     assert nfix[0] == 2 and np.all(np.abs(A) < 2**31)
 
 
-def run_lockstep(k: int, fname: str, seed: int, n: int, sigma0: float, active: bool
-                 ) -> tuple[dict[str, float], int]:
+def run_lockstep(
+    k: int, fname: str, seed: int, n: int, sigma0: float, active: bool
+) -> tuple[dict[str, float], int]:
     """Integer run; the float twin is told the dequantized integer X and the integer ranking
     (notes §7b.2). Returns the worst drift per quantity and the iterations compared."""
     fn = FUNCS[fname]
@@ -194,8 +205,9 @@ def test_lockstep_drift_within_bounds(k: int, fname: str) -> None:
     assert total["C"] <= 1e-5 and total["pc"] <= 1e-5 and total["ps"] <= 1e-5
 
 
-def best_f_runs(k: int, fname: str, n: int, seeds: int, sigma0: float = 0.5
-                ) -> tuple[np.ndarray, np.ndarray]:
+def best_f_runs(
+    k: int, fname: str, n: int, seeds: int, sigma0: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
     """Best sampled f over n iterations from m = 0, integer (all seeds as one batch) and the
     float twin driven by the same normals, each ranking by its own f (notes §7c)."""
     fn = FUNCS[fname]
@@ -225,13 +237,16 @@ def best_f_runs(k: int, fname: str, n: int, seeds: int, sigma0: float = 0.5
     return best_i, best_f
 
 
-@pytest.mark.parametrize("k,fname,n", [(2, "ellipsoid", 2), (2, "sphere", 5), (4, "ellipsoid", 5),
-                                        (8, "sphere", 10)])
+@pytest.mark.parametrize(
+    "k,fname,n", [(2, "ellipsoid", 2), (2, "sphere", 5), (4, "ellipsoid", 5), (8, "sphere", 10)]
+)
 def test_best_f_median_within_5_percent_fast(k: int, fname: str, n: int) -> None:
     bi, bf = best_f_runs(k, fname, n, 100)
     ratio = float(np.median(bi) / np.median(bf))
-    print(f"k={k} {fname} n={n}: median best f int {np.median(bi):.4g} float "
-          f"{np.median(bf):.4g} ratio {ratio:.4f}")
+    print(
+        f"k={k} {fname} n={n}: median best f int {np.median(bi):.4g} float "
+        f"{np.median(bf):.4g} ratio {ratio:.4f}"
+    )
     assert abs(ratio - 1) <= 0.05
 
 
@@ -281,6 +296,7 @@ def test_clip_norm_and_grid() -> None:
     assert np.all(cos > 1 - 1e-9)
     g = Grid(4, 2)  # ap_fixed<4, 2>: step 1/4, range [-2, 1.75]
     vals = np.array([0.1, 0.125, -0.125, 1.8, -3.0, 0.3]) * X
-    np.testing.assert_array_equal(g.requant(np.round(vals).astype(np.int64), X_FRAC) / X,
-                                  [0.0, 0.25, 0.0, 1.75, -2.0, 0.25])
+    np.testing.assert_array_equal(
+        g.requant(np.round(vals).astype(np.int64), X_FRAC) / X, [0.0, 0.25, 0.0, 1.75, -2.0, 0.25]
+    )
     assert Grid(8, 4).frac == 4 and Grid(8, 4).lo == -128 and Grid(8, 4).hi == 127

@@ -41,10 +41,19 @@ from codegen.toolchain import ARM_CPU_FLAGS, COMMON_CFLAGS, find_tool
 
 QUANT = ((False, None), (True, None), (False, (8, 4)), (False, (4, 2)))
 FULL = tuple(
-    Case(mode, k, n, v1=v1, v2=v2, samples=600 if mode in ("strict", "no_adapt") else 120,
-         saturate=0.02, traced=4)
+    Case(
+        mode,
+        k,
+        n,
+        v1=v1,
+        v2=v2,
+        samples=600 if mode in ("strict", "no_adapt") else 120,
+        saturate=0.02,
+        traced=4,
+    )
     for mode, k, n, (v1, v2) in itertools.product(
-        ("no_adapt", "strict", "continual", "continual_bounded"), (1, 2, 4, 8), (1, 2, 5), QUANT)
+        ("no_adapt", "strict", "continual", "continual_bounded"), (1, 2, 4, 8), (1, 2, 5), QUANT
+    )
 )
 
 
@@ -111,14 +120,30 @@ def test_generated_params_equal_python(fast_harness: Harness) -> None:
         got = fast_harness.params_text(i)
         cm = P.cmaes
         want = {
-            "n_classes": P.n_classes, "dim": P.dim, "seed": P.cfg.seed,
-            "head_shift": P.head_shift, "logit_frac": P.logit_fmt.frac_bits,
-            "zt_shift": P.zt_shift, "v_shift": P.v_shift, "beta": P.beta_q30,
-            "radius": P.radius_q23, "qv1": int(P.cfg.qelatta_v1), "k": P.k, "lam": cm.lam,
-            "mu": cm.mu, "n_iter": cm.n_iter, "one_minus_cs": cm.one_minus_cs,
-            "gain_s": cm.gain_s, "one_minus_cc": cm.one_minus_cc, "gain_c": cm.gain_c,
-            "c1": cm.c1, "decay_h1": cm.decay_h1, "decay_h0": cm.decay_h0,
-            "cs_over_ds": cm.cs_over_ds, "inv_chi": cm.inv_chi, "ln_sigma0": cm.ln_sigma0,
+            "n_classes": P.n_classes,
+            "dim": P.dim,
+            "seed": P.cfg.seed,
+            "head_shift": P.head_shift,
+            "logit_frac": P.logit_fmt.frac_bits,
+            "zt_shift": P.zt_shift,
+            "v_shift": P.v_shift,
+            "beta": P.beta_q30,
+            "radius": P.radius_q23,
+            "qv1": int(P.cfg.qelatta_v1),
+            "k": P.k,
+            "lam": cm.lam,
+            "mu": cm.mu,
+            "n_iter": cm.n_iter,
+            "one_minus_cs": cm.one_minus_cs,
+            "gain_s": cm.gain_s,
+            "one_minus_cc": cm.one_minus_cc,
+            "gain_c": cm.gain_c,
+            "c1": cm.c1,
+            "decay_h1": cm.decay_h1,
+            "decay_h0": cm.decay_h0,
+            "cs_over_ds": cm.cs_over_ds,
+            "inv_chi": cm.inv_chi,
+            "ln_sigma0": cm.ln_sigma0,
             "grid_on": int(P.grid is not None),
             "mode": ("no_adapt", "strict", "continual", "continual_bounded").index(P.cfg.mode),
         }
@@ -137,12 +162,18 @@ def test_generated_params_equal_python(fast_harness: Harness) -> None:
 def test_c_format_macros_equal_python(fast_harness: Harness) -> None:
     got = fast_harness.sizes()
     want = {
-        "ELT_X_FRAC": cmaes_int.X_FRAC, "ELT_Z_FRAC": cmaes_int.Z_FRAC,
-        "ELT_C_FRAC": cmaes_int.C_FRAC, "ELT_RATE_FRAC": cmaes_int.RATE_FRAC,
-        "ELT_GAIN_FRAC": cmaes_int.GAIN_FRAC, "ELT_LNSIG_FRAC": cmaes_int.LNSIG_FRAC,
-        "ELT_NORM2_FRAC": cmaes_int.NORM2_FRAC, "ELT_H_FRAC": entropy.H_FRAC,
-        "ELT_PIVOT_EPS": cmaes_int.PIVOT_EPS, "ELT_LNSIG_MIN": cmaes_int.LNSIG_MIN,
-        "ELT_LNSIG_MAX": cmaes_int.LNSIG_MAX, "ELT_LOG2E_Q30": entropy.LOG2E_Q30,
+        "ELT_X_FRAC": cmaes_int.X_FRAC,
+        "ELT_Z_FRAC": cmaes_int.Z_FRAC,
+        "ELT_C_FRAC": cmaes_int.C_FRAC,
+        "ELT_RATE_FRAC": cmaes_int.RATE_FRAC,
+        "ELT_GAIN_FRAC": cmaes_int.GAIN_FRAC,
+        "ELT_LNSIG_FRAC": cmaes_int.LNSIG_FRAC,
+        "ELT_NORM2_FRAC": cmaes_int.NORM2_FRAC,
+        "ELT_H_FRAC": entropy.H_FRAC,
+        "ELT_PIVOT_EPS": cmaes_int.PIVOT_EPS,
+        "ELT_LNSIG_MIN": cmaes_int.LNSIG_MIN,
+        "ELT_LNSIG_MAX": cmaes_int.LNSIG_MAX,
+        "ELT_LOG2E_Q30": entropy.LOG2E_Q30,
         "ELT_LN2_Q30": entropy.LN2_Q30,
     }
     for key, v in want.items():
@@ -160,38 +191,74 @@ def test_state_fits_design_budget(tmp_path: Path) -> None:
     the same under the ARM EABI (also checked by the cross build below)."""
     P = kws_params()
     src = tmp_path / "sizes.c"
-    src.write_text('#include <stdio.h>\n#include "elt_adapt.h"\nint main(void) {\n'
-                   '    printf("%zu %zu\\n", sizeof(elt_adapt_state_t),\n'
-                   "           sizeof(elt_adapt_result_t));\n"
-                   "    return 0;\n}\n")
+    src.write_text(
+        '#include <stdio.h>\n#include "elt_adapt.h"\nint main(void) {\n'
+        '    printf("%zu %zu\\n", sizeof(elt_adapt_state_t),\n'
+        "           sizeof(elt_adapt_result_t));\n"
+        "    return 0;\n}\n"
+    )
     exe = tmp_path / "sizes"
-    subprocess.run([find_tool("cc"), *COMMON_CFLAGS, *adapt_cflags(P), f"-I{firmware_dir()}",
-                    str(src), "-o", str(exe)], check=True)
-    state, result = map(int, subprocess.run([str(exe)], capture_output=True, text=True,
-                                            check=True).stdout.split())
+    subprocess.run(
+        [
+            find_tool("cc"),
+            *COMMON_CFLAGS,
+            *adapt_cflags(P),
+            f"-I{firmware_dir()}",
+            str(src),
+            "-o",
+            str(exe),
+        ],
+        check=True,
+    )
+    state, result = map(
+        int, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    )
     v_bytes = P.V.size * 2
     print(f"elt_adapt_state_t {state} B + V {v_bytes} B = {state + v_bytes} B; result {result} B")
     assert state + v_bytes <= 1024
 
 
 ARM_FLAGS = (*ARM_CPU_FLAGS, "-ffreestanding", "-mno-unaligned-access")
-SIZES = {1: (1, 4, 8, 2), 2: (2, 6, 32, 12), 3: (3, 7, 16, 3), 8: (8, 10, 64, 16),
-         32: (32, 32, 64, 256)}
+SIZES = {
+    1: (1, 4, 8, 2),
+    2: (2, 6, 32, 12),
+    3: (3, 7, 16, 3),
+    8: (8, 10, 64, 16),
+    32: (32, 32, 64, 256),
+}
 
 
-def compile_kernels(tmp: Path, cc: str, target: tuple[str, ...], opt: str,
-                    sizes: tuple[int, int, int, int], trace: bool,
-                    extra_sources: tuple[Path, ...] = ()) -> Path:
+def compile_kernels(
+    tmp: Path,
+    cc: str,
+    target: tuple[str, ...],
+    opt: str,
+    sizes: tuple[int, int, int, int],
+    trace: bool,
+    extra_sources: tuple[Path, ...] = (),
+) -> Path:
     """Object-only build of every kernel with -Werror (GCC's flow warnings depend on -O and on
     the array sizes, so the matrix matters)."""
     k, lam, d, c = sizes
     out = tmp / f"{Path(cc).name}{opt}k{k}{'t' if trace else ''}"
     out.mkdir()
     fw = firmware_dir()
-    cmd = [cc, *target, *COMMON_CFLAGS, opt, f"-DELT_K_MAX={k}", f"-DELT_LAM_MAX={lam}",
-           f"-DELT_D_MAX={d}", f"-DELT_C_MAX={c}", *(["-DELT_TRACE"] if trace else []),
-           f"-I{fw}", f"-I{tmp}", "-c", *(str(fw / s) for s in ADAPT_FIRMWARE_SOURCES),
-           *map(str, extra_sources)]
+    cmd = [
+        cc,
+        *target,
+        *COMMON_CFLAGS,
+        opt,
+        f"-DELT_K_MAX={k}",
+        f"-DELT_LAM_MAX={lam}",
+        f"-DELT_D_MAX={d}",
+        f"-DELT_C_MAX={c}",
+        *(["-DELT_TRACE"] if trace else []),
+        f"-I{fw}",
+        f"-I{tmp}",
+        "-c",
+        *(str(fw / s) for s in ADAPT_FIRMWARE_SOURCES),
+        *map(str, extra_sources),
+    ]
     proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, f"$ {' '.join(cmd)}\n{proc.stderr}"
     return out
@@ -206,17 +273,22 @@ def test_kernels_build_for_cortex_a9(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
     sizes = tuple(int(f.split("=")[1]) for f in adapt_cflags(P))
     assert sizes == SIZES[2]
-    objs = compile_kernels(tmp_path, cc, ARM_FLAGS, "-O2", SIZES[2], False,
-                           (tmp_path / "kws_adapt_params.c",))
+    objs = compile_kernels(
+        tmp_path, cc, ARM_FLAGS, "-O2", SIZES[2], False, (tmp_path / "kws_adapt_params.c",)
+    )
     compile_kernels(tmp_path, cc, ARM_FLAGS, "-O2", SIZES[1], True)
     # the device path is pure integer: no floating-point instructions or calls in the kernels
     if _has("arm-none-eabi-objdump"):
         for s in ADAPT_FIRMWARE_SOURCES:
-            dis = subprocess.run([find_tool("arm-none-eabi-objdump"), "-d",
-                                  str(objs / (Path(s).stem + ".o"))],
-                                 capture_output=True, text=True, check=True).stdout
-            assert not any(tok in dis for tok in ("vadd.f", "vmul.f", "vcvt", "__aeabi_d",
-                                                   "__aeabi_f")), s
+            dis = subprocess.run(
+                [find_tool("arm-none-eabi-objdump"), "-d", str(objs / (Path(s).stem + ".o"))],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            assert not any(
+                tok in dis for tok in ("vadd.f", "vmul.f", "vcvt", "__aeabi_d", "__aeabi_f")
+            ), s
 
 
 def test_kernels_build_for_host_at_o2(tmp_path: Path) -> None:
@@ -227,8 +299,9 @@ def test_kernels_build_for_host_at_o2(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_kernels_build_matrix(tmp_path: Path) -> None:
     for cc, target in ((find_tool("cc"), ()), (find_tool("arm-none-eabi-gcc"), ARM_FLAGS)):
-        for opt, k, trace in itertools.product(("-O0", "-O1", "-O2", "-O3", "-Os"), SIZES,
-                                               (False, True)):
+        for opt, k, trace in itertools.product(
+            ("-O0", "-O1", "-O2", "-O3", "-Os"), SIZES, (False, True)
+        ):
             compile_kernels(tmp_path, cc, tuple(target), opt, SIZES[k], trace)
 
 

@@ -56,9 +56,18 @@ class Probe:
     def params(self, seed: int) -> AdaptParams:
         rng = np.random.default_rng(seed)
         W, b, V, zc = random_head(rng, D=self.D, C=self.C, k=self.k, scale=self.scale)
-        cfg = AdaptConfig(k=self.k, n_iter=self.n, lam=default_popsize(self.k),
-                          sigma0=self.sigma0, mode=self.mode, seed=seed * 31, beta=0.6,
-                          radius=0.8, qelatta_v1=self.v1, qelatta_v2=self.v2)
+        cfg = AdaptConfig(
+            k=self.k,
+            n_iter=self.n,
+            lam=default_popsize(self.k),
+            sigma0=self.sigma0,
+            mode=self.mode,
+            seed=seed * 31,
+            beta=0.6,
+            radius=0.8,
+            qelatta_v1=self.v1,
+            qelatta_v2=self.v2,
+        )
         return quantize_adapt(W, b, V, cfg, zc)
 
 
@@ -144,13 +153,16 @@ int main(void)
 
 def carray(values: np.ndarray | list[int], per_line: int = 12) -> str:
     vals = [str(int(v)) for v in np.asarray(values, dtype=np.int64).reshape(-1)]
-    return "\n".join("    " + ", ".join(vals[i : i + per_line]) + ","
-                     for i in range(0, len(vals), per_line))
+    return "\n".join(
+        "    " + ", ".join(vals[i : i + per_line]) + "," for i in range(0, len(vals), per_line)
+    )
 
 
 def u64array(values: list[int]) -> str:
-    return "\n".join("    " + ", ".join(f"UINT64_C({v})" for v in values[i : i + 4]) + ","
-                     for i in range(0, len(values), 4))
+    return "\n".join(
+        "    " + ", ".join(f"UINT64_C({v})" for v in values[i : i + 4]) + ","
+        for i in range(0, len(values), 4)
+    )
 
 
 def entropy_cases(rng: np.random.Generator) -> list[tuple[int, int, np.ndarray]]:
@@ -168,8 +180,9 @@ def entropy_cases(rng: np.random.Generator) -> list[tuple[int, int, np.ndarray]]
     return out
 
 
-def run_probe(tmp: Path, scalar: bool) -> tuple[list[AdaptParams], dict[str, list[list[int]]],
-                                               dict[str, object]]:
+def run_probe(
+    tmp: Path, scalar: bool
+) -> tuple[list[AdaptParams], dict[str, list[list[int]]], dict[str, object]]:
     params = [pr.params(400 + i) for i, pr in enumerate(PROBES)]
     src = tmp / "src"
     src.mkdir()
@@ -220,27 +233,69 @@ def run_probe(tmp: Path, scalar: bool) -> tuple[list[AdaptParams], dict[str, lis
     inc.mkdir()
     (inc / "fw_config.h").write_text(render_config(FirmwareConfig(), "fw-probe", "0" * 64))
     fw = firmware_dir()
-    sizes = (f"-DELT_K_MAX={max(p.k for p in params)}",
-             f"-DELT_LAM_MAX={max(p.cfg.lam for p in params)}",
-             f"-DELT_D_MAX={max(p.dim for p in params)}",
-             f"-DELT_C_MAX={max(p.n_classes for p in params)}")
+    sizes = (
+        f"-DELT_K_MAX={max(p.k for p in params)}",
+        f"-DELT_LAM_MAX={max(p.cfg.lam for p in params)}",
+        f"-DELT_D_MAX={max(p.dim for p in params)}",
+        f"-DELT_C_MAX={max(p.n_classes for p in params)}",
+    )
     elf = tmp / "probe.elf"
-    sources = [fw / "startup.S", src / "probe_main.c", fw / "fw_uart.c", fw / "fw_rt.c",
-               *sorted(src.glob("t*_adapt_params.c")), *(fw / s for s in ADAPT_FIRMWARE_SOURCES)]
-    subprocess.run([find_tool("arm-none-eabi-gcc"), *ARM_CFLAGS, *sizes,
-                    *(["-DELT_SCALAR"] if scalar else []), f"-I{inc}", f"-I{src}", f"-I{fw}",
-                    f"-I{Path(__file__).parent / 'neonprobe'}",  # probe_print.h
-                    f"-T{fw / 'link.ld'}", *ARM_LDFLAGS, "-o", str(elf), *map(str, sources),
-                    "-lgcc"], check=True)
+    sources = [
+        fw / "startup.S",
+        src / "probe_main.c",
+        fw / "fw_uart.c",
+        fw / "fw_rt.c",
+        *sorted(src.glob("t*_adapt_params.c")),
+        *(fw / s for s in ADAPT_FIRMWARE_SOURCES),
+    ]
+    subprocess.run(
+        [
+            find_tool("arm-none-eabi-gcc"),
+            *ARM_CFLAGS,
+            *sizes,
+            *(["-DELT_SCALAR"] if scalar else []),
+            f"-I{inc}",
+            f"-I{src}",
+            f"-I{fw}",
+            f"-I{Path(__file__).parent / 'neonprobe'}",  # probe_print.h
+            f"-T{fw / 'link.ld'}",
+            *ARM_LDFLAGS,
+            "-o",
+            str(elf),
+            *map(str, sources),
+            "-lgcc",
+        ],
+        check=True,
+    )
     if not scalar:  # the device build really takes the NEON paths
-        dis = subprocess.run([find_tool("arm-none-eabi-objdump"), "-d", str(elf)],
-                             capture_output=True, text=True, check=True).stdout
+        dis = subprocess.run(
+            [find_tool("arm-none-eabi-objdump"), "-d", str(elf)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         for insn in ("vmlal.s16", "vld2.32", "vqmovn.s64", "vrsra.s64", "vclz.i32"):
             assert f"\t{insn}" in dis, insn
     proc = subprocess.Popen(
-        [find_tool("qemu-system-arm"), "-M", "xilinx-zynq-a9", "-nographic", "-monitor", "none",
-         "-kernel", str(elf), "-serial", "stdio", "-serial", "null"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        [
+            find_tool("qemu-system-arm"),
+            "-M",
+            "xilinx-zynq-a9",
+            "-nographic",
+            "-monitor",
+            "none",
+            "-kernel",
+            str(elf),
+            "-serial",
+            "stdio",
+            "-serial",
+            "null",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     lines: dict[str, list[list[int]]] = {"A": [], "E": [], "D": [], "S": []}
     try:
         assert proc.stdout is not None
@@ -268,8 +323,16 @@ def test_arm_kernels_equal_python_under_qemu(tmp_path: Path, scalar: bool) -> No
             v = np.array(lines["A"][row], dtype=np.int64)
             row += 1
             parts = np.split(v, np.cumsum([1, 1, 1, 1, 1, P.k, P.n_classes]))
-            names = ("pred_noadapt", "pred", "H_noadapt", "H_best", "n_pivot_fix", "p_best",
-                     "logits_noadapt", "logits")
+            names = (
+                "pred_noadapt",
+                "pred",
+                "H_noadapt",
+                "H_best",
+                "n_pivot_fix",
+                "p_best",
+                "logits_noadapt",
+                "logits",
+            )
             for name, got in zip(names, parts, strict=True):
                 want = np.atleast_1d(np.asarray(getattr(py, name))[i]).astype(np.int64)
                 np.testing.assert_array_equal(got, want, err_msg=f"{pr} sample {i} {name}")

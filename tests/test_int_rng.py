@@ -23,8 +23,16 @@ from codegen.intref.tables import (
 GAUSS_LUT_SHA256 = "905bb827b8aed953d2826a0acdb077871b1827567be4e75bbefe59ff80486580"
 EXP2_LUT_SHA256 = "21c50821b132c0a124613b2ee76cac286c1cb8148ed63fb62a3763910318da50"
 LOG2_LUT_SHA256 = "4b753a068ac6a6d9b35ea9d127e23d910098e83db07c96e0567113aaafcdd3dd"
-XOSHIRO_SEED0_ID0 = [0x1A70A2A9, 0x57C0A5A3, 0x720CD457, 0x5B91CA8B,
-                     0x6EC4187B, 0x70E93B99, 0xD351E8CB, 0x6014F20F]
+XOSHIRO_SEED0_ID0 = [
+    0x1A70A2A9,
+    0x57C0A5A3,
+    0x720CD457,
+    0x5B91CA8B,
+    0x6EC4187B,
+    0x70E93B99,
+    0xD351E8CB,
+    0x6014F20F,
+]
 XOSHIRO_DEADBEEF_ID7 = [0x1B3F1FB2, 0x9A7C55CD, 0x1A0EEBBC, 0xA96B65FD]
 XOSHIRO_MAX_MAX = [0x19791CFF, 0xF061AC56, 0x214A83FC, 0xF3D23285]
 # 1000 streams (seed 20260101, ids 0..999) x 1000 normals, int32 little-endian, stream-major
@@ -73,8 +81,11 @@ def test_xoshiro_matches_reference_algorithm() -> None:
 
 
 def test_golden_xoshiro_outputs() -> None:
-    for seed, sid, gold in ((0, 0, XOSHIRO_SEED0_ID0), (0xDEADBEEF, 7, XOSHIRO_DEADBEEF_ID7),
-                            (2**64 - 1, 2**32 - 1, XOSHIRO_MAX_MAX)):
+    for seed, sid, gold in (
+        (0, 0, XOSHIRO_SEED0_ID0),
+        (0xDEADBEEF, 7, XOSHIRO_DEADBEEF_ID7),
+        (2**64 - 1, 2**32 - 1, XOSHIRO_MAX_MAX),
+    ):
         r = Xoshiro128ss(seed, [sid])
         assert [int(r.next_u32()[0]) for _ in range(len(gold))] == gold
 

@@ -59,9 +59,12 @@ def test_c_equals_python_on_random_and_saturating_inputs(built) -> None:  # type
 
 def test_batched_reference_equals_the_contract_row_by_row(built) -> None:  # type: ignore[no-untyped-def]
     kit, qm, _ = built
-    x = np.concatenate([
-        int16_inputs(np.random.default_rng(6), 2, kit.T, kit.F, qm.lstm.x_fmt.frac_bits),
-        extreme_inputs(kit.T, kit.F)[:2]])
+    x = np.concatenate(
+        [
+            int16_inputs(np.random.default_rng(6), 2, kit.T, kit.F, qm.lstm.x_fmt.frac_bits),
+            extreme_inputs(kit.T, kit.F)[:2],
+        ]
+    )
     ref, saturated = scalar_reference(x, qm.lstm)
     assert saturated > 0  # the extreme inputs drive gate pre-activations past Q4.11
     np.testing.assert_array_equal(lstm_int(x, qm.lstm), ref)
@@ -91,8 +94,10 @@ def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: i
     for g in range(4):
         np.testing.assert_array_equal(got[g * Hp : g * Hp + H], want[g * H : (g + 1) * H])
         np.testing.assert_array_equal(got[g * Hp + H : (g + 1) * Hp], 0)
-        assert np.all(-lay.neg_shift[g * Hp : (g + 1) * Hp] ==
-                      (L.shifts.tanh_rshift if g == 2 else L.shifts.sig_rshift))
+        assert np.all(
+            -lay.neg_shift[g * Hp : (g + 1) * Hp]
+            == (L.shifts.tanh_rshift if g == 2 else L.shifts.sig_rshift)
+        )
     lut = L.lut.table.raw
     np.testing.assert_array_equal(lay.lut2 & 0xFFFF, lut[:-1])
     np.testing.assert_array_equal(lay.lut2 >> 16, lut[1:])
@@ -179,11 +184,20 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
     src = tmp_path / "src"
     write_sources(render_model(qm, adapt_files={}), src)
     probe = Path(__file__).resolve().parent / "neonprobe" / "lstm_identities.c"
-    lines = run_arm_probe(tmp_path, [probe, *sorted(src.glob("*.c")),
-                                     firmware_dir() / "elt_lstm_s16.c"], [src])
+    lines = run_arm_probe(
+        tmp_path, [probe, *sorted(src.glob("*.c")), firmware_dir() / "elt_lstm_s16.c"], [src]
+    )
     got = {ln.split()[0]: (int(ln.split()[1]), int(ln.split()[2])) for ln in lines if ln}
-    assert set(got) == {"gate_shift", "gate_shift_beyond", "operand_shift", "interp", "h_mul",
-                        "cell_narrow", "tanh_tail", "sigmoid"}, lines
+    assert set(got) == {
+        "gate_shift",
+        "gate_shift_beyond",
+        "operand_shift",
+        "interp",
+        "h_mul",
+        "cell_narrow",
+        "tanh_tail",
+        "sigmoid",
+    }, lines
     assert got["sigmoid"] == (65536, 0) and got["interp"] == (65536 * 128, 0)
     for name, (checked, bad) in got.items():
         if name != "gate_shift_beyond":  # beyond what the proof admits: reported, not needed
@@ -191,13 +205,16 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("F, H, T, scale", [
-    (4, 8, 5, 3.0),  # F % 4 = 0: no tail columns
-    (13, 48, 30, 3.0),  # tail of 1 column, Hp = 48
-    (7, 3, 9, 3.0),  # tail of 3 columns, Hp = 8 > H
-    (1, 3, 3, 1.0),  # one feature
-    (10, 64, 12, 10.0),  # two blocks per gate
-])
+@pytest.mark.parametrize(
+    "F, H, T, scale",
+    [
+        (4, 8, 5, 3.0),  # F % 4 = 0: no tail columns
+        (13, 48, 30, 3.0),  # tail of 1 column, Hp = 48
+        (7, 3, 9, 3.0),  # tail of 3 columns, Hp = 8 > H
+        (1, 3, 3, 1.0),  # one feature
+        (10, 64, 12, 10.0),  # two blocks per gate
+    ],
+)
 def test_neon_kernel_other_shapes_under_qemu(
     tmp_path: Path, F: int, H: int, T: int, scale: float
 ) -> None:
@@ -213,14 +230,20 @@ def test_neon_kernel_other_shapes_under_qemu(
     q, stats, _ = quantize_lstm(model.lstm, calib(kit, n=16), model.quant)
     src = tmp_path / "src"
     write_sources(render_model(QModel(model, q, None, stats), adapt_files={}), src)
-    x = np.concatenate([int16_inputs(np.random.default_rng(H), 12, T, F, q.x_fmt.frac_bits),
-                        extreme_inputs(T, F)])
+    x = np.concatenate(
+        [int16_inputs(np.random.default_rng(H), 12, T, F, q.x_fmt.frac_bits), extreme_inputs(T, F)]
+    )
     (src / "probe_data.h").write_text(
         f"#define PROBE_N {len(x)}u\nstatic const int16_t probe_x[{x.size}] = {{\n"
-        f"{carray(x.reshape(-1))}\n}};\n")
+        f"{carray(x.reshape(-1))}\n}};\n"
+    )
     probe = Path(__file__).resolve().parent / "neonprobe" / "lstm_encode.c"
-    lines = [ln for ln in run_arm_probe(tmp_path, [probe, *sorted(src.glob("*.c")),
-                                                   firmware_dir() / "elt_lstm_s16.c"], [src])
-             if ln.startswith("R ")]
+    lines = [
+        ln
+        for ln in run_arm_probe(
+            tmp_path, [probe, *sorted(src.glob("*.c")), firmware_dir() / "elt_lstm_s16.c"], [src]
+        )
+        if ln.startswith("R ")
+    ]
     got = np.array([ln.split()[1:] for ln in lines], dtype=np.int64)
     np.testing.assert_array_equal(got, lstm_int(x, q))

@@ -20,9 +20,20 @@ def test_source_checkout_layout() -> None:
 
 def test_wheel_carries_templates_and_firmware(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path), str(ROOT)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
     )
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -32,9 +43,16 @@ def test_wheel_carries_templates_and_firmware(tmp_path: Path) -> None:
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     out = subprocess.run(
-        [sys.executable, "-c",
-         "from codegen.resources import templates_dir, firmware_dir;"
-         "print(templates_dir()); print(firmware_dir())"],
-        check=True, capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site)},
+        [
+            sys.executable,
+            "-c",
+            "from codegen.resources import templates_dir, firmware_dir;"
+            "print(templates_dir()); print(firmware_dir())",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site)},
     ).stdout.split()
     assert out == [str(site / "codegen" / "templates"), str(site / "codegen" / "firmware")]

@@ -39,9 +39,13 @@ def test_qemu_echo_and_malformed(firmware: FirmwareBuild) -> None:
         assert info.max_payload == 2048 and info.uart == 0 and info.baud == 115200
         assert 0 < info.stack_used < info.stack_size == 16384
         # From here the model tracks the device's counters exactly.
-        model = DeviceModel(max_payload=info.max_payload, build_id=info.build_id,
-                            frames_ok=info.frames_ok, frames_err=info.frames_err,
-                            frames_dropped=info.frames_dropped)
+        model = DeviceModel(
+            max_payload=info.max_payload,
+            build_id=info.build_id,
+            frames_ok=info.frames_ok,
+            frames_err=info.frames_err,
+            frames_dropped=info.frames_dropped,
+        )
         echoes = malformed = 0
         for i in range(1200):
             if i % 10 == 5:
@@ -76,7 +80,10 @@ def test_qemu_echo_and_malformed(firmware: FirmwareBuild) -> None:
         after = dev.hello()
         # A request re-sent after a time-out (a loaded machine) is served twice by the device.
         assert (after.frames_ok, after.frames_err, after.frames_dropped) == (
-            model.frames_ok + link.retransmits - synced, model.frames_err, model.frames_dropped)
+            model.frames_ok + link.retransmits - synced,
+            model.frames_err,
+            model.frames_dropped,
+        )
         with pytest.raises(DeviceError, match="TOO_LONG"):
             link.request(Msg.ECHO, bytes(2049), expect=Msg.ECHO_REPLY)
 
@@ -85,7 +92,9 @@ def test_cli_device_info_within_10_s(firmware: FirmwareBuild) -> None:
     t0 = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "codegen", "device", "info", "--qemu", str(firmware.elf)],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     elapsed = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
@@ -98,7 +107,10 @@ def test_cli_device_info_without_qemu(firmware: FirmwareBuild) -> None:
     env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
     proc = subprocess.run(
         [sys.executable, "-m", "codegen", "device", "info", "--qemu", str(firmware.elf)],
-        capture_output=True, text=True, env=env, timeout=30,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
     )
     assert proc.returncode == 2
     assert "qemu-system-arm not found" in proc.stderr
@@ -108,7 +120,9 @@ def test_cli_device_info_without_qemu(firmware: FirmwareBuild) -> None:
 def test_cli_device_info_no_device() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "codegen", "device", "info", "--port", "/dev/nonexistent-tty"],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert proc.returncode == 2
     assert "cannot open /dev/nonexistent-tty" in proc.stderr

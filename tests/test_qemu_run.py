@@ -37,8 +37,13 @@ def kws_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     data = tmp_path_factory.mktemp("rundata")
     build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
     out = tmp_path_factory.mktemp("runbuild")
-    build(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz",
-          ROOT / "configs/default.toml", out, data_dir=data)
+    build(
+        ROOT / "models/default/model.pt",
+        ROOT / "models/default/basis.npz",
+        ROOT / "configs/default.toml",
+        out,
+        data_dir=data,
+    )
     return out, data
 
 
@@ -49,8 +54,10 @@ def plan(kws_build: tuple[Path, Path]) -> Plan:
 
 
 def qemu_specs(build_dir: Path, jobs: int) -> list[DeviceSpec]:
-    return [DeviceSpec(f"qemu{j}", elf=build_dir / "fw.elf", icount=False, timeout=2.0)
-            for j in range(jobs)]
+    return [
+        DeviceSpec(f"qemu{j}", elf=build_dir / "fw.elf", icount=False, timeout=2.0)
+        for j in range(jobs)
+    ]
 
 
 def stable(report: dict[str, Any]) -> dict[str, Any]:
@@ -58,51 +65,64 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_complete(report: dict[str, Any], out: Path, n: int) -> None:
-    assert report["bit_exact"] == {"compared": n, "mismatches": 0, "fields": {},
-                                   "first_mismatch": None}
+    assert report["bit_exact"] == {
+        "compared": n,
+        "mismatches": 0,
+        "fields": {},
+        "first_mismatch": None,
+    }
     recs = read_results(out / "results.jsonl")
     keys = [(r.stream, r.index) for r in recs]
     assert len(keys) == len(set(keys)) == n  # every sample answered exactly once
     assert report["accuracy"]["device"] == report["accuracy"]["fixed"]
 
 
-def test_run_all_modes_and_jobs(kws_build: tuple[Path, Path], plan: Plan,
-                                tmp_path: Path) -> None:
+def test_run_all_modes_and_jobs(kws_build: tuple[Path, Path], plan: Plan, tmp_path: Path) -> None:
     build_dir, _ = kws_build
     assert plan.total == LIMIT * len(MODES)
-    one = execute(plan, qemu_specs(build_dir, 1), tmp_path / "j1", resume=False,
-                  target=TARGET, progress=False)
+    one = execute(
+        plan, qemu_specs(build_dir, 1), tmp_path / "j1", resume=False, target=TARGET, progress=False
+    )
     assert one.errors == ()
     check_complete(one.report, tmp_path / "j1", plan.total)
     assert set(one.report["accuracy"]["device"]) == {"no_adapt", *MODES}
     assert one.report["ticks"]["encoder"]["median"] > 0
     for name in ("report.json", "report.md", "report.png"):
         assert (tmp_path / "j1" / name).is_file()
-    two = execute(plan, qemu_specs(build_dir, 2), tmp_path / "j2", resume=False,
-                  target=TARGET, progress=False)
+    two = execute(
+        plan, qemu_specs(build_dir, 2), tmp_path / "j2", resume=False, target=TARGET, progress=False
+    )
     assert two.errors == () and two.report["run"]["jobs"] == 2
     assert stable(two.report) == stable(one.report)
 
 
 def start_qemu(elf: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    proc = subprocess.Popen(qemu_command(elf, port, icount=False), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        qemu_command(elf, port, icount=False),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return proc, port
 
 
-def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path],
-                                          tmp_path: Path) -> None:
+def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path: Path) -> None:
     build_dir, data = kws_build
     bounded = make_plan(build_dir, data, ("continual_bounded",), LIMIT)
     # 1. Through the proxy: frames dropped, cut, flipped, duplicated, delayed in both directions.
     proc, qport = start_qemu(build_dir / "fw.elf")
     proxy = FaultProxy(qport, seed=5, rate=0.04, delay=0.8)
     try:
-        spec = DeviceSpec("proxy", url=f"socket://127.0.0.1:{proxy.port}", timeout=0.5,
-                          retries=20)
-        faulty = execute(bounded, [spec], tmp_path / "faults", resume=False,
-                         target={"kind": "qemu"}, progress=False)
+        spec = DeviceSpec("proxy", url=f"socket://127.0.0.1:{proxy.port}", timeout=0.5, retries=20)
+        faulty = execute(
+            bounded,
+            [spec],
+            tmp_path / "faults",
+            resume=False,
+            target={"kind": "qemu"},
+            progress=False,
+        )
     finally:
         proxy.close()
         proc.kill()
@@ -116,12 +136,32 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path],
 
     # 2. `codegen run` killed mid-run (its QEMU is SIGKILLed), then --resume.
     out = tmp_path / "killed"
-    args = ["--build", str(build_dir), "--data", str(data), "--qemu", "--no-icount",
-            "--mode", "continual_bounded", "--limit", str(LIMIT), "--report", str(out),
-            "--no-progress", "--timeout", "0.5", "--retries", "2"]
-    cli = subprocess.Popen([sys.executable, "-m", "codegen", "run", *args],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                           env={**os.environ, "CODEGEN_NO_PROGRESS": "1"})
+    args = [
+        "--build",
+        str(build_dir),
+        "--data",
+        str(data),
+        "--qemu",
+        "--no-icount",
+        "--mode",
+        "continual_bounded",
+        "--limit",
+        str(LIMIT),
+        "--report",
+        str(out),
+        "--no-progress",
+        "--timeout",
+        "0.5",
+        "--retries",
+        "2",
+    ]
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "codegen", "run", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "CODEGEN_NO_PROGRESS": "1"},
+    )
     results = out / "results.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -129,8 +169,11 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path],
             break
         time.sleep(0.05)
     # QEMU is started by a worker thread: look at the children of every thread.
-    children = [pid for task in Path(f"/proc/{cli.pid}/task").iterdir()
-                for pid in (task / "children").read_text().split()]
+    children = [
+        pid
+        for task in Path(f"/proc/{cli.pid}/task").iterdir()
+        for pid in (task / "children").read_text().split()
+    ]
     assert children, "codegen run has no QEMU child"
     for pid in children:
         os.kill(int(pid), signal.SIGKILL)
@@ -139,8 +182,9 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path],
     assert b"stopped answering" in err and b"last good sample: sample id" in err, err.decode()
     done = len(read_results(results))
     assert 30 <= done < LIMIT
-    resumed = execute(bounded, qemu_specs(build_dir, 1), out, resume=True,
-                      target={"kind": "qemu"}, progress=False)
+    resumed = execute(
+        bounded, qemu_specs(build_dir, 1), out, resume=True, target={"kind": "qemu"}, progress=False
+    )
     assert resumed.errors == ()
     assert resumed.report["run"]["resumed_from"] == done
     check_complete(resumed.report, out, LIMIT)
@@ -168,11 +212,11 @@ def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan:
         assert app.get("model") == manifest["inputs"]["model"]["sha256"][:16]
         good = encode_infer(int(s.ids[0]), 2, s.x[0])
         bad_payloads = [
-            (Msg.INFER, good[:-2]),                                  # short
-            (Msg.INFER, good + b"\0\0"),                             # long
-            (Msg.INFER, good[:4] + bytes([4]) + good[5:]),           # mode 4
+            (Msg.INFER, good[:-2]),  # short
+            (Msg.INFER, good + b"\0\0"),  # long
+            (Msg.INFER, good[:4] + bytes([4]) + good[5:]),  # mode 4
             (Msg.INFER, good[:5] + (48).to_bytes(2, "little") + good[7:]),  # T
-            (Msg.RESET, b"\1\2\3"),                                  # neither 0 nor 4k bytes
+            (Msg.RESET, b"\1\2\3"),  # neither 0 nor 4k bytes
         ]
         for type_, payload in bad_payloads:
             with pytest.raises(DeviceError) as err:
@@ -186,7 +230,10 @@ def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan:
         again = link.recv(5.0)
         assert again is not None and again.payload == first.payload
         assert dev.hello().frames_replayed == replayed0 + 1
-        second = decode_result(link.request(
-            Msg.INFER, encode_infer(int(s.ids[1]), 2, s.x[1]), expect=Msg.RESULT).payload)
+        second = decode_result(
+            link.request(
+                Msg.INFER, encode_infer(int(s.ids[1]), 2, s.x[1]), expect=Msg.RESULT
+            ).payload
+        )
         want = s.expected(1)
         assert {k: v for k, v in second.compared().items()} == want

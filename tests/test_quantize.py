@@ -65,8 +65,11 @@ def test_formats_follow_calibrated_ranges_with_margin(tmp_path: Path) -> None:
     np.testing.assert_allclose(q1.bias.ref, m.lstm.b_ih.values + m.lstm.b_hh.values)
     assert q1.bias.fmt.word == 32
     sh = q1.shifts
-    assert MIN_ACC_FRAC <= sh.acc_frac <= min(q1.w_ih.fmt.frac_bits + q1.x_fmt.frac_bits,
-                                              q1.w_hh.fmt.frac_bits + 15)
+    assert (
+        MIN_ACC_FRAC
+        <= sh.acc_frac
+        <= min(q1.w_ih.fmt.frac_bits + q1.x_fmt.frac_bits, q1.w_hh.fmt.frac_bits + 15)
+    )
     assert sh.x_opshift == q1.w_ih.fmt.frac_bits + q1.x_fmt.frac_bits - sh.acc_frac
     assert sh.h_opshift == q1.w_hh.fmt.frac_bits + 15 - sh.acc_frac
     assert q1.bias.fmt == QFormat(31 - sh.acc_frac, sh.acc_frac, 32)
@@ -81,8 +84,12 @@ def test_quantization_is_deterministic(tmp_path: Path) -> None:
     x = calib(kit)
     a, _, _ = quantize_lstm(m.lstm, x, m.quant)
     b, _, _ = quantize_lstm(m.lstm, x, m.quant)
-    for ta, tb in ((a.w_ih, b.w_ih), (a.w_hh, b.w_hh), (a.bias, b.bias), (a.lut.table,
-                                                                        b.lut.table)):
+    for ta, tb in (
+        (a.w_ih, b.w_ih),
+        (a.w_hh, b.w_hh),
+        (a.bias, b.bias),
+        (a.lut.table, b.lut.table),
+    ):
         np.testing.assert_array_equal(ta.raw, tb.raw)
     assert a.shifts == b.shifts and a.x_fmt == b.x_fmt and a.c_fmt == b.c_fmt
 
@@ -102,8 +109,9 @@ def _bound(w_ih, w_hh, b, fw_ih, fx, fw_hh, a):  # type: ignore[no-untyped-def]
     return max(sum(t) for t in rows)
 
 
-@pytest.mark.parametrize("seed, hi, bias", [(0, 3000, 0.5), (1, 30000, 4.0), (2, 32767, 60.0),
-                                            (3, 200, 0.01)])
+@pytest.mark.parametrize(
+    "seed, hi, bias", [(0, 3000, 0.5), (1, 30000, 4.0), (2, 32767, 60.0), (3, 200, 0.01)]
+)
 def test_gate_proof_chooses_the_largest_int32_scaling(seed: int, hi: int, bias: float) -> None:
     """bound(A) ≤ 2^31 − 1 at the chosen A, violated at A + 1 unless the formats cap A; the
     bound is the exact worst case over every int16 x and h (attained by −32768 operands)."""
@@ -137,8 +145,11 @@ def test_gate_proof_refuses_naming_tensor_row_and_bound() -> None:
     w_hh = np.zeros((4 * H, H), dtype=np.int64)
     w_hh[6] = 32767  # W_hh in Q15.0: at A = 13, hs ≤ 2^13 and 16·32767·2^13 > 2^31 − 1
     b = np.zeros(4 * H)
-    with pytest.raises(CodegenError, match=r"tensor lstm.weight_hh_l0 \(gate row 6\): .*"
-                       r"A = 13 .*worst-case bound 4294836226 .* exceeds 2\^31 − 1"):
+    with pytest.raises(
+        CodegenError,
+        match=r"tensor lstm.weight_hh_l0 \(gate row 6\): .*"
+        r"A = 13 .*worst-case bound 4294836226 .* exceeds 2\^31 − 1",
+    ):
         prove_gate_accumulator(w_ih, w_hh, b, 15, 15, 0)
     with pytest.raises(CodegenError, match=r"tensor lstm.weight_ih_l0: .* leaves 12 fraction"):
         prove_gate_accumulator(w_ih, w_hh, b, 4, 8, 10)

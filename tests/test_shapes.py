@@ -28,8 +28,7 @@ def test_other_shapes_build_and_stay_bit_exact(
 ) -> None:
     cfg = config_text(k=k, n_iter=n, prefix=prefix)
     kit = make_kit(tmp_path / "kit", F=F, H=H, T=T, C=C, k=k, seed=F + H, config=cfg)
-    res = build(kit.model, kit.basis, kit.config, tmp_path / "out",
-                calib_features=calib(kit, n=24))
+    res = build(kit.model, kit.basis, kit.config, tmp_path / "out", calib_features=calib(kit, n=24))
     assert res.elf is not None and res.elf.is_file()
     doc = res.manifest
     assert doc["shapes"]["hidden_size"] == H and doc["shapes"]["num_classes"] == C

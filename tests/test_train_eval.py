@@ -218,9 +218,27 @@ def test_eval_fixed_adds_integer_reference_beside_float(
 ) -> None:
     model, basis = trained
     report_dir = tmp_path / "fixed"
-    argv = ["eval", "--model", str(model), "--basis", str(basis), "--data", str(tiny),
-            "--report", str(report_dir), "--limit", "6", "--seeds", "1", "--no-progress",
-            "--mode", "no_adapt", "--mode", "strict", "--fixed"]
+    argv = [
+        "eval",
+        "--model",
+        str(model),
+        "--basis",
+        str(basis),
+        "--data",
+        str(tiny),
+        "--report",
+        str(report_dir),
+        "--limit",
+        "6",
+        "--seeds",
+        "1",
+        "--no-progress",
+        "--mode",
+        "no_adapt",
+        "--mode",
+        "strict",
+        "--fixed",
+    ]
     assert main(argv) == 0
     assert "Fixed point (integer reference) vs float" in capsys.readouterr().out
     report = json.loads((report_dir / "report.json").read_text())

@@ -68,9 +68,11 @@ def test_retry_uses_same_seq_and_skips_stale(tcp_peer: Callable[[Peer], str]) ->
             seen.append(req.seq)
             if i == 0:
                 continue  # lose the first try
-            conn.sendall(Frame(Msg.ECHO_REPLY, req.seq - 1, b"stale").encode()
-                         + b"\x13\x37\x00"  # line noise
-                         + Frame(Msg.ECHO_REPLY, req.seq, req.payload).encode())
+            conn.sendall(
+                Frame(Msg.ECHO_REPLY, req.seq - 1, b"stale").encode()
+                + b"\x13\x37\x00"  # line noise
+                + Frame(Msg.ECHO_REPLY, req.seq, req.payload).encode()
+            )
 
     with Link(tcp_peer(peer), timeout=0.2, retries=2) as link:
         assert link.request(Msg.ECHO, b"hi", expect=Msg.ECHO_REPLY).payload == b"hi"

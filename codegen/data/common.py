@@ -48,6 +48,7 @@ class SourceSet:
     background_kinds: list[str]
     meta: dict[str, Any]
 
+
 # Offsets of the sample-id space: clean clip k has id k (< ID_STRIDE); the test clip with clean id
 # k under condition code c > 0 has id c * ID_STRIDE + k. Keeps ids < 2**31 for 100 conditions.
 ID_STRIDE = 1_000_000

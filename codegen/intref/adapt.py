@@ -117,8 +117,10 @@ class AdaptConfig:
         if not is_int(self.lam) or not 2 <= self.lam <= LAM_MAX:
             raise ConfigError(f"lam={self.lam!r} is not allowed: use an integer in 2..{LAM_MAX}")
         s0 = self.sigma0
-        if not isinstance(s0, int | float) or isinstance(s0, bool) or not (
-            math.isfinite(s0) and SIGMA_MIN <= s0 <= SIGMA_MAX
+        if (
+            not isinstance(s0, int | float)
+            or isinstance(s0, bool)
+            or not (math.isfinite(s0) and SIGMA_MIN <= s0 <= SIGMA_MAX)
         ):
             raise ConfigError(
                 f"sigma0={s0!r} is not allowed: use a float in [2^-20, {SIGMA_MAX:g}]"
@@ -172,8 +174,15 @@ class AdaptConfig:
     def to_float(self) -> ElattaConfig:
         """The float configuration this one twins (QELaTTA-V2 has no float counterpart)."""
         return ElattaConfig(
-            k=self.k, n_iter=self.n_iter, lam=self.lam, sigma0=self.sigma0, mode=self.mode,
-            seed=self.seed, beta=self.beta, radius=self.radius, qelatta_v1=self.qelatta_v1,
+            k=self.k,
+            n_iter=self.n_iter,
+            lam=self.lam,
+            sigma0=self.sigma0,
+            mode=self.mode,
+            seed=self.seed,
+            beta=self.beta,
+            radius=self.radius,
+            qelatta_v1=self.qelatta_v1,
             active=self.active,
         )
 
@@ -236,8 +245,16 @@ class IntAdaptResult:
     H_format: QFormat = H_FMT
     p_format: QFormat = P_FMT
 
-    FIELDS = ("pred_noadapt", "logits_noadapt", "H_noadapt", "pred", "logits", "H_best",
-              "p_best", "n_pivot_fix")
+    FIELDS = (
+        "pred_noadapt",
+        "logits_noadapt",
+        "H_noadapt",
+        "pred",
+        "logits",
+        "H_best",
+        "p_best",
+        "n_pivot_fix",
+    )
 
 
 def _finite(name: str, a: npt.ArrayLike) -> FloatArray:
@@ -271,8 +288,9 @@ def quantize_adapt(
     """
     if not isinstance(cfg, AdaptConfig):
         raise ConfigError(f"cfg must be an AdaptConfig, got {type(cfg).__name__}")
-    Wf, bf, Vf, Zc = (_finite(n, a) for n, a in (("W", W), ("b", b), ("V", V), ("z_calib",
-                                                                              z_calib)))
+    Wf, bf, Vf, Zc = (
+        _finite(n, a) for n, a in (("W", W), ("b", b), ("V", V), ("z_calib", z_calib))
+    )
     if Wf.ndim != 2 or Wf.shape[0] < 2:
         raise ConfigError(f"head W must have shape [C >= 2, D], got {Wf.shape}")
     C, D = Wf.shape
@@ -513,8 +531,13 @@ def _search(
         _emit(trace, idx, "cmaes.pc", t, st.pc)
         _emit(trace, idx, "cmaes.C", t, st.C)
         _emit(trace, idx, "cmaes.ln_sigma", t, st.ln_sigma[:, None])
-    _emit(trace, idx, "best_p", -1,
-          np.concatenate([best_p, np.stack([best_H, best_t, best_i], axis=1)], axis=1))
+    _emit(
+        trace,
+        idx,
+        "best_p",
+        -1,
+        np.concatenate([best_p, np.stack([best_H, best_t, best_i], axis=1)], axis=1),
+    )
     return best_p, best_H, best_L, nfix
 
 
@@ -554,8 +577,13 @@ def adapt_int(
     _emit(trace, idx, "entropy_noadapt", -1, H0[:, None])
     if cfg.mode == "no_adapt":
         p_best = np.zeros((N, k), np.int64)
-        _emit(trace, idx, "best_p", -1,
-              np.concatenate([p_best, np.stack([H0, 0 * H0, 0 * H0], axis=1)], axis=1))
+        _emit(
+            trace,
+            idx,
+            "best_p",
+            -1,
+            np.concatenate([p_best, np.stack([H0, 0 * H0, 0 * H0], axis=1)], axis=1),
+        )
         return _result(params, pred0, L0, H0, pred0, L0, H0, p_best, np.zeros(N, np.int64))
     if cfg.mode == "strict":
         m0 = _initial_mean(params, np.zeros((N, k), np.int64))
@@ -584,7 +612,14 @@ def adapt_int(
 
 
 def _result(
-    params: AdaptParams, pred0: I64, L0: I64, H0: I64, pred: I64, L: I64, H: I64, p: I64,
+    params: AdaptParams,
+    pred0: I64,
+    L0: I64,
+    H0: I64,
+    pred: I64,
+    L: I64,
+    H: I64,
+    p: I64,
     nfix: I64,
 ) -> IntAdaptResult:
     def ro(a: npt.ArrayLike, dt: type) -> Any:
@@ -623,8 +658,14 @@ def _rng(lo: float, hi: float) -> str:
 
 
 def _array(
-    name: str, ctype: str, values: npt.ArrayLike, shape: tuple[int, ...], fmt: str, rng: str,
-    what: str, per_line: int = 12,
+    name: str,
+    ctype: str,
+    values: npt.ArrayLike,
+    shape: tuple[int, ...],
+    fmt: str,
+    rng: str,
+    what: str,
+    per_line: int = 12,
 ) -> dict[str, object]:
     """One flat ``static const`` array: rows of the last dimension, labelled for 2-D shapes."""
     vals = np.asarray(values, dtype=np.int64).reshape(-1)
@@ -638,10 +679,12 @@ def _array(
     groups = []
     for r in range(0, len(text), row_len):
         row = text[r : r + row_len]
-        groups.append({
-            "label": f"[{r // row_len}]" if len(shape) > 1 else "",
-            "lines": [", ".join(row[i : i + per_line]) for i in range(0, len(row), per_line)],
-        })
+        groups.append(
+            {
+                "label": f"[{r // row_len}]" if len(shape) > 1 else "",
+                "lines": [", ".join(row[i : i + per_line]) for i in range(0, len(row), per_line)],
+            }
+        )
     return {
         "name": name,
         "ctype": ctype,
@@ -672,32 +715,92 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
     pfx = prefix
     wq = f"{params.w_fmt.name}"
     arrays = [
-        _array(f"{pfx}adapt_W", "int16_t", params.W.T, (D, C), wq, _rng(*params.w_range),
-               "head weights W transposed (row d = the weights of latent d for every class)"),
-        _array(f"{pfx}adapt_b", "int32_t", params.b, (C,), params.b_fmt.name,
-               _rng(*params.b_range), "head bias b in the accumulator format"),
-        _array(f"{pfx}adapt_V", "int16_t", params.V.T, (k, D), params.v_fmt.name,
-               _rng(*params.v_range),
-               "latent basis V_k transposed (row l = basis vector l; orthonormal)"),
-        _array(f"{pfx}adapt_w", "int32_t", cm.w, (cm.mu,), "Q1.30",
-               _rng(min(src.weights[: cm.mu]), max(src.weights[: cm.mu])),
-               "positive recombination weights w_i, i < mu (notes §1)"),
-        _array(f"{pfx}adapt_wc", "int32_t", cm.wc, (cm.lam,), "Q1.30",
-               _rng(*(lambda v: (min(v), max(v)))([x / 2**30 for x in cm.wc])),
-               "c_mu*w_i (i < mu), c_mu*w_i*k (active negative weights) (notes §1 step 6)"),
-        _array(f"{pfx}adapt_hsig_thr", "int64_t", cm.hsig_thr, (cm.n_iter,), "Q.46",
-               _rng(cm.hsig_thr[0] / 2**46, cm.hsig_thr[-1] / 2**46),
-               "h_sigma thresholds T_g = (1 + 4/(k+1)) k (1 - (1-c_s)^(2g)), g = 1..n", 4),
-        _array(f"{pfx}adapt_exp2_lut", "int32_t", params.exp2_lut, (len(params.exp2_lut),),
-               "Q1.30", "[0.5, 1]", f"2^(-j/256), j = 0..256; sha256 {table_hash(params.exp2_lut)}",
-               8),
-        _array(f"{pfx}adapt_log2_lut", "int32_t", params.log2_lut, (len(params.log2_lut),),
-               "Q1.30", "[0, 1]", f"log2(1 + j/256), j = 0..256; sha256 "
-               f"{table_hash(params.log2_lut)}", 8),
-        _array(f"{pfx}adapt_gauss_lut", "int32_t", params.gauss_lut, params.gauss_lut.shape,
-               "Q3.28", f"[0, {params.gauss_lut.max() / 2**28:.6g}]",
-               "half-normal inverse CDF |z| = Phi^-1(1 - t/2), t = 2^-(o+1)(1 + j/32); sha256 "
-               f"{table_hash(params.gauss_lut)}", 11),
+        _array(
+            f"{pfx}adapt_W",
+            "int16_t",
+            params.W.T,
+            (D, C),
+            wq,
+            _rng(*params.w_range),
+            "head weights W transposed (row d = the weights of latent d for every class)",
+        ),
+        _array(
+            f"{pfx}adapt_b",
+            "int32_t",
+            params.b,
+            (C,),
+            params.b_fmt.name,
+            _rng(*params.b_range),
+            "head bias b in the accumulator format",
+        ),
+        _array(
+            f"{pfx}adapt_V",
+            "int16_t",
+            params.V.T,
+            (k, D),
+            params.v_fmt.name,
+            _rng(*params.v_range),
+            "latent basis V_k transposed (row l = basis vector l; orthonormal)",
+        ),
+        _array(
+            f"{pfx}adapt_w",
+            "int32_t",
+            cm.w,
+            (cm.mu,),
+            "Q1.30",
+            _rng(min(src.weights[: cm.mu]), max(src.weights[: cm.mu])),
+            "positive recombination weights w_i, i < mu (notes §1)",
+        ),
+        _array(
+            f"{pfx}adapt_wc",
+            "int32_t",
+            cm.wc,
+            (cm.lam,),
+            "Q1.30",
+            _rng(*(lambda v: (min(v), max(v)))([x / 2**30 for x in cm.wc])),
+            "c_mu*w_i (i < mu), c_mu*w_i*k (active negative weights) (notes §1 step 6)",
+        ),
+        _array(
+            f"{pfx}adapt_hsig_thr",
+            "int64_t",
+            cm.hsig_thr,
+            (cm.n_iter,),
+            "Q.46",
+            _rng(cm.hsig_thr[0] / 2**46, cm.hsig_thr[-1] / 2**46),
+            "h_sigma thresholds T_g = (1 + 4/(k+1)) k (1 - (1-c_s)^(2g)), g = 1..n",
+            4,
+        ),
+        _array(
+            f"{pfx}adapt_exp2_lut",
+            "int32_t",
+            params.exp2_lut,
+            (len(params.exp2_lut),),
+            "Q1.30",
+            "[0.5, 1]",
+            f"2^(-j/256), j = 0..256; sha256 {table_hash(params.exp2_lut)}",
+            8,
+        ),
+        _array(
+            f"{pfx}adapt_log2_lut",
+            "int32_t",
+            params.log2_lut,
+            (len(params.log2_lut),),
+            "Q1.30",
+            "[0, 1]",
+            f"log2(1 + j/256), j = 0..256; sha256 {table_hash(params.log2_lut)}",
+            8,
+        ),
+        _array(
+            f"{pfx}adapt_gauss_lut",
+            "int32_t",
+            params.gauss_lut,
+            params.gauss_lut.shape,
+            "Q3.28",
+            f"[0, {params.gauss_lut.max() / 2**28:.6g}]",
+            "half-normal inverse CDF |z| = Phi^-1(1 - t/2), t = 2^-(o+1)(1 + j/32); sha256 "
+            f"{table_hash(params.gauss_lut)}",
+            11,
+        ),
     ]
     es_fields = [
         _field("k", k, "latent subspace dimension"),
@@ -718,8 +821,11 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
         _field("hsig_thr", f"{pfx}adapt_hsig_thr", ""),
         _field("ln_sigma0", cm.ln_sigma0, f"Q8.23 ln(sigma0), sigma0 = {cfg.sigma0!r}"),
         _field("exp2_lut", f"{pfx}adapt_exp2_lut", ""),
-        _field("grid_on", int(grid is not None),
-               "QELaTTA-V2 " + (f"{grid.name}" if grid is not None else "off")),
+        _field(
+            "grid_on",
+            int(grid is not None),
+            "QELaTTA-V2 " + (f"{grid.name}" if grid is not None else "off"),
+        ),
         _field("grid_frac", grid.frac if grid is not None else 0, "grid fraction bits"),
         _field("grid_lo", grid.lo if grid is not None else 0, "grid raw minimum"),
         _field("grid_hi", grid.hi if grid is not None else 0, "grid raw maximum"),
@@ -731,13 +837,15 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
         _field("seed", f"UINT64_C({cfg.seed})", "base seed of the per-sample xoshiro128** streams"),
         _field("W", f"{pfx}adapt_W", ""),
         _field("b", f"{pfx}adapt_b", ""),
-        _field("head_shift", params.head_shift,
-               f"accumulator {params.b_fmt.name} -> logits {params.logit_fmt.name}; proven "
-               f"|acc| <= {params.head_bound}"),
+        _field(
+            "head_shift",
+            params.head_shift,
+            f"accumulator {params.b_fmt.name} -> logits {params.logit_fmt.name}; proven "
+            f"|acc| <= {params.head_bound}",
+        ),
         _field("logit_frac", params.logit_fmt.frac_bits, f"logits {params.logit_fmt.name}"),
         _field("V", f"{pfx}adapt_V", ""),
-        _field("zt_shift", params.zt_shift,
-               f"z_t Q0.15 -> latent {params.latent_fmt.name}"),
+        _field("zt_shift", params.zt_shift, f"z_t Q0.15 -> latent {params.latent_fmt.name}"),
         _field("v_shift", params.v_shift, f"V p Q.{params.v_fmt.frac_bits + X_FRAC} -> latent"),
         _field("beta", params.beta_q30, f"Q1.30 beta = {cfg.beta!r}"),
         _field("radius", params.radius_q23, f"Q8.23 radius = {cfg.radius!r}"),
@@ -753,11 +861,17 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
         "header": f"{pfx}adapt_params.h",
         "config": repr(cfg),
         "formats": [
-            ("z_t", Z_T_FMT.name), ("latent z", params.latent_fmt.name),
-            ("W", params.w_fmt.name), ("b / accumulator", params.b_fmt.name),
-            ("V", params.v_fmt.name), ("logits", params.logit_fmt.name),
-            ("H", H_FMT.name), ("p, m, x", P_FMT.name), ("C, A", f"Q{31 - C_FRAC}.{C_FRAC}"),
-            ("z (normals)", f"Q{31 - Z_FRAC}.{Z_FRAC}"), ("ln sigma", LNSIG_FMT.name),
+            ("z_t", Z_T_FMT.name),
+            ("latent z", params.latent_fmt.name),
+            ("W", params.w_fmt.name),
+            ("b / accumulator", params.b_fmt.name),
+            ("V", params.v_fmt.name),
+            ("logits", params.logit_fmt.name),
+            ("H", H_FMT.name),
+            ("p, m, x", P_FMT.name),
+            ("C, A", f"Q{31 - C_FRAC}.{C_FRAC}"),
+            ("z (normals)", f"Q{31 - Z_FRAC}.{Z_FRAC}"),
+            ("ln sigma", LNSIG_FMT.name),
         ],
         "sizes": [("K", k), ("LAM", cm.lam), ("D", D), ("C", C)],
         "arrays": arrays,
@@ -772,6 +886,15 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
 
 
 __all__ = [
-    "ADAPT_FIRMWARE_SOURCES", "AdaptConfig", "AdaptParams", "IntAdaptResult", "TraceFn",
-    "adapt_cflags", "adapt_int", "emit_adapt_c", "quantize_adapt", "tri", "Z_FRAC",
+    "ADAPT_FIRMWARE_SOURCES",
+    "AdaptConfig",
+    "AdaptParams",
+    "IntAdaptResult",
+    "TraceFn",
+    "adapt_cflags",
+    "adapt_int",
+    "emit_adapt_c",
+    "quantize_adapt",
+    "tri",
+    "Z_FRAC",
 ]

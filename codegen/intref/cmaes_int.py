@@ -209,8 +209,12 @@ class CmaesIntParams:
         ccc = p.cc * (2 - p.cc)
         # T_g: ‖p_σ‖²/(1−(1−c_σ)^{2g})/k − 1 < thr ⟺ ‖p_σ‖² < (1 + thr)·k·(1−(1−c_σ)^{2g})
         thr = tuple(
-            q_round((1 + p.hsig_threshold) * k * (1 - (1 - p.cs) ** (2 * g)), NORM2_FRAC,
-                    "h_sigma threshold", 64)
+            q_round(
+                (1 + p.hsig_threshold) * k * (1 - (1 - p.cs) ** (2 * g)),
+                NORM2_FRAC,
+                "h_sigma threshold",
+                64,
+            )
             for g in range(1, n_iter + 1)
         )
         return cls(
@@ -339,9 +343,7 @@ def sample_s32(m: I64, A: I64, z: I64, mant: I64, e: I64, k: int) -> tuple[I64, 
     return y, x
 
 
-def tell_s32(
-    p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order: I64
-) -> I64:
+def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order: I64) -> I64:
     """``elt_cmaes_tell_s32``: one update in pycma ``tell2`` order (notes §1 steps 2-7, §6).
 
     ``order`` [B, λ] is the ranking by (f, index). Updates ``st`` in place; returns h_σ [B].
@@ -360,16 +362,14 @@ def tell_s32(
     yw = sat32a(np.sum(mul_rr(w, ys[:, :mu], RATE_FRAC), axis=1))
     # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·z_w (notes §1 step 3 with A⁻¹(m'−m)/σ = z_w)
     ps = sat32a(
-        mul_rr(p.one_minus_cs, st.ps, RATE_FRAC)
-        + mul_rr(p.gain_s, zw, GAIN_FRAC + Z_FRAC - X_FRAC)
+        mul_rr(p.one_minus_cs, st.ps, RATE_FRAC) + mul_rr(p.gain_s, zw, GAIN_FRAC + Z_FRAC - X_FRAC)
     )
     # 4. h_σ ⇔ ‖p_σ‖² < T_g (notes §1 step 4, §6 step 6)
     n2 = np.sum(mul_rr(ps, ps, 2 * X_FRAC - NORM2_FRAC), axis=1)
     hsig = (n2 < p.hsig_thr[st.g - 1]).astype(np.int64)
     # 5. p_c ← (1−c_c)p_c + h_σ·√(c_c(2−c_c)μ_eff)·y_w (notes §1 step 5)
     pc = sat32a(
-        mul_rr(p.one_minus_cc, st.pc, RATE_FRAC)
-        + hsig[:, None] * mul_rr(p.gain_c, yw, GAIN_FRAC)
+        mul_rr(p.one_minus_cc, st.pc, RATE_FRAC) + hsig[:, None] * mul_rr(p.gain_c, yw, GAIN_FRAC)
     )
     # 6. C ← decay_h·C + c1 p_c p_cᵀ + Σ wc_i ŷ_i ŷ_iᵀ (notes §1 step 6); ŷ = y/‖z‖ for the
     # active negative weights (pycma's k/‖C^{-1/2}y‖², k folded into wc_i)
@@ -452,8 +452,31 @@ def clip_norm_s32(v: I64, radius_q23: int) -> I64:
 
 
 __all__ = [
-    "C_FRAC", "GAIN_FRAC", "INT32_MAX", "INT32_MIN", "LNSIG_FRAC", "LNSIG_MAX", "LNSIG_MIN",
-    "NORM2_FRAC", "NORM_FRAC", "PIVOT_EPS", "RATE_FRAC", "X_FRAC", "Z_FRAC", "CmaesIntParams",
-    "CmaesIntState", "Grid", "chol_s32", "clip_norm_s32", "div_round", "isqrt64", "mul_rr",
-    "q1bit_s32", "q_round", "sample_s32", "sigma_expand", "tell_s32", "tri",
+    "C_FRAC",
+    "GAIN_FRAC",
+    "INT32_MAX",
+    "INT32_MIN",
+    "LNSIG_FRAC",
+    "LNSIG_MAX",
+    "LNSIG_MIN",
+    "NORM2_FRAC",
+    "NORM_FRAC",
+    "PIVOT_EPS",
+    "RATE_FRAC",
+    "X_FRAC",
+    "Z_FRAC",
+    "CmaesIntParams",
+    "CmaesIntState",
+    "Grid",
+    "chol_s32",
+    "clip_norm_s32",
+    "div_round",
+    "isqrt64",
+    "mul_rr",
+    "q1bit_s32",
+    "q_round",
+    "sample_s32",
+    "sigma_expand",
+    "tell_s32",
+    "tri",
 ]

@@ -163,9 +163,14 @@ def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
     rows = np.concatenate([np.arange(n * H, (n + 1) * H) for n in order])
     s = gate_shifts(q)[rows].astype(np.float64)
     # u = [xs_t; hs; 1]: the bias and the rounding constant ride on the constant row.
-    w = np.hstack([q.w_ih.raw[rows].astype(np.float64), q.w_hh.raw[rows].astype(np.float64),
-                   (q.bias.raw[rows].astype(np.float64) + 2.0 ** (s - 1))[:, None]])
-    w *= (2.0 ** -s)[:, None]
+    w = np.hstack(
+        [
+            q.w_ih.raw[rows].astype(np.float64),
+            q.w_hh.raw[rows].astype(np.float64),
+            (q.bias.raw[rows].astype(np.float64) + 2.0 ** (s - 1))[:, None],
+        ]
+    )
+    w *= (2.0**-s)[:, None]
     w[:, -1] += 32768.0  # index offset of the tables
     cs, hop = sh.cell_tanh_rshift, sh.h_opshift
     idx_t = np.int32 if min(int(s.min()), cs) >= 1 else np.intp
@@ -258,8 +263,7 @@ def lstm_float(
         c = _sigmoid(pf) * c + _sigmoid(pi) * np.tanh(pg)
         h = _sigmoid(po) * np.tanh(c)
         if record:
-            for name, p, lim in (("i", pi, 16.0), ("f", pf, 16.0), ("g", pg, 8.0),
-                                 ("o", po, 16.0)):
+            for name, p, lim in (("i", pi, 16.0), ("f", pf, 16.0), ("g", pg, 8.0), ("o", po, 16.0)):
                 stats.setdefault(f"max_pre_{name}", []).append(float(np.max(np.abs(p), initial=0)))
                 stats.setdefault(f"sat_{name}", []).append(float(np.mean(np.abs(p) > lim)))
             stats.setdefault("max_c", []).append(float(np.max(np.abs(c), initial=0.0)))

@@ -96,14 +96,20 @@ def infer_int(
     z = lstm_int(features, q.lstm, trace=lstm_trace).astype(np.int16)
     params = params_for_mode(q, mode)
     ids = np.asarray(sample_ids)
-    if (trace is not None or params.cfg.mode not in ("no_adapt", "strict") or len(z) <= CHUNK
-            or ids.shape != (len(z),)):  # (adapt_int reports a wrong shape)
+    if (
+        trace is not None
+        or params.cfg.mode not in ("no_adapt", "strict")
+        or len(z) <= CHUNK
+        or ids.shape != (len(z),)
+    ):  # (adapt_int reports a wrong shape)
         return IntInferResult(z=z, adapt=adapt_int(z, params, ids, trace=trace))
     # Independent samples (per-sample seeds): chunks keep the [N, λ, ·] temporaries in cache.
-    parts = [adapt_int(z[i : i + CHUNK], params, ids[i : i + CHUNK])
-             for i in range(0, len(z), CHUNK)]
-    merged: dict[str, Any] = {f: np.concatenate([getattr(r, f) for r in parts])
-                              for f in parts[0].FIELDS}
+    parts = [
+        adapt_int(z[i : i + CHUNK], params, ids[i : i + CHUNK]) for i in range(0, len(z), CHUNK)
+    ]
+    merged: dict[str, Any] = {
+        f: np.concatenate([getattr(r, f) for r in parts]) for f in parts[0].FIELDS
+    }
     for a in merged.values():
         a.setflags(write=False)
     return IntInferResult(z=z, adapt=dataclasses.replace(parts[0], **merged))
@@ -129,8 +135,11 @@ def adapt_formats(q: QModel) -> dict[str, dict[str, Any]]:
     ):
         out[name] = {"name": fmt.name, "frac_bits": fmt.frac_bits, "word": fmt.word}
     if p.grid is not None:
-        out["qelatta_v2_grid"] = {"name": str(getattr(p.grid, "name", p.grid)),
-                                  "frac_bits": int(p.grid.frac), "word": 32}
+        out["qelatta_v2_grid"] = {
+            "name": str(getattr(p.grid, "name", p.grid)),
+            "frac_bits": int(p.grid.frac),
+            "word": 32,
+        }
     return out
 
 
@@ -149,25 +158,36 @@ def adapt_manifest(q: QModel) -> dict[str, Any]:
         deq = np.asarray(raw, np.float64) / (1 << fmt.frac_bits)
         err = np.abs(deq - ref)
         lim = fmt.max_raw / (1 << fmt.frac_bits)
-        tensors.append({
-            "name": name,
-            "shape": list(np.shape(raw)),
-            "format": fmt.name,
-            "word": fmt.word,
-            "float_min": float(np.min(ref)),
-            "float_max": float(np.max(ref)),
-            "max_abs_error": float(err.max()) if err.size else 0.0,
-            "rms_error": float(np.sqrt(np.mean(err**2))) if err.size else 0.0,
-            "lsb": 1.0 / (1 << fmt.frac_bits),
-            "saturated": int(np.sum(np.abs(ref) > lim)),
-        })
+        tensors.append(
+            {
+                "name": name,
+                "shape": list(np.shape(raw)),
+                "format": fmt.name,
+                "word": fmt.word,
+                "float_min": float(np.min(ref)),
+                "float_max": float(np.max(ref)),
+                "max_abs_error": float(err.max()) if err.size else 0.0,
+                "rms_error": float(np.sqrt(np.mean(err**2))) if err.size else 0.0,
+                "lsb": 1.0 / (1 << fmt.frac_bits),
+                "saturated": int(np.sum(np.abs(ref) > lim)),
+            }
+        )
     luts = {
         "exp2": {"entries": int(np.size(p.exp2_lut)), "output": "Q1.30", "use": "entropy, sigma"},
         "log2": {"entries": int(np.size(p.log2_lut)), "output": "Q1.30", "use": "entropy"},
-        "gauss": {"entries": int(np.size(p.gauss_lut)), "shape": list(np.shape(p.gauss_lut)),
-                  "output": "Q3.28", "use": "inverse-CDF normals"},
+        "gauss": {
+            "entries": int(np.size(p.gauss_lut)),
+            "shape": list(np.shape(p.gauss_lut)),
+            "output": "Q3.28",
+            "use": "inverse-CDF normals",
+        },
     }
-    return {"tensors": tensors, "luts": luts,
-            "head_accumulator": {"bits": 32, "bound": int(p.head_bound),
-                                 "margin_bits": float(np.log2((2**31 - 1) /
-                                                              max(int(p.head_bound), 1)))}}
+    return {
+        "tensors": tensors,
+        "luts": luts,
+        "head_accumulator": {
+            "bits": 32,
+            "bound": int(p.head_bound),
+            "margin_bits": float(np.log2((2**31 - 1) / max(int(p.head_bound), 1))),
+        },
+    }

@@ -34,8 +34,11 @@ HERE = Path(__file__).resolve().parent
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 KERNELS = ADAPT_FIRMWARE_SOURCES
 TraceRec = tuple[int, str, int, npt.NDArray[np.int64]]
-ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
-       "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+ENV = {
+    **os.environ,
+    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+}
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,9 @@ class Harness:
     trace: bool
 
     def _run(self, args: Sequence[str], data: bytes) -> bytes:
-        proc = subprocess.run([str(self.exe), *args], input=data, capture_output=True, env=ENV,
-                              check=False)
+        proc = subprocess.run(
+            [str(self.exe), *args], input=data, capture_output=True, env=ENV, check=False
+        )
         if proc.returncode != 0:
             raise AssertionError(
                 f"harness {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr.decode()}"
@@ -68,9 +72,14 @@ class Harness:
         width = 5 + k + 2 * C
         arr = np.frombuffer(out, dtype="<i4").reshape(N, width).astype(np.int64)
         res = {
-            "pred_noadapt": arr[:, 0], "pred": arr[:, 1], "H_noadapt": arr[:, 2],
-            "H_best": arr[:, 3], "n_pivot_fix": arr[:, 4], "p_best": arr[:, 5 : 5 + k],
-            "logits_noadapt": arr[:, 5 + k : 5 + k + C], "logits": arr[:, 5 + k + C :],
+            "pred_noadapt": arr[:, 0],
+            "pred": arr[:, 1],
+            "H_noadapt": arr[:, 2],
+            "H_best": arr[:, 3],
+            "n_pivot_fix": arr[:, 4],
+            "p_best": arr[:, 5 : 5 + k],
+            "logits_noadapt": arr[:, 5 + k : 5 + k + C],
+            "logits": arr[:, 5 + k + C :],
         }
         return res, (read_trace(trace_path) if trace_path else None)
 
@@ -164,17 +173,35 @@ def build_harness(
                 sources.append(out / name)
             else:
                 headers.append(name)
-    reg = ["#include <stdint.h>", *(f'#include "{h}"' for h in headers),
-           "const elt_adapt_params_t *const harness_params[] = {",
-           *(f"    &t{i}_adapt_params," for i in range(len(params))), "};",
-           f"const int32_t harness_n_params = {len(params)};", ""]
+    reg = [
+        "#include <stdint.h>",
+        *(f'#include "{h}"' for h in headers),
+        "const elt_adapt_params_t *const harness_params[] = {",
+        *(f"    &t{i}_adapt_params," for i in range(len(params))),
+        "};",
+        f"const int32_t harness_n_params = {len(params)};",
+        "",
+    ]
     (out / "harness_registry.c").write_text("\n".join(reg))
     fw = firmware_dir()
     exe = out / "harness"
-    cmd = [find_tool("cc"), *COMMON_CFLAGS, "-O1", "-g", *(SANITIZE if sanitize else ()),
-           *(["-DELT_TRACE"] if trace else []), *defines, f"-I{fw}", f"-I{out}",
-           str(HERE / "harness.c"), str(out / "harness_registry.c"), *map(str, sources),
-           *(str(fw / k) for k in KERNELS), "-o", str(exe)]
+    cmd = [
+        find_tool("cc"),
+        *COMMON_CFLAGS,
+        "-O1",
+        "-g",
+        *(SANITIZE if sanitize else ()),
+        *(["-DELT_TRACE"] if trace else []),
+        *defines,
+        f"-I{fw}",
+        f"-I{out}",
+        str(HERE / "harness.c"),
+        str(out / "harness_registry.c"),
+        *map(str, sources),
+        *(str(fw / k) for k in KERNELS),
+        "-o",
+        str(exe),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise AssertionError(f"harness build failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
@@ -211,12 +238,16 @@ def first_trace_mismatch(py: Sequence[TraceRec], c: Sequence[TraceRec]) -> str |
                 return f"sample {s}: record {j} ({extra[0]}) only on one side"
             (sa, ia, da), (sb, ib, db) = a[j], b[j]
             if (sa, ia) != (sb, ib) or da.shape != db.shape:
-                return (f"sample {s}: record {j}: python {sa}[{ia}] {da.shape} != "
-                        f"C {sb}[{ib}] {db.shape}")
+                return (
+                    f"sample {s}: record {j}: python {sa}[{ia}] {da.shape} != "
+                    f"C {sb}[{ib}] {db.shape}"
+                )
             if not np.array_equal(da, db):
                 pos = int(np.flatnonzero(da != db)[0])
-                return (f"sample {s}: stage {sa} iteration {ia} position {pos}: python {da[pos]} "
-                        f"!= C {db[pos]}")
+                return (
+                    f"sample {s}: stage {sa} iteration {ia} position {pos}: python {da[pos]} "
+                    f"!= C {db[pos]}"
+                )
     return None
 
 
@@ -231,8 +262,9 @@ def random_head(
     return W, b, V, z_calib
 
 
-def random_latents(rng: np.random.Generator, n: int, D: int = 32, saturate: float = 0.0
-                   ) -> np.ndarray:
+def random_latents(
+    rng: np.random.Generator, n: int, D: int = 32, saturate: float = 0.0
+) -> np.ndarray:
     """int16 Q0.15 latents like LSTM h_T; a fraction ``saturate`` of entries at ±full scale."""
     z = np.round(np.tanh(rng.normal(size=(n, D)) * 1.5) * 32767).astype(np.int64)
     if saturate > 0:
@@ -258,10 +290,19 @@ class Case:
     def params(self, seed: int) -> AdaptParams:
         rng = np.random.default_rng(seed)
         W, b, V, zc = random_head(rng, k=self.k, scale=self.head_scale)
-        cfg = AdaptConfig(k=self.k, n_iter=self.n, lam=default_popsize(self.k),
-                          sigma0=self.sigma0, mode=self.mode, seed=seed * 7919, beta=0.6,
-                          radius=0.8, qelatta_v1=self.v1, qelatta_v2=self.v2,
-                          active=self.active)
+        cfg = AdaptConfig(
+            k=self.k,
+            n_iter=self.n,
+            lam=default_popsize(self.k),
+            sigma0=self.sigma0,
+            mode=self.mode,
+            seed=seed * 7919,
+            beta=0.6,
+            radius=0.8,
+            qelatta_v1=self.v1,
+            qelatta_v2=self.v2,
+            active=self.active,
+        )
         return quantize_adapt(W, b, V, cfg, zc)
 
 
@@ -294,8 +335,22 @@ def div_cases(rng: np.random.Generator, n: int = 4000) -> tuple[list[int], list[
     path above), the largest numerators and denominators, and powers of two ± 1."""
     num: list[int] = []
     den: list[int] = []
-    edges = [1, 2, 3, 2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 2**39 - 1,
-             2**62 - 1, 2**63 - 1, 2**63, 2**64 - 1]
+    edges = [
+        1,
+        2,
+        3,
+        2**31 - 1,
+        2**31,
+        2**31 + 1,
+        2**32 - 1,
+        2**32,
+        2**32 + 1,
+        2**39 - 1,
+        2**62 - 1,
+        2**63 - 1,
+        2**63,
+        2**64 - 1,
+    ]
     for d in edges:
         for q in (0, 1, 2**31, 2**32 - 1, 2**32, 2**33):
             for r in (0, 1, d - 1):
@@ -339,4 +394,3 @@ def isqrt_cases(rng: np.random.Generator, n: int = 4000) -> list[int]:
     while len(out) < n:
         out.append(int(rng.integers(0, 2**62)) >> int(rng.integers(0, 62)))
     return [v for v in out if 0 <= v < 2**62]
-
