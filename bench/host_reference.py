@@ -23,9 +23,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 def main() -> int:
     from codegen.bench import samples
+    from codegen.features import quantize_features
     from codegen.host_throughput import host_throughput
-    from codegen.quantize import quantize_features
-    from host.run import load_qmodel
+    from host.run import load_build
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", type=Path, default=ROOT / "out/build/kws")
@@ -35,8 +35,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3, help="timed passes per mode (median)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
-    manifest = json.loads((a.build / "manifest.json").read_text())
-    _, q = load_qmodel(manifest, a.data, a.build)
+    _, q = load_build(a.build)
     _, xf = samples(a.data, q.source.meta, 512)
     res = host_throughput(q, quantize_features(xf, q.lstm.x_fmt), a.n, a.workers, a.repeats)
     for mode in ("no_adapt", "strict"):

@@ -525,7 +525,7 @@ def run_bench(
     lam0 = int(q0.adapt.cfg.lam)
     ids, xf = samples(data_dir, q0.source.meta, n_samples)
 
-    from codegen.quantize import quantize_features
+    from codegen.features import quantize_features
 
     def point(res: Any, synthetic: bool) -> dict[str, Any]:
         x = quantize_features(xf, res.qmodel.lstm.x_fmt)

@@ -102,8 +102,8 @@ def float_vs_fixed(q: QModel, x_float: npt.ArrayLike) -> dict[str, Any]:
     """Activation errors of the integer pipeline against the float64 one on ``x_float``: the
     quantized input, z_t and the no-adapt logits, and the no-adapt class agreement."""
     from codegen.elatta.float_ref import head_logits
+    from codegen.features import quantize_features
     from codegen.intref.lstm import lstm_float, lstm_int
-    from codegen.quantize import quantize_features
 
     X = np.asarray(x_float, dtype=np.float64)
     L = q.lstm
@@ -143,6 +143,7 @@ def manifest(
     sources: list[Path],
     fw: Any | None,
     quality: dict[str, Any],
+    program: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from codegen.intref.model import adapt_formats
 
@@ -209,6 +210,7 @@ def manifest(
         + adapt_tensors(q),
         "float_vs_fixed": quality,
         "sources": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(sources)},
+        "program": dict(program or {}),
     }
     if fw is not None:
         secs = fw.sections
@@ -346,6 +348,7 @@ def build(
     from codegen.firmware_build import FirmwareConfig, build_firmware
     from codegen.frontend import read_model
     from codegen.hostlib import model_cflags
+    from codegen.program import write_program
     from codegen.quantize import calibration_features, quantize_model
 
     model = read_model(model_path, basis_path, config_path)
@@ -379,7 +382,8 @@ def build(
             extra_cflags=model_cflags(q),
         )
     quality = float_vs_fixed(q, feats)
-    doc = manifest(q, sources, fw, quality)
+    program = write_program(q, out)
+    doc = manifest(q, sources, fw, quality, program)
     (out / "manifest.json").write_text(json.dumps(doc, indent=2, default=_json_default) + "\n")
     return BuildResult(out, q, sources, doc, None if fw is None else fw.elf)
 

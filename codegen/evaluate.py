@@ -135,7 +135,7 @@ def group_gain(results: list[CondResult], mode: str) -> Gain:
 
 
 @dataclass(frozen=True)
-class Selection:
+class HyperSelection:
     """Hyperparameters and how they were chosen (source validation only)."""
 
     sigma0: float
@@ -164,7 +164,7 @@ def select_hyperparameters(
     beta: float | None,
     radius: float | None,
     desc: str,
-) -> Selection:
+) -> HyperSelection:
     """σ₀ by `select_sigma0`, then (β, radius) by `select_bounded` at that σ₀; flags override.
 
     Both rules run on the selection set (``z_sel``, ``y_sel``, see `selection_set`) once per
@@ -216,7 +216,7 @@ def select_hyperparameters(
         radius = min(radii) if radius is None else radius
     else:
         source["beta"], source["radius"] = "--beta", "--radius"
-    return Selection(
+    return HyperSelection(
         float(sigma0),
         float(beta),
         float(radius),
@@ -390,7 +390,7 @@ def build_report(
     info: dict[str, Any],
     results: list[CondResult],
     modes: tuple[str, ...],
-    sel: Selection,
+    sel: HyperSelection,
     cfg: Any,
     opts: EvalOptions,
     provenance: dict[str, Any],
@@ -516,7 +516,7 @@ def _format_table(
     return lines
 
 
-def format_report(report: dict[str, Any], results: list[CondResult], sel: Selection) -> str:
+def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperSelection) -> str:
     modes: list[str] = report["config"]["modes"]
     table, shifts, gains = report["float"], report["float_shifts"], report["gains"]
     data_desc = report["data"]

@@ -192,3 +192,9 @@ def mfcc(pcm: np.ndarray, params: MfccParams | None = None, *, chunk: int = 16) 
         mel = power @ fb
         out[s : s + chunk] = np.log(mel + floor) @ dct
     return out[0] if single else out
+
+
+def quantize_features(x: Any, x_fmt: Any) -> np.ndarray:
+    """Normalised float features -> int16 raw in ``x_fmt`` (a `codegen.qformat.QFormat`;
+    round to nearest, saturate): what the host sends to the device."""
+    return np.asarray(x_fmt.quantize(np.asarray(x, dtype=np.float64))).astype(np.int16)

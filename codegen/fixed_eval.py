@@ -84,11 +84,12 @@ def compare_fixed_float(
     from codegen.data import conditions, load_condition
     from codegen.elatta.float_ref import MODES, adapt
     from codegen.evaluate import _stream_order
+    from codegen.features import quantize_features
     from codegen.frontend import read_model
     from codegen.intref.lstm import lstm_float
     from codegen.intref.model import infer_int
     from codegen.model import features_for
-    from codegen.quantize import calibration_features, quantize_features, quantize_model
+    from codegen.quantize import calibration_features, quantize_model
 
     bad = [m for m in modes if m not in MODES]
     if bad:

@@ -269,12 +269,6 @@ def quantize_lstm(
     return q, stats, z_f
 
 
-def quantize_features(x: npt.ArrayLike, x_fmt: QFormat) -> np.ndarray:
-    """Normalised float features -> int16 raw in ``x_fmt`` (round to nearest, saturate): what the
-    host sends to the device."""
-    return x_fmt.quantize(np.asarray(x, dtype=np.float64)).astype(np.int16)
-
-
 def adapt_config(model: Model) -> Any:
     """The adaptation core's AdaptConfig for this build."""
     from codegen.intref.adapt import AdaptConfig

@@ -105,6 +105,8 @@ def build_report(
             "modes": list(plan.selection.modes),
             "conditions": len(plan.selection.per_condition),
             "per_condition": dict(plan.selection.per_condition),
+            "distinct_utterances": plan.selection.distinct_utterances,
+            "available_utterances": plan.selection.available_utterances,
             "streams": "one per (mode, condition), RESET first; continual state within it",
         },
         "bit_exact": {
@@ -144,7 +146,9 @@ def format_markdown(rep: dict[str, Any]) -> str:
         "",
         f"Data: {data.get('data')} ({data.get('preset') or data.get('tier') or ''}) at "
         f"`{data.get('path')}`; {rep['samples']['answered']} of {rep['samples']['selected']} "
-        f"samples per run over {rep['samples']['conditions']} noise × SNR conditions.",
+        f"samples per run over {rep['samples']['conditions']} noise × SNR conditions, "
+        f"{rep['samples']['distinct_utterances']} distinct test utterances of "
+        f"{rep['samples']['available_utterances']}.",
         f"Target: {rep['target'].get('kind')} ({rep['target'].get('machine', '')}), firmware "
         f"{rep['target'].get('build_id')}.",
         f"Bit-exact: **{be['compared'] - be['mismatches']} of {be['compared']}** results equal "

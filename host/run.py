@@ -1,7 +1,7 @@
 """`codegen run`: stream GSC-C samples to the firmware, check every RESULT bit-exactly against
 the Python integer reference, and report accuracy and cost (issue 5; DESIGN §4, §5, §7).
 
-Selection. Every additive condition (noise x SNR) of the data set; ``--limit N`` takes about
+ClipSelection. Every additive condition (noise x SNR) of the data set; ``--limit N`` takes about
 N / (number of conditions) clips of each (at least one), in the seeded stream order of
 `codegen.evaluate` / `codegen.fixed_eval`, so a slice spans every noise and SNR.
 
@@ -109,9 +109,11 @@ class Stream:
 
 
 @dataclass(frozen=True)
-class Selection:
+class ClipSelection:
     modes: tuple[str, ...]
     per_condition: tuple[tuple[str, int], ...]  # (condition key, clips)
+    distinct_utterances: int  # distinct test utterances the union of conditions covers
+    available_utterances: int  # distinct test utterances the data set has
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps([self.modes, self.per_condition]).encode()).hexdigest()
@@ -123,95 +125,72 @@ class Plan:
     data_dir: Path
     data_info: dict[str, Any]
     streams: tuple[Stream, ...]
-    selection: Selection
+    selection: ClipSelection
 
     @property
     def total(self) -> int:
         return sum(len(s) for s in self.streams)
 
 
-def per_condition_counts(n_conds: int, sizes: list[int], limit: int | None) -> list[int]:
-    """Clips per condition: all, or ``limit`` spread evenly (the first ``limit % n`` get one
-    more), at least one each so every noise and SNR is present."""
-    if limit is None:
-        return list(sizes)
-    base, rem = divmod(limit, n_conds)
-    return [min(size, max(1, base + (1 if i < rem else 0))) for i, size in enumerate(sizes)]
+def load_build(build_dir: Path) -> tuple[dict[str, Any], Any]:
+    """The build's manifest and its frozen program (`codegen.program`): the fixed IR exactly as
+    `codegen build` decided it, without the checkpoint, basis, config or calibration data."""
+    from codegen.program import ProgramError, load_program
+
+    mpath = build_dir / "manifest.json"
+    if not mpath.is_file():
+        raise RunError(f"{mpath} not found: build with `codegen build --out {build_dir}`")
+    try:
+        manifest = json.loads(mpath.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunError(f"{mpath}: unreadable manifest ({exc})") from exc
+    try:
+        q = load_program(build_dir, manifest.get("program"))
+    except ProgramError as exc:
+        raise RunError(str(exc)) from exc
+    return manifest, q
 
 
-def _find_input(path: Path, build_dir: Path) -> Path:
-    """An input path of the manifest: as written (absolute, or relative to the working
-    directory), else relative to a parent of the build directory (`codegen build` ran there)."""
-    if path.is_absolute() or path.is_file():
-        return path
-    for parent in build_dir.resolve().parents:
-        if (parent / path).is_file():
-            return parent / path
-    return path
-
-
-def load_qmodel(
-    manifest: dict[str, Any], data_dir: Path, build_dir: Path = Path(".")
-) -> tuple[Any, Any]:
-    """Re-derive the build's fixed IR from its inputs (paths and sha256 in the manifest) and
-    the calibration clips of ``data_dir``; refuse if any input differs from the build's."""
-    from codegen.frontend import read_model
-    from codegen.model import file_sha256
-    from codegen.quantize import calibration_features, quantize_model
-
-    inputs = manifest["inputs"]
-    paths = {}
-    for name in ("model", "basis", "config"):
-        path = _find_input(Path(inputs[name]["path"]), build_dir)
-        if not path.is_file():
-            raise RunError(
-                f"the build's {name} {path} is not there (run from the directory "
-                "`codegen build` ran in)"
-            )
-        if file_sha256(path) != inputs[name]["sha256"]:
-            raise RunError(f"{path} changed since the build (sha256 differs): rebuild")
-        paths[name] = path
-    model = read_model(paths["model"], paths["basis"], paths["config"])
-    feats, source = calibration_features(model, str(data_dir))
-    q = quantize_model(model, feats, source)
-    if q.calib.sha256 != inputs["calib"]["sha256"]:
+def _check_classes(q: Any, info: dict[str, Any], data_dir: Path) -> None:
+    """The data set's labels must mean the model's classes (same names, same order)."""
+    want = tuple(q.source.classes)
+    have = tuple(info.get("classes") or ())
+    if have and have != want:
         raise RunError(
-            f"--data {data_dir} is not the data set the build was calibrated on "
-            f"({inputs['calib']['path']}): pass the same --data as `codegen build`"
+            f"--data {data_dir} labels its clips with classes {list(have)}, the build's model "
+            f"predicts {list(want)}: accuracy would be meaningless; use the data set the model "
+            "was trained for"
         )
-    return model, q
 
 
 def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: int | None) -> Plan:
     from codegen.data import conditions, dataset_info, load_condition
     from codegen.elatta.float_ref import adapt
-    from codegen.evaluate import _stream_order
+    from codegen.features import quantize_features
     from codegen.intref.lstm import lstm_float
     from codegen.intref.model import infer_int
     from codegen.model import features_for
-    from codegen.quantize import quantize_features
+    from codegen.selection import deal
 
-    mpath = build_dir / "manifest.json"
-    if not mpath.is_file():
-        raise RunError(f"{mpath} not found: build with `codegen build --out {build_dir}`")
-    manifest = json.loads(mpath.read_text())
-    model, q = load_qmodel(manifest, data_dir, build_dir)
+    manifest, q = load_build(build_dir)
+    model = q.source
     el = model.cmaes.elatta
     W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
+    info = dataset_info(str(data_dir))
+    _check_classes(q, info, data_dir)
     conds = [c for c in conditions(str(data_dir), "additive") if c.snr_db is not None]
     if not conds:
         raise RunError(f"{data_dir} has no additive noise conditions")
     splits = [load_condition(str(data_dir), c) for c in conds]
-    counts = per_condition_counts(len(conds), [len(s) for s in splits], limit)
+    dealt = deal([s.ids for s in splits], [s.labels for s in splits], limit, int(el.seed))
     per_cond = []
-    for cond, split, n in zip(conds, splits, counts, strict=True):
-        order = _stream_order(len(split), n, int(el.seed))
-        xf = features_for(split.pcm[order], model.meta)
+    for cond, split, rows in zip(conds, splits, dealt.rows, strict=True):
+        xf = features_for(split.pcm[rows], model.meta)
         per_cond.append(
             (
                 cond,
-                split.ids[order].astype(np.int64),
-                split.labels[order].astype(np.int64),
+                split.ids[rows].astype(np.int64),
+                split.labels[rows].astype(np.int64),
                 quantize_features(xf, q.lstm.x_fmt),
                 lstm_float(xf, model.lstm)[0],
             )
@@ -236,10 +215,12 @@ def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: in
                     float_pred0=np.asarray(fres.pred_noadapt),
                 )
             )
-    sel = Selection(
-        modes, tuple((f"{c.name}/{float(c.snr_db or 0.0):g}", len(ids)) for c, ids, *_ in per_cond)
+    sel = ClipSelection(
+        modes,
+        tuple((f"{c.name}/{float(c.snr_db or 0.0):g}", len(ids)) for c, ids, *_ in per_cond),
+        dealt.distinct,
+        dealt.available,
     )
-    info = dataset_info(str(data_dir))
     data = {
         k: info.get(k)
         for k in ("format", "data", "preset", "tier", "seed", "snrs", "noises", "config_hash")

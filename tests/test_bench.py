@@ -32,8 +32,8 @@ from codegen.bench import (
     variants,
 )
 from codegen.data import build as build_data
+from codegen.features import quantize_features
 from codegen.ir import QModel
-from codegen.quantize import quantize_features
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKS = (

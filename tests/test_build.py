@@ -376,8 +376,8 @@ def test_host_c_equals_python_every_field(host, mode: str) -> None:  # type: ign
 
 
 def test_real_clips_bit_exact(host, tiny_data: Path) -> None:  # type: ignore[no-untyped-def]
+    from codegen.features import quantize_features
     from codegen.model import features_for
-    from codegen.quantize import quantize_features
 
     kit, q, hm = host
     split = load_split(tiny_data, "test")
@@ -390,8 +390,8 @@ def test_real_clips_bit_exact(host, tiny_data: Path) -> None:  # type: ignore[no
 def test_real_builtin_clips_2000_bit_exact(host, tiny_data: Path) -> None:  # type: ignore[no-untyped-def]
     """Every clip of every test condition of the built-in tiny set (≥ 2,000 real samples)."""
     from codegen.data import conditions, load_condition
+    from codegen.features import quantize_features
     from codegen.model import features_for
-    from codegen.quantize import quantize_features
 
     kit, q, hm = host
     splits = [load_condition(tiny_data, c) for c in conditions(tiny_data)]

@@ -8,6 +8,7 @@ import struct
 import numpy as np
 import pytest
 
+from codegen.selection import deal, per_condition_counts
 from host.infer import (
     COMPARED_FIELDS,
     InferResult,
@@ -17,7 +18,7 @@ from host.infer import (
     mode_index,
     parse_description,
 )
-from host.run import compare, per_condition_counts, shard
+from host.run import compare, shard
 
 
 def sample_result(C: int = 12, k: int = 2, H: int = 32) -> InferResult:
@@ -107,11 +108,11 @@ def test_compare_names_every_differing_field() -> None:
 
 
 def test_selection_and_shards() -> None:
-    assert per_condition_counts(50, [60] * 50, 100) == [2] * 50
-    assert per_condition_counts(4, [60] * 4, 10) == [3, 3, 2, 2]
-    assert per_condition_counts(4, [60] * 4, 2) == [1, 1, 1, 1]  # every condition present
-    assert per_condition_counts(2, [3, 60], 100) == [3, 50]
-    assert per_condition_counts(2, [3, 5], None) == [3, 5]
+    assert per_condition_counts([60] * 50, 100) == [2] * 50
+    assert per_condition_counts([60] * 4, 10) == [3, 3, 2, 2]
+    assert per_condition_counts([60] * 4, 2) == [1, 1, 1, 1]  # every condition present
+    assert per_condition_counts([3, 60], 100) == [3, 50]
+    assert per_condition_counts([3, 5], None) == [3, 5]
 
     class S:
         def __init__(self, n: int) -> None:
@@ -124,3 +125,28 @@ def test_selection_and_shards() -> None:
     blocks = shard(streams, 2)  # type: ignore[arg-type]
     assert [len(b) for b in blocks] == [3, 2]  # contiguous, whole streams
     assert [s for b in blocks for s in b] == list(streams)
+
+
+def test_deal_covers_distinct_utterances_stratified() -> None:
+    """50 conditions holding the same 504 utterances of 12 classes: 600 samples cover all 504
+    utterances; 100 samples cover 100 distinct ones, every class 8 or 9 times."""
+    rng = np.random.default_rng(0)
+    ids = rng.permutation(10_000)[:504]
+    labels = np.arange(504) % 12
+    conds_ids = [rng.permutation(ids) for _ in range(50)]
+    lab_of = dict(zip(ids.tolist(), labels.tolist(), strict=True))
+    conds_lab = [np.array([lab_of[int(i)] for i in c]) for c in conds_ids]
+    d = deal(conds_ids, conds_lab, 600, seed=3)
+    assert (d.distinct, d.available) == (504, 504)
+    assert sum(len(r) for r in d.rows) == 600
+    d = deal(conds_ids, conds_lab, 100, seed=3)
+    assert d.distinct == 100
+    chosen = np.concatenate([c[r] for c, r in zip(conds_ids, d.rows, strict=True)])
+    per_class = np.bincount([lab_of[int(i)] for i in chosen], minlength=12)
+    assert per_class.min() >= 8 and per_class.max() <= 9
+    other = deal(conds_ids, conds_lab, 100, seed=4).rows
+    assert not np.array_equal(np.concatenate(other), np.concatenate(d.rows))  # seed matters
+    # a condition that lacks an utterance skips it; no row repeats inside a condition
+    short = [c[:5] for c in conds_ids[:3]]
+    d = deal(short, [lab[:5] for lab in conds_lab[:3]], 30, seed=0)
+    assert all(len(set(r.tolist())) == len(r) == 5 for r in d.rows)

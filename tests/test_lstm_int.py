@@ -18,6 +18,7 @@ from buildkit import (
     scalar_reference,
 )
 
+from codegen.features import quantize_features
 from codegen.hostlib import HostModel, first_trace_mismatch
 from codegen.intref.lstm import (
     TRACE_C,
@@ -30,7 +31,6 @@ from codegen.intref.lstm import (
     tanh_from_sigmoid,
 )
 from codegen.ir import QModel
-from codegen.quantize import quantize_features
 
 
 @pytest.fixture(scope="module")

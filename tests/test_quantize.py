@@ -10,6 +10,7 @@ import pytest
 from buildkit import calib, make_kit
 
 from codegen.errors import CodegenError
+from codegen.features import quantize_features
 from codegen.frontend import read_model
 from codegen.intref.lstm import sigmoid_lut, tanh_from_sigmoid
 from codegen.ir import QuantOptions
@@ -23,7 +24,6 @@ from codegen.quantize import (
     gate_bound_rows,
     operand_max,
     prove_gate_accumulator,
-    quantize_features,
     quantize_lstm,
     sigmoid_table,
 )

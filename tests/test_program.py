@@ -1,0 +1,88 @@
+"""The build directory's program (codegen.program): written by `codegen build`, loaded without
+the checkpoint, basis, config or data, and equal to the in-memory fixed IR integer for integer."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from buildkit import calib, config_text, make_kit
+from numpy.testing import assert_array_equal
+
+from codegen.build import build
+from codegen.features import quantize_features
+from codegen.intref.model import infer_int
+from codegen.program import ProgramError, load_program
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object, np.ndarray]:
+    tmp = tmp_path_factory.mktemp("program")
+    kit = make_kit(
+        tmp / "kit",
+        F=8,
+        H=16,
+        C=5,
+        T=12,
+        k=3,
+        config=config_text(k=3, mode="continual_bounded", extra='qelatta_v2 = "8b4"'),
+    )
+    x = calib(kit, n=48)
+    res = build(kit.model, kit.basis, kit.config, tmp / "b", calib_features=x, compile_elf=False)
+    return tmp / "b", res.qmodel, x
+
+
+def test_program_round_trip_is_integer_exact(built: tuple[Path, object, np.ndarray]) -> None:
+    bdir, q, x = built
+    manifest = json.loads((bdir / "manifest.json").read_text())
+    p = load_program(bdir, manifest["program"])
+    xi = quantize_features(x, q.lstm.x_fmt)  # type: ignore[attr-defined]
+    assert_array_equal(p.lstm.w_ih.raw, q.lstm.w_ih.raw)  # type: ignore[attr-defined]
+    assert p.adapt.input_hash == q.adapt.input_hash  # type: ignore[attr-defined]
+    ids = np.arange(len(xi))
+    for mode in ("no_adapt", "strict", "continual_bounded"):
+        a = infer_int(xi, q, ids, mode=mode).fields()
+        b = infer_int(xi, p, ids, mode=mode).fields()
+        for name in a:
+            assert_array_equal(b[name], a[name], err_msg=f"{mode}: {name}")
+
+
+def test_program_bytes_are_deterministic(
+    built: tuple[Path, object, np.ndarray], tmp_path: Path
+) -> None:
+    from codegen.program import write_program
+
+    bdir, q, _ = built
+    write_program(q, tmp_path)
+    for name in ("program.json", "program.npz"):
+        assert (tmp_path / name).read_bytes() == (bdir / name).read_bytes(), name
+
+
+def test_damaged_program_is_refused(built: tuple[Path, object, np.ndarray], tmp_path: Path) -> None:
+    bdir, _, _ = built
+    d = tmp_path / "copy"
+    shutil.copytree(bdir, d)
+    manifest = json.loads((d / "manifest.json").read_text())
+    npz = d / "program.npz"
+    npz.write_bytes(npz.read_bytes()[:-100])
+    with pytest.raises(ProgramError, match="program.npz"):
+        load_program(d, manifest["program"])
+    with pytest.raises(ProgramError, match="program.npz"):
+        load_program(d)
+    (d / "program.json").unlink()
+    with pytest.raises(ProgramError, match="not found"):
+        load_program(d)
+
+
+def test_foreign_types_are_refused(built: tuple[Path, object, np.ndarray], tmp_path: Path) -> None:
+    bdir, _, _ = built
+    d = tmp_path / "copy"
+    shutil.copytree(bdir, d)
+    doc = json.loads((d / "program.json").read_text())
+    doc["program"]["fields"]["calib"]["$type"] = "os.system"
+    (d / "program.json").write_text(json.dumps(doc))
+    with pytest.raises(ProgramError, match="unknown type 'os.system'"):
+        load_program(d)
