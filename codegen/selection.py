@@ -66,8 +66,9 @@ def deal(
     limit: int | None,
     seed: int,
 ) -> Dealt:
-    """Choose each condition's clips (see the module doc). ``cond_ids[c]`` are the utterance ids
-    of condition c's clips; an utterance a condition lacks is skipped for that condition."""
+    """Choose each condition's clips (see the module doc). ``cond_ids[c]`` are the utterance
+    keys of condition c's clips (the clean clip each was mixed from, the same key under every
+    condition); an utterance a condition lacks is skipped for that condition."""
     if len(cond_ids) != len(cond_labels) or not cond_ids:
         raise ValueError("one ids and one labels array per condition, at least one condition")
     all_ids = np.concatenate([np.asarray(i, np.int64) for i in cond_ids])

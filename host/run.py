@@ -164,7 +164,7 @@ def _check_classes(q: Any, info: dict[str, Any], data_dir: Path) -> None:
 
 
 def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: int | None) -> Plan:
-    from codegen.data import conditions, dataset_info, load_condition
+    from codegen.data import conditions, dataset_info, load_condition, utterance_of
     from codegen.elatta.float_ref import adapt
     from codegen.features import quantize_features
     from codegen.intref.lstm import lstm_float
@@ -182,7 +182,9 @@ def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: in
     if not conds:
         raise RunError(f"{data_dir} has no additive noise conditions")
     splits = [load_condition(str(data_dir), c) for c in conds]
-    dealt = deal([s.ids for s in splits], [s.labels for s in splits], limit, int(el.seed))
+    dealt = deal(
+        [utterance_of(s.ids) for s in splits], [s.labels for s in splits], limit, int(el.seed)
+    )
     per_cond = []
     for cond, split, rows in zip(conds, splits, dealt.rows, strict=True):
         xf = features_for(split.pcm[rows], model.meta)

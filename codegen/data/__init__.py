@@ -5,7 +5,7 @@ recipe (docs/data.md); the loaders read both the same way.
 """
 
 from codegen.data.builder import build
-from codegen.data.common import CLASSES, NOISES, DataError
+from codegen.data.common import CLASSES, NOISES, DataError, utterance_of
 from codegen.data.store import (
     Condition,
     Split,
@@ -17,6 +17,7 @@ from codegen.data.store import (
 )
 
 __all__ = [
+    "utterance_of",
     "CLASSES",
     "NOISES",
     "Condition",

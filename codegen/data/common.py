@@ -54,6 +54,11 @@ class SourceSet:
 ID_STRIDE = 1_000_000
 
 
+def utterance_of(ids: np.ndarray) -> np.ndarray:
+    """The clean clip (utterance) each sample id was made from: the same under every condition."""
+    return np.asarray(ids, dtype=np.int64) % ID_STRIDE
+
+
 class DataError(CodegenError):
     """A data set, input tree or file is missing, corrupted or inconsistent; names the file."""
 
