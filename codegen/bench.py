@@ -518,8 +518,11 @@ def run_bench(
             "is the slope over n at k = 2)"
         )
     default = Point(2, 2, None)
+    from codegen.program import load_program
+
     res0, syn0 = build_point(out, data_dir, default, default)
-    q0 = res0.qmodel
+    # the reference side reads what the build wrote, as `codegen run` does
+    q0 = load_program(res0.out_dir, res0.manifest["program"])
     if (q0.adapt.k, q0.adapt.cfg.n_iter) != (2, 2):
         raise BenchError("configs/default.toml is expected to have k = 2, n = 2")
     lam0 = int(q0.adapt.cfg.lam)

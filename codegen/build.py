@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,9 @@ import numpy.typing as npt
 
 from codegen import __version__
 from codegen.errors import CodegenError
-from codegen.ir import Accumulator, QModel, QTensor
+from codegen.ir import QModel
 
 HELP = "compile model + V_k + ELaTTA config into quantized C, a firmware ELF and a manifest"
-MANIFEST_FORMAT = "elatta-build"
-MANIFEST_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -41,53 +38,6 @@ class BuildResult:
     sources: list[Path]
     manifest: dict[str, Any]
     elf: Path | None
-
-
-def tensor_report(t: QTensor) -> dict[str, Any]:
-    lo, hi = t.float_range
-    return {
-        "name": t.name,
-        "shape": list(t.shape),
-        "format": t.fmt.name,
-        "word": t.fmt.word,
-        "float_min": lo,
-        "float_max": hi,
-        "max_abs_error": t.max_abs_error,
-        "rms_error": t.rms_error,
-        "lsb": 1.0 / (1 << t.fmt.frac_bits),
-        "saturated": t.saturated,
-    }
-
-
-def accumulator_report(a: Accumulator) -> dict[str, Any]:
-    return {
-        "name": a.name,
-        "bits": a.bits,
-        "bound": a.bound,
-        "capacity": a.capacity,
-        "worst_row": a.worst_row,
-        "margin_bits": round(a.margin_bits, 3),
-    }
-
-
-def gate_proof_report(L: Any) -> dict[str, Any]:
-    """The LSTM's int32 gate accumulator: A, the operand shifts and the proof (docs/numeric.md
-    §4)."""
-    pr, sh = L.proof, L.shifts
-    return {
-        "bits": 32,
-        "acc_frac": pr.acc_frac,
-        "acc_frac_formats": pr.acc_frac_formats,
-        "limited_by": pr.limited_by,
-        "x_opshift": sh.x_opshift,
-        "h_opshift": sh.h_opshift,
-        "bound": pr.bound,
-        "capacity": (1 << 31) - 1,
-        "worst_row": pr.worst_row,
-        "worst_row_terms": dict(zip(("w_ih", "w_hh", "bias", "rounding"), pr.terms, strict=True)),
-        "margin_bits": round(L.acc_gate.margin_bits, 3),
-        "bound_at_acc_frac_plus_1": pr.bound_above,
-    }
 
 
 def _err(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
@@ -131,138 +81,11 @@ def float_vs_fixed(q: QModel, x_float: npt.ArrayLike) -> dict[str, Any]:
 
 def logits_scale(q: QModel) -> float | None:
     """Float value of one logit LSB, if the adaptation core exposes the logits format."""
-    from codegen.intref.model import adapt_formats
+    from codegen.manifest import adapt_formats
 
     fmts = adapt_formats(q)
     fmt = fmts.get("logits")
     return None if fmt is None else 1.0 / (1 << int(fmt["frac_bits"]))
-
-
-def manifest(
-    q: QModel,
-    sources: list[Path],
-    fw: Any | None,
-    quality: dict[str, Any],
-    program: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    from codegen.intref.model import adapt_formats
-
-    src = q.source
-    L = q.lstm
-    el = src.cmaes.elatta
-    doc: dict[str, Any] = {
-        "format": MANIFEST_FORMAT,
-        "version": MANIFEST_VERSION,
-        "codegen_version": __version__,
-        "prefix": src.prefix,
-        "inputs": {
-            **{
-                name: {"path": src.paths.get(name, ""), "sha256": sha}
-                for name, sha in src.hashes.as_dict().items()
-            },
-            "calib": {"path": q.calib.source, "sha256": q.calib.sha256},
-        },
-        "shapes": {
-            "num_frames": L.num_frames,
-            "input_size": L.input_size,
-            "hidden_size": L.hidden_size,
-            "num_classes": len(src.classes),
-            "k": src.cmaes.k,
-            "lam": int(el.popsize),
-            "n_iter": int(el.n_iter),
-        },
-        "classes": list(src.classes),
-        "elatta": {
-            **{k: v for k, v in asdict(el).items()},
-            "popsize": int(el.popsize),
-            "qelatta_v2": list(src.cmaes.qelatta_v2) if src.cmaes.qelatta_v2 else None,
-        },
-        "quant": asdict(src.quant),
-        "target": asdict(src.target),
-        "formats": {
-            "x": L.x_fmt.name,
-            "gate_preactivation": L.gate_fmt.name,
-            "c": L.c_fmt.name,
-            "h": L.h_fmt.name,
-            "z": L.h_fmt.name,
-            "lstm.weight_ih_l0": L.w_ih.fmt.name,
-            "lstm.weight_hh_l0": L.w_hh.fmt.name,
-            "lstm.bias": f"{L.bias.fmt.name} (int32)",
-            "adapt": {k: v for k, v in adapt_formats(q).items()},
-        },
-        "x_frac_bits": L.x_fmt.frac_bits,
-        "luts": {
-            "sigmoid": {
-                "entries": L.lut.size,
-                "input": L.lut.in_fmt.name,
-                "output": L.lut.table.fmt.name,
-                "step": 16.0 / (L.lut.size - 1),
-                "interpolation": "linear",
-                "tanh": "2*sigmoid(2x) - 1",
-            },
-            **adapt_luts(q),
-        },
-        "shifts": asdict(L.shifts),
-        "lstm_gate_accumulator": gate_proof_report(L),
-        "accumulators": [accumulator_report(L.acc_gate)] + adapt_accumulators(q),
-        "calibration": asdict(q.calib),
-        "tensors": [tensor_report(t) for t in (L.w_ih, L.w_hh, L.bias, L.lut.table)]
-        + adapt_tensors(q),
-        "float_vs_fixed": quality,
-        "sources": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(sources)},
-        "program": dict(program or {}),
-    }
-    if fw is not None:
-        secs = fw.sections
-        doc["firmware"] = {
-            "elf": fw.elf.name,
-            "build_id": fw.build_id,
-            "sections": {
-                k: {"size": v[0], "addr": v[1]}
-                for k, v in secs.items()
-                if not k.startswith((".debug", ".ARM.attributes"))
-            },
-            "text": secs.get(".text", (0, 0))[0],
-            "rodata": secs.get(".rodata", (0, 0))[0],
-            "data": secs.get(".data", (0, 0))[0],
-            "bss": secs.get(".bss", (0, 0))[0],
-            "stack": secs.get(".stack", (0, 0))[0],
-            "static_ram_bytes": fw.static_ram,
-            "ram_budget_bytes": 65536,
-            "compile_command": fw.compile_command,
-        }
-    return doc
-
-
-def adapt_luts(q: QModel) -> dict[str, Any]:
-    from codegen.intref.model import adapt_manifest
-
-    return dict(adapt_manifest(q).get("luts", {}))
-
-
-def adapt_accumulators(q: QModel) -> list[dict[str, Any]]:
-    from codegen.intref.model import adapt_manifest
-
-    head = adapt_manifest(q).get("head_accumulator")
-    if not head:
-        return []
-    bits = int(head["bits"])
-    return [
-        {
-            "name": "head (W z + b)",
-            "bits": bits,
-            "bound": int(head["bound"]),
-            "capacity": (1 << (bits - 1)) - 1,
-            "worst_row": int(head.get("worst_row", -1)),
-            "margin_bits": round(float(head["margin_bits"]), 3),
-        }
-    ]
-
-
-def adapt_tensors(q: QModel) -> list[dict[str, Any]]:
-    from codegen.intref.model import adapt_manifest
-
-    return list(adapt_manifest(q).get("tensors", []))
 
 
 APP_SOURCE = "fw_app_kws.c"
@@ -271,7 +94,7 @@ APP_SOURCE = "fw_app_kws.c"
 def app_description(q: QModel) -> str:
     """INFO's application description (docs/protocol.md, "Model runtime"): ``key=value`` pairs
     separated by one space; `host.infer.parse_description` reads it back."""
-    from codegen.intref.model import adapt_formats
+    from codegen.manifest import adapt_formats
 
     src = q.source
     el = src.cmaes.elatta
@@ -348,6 +171,7 @@ def build(
     from codegen.firmware_build import FirmwareConfig, build_firmware
     from codegen.frontend import read_model
     from codegen.hostlib import model_cflags
+    from codegen.manifest import manifest, write_manifest
     from codegen.program import write_program
     from codegen.quantize import calibration_features, quantize_model
 
@@ -384,20 +208,8 @@ def build(
     quality = float_vs_fixed(q, feats)
     program = write_program(q, out)
     doc = manifest(q, sources, fw, quality, program)
-    (out / "manifest.json").write_text(json.dumps(doc, indent=2, default=_json_default) + "\n")
+    write_manifest(doc, out)
     return BuildResult(out, q, sources, doc, None if fw is None else fw.elf)
-
-
-def _json_default(o: object) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, tuple):
-        return list(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -8,29 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codegen.errors import CodegenError
+from codegen.manifest import load_manifest
 
 HELP = "show what `codegen build` decided: Q formats, errors per tensor, margins, sizes"
-
-
-def load_manifest(build_dir: str | Path) -> dict[str, Any]:
-    from codegen.build import MANIFEST_FORMAT, MANIFEST_VERSION
-
-    path = Path(build_dir) / "manifest.json"
-    if Path(build_dir).is_file() and Path(build_dir).name == "manifest.json":
-        path = Path(build_dir)
-    if not path.is_file():
-        raise CodegenError(f"{path}: not found; run `codegen build --out {build_dir}` first")
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CodegenError(f"{path}: unreadable manifest ({exc})") from exc
-    if doc.get("format") != MANIFEST_FORMAT or doc.get("version") != MANIFEST_VERSION:
-        raise CodegenError(
-            f"{path}: not a {MANIFEST_FORMAT} v{MANIFEST_VERSION} manifest "
-            f"(format={doc.get('format')!r}, version={doc.get('version')!r})"
-        )
-    return doc
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
