@@ -591,8 +591,8 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: Select
     out.append("")
     if report["safety"]:
         out.append(
-            "Safety (docs/targets.md §1): strict >= no-adapt - 0.5 points, bounded >= no-adapt - 1 point, "
-            "at every SNR (mean over seeds)"
+            "Safety (docs/targets.md §1): strict >= no-adapt - 0.5 points, "
+            "bounded >= no-adapt - 1 point, at every SNR (mean over seeds)"
         )
         for mode, per_snr in report["safety"].items():
             cells = ", ".join(

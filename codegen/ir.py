@@ -1,4 +1,5 @@
-"""The compiler's intermediate representation: frozen, typed, one dataclass per stage (docs/architecture.md §3).
+"""The compiler's intermediate representation: frozen, typed, one dataclass per stage
+(docs/architecture.md §3).
 
 Two levels:
 

@@ -36,7 +36,7 @@ HELP = "train the source KWS model (LSTM + linear head) with non-target noise au
 
 SILENCE = "_silence_"
 # Reference speech power for silence clips (the GSC-C builder's −26 dBFS RMS rule,
-# docs/data.md §5.2), so "SNR" means the same thing for silence clips in training and in the test set.
+# docs/data.md §5.2), so "SNR" means the same for silence clips in training and in the test set.
 SILENCE_REF_POWER = 10.0 ** (-26.0 / 10.0)
 AUG_KINDS = ("snr", "volume")
 

@@ -438,7 +438,7 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
             s->C[ELT_TRI(a, b)] = elt_sat32(acc);
         }
     }
-    /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (docs/cmaes.md §1.2 step 7) */
+    /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (docs/cmaes.md §1.2) */
     nps = (int32_t)elt_isqrt64((uint64_t)n2); /* Q.23 */
     ratio = (int32_t)elt_mul_rr(nps, p->inv_chi, ELT_RATE_FRAC);
     dl = elt_mul_rr(p->cs_over_ds, ratio - ((int32_t)1 << ELT_LNSIG_FRAC), ELT_RATE_FRAC);

@@ -1,4 +1,4 @@
-"""Float64 CMA-ES against pycma 4.5.0 (docs/cmaes.md §7a): constants, state after every tell, convergence.
+"""Float64 CMA-ES vs pycma 4.5.0 (docs/cmaes.md §7a): constants, state after each tell, convergence.
 
 pycma is the oracle only. It is driven with the options of docs/cmaes.md §1.4 and its
 initial C reset to I, then fed the same X and f as ours (``tell(..., check_points=False)``).
@@ -64,8 +64,8 @@ def pycma_es(k: int, active: bool, x0: np.ndarray, sigma0: float, lam: int | Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         es = cma.CMAEvolutionStrategy(x0, sigma0, opts)
-    # Two distinct arrays: the usual reset recipe ``es.sm.C = es.sm.B = np.eye(k)`` aliases B to C, and the
-    # in-place ``C *= decay`` of the first tell then also scales B (wrong active-weight norms).
+    # Two distinct arrays: the usual reset recipe ``es.sm.C = es.sm.B = np.eye(k)`` aliases B to C,
+    # and the in-place ``C *= decay`` of the first tell then also scales B (wrong active norms).
     es.sm.C = np.eye(k)
     es.sm.B = np.eye(k)
     es.sm.D = np.ones(k)
@@ -238,7 +238,8 @@ def test_hsig_stalls_match_pycma(active: bool) -> None:
 
 
 def test_short_fresh_runs_match_pycma() -> None:
-    """Fresh instances with n = 2..10 iterations, as ELaTTA uses them per sample (docs/cmaes.md §7a.3)."""
+    """Fresh instances with n = 2..10 iterations, as ELaTTA uses them per sample
+    (docs/cmaes.md §7a.3)."""
     for n in range(2, 11):
         worst, _ = run_lockstep(sphere, 2, True, "own", iterations=n)
         assert max(worst.values()) < TOL_STATE, (n, worst)

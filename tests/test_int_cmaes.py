@@ -1,6 +1,6 @@
 """Integer CMA-ES (docs/cmaes.md §6) against its float twin `codegen.elatta.cmaes.Cmaes` (chol):
-constants rounded once, helpers exact, lockstep drift bounds (docs/cmaes.md §7b.2), best-f distribution
-in the ELaTTA regime (docs/cmaes.md §7c) and QELaTTA quantisers."""
+constants rounded once, helpers exact, lockstep drift bounds (docs/cmaes.md §7b.2), best-f
+distribution in the ELaTTA regime (docs/cmaes.md §7c) and QELaTTA quantisers."""
 
 from __future__ import annotations
 
@@ -190,7 +190,8 @@ def run_lockstep(
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
 @pytest.mark.parametrize("fname", ["sphere", "ellipsoid"])
 def test_lockstep_drift_within_bounds(k: int, fname: str) -> None:
-    """Per-iteration drift (docs/cmaes.md §7b.2): |Δm| ≤ 2⁻²⁰, σ ≤ 1e-5 relative, |ΔC|, |Δp| ≤ 1e-5."""
+    """Per-iteration drift (docs/cmaes.md §7b.2): |Δm| ≤ 2⁻²⁰, σ ≤ 1e-5 relative,
+    |ΔC|, |Δp| ≤ 1e-5."""
     total: dict[str, float] = {}
     compared = 0
     for seed in range(8):

@@ -1,9 +1,9 @@
 """Float64 CMA-ES written from the equations of pycma 4.5.0 (the canonical reference).
 
 Every constant and every update line cites `docs/cmaes.md`: §1.1 holds the defaults table and
-§1.2 the ordered update of pycma's ``tell2`` (pycma source lines are cited alongside). pycma itself is used only as the test
-oracle (`tests/test_cmaes_float.py`): driven by the same candidates X and fitness values f, the
-state after every ``tell`` (m, σ, C, p_c, p_σ, h_σ) equals pycma's to ~1e-13.
+§1.2 the ordered update of pycma's ``tell2`` (pycma source lines are cited alongside). pycma itself
+is used only as the test oracle (`tests/test_cmaes_float.py`): driven by the same candidates X and
+fitness values f, the state after every ``tell`` (m, σ, C, p_c, p_σ, h_σ) equals pycma's to ~1e-13.
 
 Two deliberate differences from pycma's defaults, both parameters here:
 
@@ -106,7 +106,8 @@ class CmaesParams:
         if not isinstance(active, bool):
             raise ConfigError(f"CMA-ES active={active!r} is not allowed: use True or False")
         n = float(k)
-        # raw weights w'_i = ln((λ+1)/2) − ln i, i = 1..λ (docs/cmaes.md §1.1, recombination_weights.py:177)
+        # raw weights w'_i = ln((λ+1)/2) − ln i, i = 1..λ (docs/cmaes.md §1.1,
+        # recombination_weights.py:177)
         raw = [math.log((lam + 1) / 2.0) - math.log(i) for i in range(1, lam + 1)]
         # μ = number of positive weights = ⌊λ/2⌋ (docs/cmaes.md §1.1)
         mu = sum(1 for w in raw if w > 0)
@@ -117,14 +118,16 @@ class CmaesParams:
         mueff = 1.0 / sum(w * w for w in pos)
         # c1 = min(1, λ/6)·2/((k+1.3)² + μ_eff) (docs/cmaes.md §1.1, interfaces.py:330)
         c1 = min(1.0, lam / 6) * 2 / ((n + 1.3) ** 2 + mueff)
-        # cμ = min(1 − c1, 2(0.25 + μ_eff − 2 + 1/μ_eff)/((k+2)² + μ_eff)) (docs/cmaes.md §1.1, :334)
+        # cμ = min(1 − c1, 2(0.25 + μ_eff − 2 + 1/μ_eff)/((k+2)² + μ_eff))
+        # (docs/cmaes.md §1.1, interfaces.py:334)
         cmu = min(1 - c1, 2 * (0.25 + mueff - 2 + 1 / mueff) / ((n + 2) ** 2 + 2 * mueff / 2))
         neg_raw = raw[mu:]
         sneg = sum(neg_raw)  # ≤ 0; zero only if there is no negative raw weight
         if active and sneg < 0:
             # μ⁻_eff = (Σ w'⁻)² / Σ w'⁻² (docs/cmaes.md §1.1, recombination_weights.py mueffminus)
             mueff_minus = sneg * sneg / sum(w * w for w in neg_raw)
-            # α⁻ = min(1 + c1/cμ, 1 + 2μ⁻_eff/(μ_eff+2), (1−c1−cμ)/(k·cμ)) (docs/cmaes.md §1.1, :316-320)
+            # α⁻ = min(1 + c1/cμ, 1 + 2μ⁻_eff/(μ_eff+2), (1−c1−cμ)/(k·cμ))
+            # (docs/cmaes.md §1.1, recombination_weights.py:316-320)
             alpha_minus = min(
                 1 + c1 / cmu,
                 1 + 2 * mueff_minus / (mueff + 2),
@@ -137,11 +140,13 @@ class CmaesParams:
             neg = [0.0 for _ in neg_raw]
         # c_c = (4 + μ_eff/k)/(k + 4 + 2μ_eff/k) (docs/cmaes.md §1.1, options_parameters.py:982)
         cc = (4.0 + mueff / n) / (n + (4.0 + 2 * mueff / n))
-        # c_σ = min(0.5, (μ_eff+2)/(k+μ_eff+3)), 4.5 cap (docs/cmaes.md §1.1, sigma_adaptation.py:422)
+        # c_σ = min(0.5, (μ_eff+2)/(k+μ_eff+3)), 4.5 cap (docs/cmaes.md §1.1,
+        # sigma_adaptation.py:422)
         cs = min(0.5, (mueff + 2) / (n + (mueff + 3)))
         # d_in = max(1, 3(1 − 0.5^{k/9})) (docs/cmaes.md §1.1, sigma_adaptation.py:380)
         d_in = max(1.0, 3 * (1 - 0.5 ** (n / 9)))
-        # d_σ = 1 + 2·max(0, d_in·√((μ_eff−1)/(k+1)) − 1) + c_σ (docs/cmaes.md §1.1, sigma_adaptation.py:380)
+        # d_σ = 1 + 2·max(0, d_in·√((μ_eff−1)/(k+1)) − 1) + c_σ (docs/cmaes.md §1.1,
+        # sigma_adaptation.py:380)
         damps = 1.0 + 2 * max(0.0, d_in * ((mueff - 1) / (n + 1)) ** 0.5 - 1) + cs
         return cls(
             k=k,
@@ -294,7 +299,7 @@ class Cmaes:
         return self._factor
 
     def _whiten(self, v: FloatArray) -> FloatArray:
-        """C^{-1/2} v = B D⁻¹ Bᵀ v (eigh, docs/cmaes.md §1.2 step 3) or A⁻¹ v (chol, docs/cmaes.md §3)."""
+        """C^{-1/2} v = B D⁻¹ Bᵀ v (eigh, docs/cmaes.md §1.2 step 3) or A⁻¹ v (chol, §3 there)."""
         fac = self.factor()
         if fac.B is not None and fac.D is not None:
             d = fac.D if v.ndim == 1 else fac.D[:, None]
@@ -304,7 +309,7 @@ class Cmaes:
         return res
 
     def ask_from_z(self, z: npt.ArrayLike) -> FloatArray:
-        """Candidates x_i = m + σ·T z_i for standard normals z [λ', k] (docs/cmaes.md §1.2 step 8)."""
+        """Candidates x_i = m + σ·T z_i for normals z [λ', k] (docs/cmaes.md §1.2 step 8)."""
         Z = np.asarray(z, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[1] != self.params.k:
             raise ConfigError(f"z must have shape [n, {self.params.k}], got {Z.shape}")
@@ -318,7 +323,7 @@ class Cmaes:
         return self.ask_from_z(rng.standard_normal((self.params.lam, self.params.k)))
 
     def tell(self, X: npt.ArrayLike, f: npt.ArrayLike) -> CmaesState:
-        """One update in pycma ``tell2`` order (docs/cmaes.md §1.2 steps 1-7); returns the new state."""
+        """One update in pycma ``tell2`` order (docs/cmaes.md §1.2 steps 1-7); returns the state."""
         p = self.params
         s = self.state
         Xa = np.asarray(X, dtype=np.float64)
@@ -332,13 +337,15 @@ class Cmaes:
         n = float(p.k)
         w = p.weights_array
         g = s.g + 1  # pycma countiter, incremented before the update
-        # 1. sort by (f, index): stable argsort (docs/cmaes.md §1.2 step 1; ties: docs/numeric.md §5.4)
+        # 1. sort by (f, index): stable argsort (docs/cmaes.md §1.2 step 1; ties:
+        # docs/numeric.md §5.4)
         order = np.argsort(fa, kind="stable")
         Xs = Xa[order]
         # 2. m' = Σ_{i≤μ} w_i x_{i:λ}, positive weights, c_m = 1 (docs/cmaes.md §1.2 step 2, :2810)
         m_new = w[: p.mu] @ Xs[: p.mu]
         dm = m_new - s.m
-        # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·C^{-1/2}(m'−m)/σ, old B, D (docs/cmaes.md §1.2 step 3)
+        # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·C^{-1/2}(m'−m)/σ, old B, D
+        # (docs/cmaes.md §1.2 step 3)
         z_mean = self._whiten(dm) * (p.mueff**0.5 / s.sigma)
         ps = (1 - p.cs) * s.ps + math.sqrt(p.cs * (2 - p.cs)) * z_mean
         # 4. h_σ = [‖p_σ‖²/(1−(1−c_σ)^{2g})/k − 1 < 1 + 4/(k+1)] (docs/cmaes.md §1.2 step 4)
@@ -351,7 +358,8 @@ class Cmaes:
         c1a = p.c1 * (1 - (1 - h * h) * p.cc * (2 - p.cc))
         # 6b. y_i = (x_{i:λ} − m)/σ (docs/cmaes.md §1.2 step 6, pop_zero_encoded)
         Y = (Xs - s.m) / s.sigma
-        # 6c. w°_i = w_i·k/(‖C^{-1/2}y_i‖ + 1e-9)² for w_i < 0 (docs/cmaes.md §1.2 step 6, sampler.py:337)
+        # 6c. w°_i = w_i·k/(‖C^{-1/2}y_i‖ + 1e-9)² for w_i < 0 (docs/cmaes.md §1.2 step 6,
+        # sampler.py:337)
         wc = p.cmu * w
         neg = wc < 0
         if np.any(neg):
@@ -374,6 +382,6 @@ class Cmaes:
             g=g,
             hsig=bool(hsig),
         )
-        # 8. the factorisation of the new C happens lazily at the next ask (docs/cmaes.md §1.2 step 8)
+        # 8. the new C is factorised lazily at the next ask (docs/cmaes.md §1.2 step 8)
         self._factor = None
         return self.state

@@ -357,8 +357,8 @@ def select_sigma0(
     """Choose σ₀ target-agnostically on clean SOURCE validation latents.
 
     Rule: the largest grid value whose strict accuracy is at most ``max_drop_points`` below
-    no-adapt (default 0.25: half of the docs/targets.md §1 budget of 0.5 points for strict) and whose
-    mean entropy reduction is positive. Clean source data is where the head
+    no-adapt (default 0.25: half of the docs/targets.md §1 budget of 0.5 points for strict) and
+    whose mean entropy reduction is positive. Clean source data is where the head
     is already right, so adaptation there can only be neutral or harmful: the largest σ₀ that
     is still harmless there gives the search the most room on shifted data without using any
     target sample. If no value passes, the smallest grid value is returned (closest to
@@ -422,8 +422,8 @@ def select_bounded(
     span(V) (`latent_spread`), so the carried-over mean never leaves the region the source data
     occupies. Each pair runs the validation rows as one stream (in the given order) with
     ``cfg_base.sigma0``. Rule: among pairs whose accuracy is at most ``max_drop_points`` below
-    no-adapt (default 0.5: half of the docs/targets.md §1 budget of 1 point for bounded continual), take
-    the largest radius, then the largest β (the most carry-over the head tolerates). If none
+    no-adapt (default 0.5: half of the docs/targets.md §1 budget of 1 point for bounded continual),
+    take the largest radius, then the largest β (the most carry-over the head tolerates). If none
     passes, β = 0 and radius = 0, which makes the mode equal to strict.
     """
     if len(betas) == 0 or len(radius_multiples) == 0:

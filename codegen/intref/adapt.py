@@ -280,8 +280,8 @@ def quantize_adapt(
 
     * V: int16 in the format that holds max|V| (Q0.15 for an orthonormal basis).
     * W: int16 in the finest format that holds max|W| **and** proves the int32 accumulator:
-      Σ_j |W_ij|·2¹⁵ + |b_i| + 2^(s−1) ≤ 2³¹ − 1 for every row (|latent| ≤ 2¹⁵ raw, docs/numeric.md §3).
-      No format satisfies it → ConfigError naming ``head W`` and the row.
+      Σ_j |W_ij|·2¹⁵ + |b_i| + 2^(s−1) ≤ 2³¹ − 1 for every row (|latent| ≤ 2¹⁵ raw, docs/numeric.md
+      §3). No format satisfies it → ConfigError naming ``head W`` and the row.
     * b: int32 in the accumulator format Q.(fw + latent frac).
     * logits: int16, format from max|W z + b| over the clean source latents ``z_calib`` plus
       one bit of headroom (adapted and shifted samples move further out).

@@ -344,7 +344,7 @@ def sample_s32(m: I64, A: I64, z: I64, mant: I64, e: I64, k: int) -> tuple[I64, 
 
 
 def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order: I64) -> I64:
-    """``elt_cmaes_tell_s32``: one update in pycma ``tell2`` order (docs/cmaes.md §1.2 steps 2-7, §6).
+    """``elt_cmaes_tell_s32``: one pycma ``tell2``-order update (docs/cmaes.md §1.2 steps 2-7, §6).
 
     ``order`` [B, λ] is the ranking by (f, index). Updates ``st`` in place; returns h_σ [B].
     Sums run over whole axes at once: the terms are rounded first, so integer addition is exact
@@ -360,7 +360,8 @@ def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order
     m_new = sat32a(np.sum(mul_rr(w, xs[:, :mu], RATE_FRAC), axis=1))
     zw = sat32a(np.sum(mul_rr(w, zs[:, :mu], RATE_FRAC), axis=1))
     yw = sat32a(np.sum(mul_rr(w, ys[:, :mu], RATE_FRAC), axis=1))
-    # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·z_w (docs/cmaes.md §1.2 step 3 with A⁻¹(m'−m)/σ = z_w)
+    # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·z_w (docs/cmaes.md §1.2 step 3 with
+    # A⁻¹(m'−m)/σ = z_w)
     ps = sat32a(
         mul_rr(p.one_minus_cs, st.ps, RATE_FRAC) + mul_rr(p.gain_s, zw, GAIN_FRAC + Z_FRAC - X_FRAC)
     )
@@ -371,8 +372,8 @@ def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order
     pc = sat32a(
         mul_rr(p.one_minus_cc, st.pc, RATE_FRAC) + hsig[:, None] * mul_rr(p.gain_c, yw, GAIN_FRAC)
     )
-    # 6. C ← decay_h·C + c1 p_c p_cᵀ + Σ wc_i ŷ_i ŷ_iᵀ (docs/cmaes.md §1.2 step 6); ŷ = y/‖z‖ for the
-    # active negative weights (pycma's k/‖C^{-1/2}y‖², k folded into wc_i)
+    # 6. C ← decay_h·C + c1 p_c p_cᵀ + Σ wc_i ŷ_i ŷ_iᵀ (docs/cmaes.md §1.2 step 6); ŷ = y/‖z‖ for
+    # the active negative weights (pycma's k/‖C^{-1/2}y‖², k folded into wc_i)
     wc = np.asarray(p.wc, dtype=np.int64)
     yh = ys.copy()
     neg = np.flatnonzero((np.arange(p.lam) >= mu) & (wc != 0))
@@ -391,7 +392,8 @@ def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order
         + np.sum(mul_rr(wc[None, :, None], u, RATE_FRAC), axis=1)  # wc_i = 0 adds round(0) = 0
     )
     C = sat32a(acc)
-    # 7. ln σ += clip((c_σ/d_σ)(‖p_σ‖/χ − 1), −1, 1) (docs/cmaes.md §1.2 step 7; log domain, docs/cmaes.md §6)
+    # 7. ln σ += clip((c_σ/d_σ)(‖p_σ‖/χ − 1), −1, 1) (docs/cmaes.md §1.2 step 7; log
+    # domain, §6 there)
     nps = isqrt64(n2)  # Q.23
     ratio = mul_rr(nps, p.inv_chi, RATE_FRAC)  # Q.23
     dl = mul_rr(p.cs_over_ds, ratio - (1 << LNSIG_FRAC), RATE_FRAC)

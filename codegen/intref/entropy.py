@@ -72,7 +72,8 @@ def bitlen64(x: I64) -> I64:
 
 
 def ln_q30sum_q26(S: I64) -> I64:
-    """``elt_ln_q26``: ln S for S in Q.30 with 2³⁰ ≤ S < 2³⁹, result Q.26 (docs/cmaes.md §5 step 4)."""
+    """``elt_ln_q26``: ln S for S in Q.30 with 2³⁰ ≤ S < 2³⁹, result Q.26 (docs/cmaes.md §5
+    step 4)."""
     b = bitlen64(S) - 1  # S = 2^b (1 + x), b ∈ [30, 38]
     xf = rshift_round_var(S - (np.int64(1) << b), b - 26)  # x in Q.26, may round up to 2^26
     l2 = ((b - LUT_FRAC) << 26) + rshift_round(lut_interp_q26(LOG2_LUT, xf), LUT_FRAC - 26)

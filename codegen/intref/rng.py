@@ -1,7 +1,7 @@
 """Uniform and Gaussian random numbers, bit-exact twin of ``firmware/elt_rng.c`` (docs/cmaes.md §4).
 
-* **Seeding** (per sample, so results do not depend on order or device; docs/numeric.md §5.3): the base seed
-  is mixed once by splitmix64, the key is xor-ed with the 32-bit sample id, and two more
+* **Seeding** (per sample, so results do not depend on order or device; docs/numeric.md §5.3): the
+  base seed is mixed once by splitmix64, the key is xor-ed with the 32-bit sample id, and two more
   splitmix64 outputs fill the four xoshiro128** words (low half first)::
 
       key = splitmix64(seed)            # first output of a splitmix64 stream at state = seed

@@ -4,7 +4,8 @@ The same integers are emitted into C by ``templates/adapt_params.c.j2`` and read
 integer reference (`codegen.intref.rng`, `codegen.intref.entropy`, `codegen.intref.cmaes_int`);
 neither side recomputes them (docs/architecture.md §3, docs/numeric.md §5).
 
-* ``EXP2_LUT``: 2^(−j/256), j = 0..256, Q1.30 (docs/cmaes.md §5 step 2; also σ = 2^(ln σ·log₂e), §6).
+* ``EXP2_LUT``: 2^(−j/256), j = 0..256, Q1.30 (docs/cmaes.md §5 step 2; also
+  σ = 2^(ln σ·log₂e), §6).
 * ``LOG2_LUT``: log₂(1 + j/256), j = 0..256, Q1.30 (docs/cmaes.md §5 step 4).
 * ``GAUSS_LUT``: half-normal inverse CDF, 32 octaves × 33 knots, Q3.28 (docs/cmaes.md §4): knot j of
   octave o sits at t = 2^−(o+1)·(1 + j/32) and holds |z| = Φ⁻¹(1 − t/2).
