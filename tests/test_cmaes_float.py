@@ -114,7 +114,7 @@ def test_params_match_pycma_with_popsize(k: int, lam: int) -> None:
 
 
 def test_notes_table_values() -> None:
-    """The k = 2, 8, 32 rows of the docs/cmaes.md §1.1 (4.5 values)."""
+    """The k = 2, 8, 32 rows of the docs/cmaes.md §1.1 table (4.5 values)."""
     for k, lam, mu, mueff, c1, cmu, cc, cs, chi in [
         (2, 6, 3, 2.029, 0.1548, 0.0856, 0.625, 0.500, 1.2533),
         (8, 10, 5, 3.167, 0.0223, 0.0336, 0.344, 0.365, 2.7416),
