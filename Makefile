@@ -15,7 +15,7 @@ setup:
 firmware: setup
 	$(CODEGEN) firmware --out $(OUT)/firmware
 
-# Issue 5: built-in data set (reused when up to date), the shipped model compiled to C + ELF,
+# The demo: built-in data set (reused when up to date), the shipped model compiled to C + ELF,
 # QEMU streaming a slice spanning every noise and SNR in strict and bounded-continual modes,
 # every result checked bit-exactly; tables in $(OUT)/run/report.md.
 DEMO_DATA  ?= $(OUT)/data/demo

@@ -1,5 +1,5 @@
-"""Host integer reference throughput (issue 6, acceptance 4): samples/s of the Python
-fixed-point reference for no_adapt and strict ELaTTA on 1 and W processes
+"""Host integer reference throughput (docs/targets.md §1 "host integer reference"): samples/s of the
+Python fixed-point reference for no_adapt and strict ELaTTA on 1 and W processes
 (`codegen.host_throughput`), features precomputed from the demo set's noisy test clips.
 
     python bench/host_reference.py [--build out/build/kws] [--data out/data/demo] [--n 20000]

@@ -1,6 +1,6 @@
-"""Guest-instruction profile of one INFER per mode, by function (issue 6: "the instruction mix").
+"""Guest-instruction profile of one INFER per mode, by function (the instruction mix).
 
-QEMU has no PMU cycle counter (DESIGN §5) and the Debian build ships no TCG plugins, so the
+QEMU has no PMU cycle counter (docs/targets.md §4) and the Debian build ships no TCG plugins, so the
 profile comes from QEMU's own logs: `-d in_asm` prints every translation block once with its
 instructions, `-d exec,nochain` prints every block execution (chaining off, so none is
 skipped). Executions × block lengths, attributed to the ELF's function symbols, give exact

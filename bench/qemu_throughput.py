@@ -1,4 +1,4 @@
-"""Throughput of `codegen run` through QEMU (issue 5, DESIGN §7 "serial harness"): strict mode,
+"""Throughput of `codegen run` through QEMU (docs/targets.md §1 "serial harness"): strict mode,
 default model, the tiny data set. Not a timed test: prints samples/s with QEMU's -icount off
 (the fast link; ticks not deterministic) for 1 and 2 jobs, and one -icount run for the
 deterministic QEMU icount ticks.
@@ -6,7 +6,7 @@ deterministic QEMU icount ticks.
     python bench/qemu_throughput.py [--data DIR] [--build DIR] [--limit N]
 
 QEMU's Cadence UART takes the 1-KiB INFER in 64-byte RX-FIFO chunks; the link, not the model,
-sets the rate (docs/protocol.md; see the closing note of issue 5).
+sets the rate (docs/protocol.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""`codegen bench`: QEMU icount-tick costs of the default build and of a k x n sweep (issue 6,
-DESIGN §5, §7). Measurement only: the firmware is the ordinary `codegen build` ELF.
+"""`codegen bench`: QEMU icount-tick costs of the default build and of a k x n sweep
+(docs/targets.md §1, §4). Measurement only: the firmware is the ordinary `codegen build` ELF.
 
 Every figure is a median of the global-timer ticks the device already returns in RESULT
 (docs/protocol.md, "Model runtime"): ``encoder`` (FW_APP_ENCODE), ``adapt`` (elt_adapt_run) and
@@ -46,8 +46,9 @@ repo's own code, measured in the same run on the same QEMU with the same clips:
   newlib's libm, hard-float VFP/NEON flags as every build), wired in with ``-DELT_ENCODER_F32``:
   the app dequantizes the int16 features, runs the float encoder, rounds z to Q0.15 and continues
   with the integer adaptation, so RESULT's encoder ticks time the float encoder.
-- ``float32_fastmath``: the same with ``-O3 -ffast-math`` on every source (DESIGN §7's anchor
-  setting; at -O2, GCC 12 vectorizes no loop of run-time length, with or without fast-math).
+- ``float32_fastmath``: the same with ``-O3 -ffast-math`` on every source (the
+  docs/targets.md §1 anchor setting; at -O2, GCC 12 vectorizes no loop of run-time length, with
+  or without fast-math).
 
 Each records encoder and no-adapt ticks, .text/.rodata bytes, the fraction of the clips whose
 device no-adapt class equals the Python float model's (``float_class_agreement``), and a
@@ -316,7 +317,8 @@ def variants() -> dict[str, Variant]:
             "float32", F32_CFLAGS, True, "float32 C encoder (plain loops, libm expf/tanhf), -O2"
         ),
         # -O3: GCC 12's -O2 vectorizer (very-cheap cost model) leaves loops of run-time length
-        # scalar, so -O2 -ffast-math alone changes next to nothing; DESIGN §7's anchor is -O3.
+        # scalar, so -O2 -ffast-math alone changes next to nothing; the docs/targets.md §1
+        # anchor is -O3.
         "float32_fastmath": Variant(
             "float32_fastmath",
             (*F32_CFLAGS, "-O3", "-ffast-math"),
@@ -736,7 +738,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         "# ELaTTA firmware benchmark (QEMU icount ticks)",
         "",
         "`qemu-system-arm -M xilinx-zynq-a9 -icount shift=0`; Cortex-A9 global-timer ticks as "
-        'returned in RESULT ("QEMU icount ticks", not cycles; DESIGN §5). Medians over '
+        'returned in RESULT ("QEMU icount ticks", not cycles; docs/targets.md §4). Medians over '
         f"{x['samples']} samples x {x['reps']} repetitions per mode. The sweep table gives the "
         "largest spread of any tick field between repetitions of the same clip (rep spread: "
         "the run-to-run determinism) and between clips (clip spread: data-dependent paths). "
@@ -816,7 +818,7 @@ def baseline_tables(b: dict[str, dict[str, Any]], r: dict[str, dict[str, float]]
         "and its no-adapt total adds the integer head + entropy. `float32_fastmath`: the same "
         "with `-O3 -ffast-math` on every source (GCC 12's -O2 vectorizer leaves loops of "
         "run-time length scalar, so -O2 -ffast-math alone changes next to nothing); lets GCC "
-        "use NEON for the float dot products. DESIGN §7 anchors for a similar "
+        "use NEON for the float dot products. docs/targets.md §1 anchors for a similar "
         "LSTM on this core: naive float32 C -O3 168,009 ticks, -ffast-math 82,024. "
         '"= float model": fraction of the clips whose device no-adapt class equals the '
         "Python float64 model's.",

@@ -1,4 +1,4 @@
-"""`codegen build`: checkpoint + V_k + config -> C sources, firmware ELF and manifest (issue 4).
+"""`codegen build`: checkpoint + V_k + config -> C sources, firmware ELF and manifest .
 
     frontend (codegen.frontend) -> float IR -> quantize (codegen.quantize, calibrated on clean
     SOURCE clips) -> fixed IR -> emit (codegen.emit, Jinja) -> arm-none-eabi-gcc

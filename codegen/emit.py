@@ -1,4 +1,4 @@
-"""Emission: fixed IR -> C sources through Jinja (DESIGN §2, §8).
+"""Emission: fixed IR -> C sources through Jinja (docs/architecture.md §4, §7).
 
 Python decides everything; the templates (``templates/model.{c,h}.j2``) only loop over the
 fields prepared here and format them (``StrictUndefined``, no arithmetic or policy). Output is

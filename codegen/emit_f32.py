@@ -1,4 +1,5 @@
-"""float32 baseline emitter for `codegen bench` (issue 6; DESIGN §7 "naive float32 C", §8).
+"""float32 baseline emitter for `codegen bench` (docs/targets.md §1
+"plain float32 C"; docs/architecture.md §7).
 
 The trained float weights of the float IR (``codegen.ir.Model``: LSTM w_ih, w_hh, b_ih, b_hh and
 the linear head) become ``static const float`` arrays, each commented with its shape and range;

@@ -48,7 +48,7 @@ NOISE_GROUPS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("Domestic", ("washing_machine", "vacuum_cleaner")),
     ("Urban", ("car_horn", "fireworks")),
 )
-# DESIGN §7 "adaptation safety": allowed loss against no-adapt, in points, at every SNR.
+# docs/targets.md §1 "adaptation safety": allowed loss against no-adapt, in points, at every SNR.
 SAFETY_LIMITS: dict[str, float] = {"strict": -0.5, "continual_bounded": -1.0}
 
 
@@ -591,8 +591,8 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
     out.append("")
     if report["safety"]:
         out.append(
-            "Safety (DESIGN §7): strict >= no-adapt - 0.5 points, bounded >= no-adapt - 1 point, "
-            "at every SNR (mean over seeds)"
+            "Safety (docs/targets.md §1): strict >= no-adapt - 0.5 points, "
+            "bounded >= no-adapt - 1 point, at every SNR (mean over seeds)"
         )
         for mode, per_snr in report["safety"].items():
             cells = ", ".join(
@@ -633,7 +633,7 @@ def elatta_toml(report: dict[str, Any]) -> str:
         f"radius = {cfg['radius']!r}",
         f"seed = {cfg['seeds'][0]}",
         f"active = {'true' if cfg['active'] else 'false'}",
-        "# strict is the safe default (DESIGN §1); continual_bounded uses beta and radius",
+        "# strict is the safe default (docs/elatta.md §8); continual_bounded uses beta and radius",
         'mode = "strict"',
     ]
     return "\n".join(lines) + "\n"

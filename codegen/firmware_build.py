@@ -1,4 +1,5 @@
-"""`codegen firmware`: build the bare-metal runtime ELF for the Zynq-7020 (DESIGN §2, §5).
+"""`codegen firmware`: build the bare-metal runtime ELF for the Zynq-7020 (docs/architecture.md §5,
+docs/targets.md §2).
 
 Python decides every value (UART divisors, build id); ``templates/fw_config.h.j2`` only formats
 them; arm-none-eabi-gcc compiles ``firmware/`` with the generated header.

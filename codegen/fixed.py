@@ -1,6 +1,6 @@
 """Numeric contract, Python side (docs/numeric.md): mirrors firmware/fw_fixed.h function for
 function. Works on Python ints and on numpy int64 arrays (no silent wrap: callers keep values in
-the int64 range, which the compiler proves, DESIGN §3)."""
+the int64 range, which the compiler proves, docs/numeric.md §3)."""
 
 from __future__ import annotations
 

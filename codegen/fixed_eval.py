@@ -4,7 +4,7 @@ computes) on every additive-noise condition, in the report.json layout of `codeg
 ``evaluate_fixed`` returns ``{mode: {snr: {noise: acc, "average": acc}}}`` (accuracy fractions,
 mean over seeds for the adapting modes), the shape of report.json's ``"float"`` table, so
 ``codegen eval --fixed`` can put it beside it as ``"fixed"``. ``compare_fixed_float`` also runs the
-float reference on the same clips and reports the per-sample class agreement (DESIGN §7:
+float reference on the same clips and reports the per-sample class agreement (docs/targets.md §1:
 no-adapt and strict within 0.5 points of float, ≥ 99 % same class in no-adapt).
 
 Clips, order and sample ids are those of `codegen.evaluate` (`_stream_order`, the condition's

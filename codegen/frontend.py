@@ -1,4 +1,5 @@
-"""Frontend: checkpoint + basis + TOML config -> float IR (`codegen.ir.Model`), DESIGN §2.
+"""Frontend: checkpoint + basis + TOML config -> float IR (`codegen.ir.Model`),
+docs/architecture.md §2.
 
 Everything the compiler cannot lower is refused here, before any quantization, with a message
 that names the offending value and what is supported: more than one LSTM layer, a

@@ -1,4 +1,4 @@
-"""Host integer reference throughput (issue 6, acceptance 4; DESIGN §7 "host reference").
+"""Host integer reference throughput (docs/targets.md §1 "host integer reference").
 
 Samples/s of the Python fixed-point reference (`codegen.intref.model.infer_int`: LSTM encoder,
 head, entropy and, for strict, the integer CMA-ES search; vectorised over samples and

@@ -3,8 +3,8 @@
 The device sources (generated model + adaptation files, the hand-written kernels) are compiled
 unchanged with the host gcc (``-fwrapv``, ``-Wall -Wextra -Werror -std=c11``), plus the
 host-only wrapper ``templates/host_api.c.j2``. Tests then compare the C and the Python integer
-reference (`codegen.intref.model.infer_int`) field for field without a board (DESIGN §8:
-render → host-compiled C with ``-fsanitize=undefined`` → QEMU).
+reference (`codegen.intref.model.infer_int`) field for field without a board (docs/architecture.md
+§7: render → host-compiled C with ``-fsanitize=undefined`` → QEMU).
 
 ``trace=True`` builds with ``-DELT_TRACE``: the kernels report every named trace point (LSTM
 c[t] and h[t], z_t, then the adaptation core's) to a Python callback; `first_mismatch` uses it

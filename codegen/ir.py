@@ -1,4 +1,5 @@
-"""The compiler's intermediate representation: frozen, typed, one dataclass per stage (DESIGN §2).
+"""The compiler's intermediate representation: frozen, typed, one dataclass per stage
+(docs/architecture.md §3).
 
 Two levels:
 
@@ -8,7 +9,7 @@ Two levels:
 * **fixed IR** (`QLstm`, `QModel`): what `codegen.quantize` decided once — every Q format, every
   integer, every shift, the sigmoid table, the accumulator widths and their overflow proofs.
   The Jinja emitter and the Python integer reference both read these integers; neither
-  re-quantizes (DESIGN §3, docs/numeric.md §4).
+  re-quantizes (docs/numeric.md §4).
 
 Arrays inside the IR are copied and made read-only on construction, so a frozen dataclass is
 frozen all the way down. Equality is by identity (``eq=False``) for classes holding arrays.

@@ -1,4 +1,4 @@
-"""Quantization: float IR -> fixed IR, decided once (DESIGN §2, §3; docs/numeric.md §4).
+"""Quantization: float IR -> fixed IR, decided once (docs/architecture.md §3; docs/numeric.md §4).
 
 Calibration runs the float64 LSTM (`codegen.intref.lstm.lstm_float`) over clean SOURCE
 features and picks every activation format from the ranges it sees; weights get per-tensor

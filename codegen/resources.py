@@ -33,7 +33,7 @@ def firmware_dir() -> Path:
 
 
 def jinja_env() -> jinja2.Environment:
-    """Templates only format (DESIGN §2): undefined names are errors, output is byte-stable."""
+    """Templates only format (docs/architecture.md §4): undefined names fail, output is stable."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from codegen.errors import BuildError, ToolMissingError
 
-# tool -> Debian package (DESIGN §5)
+# tool -> Debian package (docs/targets.md §2)
 PACKAGES = {
     "arm-none-eabi-gcc": "gcc-arm-none-eabi",
     "arm-none-eabi-size": "binutils-arm-none-eabi",
@@ -22,7 +22,7 @@ PACKAGES = {
 
 # Cortex-A9 with NEON, hard-float ABI, ARM state (Zynq-7000, UG585 §3.1).
 ARM_CPU_FLAGS: tuple[str, ...] = ("-mcpu=cortex-a9", "-mfpu=neon", "-mfloat-abi=hard", "-marm")
-# Numeric contract (DESIGN §3): -fwrapv; MMU off => -mno-unaligned-access (startup.S).
+# Numeric contract (docs/numeric.md §2): -fwrapv; MMU off => -mno-unaligned-access (startup.S).
 COMMON_CFLAGS: tuple[str, ...] = (
     "-std=c11",
     "-Wall",

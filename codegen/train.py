@@ -1,6 +1,6 @@
 """`codegen train`: the source KWS model (1-layer LSTM + linear head) on clean source data.
 
-Recipe (the standard GSC one, DESIGN §6): only the *training* split is used for weights and
+Recipe (the standard GSC one, docs/data.md §1.2): only the *training* split is used for weights and
 normalisation statistics; the validation split picks the epoch. Robustness comes from
 background-noise augmentation with *non-target* noises (``codegen.data.background_noises``),
 never with the ten GSC-C test categories, so the noisy test set stays a genuine shift:
@@ -8,7 +8,7 @@ never with the ten GSC-C test categories, so the noisy test set stays a genuine 
 - a random time shift of up to ±``shift_ms`` (zero padded),
 - with probability ``aug_prob`` (always for ``_silence_`` clips) a random 1-s window of a random
   background noise, either at an SNR drawn uniformly from [``snr_min``, ``snr_max``] dB
-  (``--aug snr``, the mixing of data-notes §5.4) or at volume U(0, ``volume``) (``--aug volume``,
+  (``--aug snr``, the mixing of docs/data.md §5.4) or at volume U(0, ``volume``) (``--aug volume``,
   the TensorFlow speech-commands recipe); with ``diversify`` the window is first randomly
   coloured and given a slow random envelope (see `diversify`).
 
@@ -35,8 +35,8 @@ from codegen.errors import ConfigError
 HELP = "train the source KWS model (LSTM + linear head) with non-target noise augmentation"
 
 SILENCE = "_silence_"
-# Reference speech power for silence clips (the GSC-C builder's −26 dBFS RMS rule, data-notes
-# §5.2), so "SNR" means the same thing for silence clips in training and in the test set.
+# Reference speech power for silence clips (the GSC-C builder's −26 dBFS RMS rule,
+# docs/data.md §5.2), so "SNR" means the same for silence clips in training and in the test set.
 SILENCE_REF_POWER = 10.0 ** (-26.0 / 10.0)
 AUG_KINDS = ("snr", "volume")
 

@@ -398,7 +398,7 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
         const int32_t(*pe)[ELT_K_MAX];
         int32_t j;
         int32_t hsig;
-        /* 1. A = chol(C); 2. sigma; z, y = A z, x = m + sigma y (notes §6) */
+        /* 1. A = chol(C); 2. sigma; z, y = A z, x = m + sigma y (docs/cmaes.md §6) */
         if (st->es.g == 0) {
             /* C = I exactly (elt_cmaes_reset_s32) and chol(I) = I with no raised pivot:
              * isqrt(2^26 2^26) = 2^26, off-diagonal numerators 0 */

@@ -58,7 +58,7 @@ typedef struct {
     int32_t pred;              /* argmax of the best candidate's logits */
     int32_t H_noadapt;         /* Q5.26 */
     int32_t H_best;            /* Q5.26 */
-    int32_t n_pivot_fix;       /* raised Cholesky pivots (notes §6) */
+    int32_t n_pivot_fix;       /* raised Cholesky pivots (docs/cmaes.md §6) */
     int32_t p_best[ELT_K_MAX]; /* best sampled p, Q4.27 */
     int16_t logits_noadapt[ELT_C_MAX];
     int16_t logits[ELT_C_MAX];

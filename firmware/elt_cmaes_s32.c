@@ -1,5 +1,5 @@
 /*
- * Integer CMA-ES (reference/cmaes-notes.md §6, update order of pycma tell2 in §1).
+ * Integer CMA-ES (docs/cmaes.md §6, update order of pycma tell2 in §1).
  * Python twin: codegen/intref/cmaes_int.py, function for function.
  *
  * One rule everywhere: products of two int32 in int64, rounded to the destination format
@@ -40,7 +40,7 @@ void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, cons
     s->g = 0;
 }
 
-/* notes §6 step 1: A_jj = isqrt(max(C_jj - sum A_jl^2, eps) 2^26),
+/* docs/cmaes.md §6 step 1: A_jj = isqrt(max(C_jj - sum A_jl^2, eps) 2^26),
  * A_ij = (C_ij - sum A_il A_jl) / A_jj (numerator saturated to int32, rounded division). */
 int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
 {
@@ -276,7 +276,7 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
     int32_t a;
     int32_t b;
     s->g += 1; /* pycma countiter, incremented before the update */
-    /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike (notes §1 step 2, §3) */
+    /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike (docs/cmaes.md §1.2 step 2, §3) */
     a = 0;
 #if ELT_NEON
     /* two dimensions per step: VMULL by the scalar w_i, VRSRA #30 (each product rounded, the
@@ -311,15 +311,15 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         zw[a] = elt_sat32(az);
         yw[a] = elt_sat32(ay);
     }
-    /* 3. p_s <- (1 - c_s) p_s + sqrt(c_s(2-c_s)mu_eff) z_w (notes §1 step 3) */
+    /* 3. p_s <- (1 - c_s) p_s + sqrt(c_s(2-c_s)mu_eff) z_w (docs/cmaes.md §1.2 step 3) */
     for (a = 0; a < k; a++) {
         s->ps[a] = elt_sat32(elt_mul_rr(p->one_minus_cs, s->ps[a], ELT_RATE_FRAC) +
                              elt_mul_rr(p->gain_s, zw[a], ELT_GAIN_FRAC + ELT_Z_FRAC - ELT_X_FRAC));
         n2 += elt_mul_rr(s->ps[a], s->ps[a], 2 * ELT_X_FRAC - ELT_NORM2_FRAC);
     }
-    /* 4. h_sigma <=> ||p_s||^2 < T_g (notes §1 step 4, §6 step 6) */
+    /* 4. h_sigma <=> ||p_s||^2 < T_g (docs/cmaes.md §1.2 step 4, §6 step 6) */
     hsig = n2 < p->hsig_thr[s->g - 1] ? 1 : 0;
-    /* 5. p_c <- (1 - c_c) p_c + h_sigma sqrt(c_c(2-c_c)mu_eff) y_w (notes §1 step 5) */
+    /* 5. p_c <- (1 - c_c) p_c + h_sigma sqrt(c_c(2-c_c)mu_eff) y_w (docs/cmaes.md §1.2 step 5) */
     for (a = 0; a < k; a++) {
         int64_t v = elt_mul_rr(p->one_minus_cc, s->pc[a], ELT_RATE_FRAC);
         if (hsig) {
@@ -348,7 +348,7 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
             w->y[r][a] = elt_sat32(elt_div_round_r((int64_t)w->y[r][a] * ((int64_t)1 << 25), &rc));
         }
     }
-    /* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (notes §1 step 6) */
+    /* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (docs/cmaes.md §1.2 step 6) */
     decay = hsig ? p->decay_h1 : p->decay_h0;
 #if ELT_NEON && ELT_K_MAX >= 2
     if (k == 2) {
@@ -438,7 +438,7 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
             s->C[ELT_TRI(a, b)] = elt_sat32(acc);
         }
     }
-    /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (notes §1 step 7) */
+    /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (docs/cmaes.md §1.2) */
     nps = (int32_t)elt_isqrt64((uint64_t)n2); /* Q.23 */
     ratio = (int32_t)elt_mul_rr(nps, p->inv_chi, ELT_RATE_FRAC);
     dl = elt_mul_rr(p->cs_over_ds, ratio - ((int32_t)1 << ELT_LNSIG_FRAC), ELT_RATE_FRAC);

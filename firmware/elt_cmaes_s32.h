@@ -1,5 +1,5 @@
 /*
- * Integer CMA-ES for ELaTTA (reference/cmaes-notes.md §6; Python twin
+ * Integer CMA-ES for ELaTTA (docs/cmaes.md §6; Python twin
  * codegen/intref/cmaes_int.py). Constants are the pycma-4.5.0 values rounded once by the
  * compiler; state int32 in the formats of elt_types.h, int64 intermediates.
  */
@@ -37,7 +37,7 @@ typedef struct {
     int32_t grid_hi;         /* 2^(x-1) - 1 */
 } elt_cmaes_params_t;
 
-/* Changing state of one run (reset per sample, notes §6). */
+/* Changing state of one run (reset per sample, docs/cmaes.md §6). */
 typedef struct {
     int32_t m[ELT_K_MAX];   /* mean, Q4.27 */
     int32_t ps[ELT_K_MAX];  /* step-size path, Q4.27 */

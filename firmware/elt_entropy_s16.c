@@ -1,5 +1,5 @@
 /*
- * Entropy of softmax over int16 logits (reference/cmaes-notes.md §5; Python twin
+ * Entropy of softmax over int16 logits (docs/cmaes.md §5; Python twin
  * codegen/intref/entropy.py, function for function):
  *
  *   d_i = max l - l_i >= 0, clamped at 31 nats; a_i = d_i in Q5.26

@@ -1,6 +1,6 @@
 /*
  * Fixed-point exp2, ln and the Shannon entropy of softmax(int16 logits)
- * (reference/cmaes-notes.md §5, docs/numeric.md §5). Python twin: codegen/intref/entropy.py.
+ * (docs/cmaes.md §5, docs/numeric.md §5). Python twin: codegen/intref/entropy.py.
  */
 #ifndef ELT_ENTROPY_S16_H
 #define ELT_ENTROPY_S16_H

@@ -1,6 +1,6 @@
 /*
- * float32 LSTM encoder and linear head: the benchmark's float baseline (codegen bench, issue 6;
- * DESIGN §7 "naive float32 C"). Not on the device's bit-exact path: the integer kernels
+ * float32 LSTM encoder and linear head: the benchmark's float baseline (codegen bench;
+ * docs/targets.md §1, "plain float32 C"). Not on the device's bit-exact path: the integer kernels
  * (elt_lstm_s16.c) are the product; this is the plain float C a port of the trained model would
  * start from, timed on the same QEMU for comparison.
  *

@@ -47,7 +47,7 @@ int16_t elt_sigmoid_q15(const int16_t *lut, uint8_t lut_shift, int16_t x)
 
 int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2)
 {
-    /* tanh(x) = 2σ(2x) - 1 (CMSIS-NN, DESIGN §3): σ ∈ [1, 32767] -> [-32766, 32766]. */
+    /* tanh(x) = 2σ(2x) - 1 (CMSIS-NN, docs/numeric.md §4): σ ∈ [1, 32767] -> [-32766, 32766]. */
     return (int16_t)(2 * (int32_t)sigmoid_q15(lut, lut_shift, x2) - 32768);
 }
 

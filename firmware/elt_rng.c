@@ -1,5 +1,5 @@
 /*
- * Random streams for ELaTTA (reference/cmaes-notes.md §4; Python twin codegen/intref/rng.py).
+ * Random streams for ELaTTA (docs/cmaes.md §4; Python twin codegen/intref/rng.py).
  */
 #include "elt_rng.h"
 

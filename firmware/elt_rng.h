@@ -1,6 +1,6 @@
 /*
  * Per-sample random streams: splitmix64 seeding, xoshiro128**, piecewise-linear inverse-CDF
- * Gaussian (reference/cmaes-notes.md §4). Python twin: codegen/intref/rng.py.
+ * Gaussian (docs/cmaes.md §4). Python twin: codegen/intref/rng.py.
  */
 #ifndef ELT_RNG_H
 #define ELT_RNG_H
@@ -14,7 +14,7 @@ typedef struct {
 
 /* key = splitmix64(seed); st = key ^ sample_id; s0|s1<<32, s2|s3<<32 = next two splitmix64
  * outputs. The stream depends on (seed, sample_id) only: results do not depend on order or on
- * which device ran them (DESIGN §3). */
+ * which device ran them (docs/numeric.md §5.3). */
 void elt_rng_seed(elt_rng_t *rng, uint64_t seed, uint32_t sample_id);
 
 /* Next 32-bit output of xoshiro128**. */
@@ -47,7 +47,7 @@ static inline uint32_t elt_xoshiro_next(uint32_t *s)
 
 static inline int32_t elt_gauss_from_u32(uint32_t u, const int32_t *lut)
 {
-    /* odd v, t = v / 2^32 in (0, 1); |z| = Phi^-1(1 - t/2) (notes §4) */
+    /* odd v, t = v / 2^32 in (0, 1); |z| = Phi^-1(1 - t/2) (docs/cmaes.md §4) */
     uint32_t v = (u << 1) | 1u; /* = 2 (u & 0x7fffffff) + 1 */
     int oct = __builtin_clz(v); /* ARM CLZ; v != 0 */
     uint32_t mn = v << oct;     /* leading one at bit 31 */

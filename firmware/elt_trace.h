@@ -1,5 +1,5 @@
 /*
- * Named trace points (DESIGN §8, hls4ml-style per-stage traces).
+ * Named trace points (docs/architecture.md §7, hls4ml-style per-stage traces).
  *
  * Built with -DELT_TRACE (host library only), every kernel reports its intermediate vectors
  * under the same stage names the Python integer reference uses, so a mismatch names its first

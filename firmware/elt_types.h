@@ -13,7 +13,8 @@
  * Sizes: the scratch in elt_adapt_state_t is sized by ELT_K_MAX, ELT_LAM_MAX, ELT_D_MAX and
  * ELT_C_MAX. The defaults below fit every configuration the host tests use; a device build passes
  * the exact values of its model (codegen.intref.adapt.adapt_cflags) so the state stays within the
- * DESIGN §7 budget (<= 1 KiB with V for k = 2). The generated params file static-asserts them.
+ * docs/targets.md §1 budget (<= 1 KiB with V for k = 2). The generated params file
+ * static-asserts them.
  */
 #ifndef ELT_TYPES_H
 #define ELT_TYPES_H

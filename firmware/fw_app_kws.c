@@ -1,14 +1,14 @@
 /*
- * Model runtime: the application behind INFER and RESET (docs/protocol.md, "Model runtime";
- * DESIGN §4). Compiled only into a `codegen build` firmware, which generates fw_app_model.h
+ * Model runtime: the application behind INFER and RESET (docs/protocol.md, "Model runtime").
+ * Compiled only into a `codegen build` firmware, which generates fw_app_model.h
  * (templates/fw_app_model.h.j2) naming this build's model; main.c takes the app from
  * fw_app_get() (a weak NULL stub without a model).
  *
  * INFER: z_t = encode(features), then elt_adapt_run with a RAM copy of the adaptation params
  * whose mode is the request's; the global timer (fw_timer_now, "QEMU icount ticks" under
- * -icount, DESIGN §5) times the encoder, the adaptation and the whole request. RESET clears the
- * continual state (p_prev = 0) or, with k int32 values, sets it (host `--resume`). The protocol
- * server's replay rule keeps a retried INFER from advancing the continual state twice.
+ * -icount, docs/targets.md §4) times the encoder, the adaptation and the whole request. RESET
+ * clears the continual state (p_prev = 0) or, with k int32 values, sets it (host `--resume`).
+ * The protocol server's replay rule keeps a retried INFER from advancing the continual state twice.
  * No heap: every buffer is static and sized by the model's constants.
  */
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /*
  * Cortex-A9 global timer (UG585 B.3; ARM DDI 0407 §4.3): a 64-bit up-counter clocked by
  * PERIPHCLK. Under QEMU with -icount shift=0 it advances deterministically with the executed
- * instruction count; reports call its ticks "QEMU icount ticks", not cycles (DESIGN §5).
+ * instruction count; reports call its ticks "QEMU icount ticks", not cycles (docs/targets.md §4).
  */
 #ifndef FW_TIMER_H
 #define FW_TIMER_H

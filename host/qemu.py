@@ -1,4 +1,5 @@
-"""Boot firmware in QEMU's ``xilinx-zynq-a9`` board with a UART on a TCP socket (DESIGN §5).
+"""Boot firmware in QEMU's ``xilinx-zynq-a9`` board with a UART on a TCP socket
+(docs/targets.md §3).
 
 ``Qemu(elf)`` picks a free port, starts ``qemu-system-arm ... -serial tcp:127.0.0.1:PORT,
 server=on,wait=on`` (QEMU waits for us before the guest runs, so no byte is lost), connects a

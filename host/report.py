@@ -1,4 +1,4 @@
-"""Reports of `codegen run` (issue 5): ``report.json``, ``report.md`` (the paper's tables:
+"""Reports of `codegen run` : ``report.json``, ``report.md`` (the paper's tables:
 float, fixed, device; no-adapt vs ELaTTA, like its "edge device" table) and ``report.png``
 (accuracy vs SNR per method and target).
 

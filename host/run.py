@@ -1,5 +1,6 @@
 """`codegen run`: stream GSC-C samples to the firmware, check every RESULT bit-exactly against
-the Python integer reference, and report accuracy and cost (issue 5; DESIGN §4, §5, §7).
+the Python integer reference, and report accuracy and cost (docs/protocol.md,
+docs/targets.md §1, §4).
 
 ClipSelection. Every additive condition (noise x SNR) of the data set; ``--limit N`` takes about
 N / (number of conditions) clips of each (at least one), in the seeded stream order of
@@ -272,7 +273,7 @@ class Record:
 
 
 def compare(res: InferResult, want: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """Every RESULT field against the reference, integer equality (DESIGN §3)."""
+    """Every RESULT field against the reference, integer equality (docs/numeric.md)."""
     got = res.compared()
     return [(f, got[f], want[f]) for f in COMPARED_FIELDS if got[f] != want[f]]
 

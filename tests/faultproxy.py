@@ -1,4 +1,4 @@
-"""A seeded TCP proxy that damages frames between the host and QEMU (issue 5, fault test).
+"""A seeded TCP proxy that damages frames between the host and QEMU (the link-fault test).
 
 Each direction is cut at the 0x00 delimiters; a frame is damaged with probability ``rate``:
 dropped, one byte dropped, one bit flipped, sent twice, or held back for ``delay`` seconds (the

@@ -1,4 +1,4 @@
-"""`codegen bench` (issue 6) on a reduced sweep (k = 2, n in {2, 3}, 2 clips x 2 repetitions):
+"""`codegen bench` on a reduced sweep (k = 2, n in {2, 3}, 2 clips x 2 repetitions):
 bench.json has exactly the documented keys, every tick figure is positive, and a second boot of
 the same firmware gives the same medians (QEMU -icount shift=0; the global timer's phase against
 the instruction count allows +-1 tick, docs/protocol.md).

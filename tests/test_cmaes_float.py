@@ -1,6 +1,6 @@
-"""Float64 CMA-ES against pycma 4.5.0 (notes §7a): constants, state after every tell, convergence.
+"""Float64 CMA-ES vs pycma 4.5.0 (docs/cmaes.md §7a): constants, state after each tell, convergence.
 
-pycma is the oracle only. It is driven with the options of notes §1 "Apples-to-apples" and its
+pycma is the oracle only. It is driven with the options of docs/cmaes.md §1.4 and its
 initial C reset to I, then fed the same X and f as ours (``tell(..., check_points=False)``).
 """
 
@@ -48,7 +48,7 @@ FUNCTIONS: dict[str, tuple[Fitness, float]] = {
 
 
 def pycma_es(k: int, active: bool, x0: np.ndarray, sigma0: float, lam: int | None = None):
-    """pycma with the apples-to-apples options and C reset to I (notes §1)."""
+    """pycma with the apples-to-apples options and C reset to I (docs/cmaes.md §1)."""
     opts = {
         "CMA_active": active,
         "CMA_mirrors": 0,
@@ -64,8 +64,8 @@ def pycma_es(k: int, active: bool, x0: np.ndarray, sigma0: float, lam: int | Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         es = cma.CMAEvolutionStrategy(x0, sigma0, opts)
-    # Two distinct arrays: the notes' ``es.sm.C = es.sm.B = np.eye(k)`` aliases B to C, and the
-    # in-place ``C *= decay`` of the first tell then also scales B (wrong active-weight norms).
+    # Two distinct arrays: the usual reset recipe ``es.sm.C = es.sm.B = np.eye(k)`` aliases B to C,
+    # and the in-place ``C *= decay`` of the first tell then also scales B (wrong active norms).
     es.sm.C = np.eye(k)
     es.sm.B = np.eye(k)
     es.sm.D = np.ones(k)
@@ -114,7 +114,7 @@ def test_params_match_pycma_with_popsize(k: int, lam: int) -> None:
 
 
 def test_notes_table_values() -> None:
-    """The k = 2, 8, 32 rows of the notes §1 table (4.5 values)."""
+    """The k = 2, 8, 32 rows of the docs/cmaes.md §1.1 table (4.5 values)."""
     for k, lam, mu, mueff, c1, cmu, cc, cs, chi in [
         (2, 6, 3, 2.029, 0.1548, 0.0856, 0.625, 0.500, 1.2533),
         (8, 10, 5, 3.167, 0.0223, 0.0336, 0.344, 0.365, 2.7416),
@@ -131,7 +131,7 @@ def test_notes_table_values() -> None:
             (p.chi, chi),
         ]:
             assert abs(ours - ref) < 6e-4, (k, ours, ref)
-        assert p.damps == 1 + p.cs  # d_σ = 1 + c_σ for k ≤ 32 (notes §1)
+        assert p.damps == 1 + p.cs  # d_σ = 1 + c_σ for k ≤ 32 (docs/cmaes.md §1)
 
 
 def test_expected_norm_is_exact() -> None:
@@ -231,14 +231,15 @@ def test_state_matches_pycma_pycma_samples(fname: str, k: int, active: bool) -> 
 
 @pytest.mark.parametrize("active", [True, False], ids=["active", "passive"])
 def test_hsig_stalls_match_pycma(active: bool) -> None:
-    """k = 2 ellipsoid stalls h_σ (notes §7a.2); stalls and state still match."""
+    """k = 2 ellipsoid stalls h_σ (docs/cmaes.md §7a.2); stalls and state still match."""
     worst, stalls = run_lockstep(ellipsoid, 2, active, "own")
     assert stalls >= 1
     assert max(worst.values()) < TOL_STATE, worst
 
 
 def test_short_fresh_runs_match_pycma() -> None:
-    """Fresh instances with n = 2..10 iterations, as ELaTTA uses them per sample (notes §7a.3)."""
+    """Fresh instances with n = 2..10 iterations, as ELaTTA uses them per sample
+    (docs/cmaes.md §7a.3)."""
     for n in range(2, 11):
         worst, _ = run_lockstep(sphere, 2, True, "own", iterations=n)
         assert max(worst.values()) < TOL_STATE, (n, worst)
@@ -254,7 +255,7 @@ def test_ties_rank_by_index() -> None:
 
 
 def test_chol_whitening_equals_eigh_while_c_is_identity() -> None:
-    """Cholesky mode is exactly canonical at g = 1 with C0 = I (notes §7a.4)."""
+    """Cholesky mode is exactly canonical at g = 1 with C0 = I (docs/cmaes.md §7a.4)."""
     p = CmaesParams.for_dim(5)
     z = np.random.default_rng(3).standard_normal((p.lam, 5))
     a = Cmaes.start(p, np.full(5, 0.5), 0.3, whitening="eigh")
@@ -268,7 +269,7 @@ def test_chol_whitening_equals_eigh_while_c_is_identity() -> None:
 
 
 def test_initial_covariance_parameter() -> None:
-    """pycma's own initial C = diag(exp(1e-4 i/k)) can be given as C0 (notes §1)."""
+    """pycma's own initial C = diag(exp(1e-4 i/k)) can be given as C0 (docs/cmaes.md §1)."""
     k = 4
     C0 = np.diag(np.exp(1e-4 / k * np.arange(k)))
     es = pycma_es(k, True, np.zeros(k), 0.5)
@@ -287,7 +288,7 @@ def test_initial_covariance_parameter() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# convergence (notes §7c): median iterations to f < 1e-8 within 1.3x pycma's
+# convergence (docs/cmaes.md §7c): median iterations to f < 1e-8 within 1.3x pycma's
 
 
 def iterations_to_target(step: Callable[[], float], max_iter: int) -> int:

@@ -1,6 +1,6 @@
-"""Integer CMA-ES (notes §6) against its float twin `codegen.elatta.cmaes.Cmaes` (chol):
-constants rounded once, helpers exact, lockstep drift bounds (notes §7b.2), best-f distribution
-in the ELaTTA regime (notes §7c) and QELaTTA quantisers."""
+"""Integer CMA-ES (docs/cmaes.md §6) against its float twin `codegen.elatta.cmaes.Cmaes` (chol):
+constants rounded once, helpers exact, lockstep drift bounds (docs/cmaes.md §7b.2), best-f
+distribution in the ELaTTA regime (docs/cmaes.md §7c) and QELaTTA quantisers."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def sphere(x: np.ndarray) -> np.ndarray:
 
 def ellipsoid(x: np.ndarray) -> np.ndarray:
     k = x.shape[-1]
-    c = 10.0 ** (4.0 * np.arange(k) / max(k - 1, 1))  # condition 1e4 (notes §7c)
+    c = 10.0 ** (4.0 * np.arange(k) / max(k - 1, 1))  # condition 1e4 (docs/cmaes.md §7c)
     return np.sum(c * (x - 1.0) ** 2, axis=-1)
 
 
@@ -150,7 +150,7 @@ def run_lockstep(
     k: int, fname: str, seed: int, n: int, sigma0: float, active: bool
 ) -> tuple[dict[str, float], int]:
     """Integer run; the float twin is told the dequantized integer X and the integer ranking
-    (notes §7b.2). Returns the worst drift per quantity and the iterations compared."""
+    (docs/cmaes.md §7b.2). Returns the worst drift per quantity and the iterations compared."""
     fn = FUNCS[fname]
     p = CmaesParams.for_dim(k, active=active)
     ip = CmaesIntParams.from_float(p, n, sigma0)
@@ -173,7 +173,7 @@ def run_lockstep(
         prev_ps = es.state.ps.copy()
         fs = es.tell(Xf, ranks)
         if bool(hs[0]) != fs.hsig:
-            # allowed only near the threshold (notes §7b.2)
+            # allowed only near the threshold (docs/cmaes.md §7b.2)
             g = fs.g
             q = np.sum(fs.ps**2) / (1 - (1 - p.cs) ** (2 * g)) / k - 1
             assert abs(q - p.hsig_threshold) < 1e-4 * (1 + p.hsig_threshold), (q, prev_ps)
@@ -190,7 +190,8 @@ def run_lockstep(
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
 @pytest.mark.parametrize("fname", ["sphere", "ellipsoid"])
 def test_lockstep_drift_within_bounds(k: int, fname: str) -> None:
-    """Per-iteration drift (notes §7b.2): |Δm| ≤ 2⁻²⁰, σ ≤ 1e-5 relative, |ΔC|, |Δp| ≤ 1e-5."""
+    """Per-iteration drift (docs/cmaes.md §7b.2): |Δm| ≤ 2⁻²⁰, σ ≤ 1e-5 relative,
+    |ΔC|, |Δp| ≤ 1e-5."""
     total: dict[str, float] = {}
     compared = 0
     for seed in range(8):
@@ -209,7 +210,7 @@ def best_f_runs(
     k: int, fname: str, n: int, seeds: int, sigma0: float = 0.5
 ) -> tuple[np.ndarray, np.ndarray]:
     """Best sampled f over n iterations from m = 0, integer (all seeds as one batch) and the
-    float twin driven by the same normals, each ranking by its own f (notes §7c)."""
+    float twin driven by the same normals, each ranking by its own f (docs/cmaes.md §7c)."""
     fn = FUNCS[fname]
     p = CmaesParams.for_dim(k)
     ip = CmaesIntParams.from_float(p, n, sigma0)

@@ -1,5 +1,5 @@
-"""Fixed-point entropy (notes §5, §7b.3): integer vs float |ΔH| < 1e-4, ≥ 99.9 % of candidate
-pairs ranked the same, saturation cases, and C = Python bit for bit."""
+"""Fixed-point entropy (docs/cmaes.md §5, §7b.3): integer vs float |ΔH| < 1e-4, ≥ 99.9 % of
+candidate pairs ranked the same, saturation cases, and C = Python bit for bit."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The firmware ELaTTA kernels + generated params, host-compiled with -fsanitize=address,undefined,
 against the Python integer reference: byte-equal on every result field and on every trace stage
 (CMA-ES state per iteration), all modes, k ∈ {1, 2, 4, 8}, n ∈ {1, 2, 5}, QELaTTA-V1 and V2.
-Also: the kernels build for the Cortex-A9, the state fits DESIGN §7, and the generated params
-equal the Python integers."""
+Also: the kernels build for the Cortex-A9, the state fits docs/targets.md §1, and the generated
+params equal the Python integers."""
 
 from __future__ import annotations
 
@@ -186,7 +186,7 @@ def kws_params() -> AdaptParams:
 
 
 def test_state_fits_design_budget(tmp_path: Path) -> None:
-    """DESIGN §7: ELaTTA state <= 1 KiB for k = 2 together with V (kernels sized by
+    """docs/targets.md §1: ELaTTA state <= 1 KiB for k = 2 together with V (kernels sized by
     adapt_cflags). Plain host compile: every member is an int32/int16/uint8 array, so the size is
     the same under the ARM EABI (also checked by the cross build below)."""
     P = kws_params()
@@ -265,8 +265,8 @@ def compile_kernels(
 
 
 def test_kernels_build_for_cortex_a9(tmp_path: Path) -> None:
-    """Object-only cross build of every kernel and a generated params file (DESIGN §5 flags),
-    sized by adapt_cflags, with and without the trace points."""
+    """Object-only cross build of every kernel and a generated params file (docs/targets.md §2
+    flags), sized by adapt_cflags, with and without the trace points."""
     cc = find_tool("arm-none-eabi-gcc")
     P = kws_params()
     for name, text in emit_adapt_c(P, "kws_").items():

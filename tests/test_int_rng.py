@@ -1,4 +1,4 @@
-"""Golden vectors of the ELaTTA random streams (notes §4, §7b.1): splitmix64 seeding,
+"""Golden vectors of the ELaTTA random streams (docs/cmaes.md §4, §7b.1): splitmix64 seeding,
 xoshiro128**, the Gaussian octave table and 1e6 normals, equal in C and Python."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_gaussian_accuracy_and_moments() -> None:
     z = gauss_from_u32(u) / 2.0**GAUSS_FRAC
     t = ((u.astype(np.uint64) & 0x7FFFFFFF) * 2 + 1).astype(np.float64) / 2.0**32
     exact = -ndtri(t / 2) * np.where(u >> 31, -1.0, 1.0)
-    assert np.max(np.abs(z - exact)) < 6e-5  # notes §4: 5e-5
+    assert np.max(np.abs(z - exact)) < 6e-5  # docs/cmaes.md §4: 5e-5
     normals = Xoshiro128ss(1, np.arange(500)).gauss_block((2000,)) / 2.0**GAUSS_FRAC
     assert abs(normals.mean()) < 0.005
     assert abs(normals.var() - 1) < 0.005

@@ -1,4 +1,4 @@
-"""`codegen run` end to end through QEMU (issue 5): the default model on the tiny data set,
+"""`codegen run` end to end through QEMU: the default model on the tiny data set,
 every RESULT field equal to the integer reference in strict, continual (paper) and
 continual-bounded modes; --jobs 2 gives the same report; a fault-injecting proxy and a QEMU
 killed mid-run change nothing but the run facts. One firmware build per module.

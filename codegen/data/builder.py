@@ -51,7 +51,7 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-SNRS_REAL: tuple[float, ...] = (-10.0, -15.0, -20.0)  # GSC-C (DESIGN §6)
+SNRS_REAL: tuple[float, ...] = (-10.0, -15.0, -20.0)  # GSC-C (docs/data.md §5.2)
 
 
 def _stat(p: Path) -> list[Any]:

@@ -1,4 +1,4 @@
-"""The built-in GSC-C stand-in, synthesised offline and reproducibly (data-notes §3–§5).
+"""The built-in GSC-C stand-in, synthesised offline and reproducibly (docs/data.md §3–§5).
 
 Source speech comes from TTS engines in Debian main (tier `tts`: espeak-ng pseudo-speakers plus
 flite and festival voices, whole voices held out for val/test) or, without any engine, from the
@@ -58,11 +58,11 @@ SNRS_BUILTIN: tuple[float, ...] = (0.0, -5.0, -10.0, -15.0, -20.0)
 PRESETS: dict[str, Preset] = {
     "tiny": Preset("tiny", 12, 1, 2, 3.0, 1, 2.0, SNRS_BUILTIN),
     "demo": Preset("demo", 120, 6, 8, 5.0, 2, 10.0, SNRS_BUILTIN),
-    # notes §5.3 "large": more source data for a more robust source model (~7k clips)
+    # docs/data.md §5.3 "large": more source data for a more robust source model (~7k clips)
     "large": Preset("large", 600, 24, 16, 5.0, 4, 10.0, SNRS_BUILTIN),
 }
 
-# Whole voices held out (data-notes §5.2, §5.4: within-engine speaker splits are too easy).
+# Whole voices held out (docs/data.md §5.2, §5.4: within-engine speaker splits are too easy).
 # Voices not listed are training voices.
 HELD_OUT: dict[tuple[str, str], str] = {
     ("flite", "rms"): "test",
@@ -72,7 +72,7 @@ HELD_OUT: dict[tuple[str, str], str] = {
 }
 # Engines whose voices are assigned to splits whole (the others give pseudo-speakers).
 WHOLE = frozenset({"flite", "festival"})
-# Fractions of the primary pseudo-speakers in val and test (data-notes §5.2: 15 % / 25 %).
+# Fractions of the primary pseudo-speakers in val and test (docs/data.md §5.2: 15 % / 25 %).
 VAL_FRACTION = 0.15
 TEST_FRACTION = 0.25
 
@@ -117,7 +117,7 @@ def select_tier(tier: str) -> tuple[str, tuple[tts.Engine, ...]]:
 
 
 def _rank_split(ids: Sequence[str], seed: int) -> dict[str, str]:
-    """Speaker-disjoint split by a stable hash of the speaker id (GSC style, data-notes §5.2)."""
+    """Speaker-disjoint split by a stable hash of the speaker id (GSC style, docs/data.md §5.2)."""
     order = sorted(ids, key=lambda s: stable_seed("split", seed, s))
     n_val = max(1, round(VAL_FRACTION * len(order)))
     n_test = max(1, round(TEST_FRACTION * len(order)))
@@ -149,7 +149,7 @@ def make_speakers(
     ids = [f"espeak-{k:03d}" for k in range(preset.speakers)]
     split = _rank_split(ids, seed)
     for sid in ids:
-        # pseudo-speaker: (accent, variant, base pitch, base speed, VTLP factor), data-notes §3
+        # pseudo-speaker: (accent, variant, base pitch, base speed, VTLP factor), docs/data.md §3
         rng = rng_for(seed, "speaker", sid)
         accent = tts.ESPEAK_ACCENTS[int(rng.integers(len(tts.ESPEAK_ACCENTS)))]
         variant = esp.voices[int(rng.integers(len(esp.voices)))]
@@ -172,7 +172,7 @@ def make_speakers(
 
 def make_utterances(speakers: list[Speaker], seed: int) -> dict[str, list[Utt]]:
     """Per split: every keyword once and 1 (val/test) or 2 (train) unknown words per speaker,
-    then ceil(n/11) `_silence_` clips (data-notes §5.2)."""
+    then ceil(n/11) `_silence_` clips (docs/data.md §5.2)."""
     out: dict[str, list[Utt]] = {s: [] for s in SPLITS}
     for sp in speakers:
         n_unk = 2 if sp.split == "train" else 1
@@ -213,7 +213,7 @@ def _espeak_args(u: Utt) -> tuple[str, int, int]:
     rng = np.random.default_rng([u.seed, 1])
     pitch = int(np.clip(u.speaker.param("pitch") + rng.uniform(-6, 6), 0, 99))
     speed = int(u.speaker.param("speed") * rng.uniform(0.88, 1.12))
-    punct = ("", ".", "!", "?")[int(rng.integers(4))]  # intonation variety (data-notes §3)
+    punct = ("", ".", "!", "?")[int(rng.integers(4))]  # intonation variety (docs/data.md §3)
     return u.word + punct, pitch, speed
 
 

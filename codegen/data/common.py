@@ -1,4 +1,4 @@
-"""Shared constants and helpers of the GSC-C builder (DESIGN §6, data-notes §1.2 and §5.2)."""
+"""Shared constants and helpers of the GSC-C builder (docs/data.md §1.2 and §5.2)."""
 
 from __future__ import annotations
 
@@ -18,17 +18,17 @@ CLIP_SAMPLES = 16000
 KEYWORDS: tuple[str, ...] = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
 SILENCE = "_silence_"
 UNKNOWN = "_unknown_"
-# Label order is stored in every manifest because code bases disagree on it (data-notes §1.2).
+# Label order is stored in every manifest because code bases disagree on it (docs/data.md §1.2).
 CLASSES: tuple[str, ...] = (*KEYWORDS, SILENCE, UNKNOWN)
 
-# The 25 GSC v2 auxiliary words, all mapped to _unknown_ (data-notes §1.1, §5.2).
+# The 25 GSC v2 auxiliary words, all mapped to _unknown_ (docs/data.md §1.1, §5.2).
 UNKNOWN_WORDS: tuple[str, ...] = (
     "bed", "bird", "cat", "dog", "happy", "house", "marvin", "sheila", "tree", "wow",
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
     "backward", "forward", "follow", "learn", "visual",
 )  # fmt: skip
 
-# The ten ESC-50 categories of GSC-C, in the order of the paper's table (data-notes §1.3).
+# The ten ESC-50 categories of GSC-C, in the order of the paper's table (docs/data.md §1.3).
 NOISES: tuple[str, ...] = (
     "dog", "cat", "pouring_water", "thunderstorm", "crying_baby",
     "laughing", "washing_machine", "vacuum_cleaner", "car_horn", "fireworks",
@@ -64,7 +64,7 @@ class DataError(CodegenError):
 
 
 def stable_seed(*parts: object) -> int:
-    """A 64-bit seed from sha1 of the parts (data-notes §5.2: `sha1(seed, speaker, word, rep)`).
+    """A 64-bit seed from sha1 of the parts (docs/data.md §5.2: `sha1(seed, speaker, word, rep)`).
 
     Seeds derived this way do not depend on iteration order, so adding speakers, noises or
     conditions never changes existing clips or mixtures.
@@ -81,7 +81,7 @@ def resample(x: np.ndarray, factor: float) -> np.ndarray:
     """Resample by `factor` (output rate / input rate) with a small polyphase filter.
 
     The ratio is rationalised with `limit_denominator(64)`: an exact rational makes the filter
-    enormous and the build takes minutes (data-notes §3).
+    enormous and the build takes minutes (docs/data.md §3).
     """
     frac = Fraction(factor).limit_denominator(64)
     if frac == 1:
@@ -95,7 +95,7 @@ def place_in_clip(
 ) -> np.ndarray:
     """Trim, place at a random offset in 1 s, scale to a random peak, add a −70 dBFS floor.
 
-    The processing chain of data-notes §3. Returns float32 [16000] in [-1, 1].
+    The processing chain of docs/data.md §3. Returns float32 [16000] in [-1, 1].
     """
     w = trim(word)
     if w.size > CLIP_SAMPLES:
@@ -114,7 +114,7 @@ def place_in_clip(
 
 
 def trim(x: np.ndarray, threshold_db: float = -40.0) -> np.ndarray:
-    """Cut leading/trailing audio below `threshold_db` relative to the peak (data-notes §3)."""
+    """Cut leading/trailing audio below `threshold_db` relative to the peak (docs/data.md §3)."""
     if x.size == 0:
         return x.astype(np.float32)
     a = np.abs(x)

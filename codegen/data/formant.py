@@ -1,10 +1,10 @@
-"""Pure-numpy "formant words": the fallback speech tier (data-notes §5.1, tier `formant`).
+"""Pure-numpy "formant words": the fallback speech tier (docs/data.md §5.1, tier `formant`).
 
 A lexicon of the 35 GSC words as ARPAbet-like phone strings is rendered by additive harmonic
 synthesis: every harmonic of a time-varying f0 is weighted by a cascade-resonator envelope of
 time-varying formants (F1..F5), plus band-filtered noise for fricatives, stop bursts,
 aspiration and breathiness. Speakers vary f0 (85–260 Hz), vocal-tract scale (0.9–1.25), rate
-and breathiness, as in the notes' prototype. No dependency beyond numpy and scipy.
+and breathiness, as in the prototype of docs/data.md §5.1. No dependency beyond numpy and scipy.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class FormantSpeaker:
 
 def draw_speaker(rng: np.random.Generator) -> FormantSpeaker:
     f0 = float(rng.uniform(85.0, 260.0))
-    # Higher voices come with shorter vocal tracts, with spread (notes: scale 0.9–1.25).
+    # Higher voices come with shorter vocal tracts, with spread (docs/data.md §5.1: scale 0.9–1.25).
     scale = float(np.clip(0.9 + 0.3 * (f0 - 85.0) / 175.0 + rng.normal(0.0, 0.05), 0.9, 1.25))
     return FormantSpeaker(
         f0=f0,

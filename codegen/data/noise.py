@@ -1,11 +1,11 @@
 """Procedural stand-ins for the ten ESC-50 categories and the non-target training noises.
 
-Each target generator `f(rng, n)` follows data-notes §4.2 and returns float32 audio at 16 kHz.
+Each target generator `f(rng, n)` follows docs/data.md §4.2 and returns float32 audio at 16 kHz.
 `esc_clip` wraps them like an ESC-50 clip: sound events with gaps over a quiet floor, and
-sometimes digital-zero padding at the end (many ESC-50 clips are padded to 5 s, data-notes §1.3),
+sometimes digital-zero padding at the end (many ESC-50 clips are padded to 5 s, docs/data.md §1.3),
 so a random 1-s crop may hold a loud event, a partial event or only floor — as with ESC-50.
 The training noises (white/pink/brown/hum/babble/fan/clatter/knock/music/typing) are deliberately
-none of the ten target categories, so the target shift stays unseen (data-notes §4.2, §5.4).
+none of the ten target categories, so the target shift stays unseen (docs/data.md §4.2, §5.4).
 """
 
 from __future__ import annotations
@@ -338,7 +338,7 @@ def esc_clip(category: str, rng: np.random.Generator, seconds: float) -> np.ndar
     x = _unit(TARGET_GENERATORS[category](rng, n)[:n])
     # recording floor 35-55 dB below the clip's RMS (ESC-50 clips come from field recordings)
     x += pink(rng, n) * 10.0 ** (-float(rng.uniform(35.0, 55.0)) / 20.0)
-    if rng.random() < 0.3:  # zero-padded like a short Freesound source (data-notes §1.3)
+    if rng.random() < 0.3:  # zero-padded like a short Freesound source (docs/data.md §1.3)
         end = int(float(rng.uniform(0.5, 0.9)) * n)
         x[end:] = 0.0
         x[max(end - 160, 0) : end] *= np.linspace(1.0, 0.0, min(160, end))
@@ -449,7 +449,7 @@ BACKGROUND_GENERATORS: dict[str, Generator] = {
     "music": music,
     "typing": typing,
 }
-# Kinds used for the low-level built-in `_silence_` clips (data-notes §4.2).
+# Kinds used for the low-level built-in `_silence_` clips (docs/data.md §4.2).
 SILENCE_KINDS: tuple[str, ...] = ("white", "pink", "brown", "hum")
 
 

@@ -1,4 +1,4 @@
-"""Real data: Google Speech Commands v2 and ESC-50 in their native layouts (data-notes §1, §6).
+"""Real data: Google Speech Commands v2 and ESC-50 in their native layouts (docs/data.md §1, §6).
 
 The standard 12-class protocol (TF `input_data.py` recipe): the ten keywords, `_unknown_`
 sampled from the 25 auxiliary words (10 % of the split's keyword count, fixed shuffle seed
@@ -40,10 +40,10 @@ from codegen.data.common import (
 )
 
 StrPath = str | os.PathLike[str]
-TF_RANDOM_SEED = 59185  # `RANDOM_SEED` of TF input_data.py (data-notes §1.2)
+TF_RANDOM_SEED = 59185  # `RANDOM_SEED` of TF input_data.py (docs/data.md §1.2)
 UNKNOWN_PCT = 10.0
 SILENCE_PCT = 10.0
-MAX_NUM_WAVS_PER_CLASS = 2**27 - 1  # TF which_set() constant (data-notes §1.1)
+MAX_NUM_WAVS_PER_CLASS = 2**27 - 1  # TF which_set() constant (docs/data.md §1.1)
 BACKGROUND = "_background_noise_"
 CANONICAL_TEST = "speech_commands_test_set_v0.02"
 # Position ranges of every `_background_noise_` file used per split, so silence windows and
@@ -96,7 +96,7 @@ def read_wav(path: Path, *, seconds: float | None = 1.0) -> np.ndarray:
 
 
 def find_gsc_root(path: StrPath) -> tuple[Path, bool]:
-    """(root, has_lists): the folder holding the word folders (data-notes §6 root discovery)."""
+    """(root, has_lists): the folder holding the word folders (docs/data.md §6 root discovery)."""
     base = Path(path)
     if not base.is_dir():
         raise DataError(f"--gsc {path}: not a directory (expected a GSC v2 tree)")
@@ -123,7 +123,7 @@ def find_gsc_root(path: StrPath) -> tuple[Path, bool]:
 
 
 def which_set(filename: str, validation_pct: float = 10.0, testing_pct: float = 10.0) -> str:
-    """TF `which_set()`: a stable speaker-level split from the file name (data-notes §1.1)."""
+    """TF `which_set()`: a stable speaker-level split from the file name (docs/data.md §1.1)."""
     base = re.sub(r"_nohash_.*$", "", Path(filename).name)
     h = int(hashlib.sha1(base.encode()).hexdigest(), 16)
     pct = (h % (MAX_NUM_WAVS_PER_CLASS + 1)) * (100.0 / MAX_NUM_WAVS_PER_CLASS)
@@ -208,7 +208,7 @@ def silence_clips(
     background: list[tuple[Path, np.ndarray]], split: str, count: int, seed: int
 ) -> tuple[np.ndarray, list[str]]:
     """`_silence_` clips: random 1-s windows of the split's part of each background file,
-    scaled by U(0, 1) as TF scales silence (data-notes §1.2)."""
+    scaled by U(0, 1) as TF scales silence (docs/data.md §1.2)."""
     lo, hi = BG_RANGES[split]
     rng = np.random.default_rng([seed, TF_RANDOM_SEED, SPLITS.index(split)])
     pcm = np.zeros((count, CLIP_SAMPLES), dtype=np.int16)

@@ -2,7 +2,7 @@
 
 All three act on clean test clips and are seeded per sample (`stable_seed(seed, family, id, …)`)
 so every condition is reproducible and independent of the order in which it is generated.
-Mixing follows data-notes §5.2: whole-clip SNR, seeded choice of noise clip and crop, retry
+Mixing follows docs/data.md §5.2: whole-clip SNR, seeded choice of noise clip and crop, retry
 crops that are (nearly) digital silence, a −26 dBFS reference level for `_silence_` clips, and
 a whole-mixture rescale when the peak would clip (which keeps the SNR).
 """
@@ -16,8 +16,8 @@ from scipy import signal
 
 from codegen.data.common import CLIP_SAMPLES, SAMPLE_RATE, rng_for, to_float, to_int16
 
-SILENCE_REF_DBFS = -26.0  # reference speech level for `_silence_` clips (data-notes §5.2)
-MIN_CROP_POWER = 1e-4  # mean power of a crop of a peak-normalised noise clip (data-notes §5.2)
+SILENCE_REF_DBFS = -26.0  # reference speech level for `_silence_` clips (docs/data.md §5.2)
+MIN_CROP_POWER = 1e-4  # mean power of a crop of a peak-normalised noise clip (docs/data.md §5.2)
 MIX_RETRIES = 10
 PEAK_LIMIT = 0.999  # whole-mixture rescale above this peak
 

@@ -1,6 +1,6 @@
 """On-disk format shared by the real (GSC + ESC-50) and the built-in data set, and its readers.
 
-A data directory holds (data-notes §5.2 "Storage"):
+A data directory holds (docs/data.md §5.2 "Storage"):
 
 - `manifest.json`: classes, sample rate, SNRs, noises, seed, conditions with their id codes,
   per-split counts, and the byte size and sha256 of every array file;

@@ -1,4 +1,4 @@
-"""Offline TTS engines from Debian main: espeak-ng, flite, festival (data-notes §3, §5.1).
+"""Offline TTS engines from Debian main: espeak-ng, flite, festival (docs/data.md §3, §5.1).
 
 Engines are found at build time; each synthesises a word to a float32 waveform at the engine's
 native rate. Nothing is downloaded; the audio only ever lands in the output directory.
@@ -19,7 +19,7 @@ from scipy.io import wavfile
 
 from codegen.data.common import DataError
 
-# English accents of espeak-ng 1.51 used for pseudo-speakers (data-notes §3).
+# English accents of espeak-ng 1.51 used for pseudo-speakers (docs/data.md §3).
 ESPEAK_ACCENTS: tuple[str, ...] = (
     "en-us", "en-gb", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-gbcwmd", "en-gb-x-rp",
     "en-029", "en-us-nyc",

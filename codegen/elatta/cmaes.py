@@ -1,21 +1,21 @@
 """Float64 CMA-ES written from the equations of pycma 4.5.0 (the canonical reference).
 
-Every constant and every update line cites `reference/cmaes-notes.md` (the "notes"): §1 holds the
-defaults table and the ordered update of pycma's ``tell2``. pycma itself is used only as the test
-oracle (`tests/test_cmaes_float.py`): driven by the same candidates X and fitness values f, the
-state after every ``tell`` (m, σ, C, p_c, p_σ, h_σ) equals pycma's to ~1e-13.
+Every constant and every update line cites `docs/cmaes.md`: §1.1 holds the defaults table and
+§1.2 the ordered update of pycma's ``tell2`` (pycma source lines are cited alongside). pycma itself
+is used only as the test oracle (`tests/test_cmaes_float.py`): driven by the same candidates X and
+fitness values f, the state after every ``tell`` (m, σ, C, p_c, p_σ, h_σ) equals pycma's to ~1e-13.
 
 Two deliberate differences from pycma's defaults, both parameters here:
 
 * the initial covariance is ``C0`` (default I). pycma starts from ``diag(exp(1e-4 i / k))`` to
-  avoid equal eigenvalues (notes §1, "Further details"); the oracle tests reset pycma to I.
+  avoid equal eigenvalues (docs/cmaes.md §1.3); the oracle tests reset pycma to I.
 * ties in f are ranked by (f, index) with a stable sort; pycma's ``np.argsort`` is unstable.
 
 ``whitening="eigh"`` samples y = B D z from the eigendecomposition C = B D² Bᵀ and whitens the
 mean shift with C^{-1/2} = B D⁻¹ Bᵀ: exactly pycma. ``whitening="chol"`` samples y = A z with the
-lower Cholesky factor C = A Aᵀ and whitens with A⁻¹ (Krause et al. 2016, notes §3): this is the
-integer design of notes §6; it equals the canonical update while C is a multiple of I (first
-iteration, C0 = I) and is statistically equivalent afterwards.
+lower Cholesky factor C = A Aᵀ and whitens with A⁻¹ (Krause et al. 2016, docs/cmaes.md §3): this
+is the integer design of docs/cmaes.md §6; it equals the canonical update while C is a multiple of
+I (first iteration, C0 = I) and is statistically equivalent afterwards.
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ _PI = Decimal("3.14159265358979323846264338327950288419716939937510")
 
 
 def default_popsize(k: int) -> int:
-    """λ = 4 + ⌊3 ln k⌋ (notes §1 table, pycma ``options_parameters.py:87``)."""
+    """λ = 4 + ⌊3 ln k⌋ (docs/cmaes.md §1.1, pycma ``options_parameters.py:87``)."""
     return int(4 + 3 * math.log(k))
 
 
 def expected_norm(k: int) -> float:
     """χ_k = E‖N(0, I_k)‖ = √2·Γ((k+1)/2)/Γ(k/2), correctly rounded to float64.
 
-    pycma 4.5 uses an exact table up to k = 100 (notes §1 table, ``utilities/math.py:842``).
+    pycma 4.5 uses an exact table up to k = 100 (docs/cmaes.md §1.1, ``utilities/math.py:842``).
     ``math.lgamma`` loses up to ~3e-14 here, so the ratio is evaluated in closed form with
     Γ(m + 1/2) = (2m)!·√π / (4^m·m!) in exact rationals and one 50-digit square root:
     even k = 2m: χ² = 2π·R², R = (2m)! / (4^m·m!·(m−1)!);
@@ -71,7 +71,7 @@ def expected_norm(k: int) -> float:
 
 @dataclass(frozen=True)
 class CmaesParams:
-    """All CMA-ES constants for dimension k (pycma 4.5.0 defaults, notes §1 table).
+    """All CMA-ES constants for dimension k (pycma 4.5.0 defaults, docs/cmaes.md §1.1).
 
     ``weights`` has λ entries sorted by rank: μ positive weights summing to 1, then the active
     (negative) weights, which are all zero when ``active`` is False (pycma ``CMA_active=False``).
@@ -106,42 +106,47 @@ class CmaesParams:
         if not isinstance(active, bool):
             raise ConfigError(f"CMA-ES active={active!r} is not allowed: use True or False")
         n = float(k)
-        # raw weights w'_i = ln((λ+1)/2) − ln i, i = 1..λ (notes §1, recombination_weights.py:177)
+        # raw weights w'_i = ln((λ+1)/2) − ln i, i = 1..λ (docs/cmaes.md §1.1,
+        # recombination_weights.py:177)
         raw = [math.log((lam + 1) / 2.0) - math.log(i) for i in range(1, lam + 1)]
-        # μ = number of positive weights = ⌊λ/2⌋ (notes §1)
+        # μ = number of positive weights = ⌊λ/2⌋ (docs/cmaes.md §1.1)
         mu = sum(1 for w in raw if w > 0)
-        # positive weights normalised to sum 1 (notes §1, recombination_weights.py:266)
+        # positive weights normalised to sum 1 (docs/cmaes.md §1.1, recombination_weights.py:266)
         spos = sum(raw[:mu])
         pos = [w / spos for w in raw[:mu]]
-        # μ_eff = 1 / Σ_{i≤μ} w_i² (notes §1)
+        # μ_eff = 1 / Σ_{i≤μ} w_i² (docs/cmaes.md §1.1)
         mueff = 1.0 / sum(w * w for w in pos)
-        # c1 = min(1, λ/6)·2/((k+1.3)² + μ_eff) (notes §1, interfaces.py:330)
+        # c1 = min(1, λ/6)·2/((k+1.3)² + μ_eff) (docs/cmaes.md §1.1, interfaces.py:330)
         c1 = min(1.0, lam / 6) * 2 / ((n + 1.3) ** 2 + mueff)
-        # cμ = min(1 − c1, 2(0.25 + μ_eff − 2 + 1/μ_eff)/((k+2)² + μ_eff)) (notes §1, :334)
+        # cμ = min(1 − c1, 2(0.25 + μ_eff − 2 + 1/μ_eff)/((k+2)² + μ_eff))
+        # (docs/cmaes.md §1.1, interfaces.py:334)
         cmu = min(1 - c1, 2 * (0.25 + mueff - 2 + 1 / mueff) / ((n + 2) ** 2 + 2 * mueff / 2))
         neg_raw = raw[mu:]
         sneg = sum(neg_raw)  # ≤ 0; zero only if there is no negative raw weight
         if active and sneg < 0:
-            # μ⁻_eff = (Σ w'⁻)² / Σ w'⁻² (notes §1, recombination_weights.py mueffminus)
+            # μ⁻_eff = (Σ w'⁻)² / Σ w'⁻² (docs/cmaes.md §1.1, recombination_weights.py mueffminus)
             mueff_minus = sneg * sneg / sum(w * w for w in neg_raw)
-            # α⁻ = min(1 + c1/cμ, 1 + 2μ⁻_eff/(μ_eff+2), (1−c1−cμ)/(k·cμ)) (notes §1, :316-320)
+            # α⁻ = min(1 + c1/cμ, 1 + 2μ⁻_eff/(μ_eff+2), (1−c1−cμ)/(k·cμ))
+            # (docs/cmaes.md §1.1, recombination_weights.py:316-320)
             alpha_minus = min(
                 1 + c1 / cmu,
                 1 + 2 * mueff_minus / (mueff + 2),
                 (1 - c1 - cmu) / cmu / n,
             )
-            # w_i = w'_i·α⁻/Σ_{j>μ}|w'_j| (notes §1)
+            # w_i = w'_i·α⁻/Σ_{j>μ}|w'_j| (docs/cmaes.md §1.1)
             neg = [w * (alpha_minus / -sneg) for w in neg_raw]
         else:
-            # CMA_active=False zeroes the negative weights (notes §1 "Apples-to-apples")
+            # CMA_active=False zeroes the negative weights (docs/cmaes.md §1.4)
             neg = [0.0 for _ in neg_raw]
-        # c_c = (4 + μ_eff/k)/(k + 4 + 2μ_eff/k) (notes §1, options_parameters.py:982)
+        # c_c = (4 + μ_eff/k)/(k + 4 + 2μ_eff/k) (docs/cmaes.md §1.1, options_parameters.py:982)
         cc = (4.0 + mueff / n) / (n + (4.0 + 2 * mueff / n))
-        # c_σ = min(0.5, (μ_eff+2)/(k+μ_eff+3)), 4.5 cap (notes §1, sigma_adaptation.py:422)
+        # c_σ = min(0.5, (μ_eff+2)/(k+μ_eff+3)), 4.5 cap (docs/cmaes.md §1.1,
+        # sigma_adaptation.py:422)
         cs = min(0.5, (mueff + 2) / (n + (mueff + 3)))
-        # d_in = max(1, 3(1 − 0.5^{k/9})) (notes §1, sigma_adaptation.py:380)
+        # d_in = max(1, 3(1 − 0.5^{k/9})) (docs/cmaes.md §1.1, sigma_adaptation.py:380)
         d_in = max(1.0, 3 * (1 - 0.5 ** (n / 9)))
-        # d_σ = 1 + 2·max(0, d_in·√((μ_eff−1)/(k+1)) − 1) + c_σ (notes §1, sigma_adaptation.py:380)
+        # d_σ = 1 + 2·max(0, d_in·√((μ_eff−1)/(k+1)) − 1) + c_σ (docs/cmaes.md §1.1,
+        # sigma_adaptation.py:380)
         damps = 1.0 + 2 * max(0.0, d_in * ((mueff - 1) / (n + 1)) ** 0.5 - 1) + cs
         return cls(
             k=k,
@@ -154,9 +159,9 @@ class CmaesParams:
             cc=cc,
             cs=cs,
             damps=damps,
-            # χ_k = E‖N(0,I)‖ exactly (notes §1 table, pycma 4.5 utilities/math.py:842)
+            # χ_k = E‖N(0,I)‖ exactly (docs/cmaes.md §1.1, pycma 4.5 utilities/math.py:842)
             chi=expected_norm(k),
-            # h_σ threshold 1 + 4/(k+1) (notes §1 step 4, sigma_adaptation.py:92-95)
+            # h_σ threshold 1 + 4/(k+1) (docs/cmaes.md §1.2 step 4, sigma_adaptation.py:92-95)
             hsig_threshold=1 + 4.0 / (k + 1),
             active=active,
         )
@@ -274,11 +279,11 @@ class Cmaes:
         )
 
     def factor(self) -> _Factor:
-        """Factorisation of the current C, computed once per state (notes §1 step 8)."""
+        """Factorisation of the current C, computed once per state (docs/cmaes.md §1.2 step 8)."""
         if self._factor is None:
             C = self.state.C
             if self.whitening == "eigh":
-                # C ← (C+Cᵀ)/2; eigh, eigenvalues ascending; D = √eig (notes §1 step 8,
+                # C ← (C+Cᵀ)/2; eigh, eigenvalues ascending; D = √eig (docs/cmaes.md §1.2 step 8,
                 # sampler.py:404)
                 d2, B = np.linalg.eigh((C + C.T) / 2)
                 if np.any(d2 <= 0):  # pycma repairs and warns here; we refuse
@@ -288,13 +293,13 @@ class Cmaes:
                 D = np.sqrt(d2)
                 self._factor = _Factor(T=B * D, B=B, D=D)
             else:
-                # C = A Aᵀ, A lower triangular (notes §3 Krause et al. 2016, §6 step 1)
+                # C = A Aᵀ, A lower triangular (docs/cmaes.md §3 Krause et al. 2016, §6 step 1)
                 A = np.asarray(np.linalg.cholesky((C + C.T) / 2), dtype=np.float64)
                 self._factor = _Factor(T=A, B=None, D=None)
         return self._factor
 
     def _whiten(self, v: FloatArray) -> FloatArray:
-        """C^{-1/2} v = B D⁻¹ Bᵀ v (eigh, notes §1 step 3) or A⁻¹ v (chol, notes §3)."""
+        """C^{-1/2} v = B D⁻¹ Bᵀ v (eigh, docs/cmaes.md §1.2 step 3) or A⁻¹ v (chol, §3 there)."""
         fac = self.factor()
         if fac.B is not None and fac.D is not None:
             d = fac.D if v.ndim == 1 else fac.D[:, None]
@@ -304,11 +309,11 @@ class Cmaes:
         return res
 
     def ask_from_z(self, z: npt.ArrayLike) -> FloatArray:
-        """Candidates x_i = m + σ·T z_i for standard normals z [λ', k] (notes §1 step 8)."""
+        """Candidates x_i = m + σ·T z_i for normals z [λ', k] (docs/cmaes.md §1.2 step 8)."""
         Z = np.asarray(z, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[1] != self.params.k:
             raise ConfigError(f"z must have shape [n, {self.params.k}], got {Z.shape}")
-        # y = B D z (eigh, sampler.py:306) or y = A z (chol, notes §6 step 2)
+        # y = B D z (eigh, sampler.py:306) or y = A z (chol, docs/cmaes.md §6 step 2)
         Y = Z @ self.factor().T.T
         X: FloatArray = self.state.m + self.state.sigma * Y
         return X
@@ -318,7 +323,7 @@ class Cmaes:
         return self.ask_from_z(rng.standard_normal((self.params.lam, self.params.k)))
 
     def tell(self, X: npt.ArrayLike, f: npt.ArrayLike) -> CmaesState:
-        """One update in pycma ``tell2`` order (notes §1 steps 1-7); returns the new state."""
+        """One update in pycma ``tell2`` order (docs/cmaes.md §1.2 steps 1-7); returns the state."""
         p = self.params
         s = self.state
         Xa = np.asarray(X, dtype=np.float64)
@@ -332,37 +337,40 @@ class Cmaes:
         n = float(p.k)
         w = p.weights_array
         g = s.g + 1  # pycma countiter, incremented before the update
-        # 1. sort by (f, index): stable argsort (notes §1 step 1; ties: DESIGN §3)
+        # 1. sort by (f, index): stable argsort (docs/cmaes.md §1.2 step 1; ties:
+        # docs/numeric.md §5.4)
         order = np.argsort(fa, kind="stable")
         Xs = Xa[order]
-        # 2. m' = Σ_{i≤μ} w_i x_{i:λ}, positive weights, c_m = 1 (notes §1 step 2, :2810)
+        # 2. m' = Σ_{i≤μ} w_i x_{i:λ}, positive weights, c_m = 1 (docs/cmaes.md §1.2 step 2, :2810)
         m_new = w[: p.mu] @ Xs[: p.mu]
         dm = m_new - s.m
-        # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·C^{-1/2}(m'−m)/σ, old B, D (notes §1 step 3)
+        # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·C^{-1/2}(m'−m)/σ, old B, D
+        # (docs/cmaes.md §1.2 step 3)
         z_mean = self._whiten(dm) * (p.mueff**0.5 / s.sigma)
         ps = (1 - p.cs) * s.ps + math.sqrt(p.cs * (2 - p.cs)) * z_mean
-        # 4. h_σ = [‖p_σ‖²/(1−(1−c_σ)^{2g})/k − 1 < 1 + 4/(k+1)] (notes §1 step 4)
+        # 4. h_σ = [‖p_σ‖²/(1−(1−c_σ)^{2g})/k − 1 < 1 + 4/(k+1)] (docs/cmaes.md §1.2 step 4)
         squared_sum = float(np.sum(ps**2)) / (1 - (1 - p.cs) ** (2 * g))
         hsig = squared_sum / n - 1 < p.hsig_threshold
         h = 1.0 if hsig else 0.0
-        # 5. p_c ← (1−c_c)p_c + h_σ√(c_c(2−c_c)μ_eff)(m'−m)/σ (notes §1 step 5, :2881)
+        # 5. p_c ← (1−c_c)p_c + h_σ√(c_c(2−c_c)μ_eff)(m'−m)/σ (docs/cmaes.md §1.2 step 5, :2881)
         pc = (1 - p.cc) * s.pc + h * ((p.cc * (2 - p.cc) * p.mueff) ** 0.5 / s.sigma) * dm
-        # 6a. c1a = c1(1 − (1−h_σ)c_c(2−c_c)) (notes §1 step 6, :2879)
+        # 6a. c1a = c1(1 − (1−h_σ)c_c(2−c_c)) (docs/cmaes.md §1.2 step 6, :2879)
         c1a = p.c1 * (1 - (1 - h * h) * p.cc * (2 - p.cc))
-        # 6b. y_i = (x_{i:λ} − m)/σ (notes §1 step 6, pop_zero_encoded)
+        # 6b. y_i = (x_{i:λ} − m)/σ (docs/cmaes.md §1.2 step 6, pop_zero_encoded)
         Y = (Xs - s.m) / s.sigma
-        # 6c. w°_i = w_i·k/(‖C^{-1/2}y_i‖ + 1e-9)² for w_i < 0 (notes §1 step 6, sampler.py:337)
+        # 6c. w°_i = w_i·k/(‖C^{-1/2}y_i‖ + 1e-9)² for w_i < 0 (docs/cmaes.md §1.2 step 6,
+        # sampler.py:337)
         wc = p.cmu * w
         neg = wc < 0
         if np.any(neg):
             norms = np.sqrt(np.sum(self._whiten(Y[neg].T) ** 2, axis=0))
             wc[neg] *= n / (norms + 1e-9) ** 2
-        # 6d. C ← (1 − c1a − cμΣw)C + c1 p_c p_cᵀ + cμ Σ w°_i y_i y_iᵀ (notes §1 step 6);
+        # 6d. C ← (1 − c1a − cμΣw)C + c1 p_c p_cᵀ + cμ Σ w°_i y_i y_iᵀ (docs/cmaes.md §1.2 step 6);
         # pycma feeds √(c1/c1a)·p_c with weight c1a, i.e. c1 p_c p_cᵀ up to 1e-23.
         decay = 1 - (c1a + p.cmu * float(np.sum(w)))
         C = decay * s.C + p.c1 * np.outer(pc, pc) + (Y.T * wc) @ Y
-        C = (C + C.T) / 2  # symmetric by construction (notes §1 step 8 symmetrises)
-        # 7. σ ← σ·exp(clip((c_σ/d_σ)(‖p_σ‖/χ_k − 1), −1, 1)) (notes §1 step 7, :2988)
+        C = (C + C.T) / 2  # symmetric by construction (docs/cmaes.md §1.2 step 8 symmetrises)
+        # 7. σ ← σ·exp(clip((c_σ/d_σ)(‖p_σ‖/χ_k − 1), −1, 1)) (docs/cmaes.md §1.2 step 7, :2988)
         s_log = (float(np.linalg.norm(ps)) / p.chi - 1) * (p.cs / p.damps)
         sigma = s.sigma * math.exp(min(1.0, max(-1.0, s_log)))
         self.state = CmaesState(
@@ -374,6 +382,6 @@ class Cmaes:
             g=g,
             hsig=bool(hsig),
         )
-        # 8. the factorisation of the new C happens lazily at the next ask (notes §1 step 8)
+        # 8. the new C is factorised lazily at the next ask (docs/cmaes.md §1.2 step 8)
         self._factor = None
         return self.state

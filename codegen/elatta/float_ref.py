@@ -4,7 +4,7 @@ The method is the paper's Algorithm 1 (§3 "ELaTTA: Latent Subspace Coefficients
 z_t = Enc(x) is computed once; candidates z = z_t + V_k p are scored by the Shannon entropy of
 softmax(W z + b); CMA-ES (`codegen.elatta.cmaes`, pycma 4.5.0 equations) runs n iterations of λ
 candidates from mean m⁰ with step size σ₀ and C = I; the output is the best *sampled* p over
-all iterations and its prediction. Modes (DESIGN §1):
+all iterations and its prediction. Modes (docs/elatta.md §3):
 
 * ``no_adapt``: p = 0.
 * ``strict``: m⁰ = 0 for every sample; samples are independent.
@@ -144,7 +144,7 @@ TraceFn = Callable[[TraceEvent], None]
 def entropy(logits: npt.ArrayLike) -> FloatArray:
     """Shannon entropy (nats) of softmax over the last axis, H = ln S + Σ e_i|d_i|/S.
 
-    d_i = l_i − max l ≤ 0, e_i = exp(d_i), S = Σ e_i ≥ 1 (DESIGN §3, notes §5): no overflow,
+    d_i = l_i − max l ≤ 0, e_i = exp(d_i), S = Σ e_i ≥ 1 (docs/cmaes.md §5): no overflow,
     and the same formula the fixed-point pipeline evaluates.
     """
     L = np.asarray(logits, dtype=np.float64)
@@ -357,8 +357,8 @@ def select_sigma0(
     """Choose σ₀ target-agnostically on clean SOURCE validation latents.
 
     Rule: the largest grid value whose strict accuracy is at most ``max_drop_points`` below
-    no-adapt (default 0.25: half of the DESIGN §7 budget of 0.5 points for strict) and whose
-    mean entropy reduction is positive. Clean source data is where the head
+    no-adapt (default 0.25: half of the docs/targets.md §1 budget of 0.5 points for strict) and
+    whose mean entropy reduction is positive. Clean source data is where the head
     is already right, so adaptation there can only be neutral or harmful: the largest σ₀ that
     is still harmless there gives the search the most room on shifted data without using any
     target sample. If no value passes, the smallest grid value is returned (closest to
@@ -422,8 +422,8 @@ def select_bounded(
     span(V) (`latent_spread`), so the carried-over mean never leaves the region the source data
     occupies. Each pair runs the validation rows as one stream (in the given order) with
     ``cfg_base.sigma0``. Rule: among pairs whose accuracy is at most ``max_drop_points`` below
-    no-adapt (default 0.5: half of the DESIGN §7 budget of 1 point for bounded continual), take
-    the largest radius, then the largest β (the most carry-over the head tolerates). If none
+    no-adapt (default 0.5: half of the docs/targets.md §1 budget of 1 point for bounded continual),
+    take the largest radius, then the largest β (the most carry-over the head tolerates). If none
     passes, β = 0 and radius = 0, which makes the mode equal to strict.
     """
     if len(betas) == 0 or len(radius_multiples) == 0:

@@ -240,7 +240,7 @@ class IntAdaptResult:
     logits: npt.NDArray[np.int16]
     H_best: npt.NDArray[np.int32]
     p_best: npt.NDArray[np.int32]  # [N, k], p_format
-    n_pivot_fix: npt.NDArray[np.int32]  # raised Cholesky pivots per sample (notes §6)
+    n_pivot_fix: npt.NDArray[np.int32]  # raised Cholesky pivots per sample (docs/cmaes.md §6)
     logit_format: QFormat
     H_format: QFormat = H_FMT
     p_format: QFormat = P_FMT
@@ -276,12 +276,12 @@ def quantize_adapt(
     z_calib: npt.ArrayLike,
     latent_fmt: QFormat = LATENT_FMT,
 ) -> AdaptParams:
-    """Quantize the head, the basis and the CMA-ES constants once (DESIGN §2).
+    """Quantize the head, the basis and the CMA-ES constants once (docs/architecture.md §3).
 
     * V: int16 in the format that holds max|V| (Q0.15 for an orthonormal basis).
     * W: int16 in the finest format that holds max|W| **and** proves the int32 accumulator:
-      Σ_j |W_ij|·2¹⁵ + |b_i| + 2^(s−1) ≤ 2³¹ − 1 for every row (|latent| ≤ 2¹⁵ raw, DESIGN §3).
-      No format satisfies it → ConfigError naming ``head W`` and the row.
+      Σ_j |W_ij|·2¹⁵ + |b_i| + 2^(s−1) ≤ 2³¹ − 1 for every row (|latent| ≤ 2¹⁵ raw, docs/numeric.md
+      §3). No format satisfies it → ConfigError naming ``head W`` and the row.
     * b: int32 in the accumulator format Q.(fw + latent frac).
     * logits: int16, format from max|W z + b| over the clean source latents ``z_calib`` plus
       one bit of headroom (adapted and shifted samples move further out).
@@ -478,7 +478,7 @@ def _search(
     best_i = np.zeros(B, np.int64)
     nfix = np.zeros(B, np.int64)
     for t in range(cfg.n_iter):
-        # 1. A = chol(C) (notes §6 step 1); at t = 0 every row holds the reset C = I, so one
+        # 1. A = chol(C) (docs/cmaes.md §6 step 1); at t = 0 every row holds the reset C = I, so one
         # row's factor is every row's
         if t == 0:
             A1, nf1 = chol_s32(st.C[:1], k)
@@ -486,7 +486,7 @@ def _search(
         else:
             A, nf = chol_s32(st.C, k)
         nfix += nf
-        # 2. σ from ln σ, λ·k normals in draw order (notes §4, §6 step 2)
+        # 2. σ from ln σ, λ·k normals in draw order (docs/cmaes.md §4, §6 step 2)
         mant, e = sigma_expand(st.ln_sigma)
         _emit(trace, idx, "cmaes.A", t, A)
         _emit(trace, idx, "cmaes.sigma", t, np.stack([st.ln_sigma, mant, e], axis=1))
@@ -499,7 +499,7 @@ def _search(
         P = q1bit_s32(x.reshape(-1, k)).reshape(B, lam, k) if cfg.qelatta_v1 else x
         if grid is not None and cfg.qelatta_v1:
             P = grid.requant(P, X_FRAC)
-        # evaluate: z = sat(z_t + V p), logits, H; rank by (H, index) (notes §5, §6 step 3)
+        # evaluate: z = sat(z_t + V p), logits, H; rank by (H, index) (docs/cmaes.md §5, §6 step 3)
         L = head_s16(latent_s16(zt, P, params), params)  # [B, λ, C]
         H = entropy_s16(L, params.logit_fmt.frac_bits)  # [B, λ]
         order = rank_by_h(H)
@@ -519,7 +519,7 @@ def _search(
         _emit(trace, idx, "order", t, order)
         if trace is None and t == cfg.n_iter - 1:
             break  # nothing reads the last update but its trace (the C side skips it too)
-        # 4-10. tell with the continuous candidates (notes §6 steps 4-10)
+        # 4-10. tell with the continuous candidates (docs/cmaes.md §6 steps 4-10)
         hsig = tell_s32(cm, st, z, y, x, order)
         if cfg.qelatta_v1:
             st.m = q1bit_s32(st.m)  # QELaTTA-V1: the iteration's solution is quantised too
@@ -644,7 +644,7 @@ def _result(
 
 
 def adapt_cflags(params: AdaptParams) -> tuple[str, ...]:
-    """-D flags that size ``elt_adapt_state_t`` exactly for this model (DESIGN §7 RAM)."""
+    """-D flags that size ``elt_adapt_state_t`` exactly for this model (docs/targets.md §1 RAM)."""
     return (
         f"-DELT_K_MAX={params.k}",
         f"-DELT_LAM_MAX={params.cfg.lam}",
@@ -749,7 +749,7 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             (cm.mu,),
             "Q1.30",
             _rng(min(src.weights[: cm.mu]), max(src.weights[: cm.mu])),
-            "positive recombination weights w_i, i < mu (notes §1)",
+            "positive recombination weights w_i, i < mu (docs/cmaes.md §1)",
         ),
         _array(
             f"{pfx}adapt_wc",
@@ -758,7 +758,7 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             (cm.lam,),
             "Q1.30",
             _rng(*(lambda v: (min(v), max(v)))([x / 2**30 for x in cm.wc])),
-            "c_mu*w_i (i < mu), c_mu*w_i*k (active negative weights) (notes §1 step 6)",
+            "c_mu*w_i (i < mu), c_mu*w_i*k (active negative weights) (docs/cmaes.md §1.2 step 6)",
         ),
         _array(
             f"{pfx}adapt_hsig_thr",

@@ -1,4 +1,4 @@
-"""Integer CMA-ES (notes §6): bit-exact twin of ``firmware/elt_cmaes_s32.c``.
+"""Integer CMA-ES (docs/cmaes.md §6): bit-exact twin of ``firmware/elt_cmaes_s32.c``.
 
 The float twin is `codegen.elatta.cmaes.Cmaes` with ``whitening="chol"``; the constants are the
 same pycma-4.5.0 values (`CmaesParams`), computed in float64 and rounded **once** here. The same
@@ -10,8 +10,8 @@ State formats (int32 raw, int64 intermediates; docs/numeric.md §5):
 quantity               format    notes
 =====================  ========  =============================================================
 m, x, y, p_c, p_σ, p   Q4.27     |p| < 16 (latent z is Q2.13, so larger p saturates anyway)
-z (standard normals)   Q3.28     the Gaussian table tops out at 6.34 (notes §4)
-C, A (lower, packed)   Q5.26     observed |C| ≤ 7 (notes §3); saturating
+z (standard normals)   Q3.28     the Gaussian table tops out at 6.34 (docs/cmaes.md §4)
+C, A (lower, packed)   Q5.26     observed |C| ≤ 7 (docs/cmaes.md §3); saturating
 rates and weights      Q1.30     w_i, cμ·w_i, 1−c_σ, 1−c_c, c1, decays, c_σ/d_σ, 1/χ
 gains                  Q3.28     √(c_σ(2−c_σ)μ_eff), √(c_c(2−c_c)μ_eff)
 ln σ                   Q8.23     clamped to [−20 ln2, 4 ln2]: σ ∈ [2⁻²⁰, 16]
@@ -26,14 +26,14 @@ the exact positive division (round half away from zero; ``elt_udiv64`` on the de
 `fx_div_pos64` and Python ``//``). Square roots are floor isqrt (``elt_isqrt64``).
 Because integer addition is exact, the C loops may sum in any order and stay bit-identical.
 
-Per iteration (notes §6 "Per iteration"; float equations: notes §1 steps 1-7):
+Per iteration (docs/cmaes.md §6 "Per iteration"; float equations: docs/cmaes.md §1.2 steps 1-7):
 
-1. A = chol(C); a pivot below ``PIVOT_EPS`` is raised to it and counted (notes §6 options).
+1. A = chol(C); a pivot below ``PIVOT_EPS`` is raised to it and counted (docs/cmaes.md §6 options).
 2. σ = 2^(ln σ·log₂e) as mantissa (Q1.30, 257-entry LUT) and exponent; z_i from the sampler.
 3. y_i = A z_i, x_i = m + σ y_i.
 4. (caller) evaluate and rank by (f, index).
 5. m' = Σ_{i≤μ} w_i x_{i:λ}; z_w = Σ w_i z_{i:λ}; y_w = Σ w_i y_{i:λ}  (= A⁻¹(m'−m)/σ and
-   (m'−m)/σ of the float twin, Krause et al. 2016, notes §3).
+   (m'−m)/σ of the float twin, Krause et al. 2016, docs/cmaes.md §3).
 6. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·z_w.
 7. h_σ ⇔ ‖p_σ‖² < T_g, T_g = (1 + 4/(k+1))·k·(1 − (1−c_σ)^{2g}) precomputed in Q.46.
 8. p_c ← (1−c_c)p_c + h_σ·√(c_c(2−c_c)μ_eff)·y_w.
@@ -188,7 +188,7 @@ class CmaesIntParams:
 
     @classmethod
     def from_float(cls, p: CmaesParams, n_iter: int, sigma0: float) -> CmaesIntParams:
-        """Round every constant of ``p`` once (notes §6 "Constants")."""
+        """Round every constant of ``p`` once (docs/cmaes.md §6 "Constants")."""
         if not 1 <= p.k <= K_MAX:
             raise ConfigError(f"k={p.k} is not allowed: the integer CMA-ES supports 1..{K_MAX}")
         if not 2 <= p.lam <= LAM_MAX:
@@ -253,7 +253,7 @@ class CmaesIntState:
 
     @classmethod
     def initial(cls, m0: npt.ArrayLike, ln_sigma0: int, k: int) -> CmaesIntState:
-        """``elt_cmaes_reset_s32``: C = I, paths zero, ln σ = ln σ₀, g = 0 (notes §6)."""
+        """``elt_cmaes_reset_s32``: C = I, paths zero, ln σ = ln σ₀, g = 0 (docs/cmaes.md §6)."""
         m = np.array(m0, dtype=np.int64).reshape(-1, k)
         B = m.shape[0]
         C = np.zeros((B, k * (k + 1) // 2), dtype=np.int64)
@@ -272,7 +272,7 @@ class CmaesIntState:
 
 
 def chol_s32(Cp: I64, k: int) -> tuple[I64, I64]:
-    """``elt_cmaes_chol_s32``: lower Cholesky factor A of packed C (notes §6 step 1).
+    """``elt_cmaes_chol_s32``: lower Cholesky factor A of packed C (docs/cmaes.md §6 step 1).
 
     A_jj = isqrt(max(C_jj − Σ_l A_jl², ε)·2²⁶); A_ij = (C_ij − Σ_l A_il A_jl)/A_jj, each product
     rounded to Q.26, the numerator saturated to int32 before the (rounded) division. Returns
@@ -344,7 +344,7 @@ def sample_s32(m: I64, A: I64, z: I64, mant: I64, e: I64, k: int) -> tuple[I64, 
 
 
 def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order: I64) -> I64:
-    """``elt_cmaes_tell_s32``: one update in pycma ``tell2`` order (notes §1 steps 2-7, §6).
+    """``elt_cmaes_tell_s32``: one pycma ``tell2``-order update (docs/cmaes.md §1.2 steps 2-7, §6).
 
     ``order`` [B, λ] is the ranking by (f, index). Updates ``st`` in place; returns h_σ [B].
     Sums run over whole axes at once: the terms are rounded first, so integer addition is exact
@@ -356,23 +356,24 @@ def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order
     xs, zs, ys = x[rows, order], z[rows, order], y[rows, order]  # [B, λ, k] sorted by rank
     st.g += 1  # pycma countiter, incremented before the update
     w = np.asarray(p.w, dtype=np.int64)[None, :, None]
-    # 2. m' = Σ_{i≤μ} w_i x_{i:λ} (c_m = 1); z_w, y_w likewise (notes §1 step 2, §3)
+    # 2. m' = Σ_{i≤μ} w_i x_{i:λ} (c_m = 1); z_w, y_w likewise (docs/cmaes.md §1.2 step 2, §3)
     m_new = sat32a(np.sum(mul_rr(w, xs[:, :mu], RATE_FRAC), axis=1))
     zw = sat32a(np.sum(mul_rr(w, zs[:, :mu], RATE_FRAC), axis=1))
     yw = sat32a(np.sum(mul_rr(w, ys[:, :mu], RATE_FRAC), axis=1))
-    # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·z_w (notes §1 step 3 with A⁻¹(m'−m)/σ = z_w)
+    # 3. p_σ ← (1−c_σ)p_σ + √(c_σ(2−c_σ)μ_eff)·z_w (docs/cmaes.md §1.2 step 3 with
+    # A⁻¹(m'−m)/σ = z_w)
     ps = sat32a(
         mul_rr(p.one_minus_cs, st.ps, RATE_FRAC) + mul_rr(p.gain_s, zw, GAIN_FRAC + Z_FRAC - X_FRAC)
     )
-    # 4. h_σ ⇔ ‖p_σ‖² < T_g (notes §1 step 4, §6 step 6)
+    # 4. h_σ ⇔ ‖p_σ‖² < T_g (docs/cmaes.md §1.2 step 4, §6 step 6)
     n2 = np.sum(mul_rr(ps, ps, 2 * X_FRAC - NORM2_FRAC), axis=1)
     hsig = (n2 < p.hsig_thr[st.g - 1]).astype(np.int64)
-    # 5. p_c ← (1−c_c)p_c + h_σ·√(c_c(2−c_c)μ_eff)·y_w (notes §1 step 5)
+    # 5. p_c ← (1−c_c)p_c + h_σ·√(c_c(2−c_c)μ_eff)·y_w (docs/cmaes.md §1.2 step 5)
     pc = sat32a(
         mul_rr(p.one_minus_cc, st.pc, RATE_FRAC) + hsig[:, None] * mul_rr(p.gain_c, yw, GAIN_FRAC)
     )
-    # 6. C ← decay_h·C + c1 p_c p_cᵀ + Σ wc_i ŷ_i ŷ_iᵀ (notes §1 step 6); ŷ = y/‖z‖ for the
-    # active negative weights (pycma's k/‖C^{-1/2}y‖², k folded into wc_i)
+    # 6. C ← decay_h·C + c1 p_c p_cᵀ + Σ wc_i ŷ_i ŷ_iᵀ (docs/cmaes.md §1.2 step 6); ŷ = y/‖z‖ for
+    # the active negative weights (pycma's k/‖C^{-1/2}y‖², k folded into wc_i)
     wc = np.asarray(p.wc, dtype=np.int64)
     yh = ys.copy()
     neg = np.flatnonzero((np.arange(p.lam) >= mu) & (wc != 0))
@@ -391,7 +392,8 @@ def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order
         + np.sum(mul_rr(wc[None, :, None], u, RATE_FRAC), axis=1)  # wc_i = 0 adds round(0) = 0
     )
     C = sat32a(acc)
-    # 7. ln σ += clip((c_σ/d_σ)(‖p_σ‖/χ − 1), −1, 1) (notes §1 step 7; log domain, notes §6)
+    # 7. ln σ += clip((c_σ/d_σ)(‖p_σ‖/χ − 1), −1, 1) (docs/cmaes.md §1.2 step 7; log
+    # domain, §6 there)
     nps = isqrt64(n2)  # Q.23
     ratio = mul_rr(nps, p.inv_chi, RATE_FRAC)  # Q.23
     dl = mul_rr(p.cs_over_ds, ratio - (1 << LNSIG_FRAC), RATE_FRAC)

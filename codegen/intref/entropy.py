@@ -1,6 +1,6 @@
 """Fixed-point exp2, log2 and Shannon entropy: bit-exact twin of ``firmware/elt_entropy_s16.c``.
 
-Entropy of softmax(l) for int16 logits l in Q(15−f).f (notes §5, DESIGN §3)::
+Entropy of softmax(l) for int16 logits l in Q(15−f).f (docs/cmaes.md §5, docs/numeric.md §5.4)::
 
     d_i = max l − l_i ≥ 0, clamped at 31 (e^−31 ≈ 3e−14 is below every LSB that follows)
     a_i = d_i in Q5.26
@@ -30,7 +30,7 @@ I64 = npt.NDArray[np.int64]
 
 H_FRAC = 26  # entropy Q5.26 (int32)
 D_FRAC = 26  # logit differences Q5.26
-D_CLAMP = 31  # d is clamped at 31 nats (notes §5 step 1)
+D_CLAMP = 31  # d is clamped at 31 nats (docs/cmaes.md §5 step 1)
 LOG2E_Q30 = round(math.log2(math.e) * (1 << 30))  # 1549082005
 LN2_Q30 = round(math.log(2.0) * (1 << 30))  # 744261118
 MAX_CLASSES = 256  # keeps T·2²⁶ < 2⁶³ (see module docstring)
@@ -72,7 +72,8 @@ def bitlen64(x: I64) -> I64:
 
 
 def ln_q30sum_q26(S: I64) -> I64:
-    """``elt_ln_q26``: ln S for S in Q.30 with 2³⁰ ≤ S < 2³⁹, result Q.26 (notes §5 step 4)."""
+    """``elt_ln_q26``: ln S for S in Q.30 with 2³⁰ ≤ S < 2³⁹, result Q.26 (docs/cmaes.md §5
+    step 4)."""
     b = bitlen64(S) - 1  # S = 2^b (1 + x), b ∈ [30, 38]
     xf = rshift_round_var(S - (np.int64(1) << b), b - 26)  # x in Q.26, may round up to 2^26
     l2 = ((b - LUT_FRAC) << 26) + rshift_round(lut_interp_q26(LOG2_LUT, xf), LUT_FRAC - 26)

@@ -11,7 +11,7 @@ one `codegen.ir.QLstm` and nothing else. One step, for gate rows r (torch order 
     h      = sat16(rshift_round(o · tanh(c), 15)),  2c = sat16(rshift_round(c, cell_tanh_rshift))
 
 σ reads a 257-entry Q0.15 table over [0, 16] with linear interpolation and mirrors negative
-inputs (σ(−x) = 1 − σ(x); CMSIS-NN style, DESIGN §3).
+inputs (σ(−x) = 1 − σ(x); CMSIS-NN style, docs/numeric.md §4).
 The matrix product runs as one float64 BLAS call: every partial sum is an integer bounded by the
 proven int32 bound (< 2^53), so it is exact in any summation order.
 

@@ -1,7 +1,7 @@
-"""Uniform and Gaussian random numbers, bit-exact twin of ``firmware/elt_rng.c`` (notes §4).
+"""Uniform and Gaussian random numbers, bit-exact twin of ``firmware/elt_rng.c`` (docs/cmaes.md §4).
 
-* **Seeding** (per sample, so results do not depend on order or device; DESIGN §3): the base seed
-  is mixed once by splitmix64, the key is xor-ed with the 32-bit sample id, and two more
+* **Seeding** (per sample, so results do not depend on order or device; docs/numeric.md §5.3): the
+  base seed is mixed once by splitmix64, the key is xor-ed with the 32-bit sample id, and two more
   splitmix64 outputs fill the four xoshiro128** words (low half first)::
 
       key = splitmix64(seed)            # first output of a splitmix64 stream at state = seed
@@ -94,7 +94,7 @@ class Xoshiro128ss:
         return r.astype(np.uint32)
 
     def gauss_q28(self) -> I64:
-        """``elt_gauss_q28``: one standard normal per stream, Q3.28 (notes §4)."""
+        """``elt_gauss_q28``: one standard normal per stream, Q3.28 (docs/cmaes.md §4)."""
         return gauss_from_u32(self.next_u32())
 
     def gauss_block(self, shape: tuple[int, ...]) -> I64:
@@ -117,7 +117,7 @@ def clz32(v: U32) -> I64:
 
 
 def gauss_from_u32(u: U32) -> I64:
-    """Map 32-bit uniforms to Q3.28 normals through the octave table (notes §4)."""
+    """Map 32-bit uniforms to Q3.28 normals through the octave table (docs/cmaes.md §4)."""
     u = np.asarray(u, dtype=np.uint32)
     v = ((u & np.uint32(0x7FFF_FFFF)) << np.uint32(1)) | np.uint32(1)  # odd, t = v/2^32 ∈ (0,1)
     o = clz32(v)  # octave: t ∈ [2^-(o+1), 2^-o)

@@ -2,11 +2,12 @@
 
 The same integers are emitted into C by ``templates/adapt_params.c.j2`` and read by the Python
 integer reference (`codegen.intref.rng`, `codegen.intref.entropy`, `codegen.intref.cmaes_int`);
-neither side recomputes them (DESIGN §2, docs/numeric.md §5).
+neither side recomputes them (docs/architecture.md §3, docs/numeric.md §5).
 
-* ``EXP2_LUT``: 2^(−j/256), j = 0..256, Q1.30 (notes §5 step 2; also σ = 2^(ln σ·log₂e), §6).
-* ``LOG2_LUT``: log₂(1 + j/256), j = 0..256, Q1.30 (notes §5 step 4).
-* ``GAUSS_LUT``: half-normal inverse CDF, 32 octaves × 33 knots, Q3.28 (notes §4): knot j of
+* ``EXP2_LUT``: 2^(−j/256), j = 0..256, Q1.30 (docs/cmaes.md §5 step 2; also
+  σ = 2^(ln σ·log₂e), §6).
+* ``LOG2_LUT``: log₂(1 + j/256), j = 0..256, Q1.30 (docs/cmaes.md §5 step 4).
+* ``GAUSS_LUT``: half-normal inverse CDF, 32 octaves × 33 knots, Q3.28 (docs/cmaes.md §4): knot j of
   octave o sits at t = 2^−(o+1)·(1 + j/32) and holds |z| = Φ⁻¹(1 − t/2).
 
 Rounding is round-half-even of the exact float64 value (``round``), the same rule fxpmath's
@@ -25,9 +26,9 @@ from scipy.special import ndtri
 I64 = npt.NDArray[np.int64]
 
 LUT_FRAC = 30  # Q1.30 for the exp2 and log2 tables
-LUT_BITS = 8  # 256 segments, 257 knots (notes §5)
+LUT_BITS = 8  # 256 segments, 257 knots (docs/cmaes.md §5)
 LUT_SIZE = (1 << LUT_BITS) + 1
-GAUSS_FRAC = 28  # Q3.28 (notes §4)
+GAUSS_FRAC = 28  # Q3.28 (docs/cmaes.md §4)
 GAUSS_OCTAVES = 32
 GAUSS_SEGMENTS = 32  # segments per octave (5 bits after the leading one)
 GAUSS_KNOTS = GAUSS_SEGMENTS + 1
