@@ -25,7 +25,7 @@ def main() -> int:
     from codegen.bench import samples
     from codegen.features import quantize_features
     from codegen.host_throughput import host_throughput
-    from host.run import load_build
+    from host.plan import load_build
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", type=Path, default=ROOT / "out/build/kws")

@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT))
 def main() -> int:
     from codegen.build import build
     from codegen.data import build as build_data
-    from host.run import DeviceSpec, execute, make_plan
+    from host.plan import make_plan
+    from host.run import DeviceSpec, execute
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path("/tmp/elatta-bench-data"))

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from codegen.errors import ConfigError
+from codegen.selection import stream_order
 
 HELP = "evaluate no-adapt and ELaTTA (float) on GSC-C; print the paper's table, write a report"
 
@@ -328,7 +329,7 @@ def evaluate(
     for cond in tqdm(conds, desc="eval", unit="cond", disable=not opts.progress):
         split = load_condition(data_dir, cond)
         if order is None:
-            order = _stream_order(len(split), opts.limit, opts.seeds[0])
+            order = stream_order(len(split), opts.limit, opts.seeds[0])
         z = encode_numpy(model, features_for(split.pcm[order], meta))
         y, ids = split.labels[order], split.ids[order]
         runs: dict[str, tuple[SeedOutcome, ...]] = {}
@@ -377,12 +378,6 @@ def evaluate(
         },
     )
     return report, format_report(report, results, sel)
-
-
-def _stream_order(n: int, limit: int | None, seed: int) -> np.ndarray:
-    """Indices of the evaluated clips in stream order (a seeded permutation, maybe truncated)."""
-    perm = np.random.default_rng([seed, 0x5EED]).permutation(n)
-    return perm if limit is None else perm[: min(limit, n)]
 
 
 def build_report(

@@ -7,7 +7,7 @@ mean over seeds for the adapting modes), the shape of report.json's ``"float"`` 
 float reference on the same clips and reports the per-sample class agreement (docs/targets.md §1:
 no-adapt and strict within 0.5 points of float, ≥ 99 % same class in no-adapt).
 
-Clips, order and sample ids are those of `codegen.evaluate` (`_stream_order`, the condition's
+Clips, order and sample ids are those of `codegen.evaluate` (`stream_order`, the condition's
 ids), and the formats are calibrated on the clean TRAIN split exactly as `codegen build` does,
 so the numbers describe the firmware that `codegen build` emits for the same inputs.
 """
@@ -83,13 +83,13 @@ def compare_fixed_float(
 
     from codegen.data import conditions, load_condition
     from codegen.elatta.float_ref import MODES, adapt
-    from codegen.evaluate import _stream_order
     from codegen.features import quantize_features
     from codegen.frontend import read_model
     from codegen.intref.lstm import lstm_float
     from codegen.intref.model import infer_int
     from codegen.model import features_for
     from codegen.quantize import calibration_features, quantize_model
+    from codegen.selection import stream_order
 
     bad = [m for m in modes if m not in MODES]
     if bad:
@@ -110,7 +110,7 @@ def compare_fixed_float(
     for cond in tqdm(conds, desc="fixed eval", unit="cond", disable=not progress):
         split = load_condition(str(data_dir), cond)
         if order is None:
-            order = _stream_order(len(split), limit, seed_list[0])
+            order = stream_order(len(split), limit, seed_list[0])
         xf = features_for(split.pcm[order], model.meta)
         y, ids = split.labels[order], split.ids[order]
         n_clips = len(y)

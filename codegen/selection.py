@@ -23,6 +23,13 @@ import numpy.typing as npt
 IntArray = npt.NDArray[np.int64]
 
 
+def stream_order(n: int, limit: int | None, seed: int) -> IntArray:
+    """The evaluators' clip order for one condition (`codegen eval`): a seeded permutation of
+    its n clips, cut to ``limit`` (the same permutation for every condition of a data set)."""
+    perm = np.random.default_rng([seed, 0x5EED]).permutation(n)
+    return perm if limit is None else perm[: min(limit, n)]
+
+
 def per_condition_counts(sizes: Sequence[int], limit: int | None) -> list[int]:
     """Clips per condition: all of them, or ``limit`` spread evenly over the conditions (the
     first ``limit % M`` take one more), at least one each so every noise and SNR is present."""

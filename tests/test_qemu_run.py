@@ -22,8 +22,9 @@ from faultproxy import FaultProxy
 
 from codegen.build import build
 from codegen.data import build as build_data
+from host.plan import Plan, make_plan
 from host.qemu import free_port, qemu_command
-from host.run import DeviceSpec, Plan, execute, make_plan, read_results
+from host.run import DeviceSpec, execute, read_results
 
 pytestmark = pytest.mark.qemu
 ROOT = Path(__file__).resolve().parents[1]
