@@ -331,21 +331,22 @@ def variants() -> dict[str, Variant]:
 def build_variant(out: Path, res0: Any, v: Variant) -> Any:
     """The default build's firmware sources (res0, `codegen build`) compiled again with the
     variant's flags into OUT/builds/<name>; returns the FirmwareBuild."""
+    from codegen import sources
     from codegen.build import firmware_sources
-    from codegen.emit_f32 import F32_FIRMWARE_SOURCES, F32_LIBS, write_f32_sources
+    from codegen.emit_f32 import F32_LIBS, write_f32_sources
     from codegen.firmware_build import FirmwareConfig, build_firmware
     from codegen.hostlib import model_cflags
     from codegen.resources import firmware_dir
 
     q = res0.qmodel
     bdir = out / "builds" / v.name
-    sources = firmware_sources(q, list(res0.sources))
+    srcs = firmware_sources(q, list(res0.sources))
     includes = [res0.out_dir / "src"]
     libs: tuple[str, ...] = ()
     if v.float32:
         f32_dir = bdir / "src"
-        sources += write_f32_sources(q, f32_dir)
-        sources += [firmware_dir() / f for f in F32_FIRMWARE_SOURCES]
+        srcs += write_f32_sources(q, f32_dir)
+        srcs += [firmware_dir() / f for f in sources.F32]
         includes.insert(0, f32_dir)
         libs = F32_LIBS
     print(f"bench: building baseline {v.name}", file=sys.stderr)
@@ -355,7 +356,7 @@ def build_variant(out: Path, res0: Any, v: Variant) -> Any:
             uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz, max_payload=t.max_payload
         ),
         bdir,
-        extra_sources=sources,
+        extra_sources=srcs,
         extra_includes=includes,
         extra_cflags=(*model_cflags(q), *v.cflags),
         extra_libs=libs,

@@ -88,9 +88,6 @@ def logits_scale(q: QModel) -> float | None:
     return None if fmt is None else 1.0 / (1 << int(fmt["frac_bits"]))
 
 
-APP_SOURCE = "fw_app_kws.c"
-
-
 def app_description(q: QModel) -> str:
     """INFO's application description (docs/protocol.md, "Model runtime"): ``key=value`` pairs
     separated by one space; `host.infer.parse_description` reads it back."""
@@ -146,12 +143,12 @@ def render_app_header(q: QModel) -> str:
 
 
 def firmware_sources(q: QModel, src_files: list[Path]) -> list[Path]:
-    from codegen.hostlib import LSTM_FIRMWARE_SOURCES, adapt_firmware_sources
+    from codegen import sources
     from codegen.resources import firmware_dir
 
     fw = firmware_dir()
-    kernels = [fw / s for s in (*LSTM_FIRMWARE_SOURCES, *adapt_firmware_sources())]
-    app = [fw / APP_SOURCE] if q.adapt is not None else []
+    kernels = [fw / s for s in sources.kernels(True)]
+    app = [fw / s for s in sources.APP] if q.adapt is not None else []
     return [p for p in src_files if p.suffix == ".c"] + kernels + app
 
 

@@ -320,9 +320,9 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
 def render_model(q: QModel, adapt_files: dict[str, str] | None = None) -> dict[str, str]:
     """{filename: text} of the model sources plus the adaptation core's files."""
     if adapt_files is None:
-        from codegen.intref.adapt import emit_adapt_c
+        from codegen.emit_adapt import emit_adapt_c
 
-        adapt_files = emit_adapt_c(q.adapt, q.prefix)
+        adapt_files = emit_adapt_c(q.adapt_params, q.prefix)
     adapt_headers = sorted(n for n in adapt_files if n.endswith(".h"))
     ctx = model_context(q, adapt_headers)
     e = env()

@@ -26,7 +26,6 @@ from codegen import __version__
 from codegen.ir import QModel
 from codegen.resources import jinja_env
 
-F32_FIRMWARE_SOURCES: tuple[str, ...] = ("elt_lstm_f32.c",)
 F32_CFLAGS: tuple[str, ...] = ("-DELT_ENCODER_F32",)
 # expf/tanhf from newlib's libm; its error path sets errno (__errno, libc).
 F32_LIBS: tuple[str, ...] = ("-lm", "-lc")

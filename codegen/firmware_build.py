@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from codegen import __version__
+from codegen import __version__, sources
 from codegen.errors import ConfigError
 from codegen.resources import firmware_dir, jinja_env
 from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_tool, section_sizes
@@ -23,16 +23,6 @@ from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_tool, sect
 HELP = "build the bare-metal runtime firmware (ELF) for the Zynq-7020 Cortex-A9"
 
 UART_BASES = {0: 0xE0000000, 1: 0xE0001000}  # UG585 Table 4-6
-# Device-side sources of the runtime (the order is the link order).
-RUNTIME_SOURCES: tuple[str, ...] = (
-    "startup.S",
-    "main.c",
-    "fw_uart.c",
-    "fw_timer.c",
-    "fw_frame.c",
-    "fw_server.c",
-    "fw_rt.c",
-)
 MAX_PAYLOAD_RANGE = (64, 8192)
 BAUD_MAX_ERROR = 0.02  # a UART tolerates a few per cent of mismatch; keep under 2 %
 
@@ -165,11 +155,11 @@ def build_firmware(
     cfg.validate()
     gcc = find_tool("arm-none-eabi-gcc")
     fw = firmware_dir()
-    sources = [fw / s for s in RUNTIME_SOURCES] + [Path(s) for s in extra_sources]
+    srcs = [fw / s for s in sources.RUNTIME] + [Path(s) for s in extra_sources]
     headers = sorted(fw.glob("*.h")) + sorted(
         h for d in extra_includes for h in Path(d).glob("*.h")
     )
-    input_hash = _input_hash(cfg, sources + headers, (*extra_cflags, *extra_ldflags, *extra_libs))
+    input_hash = _input_hash(cfg, srcs + headers, (*extra_cflags, *extra_ldflags, *extra_libs))
     build_id = f"fw-{input_hash[:16]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     gen = out_dir / "include"
@@ -190,7 +180,7 @@ def build_firmware(
         f"-Wl,-Map={out_dir / 'fw.map'}",
         "-o",
         str(elf),
-        *map(str, sources),
+        *map(str, srcs),
         *extra_libs,
         "-lgcc",
     ]

@@ -125,7 +125,8 @@ def compare_fixed_float(
                     else dataclasses.replace(
                         q,
                         adapt=dataclasses.replace(
-                            q.adapt, cfg=dataclasses.replace(q.adapt.cfg, seed=int(s))
+                            q.adapt_params,
+                            cfg=dataclasses.replace(q.adapt_params.cfg, seed=int(s)),
                         ),
                     )
                 )

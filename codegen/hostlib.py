@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from codegen import sources
 from codegen.errors import CodegenError
 from codegen.ir import QModel
 from codegen.resources import firmware_dir
@@ -41,23 +42,16 @@ UBSAN_CFLAGS: tuple[str, ...] = (
     "-fno-sanitize-recover=all",
     "-fno-omit-frame-pointer",
 )
-LSTM_FIRMWARE_SOURCES: tuple[str, ...] = ("elt_lstm_s16.c",)
 _TRACE_FN = ctypes.CFUNCTYPE(
     None, ctypes.c_char_p, ctypes.c_int32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32
 )
-
-
-def adapt_firmware_sources() -> tuple[str, ...]:
-    from codegen.intref.adapt import ADAPT_FIRMWARE_SOURCES
-
-    return tuple(ADAPT_FIRMWARE_SOURCES)
 
 
 def model_cflags(q: QModel) -> tuple[str, ...]:
     """-D flags every translation unit of this model needs (the adaptation state's sizes)."""
     if q.adapt is None:
         return ()
-    from codegen.intref.adapt import adapt_cflags
+    from codegen.emit_adapt import adapt_cflags
 
     return tuple(adapt_cflags(q.adapt))
 
@@ -66,7 +60,7 @@ def build_for(
     q: QModel, src_dir: Path, out_dir: Path, *, sanitize: bool = False, trace: bool = False
 ) -> HostModel:
     """Host library of the generated sources in ``src_dir`` for the fixed IR ``q``."""
-    fw_sources = LSTM_FIRMWARE_SOURCES + (adapt_firmware_sources() if q.adapt is not None else ())
+    fw_sources = sources.kernels(q.adapt is not None)
     hb = build_host_library(
         src_dir,
         render_host_api(q),
@@ -84,7 +78,7 @@ def render_host_api(q: QModel) -> str:
 
     headers: list[str] = []
     if q.adapt is not None:
-        from codegen.intref.adapt import emit_adapt_c
+        from codegen.emit_adapt import emit_adapt_c
 
         headers = sorted(n for n in emit_adapt_c(q.adapt, q.prefix) if n.endswith(".h"))
     ctx = model_context(q, headers)
@@ -378,7 +372,7 @@ def diagnose(
     untraced on the C side, so both carry the same state into the traced sample)."""
     from codegen.intref.model import infer_int
 
-    m = mode if mode is not None else host.q.adapt.cfg.mode
+    m = mode if mode is not None else host.q.adapt_params.cfg.mode
     carry = m in ("continual", "continual_bounded")
     lo = 0 if carry else row
     if carry and row > 0:

@@ -17,12 +17,27 @@ frozen all the way down. Equality is by identity (``eq=False``) for classes hold
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from codegen.elatta.float_ref import MODES, ElattaConfig, is_int
+from codegen.errors import ConfigError
+from codegen.intref.cmaes_int import (
+    K_MAX,
+    LAM_MAX,
+    LNSIG_FRAC,
+    N_ITER_MAX,
+    SIGMA_MAX,
+    SIGMA_MIN,
+    X_FRAC,
+    CmaesIntParams,
+    Grid,
+)
+from codegen.intref.entropy import H_FRAC
 from codegen.qformat import QFormat
 
 FloatArray = npt.NDArray[np.float64]
@@ -360,13 +375,170 @@ class CalibStats:
 @dataclass(frozen=True, eq=False)
 class QModel:
     """The fixed IR of the whole build: the float IR it came from, the integer LSTM, the
-    adaptation core's quantized parameters (`codegen.intref.adapt.AdaptParams`), calibration."""
+    adaptation core's quantized parameters (`AdaptParams`), calibration."""
 
     source: Model
     lstm: QLstm
-    adapt: Any  # codegen.intref.adapt.AdaptParams
+    adapt: AdaptParams | None  # None: an encoder-only build (the encoder's tests)
     calib: CalibStats
 
     @property
     def prefix(self) -> str:
         return self.source.prefix
+
+    @property
+    def adapt_params(self) -> AdaptParams:
+        """The adaptation core's parameters; an encoder-only IR has none."""
+        if self.adapt is None:
+            raise ConfigError("this build has no adaptation core (encoder only)")
+        return self.adapt
+
+
+# ------------------------------------------------------------------------- adaptation core IR
+# The formats of the adaptation core (docs/numeric.md §5) and its settings and integers, read by
+# the C emitter (`codegen.emit_adapt`) and the integer reference (`codegen.intref.adapt`).
+
+Z_T_FMT = QFormat(0, 15)  # LSTM h_T
+LATENT_FMT = QFormat(2, 13)  # 2 bits of headroom for V p over |z_t| < 1
+P_FMT = QFormat(31 - X_FRAC, X_FRAC, 32)  # Q4.27
+H_FMT = QFormat(31 - H_FRAC, H_FRAC, 32)  # Q5.26
+LNSIG_FMT = QFormat(31 - LNSIG_FRAC, LNSIG_FRAC, 32)  # Q8.23
+RADIUS_FRAC = 23  # continual_bounded radius, Q8.23
+BETA_FRAC = 30  # Q1.30
+MODE_IDS = {m: i for i, m in enumerate(MODES)}  # ELT_MODE_* in firmware/elt_adapt.h
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    """One integer ELaTTA run (the float `ElattaConfig` plus QELaTTA-V2); λ is resolved."""
+
+    k: int = 2
+    n_iter: int = 2
+    lam: int = 6
+    sigma0: float = 0.1
+    mode: str = "strict"
+    seed: int = 0
+    beta: float = 0.5
+    radius: float = 1.0
+    qelatta_v1: bool = False
+    qelatta_v2: tuple[int, int] | None = None  # (x_bits, y_int_bits), e.g. (8, 4), (4, 2)
+    active: bool = True
+
+    def __post_init__(self) -> None:
+        if not is_int(self.k) or not 1 <= self.k <= K_MAX:
+            raise ConfigError(f"k={self.k!r} is not allowed: use an integer in 1..{K_MAX}")
+        if not is_int(self.n_iter) or not 1 <= self.n_iter <= N_ITER_MAX:
+            raise ConfigError(f"n_iter={self.n_iter!r} is not allowed: use 1..{N_ITER_MAX}")
+        if not is_int(self.lam) or not 2 <= self.lam <= LAM_MAX:
+            raise ConfigError(f"lam={self.lam!r} is not allowed: use an integer in 2..{LAM_MAX}")
+        s0 = self.sigma0
+        if (
+            not isinstance(s0, int | float)
+            or isinstance(s0, bool)
+            or not (math.isfinite(s0) and SIGMA_MIN <= s0 <= SIGMA_MAX)
+        ):
+            raise ConfigError(
+                f"sigma0={s0!r} is not allowed: use a float in [2^-20, {SIGMA_MAX:g}]"
+            )
+        if self.mode not in MODES:
+            raise ConfigError(f"mode={self.mode!r} is not allowed: use one of {MODES}")
+        if not is_int(self.seed) or not 0 <= self.seed < 2**64:
+            raise ConfigError(f"seed={self.seed!r} is not allowed: use an integer in [0, 2^64)")
+        if not isinstance(self.beta, int | float) or not 0.0 <= self.beta <= 1.0:
+            raise ConfigError(f"beta={self.beta!r} is not allowed: use a float in [0, 1]")
+        if not isinstance(self.radius, int | float) or not 0.0 <= self.radius < 256.0:
+            raise ConfigError(
+                f"radius={self.radius!r} is not allowed: use a float in [0, 256) (Q8.23)"
+            )
+        if not isinstance(self.qelatta_v1, bool):
+            raise ConfigError(f"qelatta_v1={self.qelatta_v1!r} is not allowed: use True or False")
+        if self.qelatta_v2 is not None:
+            v2 = self.qelatta_v2
+            if not (isinstance(v2, tuple) and len(v2) == 2 and all(is_int(x) for x in v2)):
+                raise ConfigError(
+                    f"qelatta_v2={v2!r} is not allowed: use None or (x_bits, y_int_bits), "
+                    "e.g. (8, 4)"
+                )
+            Grid(int(v2[0]), int(v2[1]))
+        if not isinstance(self.active, bool):
+            raise ConfigError(f"active={self.active!r} is not allowed: use True or False")
+
+    @classmethod
+    def from_float(
+        cls, cfg: ElattaConfig, qelatta_v2: tuple[int, int] | None = None
+    ) -> AdaptConfig:
+        """The integer twin of a float configuration (λ resolved to 4 + ⌊3 ln k⌋ if None)."""
+        return cls(
+            k=int(cfg.k),
+            n_iter=int(cfg.n_iter),
+            lam=int(cfg.popsize),
+            sigma0=float(cfg.sigma0),
+            mode=str(cfg.mode),
+            seed=int(cfg.seed),
+            beta=float(cfg.beta),
+            radius=float(cfg.radius),
+            qelatta_v1=bool(cfg.qelatta_v1),
+            qelatta_v2=qelatta_v2,
+            active=bool(cfg.active),
+        )
+
+    @property
+    def grid(self) -> Grid | None:
+        return None if self.qelatta_v2 is None else Grid(*self.qelatta_v2)
+
+    def to_float(self) -> ElattaConfig:
+        """The float configuration this one twins (QELaTTA-V2 has no float counterpart)."""
+        return ElattaConfig(
+            k=self.k,
+            n_iter=self.n_iter,
+            lam=self.lam,
+            sigma0=self.sigma0,
+            mode=self.mode,
+            seed=self.seed,
+            beta=self.beta,
+            radius=self.radius,
+            qelatta_v1=self.qelatta_v1,
+            active=self.active,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class AdaptParams:
+    """Every integer the kernels read; the C emitter and `adapt_int` read exactly these."""
+
+    cfg: AdaptConfig
+    W: IntArray  # [C, D] int16, w_fmt
+    w_fmt: QFormat
+    b: IntArray  # [C] int32, b_fmt (the accumulator format)
+    b_fmt: QFormat
+    V: IntArray  # [D, k] int16, v_fmt
+    v_fmt: QFormat
+    latent_fmt: QFormat
+    logit_fmt: QFormat
+    zt_shift: int  # Q0.15 → latent: 15 − latent frac
+    v_shift: int  # V·p (Q.(fv+27)) → latent frac
+    head_shift: int  # accumulator → logit frac
+    cmaes: CmaesIntParams
+    beta_q30: int
+    radius_q23: int
+    grid: Grid | None
+    exp2_lut: IntArray
+    log2_lut: IntArray
+    gauss_lut: IntArray
+    w_range: tuple[float, float]
+    b_range: tuple[float, float]
+    v_range: tuple[float, float]
+    head_bound: int  # max over rows of the proven |accumulator| bound
+    input_hash: str
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.W.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.W.shape[1])
+
+    @property
+    def k(self) -> int:
+        return self.cfg.k

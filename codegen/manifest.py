@@ -196,7 +196,7 @@ def adapt_formats(q: QModel) -> dict[str, dict[str, Any]]:
     p = q.adapt
     if p is None:
         return {}
-    from codegen.intref import adapt as A
+    from codegen import ir as A
 
     out: dict[str, dict[str, Any]] = {}
     for name, fmt in (

@@ -44,7 +44,7 @@ def _types() -> dict[str, type]:
     from codegen import ir
     from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
     from codegen.elatta.float_ref import ElattaConfig
-    from codegen.intref import adapt, cmaes_int
+    from codegen.intref import cmaes_int
     from codegen.model import ModelMeta
     from codegen.qformat import QFormat
 
@@ -72,8 +72,8 @@ def _types() -> dict[str, type]:
         FloatCmaesConstants,
         cmaes_int.CmaesIntParams,
         cmaes_int.Grid,
-        adapt.AdaptConfig,
-        adapt.AdaptParams,
+        ir.AdaptConfig,
+        ir.AdaptParams,
     )
     return {f"{c.__module__}.{c.__qualname__}": c for c in classes}
 

@@ -271,7 +271,7 @@ def quantize_lstm(
 
 def adapt_config(model: Model) -> Any:
     """The adaptation core's AdaptConfig for this build."""
-    from codegen.intref.adapt import AdaptConfig
+    from codegen.ir import AdaptConfig
 
     return AdaptConfig.from_float(model.cmaes.elatta, qelatta_v2=model.cmaes.qelatta_v2)
 
@@ -279,7 +279,7 @@ def adapt_config(model: Model) -> Any:
 def quantize_model(model: Model, x_calib: npt.ArrayLike, source: str = "api") -> QModel:
     """Float IR + calibration features -> fixed IR (LSTM here, head/basis/CMA-ES by the
     adaptation core's `quantize_adapt`, calibrated on the same source latents)."""
-    from codegen.intref.adapt import quantize_adapt
+    from codegen.quantize_adapt import quantize_adapt
 
     q, stats, z_f = quantize_lstm(model.lstm, x_calib, model.quant, source)
     params = quantize_adapt(

@@ -123,14 +123,10 @@ def lstm_only(
 ):  # type: ignore[no-untyped-def]
     """Quantize only the LSTM and build the host library of its generated C (no adaptation
     core): the encoder's tests do not depend on the adaptation files."""
+    from codegen import sources
     from codegen.emit import render_model, write_sources
     from codegen.frontend import read_model
-    from codegen.hostlib import (
-        LSTM_FIRMWARE_SOURCES,
-        HostModel,
-        build_host_library,
-        render_host_api,
-    )
+    from codegen.hostlib import HostModel, build_host_library, render_host_api
     from codegen.ir import QModel
     from codegen.quantize import quantize_lstm
 
@@ -145,7 +141,7 @@ def lstm_only(
         tmp / "host",
         sanitize=sanitize,
         trace=trace,
-        firmware_sources=LSTM_FIRMWARE_SOURCES,
+        firmware_sources=sources.LSTM,
     )
     return qm, HostModel(hb, qm)
 

@@ -285,10 +285,11 @@ def test_cortex_a9_build_equals_python_under_qemu(
     qemu-system-arm (xilinx-zynq-a9) on random inputs and saturating ones (all −32768, all
     32767, alternating extremes: gate pre-activations beyond Q4.11) in every mode and prints
     every field."""
+    from codegen import sources
     from codegen.elatta.float_ref import MODES as ALL_MODES
     from codegen.emit import carray, render_model, write_sources
     from codegen.frontend import read_model
-    from codegen.hostlib import LSTM_FIRMWARE_SOURCES, adapt_firmware_sources, model_cflags
+    from codegen.hostlib import model_cflags
     from codegen.quantize import quantize_model
     from codegen.resources import firmware_dir
 
@@ -319,7 +320,7 @@ def test_cortex_a9_build_equals_python_under_qemu(
     sources = [
         src / "probe_main.c",
         *sorted(p for p in src.glob("*.c") if p.name != "probe_main.c"),
-        *(fw / s for s in (*LSTM_FIRMWARE_SOURCES, *adapt_firmware_sources())),
+        *(fw / s for s in sources.kernels(True)),
     ]
     lines = [
         ln

@@ -12,20 +12,16 @@ import numpy as np
 import pytest
 from intharness.driver import random_head, random_latents
 
+from codegen import sources
 from codegen.elatta.cmaes import Cmaes
 from codegen.elatta.float_ref import ElattaConfig, adapt, entropy, head_logits
+from codegen.emit_adapt import adapt_cflags, emit_adapt_c
 from codegen.errors import ConfigError
-from codegen.intref.adapt import (
-    ADAPT_FIRMWARE_SOURCES,
-    AdaptConfig,
-    IntAdaptResult,
-    adapt_cflags,
-    adapt_int,
-    emit_adapt_c,
-    quantize_adapt,
-)
+from codegen.intref.adapt import IntAdaptResult, adapt_int
 from codegen.intref.cmaes_int import X_FRAC, Z_FRAC
 from codegen.intref.rng import Xoshiro128ss
+from codegen.ir import AdaptConfig
+from codegen.quantize_adapt import quantize_adapt
 from codegen.resources import firmware_dir
 
 X = 2.0**X_FRAC
@@ -299,7 +295,7 @@ def test_emission_is_deterministic_and_documents_every_array() -> None:
         "-DELT_D_MAX=32",
         "-DELT_C_MAX=12",
     )
-    for src in ADAPT_FIRMWARE_SOURCES:
+    for src in sources.ADAPT:
         assert (firmware_dir() / src).is_file()
 
 

@@ -26,16 +26,12 @@ from intharness.driver import (
     shared_harness,
 )
 
+from codegen import sources
+from codegen.emit_adapt import adapt_cflags, emit_adapt_c
 from codegen.intref import cmaes_int, entropy
-from codegen.intref.adapt import (
-    ADAPT_FIRMWARE_SOURCES,
-    AdaptConfig,
-    AdaptParams,
-    adapt_cflags,
-    adapt_int,
-    emit_adapt_c,
-    quantize_adapt,
-)
+from codegen.intref.adapt import adapt_int
+from codegen.ir import AdaptConfig, AdaptParams
+from codegen.quantize_adapt import quantize_adapt
 from codegen.resources import firmware_dir
 from codegen.toolchain import ARM_CPU_FLAGS, COMMON_CFLAGS, find_tool
 
@@ -256,7 +252,7 @@ def compile_kernels(
         f"-I{fw}",
         f"-I{tmp}",
         "-c",
-        *(str(fw / s) for s in ADAPT_FIRMWARE_SOURCES),
+        *(str(fw / s) for s in sources.ADAPT),
         *map(str, extra_sources),
     ]
     proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, check=False)
@@ -279,7 +275,7 @@ def test_kernels_build_for_cortex_a9(tmp_path: Path) -> None:
     compile_kernels(tmp_path, cc, ARM_FLAGS, "-O2", SIZES[1], True)
     # the device path is pure integer: no floating-point instructions or calls in the kernels
     if _has("arm-none-eabi-objdump"):
-        for s in ADAPT_FIRMWARE_SOURCES:
+        for s in sources.ADAPT:
             dis = subprocess.run(
                 [find_tool("arm-none-eabi-objdump"), "-d", str(objs / (Path(s).stem + ".o"))],
                 capture_output=True,

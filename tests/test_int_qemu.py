@@ -22,17 +22,14 @@ import numpy as np
 import pytest
 from intharness.driver import div_cases, isqrt_cases, random_head, random_latents
 
+from codegen import sources
 from codegen.elatta.cmaes import default_popsize
+from codegen.emit_adapt import emit_adapt_c
 from codegen.firmware_build import FirmwareConfig, render_config
-from codegen.intref.adapt import (
-    ADAPT_FIRMWARE_SOURCES,
-    AdaptConfig,
-    AdaptParams,
-    adapt_int,
-    emit_adapt_c,
-    quantize_adapt,
-)
+from codegen.intref.adapt import adapt_int
 from codegen.intref.entropy import argmax_s16, entropy_s16
+from codegen.ir import AdaptConfig, AdaptParams
+from codegen.quantize_adapt import quantize_adapt
 from codegen.resources import firmware_dir
 from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool
 
@@ -240,13 +237,13 @@ def run_probe(
         f"-DELT_C_MAX={max(p.n_classes for p in params)}",
     )
     elf = tmp / "probe.elf"
-    sources = [
+    srcs = [
         fw / "startup.S",
         src / "probe_main.c",
         fw / "fw_uart.c",
         fw / "fw_rt.c",
         *sorted(src.glob("t*_adapt_params.c")),
-        *(fw / s for s in ADAPT_FIRMWARE_SOURCES),
+        *(fw / s for s in sources.ADAPT),
     ]
     subprocess.run(
         [
@@ -262,7 +259,7 @@ def run_probe(
             *ARM_LDFLAGS,
             "-o",
             str(elf),
-            *map(str, sources),
+            *map(str, srcs),
             "-lgcc",
         ],
         check=True,

@@ -61,7 +61,7 @@ CHUNK = 1024  # samples per adaptation batch (no_adapt, strict): amortises per-c
 def params_for_mode(q: QModel, mode: str | None) -> Any:
     """The adaptation parameters with another mode (the integers do not depend on the mode;
     the host library switches the same field of its params copy)."""
-    params = q.adapt
+    params = q.adapt_params
     if mode is None or mode == params.cfg.mode:
         return params
     from codegen.elatta.float_ref import MODES

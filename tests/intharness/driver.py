@@ -18,21 +18,18 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from codegen import sources
 from codegen.elatta.cmaes import default_popsize
-from codegen.intref.adapt import (
-    ADAPT_FIRMWARE_SOURCES,
-    AdaptConfig,
-    AdaptParams,
-    IntAdaptResult,
-    emit_adapt_c,
-    quantize_adapt,
-)
+from codegen.emit_adapt import emit_adapt_c
+from codegen.intref.adapt import IntAdaptResult
+from codegen.ir import AdaptConfig, AdaptParams
+from codegen.quantize_adapt import quantize_adapt
 from codegen.resources import firmware_dir
 from codegen.toolchain import COMMON_CFLAGS, find_tool
 
 HERE = Path(__file__).resolve().parent
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
-KERNELS = ADAPT_FIRMWARE_SOURCES
+KERNELS = sources.ADAPT
 TraceRec = tuple[int, str, int, npt.NDArray[np.int64]]
 ENV = {
     **os.environ,

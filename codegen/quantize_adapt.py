@@ -1,0 +1,167 @@
+"""Quantization of the adaptation core: head W, b, basis V and the CMA-ES constants, once.
+
+The compiler stage beside `codegen.quantize` (the encoder): it decides every format and integer
+of `codegen.ir.AdaptParams`; the C emitter (`codegen.emit_adapt`) and the integer reference
+(`codegen.intref.adapt`) read them and decide nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import numpy.typing as npt
+
+from codegen.elatta.cmaes import CmaesParams
+from codegen.errors import ConfigError
+from codegen.fixed import INT32_MAX
+from codegen.intref.cmaes_int import X_FRAC, CmaesIntParams, q_round
+from codegen.intref.entropy import MAX_CLASSES
+from codegen.intref.tables import EXP2_LUT, GAUSS_LUT, LOG2_LUT, table_hash
+from codegen.ir import (
+    BETA_FRAC,
+    LATENT_FMT,
+    RADIUS_FRAC,
+    Z_T_FMT,
+    AdaptConfig,
+    AdaptParams,
+    FloatArray,
+    IntArray,
+)
+from codegen.qformat import QFormat
+
+I64 = IntArray
+
+
+def _finite(name: str, a: npt.ArrayLike) -> FloatArray:
+    arr = np.asarray(a, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError(f"{name} contains NaN or Inf")
+    return arr
+
+
+def _frac_for(max_abs: float) -> int:
+    return QFormat.for_range(max_abs).frac_bits
+
+
+def quantize_adapt(
+    W: npt.ArrayLike,
+    b: npt.ArrayLike,
+    V: npt.ArrayLike,
+    cfg: AdaptConfig,
+    z_calib: npt.ArrayLike,
+    latent_fmt: QFormat = LATENT_FMT,
+) -> AdaptParams:
+    """Quantize the head, the basis and the CMA-ES constants once (docs/architecture.md §3).
+
+    * V: int16 in the format that holds max|V| (Q0.15 for an orthonormal basis).
+    * W: int16 in the finest format that holds max|W| **and** proves the int32 accumulator:
+      Σ_j |W_ij|·2¹⁵ + |b_i| + 2^(s−1) ≤ 2³¹ − 1 for every row (|latent| ≤ 2¹⁵ raw, docs/numeric.md
+      §3). No format satisfies it → ConfigError naming ``head W`` and the row.
+    * b: int32 in the accumulator format Q.(fw + latent frac).
+    * logits: int16, format from max|W z + b| over the clean source latents ``z_calib`` plus
+      one bit of headroom (adapted and shifted samples move further out).
+    """
+    if not isinstance(cfg, AdaptConfig):
+        raise ConfigError(f"cfg must be an AdaptConfig, got {type(cfg).__name__}")
+    Wf, bf, Vf, Zc = (
+        _finite(n, a) for n, a in (("W", W), ("b", b), ("V", V), ("z_calib", z_calib))
+    )
+    if Wf.ndim != 2 or Wf.shape[0] < 2:
+        raise ConfigError(f"head W must have shape [C >= 2, D], got {Wf.shape}")
+    C, D = Wf.shape
+    if C > MAX_CLASSES:
+        raise ConfigError(f"head W has {C} classes: the entropy kernel supports <= {MAX_CLASSES}")
+    if bf.shape != (C,):
+        raise ConfigError(f"head b must have shape [{C}], got {bf.shape}")
+    if Vf.shape != (D, cfg.k):
+        raise ConfigError(f"basis V must have shape [{D}, {cfg.k}] (D, k), got {Vf.shape}")
+    if Zc.ndim != 2 or Zc.shape[1] != D or Zc.shape[0] < 1:
+        raise ConfigError(f"z_calib must have shape [N >= 1, {D}], got {Zc.shape}")
+    if latent_fmt.word != 16:
+        raise ConfigError(f"latent format {latent_fmt.name} must be a 16-bit format")
+    fz = latent_fmt.frac_bits
+    v_fmt = QFormat.for_range(float(np.max(np.abs(Vf))))
+    Vq = v_fmt.quantize(Vf)
+    # |round(V p)| <= k·2^15·2^31 / 2^v_shift must stay below 2^30: the NEON latent narrows it
+    # to int32 before adding z_t (elt_latent_s16); an orthonormal V (Q0.15) gives k·2^17
+    v_shift = v_fmt.frac_bits + X_FRAC - fz
+    if cfg.k * 2.0 ** (46 - v_shift) >= 2**30:
+        raise ConfigError(
+            f"basis V: max|V| = {float(np.max(np.abs(Vf))):g} needs format {v_fmt.name}; "
+            f"V p overflows the latent path for k = {cfg.k} (use an orthonormal basis)"
+        )
+    # logit format from the clean source latents (one bit of headroom)
+    calib = Zc @ Wf.T + bf
+    logit_fmt = QFormat.for_range(float(np.max(np.abs(calib))), headroom_bits=1)
+    head: tuple[QFormat, I64, QFormat, I64, int, int] | None = None
+    worst = (0, 0)
+    for fw in range(_frac_for(float(np.max(np.abs(Wf)))), -1, -1):
+        w_fmt = QFormat(15 - fw, fw)
+        b_frac = fw + fz
+        if b_frac > 31 or float(np.max(np.abs(bf), initial=0.0)) * 2.0**b_frac >= 2**31:
+            continue
+        b_fmt = QFormat(31 - b_frac, b_frac, 32)
+        Wq = w_fmt.quantize(Wf)
+        bq = b_fmt.quantize(bf)
+        fl = min(logit_fmt.frac_bits, b_frac)
+        shift = b_frac - fl
+        rnd = (1 << (shift - 1)) if shift > 0 else 0
+        bound = np.sum(np.abs(Wq), axis=1) * 32768 + np.abs(bq) + rnd
+        row = int(np.argmax(bound))
+        if int(bound[row]) > worst[1]:
+            worst = (row, int(bound[row]))
+        if int(bound[row]) <= INT32_MAX:
+            head = (w_fmt, Wq, b_fmt, bq, shift, int(bound[row]))
+            logit_fmt = QFormat(15 - fl, fl)
+            break
+    if head is None:
+        raise ConfigError(
+            f"head W row {worst[0]}: sum|w|*max|z| + |b| = {worst[1]} exceeds the int32 "
+            f"accumulator (2^31 - 1) in every int16 format; scale the head down"
+        )
+    w_fmt, Wq, b_fmt, bq, head_shift, head_bound = head
+    cm = CmaesIntParams.from_float(
+        CmaesParams.for_dim(cfg.k, cfg.lam, cfg.active), cfg.n_iter, float(cfg.sigma0)
+    )
+    beta_q30 = q_round(cfg.beta, BETA_FRAC, "beta")
+    radius_q23 = q_round(cfg.radius, RADIUS_FRAC, "radius")
+    h = hashlib.sha256()
+    for arr in (Wq, bq, Vq):
+        h.update(np.ascontiguousarray(arr, dtype="<i8").tobytes())
+    h.update(repr((cfg, w_fmt, b_fmt, v_fmt, latent_fmt, logit_fmt, head_shift)).encode())
+    h.update(repr(tuple(getattr(cm, f) for f in ("w", "wc", "hsig_thr", "ln_sigma0"))).encode())
+    for t in (EXP2_LUT, LOG2_LUT, GAUSS_LUT):
+        h.update(table_hash(t).encode())
+
+    def ro(a: npt.ArrayLike) -> I64:
+        out = np.array(a, dtype=np.int64)
+        out.setflags(write=False)
+        return out
+
+    return AdaptParams(
+        cfg=cfg,
+        W=ro(Wq),
+        w_fmt=w_fmt,
+        b=ro(bq),
+        b_fmt=b_fmt,
+        V=ro(Vq),
+        v_fmt=v_fmt,
+        latent_fmt=latent_fmt,
+        logit_fmt=logit_fmt,
+        zt_shift=Z_T_FMT.frac_bits - fz,
+        v_shift=v_shift,
+        head_shift=head_shift,
+        cmaes=cm,
+        beta_q30=beta_q30,
+        radius_q23=radius_q23,
+        grid=cfg.grid,
+        exp2_lut=EXP2_LUT,
+        log2_lut=LOG2_LUT,
+        gauss_lut=GAUSS_LUT,
+        w_range=(float(Wf.min()), float(Wf.max())),
+        b_range=(float(bf.min()), float(bf.max())),
+        v_range=(float(Vf.min()), float(Vf.max())),
+        head_bound=head_bound,
+        input_hash=h.hexdigest(),
+    )
