@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from codegen.elatta.float_ref import MODES
 from codegen.errors import ConfigError
 from codegen.selection import stream_order
 
 HELP = "evaluate no-adapt and ELaTTA (float) on GSC-C; print the paper's table, write a report"
 
-MODES: tuple[str, ...] = ("no_adapt", "strict", "continual", "continual_bounded")
 ADAPT_MODES: tuple[str, ...] = MODES[1:]
 MAIN_SNRS: tuple[float, ...] = (-10.0, -15.0, -20.0)
 METHOD_LABELS = {

@@ -47,7 +47,7 @@ def _table(per: dict[tuple[str, float, str], list[float]]) -> dict[str, Any]:
 
 
 def _model_with(model: Any, sigma0: float | None, beta: float | None, radius: float | None) -> Any:
-    from codegen.ir import CmaesParams
+    from codegen.ir import ElattaSettings
 
     el = model.cmaes.elatta
     changes = {
@@ -55,7 +55,7 @@ def _model_with(model: Any, sigma0: float | None, beta: float | None, radius: fl
     }
     if not changes:
         return model
-    cm = CmaesParams(el.replace(**changes), model.cmaes.qelatta_v2)
+    cm = ElattaSettings(el.replace(**changes), model.cmaes.qelatta_v2)
     return dataclasses.replace(model, cmaes=cm)
 
 

@@ -23,10 +23,10 @@ import numpy as np
 
 from codegen.errors import CodegenError, ConfigError
 from codegen.ir import (
-    Basis,
-    CmaesParams,
     Dense,
+    ElattaSettings,
     InputHashes,
+    LatentBasis,
     Lstm,
     Model,
     QuantOptions,
@@ -46,7 +46,7 @@ _LAYER_KEY = re.compile(r"^lstm\.(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
 class BuildConfig:
     """The parsed TOML config: [elatta] -> ``cmaes``, [quant] -> ``quant``, [target]."""
 
-    cmaes: CmaesParams
+    cmaes: ElattaSettings
     quant: QuantOptions
     target: TargetOptions
     sha256: str
@@ -171,7 +171,7 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
         uart_ref_hz=target.uart_ref_hz,
         max_payload=target.max_payload,
     ).validate()
-    return BuildConfig(CmaesParams(elatta, v2), quant, target, sha256, source)
+    return BuildConfig(ElattaSettings(elatta, v2), quant, target, sha256, source)
 
 
 def load_config(path: str | Path) -> BuildConfig:
@@ -301,7 +301,7 @@ def read_model(
     head = Dense(
         H, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
     )
-    ir_basis = Basis(
+    ir_basis = LatentBasis(
         V=Tensor("basis.V", basis.V),
         mean=Tensor("basis.mean", basis.mean),
         singular_values=Tensor("basis.singular_values", basis.singular_values),

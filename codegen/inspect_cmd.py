@@ -165,7 +165,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the raw manifest.json")
 
 
+def program_line(build_dir: str | Path, doc: dict[str, Any]) -> str:
+    """Load the build's program (`codegen.program`) and say what it holds: proof that the
+    directory runs without the inputs it was built from."""
+    from codegen.program import PROGRAM_VERSION, load_program
+
+    q = load_program(build_dir, doc.get("program"))
+    L, a = q.lstm, q.adapt
+    core = "encoder only" if a is None else f"{a.cfg.mode} k={a.k} lambda={a.cfg.lam}"
+    return (
+        f"program v{PROGRAM_VERSION}: program.json + program.npz loads: LSTM "
+        f"T={L.num_frames} F={L.input_size} H={L.hidden_size}, {len(q.source.classes)} classes, "
+        f"{core}"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     doc = load_manifest(args.build_dir)
-    print(json.dumps(doc, indent=2) if args.json else format_manifest(doc))
+    build_dir = Path(args.build_dir)
+    if build_dir.is_file():
+        build_dir = build_dir.parent
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(format_manifest(doc))
+        print(program_line(build_dir, doc))
     return 0

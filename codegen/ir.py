@@ -105,7 +105,7 @@ class Dense:
 
 
 @dataclass(frozen=True, eq=False)
-class Basis:
+class LatentBasis:
     """ELaTTA subspace V_k (D × k, orthonormal columns) and its provenance."""
 
     V: Tensor  # [D, k]
@@ -124,7 +124,7 @@ class Basis:
 
 
 @dataclass(frozen=True)
-class CmaesParams:
+class ElattaSettings:
     """ELaTTA / CMA-ES settings of the build ([elatta] in the TOML config).
 
     ``elatta`` is the float reference's validated `ElattaConfig`; ``qelatta_v2`` is None or
@@ -184,8 +184,8 @@ class Model:
 
     lstm: Lstm
     head: Dense
-    basis: Basis
-    cmaes: CmaesParams
+    basis: LatentBasis
+    cmaes: ElattaSettings
     quant: QuantOptions
     target: TargetOptions
     classes: tuple[str, ...]

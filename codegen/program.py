@@ -40,7 +40,9 @@ class ProgramError(CodegenError):
 
 
 def _types() -> dict[str, type]:
-    """Every dataclass the fixed IR is made of, by name (the loader builds nothing else)."""
+    """Every dataclass the fixed IR is made of, under a stable name (the file format's
+    vocabulary: renaming or moving a class in Python does not change it). The loader builds
+    nothing else."""
     from codegen import ir
     from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
     from codegen.elatta.float_ref import ElattaConfig
@@ -48,39 +50,40 @@ def _types() -> dict[str, type]:
     from codegen.model import ModelMeta
     from codegen.qformat import QFormat
 
-    classes: tuple[type, ...] = (
-        QFormat,
-        ir.Tensor,
-        ir.Lstm,
-        ir.Dense,
-        ir.Basis,
-        ir.CmaesParams,
-        ir.QuantOptions,
-        ir.TargetOptions,
-        ir.InputHashes,
-        ir.Model,
-        ir.QTensor,
-        ir.Accumulator,
-        ir.LstmShifts,
-        ir.GateProof,
-        ir.SigmoidLut,
-        ir.QLstm,
-        ir.CalibStats,
-        ir.QModel,
-        ElattaConfig,
-        ModelMeta,
-        FloatCmaesConstants,
-        cmaes_int.CmaesIntParams,
-        cmaes_int.Grid,
-        ir.AdaptConfig,
-        ir.AdaptParams,
-    )
-    return {f"{c.__module__}.{c.__qualname__}": c for c in classes}
+    return {
+        "QFormat": QFormat,
+        "Tensor": ir.Tensor,
+        "Lstm": ir.Lstm,
+        "Dense": ir.Dense,
+        "LatentBasis": ir.LatentBasis,
+        "ElattaSettings": ir.ElattaSettings,
+        "QuantOptions": ir.QuantOptions,
+        "TargetOptions": ir.TargetOptions,
+        "InputHashes": ir.InputHashes,
+        "Model": ir.Model,
+        "QTensor": ir.QTensor,
+        "Accumulator": ir.Accumulator,
+        "LstmShifts": ir.LstmShifts,
+        "GateProof": ir.GateProof,
+        "SigmoidLut": ir.SigmoidLut,
+        "QLstm": ir.QLstm,
+        "CalibStats": ir.CalibStats,
+        "QModel": ir.QModel,
+        "ElattaConfig": ElattaConfig,
+        "ModelMeta": ModelMeta,
+        "FloatCmaesConstants": FloatCmaesConstants,
+        "CmaesIntParams": cmaes_int.CmaesIntParams,
+        "Grid": cmaes_int.Grid,
+        "AdaptConfig": ir.AdaptConfig,
+        "AdaptParams": ir.AdaptParams,
+    }
 
 
 def _encode(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        name = _NAMES.get(type(obj)) or _names().get(type(obj))
+        if name is None:
+            raise ProgramError(f"{path}: {type(obj).__qualname__} is not a program type")
         return {
             "$type": name,
             "fields": {
@@ -112,6 +115,15 @@ def _encode(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     if obj is None or isinstance(obj, bool | int | float | str):
         return obj
     raise ProgramError(f"{path}: a {type(obj).__name__} cannot be stored in a program")
+
+
+_NAMES: dict[type, str] = {}
+
+
+def _names() -> dict[type, str]:
+    if not _NAMES:
+        _NAMES.update({cls: name for name, cls in _types().items()})
+    return _NAMES
 
 
 def _decode(doc: Any, arrays: Any, types: dict[str, type], path: str) -> Any:

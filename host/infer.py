@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-# Same order as firmware/elt_adapt.h ELT_MODE_* and codegen.elatta.float_ref.MODES.
-MODES: tuple[str, ...] = ("no_adapt", "strict", "continual", "continual_bounded")
+from codegen.elatta.float_ref import MODES
+
+# MODES: the order of firmware/elt_adapt.h ELT_MODE_* (the mode byte of INFER and RESULT).
 CONTINUAL_MODES: frozenset[str] = frozenset({"continual", "continual_bounded"})
 INFER_HDR = struct.Struct("<IBHH")
 RESULT_FIXED = struct.Struct("<IBBBBiiiiiIII")

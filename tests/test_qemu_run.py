@@ -238,3 +238,48 @@ def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan:
         )
         want = s.expected(1)
         assert {k: v for k, v in second.compared().items()} == want
+
+
+def test_copied_build_runs_without_its_inputs(kws_build: tuple[Path, Path], tmp_path: Path) -> None:
+    """The build directory is self-contained: built from inputs that are then deleted, moved to
+    another place, it still streams bit-exactly through QEMU and `codegen inspect` reads it."""
+    import shutil
+
+    _, data = kws_build
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    for src in ("models/default/model.pt", "models/default/basis.npz", "configs/default.toml"):
+        shutil.copy(ROOT / src, inputs / Path(src).name)
+    first = tmp_path / "first"
+    build(
+        inputs / "model.pt",
+        inputs / "basis.npz",
+        inputs / "default.toml",
+        first,
+        data_dir=data,
+    )
+    moved = tmp_path / "elsewhere" / "kws"
+    shutil.copytree(first, moved)
+    shutil.rmtree(first)
+    shutil.rmtree(inputs)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "codegen"]
+    report = tmp_path / "report"
+    run = subprocess.run(
+        [*cmd, "run", "--build", str(moved), "--data", str(data), "--qemu", "--mode", "strict"]
+        + ["--limit", "50", "--report", str(report), "--no-progress"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    rep = json.loads((report / "report.json").read_text())
+    assert rep["bit_exact"]["compared"] == 50 and rep["bit_exact"]["mismatches"] == 0
+    assert rep["samples"]["distinct_utterances"] == 50
+    ins = subprocess.run(
+        [*cmd, "inspect", str(moved)], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert ins.returncode == 0, ins.stderr[-2000:]
+    assert "program" in ins.stdout and "loads" in ins.stdout
