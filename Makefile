@@ -37,7 +37,8 @@ test-all: setup
 	$(PY) -m pytest -q
 
 lint: setup
-	$(VENV)/bin/ruff check codegen host tests
+	$(VENV)/bin/ruff check codegen host tests bench tools
+	$(VENV)/bin/ruff format --check codegen host tests bench tools
 	$(VENV)/bin/mypy codegen host
 	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/host/*.[ch] \
 		tests/neonprobe/*.[ch] tests/intharness/*.[ch]

@@ -22,10 +22,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def main() -> int:
+    from elatta_host.plan import load_build
+
     from codegen.bench import samples
     from codegen.features import quantize_features
     from codegen.host_throughput import host_throughput
-    from host.plan import load_build
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", type=Path, default=ROOT / "out/build/kws")

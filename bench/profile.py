@@ -114,10 +114,10 @@ def parse_log(path: Path) -> tuple[dict[int, list[str]], collections.Counter[int
 
 
 def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[str, object]:
-    from host.infer import decode_result, encode_infer, mode_index
-    from host.protocol import Msg
-    from host.qemu import Qemu
-    from host.transport import LINK_ERRORS
+    from elatta_host.infer import decode_result, encode_infer, mode_index
+    from elatta_host.protocol import Msg
+    from elatta_host.qemu import Qemu
+    from elatta_host.transport import LINK_ERRORS
 
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "qemu.log"

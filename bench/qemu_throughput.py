@@ -21,10 +21,11 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
+    from elatta_host.plan import make_plan
+    from elatta_host.run import DeviceSpec, execute
+
     from codegen.build import build
     from codegen.data import build as build_data
-    from host.plan import make_plan
-    from host.run import DeviceSpec, execute
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path("/tmp/elatta-bench-data"))

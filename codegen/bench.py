@@ -165,11 +165,11 @@ def measure(
     """Boot ``elf`` under QEMU -icount shift=0, send every sample ``reps`` times in each of
     ``modes``; medians of each tick field, the stack high-water mark, and the no-adapt class of
     every sample (``pred_noadapt``, from the first repetition of the first mode)."""
-    from host.device import Device
-    from host.infer import decode_result, encode_infer, mode_index
-    from host.protocol import Msg
-    from host.qemu import Qemu
-    from host.transport import LINK_ERRORS
+    from elatta_host.device import Device
+    from elatta_host.infer import decode_result, encode_infer, mode_index
+    from elatta_host.protocol import Msg
+    from elatta_host.qemu import Qemu
+    from elatta_host.transport import LINK_ERRORS
 
     ticks: dict[str, list[int]] = {}
     per_sample: dict[tuple[str, int], list[int]] = {}

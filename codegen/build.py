@@ -90,7 +90,7 @@ def logits_scale(q: QModel) -> float | None:
 
 def app_description(q: QModel) -> str:
     """INFO's application description (docs/protocol.md, "Model runtime"): ``key=value`` pairs
-    separated by one space; `host.infer.parse_description` reads it back."""
+    separated by one space; `elatta_host.infer.parse_description` reads it back."""
     from codegen.manifest import adapt_formats
 
     src = q.source

@@ -23,8 +23,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("build", "codegen.build"),
     ("inspect", "codegen.inspect_cmd"),
     ("firmware", "codegen.firmware_build"),
-    ("device", "host.cli_device"),
-    ("run", "host.run"),
+    ("device", "elatta_host.cli_device"),
+    ("run", "elatta_host.run"),
     ("bench", "codegen.bench"),
 )
 

@@ -7,9 +7,9 @@
  * Newton steps built from 32 x 32 -> 64 multiplies, then an exact correction against the
  * remainder, so the result never depends on how good the estimate was, only the time does.
  * Pure integer; the only tables are the two seeds below. The inline halves of the division
- * (elt_recip_set, elt_udiv_q) live in elt_types.h for the entropy kernel.
+ * (elt_recip_set, elt_udiv_q) live in elt_intmath.h for the entropy kernel.
  */
-#include "elt_types.h"
+#include "elt_intmath.h"
 
 /* floor(2^24 / (257 + i)), i = 0..255: 1/x at the top of the segment x in [(256+i)/512,
  * (257+i)/512), so the seed never exceeds 1/x (relative error <= 2^-8). */

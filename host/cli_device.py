@@ -9,10 +9,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from elatta_host.device import Device
+from elatta_host.qemu import Qemu
+from elatta_host.transport import Link
+
 from codegen.errors import ConfigError
-from host.device import Device
-from host.qemu import Qemu
-from host.transport import Link
 
 HELP = "talk to the firmware: `info` prints INFO, `echo` tests the link"
 

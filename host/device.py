@@ -1,10 +1,10 @@
-"""Device client: typed calls on top of :class:`host.transport.Link`."""
+"""Device client: typed calls on top of :class:`elatta_host.transport.Link`."""
 
 from __future__ import annotations
 
-from host.errors import ProtocolError
-from host.protocol import Info, Msg
-from host.transport import Link
+from elatta_host.errors import ProtocolError
+from elatta_host.protocol import Info, Msg
+from elatta_host.transport import Link
 
 
 class Device:

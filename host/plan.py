@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from elatta_host.infer import InferResult, mode_index
 
 from codegen.errors import CodegenError
-from host.infer import InferResult, mode_index
 
 
 class RunError(CodegenError):

@@ -3,8 +3,8 @@
 
 ``Qemu(elf)`` picks a free port, starts ``qemu-system-arm ... -serial tcp:127.0.0.1:PORT,
 server=on,wait=on`` (QEMU waits for us before the guest runs, so no byte is lost), connects a
-:class:`~host.transport.Link`, and kills QEMU on exit or error. QEMU's stderr is kept in a file
-and quoted in errors.
+:class:`~elatta_host.transport.Link`, and kills QEMU on exit or error. QEMU's stderr is kept
+in a file and quoted in errors.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+from elatta_host.errors import LinkClosed, QemuError
+from elatta_host.transport import Link
+
 from codegen.toolchain import find_tool
-from host.errors import LinkClosed, QemuError
-from host.transport import Link
 
 
 def free_port() -> int:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from host.plan import Plan, Record
+    from elatta_host.plan import Plan, Record
 
 TARGETS = ("float", "fixed", "device")
 METHOD_NAMES = {

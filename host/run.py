@@ -2,7 +2,7 @@
 the Python integer reference, and report accuracy and cost (docs/protocol.md,
 docs/targets.md §1, §4).
 
-Selection and streams: `host.plan` (the build's program, clips dealt over the conditions so
+Selection and streams: `elatta_host.plan` (the build's program, clips dealt over the conditions so
 the slice covers as many distinct utterances as fit, one stream per (mode, condition)).
 
 Devices. ``--jobs J`` boots J QEMU instances (or uses J ``--port`` links) and gives each a
@@ -10,8 +10,8 @@ contiguous block of streams; a stream never leaves its device, so every continua
 ordered stream on one device. Each device's streams run in order.
 
 Link faults. Time-outs and damaged frames re-send the same frame with the same seq
-(`host.transport.Link.request`); the device's replay rule answers a repeated seq from its record
-without running the model again, so continual state advances exactly once per sample. A device
+(`elatta_host.transport.Link.request`); the device's replay rule answers a repeated seq from
+its record without running the model again, so continual state advances exactly once per sample. A device
 that stops answering ends its worker with a message naming its last good sample.
 
 Results. ``OUT/results.jsonl`` gets one line per answered sample, flushed as it arrives.
@@ -19,7 +19,7 @@ Results. ``OUT/results.jsonl`` gets one line per answered sample, flushed as it 
 continual stream is resumed with RESET carrying the last recorded best p (the device's p_prev).
 ``OUT/run.json`` records the selection so a resume cannot mix two different runs.
 
-Report. ``OUT/report.json`` / ``report.md`` / ``report.png`` (`host.report`).
+Report. ``OUT/report.json`` / ``report.md`` / ``report.png`` (`elatta_host.report`).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host.errors import DeviceError, LinkError
-from host.infer import (
+from elatta_host.errors import DeviceError, LinkError
+from elatta_host.infer import (
     COMPARED_FIELDS,
     CONTINUAL_MODES,
     MODES,
@@ -50,7 +50,7 @@ from host.infer import (
     mode_index,
     parse_description,
 )
-from host.plan import Plan, Record, RunError, Stream, make_plan
+from elatta_host.plan import Plan, Record, RunError, Stream, make_plan
 
 HELP = "stream GSC-C samples to the firmware (QEMU or a board), check every result bit-exactly"
 RUN_FORMAT = "elatta-run"
@@ -160,8 +160,8 @@ class LinkStats:
 @contextmanager
 def open_device(spec: DeviceSpec) -> Iterator[tuple[Any, Callable[[], str]]]:
     """A connected Link and a function describing the device's state (for error messages)."""
-    from host.qemu import Qemu
-    from host.transport import Link
+    from elatta_host.qemu import Qemu
+    from elatta_host.transport import Link
 
     if spec.elf is not None:
         qemu = Qemu(spec.elf, icount=spec.icount, link_timeout=spec.timeout, retries=spec.retries)
@@ -197,9 +197,9 @@ def check_device(app: AppInfo, manifest: dict[str, Any]) -> None:
 def run_device(
     spec: DeviceSpec, streams: list[Stream], rec: Recorder, plan: Plan, stop: threading.Event
 ) -> LinkStats:
-    from host.device import Device
-    from host.protocol import Msg
-    from host.transport import LINK_ERRORS
+    from elatta_host.device import Device
+    from elatta_host.protocol import Msg
+    from elatta_host.transport import LINK_ERRORS
 
     stats = LinkStats()
     synced = 0
@@ -291,9 +291,8 @@ def execute(
     target: dict[str, Any],
     progress: bool = True,
 ) -> RunOutcome:
+    from elatta_host.report import build_report, write_report
     from tqdm import tqdm
-
-    from host.report import build_report, write_report
 
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
@@ -474,7 +473,7 @@ def run(args: argparse.Namespace) -> int:
         target=target,
         progress=args.progress and os.environ.get("CODEGEN_NO_PROGRESS") is None,
     )
-    from host.report import format_summary
+    from elatta_host.report import format_summary
 
     print(format_summary(outcome.report))
     print(f"wrote {args.report / 'report.json'}, report.md, report.png, results.jsonl")

@@ -14,9 +14,8 @@ from collections import deque
 from types import TracebackType
 
 import serial
-
-from host.errors import DeviceError, LinkClosed, LinkError, LinkTimeout, ProtocolError
-from host.protocol import BadFrame, Err, Frame, FrameDecoder, Msg
+from elatta_host.errors import DeviceError, LinkClosed, LinkError, LinkTimeout, ProtocolError
+from elatta_host.protocol import BadFrame, Err, Frame, FrameDecoder, Msg
 
 # ERROR codes that say the request frame was damaged on the link, not that it was wrong: the
 # host re-sends the same frame (same seq); the device's replay rule makes that safe.

@@ -8,7 +8,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from host.protocol import (
+from elatta_host.protocol import (
     CRC_SIZE,
     HDR_SIZE,
     PROTO_VERSION,

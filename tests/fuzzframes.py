@@ -6,7 +6,7 @@ import random
 import struct
 import zlib
 
-from host.protocol import Frame, Msg, cobs_encode
+from elatta_host.protocol import Frame, Msg, cobs_encode
 
 KINDS = (
     "valid_echo",

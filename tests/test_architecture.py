@@ -8,8 +8,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# the bench's import package is `host` (folder host/); the compiler's is `codegen`
-PACKAGES = {"codegen": ROOT / "codegen", "host": ROOT / "host"}
+# the bench's import package is `elatta_host` (folder host/); the compiler's is `codegen`
+PACKAGES = {"codegen": ROOT / "codegen", "elatta_host": ROOT / "host"}
 COMPILER_STAGES = (
     "codegen.frontend",
     "codegen.quantize",
@@ -111,6 +111,13 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def test_bench_package_is_found_under_its_own_name() -> None:
+    import elatta_host.run
+
+    assert Path(elatta_host.run.__file__).parent == ROOT / "host"
+    assert any(m.startswith("elatta_host.") for m in _modules())
+
+
 def test_no_import_cycles() -> None:
     cycles = _cycles(_edges(_modules()))
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
@@ -121,7 +128,7 @@ def test_bench_does_not_import_compiler_stages() -> None:
     bad = sorted(
         (m, t)
         for m, targets in graph.items()
-        if m == "host" or m.startswith("host.")
+        if m == "elatta_host" or m.startswith("elatta_host.")
         for t in targets
         if t in COMPILER_STAGES
     )

@@ -10,9 +10,8 @@ from pathlib import Path
 
 from conftest import HOST_BUILD_ID
 from devmodel import DeviceModel
+from elatta_host.protocol import Frame, FrameDecoder, Info, Msg
 from fuzzframes import KINDS, fuzz_stream
-
-from host.protocol import Frame, FrameDecoder, Info, Msg
 
 
 def run_server(exe: Path, data: bytes) -> bytes:

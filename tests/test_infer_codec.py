@@ -7,9 +7,7 @@ import struct
 
 import numpy as np
 import pytest
-
-from codegen.selection import deal, per_condition_counts
-from host.infer import (
+from elatta_host.infer import (
     COMPARED_FIELDS,
     InferResult,
     decode_result,
@@ -18,7 +16,9 @@ from host.infer import (
     mode_index,
     parse_description,
 )
-from host.run import compare, shard
+from elatta_host.run import compare, shard
+
+from codegen.selection import deal, per_condition_counts
 
 
 def sample_result(C: int = 12, k: int = 2, H: int = 32) -> InferResult:

@@ -7,10 +7,19 @@ import re
 import zlib
 
 import pytest
+from elatta_host import protocol as p
+from elatta_host.protocol import (
+    BadFrame,
+    Err,
+    Frame,
+    FrameDecoder,
+    Info,
+    Msg,
+    cobs_decode,
+    cobs_encode,
+)
 
 from codegen.resources import firmware_dir
-from host import protocol as p
-from host.protocol import BadFrame, Err, Frame, FrameDecoder, Info, Msg, cobs_decode, cobs_encode
 
 
 @pytest.mark.parametrize(

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from devmodel import DeviceModel
+from elatta_host.device import Device
+from elatta_host.errors import DeviceError
+from elatta_host.protocol import Frame, Msg
+from elatta_host.qemu import Qemu
 from fuzzframes import KINDS, make_frame
 
 from codegen.firmware_build import FirmwareBuild
-from host.device import Device
-from host.errors import DeviceError
-from host.protocol import Frame, Msg
-from host.qemu import Qemu
 
 pytestmark = pytest.mark.qemu
 MALFORMED = [k for k in KINDS if not k.startswith("valid") and k != "replay"]

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from elatta_host.plan import Plan, make_plan
+from elatta_host.qemu import free_port, qemu_command
+from elatta_host.run import DeviceSpec, execute, read_results
 from faultproxy import FaultProxy
 
 from codegen.build import build
 from codegen.data import build as build_data
-from host.plan import Plan, make_plan
-from host.qemu import free_port, qemu_command
-from host.run import DeviceSpec, execute, read_results
 
 pytestmark = pytest.mark.qemu
 ROOT = Path(__file__).resolve().parents[1]
@@ -196,11 +196,11 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path
 def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan: Plan) -> None:
     """INFO describes the model; bad INFER/RESET payloads get ERROR(PAYLOAD); a repeated seq is
     answered from the replay record without advancing the continual state."""
-    from host.device import Device
-    from host.errors import DeviceError
-    from host.infer import decode_result, encode_infer, parse_description
-    from host.protocol import Err, Frame, Msg
-    from host.qemu import Qemu
+    from elatta_host.device import Device
+    from elatta_host.errors import DeviceError
+    from elatta_host.infer import decode_result, encode_infer, parse_description
+    from elatta_host.protocol import Err, Frame, Msg
+    from elatta_host.qemu import Qemu
 
     build_dir, _ = kws_build
     s = next(st for st in plan.streams if st.mode == "continual")
@@ -277,7 +277,7 @@ def test_copied_build_runs_without_its_inputs(kws_build: tuple[Path, Path], tmp_
     assert run.returncode == 0, run.stderr[-2000:]
     rep = json.loads((report / "report.json").read_text())
     assert rep["bit_exact"]["compared"] == 50 and rep["bit_exact"]["mismatches"] == 0
-    assert rep["samples"]["distinct_utterances"] == 50
+    assert rep["samples"]["distinct_utterances"] == min(50, rep["samples"]["available_utterances"])
     ins = subprocess.run(
         [*cmd, "inspect", str(moved)], cwd=tmp_path, env=env, capture_output=True, text=True
     )

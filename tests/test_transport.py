@@ -8,10 +8,9 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-
-from host.errors import DeviceError, LinkClosed, LinkTimeout, ProtocolError
-from host.protocol import Frame, FrameDecoder, Msg
-from host.transport import Link
+from elatta_host.errors import DeviceError, LinkClosed, LinkTimeout, ProtocolError
+from elatta_host.protocol import Frame, FrameDecoder, Msg
+from elatta_host.transport import Link
 
 Peer = Callable[[socket.socket], None]
 
