@@ -11,8 +11,9 @@ ordered stream on one device. Each device's streams run in order.
 
 Link faults. Time-outs and damaged frames re-send the same frame with the same seq
 (`elatta_host.transport.Link.request`); the device's replay rule answers a repeated seq from
-its record without running the model again, so continual state advances exactly once per sample. A device
-that stops answering ends its worker with a message naming its last good sample.
+its record without running the model again, so continual state advances exactly once per
+sample. A device that stops answering ends its worker with a message naming its last good
+sample.
 
 Results. ``OUT/results.jsonl`` gets one line per answered sample, flushed as it arrives.
 ``--resume`` keeps those lines and continues every stream after its last recorded sample; a
