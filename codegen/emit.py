@@ -8,6 +8,7 @@ sha256 of every input, so two builds from the same inputs are byte-identical.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,8 +148,6 @@ class LstmLayout:
 
 
 def lstm_layout(L: QLstm) -> LstmLayout:
-    from codegen.intref.lstm import gate_shifts
-
     H, F = L.hidden_size, L.input_size
     Hp = _round_up(H, HIDDEN_ALIGN)
     K = Hp + _round_up(F, COL_GROUP)
@@ -156,7 +155,7 @@ def lstm_layout(L: QLstm) -> LstmLayout:
     dense = np.zeros((R, K), dtype=np.int64)  # row-major [R][K] before the block packing
     bias = np.zeros(R, dtype=np.int64)
     shift = np.zeros(R, dtype=np.int64)
-    s = gate_shifts(L)
+    s = L.gate_row_shifts()
     for g in range(len(GATES)):
         src = slice(g * H, (g + 1) * H)
         dst = slice(g * Hp, g * Hp + H)
@@ -308,7 +307,7 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "num_classes": len(q.source.classes),
         "classes": [c.replace("\\", "\\\\").replace('"', '\\"') for c in q.source.classes],
         "feature_count": L.num_frames * F,
-        "k": q.source.cmaes.k,
+        "k": q.source.adapt.k,
         "hashes": q.source.hashes,
         "adapt_includes": adapt_headers,
         "has_adapt": q.adapt is not None and bool(adapt_headers),
@@ -352,3 +351,57 @@ def write_sources(files: dict[str, str], out_dir: Path) -> list[Path]:
             path.write_text(text)
         paths.append(path)
     return paths
+
+
+def app_description(q: QModel) -> str:
+    """INFO's application description (docs/protocol.md, "Model runtime"): ``key=value`` pairs
+    separated by one space; `elatta_host.infer.parse_description` reads it back."""
+    from codegen.manifest import adapt_formats
+
+    src = q.source
+    el = src.adapt
+    L = q.lstm
+    fm = adapt_formats(q)
+    pairs = [
+        ("model", src.hashes.model[:16]),
+        ("basis", src.hashes.basis[:16]),
+        ("config", src.hashes.config[:16]),
+        ("calib", q.calib.sha256[:16]),
+        ("T", L.num_frames),
+        ("F", L.input_size),
+        ("H", L.hidden_size),
+        ("C", len(src.classes)),
+        ("k", el.k),
+        ("lam", el.lam),
+        ("n", int(el.n_iter)),
+        ("mode", el.mode),
+        ("seed", int(el.seed)),
+        ("x", L.x_fmt.name),
+        ("z", L.h_fmt.name),
+        ("logits", fm.get("logits", {}).get("name", "-")),
+        ("entropy", fm.get("entropy", {}).get("name", "-")),
+        ("p", fm.get("p", {}).get("name", "-")),
+    ]
+    return " ".join(f"{k}={v}" for k, v in pairs)
+
+
+def render_app_header(q: QModel) -> str:
+    """``fw_app_model.h``: the names and shapes of this model for ``firmware/fw_app_kws.c``."""
+    from codegen.resources import jinja_env
+
+    h = q.source.hashes
+    return (
+        jinja_env()
+        .get_template("fw_app_model.h.j2")
+        .render(
+            version=__version__,
+            input_hash=hashlib.sha256(
+                f"{h.model}{h.basis}{h.config}{q.calib.sha256}".encode()
+            ).hexdigest(),
+            header=f"{q.prefix}model.h",
+            p=q.prefix,
+            M=q.prefix.upper(),
+            x_fmt=q.lstm.x_fmt.name,
+            description=app_description(q).replace("\\", "\\\\").replace('"', '\\"'),
+        )
+    )

@@ -10,10 +10,10 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen import __version__
+from codegen.contract import C_FRAC, X_FRAC, Z_FRAC
 from codegen.errors import ConfigError
-from codegen.intref.cmaes_int import C_FRAC, X_FRAC, Z_FRAC
-from codegen.intref.tables import table_hash
 from codegen.ir import H_FMT, LNSIG_FMT, MODE_IDS, P_FMT, Z_T_FMT, AdaptParams
+from codegen.tables import table_hash
 
 _PREFIX_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?$")
 

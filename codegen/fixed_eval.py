@@ -47,16 +47,12 @@ def _table(per: dict[tuple[str, float, str], list[float]]) -> dict[str, Any]:
 
 
 def _model_with(model: Any, sigma0: float | None, beta: float | None, radius: float | None) -> Any:
-    from codegen.ir import ElattaSettings
-
-    el = model.cmaes.elatta
     changes = {
         k: v for k, v in (("sigma0", sigma0), ("beta", beta), ("radius", radius)) if v is not None
     }
     if not changes:
         return model
-    cm = ElattaSettings(el.replace(**changes), model.cmaes.qelatta_v2)
-    return dataclasses.replace(model, cmaes=cm)
+    return dataclasses.replace(model, adapt=model.adapt.replace(**changes))
 
 
 def compare_fixed_float(
@@ -82,10 +78,9 @@ def compare_fixed_float(
     from tqdm import tqdm
 
     from codegen.data import conditions, load_condition
-    from codegen.elatta.float_ref import MODES, adapt
+    from codegen.elatta.float_ref import MODES, adapt, lstm_float
     from codegen.features import quantize_features
     from codegen.frontend import read_model
-    from codegen.intref.lstm import lstm_float
     from codegen.intref.model import infer_int
     from codegen.model import features_for
     from codegen.quantize import calibration_features, quantize_model
@@ -97,7 +92,7 @@ def compare_fixed_float(
     model = _model_with(read_model(model_path, basis_path, config), sigma0, beta, radius)
     feats, source = calibration_features(model, str(data_dir))
     q = quantize_model(model, feats, source)
-    el = model.cmaes.elatta
+    el = model.adapt.to_float()
     seed_list = seeds if seeds is not None else (int(el.seed),)
     W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
 

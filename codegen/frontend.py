@@ -23,8 +23,8 @@ import numpy as np
 
 from codegen.errors import CodegenError, ConfigError
 from codegen.ir import (
+    AdaptConfig,
     Dense,
-    ElattaSettings,
     InputHashes,
     LatentBasis,
     Lstm,
@@ -44,9 +44,9 @@ _LAYER_KEY = re.compile(r"^lstm\.(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
 
 @dataclass(frozen=True)
 class BuildConfig:
-    """The parsed TOML config: [elatta] -> ``cmaes``, [quant] -> ``quant``, [target]."""
+    """The parsed TOML config: [elatta] -> ``adapt``, [quant] -> ``quant``, [target]."""
 
-    cmaes: ElattaSettings
+    adapt: AdaptConfig
     quant: QuantOptions
     target: TargetOptions
     sha256: str
@@ -96,7 +96,7 @@ def parse_qelatta_v2(
 
 def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") -> BuildConfig:
     """Validate a TOML document; every error names the table, key, value and what is allowed."""
-    from codegen.elatta.float_ref import ElattaConfig
+    from codegen.elatta.cmaes import default_popsize
 
     _check_keys(doc, ("elatta", "quant", "target"), source)
     el = doc.get("elatta", {})
@@ -122,8 +122,14 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
             kw[key] = _typed(el, key, bool, "[elatta]")
     if "mode" in el:
         kw["mode"] = _typed(el, "mode", str, "[elatta]")
-    elatta = ElattaConfig(**kw)
     v2 = parse_qelatta_v2(_typed(el, "qelatta_v2", str, "[elatta]") if "qelatta_v2" in el else None)
+    if "lam" not in kw:  # the paper's λ = 4 + ⌊3 ln k⌋ (a bad k is reported by AdaptConfig)
+        k = kw.get("k", 2)
+        kw["lam"] = default_popsize(k) if k >= 1 else 2
+    try:
+        adapt = AdaptConfig(**kw, qelatta_v2=v2)
+    except ConfigError as exc:
+        raise ConfigError(f"{source} [elatta]: {exc}") from exc
 
     q_names = tuple(f.name for f in fields(QuantOptions))
     _check_keys(qt, q_names, f"{source} [quant]")
@@ -171,7 +177,7 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
         uart_ref_hz=target.uart_ref_hz,
         max_payload=target.max_payload,
     ).validate()
-    return BuildConfig(ElattaSettings(elatta, v2), quant, target, sha256, source)
+    return BuildConfig(adapt, quant, target, sha256, source)
 
 
 def load_config(path: str | Path) -> BuildConfig:
@@ -272,7 +278,7 @@ def read_model(
     for name, arr in sd.items():
         _finite(name, arr, mpath)
     F, H, C = meta.input_size, meta.hidden_size, meta.num_classes
-    k_cfg = cfg.cmaes.k
+    k_cfg = cfg.adapt.k
     if basis.dim != H:
         raise CodegenError(
             f"{bpath}: basis V has D={basis.dim} rows but the model's hidden_size is {H}; "
@@ -312,7 +318,7 @@ def read_model(
         lstm=lstm,
         head=head,
         basis=ir_basis,
-        cmaes=cfg.cmaes,
+        adapt=cfg.adapt,
         quant=cfg.quant,
         target=cfg.target,
         classes=tuple(meta.classes),

@@ -205,7 +205,7 @@ class HostModel:
             raise ValueError("sample_ids must be in [0, 2^32)")
         if mode is not None and mode not in MODES:
             raise ValueError(f"mode={mode!r}: use one of {MODES}")
-        C, k = len(self.q.source.classes), self.q.source.cmaes.k
+        C, k = len(self.q.source.classes), self.q.source.adapt.k
         ids32 = np.ascontiguousarray(ids, dtype=np.uint32)
         z = np.zeros((N, self.H), np.int16)
         ints = np.zeros((N, 5), np.int32)

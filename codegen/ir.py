@@ -24,9 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from codegen.elatta.float_ref import MODES, ElattaConfig, is_int
-from codegen.errors import ConfigError
-from codegen.intref.cmaes_int import (
+from codegen.contract import (
+    H_FRAC,
     K_MAX,
     LAM_MAX,
     LNSIG_FRAC,
@@ -34,10 +33,11 @@ from codegen.intref.cmaes_int import (
     SIGMA_MAX,
     SIGMA_MIN,
     X_FRAC,
-    CmaesIntParams,
-    Grid,
 )
-from codegen.intref.entropy import H_FRAC
+from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
+from codegen.elatta.float_ref import MODES, ElattaConfig, is_int
+from codegen.errors import ConfigError
+from codegen.fixed import rshift_round
 from codegen.qformat import QFormat
 
 FloatArray = npt.NDArray[np.float64]
@@ -124,22 +124,6 @@ class LatentBasis:
 
 
 @dataclass(frozen=True)
-class ElattaSettings:
-    """ELaTTA / CMA-ES settings of the build ([elatta] in the TOML config).
-
-    ``elatta`` is the float reference's validated `ElattaConfig`; ``qelatta_v2`` is None or
-    (x, y): the CMA-ES state in x-bit fixed point with y integer bits (QELaTTA-V2, e.g. 8b4).
-    """
-
-    elatta: Any  # codegen.elatta.float_ref.ElattaConfig (kept Any: import cost, no cycle)
-    qelatta_v2: tuple[int, int] | None = None
-
-    @property
-    def k(self) -> int:
-        return int(self.elatta.k)
-
-
-@dataclass(frozen=True)
 class QuantOptions:
     """[quant] in the TOML config. Only 16-bit activations and weights are implemented."""
 
@@ -185,7 +169,7 @@ class Model:
     lstm: Lstm
     head: Dense
     basis: LatentBasis
-    cmaes: ElattaSettings
+    adapt: AdaptConfig  # [elatta] of the TOML config, validated once (integer limits included)
     quant: QuantOptions
     target: TargetOptions
     classes: tuple[str, ...]
@@ -357,6 +341,14 @@ class QLstm:
     shifts: LstmShifts
     lut: SigmoidLut
 
+    def gate_row_shifts(self) -> IntArray:
+        """The final rounding shift of every gate row (torch order i, f, g, o): sig_rshift for
+        the σ gates, tanh_rshift for g."""
+        s = np.full(len(GATES) * self.hidden_size, self.shifts.sig_rshift, dtype=np.int64)
+        g = GATES.index("g")
+        s[g * self.hidden_size : (g + 1) * self.hidden_size] = self.shifts.tanh_rshift
+        return s
+
 
 @dataclass(frozen=True)
 class CalibStats:
@@ -406,6 +398,71 @@ LNSIG_FMT = QFormat(31 - LNSIG_FRAC, LNSIG_FRAC, 32)  # Q8.23
 RADIUS_FRAC = 23  # continual_bounded radius, Q8.23
 BETA_FRAC = 30  # Q1.30
 MODE_IDS = {m: i for i, m in enumerate(MODES)}  # ELT_MODE_* in firmware/elt_adapt.h
+
+
+@dataclass(frozen=True)
+class Grid:
+    """QELaTTA-V2 grid: signed ``x_bits``-bit two's complement with ``y_int`` integer bits
+    (sign included, like ``ap_fixed<x, y>``): value = r·2^−(x−y), r ∈ [−2^(x−1), 2^(x−1)−1]."""
+
+    x_bits: int
+    y_int: int
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.x_bits, int) and 2 <= self.x_bits <= 16):
+            raise ConfigError(f"qelatta_v2 x_bits={self.x_bits!r} is not allowed: use 2..16")
+        if not (isinstance(self.y_int, int) and 1 <= self.y_int <= min(self.x_bits, 5)):
+            raise ConfigError(
+                f"qelatta_v2 y_int_bits={self.y_int!r} is not allowed: use 1..min(x_bits, 5) "
+                "(the grid must fit the Q4.27 state of p)"
+            )
+
+    @property
+    def frac(self) -> int:
+        return self.x_bits - self.y_int
+
+    @property
+    def lo(self) -> int:
+        return -(1 << (self.x_bits - 1))
+
+    @property
+    def hi(self) -> int:
+        return (1 << (self.x_bits - 1)) - 1
+
+    @property
+    def name(self) -> str:
+        return f"{self.x_bits}b{self.y_int}"
+
+    def requant(self, v: npt.ArrayLike, frac_in: int) -> IntArray:
+        """``elt_requant_s32``: round to the grid (one rule), saturate, back to Q.frac_in."""
+        s = frac_in - self.frac
+        r = np.clip(rshift_round(np.asarray(v, dtype=np.int64), s), self.lo, self.hi)
+        return np.asarray(r * (np.int64(1) << s), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class CmaesIntParams:
+    """Every CMA-ES integer constant (rounded once from the pycma-4.5.0 float64 values)."""
+
+    k: int
+    lam: int
+    mu: int
+    n_iter: int
+    active: bool
+    w: tuple[int, ...]  # [μ] positive recombination weights, Q1.30
+    wc: tuple[int, ...]  # [λ] cμ·w_i (i < μ) and cμ·w_i·k (negative), Q1.30
+    one_minus_cs: int  # Q1.30
+    gain_s: int  # √(c_σ(2−c_σ)μ_eff), Q3.28
+    one_minus_cc: int  # Q1.30
+    gain_c: int  # √(c_c(2−c_c)μ_eff), Q3.28
+    c1: int  # Q1.30
+    decay_h1: int  # 1 − c1 − cμΣw (h_σ = 1), Q1.30
+    decay_h0: int  # 1 − c1(1 − c_c(2−c_c)) − cμΣw (h_σ = 0), Q1.30
+    cs_over_ds: int  # c_σ/d_σ, Q1.30
+    inv_chi: int  # 1/χ_k, Q1.30
+    hsig_thr: tuple[int, ...]  # [n_iter] T_g for g = 1..n, Q.46 (int64)
+    ln_sigma0: int  # Q8.23
+    source: FloatCmaesConstants  # the unrounded float64 constants (for comments and the float twin)
 
 
 @dataclass(frozen=True)
@@ -485,6 +542,12 @@ class AdaptConfig:
     @property
     def grid(self) -> Grid | None:
         return None if self.qelatta_v2 is None else Grid(*self.qelatta_v2)
+
+    def replace(self, **changes: Any) -> AdaptConfig:
+        """A validated copy with some fields changed."""
+        import dataclasses
+
+        return dataclasses.replace(self, **changes)
 
     def to_float(self) -> ElattaConfig:
         """The float configuration this one twins (QELaTTA-V2 has no float counterpart)."""

@@ -81,7 +81,7 @@ def manifest(
 ) -> dict[str, Any]:
     src = q.source
     L = q.lstm
-    el = src.cmaes.elatta
+    el = src.adapt
     doc: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
         "version": MANIFEST_VERSION,
@@ -99,15 +99,15 @@ def manifest(
             "input_size": L.input_size,
             "hidden_size": L.hidden_size,
             "num_classes": len(src.classes),
-            "k": src.cmaes.k,
-            "lam": int(el.popsize),
+            "k": el.k,
+            "lam": el.lam,
             "n_iter": int(el.n_iter),
         },
         "classes": list(src.classes),
         "elatta": {
             **{k: v for k, v in asdict(el).items()},
-            "popsize": int(el.popsize),
-            "qelatta_v2": list(src.cmaes.qelatta_v2) if src.cmaes.qelatta_v2 else None,
+            "popsize": el.lam,
+            "qelatta_v2": list(el.qelatta_v2) if el.qelatta_v2 else None,
         },
         "quant": asdict(src.quant),
         "target": asdict(src.target),

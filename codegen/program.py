@@ -45,8 +45,6 @@ def _types() -> dict[str, type]:
     nothing else."""
     from codegen import ir
     from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
-    from codegen.elatta.float_ref import ElattaConfig
-    from codegen.intref import cmaes_int
     from codegen.model import ModelMeta
     from codegen.qformat import QFormat
 
@@ -56,7 +54,6 @@ def _types() -> dict[str, type]:
         "Lstm": ir.Lstm,
         "Dense": ir.Dense,
         "LatentBasis": ir.LatentBasis,
-        "ElattaSettings": ir.ElattaSettings,
         "QuantOptions": ir.QuantOptions,
         "TargetOptions": ir.TargetOptions,
         "InputHashes": ir.InputHashes,
@@ -69,11 +66,10 @@ def _types() -> dict[str, type]:
         "QLstm": ir.QLstm,
         "CalibStats": ir.CalibStats,
         "QModel": ir.QModel,
-        "ElattaConfig": ElattaConfig,
         "ModelMeta": ModelMeta,
         "FloatCmaesConstants": FloatCmaesConstants,
-        "CmaesIntParams": cmaes_int.CmaesIntParams,
-        "Grid": cmaes_int.Grid,
+        "CmaesIntParams": ir.CmaesIntParams,
+        "Grid": ir.Grid,
         "AdaptConfig": ir.AdaptConfig,
         "AdaptParams": ir.AdaptParams,
     }

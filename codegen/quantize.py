@@ -1,6 +1,6 @@
 """Quantization: float IR -> fixed IR, decided once (docs/architecture.md §3; docs/numeric.md §4).
 
-Calibration runs the float64 LSTM (`codegen.intref.lstm.lstm_float`) over clean SOURCE
+Calibration runs the float64 LSTM (`codegen.elatta.float_ref.lstm_float`) over clean SOURCE
 features and picks every activation format from the ranges it sees; weights get per-tensor
 power-of-two formats from their own range and are quantized by fxpmath (`QFormat.quantize`).
 The accumulators are sized by proof, not by calibration: the device accepts any int16 input, so
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -194,7 +193,7 @@ def quantize_lstm(
     Returns the fixed IR, the calibration statistics and the float latents z = h_T of the
     calibration set (the adaptation core calibrates its head and basis formats on them).
     """
-    from codegen.intref.lstm import lstm_float
+    from codegen.elatta.float_ref import lstm_float
 
     X = np.asarray(x_calib, dtype=np.float64)
     F, H, T = lstm.input_size, lstm.hidden_size, lstm.num_frames
@@ -269,13 +268,6 @@ def quantize_lstm(
     return q, stats, z_f
 
 
-def adapt_config(model: Model) -> Any:
-    """The adaptation core's AdaptConfig for this build."""
-    from codegen.ir import AdaptConfig
-
-    return AdaptConfig.from_float(model.cmaes.elatta, qelatta_v2=model.cmaes.qelatta_v2)
-
-
 def quantize_model(model: Model, x_calib: npt.ArrayLike, source: str = "api") -> QModel:
     """Float IR + calibration features -> fixed IR (LSTM here, head/basis/CMA-ES by the
     adaptation core's `quantize_adapt`, calibrated on the same source latents)."""
@@ -286,7 +278,7 @@ def quantize_model(model: Model, x_calib: npt.ArrayLike, source: str = "api") ->
         model.head.weight.values,
         model.head.bias.values,
         model.basis.V.values,
-        adapt_config(model),
+        model.adapt,
         z_f,
     )
     return QModel(source=model, lstm=q, adapt=params, calib=stats)

@@ -8,16 +8,27 @@ of `codegen.ir.AdaptParams`; the C emitter (`codegen.emit_adapt`) and the intege
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 import numpy.typing as npt
 
+from codegen.contract import (
+    GAIN_FRAC,
+    K_MAX,
+    LAM_MAX,
+    LNSIG_FRAC,
+    MAX_CLASSES,
+    N_ITER_MAX,
+    NORM2_FRAC,
+    RATE_FRAC,
+    SIGMA_MAX,
+    SIGMA_MIN,
+    X_FRAC,
+)
 from codegen.elatta.cmaes import CmaesParams
 from codegen.errors import ConfigError
 from codegen.fixed import INT32_MAX
-from codegen.intref.cmaes_int import X_FRAC, CmaesIntParams, q_round
-from codegen.intref.entropy import MAX_CLASSES
-from codegen.intref.tables import EXP2_LUT, GAUSS_LUT, LOG2_LUT, table_hash
 from codegen.ir import (
     BETA_FRAC,
     LATENT_FMT,
@@ -25,10 +36,12 @@ from codegen.ir import (
     Z_T_FMT,
     AdaptConfig,
     AdaptParams,
+    CmaesIntParams,
     FloatArray,
     IntArray,
 )
 from codegen.qformat import QFormat
+from codegen.tables import EXP2_LUT, GAUSS_LUT, LOG2_LUT, table_hash
 
 I64 = IntArray
 
@@ -121,7 +134,7 @@ def quantize_adapt(
             f"accumulator (2^31 - 1) in every int16 format; scale the head down"
         )
     w_fmt, Wq, b_fmt, bq, head_shift, head_bound = head
-    cm = CmaesIntParams.from_float(
+    cm = cmaes_constants(
         CmaesParams.for_dim(cfg.k, cfg.lam, cfg.active), cfg.n_iter, float(cfg.sigma0)
     )
     beta_q30 = q_round(cfg.beta, BETA_FRAC, "beta")
@@ -164,4 +177,64 @@ def quantize_adapt(
         v_range=(float(Vf.min()), float(Vf.max())),
         head_bound=head_bound,
         input_hash=h.hexdigest(),
+    )
+
+
+def q_round(x: float, frac: int, what: str, word: int = 32) -> int:
+    """Round a float64 constant once (half to even, as fxpmath's ``around``) to Q.frac."""
+    v = round(float(x) * (1 << frac))
+    lim = 1 << (word - 1)
+    if not -lim <= v < lim:
+        raise ConfigError(f"{what}={x!r} does not fit a {word}-bit Q.{frac} constant")
+    return int(v)
+
+
+def cmaes_constants(p: CmaesParams, n_iter: int, sigma0: float) -> CmaesIntParams:
+    """Round every constant of ``p`` once (docs/cmaes.md §6 "Constants")."""
+    if not 1 <= p.k <= K_MAX:
+        raise ConfigError(f"k={p.k} is not allowed: the integer CMA-ES supports 1..{K_MAX}")
+    if not 2 <= p.lam <= LAM_MAX:
+        raise ConfigError(f"lam={p.lam} is not allowed: the integer CMA-ES supports 2..{LAM_MAX}")
+    if not 1 <= n_iter <= N_ITER_MAX:
+        raise ConfigError(f"n_iter={n_iter} is not allowed: use 1..{N_ITER_MAX}")
+    if not (math.isfinite(sigma0) and SIGMA_MIN <= sigma0 <= SIGMA_MAX):
+        raise ConfigError(
+            f"sigma0={sigma0!r} is not allowed: the integer CMA-ES keeps σ in "
+            f"[2^-20, {SIGMA_MAX:g}] (p is Q4.27)"
+        )
+    k = p.k
+    w = p.weights_array
+    wc = [p.cmu * wi if i < p.mu else p.cmu * wi * k for i, wi in enumerate(w)]
+    sum_w = float(np.sum(w))
+    ccc = p.cc * (2 - p.cc)
+    # T_g: ‖p_σ‖²/(1−(1−c_σ)^{2g})/k − 1 < thr ⟺ ‖p_σ‖² < (1 + thr)·k·(1−(1−c_σ)^{2g})
+    thr = tuple(
+        q_round(
+            (1 + p.hsig_threshold) * k * (1 - (1 - p.cs) ** (2 * g)),
+            NORM2_FRAC,
+            "h_sigma threshold",
+            64,
+        )
+        for g in range(1, n_iter + 1)
+    )
+    return CmaesIntParams(
+        k=k,
+        lam=p.lam,
+        mu=p.mu,
+        n_iter=n_iter,
+        active=p.active,
+        w=tuple(q_round(x, RATE_FRAC, "w") for x in w[: p.mu]),
+        wc=tuple(q_round(x, RATE_FRAC, "c_mu*w") for x in wc),
+        one_minus_cs=q_round(1 - p.cs, RATE_FRAC, "1-c_sigma"),
+        gain_s=q_round(math.sqrt(p.cs * (2 - p.cs) * p.mueff), GAIN_FRAC, "sigma-path gain"),
+        one_minus_cc=q_round(1 - p.cc, RATE_FRAC, "1-c_c"),
+        gain_c=q_round(math.sqrt(ccc * p.mueff), GAIN_FRAC, "c-path gain"),
+        c1=q_round(p.c1, RATE_FRAC, "c1"),
+        decay_h1=q_round(1 - (p.c1 + p.cmu * sum_w), RATE_FRAC, "C decay"),
+        decay_h0=q_round(1 - (p.c1 * (1 - ccc) + p.cmu * sum_w), RATE_FRAC, "C decay"),
+        cs_over_ds=q_round(p.cs / p.damps, RATE_FRAC, "c_sigma/d_sigma"),
+        inv_chi=q_round(1 / p.chi, RATE_FRAC, "1/chi"),
+        hsig_thr=thr,
+        ln_sigma0=q_round(math.log(sigma0), LNSIG_FRAC, "ln sigma0"),
+        source=p,
     )

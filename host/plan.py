@@ -125,16 +125,15 @@ def _check_classes(q: Any, info: dict[str, Any], data_dir: Path) -> None:
 
 def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: int | None) -> Plan:
     from codegen.data import conditions, dataset_info, load_condition, utterance_of
-    from codegen.elatta.float_ref import adapt
+    from codegen.elatta.float_ref import adapt, lstm_float
     from codegen.features import quantize_features
-    from codegen.intref.lstm import lstm_float
     from codegen.intref.model import infer_int
     from codegen.model import features_for
     from codegen.selection import deal
 
     manifest, q = load_build(build_dir)
     model = q.source
-    el = model.cmaes.elatta
+    el = model.adapt.to_float()  # the float reference's view of the same settings
     W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
     info = dataset_info(str(data_dir))
     _check_classes(q, info, data_dir)

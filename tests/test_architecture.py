@@ -135,6 +135,32 @@ def test_bench_does_not_import_compiler_stages() -> None:
     assert not bad, f"host/ imports compiler stages or evaluators: {bad}"
 
 
+QUANTIZE_AND_EMIT = (
+    "codegen.frontend",
+    "codegen.quantize",
+    "codegen.quantize_adapt",
+    "codegen.emit",
+    "codegen.emit_adapt",
+    "codegen.emit_f32",
+    "codegen.manifest",
+    "codegen.program",
+    "codegen.ir",
+)
+
+
+def test_compiler_stages_do_not_run_the_reference() -> None:
+    """The quantizer decides, the emitter formats, the reference replays: the stages that make
+    the program never import the integer reference (it reads their output, not the reverse)."""
+    graph = _edges(_modules())
+    bad = sorted(
+        (m, t)
+        for m in QUANTIZE_AND_EMIT
+        for t in graph[m]
+        if t == "codegen.intref" or t.startswith("codegen.intref.")
+    )
+    assert not bad, f"compiler stages import the integer reference: {bad}"
+
+
 def test_cycle_detector_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []

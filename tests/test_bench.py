@@ -230,10 +230,9 @@ def test_float32_host_c_matches_float_model(tmp_path: Path) -> None:
     the int16 entry point's z within one Q0.15 step."""
     import subprocess
 
-    from codegen.elatta.float_ref import head_logits
+    from codegen.elatta.float_ref import head_logits, lstm_float
     from codegen.emit_f32 import render_f32
     from codegen.hostlib import UBSAN_CFLAGS
-    from codegen.intref.lstm import lstm_float
     from codegen.resources import firmware_dir
     from codegen.toolchain import COMMON_CFLAGS, find_tool
 

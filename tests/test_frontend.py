@@ -19,7 +19,7 @@ from codegen.model import file_sha256
 
 def test_default_config_parses() -> None:
     cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "default.toml")
-    assert cfg.cmaes.k == 2 and cfg.cmaes.elatta.popsize == 6
+    assert cfg.adapt.k == 2 and cfg.adapt.lam == 6
     assert cfg.quant.act_bits == 16 and cfg.target.prefix == "kws_"
     assert len(cfg.sha256) == 64
 
@@ -31,7 +31,7 @@ def test_good_inputs_give_a_frozen_ir(tmp_path: Path) -> None:
     m = read_model(kit.model, kit.basis, kit.config)
     assert (m.lstm.input_size, m.lstm.hidden_size, m.lstm.num_frames) == (7, 12, 9)
     assert m.lstm.w_ih.shape == (48, 7) and m.head.weight.shape == (5, 12)
-    assert m.basis.V.shape == (12, 3) and m.cmaes.qelatta_v2 == (8, 4)
+    assert m.basis.V.shape == (12, 3) and m.adapt.qelatta_v2 == (8, 4)
     assert m.hashes.model == file_sha256(kit.model)
     with pytest.raises(dataclasses.FrozenInstanceError):
         m.lstm.hidden_size = 3  # type: ignore[misc]

@@ -23,7 +23,6 @@ from codegen.intref.cmaes_int import (
     RATE_FRAC,
     X_FRAC,
     Z_FRAC,
-    CmaesIntParams,
     CmaesIntState,
     Grid,
     chol_s32,
@@ -37,6 +36,7 @@ from codegen.intref.cmaes_int import (
     unpack_tri,
 )
 from codegen.intref.rng import Xoshiro128ss
+from codegen.quantize_adapt import cmaes_constants
 
 X = 2.0**X_FRAC
 
@@ -58,7 +58,7 @@ FUNCS = {"sphere": sphere, "ellipsoid": ellipsoid}
 @pytest.mark.parametrize("active", [True, False])
 def test_constants_rounded_once(k: int, active: bool) -> None:
     p = CmaesParams.for_dim(k, active=active)
-    ip = CmaesIntParams.from_float(p, 10, 0.1)
+    ip = cmaes_constants(p, 10, 0.1)
     q30 = 2.0**RATE_FRAC
     assert ip.lam == p.lam and ip.mu == p.mu
     for wi, fw in zip(ip.w, p.weights[: p.mu], strict=True):
@@ -84,9 +84,9 @@ def test_constant_errors() -> None:
     ):
         args = {"n_iter": 2, "sigma0": 0.1, **kw}
         with pytest.raises(ConfigError, match=needle):
-            CmaesIntParams.from_float(p, int(args["n_iter"]), float(args["sigma0"]))
+            cmaes_constants(p, int(args["n_iter"]), float(args["sigma0"]))
     with pytest.raises(ConfigError, match="k=33"):
-        CmaesIntParams.from_float(CmaesParams.for_dim(33), 2, 0.1)
+        cmaes_constants(CmaesParams.for_dim(33), 2, 0.1)
     with pytest.raises(ConfigError, match="x_bits=1"):
         Grid(1, 1)
     with pytest.raises(ConfigError, match="y_int_bits=6"):
@@ -153,7 +153,7 @@ def run_lockstep(
     (docs/cmaes.md §7b.2). Returns the worst drift per quantity and the iterations compared."""
     fn = FUNCS[fname]
     p = CmaesParams.for_dim(k, active=active)
-    ip = CmaesIntParams.from_float(p, n, sigma0)
+    ip = cmaes_constants(p, n, sigma0)
     st = CmaesIntState.initial(np.zeros((1, k), np.int64), ip.ln_sigma0, k)
     es = Cmaes.start(p, np.zeros(k), sigma0, whitening="chol")
     rng = Xoshiro128ss(seed, [0])
@@ -213,7 +213,7 @@ def best_f_runs(
     float twin driven by the same normals, each ranking by its own f (docs/cmaes.md §7c)."""
     fn = FUNCS[fname]
     p = CmaesParams.for_dim(k)
-    ip = CmaesIntParams.from_float(p, n, sigma0)
+    ip = cmaes_constants(p, n, sigma0)
     st = CmaesIntState.initial(np.zeros((seeds, k), np.int64), ip.ln_sigma0, k)
     rng = Xoshiro128ss(99, np.arange(seeds))
     Z = np.empty((seeds, n, p.lam, k), np.int64)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from intharness.driver import Harness, shared_harness
 
+from codegen.contract import H_FRAC
 from codegen.elatta.float_ref import entropy
 from codegen.intref.entropy import (
-    H_FRAC,
     argmax_s16,
     entropy_s16,
     exp2neg_q30,

@@ -26,9 +26,9 @@ from intharness.driver import (
     shared_harness,
 )
 
-from codegen import sources
+from codegen import contract, sources
 from codegen.emit_adapt import adapt_cflags, emit_adapt_c
-from codegen.intref import cmaes_int, entropy
+from codegen.intref import entropy
 from codegen.intref.adapt import adapt_int
 from codegen.ir import AdaptConfig, AdaptParams
 from codegen.quantize_adapt import quantize_adapt
@@ -158,17 +158,17 @@ def test_generated_params_equal_python(fast_harness: Harness) -> None:
 def test_c_format_macros_equal_python(fast_harness: Harness) -> None:
     got = fast_harness.sizes()
     want = {
-        "ELT_X_FRAC": cmaes_int.X_FRAC,
-        "ELT_Z_FRAC": cmaes_int.Z_FRAC,
-        "ELT_C_FRAC": cmaes_int.C_FRAC,
-        "ELT_RATE_FRAC": cmaes_int.RATE_FRAC,
-        "ELT_GAIN_FRAC": cmaes_int.GAIN_FRAC,
-        "ELT_LNSIG_FRAC": cmaes_int.LNSIG_FRAC,
-        "ELT_NORM2_FRAC": cmaes_int.NORM2_FRAC,
-        "ELT_H_FRAC": entropy.H_FRAC,
-        "ELT_PIVOT_EPS": cmaes_int.PIVOT_EPS,
-        "ELT_LNSIG_MIN": cmaes_int.LNSIG_MIN,
-        "ELT_LNSIG_MAX": cmaes_int.LNSIG_MAX,
+        "ELT_X_FRAC": contract.X_FRAC,
+        "ELT_Z_FRAC": contract.Z_FRAC,
+        "ELT_C_FRAC": contract.C_FRAC,
+        "ELT_RATE_FRAC": contract.RATE_FRAC,
+        "ELT_GAIN_FRAC": contract.GAIN_FRAC,
+        "ELT_LNSIG_FRAC": contract.LNSIG_FRAC,
+        "ELT_NORM2_FRAC": contract.NORM2_FRAC,
+        "ELT_H_FRAC": contract.H_FRAC,
+        "ELT_PIVOT_EPS": contract.PIVOT_EPS,
+        "ELT_LNSIG_MIN": contract.LNSIG_MIN,
+        "ELT_LNSIG_MAX": contract.LNSIG_MAX,
         "ELT_LOG2E_Q30": entropy.LOG2E_Q30,
         "ELT_LN2_Q30": entropy.LN2_Q30,
     }

@@ -11,7 +11,7 @@ from intharness.driver import Harness, shared_harness
 from scipy.special import ndtri
 
 from codegen.intref.rng import Xoshiro128ss, gauss_from_u32, splitmix64_next
-from codegen.intref.tables import (
+from codegen.tables import (
     EXP2_LUT,
     GAUSS_FRAC,
     GAUSS_LUT,

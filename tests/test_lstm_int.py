@@ -18,13 +18,13 @@ from buildkit import (
     scalar_reference,
 )
 
+from codegen.elatta.float_ref import lstm_float
 from codegen.features import quantize_features
 from codegen.hostlib import HostModel, first_trace_mismatch
 from codegen.intref.lstm import (
     TRACE_C,
     TRACE_H,
     TRACE_Z,
-    lstm_float,
     lstm_int,
     sigmoid_all,
     sigmoid_lut,

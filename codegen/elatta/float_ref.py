@@ -545,3 +545,44 @@ def format_rows(rows: Sequence[object]) -> str:
     lines = ["  ".join(n.rjust(w) for n, w in zip(names, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(cr, widths, strict=True)) for cr in cells]
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the float encoder
+
+
+def _sigmoid(x: FloatArray) -> FloatArray:
+    out: FloatArray = 0.5 * (1.0 + np.tanh(0.5 * x))
+    return out
+
+
+def lstm_float(
+    x: npt.ArrayLike, lstm: Any, record: bool = False
+) -> tuple[FloatArray, dict[str, FloatArray]]:
+    """float64 torch.nn.LSTM recurrence over x [N, T, F] -> (h_T [N, H], ranges); ``lstm`` is a
+    `codegen.ir.Lstm` (float weights, torch gate order i, f, g, o).
+
+    With ``record`` the dict holds the per-step maxima over the batch of |c|, |h| and of each
+    gate's pre-activation (`max_c`, `max_h`, `max_pre_i` …, each [T]) and the fraction of gate
+    pre-activations beyond the integer LUT's input range (`sat_i` …: |x| > 16 for σ gates,
+    |x| > 8 for the tanh gate).
+    """
+    X = np.asarray(x, dtype=np.float64)
+    N, T, _ = X.shape
+    H = lstm.hidden_size
+    w_ih, w_hh = lstm.w_ih.values, lstm.w_hh.values
+    b = lstm.b_ih.values + lstm.b_hh.values
+    h = np.zeros((N, H))
+    c = np.zeros((N, H))
+    stats: dict[str, list[float]] = {}
+    for t in range(T):
+        pre = X[:, t, :] @ w_ih.T + h @ w_hh.T + b
+        pi, pf, pg, po = (pre[:, n * H : (n + 1) * H] for n in range(4))
+        c = _sigmoid(pf) * c + _sigmoid(pi) * np.tanh(pg)
+        h = _sigmoid(po) * np.tanh(c)
+        if record:
+            for name, p, lim in (("i", pi, 16.0), ("f", pf, 16.0), ("g", pg, 8.0), ("o", po, 16.0)):
+                stats.setdefault(f"max_pre_{name}", []).append(float(np.max(np.abs(p), initial=0)))
+                stats.setdefault(f"sat_{name}", []).append(float(np.mean(np.abs(p) > lim)))
+            stats.setdefault("max_c", []).append(float(np.max(np.abs(c), initial=0.0)))
+            stats.setdefault("max_h", []).append(float(np.max(np.abs(h), initial=0.0)))
+    return h, {k: np.asarray(v) for k, v in stats.items()}

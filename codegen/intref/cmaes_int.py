@@ -44,45 +44,30 @@ Per iteration (docs/cmaes.md §6 "Per iteration"; float equations: docs/cmaes.md
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from codegen.elatta.cmaes import CmaesParams
-from codegen.errors import ConfigError
+from codegen.contract import (
+    C_FRAC,
+    GAIN_FRAC,
+    LNSIG_FRAC,
+    LNSIG_MAX,
+    LNSIG_MIN,
+    NORM2_FRAC,
+    NORM_FRAC,
+    PIVOT_EPS,
+    RATE_FRAC,
+    X_FRAC,
+    Z_FRAC,
+)
 from codegen.fixed import INT32_MAX, INT32_MIN, rshift_round
 from codegen.intref.entropy import LOG2E_Q30, lut_interp_q26, rshift_round_var
-from codegen.intref.tables import EXP2_LUT
+from codegen.ir import CmaesIntParams, Grid
+from codegen.tables import EXP2_LUT
 
 I64 = npt.NDArray[np.int64]
-
-X_FRAC = 27  # m, x, y, p_c, p_σ, p: Q4.27
-Z_FRAC = 28  # z: Q3.28
-C_FRAC = 26  # C, A: Q5.26
-RATE_FRAC = 30  # Q1.30
-GAIN_FRAC = 28  # Q3.28
-LNSIG_FRAC = 23  # ln σ: Q8.23
-NORM2_FRAC = 46  # squared norms (int64)
-NORM_FRAC = 23  # norms (isqrt of Q.46)
-PIVOT_EPS = 64  # smallest Cholesky pivot, Q5.26 (≈ 9.5e-7; A_jj ≥ 2^-10)
-LNSIG_MIN = round(-20 * math.log(2.0) * (1 << LNSIG_FRAC))  # σ ≥ 2^-20
-LNSIG_MAX = round(4 * math.log(2.0) * (1 << LNSIG_FRAC))  # σ ≤ 16
-SIGMA_MIN = 2.0**-20
-SIGMA_MAX = 16.0
-K_MAX = 32
-LAM_MAX = 32
-N_ITER_MAX = 64
-
-
-def q_round(x: float, frac: int, what: str, word: int = 32) -> int:
-    """Round a float64 constant once (half to even, as fxpmath's ``around``) to Q.frac."""
-    v = round(float(x) * (1 << frac))
-    lim = 1 << (word - 1)
-    if not -lim <= v < lim:
-        raise ConfigError(f"{what}={x!r} does not fit a {word}-bit Q.{frac} constant")
-    return int(v)
 
 
 def tri(i: int, j: int) -> int:
@@ -120,124 +105,6 @@ def isqrt64(n: npt.ArrayLike) -> I64:
 def sat32a(x: npt.ArrayLike) -> I64:
     """`codegen.fixed.sat32` (fx_sat32_64) without np.clip's per-call overhead."""
     return np.minimum(np.maximum(np.asarray(x, dtype=np.int64), INT32_MIN), INT32_MAX)
-
-
-@dataclass(frozen=True)
-class Grid:
-    """QELaTTA-V2 grid: signed ``x_bits``-bit two's complement with ``y_int`` integer bits
-    (sign included, like ``ap_fixed<x, y>``): value = r·2^−(x−y), r ∈ [−2^(x−1), 2^(x−1)−1]."""
-
-    x_bits: int
-    y_int: int
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.x_bits, int) and 2 <= self.x_bits <= 16):
-            raise ConfigError(f"qelatta_v2 x_bits={self.x_bits!r} is not allowed: use 2..16")
-        if not (isinstance(self.y_int, int) and 1 <= self.y_int <= min(self.x_bits, 5)):
-            raise ConfigError(
-                f"qelatta_v2 y_int_bits={self.y_int!r} is not allowed: use 1..min(x_bits, 5) "
-                "(the grid must fit the Q4.27 state of p)"
-            )
-
-    @property
-    def frac(self) -> int:
-        return self.x_bits - self.y_int
-
-    @property
-    def lo(self) -> int:
-        return -(1 << (self.x_bits - 1))
-
-    @property
-    def hi(self) -> int:
-        return (1 << (self.x_bits - 1)) - 1
-
-    @property
-    def name(self) -> str:
-        return f"{self.x_bits}b{self.y_int}"
-
-    def requant(self, v: npt.ArrayLike, frac_in: int) -> I64:
-        """``elt_requant_s32``: round to the grid (one rule), saturate, back to Q.frac_in."""
-        s = frac_in - self.frac
-        r = np.clip(rshift_round(np.asarray(v, dtype=np.int64), s), self.lo, self.hi)
-        return np.asarray(r * (np.int64(1) << s), dtype=np.int64)
-
-
-@dataclass(frozen=True)
-class CmaesIntParams:
-    """Every CMA-ES integer constant (rounded once from the pycma-4.5.0 float64 values)."""
-
-    k: int
-    lam: int
-    mu: int
-    n_iter: int
-    active: bool
-    w: tuple[int, ...]  # [μ] positive recombination weights, Q1.30
-    wc: tuple[int, ...]  # [λ] cμ·w_i (i < μ) and cμ·w_i·k (negative), Q1.30
-    one_minus_cs: int  # Q1.30
-    gain_s: int  # √(c_σ(2−c_σ)μ_eff), Q3.28
-    one_minus_cc: int  # Q1.30
-    gain_c: int  # √(c_c(2−c_c)μ_eff), Q3.28
-    c1: int  # Q1.30
-    decay_h1: int  # 1 − c1 − cμΣw (h_σ = 1), Q1.30
-    decay_h0: int  # 1 − c1(1 − c_c(2−c_c)) − cμΣw (h_σ = 0), Q1.30
-    cs_over_ds: int  # c_σ/d_σ, Q1.30
-    inv_chi: int  # 1/χ_k, Q1.30
-    hsig_thr: tuple[int, ...]  # [n_iter] T_g for g = 1..n, Q.46 (int64)
-    ln_sigma0: int  # Q8.23
-    source: CmaesParams  # the unrounded float64 constants (for comments and the float twin)
-
-    @classmethod
-    def from_float(cls, p: CmaesParams, n_iter: int, sigma0: float) -> CmaesIntParams:
-        """Round every constant of ``p`` once (docs/cmaes.md §6 "Constants")."""
-        if not 1 <= p.k <= K_MAX:
-            raise ConfigError(f"k={p.k} is not allowed: the integer CMA-ES supports 1..{K_MAX}")
-        if not 2 <= p.lam <= LAM_MAX:
-            raise ConfigError(
-                f"lam={p.lam} is not allowed: the integer CMA-ES supports 2..{LAM_MAX}"
-            )
-        if not 1 <= n_iter <= N_ITER_MAX:
-            raise ConfigError(f"n_iter={n_iter} is not allowed: use 1..{N_ITER_MAX}")
-        if not (math.isfinite(sigma0) and SIGMA_MIN <= sigma0 <= SIGMA_MAX):
-            raise ConfigError(
-                f"sigma0={sigma0!r} is not allowed: the integer CMA-ES keeps σ in "
-                f"[2^-20, {SIGMA_MAX:g}] (p is Q4.27)"
-            )
-        k = p.k
-        w = p.weights_array
-        wc = [p.cmu * wi if i < p.mu else p.cmu * wi * k for i, wi in enumerate(w)]
-        sum_w = float(np.sum(w))
-        ccc = p.cc * (2 - p.cc)
-        # T_g: ‖p_σ‖²/(1−(1−c_σ)^{2g})/k − 1 < thr ⟺ ‖p_σ‖² < (1 + thr)·k·(1−(1−c_σ)^{2g})
-        thr = tuple(
-            q_round(
-                (1 + p.hsig_threshold) * k * (1 - (1 - p.cs) ** (2 * g)),
-                NORM2_FRAC,
-                "h_sigma threshold",
-                64,
-            )
-            for g in range(1, n_iter + 1)
-        )
-        return cls(
-            k=k,
-            lam=p.lam,
-            mu=p.mu,
-            n_iter=n_iter,
-            active=p.active,
-            w=tuple(q_round(x, RATE_FRAC, "w") for x in w[: p.mu]),
-            wc=tuple(q_round(x, RATE_FRAC, "c_mu*w") for x in wc),
-            one_minus_cs=q_round(1 - p.cs, RATE_FRAC, "1-c_sigma"),
-            gain_s=q_round(math.sqrt(p.cs * (2 - p.cs) * p.mueff), GAIN_FRAC, "sigma-path gain"),
-            one_minus_cc=q_round(1 - p.cc, RATE_FRAC, "1-c_c"),
-            gain_c=q_round(math.sqrt(ccc * p.mueff), GAIN_FRAC, "c-path gain"),
-            c1=q_round(p.c1, RATE_FRAC, "c1"),
-            decay_h1=q_round(1 - (p.c1 + p.cmu * sum_w), RATE_FRAC, "C decay"),
-            decay_h0=q_round(1 - (p.c1 * (1 - ccc) + p.cmu * sum_w), RATE_FRAC, "C decay"),
-            cs_over_ds=q_round(p.cs / p.damps, RATE_FRAC, "c_sigma/d_sigma"),
-            inv_chi=q_round(1 / p.chi, RATE_FRAC, "1/chi"),
-            hsig_thr=thr,
-            ln_sigma0=q_round(math.log(sigma0), LNSIG_FRAC, "ln sigma0"),
-            source=p,
-        )
 
 
 @dataclass
@@ -476,7 +343,6 @@ __all__ = [
     "isqrt64",
     "mul_rr",
     "q1bit_s32",
-    "q_round",
     "sample_s32",
     "sigma_expand",
     "tell_s32",

@@ -23,17 +23,16 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from codegen.contract import MAX_CLASSES
 from codegen.fixed import div_pos, rshift_round
-from codegen.intref.tables import EXP2_LUT, LOG2_LUT, LUT_BITS, LUT_FRAC
+from codegen.tables import EXP2_LUT, LOG2_LUT, LUT_BITS, LUT_FRAC
 
 I64 = npt.NDArray[np.int64]
 
-H_FRAC = 26  # entropy Q5.26 (int32)
 D_FRAC = 26  # logit differences Q5.26
 D_CLAMP = 31  # d is clamped at 31 nats (docs/cmaes.md §5 step 1)
 LOG2E_Q30 = round(math.log2(math.e) * (1 << 30))  # 1549082005
 LN2_Q30 = round(math.log(2.0) * (1 << 30))  # 744261118
-MAX_CLASSES = 256  # keeps T·2²⁶ < 2⁶³ (see module docstring)
 _SEG_SHIFT = 26 - LUT_BITS  # 18: fraction bits below the LUT index for a Q.26 argument
 
 

@@ -29,7 +29,7 @@ import numpy.typing as npt
 import torch
 
 from codegen.fixed import rshift_round
-from codegen.ir import GATES, Lstm, QLstm
+from codegen.ir import GATES, QLstm
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -116,14 +116,6 @@ def lstm_int(x: npt.ArrayLike, q: QLstm, trace: TraceFn | None = None) -> IntArr
     return np.concatenate(parts, axis=0)
 
 
-def gate_shifts(q: QLstm) -> IntArray:
-    """The final rounding shift of every gate row: sig_rshift for i, f, o; tanh_rshift for g."""
-    s = np.full(len(GATES) * q.hidden_size, q.shifts.sig_rshift, dtype=np.int64)
-    g = GATES.index("g")
-    s[g * q.hidden_size : (g + 1) * q.hidden_size] = q.shifts.tanh_rshift
-    return s
-
-
 def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
     """The step of the module docstring on a batch, in float64 arrays holding exact integers.
 
@@ -161,7 +153,7 @@ def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
     tanh16 = (2 * sig - 32768).astype(np.int16)  # tanh(x) = 2σ(2x) − 1 ∈ [−32768, 32766]
     order = [GATES.index(g) for g in ("i", "f", "o", "g")]
     rows = np.concatenate([np.arange(n * H, (n + 1) * H) for n in order])
-    s = gate_shifts(q)[rows].astype(np.float64)
+    s = q.gate_row_shifts()[rows].astype(np.float64)
     # u = [xs_t; hs; 1]: the bias and the rounding constant ride on the constant row.
     w = np.hstack(
         [
@@ -232,40 +224,3 @@ def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
     if trace is not None:
         trace(TRACE_Z, 0, out)
     return out
-
-
-def _sigmoid(x: FloatArray) -> FloatArray:
-    out: FloatArray = 0.5 * (1.0 + np.tanh(0.5 * x))
-    return out
-
-
-def lstm_float(
-    x: npt.ArrayLike, lstm: Lstm, record: bool = False
-) -> tuple[FloatArray, dict[str, FloatArray]]:
-    """float64 torch.nn.LSTM recurrence over x [N, T, F] -> (h_T [N, H], ranges).
-
-    With ``record`` the dict holds the per-step maxima over the batch of |c|, |h| and of each
-    gate's pre-activation (`max_c`, `max_h`, `max_pre_i` …, each [T]) and the fraction of gate
-    pre-activations beyond the integer LUT's input range (`sat_i` …: |x| > 16 for σ gates,
-    |x| > 8 for the tanh gate).
-    """
-    X = np.asarray(x, dtype=np.float64)
-    N, T, _ = X.shape
-    H = lstm.hidden_size
-    w_ih, w_hh = lstm.w_ih.values, lstm.w_hh.values
-    b = lstm.b_ih.values + lstm.b_hh.values
-    h = np.zeros((N, H))
-    c = np.zeros((N, H))
-    stats: dict[str, list[float]] = {}
-    for t in range(T):
-        pre = X[:, t, :] @ w_ih.T + h @ w_hh.T + b
-        pi, pf, pg, po = (pre[:, n * H : (n + 1) * H] for n in range(4))
-        c = _sigmoid(pf) * c + _sigmoid(pi) * np.tanh(pg)
-        h = _sigmoid(po) * np.tanh(c)
-        if record:
-            for name, p, lim in (("i", pi, 16.0), ("f", pf, 16.0), ("g", pg, 8.0), ("o", po, 16.0)):
-                stats.setdefault(f"max_pre_{name}", []).append(float(np.max(np.abs(p), initial=0)))
-                stats.setdefault(f"sat_{name}", []).append(float(np.mean(np.abs(p) > lim)))
-            stats.setdefault("max_c", []).append(float(np.max(np.abs(c), initial=0.0)))
-            stats.setdefault("max_h", []).append(float(np.max(np.abs(h), initial=0.0)))
-    return h, {k: np.asarray(v) for k, v in stats.items()}

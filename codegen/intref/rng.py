@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen.fixed import rshift_round
-from codegen.intref.tables import GAUSS_LUT, GAUSS_SEGMENTS
+from codegen.tables import GAUSS_LUT, GAUSS_SEGMENTS
 
 U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
