@@ -258,9 +258,9 @@ def run_protocol(
 
 def gains(
     base: list[np.ndarray], runs: list[list[np.ndarray]], conds: list[CondData]
-) -> dict[str, dict[str, float]]:
+) -> dict[str, dict[str, Any]]:
     """Per column: mean gain (points), seed std, paired SE (mean over seeds)."""
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for col in dict.fromkeys(c.column for c in conds):
         idx = [i for i, c in enumerate(conds) if c.column == col]
         ok0 = np.concatenate([base[i] for i in idx]).astype(float)
@@ -284,12 +284,12 @@ def gains(
 
 def evaluate_method(
     ctx: Ctx, conds: list[CondData], method: Method, continual: bool, base: list[np.ndarray]
-) -> dict[str, dict[str, float]]:
+) -> dict[str, dict[str, Any]]:
     runs = [run_protocol(ctx, conds, method, s, continual) for s in SEEDS]
     return gains(base, runs, conds)
 
 
-def score(g: dict[str, dict[str, float]]) -> tuple[float, bool]:
+def score(g: dict[str, dict[str, Any]]) -> tuple[float, bool]:
     snr = float(np.mean([g[c]["gain"] for c in SNR_COLS]))
     ok = g["clean"]["gain"] >= -0.5 and all(g[c]["gain"] >= -0.5 for c in SNR_COLS)
     return snr, ok
@@ -303,17 +303,19 @@ def select(
     base: list[np.ndarray],
 ) -> tuple[int, list[dict[str, Any]]]:
     """Index of the chosen grid entry by the rule of docs/adaptation.md, and all rows."""
-    rows = []
+    rows: list[dict[str, Any]] = []
+    scores: list[float] = []
     for label, method in grid:
         g = evaluate_method(ctx, conds, method, continual, base)
         sc, ok = score(g)
         rows.append({"config": label, "score": sc, "admissible": ok, "gains": g})
+        scores.append(sc)
         log(f"  select {label}: score {sc:+.2f} admissible {ok}")
     adm = [i for i, r in enumerate(rows) if r["admissible"]]
     if not adm:
         return 0, rows
-    best = max(rows[i]["score"] for i in adm)
-    chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
+    best = max(scores[i] for i in adm)
+    chosen = min(i for i in adm if scores[i] >= best - 0.1)
     return chosen, rows
 
 

@@ -123,7 +123,10 @@ class PositionAccuracy:
 
 
 def position_accuracy(
-    stream: Stream, correct: npt.ArrayLike, head: int = HEAD_CLIPS, mask: npt.ArrayLike = None
+    stream: Stream,
+    correct: npt.ArrayLike,
+    head: int = HEAD_CLIPS,
+    mask: npt.ArrayLike | None = None,
 ) -> PositionAccuracy:
     """Split ``correct`` (bool per stream clip, play order) into segment head and rest.
 

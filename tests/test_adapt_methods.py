@@ -11,6 +11,7 @@ from codegen.elatta.methods import (
     CmvnConfig,
     CmvnState,
     SearchConfig,
+    cmvn_normalised,
     cmvn_step,
     cmvn_stream,
     latent_align_stream,
@@ -105,3 +106,11 @@ def test_bad_configs_are_refused() -> None:
         CmvnConfig(0.5, alpha=0.0)
     with pytest.raises(ConfigError):
         SearchConfig(ElattaConfig(), objective="density")
+
+
+def test_normalised_domain_form_equals_the_raw_form() -> None:
+    u = (FEATS - MU_TR) / SD_TR
+    for cfg in (CmvnConfig(0.25, 1 / 16, True), CmvnConfig(0.5, None, True)):
+        np.testing.assert_allclose(
+            cmvn_normalised(u, cfg), cmvn_stream(FEATS, MU_TR, SD_TR, cfg), rtol=1e-4, atol=1e-4
+        )

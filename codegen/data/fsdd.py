@@ -224,10 +224,10 @@ def build_fsdd(
         except DataError:
             info = None
         if info is not None and info.get("config_hash") == config_hash:
-            files = info.get("files", {})
+            stored = info.get("files", {})
             if all(
                 (out / f).is_file() and (out / f).stat().st_size == m["bytes"]
-                for f, m in files.items()
+                for f, m in stored.items()
             ):
                 return info
     if out.exists() and not out.is_dir():

@@ -255,3 +255,12 @@ def search_adapt(
         if len(hist) > cfg.window:
             hist.pop(0)
     return pred
+
+
+def cmvn_normalised(u: npt.ArrayLike, cfg: CmvnConfig) -> npt.NDArray[np.float32]:
+    """The device's form of `cmvn_stream`: on features already normalised with the training
+    statistics, u = (x − μ_tr)/σ_tr, with running statistics m_u, v_u of u (start 0 and 1):
+    û = (u − w·m_u) / √(1 − w + w·v_u). Algebraically equal to `cmvn_stream` on x (the
+    training statistics cancel), so the device needs no copy of μ_tr, σ_tr."""
+    f = np.asarray(u).shape[-1]
+    return cmvn_stream(u, np.zeros(f), np.ones(f), cfg)
