@@ -534,6 +534,36 @@ def tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def positions(args: argparse.Namespace) -> int:
+    """Accuracy by position in segment (first 10 clips vs the rest) of the chosen continual
+    `cmvn` against no-adapt on the test stream, seeds 0–2 (no choice depends on it)."""
+    import torch
+
+    from codegen.streams import StreamSpec, build_stream, position_accuracy
+
+    torch.set_num_threads(1)
+    sel = json.loads((Path(args.out) / f"{args.name}.json").read_text())
+    ctx = make_ctx(args.model, args.basis, args.data)
+    test = load_test(args.data)
+    cmvn = cmvn_from_label(sel["chosen"]["cmvn"]["config"])
+    method = m_cmvn(cmvn.weight, cmvn.alpha, cmvn.variance)
+    rows: dict[str, list[dict[str, float]]] = {"no_adapt": [], "cmvn": []}
+    for seed in SEEDS:
+        st = build_stream([len(c.labels) for c in test], StreamSpec(SEGMENT, "random", seed))
+        feats = np.stack([test[c].feats[i] for c, i in zip(st.condition, st.clip, strict=True)])
+        y = np.array([test[c].labels[i] for c, i in zip(st.condition, st.clip, strict=True)])
+        ids = np.zeros(len(st), np.int64)
+        for name, m in (("no_adapt", m_noadapt), ("cmvn", method)):
+            pa = position_accuracy(st, m(ctx, feats, ids, seed, True) == y)
+            rows[name].append({"head": 100 * pa.acc_head, "rest": 100 * pa.acc_rest})
+    out = {
+        k: {p: float(np.mean([r[p] for r in v])) for p in ("head", "rest")} for k, v in rows.items()
+    }
+    (Path(args.out) / f"{args.name}.positions.json").write_text(json.dumps(out, indent=1))
+    print(json.dumps(out))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -543,10 +573,14 @@ def main() -> int:
     r.add_argument("--model", required=True)
     r.add_argument("--basis", required=True)
     r.add_argument("--out", default="out/study")
+    q = sub.add_parser("positions")
+    for opt in ("--name", "--data", "--model", "--basis"):
+        q.add_argument(opt, required=True)
+    q.add_argument("--out", default="out/study")
     t = sub.add_parser("tables")
     t.add_argument("--out", default="out/study")
     args = ap.parse_args()
-    return run(args) if args.cmd == "run" else tables(args)
+    return {"run": run, "positions": positions, "tables": tables}[args.cmd](args)
 
 
 if __name__ == "__main__":
