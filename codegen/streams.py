@@ -1,11 +1,11 @@
 """Continual single-instance streams: runs of clips from one condition, then a switch.
 
-The continual test-time-adaptation protocol (ELaTTA paper §4, "continual" setting, after
-CoTTA, Wang et al., CVPR 2022) feeds the model one clip at a time from a target domain that
-stays fixed for a while and then changes. Here a *stream* covers every (condition, clip) pair of
-a test set exactly once: each condition's clips are cut into *segments* of `segment_len`
-consecutive clips (the last segment of a condition may be shorter), and the segments of all
-conditions are played in an order given by `StreamSpec.order`:
+The continual test-time-adaptation protocol (the ELaTTA paper's continual single-instance
+setting, after CoTTA, Wang et al., CVPR 2022) feeds the model one clip at a time from a
+target domain that stays fixed for a while and then changes. Here a *stream* covers every
+(condition, clip) pair of a test set exactly once: each condition's clips are cut into
+*segments* of `segment_len` consecutive clips (the last segment of a condition may be
+shorter), and the segments of all conditions are played in the order `StreamSpec.order`:
 
 - ``"random"``: a seeded uniform shuffle of all segments (conditions interleave, each switch
   jumps to an unrelated condition);
