@@ -10,9 +10,13 @@ Outputs: the paper's GSC-C table layout on stdout (rows SNR × method, columns t
 their average), separate tables for the extra SNRs (0/−5 dB) and the reverb, channel and clean
 families, a gain/verdict section, and ``report.json`` + ``elatta.toml`` in ``--report``.
 
-Streams: each condition is one stream for the continual modes (state starts at p = 0), in a
-fixed seeded order of the test clips that is the same for every condition, so the stream is
-not grouped by speaker or word the way the data files are.
+Streams: by default each condition is one stream for the continual modes (state starts at
+p = 0), in a fixed seeded order of the test clips that is the same for every condition, so the
+stream is not grouped by speaker or word the way the data files are. With ``--stream-segment N``
+the continual modes instead run over ONE stream of all conditions (`codegen.streams`: segments
+of N clips of one condition, then a switch, seeded order), and the report adds accuracy by
+position in the segment (first 10 clips vs the rest). Strict and no-adapt are per clip and
+do not depend on the stream.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import numpy as np
 from codegen.elatta.float_ref import MODES
 from codegen.errors import ConfigError
 from codegen.selection import stream_order
+from codegen.streams import ORDERS, StreamSpec, build_stream, position_accuracy
 
 HELP = "evaluate no-adapt and ELaTTA (float) on GSC-C; print the paper's table, write a report"
 
@@ -281,6 +286,7 @@ class EvalOptions:
     threads: int
     progress: bool
     select_copies: int = 3
+    stream: StreamSpec | None = None  # continual modes run over one stream of all conditions
 
 
 def evaluate(
@@ -323,31 +329,70 @@ def evaluate(
     t_select = time.perf_counter() - t0
 
     conds = conditions(data_dir)
-    results: list[CondResult] = []
     adapt_modes = tuple(m for m in opts.modes if m != "no_adapt")
+    on_stream = set() if opts.stream is None else {m for m in adapt_modes if m != "strict"}
     order: np.ndarray | None = None
-    for cond in tqdm(conds, desc="eval", unit="cond", disable=not opts.progress):
+    encoded: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = []
+    for cond in tqdm(conds, desc="encode", unit="cond", disable=not opts.progress):
         split = load_condition(data_dir, cond)
         if order is None:
             order = stream_order(len(split), opts.limit, opts.seeds[0])
         z = encode_numpy(model, features_for(split.pcm[order], meta))
-        y, ids = split.labels[order], split.ids[order]
+        encoded.append((cond, z, split.labels[order], split.ids[order]))
+    stream_runs: dict[str, list[list[np.ndarray]]] = {}
+    stream_report: dict[str, Any] = {}
+    if on_stream:
+        assert opts.stream is not None
+        stream = build_stream([len(e[2]) for e in encoded], opts.stream)
+        pairs = list(zip(stream.condition.tolist(), stream.clip.tolist(), strict=True))
+        z_s = np.stack([encoded[c][1][i] for c, i in pairs])
+        y_s = np.array([encoded[c][2][i] for c, i in pairs])
+        id_s = np.array([encoded[c][3][i] for c, i in pairs])
+        for mode in sorted(on_stream):
+            stream_runs[mode] = []
+            per_seed = []
+            for seed in opts.seeds:
+                res = adapt(z_s, w, b, v, id_s, cfg.replace(mode=mode, seed=seed))
+                pos = position_accuracy(stream, res.pred == y_s)
+                pos0 = position_accuracy(stream, res.pred_noadapt == y_s)
+                per_seed.append(
+                    {
+                        "head": pos.acc_head,
+                        "rest": pos.acc_rest,
+                        "all": pos.acc,
+                        "head_noadapt": pos0.acc_head,
+                        "rest_noadapt": pos0.acc_rest,
+                    }
+                )
+                preds = [np.empty(len(e[2]), dtype=np.int64) for e in encoded]
+                for j, (c, i) in enumerate(pairs):
+                    preds[c][i] = res.pred[j]
+                stream_runs[mode].append(preds)
+            stream_report[mode] = {
+                k: round(float(np.mean([d[k] for d in per_seed])), 6) for k in per_seed[0]
+            }
+        stream_report["spec"] = asdict(opts.stream)
+        stream_report["clips"] = len(stream)
+        stream_report["segments"] = int(stream.segment.max()) + 1 if len(stream) else 0
+    results: list[CondResult] = []
+    for c_idx, (cond, z, y, ids) in enumerate(encoded):
         runs: dict[str, tuple[SeedOutcome, ...]] = {}
-        pred0: np.ndarray | None = None
+        pred0 = adapt(z, w, b, v, ids, cfg.replace(mode="no_adapt")).pred_noadapt
+        ok0 = pred0 == y
         for mode in adapt_modes:
             outs = []
-            for seed in opts.seeds:
-                res = adapt(z, w, b, v, ids, cfg.replace(mode=mode, seed=seed))
-                pred0 = res.pred_noadapt
-                ok0, ok = res.pred_noadapt == y, res.pred == y
+            for s_idx, seed in enumerate(opts.seeds):
+                if mode in on_stream:
+                    pred = stream_runs[mode][s_idx][c_idx]
+                else:
+                    pred = adapt(z, w, b, v, ids, cfg.replace(mode=mode, seed=seed)).pred
+                ok = pred == y
                 outs.append(
                     SeedOutcome(int(ok.sum()), int((ok & ~ok0).sum()), int((ok0 & ~ok).sum()))
                 )
             runs[mode] = tuple(outs)
-        if pred0 is None:
-            pred0 = adapt(z, w, b, v, ids, cfg.replace(mode="no_adapt")).pred_noadapt
         results.append(
-            CondResult(cond.family, cond.name, cond.snr_db, len(y), int((pred0 == y).sum()), runs)
+            CondResult(cond.family, cond.name, cond.snr_db, len(y), int(ok0.sum()), runs)
         )
     elapsed = time.perf_counter() - t0
 
@@ -375,6 +420,7 @@ def evaluate(
             "selection_set": desc,
             "test_clips_per_condition": results[0].n if results else 0,
             "seconds": {"selection": round(t_select, 2), "total": round(elapsed, 2)},
+            "stream": stream_report,
         },
     )
     return report, format_report(report, results, sel)
@@ -601,6 +647,23 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
     if sel.bounded_table:
         out += ["beta/radius selection (continual_bounded, source validation set):"]
         out += [sel.bounded_table, ""]
+    if report.get("stream"):
+        st = report["stream"]
+        spec = st["spec"]
+        out.append(
+            f"Continual stream: {st['clips']} clips in {st['segments']} segments of "
+            f"{spec['segment_len']} ({spec['order']} order, seed {spec['seed']}); accuracy % "
+            "by position in segment (mean over seeds)"
+        )
+        for mode, row in st.items():
+            if mode in ("spec", "clips", "segments"):
+                continue
+            out.append(
+                f"  {METHOD_LABELS[mode]:17} first 10 {100 * row['head']:6.2f} "
+                f"(no-adapt {100 * row['head_noadapt']:6.2f})  rest {100 * row['rest']:6.2f} "
+                f"(no-adapt {100 * row['rest_noadapt']:6.2f})  all {100 * row['all']:6.2f}"
+            )
+        out.append("")
     secs = report["seconds"]
     out.append(f"time: {secs['total']:.1f} s total ({secs['selection']:.1f} s selection)")
     return "\n".join(out)
@@ -678,6 +741,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sigma0", type=float, help="override the selected sigma0")
     parser.add_argument("--beta", type=float, help="override the selected beta (bounded)")
     parser.add_argument("--radius", type=float, help="override the selected radius (bounded)")
+    parser.add_argument(
+        "--stream-segment",
+        type=int,
+        metavar="N",
+        help="run the continual modes over ONE stream of all conditions (codegen.streams): "
+        "segments of N clips of one condition, then a switch; strict is unaffected",
+    )
+    parser.add_argument(
+        "--stream-seed", type=int, default=0, help="seed of the stream's order (default 0)"
+    )
+    parser.add_argument(
+        "--stream-order",
+        choices=ORDERS,
+        default="random",
+        help="segment order: random (seeded shuffle) or grouped (condition by condition)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -706,6 +785,12 @@ def run(args: argparse.Namespace) -> int:
     if args.select_copies < 0:
         raise ConfigError(f"--select-copies {args.select_copies} must be >= 0")
     modes = tuple(m for m in MODES if m in (args.mode or MODES))
+    stream = None
+    if args.stream_segment is not None:
+        try:
+            stream = StreamSpec(args.stream_segment, args.stream_order, args.stream_seed)
+        except ValueError as exc:
+            raise ConfigError(f"--stream-*: {exc}") from exc
     opts = EvalOptions(
         modes=modes,
         seeds=tuple(range(args.seed, args.seed + args.seeds)),
@@ -718,6 +803,7 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         progress=not args.no_progress,
         select_copies=args.select_copies,
+        stream=stream,
     )
     report, text = evaluate(args.model, args.basis, args.data, opts)
     if args.fixed:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from codegen.data.builder import build
 from codegen.data.builtin import PRESETS, TIERS
+from codegen.data.common import DataError
+from codegen.data.fsdd import build_fsdd
 
 HELP = "build the GSC-C data set (real GSC v2 + ESC-50, or the built-in synthetic set)"
 
@@ -22,6 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--gsc", type=Path, metavar="PATH", help="GSC v2 tree (real data)")
     parser.add_argument("--esc50", type=Path, metavar="PATH", help="ESC-50 tree (real data)")
+    parser.add_argument(
+        "--fsdd",
+        type=Path,
+        metavar="PATH",
+        help="Free Spoken Digit Dataset recordings (real speech, 10 digit classes; "
+        "codegen.data.fsdd)",
+    )
     parser.add_argument(
         "--gsc-test",
         type=Path,
@@ -48,21 +57,28 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     before = (out / "manifest.json").stat().st_mtime_ns if (out / "manifest.json").exists() else 0
     t0 = time.perf_counter()
-    info = build(
-        out,
-        preset=args.preset,
-        gsc=args.gsc,
-        esc50=args.esc50,
-        gsc_test=args.gsc_test,
-        seed=args.seed,
-        tier=args.tier,
-        jobs=args.jobs,
-        force=args.force,
-        progress=not args.quiet,
-    )
+    if args.fsdd is not None:
+        if args.gsc is not None or args.esc50 is not None:
+            raise DataError("--fsdd builds its own data set: drop --gsc/--esc50")
+        info = build_fsdd(args.fsdd, out, seed=args.seed, force=args.force, progress=not args.quiet)
+    else:
+        info = build(
+            out,
+            preset=args.preset,
+            gsc=args.gsc,
+            esc50=args.esc50,
+            gsc_test=args.gsc_test,
+            seed=args.seed,
+            tier=args.tier,
+            jobs=args.jobs,
+            force=args.force,
+            progress=not args.quiet,
+        )
     elapsed = time.perf_counter() - t0
     reused = before and (out / "manifest.json").stat().st_mtime_ns == before
-    if info["data"] == "builtin":
+    if info["data"] == "fsdd":
+        what = "FSDD real speech (split by recording index)"
+    elif info["data"] == "builtin":
         what = f"builtin {info['preset']} ({info['tier']} tier)"
     else:
         what = "GSC v2 + ESC-50"

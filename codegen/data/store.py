@@ -285,7 +285,8 @@ def mix_condition(data_dir: str | os.PathLike[str], cond: Condition) -> shifts.M
         raise DataError(f"condition {cond.key!r} is not an additive-noise condition")
     test = _load_split(data_dir, "test", cache=True)
     bank = noise_bank(data_dir, cond.name)
-    silence = test.labels == test.classes.index(SILENCE)
+    # Data sets without a `_silence_` class (FSDD digits) mix every clip at its own level.
+    silence = test.labels == (test.classes.index(SILENCE) if SILENCE in test.classes else -1)
     return shifts.mix_additive(
         test.pcm,
         test.ids,

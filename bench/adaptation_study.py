@@ -1,0 +1,587 @@
+"""The adaptation study of `docs/adaptation.md`: select on source data, run the test once.
+
+    PYTHONPATH=. python bench/adaptation_study.py run --name default --data out/data/demo \
+        --model models/default/model.pt --basis models/default/basis.npz --out out/study
+    PYTHONPATH=. python bench/adaptation_study.py run --name fsdd --data out/data/fsdd \
+        --model models/fsdd/model.pt --basis models/fsdd/basis.npz --out out/study
+    PYTHONPATH=. python bench/adaptation_study.py tables --out out/study > tables.md
+
+`run` writes ``<out>/<name>.json`` (selection rows, chosen configurations, per-condition
+correct counts per method, protocol and seed); `tables` renders the Markdown tables. Every MFCC
+is computed once per clip and every latent once per (clip, input normalisation); the CMA-ES
+searches are the only per-clip Python loops. Selection rule and grids: `docs/adaptation.md`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SEEDS = (0, 1, 2)
+SEGMENT = 50
+SEARCH_SUBSET = 96  # validation clips per source condition for the CMA-ES methods
+COLUMNS = ("clean", "0", "-5", "-10", "-15", "-20", "reverb", "channel")
+SNR_COLS = ("0", "-5", "-10", "-15", "-20")
+SRC_CODE = 100  # sample-id offset of the source selection conditions (test codes are < 100)
+
+
+@dataclass(frozen=True)
+class CondData:
+    """One condition: raw MFCC [n, T, F], labels, ids, and its column."""
+
+    column: str
+    feats: np.ndarray
+    labels: np.ndarray
+    ids: np.ndarray
+
+
+@dataclass(frozen=True)
+class Ctx:
+    model: Any
+    w: np.ndarray
+    b: np.ndarray
+    mu_tr: np.ndarray
+    sd_tr: np.ndarray
+    v_pca: np.ndarray
+    v_nuis: np.ndarray
+    r_nuis: float
+    mu_z: np.ndarray
+    sd_z: np.ndarray
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def column_of(family: str, snr: float | None) -> str:
+    if family == "additive":
+        return f"{snr:g}"
+    return family
+
+
+def load_test(data_dir: str) -> list[CondData]:
+    from codegen.data import conditions, load_condition
+    from codegen.features import mfcc
+
+    out = []
+    for cond in conditions(data_dir):
+        s = load_condition(data_dir, cond)
+        out.append(CondData(column_of(cond.family, cond.snr_db), mfcc(s.pcm), s.labels, s.ids))
+    return out
+
+
+def load_source(data_dir: str) -> list[CondData]:
+    """S: clean validation + validation × each non-target kind × each SNR (mix_additive)."""
+    from codegen.data import background_noises, dataset_info, load_split
+    from codegen.data.common import ID_STRIDE, SILENCE
+    from codegen.data.shifts import mix_additive
+    from codegen.features import mfcc
+
+    info = dataset_info(data_dir)
+    val = load_split(data_dir, "val")
+    with np.load(Path(data_dir) / info["background"]["file"]) as z:
+        kinds = [str(k) for k in z["kinds"]]
+    noises = background_noises(data_dir)
+    silence = val.labels == (val.classes.index(SILENCE) if SILENCE in val.classes else -1)
+    out = [CondData("clean", mfcc(val.pcm), val.labels, val.ids)]
+    code = SRC_CODE
+    for kind in sorted(set(kinds)):
+        bank = noises[[i for i, k in enumerate(kinds) if k == kind]]
+        for snr in info["snrs"]:
+            code += 1
+            ids = val.ids + code * ID_STRIDE
+            res = mix_additive(
+                val.pcm, ids, silence, bank, category=f"src/{kind}", snr_db=float(snr),
+                seed=int(info["seed"]),
+            )  # fmt: skip
+            out.append(CondData(f"{float(snr):g}", mfcc(res.pcm), val.labels, ids))
+    return out
+
+
+def subset(conds: list[CondData], n: int, seed: int = 0) -> list[CondData]:
+    rng = np.random.default_rng([seed, 0x5B5E7])
+    idx = np.sort(rng.permutation(len(conds[0].labels))[:n])
+    return [CondData(c.column, c.feats[idx], c.labels[idx], c.ids[idx]) for c in conds]
+
+
+def make_ctx(model_path: str, basis_path: str, data_dir: str) -> Ctx:
+    from codegen.basis import load_basis
+    from codegen.data import background_noises, load_split
+    from codegen.elatta.methods import nuisance_basis
+    from codegen.model import encode_numpy, features_for, head_numpy, load_checkpoint
+    from codegen.train import SILENCE, TrainConfig, augment
+
+    model, meta = load_checkpoint(model_path)
+    w, b = head_numpy(model)
+    v = load_basis(basis_path).V
+    train = load_split(data_dir, "train")
+    z_clean = encode_numpy(model, features_for(train.pcm, meta))
+    known = TrainConfig.__dataclass_fields__
+    recipe = TrainConfig(**{k: x for k, x in meta.train.get("config", {}).items() if k in known})
+    # no time shift: the pair must differ by the noise only
+    recipe = TrainConfig(**{**recipe.__dict__, "shift_ms": 0.0, "aug_prob": 1.0})
+    silence = train.labels == (train.classes.index(SILENCE) if SILENCE in train.classes else -1)
+    rng = np.random.default_rng([0, 0x4E015E])
+    noisy = augment(train.pcm, silence, background_noises(data_dir), recipe, rng)
+    z_noisy = encode_numpy(model, features_for(noisy, meta))
+    v_n, r_n = nuisance_basis(z_noisy, z_clean, v.shape[1])
+    return Ctx(
+        model, w, b, np.asarray(meta.norm_mean, np.float64), np.asarray(meta.norm_std, np.float64),
+        v, v_n, r_n, z_clean.mean(axis=0), z_clean.std(axis=0) + 1e-6,
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------ methods
+
+
+Method = Callable[[Ctx, np.ndarray, np.ndarray, int, bool], np.ndarray]
+"""(ctx, raw feats [N,T,F] in play order, ids [N], seed, continual) -> predictions [N]."""
+
+
+def encode(ctx: Ctx, x: np.ndarray) -> np.ndarray:
+    from codegen.model import encode_numpy
+
+    out: np.ndarray = encode_numpy(ctx.model, x.astype(np.float32))
+    return out
+
+
+def norm_train(ctx: Ctx, feats: np.ndarray) -> np.ndarray:
+    return ((feats - ctx.mu_tr) / ctx.sd_tr).astype(np.float32)
+
+
+def predict(ctx: Ctx, z: np.ndarray) -> np.ndarray:
+    out: np.ndarray = np.argmax(z @ ctx.w.T + ctx.b, axis=1)
+    return out
+
+
+def m_noadapt(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+    return predict(ctx, encode(ctx, norm_train(ctx, f)))
+
+
+def m_elatta(params: dict[str, float]) -> Method:
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.float_ref import ElattaConfig, adapt
+
+        mode = "continual_bounded" if cont else "strict"
+        cfg = ElattaConfig(
+            k=ctx.v_pca.shape[1], sigma0=params["sigma0"], beta=params["beta"],
+            radius=params["radius"], mode=mode, seed=seed,
+        )  # fmt: skip
+        z = encode(ctx, norm_train(ctx, f))
+        out: np.ndarray = adapt(z, ctx.w, ctx.b, ctx.v_pca, ids, cfg).pred
+        return out
+
+    return run
+
+
+def m_search(
+    sigma_mult: float, objective: str = "entropy", gamma: float = 0.0, cmvn: Any = None
+) -> Method:
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.float_ref import ElattaConfig
+        from codegen.elatta.methods import SearchConfig, cmvn_stream, search_adapt
+
+        x = norm_train(ctx, f) if cmvn is None else cmvn_stream(f, ctx.mu_tr, ctx.sd_tr, cmvn)
+        z = encode(ctx, x)
+        ec = ElattaConfig(k=ctx.v_nuis.shape[1], sigma0=sigma_mult * ctx.r_nuis, seed=seed)
+        cfg = SearchConfig(ec, objective=objective, gamma=gamma, scale=ctx.r_nuis)
+        return search_adapt(z, ctx.w, ctx.b, ctx.v_nuis, ids, cfg)
+
+    return run
+
+
+def m_cmvn(weight: float, alpha: float | None, variance: bool) -> Method:
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.methods import CmvnConfig, cmvn_stream
+
+        cfg = CmvnConfig(weight, alpha if cont else None, variance)
+        return predict(ctx, encode(ctx, cmvn_stream(f, ctx.mu_tr, ctx.sd_tr, cfg)))
+
+    return run
+
+
+def m_align(weight: float, alpha: float) -> Method:
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.methods import AlignConfig, latent_align_stream
+
+        z = encode(ctx, norm_train(ctx, f))
+        return predict(ctx, latent_align_stream(z, ctx.mu_z, ctx.sd_z, AlignConfig(weight, alpha)))
+
+    return run
+
+
+# ------------------------------------------------------------------------------ protocols
+
+
+def run_protocol(
+    ctx: Ctx, conds: list[CondData], method: Method, seed: int, continual: bool
+) -> list[np.ndarray]:
+    """Per condition: bool correct per clip (condition's clip order)."""
+    from codegen.streams import StreamSpec, build_stream
+
+    if not continual:
+        out = []
+        feats = np.concatenate([c.feats for c in conds])
+        ids = np.concatenate([c.ids for c in conds])
+        pred = method(ctx, feats, ids, seed, False)
+        pos = 0
+        for c in conds:
+            n = len(c.labels)
+            out.append(pred[pos : pos + n] == c.labels)
+            pos += n
+        return out
+    st = build_stream([len(c.labels) for c in conds], StreamSpec(SEGMENT, "random", seed))
+    feats = np.empty((len(st), *conds[0].feats.shape[1:]), np.float32)
+    ids = np.empty(len(st), np.int64)
+    for ci, c in enumerate(conds):
+        sel = st.condition == ci
+        feats[sel] = c.feats[st.clip[sel]]
+        ids[sel] = c.ids[st.clip[sel]]
+    pred = method(ctx, feats, ids, seed, True)
+    out = []
+    for ci, c in enumerate(conds):
+        sel = st.condition == ci
+        ok = np.empty(len(c.labels), bool)
+        ok[st.clip[sel]] = pred[sel] == c.labels[st.clip[sel]]
+        out.append(ok)
+    return out
+
+
+def gains(
+    base: list[np.ndarray], runs: list[list[np.ndarray]], conds: list[CondData]
+) -> dict[str, dict[str, Any]]:
+    """Per column: mean gain (points), seed std, paired SE (mean over seeds)."""
+    out: dict[str, dict[str, Any]] = {}
+    for col in dict.fromkeys(c.column for c in conds):
+        idx = [i for i, c in enumerate(conds) if c.column == col]
+        ok0 = np.concatenate([base[i] for i in idx]).astype(float)
+        per_seed, ses, accs = [], [], []
+        for run in runs:
+            ok = np.concatenate([run[i] for i in idx]).astype(float)
+            d = ok - ok0
+            per_seed.append(100 * d.mean())
+            ses.append(100 * math.sqrt(d.var() / d.size))
+            accs.append(100 * ok.mean())
+        out[col] = {
+            "acc": float(np.mean(accs)),
+            "acc_noadapt": float(100 * ok0.mean()),
+            "gain": float(np.mean(per_seed)),
+            "std": float(np.std(per_seed, ddof=1)) if len(runs) > 1 else 0.0,
+            "se": float(np.mean(ses)),
+            "per_seed": [float(v) for v in per_seed],
+        }
+    return out
+
+
+def evaluate_method(
+    ctx: Ctx, conds: list[CondData], method: Method, continual: bool, base: list[np.ndarray]
+) -> dict[str, dict[str, Any]]:
+    runs = [run_protocol(ctx, conds, method, s, continual) for s in SEEDS]
+    return gains(base, runs, conds)
+
+
+def score(g: dict[str, dict[str, Any]]) -> tuple[float, bool]:
+    snr = float(np.mean([g[c]["gain"] for c in SNR_COLS]))
+    ok = g["clean"]["gain"] >= -0.5 and all(g[c]["gain"] >= -0.5 for c in SNR_COLS)
+    return snr, ok
+
+
+def select(
+    ctx: Ctx,
+    conds: list[CondData],
+    grid: list[tuple[str, Method]],
+    continual: bool,
+    base: list[np.ndarray],
+) -> tuple[int, list[dict[str, Any]]]:
+    """Index of the chosen grid entry by the rule of docs/adaptation.md, and all rows."""
+    rows: list[dict[str, Any]] = []
+    scores: list[float] = []
+    for label, method in grid:
+        g = evaluate_method(ctx, conds, method, continual, base)
+        sc, ok = score(g)
+        rows.append({"config": label, "score": sc, "admissible": ok, "gains": g})
+        scores.append(sc)
+        log(f"  select {label}: score {sc:+.2f} admissible {ok}")
+    adm = [i for i, r in enumerate(rows) if r["admissible"]]
+    if not adm:
+        return 0, rows
+    best = max(scores[i] for i in adm)
+    chosen = min(i for i in adm if scores[i] >= best - 0.1)
+    return chosen, rows
+
+
+# ------------------------------------------------------------------------------ run
+
+
+def paper_hyperparameters(ctx: Ctx, model_path: str, data_dir: str) -> dict[str, float]:
+    """σ₀, β, radius by the project's own rules (`codegen eval`), on source validation."""
+    from codegen.elatta.float_ref import ElattaConfig
+    from codegen.evaluate import select_hyperparameters, selection_set
+    from codegen.model import load_checkpoint
+
+    model, meta = load_checkpoint(model_path)
+    z_sel, y_sel, z_clean, desc = selection_set(model, meta, data_dir, 3, SEEDS[0])
+    base = ElattaConfig(k=ctx.v_pca.shape[1], seed=SEEDS[0])
+    sel = select_hyperparameters(
+        z_sel, y_sel, z_clean, ctx.w, ctx.b, ctx.v_pca, base, SEEDS, None, None, None, desc
+    )
+    return {"sigma0": sel.sigma0, "beta": sel.beta, "radius": sel.radius}
+
+
+def grids() -> dict[str, tuple[tuple[str, ...], list[tuple[str, Method]]]]:
+    """Method -> (protocols, grid least → most aggressive), as in docs/adaptation.md."""
+    g: dict[str, tuple[tuple[str, ...], list[tuple[str, Method]]]] = {}
+    g["elatta_nuis"] = (
+        ("strict",),
+        [(f"sigma0={s}r", m_search(s)) for s in (0.05, 0.1, 0.2, 0.5)],
+    )
+    g["elatta_nuis_pen"] = (
+        ("strict",),
+        [
+            (f"sigma0={s}r,gamma={gm}", m_search(s, "entropy_pen", gm))
+            for s, gm in ((0.2, 1.0), (0.2, 0.1), (0.5, 1.0), (0.5, 0.1))
+        ],
+    )
+    g["infomax"] = (
+        ("continual",),
+        [(f"sigma0={s}r", m_search(s, "infomax")) for s in (0.1, 0.2, 0.5)],
+    )
+    g["cmvn_strict"] = (
+        ("strict",),
+        [
+            (f"w={w},{'mean+var' if v else 'mean'}", m_cmvn(w, None, v))
+            for v in (False, True)
+            for w in (0.125, 0.25, 0.5, 0.75, 1.0)
+        ],
+    )
+    g["cmvn"] = (
+        ("continual",),
+        [
+            (f"alpha=1/{int(1 / a)},w={w},{'mean+var' if v else 'mean'}", m_cmvn(w, a, v))
+            for v in (False, True)
+            for a in (1 / 64, 1 / 16, 1 / 4)
+            for w in (0.25, 0.5, 0.75, 1.0)
+        ],
+    )
+    g["latent_align"] = (
+        ("continual",),
+        [
+            (f"alpha=1/{int(1 / a)},w={w}", m_align(w, a))
+            for a in (1 / 64, 1 / 16)
+            for w in (0.25, 0.5, 1.0)
+        ],
+    )
+    return g
+
+
+def cmvn_from_label(label: str) -> Any:
+    from codegen.elatta.methods import CmvnConfig
+
+    parts = dict(p.split("=") for p in label.split(",") if "=" in p)
+    alpha = 1.0 / float(parts["alpha"].split("/")[1])
+    return CmvnConfig(float(parts["w"]), alpha, label.endswith("mean+var"))
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    log(f"{args.name}: features and context")
+    ctx = make_ctx(args.model, args.basis, args.data)
+    src = load_source(args.data)
+    src_small = subset(src, SEARCH_SUBSET)
+    test = load_test(args.data)
+    log(f"  {len(src)} source conditions, {len(test)} test conditions, r_nuis {ctx.r_nuis:.3f}")
+    result: dict[str, Any] = {"name": args.name, "data": args.data, "model": args.model}
+    result["r_nuis"] = ctx.r_nuis
+
+    def base_of(conds: list[CondData]) -> list[np.ndarray]:
+        return run_protocol(ctx, conds, m_noadapt, 0, False)
+
+    base_src, base_small, base_test = base_of(src), base_of(src_small), base_of(test)
+    result["noadapt_test"] = gains(base_test, [base_test], test)
+    result["noadapt_source"] = gains(base_src, [base_src], src)
+
+    paper = paper_hyperparameters(ctx, args.model, args.data)
+    log(f"  paper ELaTTA hyperparameters {paper}")
+    result["paper"] = paper
+
+    chosen: dict[str, dict[str, Any]] = {}
+    methods: dict[str, tuple[tuple[str, ...], Method]] = {}
+    methods["elatta"] = (("strict", "continual"), m_elatta(paper))
+    chosen["elatta"] = {"config": f"sigma0={paper['sigma0']:.4g}, beta={paper['beta']:.3g}, "
+                        f"radius={paper['radius']:.4g} (project rules)"}  # fmt: skip
+    for name, (protocols, grid) in grids().items():
+        log(f"select {name}")
+        search = name in ("elatta_nuis", "elatta_nuis_pen", "infomax")
+        conds, base = (src_small, base_small) if search else (src, base_src)
+        i, rows = select(ctx, conds, grid, protocols[0] == "continual", base)
+        chosen[name] = {"config": rows[i]["config"], "rows": rows}
+        methods[name] = (protocols, grid[i][1])
+        log(f"  chose {rows[i]['config']}")
+    # combined: the chosen continual cmvn, then the nuisance search
+    cm = cmvn_from_label(chosen["cmvn"]["config"])
+    grid = [
+        (f"{chosen['cmvn']['config']}; sigma0={s}r", m_search(s, cmvn=cm)) for s in (0.05, 0.1, 0.2)
+    ]
+    log("select cmvn+elatta_nuis")
+    i, rows = select(ctx, src_small, grid, True, base_small)
+    chosen["cmvn+elatta_nuis"] = {"config": rows[i]["config"], "rows": rows}
+    methods["cmvn+elatta_nuis"] = (("continual",), grid[i][1])
+    result["chosen"] = chosen
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / f"{args.name}.selection.json").write_text(json.dumps(result, indent=1))
+
+    log("test (run once)")
+    test_res: dict[str, dict[str, Any]] = {}
+    for name, (protocols, method) in methods.items():
+        for proto in protocols:
+            t1 = time.perf_counter()
+            test_res[f"{name}/{proto}"] = evaluate_method(
+                ctx, test, method, proto == "continual", base_test
+            )
+            log(f"  {name}/{proto}: {time.perf_counter() - t1:.0f} s")
+    result["test"] = test_res
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
+# ------------------------------------------------------------------------------ tables
+
+
+def flops_per_clip(method: str, T: int = 49, F: int = 10, D: int = 32, C: int = 12) -> int:
+    """Float operations per clip beyond no-adapt (multiply-add = 2), see docs/adaptation.md."""
+    k, lam, n = 2, 6, 2
+    cand = 2 * k * D + 2 * C * D + 4 * C  # z + V p, head, entropy (exp/log counted once each)
+    cma = 60 * k * k + 20 * k * lam  # CMA-ES tell (rank-μ, paths, step size) + ask, k = 2
+    search = n * lam * cand + n * cma
+    cmvn = 3 * T * F + 12 * F  # frame sums of x and x², EMA + blend + rsqrt per coefficient
+    return {
+        "elatta": search,
+        "elatta_nuis": search,
+        "elatta_nuis_pen": search + n * lam * 3 * k,
+        "infomax": search + n * lam * 8 * 3 * C,
+        "cmvn_strict": cmvn,
+        "cmvn": cmvn,
+        "cmvn+elatta_nuis": cmvn + search,
+        "latent_align": 12 * D,
+    }[method]
+
+
+def noadapt_flops(T: int = 49, F: int = 10, D: int = 32, C: int = 12) -> int:
+    return T * (2 * 4 * D * (F + D) + 4 * 4 * D + 2 * F) + 2 * C * D
+
+
+def fmt_cell(g: dict[str, float], seeds: int) -> str:
+    spread = f"±{g['std']:.2f}" if seeds > 1 else ""
+    return f"{g['gain']:+.2f}{spread} [{g['se']:.2f}]"
+
+
+def tables(args: argparse.Namespace) -> int:
+    out: list[str] = []
+    for name in ("default", "fsdd"):
+        p = Path(args.out) / f"{name}.json"
+        if not p.exists():
+            continue
+        r = json.loads(p.read_text())
+        C = 12 if name == "default" else 10
+        na = r["noadapt_test"]
+        title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
+        out += [f"### {title}: test split, gain over no-adapt (points)", ""]
+        out.append("| method | protocol | config (chosen on S) | " + " | ".join(COLUMNS)
+                   + " | extra flops/clip |")  # fmt: skip
+        out.append("|---" * (len(COLUMNS) + 4) + "|")
+        out.append("| no-adapt (accuracy %) | — | — | "
+                   + " | ".join(f"{na[c]['acc']:.2f}" for c in COLUMNS) + " | 0 |")  # fmt: skip
+        for key, g in r["test"].items():
+            meth, proto = key.split("/")
+            cfg = r["chosen"][meth]["config"]
+            cells = " | ".join(fmt_cell(g[c], 3) for c in COLUMNS)
+            flops = flops_per_clip(meth, C=C)
+            out.append(f"| {meth} | {proto} | {cfg} | {cells} | {flops} |")
+        out.append("")
+        out.append(f"No-adapt inference: {noadapt_flops(C=C)} float operations per clip "
+                   f"(LSTM + head, MFCC excluded). Study time {r['seconds']:.0f} s.")  # fmt: skip
+        out.append("")
+        out += [f"Source selection set S ({name}): chosen configuration and its S score "
+                "(mean gain over the five SNRs) per method", ""]  # fmt: skip
+        out.append("| method | chosen | S score | admissible | S clean | S −10 | S −20 |")
+        out.append("|---|---|---|---|---|---|---|")
+        for meth, ch in r["chosen"].items():
+            rows = ch.get("rows")
+            if not rows:
+                continue
+            row = next(x for x in rows if x["config"] == ch["config"])
+            g = row["gains"]
+            out.append(
+                f"| {meth} | {ch['config']} | {row['score']:+.2f} | {row['admissible']} | "
+                f"{g['clean']['gain']:+.2f} | {g['-10']['gain']:+.2f} | {g['-20']['gain']:+.2f} |"
+            )
+        out.append("")
+    print("\n".join(out))
+    return 0
+
+
+def positions(args: argparse.Namespace) -> int:
+    """Accuracy by position in segment (first 10 clips vs the rest) of the chosen continual
+    `cmvn` against no-adapt on the test stream, seeds 0–2 (no choice depends on it)."""
+    import torch
+
+    from codegen.streams import StreamSpec, build_stream, position_accuracy
+
+    torch.set_num_threads(1)
+    sel = json.loads((Path(args.out) / f"{args.name}.json").read_text())
+    ctx = make_ctx(args.model, args.basis, args.data)
+    test = load_test(args.data)
+    cmvn = cmvn_from_label(sel["chosen"]["cmvn"]["config"])
+    method = m_cmvn(cmvn.weight, cmvn.alpha, cmvn.variance)
+    rows: dict[str, list[dict[str, float]]] = {"no_adapt": [], "cmvn": []}
+    for seed in SEEDS:
+        st = build_stream([len(c.labels) for c in test], StreamSpec(SEGMENT, "random", seed))
+        feats = np.stack([test[c].feats[i] for c, i in zip(st.condition, st.clip, strict=True)])
+        y = np.array([test[c].labels[i] for c, i in zip(st.condition, st.clip, strict=True)])
+        ids = np.zeros(len(st), np.int64)
+        for name, m in (("no_adapt", m_noadapt), ("cmvn", method)):
+            pa = position_accuracy(st, m(ctx, feats, ids, seed, True) == y)
+            rows[name].append({"head": 100 * pa.acc_head, "rest": 100 * pa.acc_rest})
+    out = {
+        k: {p: float(np.mean([r[p] for r in v])) for p in ("head", "rest")} for k, v in rows.items()
+    }
+    (Path(args.out) / f"{args.name}.positions.json").write_text(json.dumps(out, indent=1))
+    print(json.dumps(out))
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--name", required=True, choices=("default", "fsdd"))
+    r.add_argument("--data", required=True)
+    r.add_argument("--model", required=True)
+    r.add_argument("--basis", required=True)
+    r.add_argument("--out", default="out/study")
+    q = sub.add_parser("positions")
+    for opt in ("--name", "--data", "--model", "--basis"):
+        q.add_argument(opt, required=True)
+    q.add_argument("--out", default="out/study")
+    t = sub.add_parser("tables")
+    t.add_argument("--out", default="out/study")
+    args = ap.parse_args()
+    return {"run": run, "positions": positions, "tables": tables}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""Float reference of the study's adaptation methods (`codegen.elatta.methods`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codegen.elatta.float_ref import ElattaConfig, adapt
+from codegen.elatta.methods import (
+    AlignConfig,
+    CmvnConfig,
+    CmvnState,
+    SearchConfig,
+    cmvn_normalised,
+    cmvn_step,
+    cmvn_stream,
+    latent_align_stream,
+    nuisance_basis,
+    search_adapt,
+)
+from codegen.errors import ConfigError
+
+RNG = np.random.default_rng(7)
+FEATS = RNG.standard_normal((40, 49, 10)) * 2.0 + np.linspace(-3, 3, 10)
+MU_TR = np.linspace(-2, 2, 10)
+SD_TR = np.linspace(1.0, 3.0, 10)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        CmvnConfig(0.5, 1 / 16, True),
+        CmvnConfig(1.0, 1 / 4, False),
+        CmvnConfig(0.25, None, True),
+        CmvnConfig(0.75, 1.0, True),
+    ],
+)
+def test_cmvn_stream_equals_the_per_clip_step(cfg: CmvnConfig) -> None:
+    batched = cmvn_stream(FEATS, MU_TR, SD_TR, cfg)
+    state = CmvnState.initial(MU_TR, SD_TR)
+    for i, clip in enumerate(FEATS):
+        state, y = cmvn_step(state, clip, MU_TR, SD_TR, cfg)
+        np.testing.assert_allclose(batched[i], y, rtol=1e-5, atol=1e-5)
+
+
+def test_cmvn_weight_zero_is_the_training_normalisation() -> None:
+    out = cmvn_stream(FEATS, MU_TR, SD_TR, CmvnConfig(0.0, 1 / 8, True))
+    np.testing.assert_allclose(out, (FEATS - MU_TR) / SD_TR, rtol=1e-5, atol=1e-5)
+
+
+def test_cmvn_full_weight_strict_standardises_each_clip() -> None:
+    out = cmvn_stream(FEATS, MU_TR, SD_TR, CmvnConfig(1.0, None, True)).astype(np.float64)
+    np.testing.assert_allclose(out.mean(axis=1), 0.0, atol=1e-4)
+    np.testing.assert_allclose(out.std(axis=1), 1.0, atol=1e-3)
+
+
+def test_cmvn_ema_converges_to_the_stream_statistics() -> None:
+    x = np.repeat(FEATS[:1], 200, axis=0)  # the same clip over and over
+    st = CmvnState.initial(MU_TR, SD_TR)
+    for clip in x:
+        st, _ = cmvn_step(st, clip, MU_TR, SD_TR, CmvnConfig(1.0, 1 / 8, True))
+    np.testing.assert_allclose(st.mean, x[0].mean(axis=0), atol=1e-6)
+
+
+def test_latent_align_identity_at_zero_weight_and_source_statistics() -> None:
+    z = RNG.standard_normal((100, 8))
+    mu, sd = np.zeros(8), np.ones(8)
+    np.testing.assert_allclose(latent_align_stream(z, mu, sd, AlignConfig(0.0, 0.1)), z)
+    shifted = RNG.standard_normal((2000, 8)) * 3.0 + 5.0
+    out = latent_align_stream(shifted, mu, sd, AlignConfig(1.0, 1 / 16))
+    assert abs(out[1000:].mean()) < 0.3 and abs(out[1000:].std() - 1.0) < 0.2
+
+
+def test_nuisance_basis_finds_a_planted_shift_direction() -> None:
+    d = np.zeros(16)
+    d[3] = 1.0
+    clean = RNG.standard_normal((300, 16))
+    noisy = clean + np.outer(RNG.uniform(1, 2, 300), d) + 0.01 * RNG.standard_normal((300, 16))
+    v, r = nuisance_basis(noisy, clean, 2)
+    assert v.shape == (16, 2) and abs(abs(v[3, 0]) - 1.0) < 1e-3
+    assert 1.0 < r < 2.0
+
+
+@pytest.mark.parametrize("mode", ["strict", "continual_bounded"])
+def test_search_with_entropy_objective_is_the_paper_search(mode: str) -> None:
+    z = RNG.standard_normal((60, 32))
+    w, b = RNG.standard_normal((12, 32)), RNG.standard_normal(12)
+    v = np.linalg.qr(RNG.standard_normal((32, 2)))[0]
+    ids = np.arange(60) * 3 + 1
+    ec = ElattaConfig(sigma0=0.5, mode=mode, beta=0.5, radius=1.0, seed=2)
+    np.testing.assert_array_equal(
+        search_adapt(z, w, b, v, ids, SearchConfig(ec)), adapt(z, w, b, v, ids, ec).pred
+    )
+    # a huge penalty keeps p at the sampled point nearest 0: predictions barely move
+    pen = search_adapt(
+        z, w, b, v, ids, SearchConfig(ec, objective="entropy_pen", gamma=1e6, scale=1.0)
+    )
+    pred0 = np.argmax(z @ w.T + b, axis=1)
+    assert np.mean(pen == pred0) > np.mean(adapt(z, w, b, v, ids, ec).pred == pred0) - 0.05
+
+
+def test_bad_configs_are_refused() -> None:
+    with pytest.raises(ConfigError):
+        CmvnConfig(1.5)
+    with pytest.raises(ConfigError):
+        CmvnConfig(0.5, alpha=0.0)
+    with pytest.raises(ConfigError):
+        SearchConfig(ElattaConfig(), objective="density")
+
+
+def test_normalised_domain_form_equals_the_raw_form() -> None:
+    u = (FEATS - MU_TR) / SD_TR
+    for cfg in (CmvnConfig(0.25, 1 / 16, True), CmvnConfig(0.5, None, True)):
+        np.testing.assert_allclose(
+            cmvn_normalised(u, cfg), cmvn_stream(FEATS, MU_TR, SD_TR, cfg), rtol=1e-4, atol=1e-4
+        )
