@@ -381,6 +381,7 @@ def app_description(q: QModel) -> str:
         ("logits", fm.get("logits", {}).get("name", "-")),
         ("entropy", fm.get("entropy", {}).get("name", "-")),
         ("p", fm.get("p", {}).get("name", "-")),
+        ("cmvn", "-" if q.cmvn is None else f"a{q.cmvn.alpha_shift}w{q.cmvn.weight_shift}"),
     ]
     return " ".join(f"{k}={v}" for k, v in pairs)
 
@@ -402,6 +403,7 @@ def render_app_header(q: QModel) -> str:
             p=q.prefix,
             M=q.prefix.upper(),
             x_fmt=q.lstm.x_fmt.name,
+            cmvn=q.cmvn,
             description=app_description(q).replace("\\", "\\\\").replace('"', '\\"'),
         )
     )

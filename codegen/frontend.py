@@ -98,8 +98,12 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     """Validate a TOML document; every error names the table, key, value and what is allowed."""
     from codegen.elatta.cmaes import default_popsize
 
-    _check_keys(doc, ("elatta", "quant", "target"), source)
+    _check_keys(doc, ("elatta", "cmvn", "quant", "target"), source)
     el = doc.get("elatta", {})
+    cm = doc.get("cmvn", {})
+    if not isinstance(cm, dict):
+        raise ConfigError(f"{source}: [cmvn] must be a table")
+    _check_keys(cm, ("alpha_shift", "weight_shift"), f"{source} [cmvn]")
     qt = doc.get("quant", {})
     tg = doc.get("target", {})
     for name, table in (("elatta", el), ("quant", qt), ("target", tg)):
@@ -126,6 +130,9 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     if "lam" not in kw:  # the paper's λ = 4 + ⌊3 ln k⌋ (a bad k is reported by AdaptConfig)
         k = kw.get("k", 2)
         kw["lam"] = default_popsize(k) if k >= 1 else 2
+    for key in ("alpha_shift", "weight_shift"):
+        if key in cm:
+            kw[f"cmvn_{key}"] = _typed(cm, key, int, "[cmvn]")
     try:
         adapt = AdaptConfig(**kw, qelatta_v2=v2)
     except ConfigError as exc:

@@ -53,7 +53,8 @@ def model_cflags(q: QModel) -> tuple[str, ...]:
         return ()
     from codegen.emit_adapt import adapt_cflags
 
-    return tuple(adapt_cflags(q.adapt))
+    cmvn = () if q.cmvn is None else (f"-DELT_CMVN_F_MAX={q.cmvn.features}",)
+    return (*adapt_cflags(q.adapt), *cmvn)
 
 
 def build_for(

@@ -373,6 +373,7 @@ class QModel:
     lstm: QLstm
     adapt: AdaptParams | None  # None: an encoder-only build (the encoder's tests)
     calib: CalibStats
+    cmvn: CmvnParams | None = None  # mode "cmvn"; None in an encoder-only build
 
     @property
     def prefix(self) -> str:
@@ -397,7 +398,13 @@ H_FMT = QFormat(31 - H_FRAC, H_FRAC, 32)  # Q5.26
 LNSIG_FMT = QFormat(31 - LNSIG_FRAC, LNSIG_FRAC, 32)  # Q8.23
 RADIUS_FRAC = 23  # continual_bounded radius, Q8.23
 BETA_FRAC = 30  # Q1.30
-MODE_IDS = {m: i for i, m in enumerate(MODES)}  # ELT_MODE_* in firmware/elt_adapt.h
+# The device's modes: the paper's ELaTTA modes (codegen.elatta.float_ref.MODES) and "cmvn", the
+# continual input normalisation of docs/adaptation.md (no latent search). The index is the mode
+# byte of INFER and RESULT (ELT_MODE_* in firmware/elt_adapt.h, FW_APP_MODE_CMVN).
+DEVICE_MODES: tuple[str, ...] = (*MODES, "cmvn")
+STATEFUL_MODES: frozenset[str] = frozenset({"continual", "continual_bounded", "cmvn"})
+MODE_IDS = {m: i for i, m in enumerate(DEVICE_MODES)}
+CMVN_SHIFT_MAX = 15  # α = 2^-a, w = 2^-b with a in 1..15, b in 0..15
 
 
 @dataclass(frozen=True)
@@ -480,6 +487,10 @@ class AdaptConfig:
     qelatta_v1: bool = False
     qelatta_v2: tuple[int, int] | None = None  # (x_bits, y_int_bits), e.g. (8, 4), (4, 2)
     active: bool = True
+    # mode "cmvn": EMA factor α = 2^-cmvn_alpha_shift, blend w = 2^-cmvn_weight_shift
+    # (docs/adaptation.md "Deployed method"; [cmvn] in the TOML config)
+    cmvn_alpha_shift: int = 4
+    cmvn_weight_shift: int = 2
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -497,8 +508,18 @@ class AdaptConfig:
             raise ConfigError(
                 f"sigma0={s0!r} is not allowed: use a float in [2^-20, {SIGMA_MAX:g}]"
             )
-        if self.mode not in MODES:
-            raise ConfigError(f"mode={self.mode!r} is not allowed: use one of {MODES}")
+        if self.mode not in DEVICE_MODES:
+            raise ConfigError(f"mode={self.mode!r} is not allowed: use one of {DEVICE_MODES}")
+        if not is_int(self.cmvn_alpha_shift) or not 1 <= self.cmvn_alpha_shift <= CMVN_SHIFT_MAX:
+            raise ConfigError(
+                f"cmvn alpha_shift={self.cmvn_alpha_shift!r} is not allowed: use an integer in "
+                f"1..{CMVN_SHIFT_MAX} (alpha = 2^-alpha_shift)"
+            )
+        if not is_int(self.cmvn_weight_shift) or not 0 <= self.cmvn_weight_shift <= CMVN_SHIFT_MAX:
+            raise ConfigError(
+                f"cmvn weight_shift={self.cmvn_weight_shift!r} is not allowed: use an integer in "
+                f"0..{CMVN_SHIFT_MAX} (w = 2^-weight_shift)"
+            )
         if not is_int(self.seed) or not 0 <= self.seed < 2**64:
             raise ConfigError(f"seed={self.seed!r} is not allowed: use an integer in [0, 2^64)")
         if not isinstance(self.beta, int | float) or not 0.0 <= self.beta <= 1.0:
@@ -550,13 +571,14 @@ class AdaptConfig:
         return dataclasses.replace(self, **changes)
 
     def to_float(self) -> ElattaConfig:
-        """The float configuration this one twins (QELaTTA-V2 has no float counterpart)."""
+        """The float configuration this one twins (QELaTTA-V2 has no float counterpart; mode
+        "cmvn" runs no latent search, so its ELaTTA twin is no_adapt)."""
         return ElattaConfig(
             k=self.k,
             n_iter=self.n_iter,
             lam=self.lam,
             sigma0=self.sigma0,
-            mode=self.mode,
+            mode="no_adapt" if self.mode == "cmvn" else self.mode,
             seed=self.seed,
             beta=self.beta,
             radius=self.radius,
@@ -605,3 +627,31 @@ class AdaptParams:
     @property
     def k(self) -> int:
         return self.cfg.k
+
+
+@dataclass(frozen=True)
+class CmvnParams:
+    """Mode "cmvn", integer form (docs/adaptation.md "Integer specification"): continual
+    per-coefficient mean and mean square of the int16 input u (x_fmt, ``x_frac`` fraction bits),
+    blended with the training statistics (0 and 1 after the model's normalisation).
+
+    State M, P (int32, ``state_frac`` = x_frac + 8 fraction bits); per clip: S1 = Σ_t u,
+    S2 = Σ_t u²; c1 = rsr(S1·recip, recip_shift − 8), c2 = sat32(rsr(S2·recip, recip_shift +
+    x_frac − 8)); M += rsr(c1 − M, a), P += rsr(c2 − P, a); V = max(P − rsr(M², state_frac),
+    vmin); D = 2^F − (2^F >> b) + rsr(V, b); O = rsr(M, 8 + b); G = isqrt(2^(28+F) // D) (Q14);
+    û = sat16(rsr(sat16(u − O)·G, 14)).
+    """
+
+    frames: int  # T
+    features: int  # F
+    x_frac: int  # n
+    state_frac: int  # F_s = n + 8
+    recip: int  # round(2^recip_shift / T)
+    recip_shift: int  # 22
+    alpha_shift: int  # a
+    weight_shift: int  # b
+    vmin: int  # max(1, round(1e-4 · 2^F_s))
+
+    @property
+    def state_bytes(self) -> int:
+        return 8 * self.features

@@ -72,6 +72,7 @@ def _types() -> dict[str, type]:
         "Grid": ir.Grid,
         "AdaptConfig": ir.AdaptConfig,
         "AdaptParams": ir.AdaptParams,
+        "CmvnParams": ir.CmvnParams,
     }
 
 

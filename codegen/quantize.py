@@ -47,7 +47,9 @@ from codegen.fixed import rshift_round
 from codegen.ir import (
     GATES,
     Accumulator,
+    AdaptConfig,
     CalibStats,
+    CmvnParams,
     GateProof,
     Lstm,
     LstmShifts,
@@ -281,7 +283,34 @@ def quantize_model(model: Model, x_calib: npt.ArrayLike, source: str = "api") ->
         model.adapt,
         z_f,
     )
-    return QModel(source=model, lstm=q, adapt=params, calib=stats)
+    return QModel(source=model, lstm=q, adapt=params, calib=stats, cmvn=cmvn_params(q, model.adapt))
+
+
+CMVN_RECIP_SHIFT = 22  # the 1/T reciprocal's fraction bits (docs/adaptation.md)
+
+
+def cmvn_params(q: QLstm, cfg: AdaptConfig) -> CmvnParams:
+    """Mode "cmvn"'s integer constants for this encoder's input format and the configured
+    shifts (``cfg``: the build's `AdaptConfig`). The state has 8 fraction bits more than the
+    input; the 1/T of the clip means is one rounded reciprocal."""
+    n = q.x_fmt.frac_bits
+    fs = n + 8
+    if 28 + fs > 61:
+        raise ConfigError(
+            f"input format {q.x_fmt.name}: mode cmvn needs x fraction bits <= 25 (2^(28+n+8) "
+            "must fit the 64-bit division)"
+        )
+    return CmvnParams(
+        frames=q.num_frames,
+        features=q.input_size,
+        x_frac=n,
+        state_frac=fs,
+        recip=round((1 << CMVN_RECIP_SHIFT) / q.num_frames),
+        recip_shift=CMVN_RECIP_SHIFT,
+        alpha_shift=int(cfg.cmvn_alpha_shift),
+        weight_shift=int(cfg.cmvn_weight_shift),
+        vmin=max(1, round(1e-4 * (1 << fs))),
+    )
 
 
 def calibration_features(model: Model, data_dir: str) -> tuple[np.ndarray, str]:

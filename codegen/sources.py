@@ -23,8 +23,9 @@ ADAPT: tuple[str, ...] = (
     "elt_cmaes_s32.c",
     "elt_adapt.c",
 )
-# The model runtime (INFER/RESET), bound to one model by the generated fw_app_model.h.
-APP: tuple[str, ...] = ("fw_app_kws.c",)
+# The model runtime (INFER/RESET), bound to one model by the generated fw_app_model.h, and the
+# continual input normalisation it runs in mode cmvn.
+APP: tuple[str, ...] = ("elt_cmvn_s16.c", "fw_app_kws.c")
 # The float32 encoder of the bench's float baselines.
 F32: tuple[str, ...] = ("elt_lstm_f32.c",)
 

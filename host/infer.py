@@ -16,9 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from codegen.elatta.float_ref import MODES
+from codegen.ir import DEVICE_MODES
 
-# MODES: the order of firmware/elt_adapt.h ELT_MODE_* (the mode byte of INFER and RESULT).
+# DEVICE_MODES: the mode byte of INFER and RESULT (ELT_MODE_* of firmware/elt_adapt.h, then
+# APP_MODE_CMVN of firmware/fw_app_kws.c). Continual modes carry p_prev from sample to sample;
+# stateful modes carry any state (cmvn: the running input statistics).
 CONTINUAL_MODES: frozenset[str] = frozenset({"continual", "continual_bounded"})
 INFER_HDR = struct.Struct("<IBHH")
 RESULT_FIXED = struct.Struct("<IBBBBiiiiiIII")
@@ -40,9 +42,9 @@ COMPARED_FIELDS: tuple[str, ...] = (
 
 def mode_index(mode: str) -> int:
     try:
-        return MODES.index(mode)
+        return DEVICE_MODES.index(mode)
     except ValueError:
-        raise ValueError(f"mode {mode!r}: use one of {MODES}") from None
+        raise ValueError(f"mode {mode!r}: use one of {DEVICE_MODES}") from None
 
 
 def encode_infer(sample_id: int, mode: int, features: npt.ArrayLike) -> bytes:

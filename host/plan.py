@@ -123,9 +123,24 @@ def _check_classes(q: Any, info: dict[str, Any], data_dir: Path) -> None:
         )
 
 
+def _elatta_mode(mode: str) -> str:
+    """The float ELaTTA mode of a device mode (cmvn runs no latent search)."""
+    return "no_adapt" if mode == "cmvn" else mode
+
+
+def cmvn_float(cfg: Any) -> Any:
+    """The float `codegen.elatta.methods.CmvnConfig` of a build's `AdaptConfig`."""
+    from codegen.elatta.methods import CmvnConfig
+
+    return CmvnConfig(
+        weight=2.0**-cfg.cmvn_weight_shift, alpha=2.0**-cfg.cmvn_alpha_shift, variance=True
+    )
+
+
 def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: int | None) -> Plan:
     from codegen.data import conditions, dataset_info, load_condition, utterance_of
-    from codegen.elatta.float_ref import adapt, lstm_float
+    from codegen.elatta.float_ref import adapt, head_logits, lstm_float
+    from codegen.elatta.methods import cmvn_normalised
     from codegen.features import quantize_features
     from codegen.intref.model import infer_int
     from codegen.model import features_for
@@ -154,14 +169,19 @@ def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: in
                 split.labels[rows].astype(np.int64),
                 quantize_features(xf, q.lstm.x_fmt),
                 lstm_float(xf, model.lstm)[0],
+                xf,
             )
         )
     streams = []
     for mode in modes:
-        for cond, ids, labels, xi, z_f in per_cond:
+        for cond, ids, labels, xi, z_f, xf in per_cond:
             snr = float(cond.snr_db or 0.0)  # additive conditions always carry an SNR
             ref = infer_int(xi, q, ids, mode=mode).fields()
-            fres = adapt(z_f, W, b, V, ids, el.replace(mode=mode))
+            fres = adapt(z_f, W, b, V, ids, el.replace(mode=_elatta_mode(mode)))
+            pred = np.asarray(fres.pred)
+            if mode == "cmvn":  # the float twin: cmvn on the float features, then the model
+                z_c = lstm_float(cmvn_normalised(xf, cmvn_float(model.adapt)), model.lstm)[0]
+                pred = np.argmax(head_logits(z_c, W, b), axis=1)
             streams.append(
                 Stream(
                     key=f"{mode}/{cond.name}/{snr:g}",
@@ -172,7 +192,7 @@ def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: in
                     labels=labels,
                     x=xi,
                     ref={k: np.asarray(v) for k, v in ref.items()},
-                    float_pred=np.asarray(fres.pred),
+                    float_pred=pred,
                     float_pred0=np.asarray(fres.pred_noadapt),
                 )
             )

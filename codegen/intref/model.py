@@ -93,6 +93,15 @@ def infer_int(
             for row in range(values.shape[0]):
                 tr(row, stage, index, np.asarray(values[row]).reshape(-1).copy())
 
+    if (mode or q.adapt_params.cfg.mode) == "cmvn":
+        # continual input normalisation in row order from a reset state (RESET), then the
+        # encoder and the head without a latent search (codegen.intref.cmvn)
+        from codegen.intref.cmvn import cmvn_int
+
+        if q.cmvn is None:
+            raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
+        features, _ = cmvn_int(features, q.cmvn)
+        mode = "no_adapt"
     z = lstm_int(features, q.lstm, trace=lstm_trace).astype(np.int16)
     params = params_for_mode(q, mode)
     ids = np.asarray(sample_ids)

@@ -1,0 +1,42 @@
+/*
+ * Mode "cmvn": continual per-coefficient input normalisation (docs/adaptation.md "Deployed
+ * method", "Integer specification"). Python twin: codegen/intref/cmvn.py (cmvn_int), bit-exact.
+ *
+ * Before the encoder, each clip's coefficient sums update an exponential moving average of the
+ * input's mean M and mean square P (alpha = 2^-alpha_shift); the clip is then shifted by
+ * w M and scaled by 1/sqrt(1 - w + w v), w = 2^-weight_shift, in place. The compiler emits the
+ * constants (FW_APP_CMVN_PARAMS in the generated fw_app_model.h); the caller owns the state.
+ */
+#ifndef ELT_CMVN_S16_H
+#define ELT_CMVN_S16_H
+
+#include <stdint.h>
+
+#ifndef ELT_CMVN_F_MAX
+#define ELT_CMVN_F_MAX 64 /* input coefficients the state holds */
+#endif
+
+typedef struct {
+    int32_t frames;       /* T */
+    int32_t features;     /* F <= ELT_CMVN_F_MAX */
+    int32_t x_frac;       /* n: fraction bits of the int16 input */
+    int32_t state_frac;   /* n + 8: fraction bits of M and P */
+    int32_t recip;        /* round(2^recip_shift / T) */
+    int32_t recip_shift;  /* 22 */
+    int32_t alpha_shift;  /* EMA factor 2^-a, a >= 1 */
+    int32_t weight_shift; /* blend 2^-b */
+    int32_t vmin;         /* floor of the variance, Q.state_frac */
+} elt_cmvn_params_t;
+
+typedef struct {
+    int32_t m[ELT_CMVN_F_MAX]; /* running mean of the input, Q.state_frac */
+    int32_t p[ELT_CMVN_F_MAX]; /* running mean square, Q.state_frac */
+} elt_cmvn_state_t;
+
+/* The training statistics: mean 0, mean square 1 (the input is normalised with them). */
+void elt_cmvn_reset(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st);
+
+/* One clip x [T][F] (int16, the model's input format): update the state, normalise in place. */
+void elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x);
+
+#endif /* ELT_CMVN_S16_H */
