@@ -99,6 +99,9 @@ def test_bench_reduced(tmp_path: Path) -> None:
         assert isinstance(doc[key], int) and doc[key] > 0, key
     assert doc["elatta_ticks"] > doc["no_adapt_ticks"] > doc["encoder_ticks"]
     assert doc["adapt_ticks"] > doc["cmaes_iter_ticks"] > doc["head_entropy_ticks"]
+    # mode cmvn: the normalisation plus one head + entropy; under a quarter of no-adapt
+    assert doc["cmvn_ticks"] > doc["head_entropy_ticks"]
+    assert doc["no_adapt_ticks"] < doc["cmvn_total_ticks"] < 1.25 * doc["no_adapt_ticks"]
     assert 0 < doc["elatta_state_bytes"] < doc["ram_bytes"] <= 65536
     assert [(s["k"], s["n"]) for s in doc["sweep"]] == [(2, 2), (2, 3)]
     for s in doc["sweep"]:

@@ -29,7 +29,7 @@ from codegen.data import build as build_data
 pytestmark = pytest.mark.qemu
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 100  # per mode: 2 clips of each of the 50 noise x SNR conditions
-MODES = ("strict", "continual", "continual_bounded")
+MODES = ("strict", "continual", "continual_bounded", "cmvn")
 TARGET = {"kind": "qemu", "machine": "xilinx-zynq-a9", "icount": False}
 
 
@@ -193,6 +193,42 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path
     assert json.loads((out / "report.json").read_text())["samples"]["answered"] == LIMIT
 
 
+def test_cmvn_resume_replays_the_recorded_prefix(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """RESET cannot carry cmvn's running statistics: a resumed cmvn stream first replays its
+    recorded clips (checked, not recorded again) and then continues bit-exactly."""
+    import shutil
+
+    build_dir, data = kws_build
+    plan = make_plan(build_dir, data, ("cmvn",), 150)  # 3 clips per condition
+    full = execute(
+        plan,
+        qemu_specs(build_dir, 1),
+        tmp_path / "full",
+        resume=False,
+        target=TARGET,
+        progress=False,
+    )
+    check_complete(full.report, tmp_path / "full", plan.total)
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    shutil.copy(tmp_path / "full" / "run.json", cut / "run.json")
+    lines = (tmp_path / "full" / "results.jsonl").read_bytes().splitlines(keepends=True)
+    longest = max(plan.streams, key=len)
+    keep = [ln for ln in lines if json.loads(ln)["stream"] != longest.key]
+    keep += [ln for ln in lines if json.loads(ln)["stream"] == longest.key][: len(longest) // 2]
+    (cut / "results.jsonl").write_bytes(b"".join(keep))
+    assert len(longest) >= 2
+    resumed = execute(
+        plan, qemu_specs(build_dir, 1), cut, resume=True, target=TARGET, progress=False
+    )
+    assert resumed.errors == ()
+    assert resumed.report["run"]["resumed_from"] == len(keep)
+    check_complete(resumed.report, cut, plan.total)
+    assert stable(resumed.report) == stable(full.report)
+
+
 def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan: Plan) -> None:
     """INFO describes the model; bad INFER/RESET payloads get ERROR(PAYLOAD); a repeated seq is
     answered from the replay record without advancing the continual state."""
@@ -215,7 +251,7 @@ def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan:
         bad_payloads = [
             (Msg.INFER, good[:-2]),  # short
             (Msg.INFER, good + b"\0\0"),  # long
-            (Msg.INFER, good[:4] + bytes([4]) + good[5:]),  # mode 4
+            (Msg.INFER, good[:4] + bytes([5]) + good[5:]),  # mode 5 (4 is cmvn)
             (Msg.INFER, good[:5] + (48).to_bytes(2, "little") + good[7:]),  # T
             (Msg.RESET, b"\1\2\3"),  # neither 0 nor 4k bytes
         ]

@@ -1,0 +1,189 @@
+"""Mode cmvn (continual input normalisation): the integer reference (codegen/intref/cmvn.py)
+equals an independent Python-int reading of docs/adaptation.md's integer specification, the
+firmware kernel (firmware/elt_cmvn_s16.c, host-compiled with UBSan) equals the reference on
+every value, and the integer form tracks the float method (codegen.elatta.methods)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from codegen.elatta.methods import CmvnConfig, cmvn_normalised
+from codegen.errors import ConfigError
+from codegen.frontend import parse_config
+from codegen.hostlib import HOST_CFLAGS, UBSAN_CFLAGS
+from codegen.intref.cmvn import CmvnState, cmvn_int
+from codegen.ir import CmvnParams
+from codegen.resources import firmware_dir
+from codegen.toolchain import find_tool, run_tool
+
+
+def params(T: int, F: int, n: int, a: int, b: int) -> CmvnParams:
+    fs = n + 8
+    return CmvnParams(
+        frames=T,
+        features=F,
+        x_frac=n,
+        state_frac=fs,
+        recip=round((1 << 22) / T),
+        recip_shift=22,
+        alpha_shift=a,
+        weight_shift=b,
+        vmin=max(1, round(1e-4 * (1 << fs))),
+    )
+
+
+CASES = [params(49, 10, 11, 4, 2), params(49, 10, 11, 2, 2), params(98, 40, 8, 1, 0)]
+CASES += [params(1, 3, 15, 15, 15), params(25, 13, 12, 3, 1)]
+
+
+def rsr(x: int, s: int) -> int:
+    return (x + (1 << (s - 1))) >> s if s > 0 else x << -s
+
+
+def spec_clip(u: list[list[int]], p: CmvnParams, M: list[int], P: list[int]) -> list[list[int]]:
+    """docs/adaptation.md "Integer specification", step by step in Python ints."""
+    T, F, fs, b = p.frames, p.features, p.state_frac, p.weight_shift
+    out = [[0] * F for _ in range(T)]
+    for f in range(F):
+        s1 = sum(u[t][f] for t in range(T))
+        s2 = sum(u[t][f] ** 2 for t in range(T))
+        c1 = rsr(s1 * p.recip, p.recip_shift - 8)
+        c2 = min(max(rsr(s2 * p.recip, p.recip_shift + p.x_frac - 8), -(2**31)), 2**31 - 1)
+        M[f] += rsr(c1 - M[f], p.alpha_shift)
+        P[f] += rsr(c2 - P[f], p.alpha_shift)
+        v = max(P[f] - rsr(M[f] * M[f], fs), p.vmin)
+        d = (1 << fs) - ((1 << fs) >> b) + rsr(v, b)
+        o = rsr(M[f], 8 + b)
+        g = math.isqrt((1 << (28 + fs)) // d)
+        for t in range(T):
+            c = min(max(u[t][f] - o, -32768), 32767)
+            out[t][f] = min(max(rsr(c * g, 14), -32768), 32767)
+    return out
+
+
+def clips(p: CmvnParams, seed: int) -> np.ndarray:
+    """Speech-like, loud, silent and full-scale clips, in an order that moves the statistics."""
+    rng = np.random.default_rng(seed)
+    T, F, one = p.frames, p.features, 1 << p.x_frac
+    shape = (T, F)
+    gauss = [np.clip(rng.normal(m, s, shape) * one, -32768, 32767) for m, s in ((0, 1), (2, 3))]
+    fixed = [np.full(shape, v) for v in (32767, -32768, 0)]
+    alt = np.where(np.indices(shape).sum(axis=0) % 2 == 0, 32767, -32768)
+    uni = rng.integers(-32768, 32768, size=shape)
+    return np.stack([*gauss, *fixed, alt, uni, *gauss]).astype(np.int16)
+
+
+@pytest.mark.parametrize(
+    "p",
+    CASES,
+    ids=lambda p: f"T{p.frames}F{p.features}n{p.x_frac}a{p.alpha_shift}b{p.weight_shift}",
+)
+def test_reference_equals_the_written_spec(p: CmvnParams) -> None:
+    x = clips(p, 1)
+    got, st = cmvn_int(x, p)
+    M, P = [0] * p.features, [1 << p.state_frac] * p.features
+    want = [spec_clip(clip.astype(int).tolist(), p, M, P) for clip in x]
+    assert_array_equal(got, np.array(want))
+    assert_array_equal(st.M, M)
+    assert_array_equal(st.P, P)
+    assert -(2**31) <= min(P) and max(P) < 2**31  # the device's int32 state
+
+
+def test_state_continues_across_calls() -> None:
+    p = CASES[0]
+    x = clips(p, 2)
+    whole, _ = cmvn_int(x, p)
+    first, st = cmvn_int(x[:3], p)
+    rest, _ = cmvn_int(x[3:], p, st)
+    assert_array_equal(np.concatenate([first, rest]), whole)
+    assert_array_equal(CmvnState.reset(p).P, np.full(p.features, 1 << p.state_frac))
+
+
+def test_integer_form_tracks_the_float_method() -> None:
+    """On normal-scale inputs the integer normalisation is within a few LSBs of the float one
+    (the 1/T reciprocal, the shifts and the Q1.14 gain are the only roundings)."""
+    p = CASES[0]
+    rng = np.random.default_rng(3)
+    u = rng.normal(0.5, 1.5, size=(40, p.frames, p.features))
+    x = np.clip(np.rint(u * (1 << p.x_frac)), -32768, 32767).astype(np.int16)
+    got, _ = cmvn_int(x, p)
+    cfg = CmvnConfig(weight=2.0**-p.weight_shift, alpha=2.0**-p.alpha_shift, variance=True)
+    want = cmvn_normalised(x / (1 << p.x_frac), cfg)
+    err = np.abs(got / (1 << p.x_frac) - want)
+    assert err.max() < 8 / (1 << p.x_frac), err.max()
+
+
+class _Params(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_int32)
+        for name in (
+            "frames",
+            "features",
+            "x_frac",
+            "state_frac",
+            "recip",
+            "recip_shift",
+            "alpha_shift",
+            "weight_shift",
+            "vmin",
+        )
+    ]
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    fw = firmware_dir()
+    out = tmp_path_factory.mktemp("cmvn") / "libcmvn.so"
+    srcs = [fw / "elt_cmvn_s16.c", fw / "elt_intmath.c"]
+    run_tool(
+        [find_tool("cc"), *HOST_CFLAGS, *UBSAN_CFLAGS, "-fvisibility=default", f"-I{fw}"]
+        + ["-DELT_CMVN_F_MAX=64", "-o", str(out), *map(str, srcs)],
+        what="host gcc",
+    )
+    return ctypes.CDLL(str(Path(out)))
+
+
+@pytest.mark.parametrize("p", CASES, ids=lambda p: f"a{p.alpha_shift}b{p.weight_shift}n{p.x_frac}")
+def test_firmware_kernel_equals_reference(kernel: ctypes.CDLL, p: CmvnParams) -> None:
+    x = clips(p, 4)
+    want, st = cmvn_int(x, p)
+    prm = _Params(*(getattr(p, name) for name, _ in _Params._fields_))
+    state = (ctypes.c_int32 * 128)()
+    kernel.elt_cmvn_reset(ctypes.byref(prm), state)
+    got = np.array(x, dtype=np.int16, copy=True)
+    for clip in got:
+        kernel.elt_cmvn_apply_s16(
+            ctypes.byref(prm), state, clip.ctypes.data_as(ctypes.POINTER(ctypes.c_int16))
+        )
+    assert_array_equal(got, want)
+    c_state = np.frombuffer(state, dtype=np.int32)
+    assert_array_equal(c_state[: p.features], st.M)
+    assert_array_equal(c_state[64 : 64 + p.features], st.P)
+
+
+@pytest.mark.parametrize(
+    ("table", "match"),
+    [
+        ("alpha_shift = 0", "alpha_shift=0 is not allowed: use an integer in 1..15"),
+        ("weight_shift = 16", "weight_shift=16 is not allowed: use an integer in 0..15"),
+        ("alpha_shift = 0.5", r"\[cmvn\].alpha_shift = 0.5 has type float; expected int"),
+        ("gamma = 1", r"unknown key\(s\) gamma; allowed: alpha_shift, weight_shift"),
+    ],
+)
+def test_cmvn_config_errors_name_the_value(table: str, match: str) -> None:
+    import tomllib
+
+    with pytest.raises(ConfigError, match=match):
+        parse_config(tomllib.loads(f"[cmvn]\n{table}\n"))
+    cfg = parse_config(tomllib.loads("[cmvn]\nalpha_shift = 2\n[elatta]\nmode = 'cmvn'\n"))
+    assert (cfg.adapt.cmvn_alpha_shift, cfg.adapt.cmvn_weight_shift, cfg.adapt.mode) == (
+        2,
+        2,
+        "cmvn",
+    )
