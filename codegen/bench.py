@@ -186,6 +186,9 @@ def measure(
         for mode in modes:
             m = mode_index(mode)
             for _ in range(reps):
+                # every repetition from the reset state: a stateful mode (cmvn) then sees the
+                # same state sequence, so a repeated clip repeats its ticks
+                link.request(Msg.RESET, b"", expect=Msg.RESET_ACK, retry_errors=LINK_ERRORS)
                 for j, (sid, xi) in enumerate(zip(ids, x, strict=True)):
                     reply = link.request(
                         Msg.INFER,

@@ -13,6 +13,7 @@ same stream, so results do not depend on how streams are spread over devices.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import numpy as np
 from elatta_host.infer import InferResult, mode_index
 
 from codegen.errors import CodegenError
+from codegen.streams import StreamSpec, build_stream
 
 
 class RunError(CodegenError):
@@ -34,12 +36,15 @@ class RunError(CodegenError):
 
 @dataclass(frozen=True, eq=False)
 class Stream:
-    """One ordered stream: RESET, then these clips of one condition in one mode."""
+    """One ordered stream in one mode: RESET, then these clips. By default a stream is one
+    condition's clips; with a stream definition (`codegen.streams.StreamSpec`) it is the mode's
+    whole continual stream, segments of several conditions one after the other."""
 
-    key: str  # "<mode>/<noise>/<snr>"
+    key: str  # "<mode>/<noise>/<snr>", or "<mode>/stream"
     mode: str
-    noise: str
-    snr: float
+    noises: np.ndarray  # str [n]: each clip's noise
+    snrs: np.ndarray  # float64 [n]: each clip's SNR
+    positions: np.ndarray  # int64 [n]: position in its segment (0 = first clip after a switch)
     ids: np.ndarray  # int64 [n]
     labels: np.ndarray  # int64 [n]
     x: np.ndarray  # int16 [n, T, F] in the model's input format
@@ -74,9 +79,11 @@ class ClipSelection:
     per_condition: tuple[tuple[str, int], ...]  # (condition key, clips)
     distinct_utterances: int  # distinct test utterances the union of conditions covers
     available_utterances: int  # distinct test utterances the data set has
+    stream: dict[str, Any] | None = None  # the stream definition, None: one per condition
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps([self.modes, self.per_condition]).encode()).hexdigest()
+        doc = [self.modes, self.per_condition, self.stream]
+        return hashlib.sha256(json.dumps(doc).encode()).hexdigest()
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,70 +144,53 @@ def cmvn_float(cfg: Any) -> Any:
     )
 
 
-def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: int | None) -> Plan:
+def make_plan(
+    build_dir: Path,
+    data_dir: Path,
+    modes: tuple[str, ...],
+    limit: int | None,
+    stream: StreamSpec | None = None,
+) -> Plan:
+    """Load the build, deal the clips over the conditions (`codegen.selection.deal`) and
+    compute every reference. ``stream``: play each mode as one continual stream of segments
+    (`codegen.streams.build_stream` over the dealt clips), state carried across switches;
+    default: one stream per (mode, condition), each from a reset state."""
     from codegen.data import conditions, dataset_info, load_condition, utterance_of
-    from codegen.elatta.float_ref import adapt, head_logits, lstm_float
-    from codegen.elatta.methods import cmvn_normalised
-    from codegen.features import quantize_features
-    from codegen.intref.model import infer_int
-    from codegen.model import features_for
     from codegen.selection import deal
 
     manifest, q = load_build(build_dir)
     model = q.source
-    el = model.adapt.to_float()  # the float reference's view of the same settings
-    W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
     info = dataset_info(str(data_dir))
     _check_classes(q, info, data_dir)
     conds = [c for c in conditions(str(data_dir), "additive") if c.snr_db is not None]
     if not conds:
         raise RunError(f"{data_dir} has no additive noise conditions")
     splits = [load_condition(str(data_dir), c) for c in conds]
-    dealt = deal(
-        [utterance_of(s.ids) for s in splits], [s.labels for s in splits], limit, int(el.seed)
-    )
-    per_cond = []
-    for cond, split, rows in zip(conds, splits, dealt.rows, strict=True):
-        xf = features_for(split.pcm[rows], model.meta)
-        per_cond.append(
-            (
-                cond,
-                split.ids[rows].astype(np.int64),
-                split.labels[rows].astype(np.int64),
-                quantize_features(xf, q.lstm.x_fmt),
-                lstm_float(xf, model.lstm)[0],
-                xf,
-            )
+    seed = int(model.adapt.seed)
+    dealt = deal([utterance_of(s.ids) for s in splits], [s.labels for s in splits], limit, seed)
+    groups = [
+        _Clips.of(cond, split, rows, q)
+        for cond, split, rows in zip(conds, splits, dealt.rows, strict=True)
+    ]
+    if stream is not None:
+        order = build_stream([len(g.ids) for g in groups], stream)
+        whole = _Clips.concat(
+            [groups[c].take([i]) for c, i in zip(order.condition, order.clip, strict=True)]
         )
-    streams = []
-    for mode in modes:
-        for cond, ids, labels, xi, z_f, xf in per_cond:
-            snr = float(cond.snr_db or 0.0)  # additive conditions always carry an SNR
-            ref = infer_int(xi, q, ids, mode=mode).fields()
-            fres = adapt(z_f, W, b, V, ids, el.replace(mode=_elatta_mode(mode)))
-            pred = np.asarray(fres.pred)
-            if mode == "cmvn":  # the float twin: cmvn on the float features, then the model
-                z_c = lstm_float(cmvn_normalised(xf, cmvn_float(model.adapt)), model.lstm)[0]
-                pred = np.argmax(head_logits(z_c, W, b), axis=1)
-            streams.append(
-                Stream(
-                    key=f"{mode}/{cond.name}/{snr:g}",
-                    mode=mode,
-                    noise=cond.name,
-                    snr=snr,
-                    ids=ids,
-                    labels=labels,
-                    x=xi,
-                    ref={k: np.asarray(v) for k, v in ref.items()},
-                    float_pred=pred,
-                    float_pred0=np.asarray(fres.pred_noadapt),
-                )
-            )
+        whole = dataclasses.replace(whole, positions=order.position.copy())
+        plays = [("stream", whole)]
+    else:
+        plays = [(f"{g.noises[0]}/{g.snrs[0]:g}", g) for g in groups]
+    streams = [_stream(q, mode, name, clips) for mode in modes for name, clips in plays]
     sel = ClipSelection(
         modes,
-        tuple((f"{c.name}/{float(c.snr_db or 0.0):g}", len(ids)) for c, ids, *_ in per_cond),
+        tuple(
+            (f"{c.name}/{float(c.snr_db or 0.0):g}", len(g.ids))
+            for c, g in zip(conds, groups, strict=True)
+        ),
         dealt.distinct,
         dealt.available,
+        None if stream is None else dataclasses.asdict(stream),
     )
     data = {
         k: info.get(k)
@@ -208,6 +198,74 @@ def make_plan(build_dir: Path, data_dir: Path, modes: tuple[str, ...], limit: in
     }
     data["path"] = str(data_dir)
     return Plan(manifest, data_dir, data, tuple(streams), sel)
+
+
+@dataclass(frozen=True, eq=False)
+class _Clips:
+    """Some clips with what every reference needs: ids, labels, conditions, float features."""
+
+    noises: np.ndarray
+    snrs: np.ndarray
+    positions: np.ndarray
+    ids: np.ndarray
+    labels: np.ndarray
+    xf: np.ndarray  # float64 normalised features [n, T, F]
+
+    @classmethod
+    def of(cls, cond: Any, split: Any, rows: np.ndarray, q: Any) -> _Clips:
+        from codegen.model import features_for
+
+        n = len(rows)
+        return cls(
+            np.full(n, cond.name, dtype=object),
+            np.full(n, float(cond.snr_db or 0.0)),  # additive conditions always carry an SNR
+            np.arange(n, dtype=np.int64),
+            split.ids[rows].astype(np.int64),
+            split.labels[rows].astype(np.int64),
+            features_for(split.pcm[rows], q.source.meta),
+        )
+
+    def take(self, rows: Any) -> _Clips:
+        return _Clips(*(np.asarray(getattr(self, f.name))[rows] for f in dataclasses.fields(self)))
+
+    @classmethod
+    def concat(cls, parts: list[_Clips]) -> _Clips:
+        return cls(
+            *(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(cls))
+        )
+
+
+def _stream(q: Any, mode: str, name: str, c: _Clips) -> Stream:
+    """One stream's integer reference (`codegen.intref.model.infer_int`) and float classes."""
+    from codegen.elatta.float_ref import adapt, head_logits, lstm_float
+    from codegen.elatta.methods import cmvn_normalised
+    from codegen.features import quantize_features
+    from codegen.intref.model import infer_int
+
+    model = q.source
+    W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
+    xi = quantize_features(c.xf, q.lstm.x_fmt)
+    ref = infer_int(xi, q, c.ids, mode=mode).fields()
+    z_f = lstm_float(c.xf, model.lstm)[0]
+    el = model.adapt.to_float()  # the float reference's view of the same settings
+    fres = adapt(z_f, W, b, V, c.ids, el.replace(mode=_elatta_mode(mode)))
+    pred = np.asarray(fres.pred)
+    if mode == "cmvn":  # the float twin: cmvn on the float features, then the model
+        z_c = lstm_float(cmvn_normalised(c.xf, cmvn_float(model.adapt)), model.lstm)[0]
+        pred = np.argmax(head_logits(z_c, W, b), axis=1)
+    return Stream(
+        key=f"{mode}/{name}",
+        mode=mode,
+        noises=c.noises,
+        snrs=c.snrs,
+        positions=c.positions,
+        ids=c.ids,
+        labels=c.labels,
+        x=xi,
+        ref={k: np.asarray(v) for k, v in ref.items()},
+        float_pred=pred,
+        float_pred0=np.asarray(fres.pred_noadapt),
+    )
 
 
 # ----------------------------------------------------------------------------- records

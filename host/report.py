@@ -24,11 +24,13 @@ if TYPE_CHECKING:
     from elatta_host.plan import Plan, Record
 
 TARGETS = ("float", "fixed", "device")
+HEAD_CLIPS = 10  # accuracy of the first clips after a switch is reported apart (codegen.streams)
 METHOD_NAMES = {
     "no_adapt": "no-adapt",
     "strict": "ELaTTA (strict)",
     "continual": "ELaTTA (continual, paper)",
     "continual_bounded": "ELaTTA (continual, bounded)",
+    "cmvn": "cmvn (continual input normalisation)",
 }
 
 
@@ -63,23 +65,33 @@ def build_report(
     acc: dict[str, dict[tuple[str, float, str], list[bool]]] = {
         t: defaultdict(list) for t in TARGETS
     }
+    pos: dict[str, dict[tuple[str, bool], list[bool]]] = {t: defaultdict(list) for t in TARGETS}
     for s in plan.streams:
         y = s.labels
         for tgt, pred, pred0 in (
             ("float", s.float_pred, s.float_pred0),
             ("fixed", s.ref["pred"], s.ref["pred_noadapt"]),
         ):
-            acc[tgt][(s.mode, s.snr, s.noise)].extend((np.asarray(pred) == y).tolist())
-            if s.mode == first_mode:
-                acc[tgt][("no_adapt", s.snr, s.noise)].extend((np.asarray(pred0) == y).tolist())
+            hit, hit0 = np.asarray(pred) == y, np.asarray(pred0) == y
+            for i, (snr, noise) in enumerate(zip(s.snrs, s.noises, strict=True)):
+                acc[tgt][(s.mode, float(snr), str(noise))].append(bool(hit[i]))
+                pos[tgt][(s.mode, bool(s.positions[i] < HEAD_CLIPS))].append(bool(hit[i]))
+                if s.mode == first_mode:
+                    acc[tgt][("no_adapt", float(snr), str(noise))].append(bool(hit0[i]))
+                    head = bool(s.positions[i] < HEAD_CLIPS)
+                    pos[tgt][("no_adapt", head)].append(bool(hit0[i]))
     ticks: dict[str, list[int]] = defaultdict(list)
     field_counts: dict[str, int] = defaultdict(int)
     mismatches = 0
     for r in sorted(records, key=lambda r: (r.stream, r.index)):
         s = by_key[r.stream]
-        acc["device"][(s.mode, s.snr, s.noise)].append(r.result.pred == r.label)
+        snr, noise = float(s.snrs[r.index]), str(s.noises[r.index])
+        head = bool(s.positions[r.index] < HEAD_CLIPS)
+        acc["device"][(s.mode, snr, noise)].append(r.result.pred == r.label)
+        pos["device"][(s.mode, head)].append(r.result.pred == r.label)
         if s.mode == first_mode:
-            acc["device"][("no_adapt", s.snr, s.noise)].append(r.result.pred_noadapt == r.label)
+            acc["device"][("no_adapt", snr, noise)].append(r.result.pred_noadapt == r.label)
+            pos["device"][("no_adapt", head)].append(r.result.pred_noadapt == r.label)
         for f in r.mismatches:
             field_counts[f] += 1
         mismatches += bool(r.mismatches)
@@ -107,7 +119,13 @@ def build_report(
             "per_condition": dict(plan.selection.per_condition),
             "distinct_utterances": plan.selection.distinct_utterances,
             "available_utterances": plan.selection.available_utterances,
-            "streams": "one per (mode, condition), RESET first; continual state within it",
+            "streams": (
+                "one per (mode, condition), RESET first; continual state within it"
+                if plan.selection.stream is None
+                else "one per mode over every condition in segments (codegen.streams), RESET "
+                "first; continual state carried across switches"
+            ),
+            "stream_definition": plan.selection.stream,
         },
         "bit_exact": {
             "compared": len(records),
@@ -116,6 +134,18 @@ def build_report(
             "first_mismatch": first_mismatch,
         },
         "accuracy": {t: {m: _table(acc[t]).get(m, {}) for m in order} for t in TARGETS},
+        # first HEAD_CLIPS clips of a segment (after a switch or RESET) vs the rest, all conditions
+        "by_position": {
+            t: {
+                m: {
+                    f"first_{HEAD_CLIPS}" if head else "rest": round(float(np.mean(v)), 6)
+                    for head in (True, False)
+                    if (v := pos[t].get((m, head)))
+                }
+                for m in order
+            }
+            for t in TARGETS
+        },
         "ticks": {
             **{w: _stats(ticks[w]) for w in ("encoder", "adapt", "total")},
             "per_mode": {
@@ -153,6 +183,15 @@ def format_markdown(rep: dict[str, Any]) -> str:
         f"{rep['target'].get('build_id')}.",
         f"Bit-exact: **{be['compared'] - be['mismatches']} of {be['compared']}** results equal "
         f"the integer reference in every field ({be['mismatches']} mismatches).",
+        f"Model: sha256 {rep['model'].get('model', '')[:16]} (config "
+        f"{rep['model'].get('config', '')[:16]}); split: test; protocol: "
+        f"{rep['samples']['streams']}"
+        + (
+            f" ({rep['samples']['stream_definition']})"
+            if rep["samples"].get("stream_definition")
+            else ""
+        )
+        + "; one ELaTTA seed (the build's).",
         "",
         "## Accuracy (%) by SNR, mean over noises",
         "",
@@ -164,6 +203,22 @@ def format_markdown(rep: dict[str, Any]) -> str:
             row = acc[tgt].get(m, {})
             cells = [_pct(row.get(s, {}).get("average")) for s in snrs]
             lines.append(f"| {tgt} | {METHOD_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
+    bp = rep.get("by_position", {})
+    lines += [
+        "",
+        f"## Accuracy (%) by position in a segment (first {HEAD_CLIPS} clips after a switch or "
+        "RESET vs the rest), all conditions",
+        "",
+        f"| target | method | first {HEAD_CLIPS} | rest |",
+        "|---|---|---:|---:|",
+    ]
+    for tgt in TARGETS:
+        for m in modes:
+            cell = bp.get(tgt, {}).get(m, {})
+            lines.append(
+                f"| {tgt} | {METHOD_NAMES.get(m, m)} | {_pct(cell.get(f'first_{HEAD_CLIPS}'))} | "
+                f"{_pct(cell.get('rest'))} |"
+            )
     lines += ["", "## Device accuracy (%) per noise", ""]
     noises = sorted(
         {n for m in acc["device"].values() for c in m.values() for n in c if n != "average"}

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from elatta_host.plan import Plan, make_plan
 from elatta_host.qemu import free_port, qemu_command
@@ -227,6 +228,49 @@ def test_cmvn_resume_replays_the_recorded_prefix(
     assert resumed.report["run"]["resumed_from"] == len(keep)
     check_complete(resumed.report, cut, plan.total)
     assert stable(resumed.report) == stable(full.report)
+
+
+def test_continual_stream_protocol(
+    kws_build: tuple[Path, Path], plan: Plan, tmp_path: Path
+) -> None:
+    """--stream-segment: each mode is one stream of segments over every condition, state carried
+    across switches, bit-exact on the device; strict results do not depend on the stream."""
+    from codegen.streams import StreamSpec
+
+    build_dir, data = kws_build
+    spec = StreamSpec(segment_len=1, order="random", seed=3)
+    streamed = make_plan(build_dir, data, ("strict", "cmvn"), LIMIT, spec)
+    assert [s.key for s in streamed.streams] == ["strict/stream", "cmvn/stream"]
+    assert len({str(n) for n in streamed.streams[1].noises[:10]}) > 1  # conditions interleave
+    out = execute(
+        streamed,
+        qemu_specs(build_dir, 2),
+        tmp_path / "s",
+        resume=False,
+        target=TARGET,
+        progress=False,
+    )
+    assert out.errors == ()
+    check_complete(out.report, tmp_path / "s", streamed.total)
+    assert out.report["samples"]["stream_definition"] == {
+        "segment_len": 1,
+        "order": "random",
+        "seed": 3,
+    }
+    assert set(out.report["by_position"]["device"]["cmvn"]) == {"first_10"}  # segments of 1
+    per_cond = {s.key: s for s in plan.streams if s.mode == "strict"}
+    strict_by_id = {
+        int(i): int(p) for s in per_cond.values() for i, p in zip(s.ids, s.ref["pred"], strict=True)
+    }
+    s0 = streamed.streams[0]
+    assert {int(i): int(p) for i, p in zip(s0.ids, s0.ref["pred"], strict=True)} == strict_by_id
+    # cmvn's state crosses switches: the same clips in another order give other integers
+    cm_cond = [s for s in plan.streams if s.mode == "cmvn"]
+    by_id = {int(i): row for s in cm_cond for i, row in zip(s.ids, s.ref["z"], strict=True)}
+    s1 = streamed.streams[1]
+    assert any(
+        not np.array_equal(by_id[int(i)], z) for i, z in zip(s1.ids, s1.ref["z"], strict=True)
+    )
 
 
 def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan: Plan) -> None:
