@@ -51,6 +51,7 @@ class Stream:
     ref: dict[str, np.ndarray]  # integer reference, codegen.intref.model.RESULT_FIELDS
     float_pred: np.ndarray  # float64 reference: adapted class
     float_pred0: np.ndarray  # float64 reference: no-adapt class
+    fixed_pred0: np.ndarray  # integer reference: no-adapt class (in cmvn, without cmvn)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -250,9 +251,12 @@ def _stream(q: Any, mode: str, name: str, c: _Clips) -> Stream:
     el = model.adapt.to_float()  # the float reference's view of the same settings
     fres = adapt(z_f, W, b, V, c.ids, el.replace(mode=_elatta_mode(mode)))
     pred = np.asarray(fres.pred)
+    pred0 = np.asarray(ref["pred_noadapt"])
     if mode == "cmvn":  # the float twin: cmvn on the float features, then the model
         z_c = lstm_float(cmvn_normalised(c.xf, cmvn_float(model.adapt)), model.lstm)[0]
         pred = np.argmax(head_logits(z_c, W, b), axis=1)
+        # the device's pred_noadapt is cmvn's class too: no-adapt itself from the reference
+        pred0 = np.asarray(infer_int(xi, q, c.ids, mode="no_adapt").pred_noadapt)
     return Stream(
         key=f"{mode}/{name}",
         mode=mode,
@@ -265,6 +269,7 @@ def _stream(q: Any, mode: str, name: str, c: _Clips) -> Stream:
         ref={k: np.asarray(v) for k, v in ref.items()},
         float_pred=pred,
         float_pred0=np.asarray(fres.pred_noadapt),
+        fixed_pred0=pred0,
     )
 
 

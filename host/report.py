@@ -61,7 +61,10 @@ def build_report(
     first_mismatch: str | None,
 ) -> dict[str, Any]:
     by_key = {s.key: s for s in plan.streams}
+    # no-adapt rows: from the first mode whose RESULT carries the no-adapt class (in cmvn,
+    # pred_noadapt is cmvn's own class; float and fixed take no-adapt from the references)
     first_mode = plan.selection.modes[0]
+    device_noadapt = next((m for m in plan.selection.modes if m != "cmvn"), None)
     acc: dict[str, dict[tuple[str, float, str], list[bool]]] = {
         t: defaultdict(list) for t in TARGETS
     }
@@ -70,7 +73,7 @@ def build_report(
         y = s.labels
         for tgt, pred, pred0 in (
             ("float", s.float_pred, s.float_pred0),
-            ("fixed", s.ref["pred"], s.ref["pred_noadapt"]),
+            ("fixed", s.ref["pred"], s.fixed_pred0),
         ):
             hit, hit0 = np.asarray(pred) == y, np.asarray(pred0) == y
             for i, (snr, noise) in enumerate(zip(s.snrs, s.noises, strict=True)):
@@ -89,7 +92,7 @@ def build_report(
         head = bool(s.positions[r.index] < HEAD_CLIPS)
         acc["device"][(s.mode, snr, noise)].append(r.result.pred == r.label)
         pos["device"][(s.mode, head)].append(r.result.pred == r.label)
-        if s.mode == first_mode:
+        if s.mode == device_noadapt:
             acc["device"][("no_adapt", snr, noise)].append(r.result.pred_noadapt == r.label)
             pos["device"][("no_adapt", head)].append(r.result.pred_noadapt == r.label)
         for f in r.mismatches:
@@ -174,7 +177,9 @@ def format_markdown(rep: dict[str, Any]) -> str:
     lines = [
         "# On-device ELaTTA: accuracy and cost",
         "",
-        f"Data: {data.get('data')} ({data.get('preset') or data.get('tier') or ''}) at "
+        f"Data: {data.get('data')}"
+        + (f" ({kind})" if (kind := data.get("preset") or data.get("tier")) else "")
+        + " at "
         f"`{data.get('path')}`; {rep['samples']['answered']} of {rep['samples']['selected']} "
         f"samples per run over {rep['samples']['conditions']} noise × SNR conditions, "
         f"{rep['samples']['distinct_utterances']} distinct test utterances of "
