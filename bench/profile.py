@@ -161,7 +161,6 @@ def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[
 
 
 def main() -> int:
-    import json
 
     import numpy as np
 
@@ -173,14 +172,13 @@ def main() -> int:
     ap.add_argument("--mode", action="append", help="modes (default: no_adapt, strict)")
     ap.add_argument("--top", type=int, default=25)
     a = ap.parse_args()
-    from codegen.model import load_checkpoint
-    from codegen.qformat import QFormat
+    from elatta_host.plan import load_build
 
-    manifest = json.loads((a.build / "manifest.json").read_text())
-    _, meta = load_checkpoint(ROOT / manifest["inputs"]["model"]["path"])
-    ids, xf = samples(a.data, meta, 1)
-    frac = int(manifest["x_frac_bits"])
-    x = QFormat(15 - frac, frac).quantize(xf).astype(np.int16)
+    from codegen.features import quantize_features
+
+    _, q = load_build(a.build)  # the build's program: feature settings and input format
+    ids, xf = samples(a.data, q.source.meta, 1)
+    x = quantize_features(xf, q.lstm.x_fmt)
     for mode in a.mode or ["no_adapt", "strict"]:
         r = profile_one(a.build / "fw.elf", np.asarray(x[0], dtype=np.int16), int(ids[0]), mode)
         by_fn = r["by_fn"]

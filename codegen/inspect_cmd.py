@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codegen.manifest import load_manifest
+from codegen.program import load_manifest
 
 HELP = "show what `codegen build` decided: Q formats, errors per tensor, margins, sizes"
 

@@ -17,11 +17,9 @@ from typing import Any
 import numpy as np
 
 from codegen import __version__
-from codegen.errors import CodegenError
 from codegen.ir import Accumulator, QModel, QTensor
+from codegen.program import MANIFEST_FORMAT, MANIFEST_VERSION
 
-MANIFEST_FORMAT = "elatta-build"
-MANIFEST_VERSION = 1
 RAM_BUDGET_BYTES = 65536  # firmware/link.ld: data + bss + stacks
 
 
@@ -285,22 +283,3 @@ def write_manifest(doc: dict[str, Any], out_dir: Path) -> Path:
     path = out_dir / "manifest.json"
     path.write_text(json.dumps(doc, indent=2, default=_json_default) + "\n")
     return path
-
-
-def load_manifest(build_dir: str | Path) -> dict[str, Any]:
-    """A build's manifest.json (DIR or the file itself), format and version checked."""
-    path = Path(build_dir) / "manifest.json"
-    if Path(build_dir).is_file() and Path(build_dir).name == "manifest.json":
-        path = Path(build_dir)
-    if not path.is_file():
-        raise CodegenError(f"{path}: not found; run `codegen build --out {build_dir}` first")
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CodegenError(f"{path}: unreadable manifest ({exc})") from exc
-    if doc.get("format") != MANIFEST_FORMAT or doc.get("version") != MANIFEST_VERSION:
-        raise CodegenError(
-            f"{path}: not a {MANIFEST_FORMAT} v{MANIFEST_VERSION} manifest "
-            f"(format={doc.get('format')!r}, version={doc.get('version')!r})"
-        )
-    return doc

@@ -29,6 +29,8 @@ import numpy as np
 
 from codegen.errors import CodegenError
 
+MANIFEST_FORMAT = "elatta-build"
+MANIFEST_VERSION = 1
 PROGRAM_FORMAT = "elatta-program"
 PROGRAM_VERSION = 1
 JSON_NAME = "program.json"
@@ -217,3 +219,22 @@ def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) 
     except (OSError, ValueError) as exc:
         raise ProgramError(f"{npath}: unreadable ({exc})") from exc
     return _decode(doc["program"], arrays, _types(), "program")
+
+
+def load_manifest(build_dir: str | Path) -> dict[str, Any]:
+    """A build's manifest.json (DIR or the file itself), format and version checked."""
+    path = Path(build_dir) / "manifest.json"
+    if Path(build_dir).is_file() and Path(build_dir).name == "manifest.json":
+        path = Path(build_dir)
+    if not path.is_file():
+        raise CodegenError(f"{path}: not found; run `codegen build --out {build_dir}` first")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CodegenError(f"{path}: unreadable manifest ({exc})") from exc
+    if doc.get("format") != MANIFEST_FORMAT or doc.get("version") != MANIFEST_VERSION:
+        raise CodegenError(
+            f"{path}: not a {MANIFEST_FORMAT} v{MANIFEST_VERSION} manifest "
+            f"(format={doc.get('format')!r}, version={doc.get('version')!r})"
+        )
+    return doc

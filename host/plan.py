@@ -103,15 +103,12 @@ class Plan:
 def load_build(build_dir: Path) -> tuple[dict[str, Any], Any]:
     """The build's manifest and its frozen program (`codegen.program`): the fixed IR exactly as
     `codegen build` decided it, without the checkpoint, basis, config or calibration data."""
-    from codegen.program import ProgramError, load_program
+    from codegen.program import ProgramError, load_manifest, load_program
 
-    mpath = build_dir / "manifest.json"
-    if not mpath.is_file():
-        raise RunError(f"{mpath} not found: build with `codegen build --out {build_dir}`")
     try:
-        manifest = json.loads(mpath.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunError(f"{mpath}: unreadable manifest ({exc})") from exc
+        manifest = load_manifest(build_dir)
+    except CodegenError as exc:
+        raise RunError(str(exc)) from exc
     try:
         q = load_program(build_dir, manifest.get("program"))
     except ProgramError as exc:

@@ -54,6 +54,48 @@ def _code_digest() -> str:
 SNRS_REAL: tuple[float, ...] = (-10.0, -15.0, -20.0)  # GSC-C (docs/data.md §5.2)
 
 
+def noise_sections(
+    bank: dict[str, np.ndarray],
+    background: np.ndarray,
+    background_kinds: list[str],
+    clip_seconds: float,
+    snrs: tuple[float, ...] | list[float],
+) -> dict[str, Any]:
+    """The manifest sections every data source shares: the target-noise bank, the non-target
+    training noises, the mixing, reverb and channel rules, the id space and the conditions."""
+    return {
+        "noise_bank": {
+            "file": "noise_bank.npz",
+            "clips_per_noise": {c: int(v.shape[0]) for c, v in bank.items()},
+            "clip_seconds": clip_seconds,
+        },
+        "background": {
+            "file": "background.npz",
+            "count": int(background.shape[0]),
+            "seconds": background.shape[1] / SAMPLE_RATE,
+            "kinds": sorted(set(background_kinds)),
+        },
+        "mixing": {
+            "snr": "whole 1-s clip: 10*log10(P_speech / P_noise)",
+            "silence_ref_dbfs": shifts.SILENCE_REF_DBFS,
+            "min_crop_power": shifts.MIN_CROP_POWER,
+            "retries": shifts.MIX_RETRIES,
+            "peak_limit": shifts.PEAK_LIMIT,
+        },
+        "reverb": {"rt60_s": list(shifts.RT60S), "rir": "procedural, DRR -6..+6 dB"},
+        "channel": {"names": list(shifts.CHANNELS)},
+        "id_stride": ID_STRIDE,
+        "conditions": conditions_table(tuple(snrs)),
+    }
+
+
+def write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    """manifest.json, written beside and renamed so a reader never sees half a file."""
+    tmp = out / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    os.replace(tmp, out / MANIFEST)
+
+
 def _stat(p: Path) -> list[Any]:
     try:
         st = p.stat()
@@ -195,32 +237,11 @@ def build(
         "seed": seed,
         **res.meta,
         "splits": split_info,
-        "noise_bank": {
-            "file": "noise_bank.npz",
-            "clips_per_noise": {c: int(v.shape[0]) for c, v in res.bank.items()},
-            "clip_seconds": first.shape[1] / SAMPLE_RATE,
-        },
-        "background": {
-            "file": "background.npz",
-            "count": int(res.background.shape[0]),
-            "seconds": res.background.shape[1] / SAMPLE_RATE,
-            "kinds": sorted(set(res.background_kinds)),
-        },
-        "mixing": {
-            "snr": "whole 1-s clip: 10*log10(P_speech / P_noise)",
-            "silence_ref_dbfs": shifts.SILENCE_REF_DBFS,
-            "min_crop_power": shifts.MIN_CROP_POWER,
-            "retries": shifts.MIX_RETRIES,
-            "peak_limit": shifts.PEAK_LIMIT,
-        },
-        "reverb": {"rt60_s": list(shifts.RT60S), "rir": "procedural, DRR -6..+6 dB"},
-        "channel": {"names": list(shifts.CHANNELS)},
-        "id_stride": ID_STRIDE,
-        "conditions": conditions_table(snrs),
+        **noise_sections(
+            res.bank, res.background, res.background_kinds, first.shape[1] / SAMPLE_RATE, snrs
+        ),
         "files": files,
         "config_hash": config_hash,
     }
-    tmp = out / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
-    os.replace(tmp, out / MANIFEST)
+    write_manifest(out, manifest)
     return manifest

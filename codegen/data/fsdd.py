@@ -34,8 +34,8 @@ from scipy import signal
 from scipy.io import wavfile
 from tqdm import tqdm
 
-from codegen.data import noise, shifts
-from codegen.data.builder import conditions_table
+from codegen.data import noise
+from codegen.data.builder import noise_sections, write_manifest
 from codegen.data.builtin import PRESETS
 from codegen.data.common import (
     CLIP_SAMPLES,
@@ -318,32 +318,9 @@ def build_fsdd(
         "noise_source": f"procedural (codegen/data/noise.py), built-in {NOISE_PRESET} preset",
         "background_source": "procedural non-target noises",
         "splits": split_info,
-        "noise_bank": {
-            "file": "noise_bank.npz",
-            "clips_per_noise": {c: int(v.shape[0]) for c, v in bank.items()},
-            "clip_seconds": preset.noise_seconds,
-        },
-        "background": {
-            "file": "background.npz",
-            "count": int(background.shape[0]),
-            "seconds": background.shape[1] / SAMPLE_RATE,
-            "kinds": sorted(set(kinds)),
-        },
-        "mixing": {
-            "snr": "whole 1-s clip: 10*log10(P_speech / P_noise)",
-            "silence_ref_dbfs": shifts.SILENCE_REF_DBFS,
-            "min_crop_power": shifts.MIN_CROP_POWER,
-            "retries": shifts.MIX_RETRIES,
-            "peak_limit": shifts.PEAK_LIMIT,
-        },
-        "reverb": {"rt60_s": list(shifts.RT60S), "rir": "procedural, DRR -6..+6 dB"},
-        "channel": {"names": list(shifts.CHANNELS)},
-        "id_stride": ID_STRIDE,
-        "conditions": conditions_table(snrs),
+        **noise_sections(bank, background, kinds, preset.noise_seconds, snrs),
         "files": files,
         "config_hash": config_hash,
     }
-    tmp = out / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-    os.replace(tmp, out / MANIFEST)
+    write_manifest(out, manifest)
     return manifest
