@@ -54,6 +54,20 @@ def _code_digest() -> str:
 SNRS_REAL: tuple[float, ...] = (-10.0, -15.0, -20.0)  # GSC-C (docs/data.md §5.2)
 
 
+class Outputs:
+    """The data files a build writes into ``out``, with the size and sha256 of each for the
+    manifest's ``files`` section."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.files: dict[str, dict[str, Any]] = {}
+
+    def save(self, fname: str, arrays: dict[str, np.ndarray]) -> None:
+        path = self.out / fname
+        write_npz(path, arrays)
+        self.files[fname] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+
+
 def noise_sections(
     bank: dict[str, np.ndarray],
     background: np.ndarray,
@@ -201,12 +215,8 @@ def build(
         res = builtin.build_builtin(preset, tier=tier, seed=seed, jobs=jobs, progress=progress)
         snrs, preset_name = builtin.PRESETS[preset].snrs, preset
 
-    files: dict[str, dict[str, Any]] = {}
-
-    def save(fname: str, arrays: dict[str, np.ndarray]) -> None:
-        path = out / fname
-        write_npz(path, arrays)
-        files[fname] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+    outputs = Outputs(out)
+    save, files = outputs.save, outputs.files
 
     split_info: dict[str, Any] = {}
     for s in SPLITS:

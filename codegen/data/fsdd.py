@@ -35,7 +35,7 @@ from scipy.io import wavfile
 from tqdm import tqdm
 
 from codegen.data import noise
-from codegen.data.builder import noise_sections, write_manifest
+from codegen.data.builder import Outputs, noise_sections, write_manifest
 from codegen.data.builtin import PRESETS
 from codegen.data.common import (
     CLIP_SAMPLES,
@@ -52,8 +52,6 @@ from codegen.data.store import (
     FORMAT_VERSION,
     MANIFEST,
     dataset_info,
-    file_digest,
-    write_npz,
 )
 
 FSDD_CLASSES: tuple[str, ...] = (
@@ -250,12 +248,8 @@ def build_fsdd(
             f"val = 10–14, train = 15+)"
         )
 
-    files: dict[str, dict[str, Any]] = {}
-
-    def save(fname: str, arrays: dict[str, np.ndarray]) -> None:
-        path = out / fname
-        write_npz(path, arrays)
-        files[fname] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+    outputs = Outputs(out)
+    save, files = outputs.save, outputs.files
 
     split_info: dict[str, Any] = {}
     pos = 0

@@ -21,21 +21,13 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen.errors import ConfigError
+from codegen.intref.adapt import IntAdaptResult
 from codegen.intref.lstm import lstm_int
 from codegen.ir import QModel
 
 SampleTraceFn = Callable[[int, str, int, np.ndarray], None]
-RESULT_FIELDS: tuple[str, ...] = (
-    "z",
-    "pred_noadapt",
-    "logits_noadapt",
-    "H_noadapt",
-    "pred",
-    "logits",
-    "H_best",
-    "p_best",
-    "n_pivot_fix",
-)
+# every per-sample output: the encoder's z_t, then the adaptation core's fields
+RESULT_FIELDS: tuple[str, ...] = ("z", *IntAdaptResult.FIELDS)
 
 
 @dataclass(frozen=True, eq=False)
