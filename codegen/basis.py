@@ -142,13 +142,21 @@ def load_basis(path: str | os.PathLike[str], model_sha256: str | None = None) ->
 
 
 def basis_from_model(
-    model_path: str | os.PathLike[str], data_dir: str | os.PathLike[str], n: int, k: int, seed: int
+    model_path: str | os.PathLike[str],
+    data_dir: str | os.PathLike[str],
+    n: int,
+    k: int,
+    seed: int,
+    trust_pickle: bool = False,
 ) -> Basis:
-    """Encode N random clean training clips with the checkpoint and compute V_k."""
+    """Encode N random clean training clips with the model (any file `codegen.importer` reads;
+    the latent is the final Linear's input, the last-step h_T) and compute V_k."""
     from codegen.data import load_split
-    from codegen.model import encode_numpy, features_for, file_sha256, load_checkpoint
+    from codegen.importer import load_model
+    from codegen.model import encode_numpy, features_for, file_sha256
 
-    model, meta = load_checkpoint(model_path)
+    imported = load_model(model_path, data_dir=data_dir, trust_pickle=trust_pickle)
+    model, meta = imported.twin, imported.meta
     split = load_split(data_dir, "train")
     total = len(split.labels)
     if not 2 <= n <= total:
@@ -171,7 +179,17 @@ def basis_from_model(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="checkpoint from `codegen train`")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="the model: a `codegen train` checkpoint, a state_dict, a torch.export program "
+        "(.pt2) or an nn.Module saved whole (with --trust-pickle)",
+    )
+    parser.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load an nn.Module saved whole: unpickling runs code stored in the file",
+    )
     parser.add_argument("--data", required=True, help="data directory from `codegen data`")
     parser.add_argument("--n", type=int, default=50, help="source latents to use (default 50)")
     parser.add_argument("--k", type=int, default=2, help="subspace dimension (default 2, KWS)")
@@ -186,7 +204,9 @@ def run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise ConfigError(f"--threads {args.threads} must be >= 1")
     torch.set_num_threads(args.threads)
-    basis = basis_from_model(args.model, args.data, args.n, args.k, args.seed)
+    basis = basis_from_model(
+        args.model, args.data, args.n, args.k, args.seed, trust_pickle=args.trust_pickle
+    )
     save_basis(args.out, basis)
     sv = ", ".join(f"{s:.4g}" for s in basis.singular_values)
     print(

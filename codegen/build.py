@@ -38,6 +38,54 @@ class BuildResult:
     elf: Path | None
 
 
+def user_agreement(imported: Any, feats: np.ndarray) -> dict[str, Any]:
+    """The float twin against the user's own model (refuses a structural mismatch)."""
+    from codegen.importer import verify_against_user
+
+    check = verify_against_user(imported, feats)
+    return {
+        "file": imported.path,
+        "kind": imported.kind,
+        "assumed": list(imported.assumed),
+        "checked": check.checked,
+        "samples": check.samples,
+        "float_twin_max_abs_logit_error": None if not check.checked else check.max_abs_logit_error,
+        "float_twin_same_class": None if not check.checked else check.same_class,
+    }
+
+
+def integer_agreement(q: QModel, imported: Any, feats: np.ndarray) -> dict[str, Any]:
+    """How often the integer model's no-adapt class equals the user's model's."""
+    from codegen.features import quantize_features
+    from codegen.importer import run_user
+    from codegen.intref.model import infer_int
+
+    logits = run_user(imported, feats)
+    if logits is None or q.adapt is None:
+        return {"integer_same_class": None}
+    xi = quantize_features(feats, q.lstm.x_fmt)
+    pred = infer_int(xi, q, np.arange(len(xi)), mode="no_adapt").pred_noadapt
+    return {"integer_same_class": float(np.mean(np.asarray(pred) == np.argmax(logits, axis=1)))}
+
+
+def user_model_line(doc: dict[str, Any]) -> str:
+    """One line on how far the compiled model agrees with the user's own."""
+    u = doc.get("float_vs_fixed", {}).get("user_model", {})
+    if not u:
+        return ""
+    lines = [f"your model ({u['kind']}, {u['file']}):"]
+    if u["checked"]:
+        lines[0] += (
+            f" float twin max |logit error| {u['float_twin_max_abs_logit_error']:.2g}, same class "
+            f"{100 * u['float_twin_same_class']:.2f} %; integer model same class "
+            f"{100 * (u.get('integer_same_class') or 0.0):.2f} % on {u['samples']} clips"
+        )
+    else:
+        lines[0] += " not run (the file holds weights only)"
+    lines += [f"  assumed: {a}" for a in u["assumed"]]
+    return "\n".join(lines)
+
+
 def firmware_sources(q: QModel, src_files: list[Path]) -> list[Path]:
     from codegen import sources
     from codegen.resources import firmware_dir
@@ -48,8 +96,34 @@ def firmware_sources(q: QModel, src_files: list[Path]) -> list[Path]:
     return [p for p in src_files if p.suffix == ".c"] + kernels + app
 
 
+def prepare_out_dir(out: Path) -> None:
+    """Create the output directory up front, or refuse it before any work, naming the reason."""
+    for parent in (out, *out.parents):
+        if parent.exists() and not parent.is_dir():
+            raise CodegenError(
+                f"--out {out}: {parent} is a file, not a directory; choose another --out"
+            )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CodegenError(f"--out {out}: cannot create it ({exc.strerror})") from exc
+
+
+def remove_stale_sources(src_dir: Path, written: list[Path]) -> list[str]:
+    """Generated C of an earlier build that this build did not write (another prefix, an
+    encoder-only build): removed, so the firmware never compiles a stale file. Only files the
+    build owns (*.c, *.h directly in ``src/``) are touched."""
+    keep = {p.name for p in written}
+    gone = []
+    for p in sorted(src_dir.glob("*.[ch]")):
+        if p.name not in keep:
+            p.unlink()
+            gone.append(p.name)
+    return gone
+
+
 def build(
-    model_path: str | Path,
+    model_path: str | Path | Any,
     basis_path: str | Path,
     config_path: str | Path,
     out_dir: str | Path,
@@ -57,19 +131,30 @@ def build(
     data_dir: str | Path | None = None,
     calib_features: npt.ArrayLike | None = None,
     compile_elf: bool = True,
+    trust_pickle: bool = False,
 ) -> BuildResult:
-    """The whole build. Calibration features come from ``data_dir`` (clean train split) or,
-    for tests and the Python API, directly as normalised float features [N, T, F]."""
+    """The whole build. ``model_path``: any model file `codegen.importer.load_model` reads, or
+    an imported model. Calibration features come from ``data_dir`` (clean train split) or, for
+    tests and the Python API, directly as normalised float features [N, T, F]. The float twin
+    is checked against the user's own forward pass on them (`codegen.importer`)."""
     from codegen.emit import render_app_header, render_model, write_sources
     from codegen.firmware_build import FirmwareConfig, build_firmware
     from codegen.frontend import read_model
     from codegen.hostlib import model_cflags
+    from codegen.importer import ImportedModel, load_model
     from codegen.manifest import manifest, write_manifest
     from codegen.program import write_program
     from codegen.quality import float_vs_fixed
     from codegen.quantize import calibration_features, quantize_model
 
-    model = read_model(model_path, basis_path, config_path)
+    out = Path(out_dir)
+    prepare_out_dir(out)
+    imported = (
+        model_path
+        if isinstance(model_path, ImportedModel)
+        else load_model(model_path, data_dir=data_dir, trust_pickle=trust_pickle)
+    )
+    model = read_model(imported, basis_path, config_path)
     if calib_features is not None:
         feats = np.asarray(calib_features, dtype=np.float64)
         source = f"features given through the Python API ({feats.shape[0]} clips)"
@@ -79,13 +164,14 @@ def build(
         raise CodegenError(
             "calibration needs clean source data: pass --data DIR (a `codegen data` directory)"
         )
+    user = user_agreement(imported, feats)
     q = quantize_model(model, feats, source)
-    out = Path(out_dir)
     src_dir = out / "src"
     files = render_model(q)
     if q.adapt is not None:
         files["fw_app_model.h"] = render_app_header(q)
     sources = write_sources(files, src_dir)
+    remove_stale_sources(src_dir, sources)
     fw = None
     if compile_elf:
         t = model.target
@@ -100,6 +186,7 @@ def build(
             extra_cflags=model_cflags(q),
         )
     quality = float_vs_fixed(q, feats)
+    quality["user_model"] = user | integer_agreement(q, imported, feats)
     program = write_program(q, out)
     doc = manifest(q, sources, fw, quality, program)
     write_manifest(doc, out)
@@ -107,7 +194,18 @@ def build(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, type=Path, help="checkpoint (codegen train)")
+    p.add_argument(
+        "--model",
+        required=True,
+        type=Path,
+        help="the model: a `codegen train` checkpoint, a state_dict, a torch.export program "
+        "(.pt2) or an nn.Module saved whole (with --trust-pickle)",
+    )
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load an nn.Module saved whole: unpickling runs code stored in the file",
+    )
     p.add_argument("--basis", required=True, type=Path, help="V_k .npz (codegen basis)")
     p.add_argument(
         "--config",
@@ -143,7 +241,9 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         data_dir=args.data,
         compile_elf=not args.no_elf,
+        trust_pickle=args.trust_pickle,
     )
     print(format_manifest(res.manifest, brief=True))
+    print(user_model_line(res.manifest))
     print(f"wrote {res.out_dir / 'manifest.json'}")
     return 0

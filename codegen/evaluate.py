@@ -287,6 +287,7 @@ class EvalOptions:
     progress: bool
     select_copies: int = 3
     stream: StreamSpec | None = None  # continual modes run over one stream of all conditions
+    trust_pickle: bool = False  # load an nn.Module saved whole (codegen.importer)
 
 
 def evaluate(
@@ -299,12 +300,14 @@ def evaluate(
     from codegen.basis import load_basis
     from codegen.data import conditions, dataset_info, load_condition
     from codegen.elatta.float_ref import ElattaConfig, adapt
-    from codegen.model import encode_numpy, features_for, file_sha256, head_numpy, load_checkpoint
+    from codegen.importer import load_model
+    from codegen.model import encode_numpy, features_for, head_numpy
 
     t0 = time.perf_counter()
     torch.set_num_threads(opts.threads)
-    model, meta = load_checkpoint(model_path)
-    model_sha = file_sha256(model_path)
+    imported = load_model(model_path, data_dir=data_dir, trust_pickle=opts.trust_pickle)
+    model, meta = imported.twin, imported.meta
+    model_sha = imported.sha256
     basis = load_basis(basis_path, model_sha256=model_sha)
     if basis.dim != meta.hidden_size:
         raise ConfigError(
@@ -716,7 +719,17 @@ def format_fixed_vs_float(report: dict[str, Any]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="checkpoint from `codegen train`")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="the model: a `codegen train` checkpoint, a state_dict, a torch.export program "
+        "(.pt2) or an nn.Module saved whole (with --trust-pickle)",
+    )
+    parser.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load an nn.Module saved whole: unpickling runs code stored in the file",
+    )
     parser.add_argument("--basis", required=True, help="V_k from `codegen basis`")
     parser.add_argument("--data", required=True, help="data directory from `codegen data`")
     parser.add_argument("--report", required=True, help="directory for report.json, elatta.toml")
@@ -804,6 +817,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         select_copies=args.select_copies,
         stream=stream,
+        trust_pickle=args.trust_pickle,
     )
     report, text = evaluate(args.model, args.basis, args.data, opts)
     if args.fixed:

@@ -258,28 +258,32 @@ def _finite(name: str, a: np.ndarray, src: str) -> None:
 
 
 def read_model(
-    model_path: str | Path, basis_path: str | Path, config: BuildConfig | str | Path
+    model: str | Path | Any,
+    basis_path: str | Path,
+    config: BuildConfig | str | Path,
+    *,
+    data_dir: str | Path | None = None,
+    trust_pickle: bool = False,
 ) -> Model:
-    """Read, validate and hash the three inputs; return the float IR."""
+    """Read, validate and hash the three inputs; return the float IR. ``model``: a path in any
+    form `codegen.importer.load_model` accepts, or an already imported model."""
     from codegen.basis import load_basis
-    from codegen.model import file_sha256, load_checkpoint
+    from codegen.importer import ImportedModel, load_model
+    from codegen.model import file_sha256
 
     cfg = config if isinstance(config, BuildConfig) else load_config(config)
-    mpath, bpath = str(model_path), str(basis_path)
-    if not Path(mpath).is_file():
-        raise CodegenError(f"model checkpoint not found: {mpath}")
-    _check_topology(mpath)
-    torch_model, meta = load_checkpoint(mpath)
-    lstm_mod = torch_model.lstm
-    # The loaded module is always KwsLstm; these guard against a future model class.
-    if lstm_mod.num_layers != 1 or lstm_mod.bidirectional or lstm_mod.proj_size:
-        raise CodegenError(
-            f"{mpath}: LSTM num_layers={lstm_mod.num_layers}, bidirectional="
-            f"{lstm_mod.bidirectional}, proj_size={lstm_mod.proj_size}: supported is 1, False, 0"
-        )
-    if not lstm_mod.batch_first:
-        raise CodegenError(f"{mpath}: batch_first=False: supported is batch_first=True")
-    model_sha = file_sha256(mpath)
+    if isinstance(model, ImportedModel):
+        imported = model
+    else:
+        mpath = str(model)
+        if not Path(mpath).is_file():
+            raise CodegenError(f"model checkpoint not found: {mpath}")
+        _check_topology(mpath)
+        imported = load_model(mpath, data_dir=data_dir, trust_pickle=trust_pickle)
+    torch_model, meta, mpath = imported.twin, imported.meta, imported.path
+    check_limits(imported, cfg)
+    model_sha = imported.sha256
+    bpath = str(basis_path)
     basis = load_basis(bpath, model_sha256=model_sha)
     sd = {k: v.detach().double().numpy() for k, v in torch_model.state_dict().items()}
     for name, arr in sd.items():
@@ -332,7 +336,46 @@ def read_model(
         meta=meta,
         hashes=InputHashes(model=model_sha, basis=file_sha256(bpath), config=cfg.sha256),
         paths={"model": mpath, "basis": bpath, "config": cfg.source},
+        assumed=imported.assumed,
     )
+
+
+def check_limits(m: Any, cfg: BuildConfig) -> None:
+    """Every size limit of the device, checked before calibration with the number and the way
+    out (the C static assertions and the linker's RAM check would say it later and less well)."""
+    from codegen.contract import K_MAX, MAX_CLASSES
+    from codegen.firmware_build import MAX_PAYLOAD_RANGE
+
+    meta, where = m.meta, m.path
+    H, C, F, T = meta.hidden_size, meta.num_classes, meta.input_size, meta.num_frames
+    k = cfg.adapt.k
+    if H > 255:
+        raise CodegenError(
+            f"{where}: hidden_size {H}: the RESULT frame carries H in one byte; supported "
+            "hidden sizes are 1..255"
+        )
+    if C > min(255, MAX_CLASSES) or C < 2:
+        raise CodegenError(
+            f"{where}: {C} classes: supported are 2..{min(255, MAX_CLASSES)} (RESULT carries C "
+            "in one byte)"
+        )
+    if k > H:
+        raise CodegenError(
+            f"{cfg.source}: [elatta].k = {k} exceeds the model's hidden size {H}: the basis V_k "
+            f"has at most H = {H} directions; use k <= {min(H, K_MAX)}"
+        )
+    infer = 9 + 2 * T * F
+    if infer > cfg.target.max_payload:
+        lo, hi = MAX_PAYLOAD_RANGE
+        way = (
+            f"raise [target] max_payload to >= {infer}"
+            if infer <= hi
+            else f"the largest payload is {hi}: use fewer frames or features"
+        )
+        raise CodegenError(
+            f"{where}: one INFER carries T x F = {T} x {F} int16 features = {infer} bytes, above "
+            f"[target] max_payload = {cfg.target.max_payload}; {way}"
+        )
 
 
 def torch_module(model: Model) -> Any:

@@ -176,6 +176,8 @@ class Model:
     meta: Any  # codegen.model.ModelMeta (feature parameters, normalisation)
     hashes: InputHashes
     paths: dict[str, str] = field(default_factory=dict)
+    # settings the model file did not carry and the build took from the data set
+    assumed: tuple[str, ...] = ()
 
     @property
     def prefix(self) -> str:

@@ -1,0 +1,230 @@
+"""Bring your own model (codegen.importer): files saved the ways PyTorch users save them build
+and agree with the user's own forward pass; models outside the family, and models that look
+like it but pool differently, are refused with the part and the fix named; limits are checked
+before calibration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from codegen.basis import Basis, compute_basis, save_basis
+from codegen.build import build
+from codegen.errors import CodegenError
+from codegen.model import file_sha256
+
+CLASSES = 12
+F, T = 10, 49
+
+
+class Kws(nn.Module):
+    """A user's model: LSTM (either layout, optional bias) + pooling + head."""
+
+    def __init__(
+        self, H: int = 24, batch_first: bool = True, pool: str = "last", bias: bool = True
+    ) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(F, H, batch_first=batch_first, bias=bias)
+        self.classifier = nn.Linear(H, CLASSES)
+        self.pool = pool
+        self.batch_first = batch_first
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, (h, _) = self.rnn(x)
+        if self.pool == "last":
+            return self.classifier(h[-1])
+        t_axis = 1 if self.batch_first else 0
+        return self.classifier(out.mean(dim=t_axis))
+
+
+class GruKws(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(F, 16, batch_first=True)
+        self.head = nn.Linear(16, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.gru(x)[1][-1])
+
+
+class MlpKws(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(F, 16, batch_first=True)
+        self.hidden = nn.Linear(16, 16)
+        self.head = nn.Linear(16, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.hidden(self.lstm(x)[1][0][-1])))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from codegen.data import build as build_data
+
+    out = tmp_path_factory.mktemp("importdata")
+    build_data(out, preset="tiny", tier="numpy", progress=False, jobs=1)
+    return out
+
+
+def scaled(m: nn.Module, seed: int) -> nn.Module:
+    torch.manual_seed(seed)
+    for p in m.parameters():
+        nn.init.uniform_(p, -0.6, 0.6)
+    return m.eval()
+
+
+def basis_for(path: Path, H: int, tmp: Path) -> Path:
+    rng = np.random.default_rng(0)
+    z = np.tanh(rng.standard_normal((30, H)))
+    V, s, mean, ev = compute_basis(z, 2)
+    out = tmp / f"{path.stem}.basis.npz"
+    save_basis(out, Basis(V, s, mean, z.shape[0], 2, 0, file_sha256(path), ev))
+    return out
+
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "default.toml"
+
+
+def build_user(
+    path: Path, H: int, data: Path, tmp: Path, config: Path = CONFIG, trust_pickle: bool = False
+) -> dict[str, object]:
+    res = build(
+        path,
+        basis_for(path, H, tmp),
+        config,
+        tmp / "b",
+        data_dir=data,
+        compile_elf=False,
+        trust_pickle=trust_pickle,
+    )
+    u = res.manifest["float_vs_fixed"]["user_model"]
+    return dict(u)
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "save"),
+    [
+        ("whole module, time-major, bias-free", Kws(batch_first=False, bias=False), "module"),
+        ("whole module in DataParallel", nn.DataParallel(Kws()), "module"),
+        ("torch.export program", Kws(), "export"),
+        ("torch.export, time-major", Kws(batch_first=False), "export"),
+    ],
+)
+def test_user_models_build_and_agree_with_themselves(
+    name: str, module: nn.Module, save: str, data: Path, tmp_path: Path
+) -> None:
+    scaled(module, 1)
+    if save == "module":
+        path = tmp_path / "model.pt"
+        torch.save(module, path)
+        with pytest.raises(CodegenError, match="--trust-pickle"):
+            build_user(path, 24, data, tmp_path)
+        u = build_user(path, 24, data, tmp_path, trust_pickle=True)
+    else:
+        inner = module.module if isinstance(module, nn.DataParallel) else module
+        t_first = not inner.batch_first
+        example = torch.zeros((T, 2, F) if t_first else (2, T, F))
+        path = tmp_path / "model.pt2"
+        torch.export.save(torch.export.export(inner, (example,)), path)
+        u = build_user(path, 24, data, tmp_path)
+    assert u["checked"], name
+    assert u["float_twin_max_abs_logit_error"] < 1e-4, name
+    assert u["integer_same_class"] >= 0.99, (name, u)
+    assert any("feature settings" in a for a in u["assumed"])
+
+
+def test_state_dict_with_dataparallel_prefix_is_read_and_assumption_stated(
+    data: Path, tmp_path: Path
+) -> None:
+    m = scaled(Kws(H=16), 2)
+    state = {
+        "module." + k.replace("rnn.", "lstm.").replace("classifier.", "head."): v
+        for k, v in m.state_dict().items()
+    }
+    path = tmp_path / "weights.pt"
+    torch.save(state, path)
+    u = build_user(path, 16, data, tmp_path)
+    assert not u["checked"]
+    assert any("assumed head(last-step h_T)" in a for a in u["assumed"])
+
+
+def test_mean_pooled_model_is_refused_naming_the_pooling(data: Path, tmp_path: Path) -> None:
+    """The silent wrong answer: same weights, mean over time instead of the last step."""
+    path = tmp_path / "mean.pt"
+    torch.save(scaled(Kws(pool="mean"), 3), path)
+    with pytest.raises(CodegenError, match=r"differ from head\(last-step h_T\).*pooling"):
+        build_user(path, 24, data, tmp_path, trust_pickle=True)
+
+
+@pytest.mark.parametrize(
+    ("module", "match"),
+    [
+        (GruKws(), r"encoder 'gru' is nn.GRU; supported: one unidirectional nn.LSTM"),
+        (MlpKws(), r"hidden \(Linear\), head \(Linear\); the head must be one nn.Linear"),
+        (nn.Sequential(nn.LSTM(F, 8, num_layers=2, batch_first=True)), "num_layers=2"),
+    ],
+)
+def test_modules_outside_the_family_are_refused_by_part(
+    module: nn.Module, match: str, data: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "m.pt"
+    torch.save(module, path)
+    with pytest.raises(CodegenError, match=match):
+        build_user(path, 16, data, tmp_path, trust_pickle=True)
+
+
+def test_limits_are_checked_before_calibration(data: Path, tmp_path: Path) -> None:
+    big = tmp_path / "big.pt"
+    torch.save(scaled(Kws(H=300), 4), big)
+    with pytest.raises(CodegenError, match="hidden_size 300.*1..255"):
+        build_user(big, 300, data, tmp_path, trust_pickle=True)
+    small = tmp_path / "small.pt"
+    torch.save(scaled(Kws(H=2), 4), small)
+    cfg = tmp_path / "k3.toml"
+    cfg.write_text("[elatta]\nk = 3\n")
+    with pytest.raises(CodegenError, match=r"k = 3 exceeds the model's hidden size 2.*k <= 2"):
+        build(small, basis_for(small, 2, tmp_path), cfg, tmp_path / "o", data_dir=data,
+              compile_elf=False, trust_pickle=True)  # fmt: skip
+    cfg.write_text("[target]\nmax_payload = 512\n")
+    with pytest.raises(
+        CodegenError, match=r"49 x 10 int16 features = 989 bytes.*max_payload to >= 989"
+    ):
+        build_user(small, 2, data, tmp_path, cfg, trust_pickle=True)
+
+
+def test_output_directory_is_checked_first_and_stale_sources_go(data: Path, tmp_path: Path) -> None:
+    path = tmp_path / "m.pt"
+    torch.save(scaled(Kws(H=8), 5), path)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(CodegenError, match="is a file, not a directory"):
+        build(path, basis_for(path, 8, tmp_path), CONFIG, blocker / "out", data_dir=data,
+              compile_elf=False, trust_pickle=True)  # fmt: skip
+    out = tmp_path / "b"
+    (out / "src").mkdir(parents=True)
+    stale = out / "src" / "old_model.c"
+    stale.write_text("int old;\n")
+    build_user(path, 8, data, tmp_path, trust_pickle=True)
+    assert not stale.exists()
+    assert (out / "src" / "kws_model.c").is_file()
+
+
+def test_python_api_compiles_an_in_memory_module(data: Path, tmp_path: Path) -> None:
+    import codegen
+
+    m = scaled(Kws(H=12, batch_first=False), 6)
+    res = codegen.compile(m, torch.zeros(T, 2, F), 2, CONFIG, tmp_path / "api", data=data,
+                          compile_elf=False)  # fmt: skip
+    u = res.manifest["float_vs_fixed"]["user_model"]  # type: ignore[attr-defined]
+    assert u["kind"] == "nn.Module (Python API)" and u["checked"]
+    assert u["integer_same_class"] >= 0.99
+    assert (tmp_path / "api" / "basis.npz").is_file() and (
+        tmp_path / "api" / "program.json"
+    ).is_file()
+    with pytest.raises(CodegenError, match="fails on example_input"):
+        codegen.compile(m, torch.zeros(2, 3), 2, CONFIG, tmp_path / "x", data=data)
