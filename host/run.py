@@ -522,7 +522,15 @@ def run(args: argparse.Namespace) -> int:
     if outcome.errors:
         for e in outcome.errors:
             print(f"codegen run: error: {e}", file=sys.stderr)
-        print("codegen run: incomplete; continue with --resume", file=sys.stderr)
+        if any("runs another build" in e for e in outcome.errors):
+            # --resume would meet the same device: the fix is the right firmware or build
+            print(
+                "codegen run: the device runs another build: boot or flash "
+                f"{args.build / 'fw.elf'}, or pass the --build directory of the firmware it runs",
+                file=sys.stderr,
+            )
+        else:
+            print("codegen run: incomplete; continue with --resume", file=sys.stderr)
         return 1
     be = outcome.report["bit_exact"]
     return 0 if be["mismatches"] == 0 and be["compared"] == plan.total else 1

@@ -228,3 +228,24 @@ def test_python_api_compiles_an_in_memory_module(data: Path, tmp_path: Path) -> 
     ).is_file()
     with pytest.raises(CodegenError, match="fails on example_input"):
         codegen.compile(m, torch.zeros(2, 3), 2, CONFIG, tmp_path / "x", data=data)
+
+
+@pytest.mark.qemu
+def test_imported_model_streams_bit_exactly(data: Path, tmp_path: Path) -> None:
+    """A user's module (time-major, bias-free LSTM, its own head name) saved whole: built to an
+    ELF, 200 strict + 200 cmvn samples through QEMU equal the integer reference in every field."""
+    from elatta_host.plan import make_plan
+    from elatta_host.run import DeviceSpec, execute
+
+    path = tmp_path / "user.pt"
+    torch.save(scaled(Kws(H=20, batch_first=False, bias=False), 7), path)
+    res = build(path, basis_for(path, 20, tmp_path), CONFIG, tmp_path / "b", data_dir=data,
+                trust_pickle=True)  # fmt: skip
+    assert res.manifest["float_vs_fixed"]["user_model"]["integer_same_class"] >= 0.99
+    plan = make_plan(tmp_path / "b", data, ("strict", "cmvn"), 200)
+    spec = DeviceSpec("qemu0", elf=tmp_path / "b" / "fw.elf", icount=False, timeout=2.0)
+    out = execute(plan, [spec], tmp_path / "run", resume=False, target={"kind": "qemu"},
+                  progress=False)  # fmt: skip
+    assert out.errors == ()
+    assert out.report["bit_exact"]["compared"] == 400
+    assert out.report["bit_exact"]["mismatches"] == 0
