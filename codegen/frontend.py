@@ -244,11 +244,6 @@ def _check_topology(path: str) -> None:
     proj = proj if proj is not None else int(meta.get("proj_size", 0) or 0)
     if proj:
         raise CodegenError(f"{path}: proj_size={proj}: LSTM projections are not supported (use 0)")
-    if "batch_first" in meta and meta["batch_first"] is not True:
-        raise CodegenError(
-            f"{path}: batch_first={meta['batch_first']!r}: the compiler reads features as "
-            "[N, T, F] (batch_first=True, codegen.model.KwsLstm)"
-        )
 
 
 def _finite(name: str, a: np.ndarray, src: str) -> None:

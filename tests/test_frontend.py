@@ -59,7 +59,6 @@ def _raw(tmp_path: Path) -> tuple[dict[str, torch.Tensor], dict[str, object], Pa
             "bidirectional=True",
         ),
         (lambda s, m: s.update({"lstm.weight_hr_l0": torch.zeros(2, 6)}), "proj_size=2"),
-        (lambda s, m: m.update({"batch_first": False}), "batch_first=False"),
         (lambda s, m: m.update({"num_layers": 3}), "num_layers=3"),
         (lambda s, m: s["lstm.weight_hh_l0"].__setitem__((0, 0), float("nan")), "NaN"),
         (lambda s, m: s["head.bias"].__setitem__(1, float("inf")), "NaN/inf"),
@@ -74,6 +73,18 @@ def test_unsupported_checkpoints_are_refused_by_name(tmp_path: Path, mutate, nee
     cfg.write_text(config_text())
     with pytest.raises(CodegenError, match=needle.replace("(", r"\(")):
         read_model(path, basis, cfg)
+
+
+def test_batch_first_in_meta_does_not_matter(tmp_path: Path) -> None:
+    """The weights of a time-major LSTM are the same: a checkpoint recording batch_first=False
+    reads as any other (the layout is the caller's, not the weights')."""
+    state, meta, basis = _raw(tmp_path)
+    meta["batch_first"] = False
+    path = _save_raw(tmp_path / "tm.pt", state, meta)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(config_text())
+    b = _basis_for(path, tmp_path / "b2.npz", 6, 2)
+    assert read_model(path, b, cfg).lstm.hidden_size == 6
 
 
 def _basis_for(model: Path, out: Path, D: int, k: int) -> Path:
