@@ -152,12 +152,14 @@ def basis_from_model(
     """Encode N random clean training clips with the model (any file `codegen.importer` reads;
     the latent is the final Linear's input, the last-step h_T) and compute V_k."""
     from codegen.data import load_split
-    from codegen.importer import load_model
+    from codegen.importer import load_model, resolve_pooling
     from codegen.model import encode_numpy, features_for, file_sha256
 
     imported = load_model(model_path, data_dir=data_dir, trust_pickle=trust_pickle)
-    model, meta = imported.twin, imported.meta
     split = load_split(data_dir, "train")
+    # the latent is the final Linear's input: the user's pooling, told by running the model
+    imported = resolve_pooling(imported, features_for(split.pcm[:64], imported.meta))
+    model, meta = imported.twin, imported.meta
     total = len(split.labels)
     if not 2 <= n <= total:
         raise ConfigError(f"--n {n} is out of range: need 2 <= n <= {total} (training clips)")

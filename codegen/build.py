@@ -141,7 +141,7 @@ def build(
     from codegen.firmware_build import FirmwareConfig, build_firmware
     from codegen.frontend import read_model
     from codegen.hostlib import model_cflags
-    from codegen.importer import ImportedModel, load_model
+    from codegen.importer import ImportedModel, load_model, resolve_pooling
     from codegen.manifest import manifest, write_manifest
     from codegen.program import write_program
     from codegen.quality import float_vs_fixed
@@ -164,6 +164,10 @@ def build(
         raise CodegenError(
             "calibration needs clean source data: pass --data DIR (a `codegen data` directory)"
         )
+    pooled = resolve_pooling(imported, feats)
+    if pooled is not imported:  # the user's model pools over time: lower that
+        imported = pooled
+        model = read_model(imported, basis_path, config_path)
     user = user_agreement(imported, feats)
     q = quantize_model(model, feats, source)
     src_dir = out / "src"

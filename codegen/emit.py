@@ -18,7 +18,7 @@ import jinja2
 import numpy as np
 
 from codegen import __version__
-from codegen.ir import GATES, QLstm, QModel, QTensor
+from codegen.ir import GATES, POOL_SHIFT, QLstm, QModel, QTensor
 from codegen.resources import jinja_env
 
 VALUES_PER_LINE = 12
@@ -303,6 +303,7 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "layout": lay,
         "xs_size": L.num_frames * F + lay.x_pad - F,
         "lut_shift": L.lut.index_shift,
+        "pool_shift": POOL_SHIFT,
         "sym": sym,
         "num_classes": len(q.source.classes),
         "classes": [c.replace("\\", "\\\\").replace('"', '\\"') for c in q.source.classes],

@@ -298,14 +298,16 @@ def evaluate(
     from tqdm import tqdm
 
     from codegen.basis import load_basis
-    from codegen.data import conditions, dataset_info, load_condition
+    from codegen.data import conditions, dataset_info, load_condition, load_split
     from codegen.elatta.float_ref import ElattaConfig, adapt
-    from codegen.importer import load_model
+    from codegen.importer import load_model, resolve_pooling
     from codegen.model import encode_numpy, features_for, head_numpy
 
     t0 = time.perf_counter()
     torch.set_num_threads(opts.threads)
     imported = load_model(model_path, data_dir=data_dir, trust_pickle=opts.trust_pickle)
+    probe = load_split(str(data_dir), "train").pcm[:64]
+    imported = resolve_pooling(imported, features_for(probe, imported.meta))
     model, meta = imported.twin, imported.meta
     model_sha = imported.sha256
     basis = load_basis(basis_path, model_sha256=model_sha)

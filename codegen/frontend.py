@@ -309,6 +309,7 @@ def read_model(
         w_hh=Tensor("lstm.weight_hh_l0", sd["lstm.weight_hh_l0"]),
         b_ih=Tensor("lstm.bias_ih_l0", sd["lstm.bias_ih_l0"]),
         b_hh=Tensor("lstm.bias_hh_l0", sd["lstm.bias_hh_l0"]),
+        pool=meta.pool,
     )
     head = Dense(
         H, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
@@ -379,7 +380,9 @@ def torch_module(model: Model) -> Any:
 
     from codegen.model import KwsLstm
 
-    m = KwsLstm(model.lstm.input_size, model.lstm.hidden_size, model.head.out_features)
+    m = KwsLstm(
+        model.lstm.input_size, model.lstm.hidden_size, model.head.out_features, model.lstm.pool
+    )
     state = {
         "lstm.weight_ih_l0": model.lstm.w_ih.values,
         "lstm.weight_hh_l0": model.lstm.w_hh.values,

@@ -49,12 +49,13 @@ _TRACE_FN = ctypes.CFUNCTYPE(
 
 def model_cflags(q: QModel) -> tuple[str, ...]:
     """-D flags every translation unit of this model needs (the adaptation state's sizes)."""
+    pool = {"last": (), "mean": ("-DELT_LSTM_POOL=1",), "max": ("-DELT_LSTM_POOL=2",)}
     if q.adapt is None:
-        return ()
+        return pool[q.lstm.pool]
     from codegen.emit_adapt import adapt_cflags
 
     cmvn = () if q.cmvn is None else (f"-DELT_CMVN_F_MAX={q.cmvn.features}",)
-    return (*adapt_cflags(q.adapt), *cmvn)
+    return (*adapt_cflags(q.adapt), *cmvn, *pool[q.lstm.pool])
 
 
 def build_for(

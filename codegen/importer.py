@@ -42,7 +42,8 @@ from codegen.model import KwsLstm, ModelMeta, file_sha256
 
 SUPPORTED = (
     "one unidirectional nn.LSTM layer (bias optional, batch_first either way) whose last-step "
-    "hidden state feeds one final nn.Linear (the ELaTTA latent is that Linear's input)"
+    "hidden state, or mean or maximum over time, feeds one final nn.Linear (the ELaTTA latent "
+    "is that Linear's input)"
 )
 TWIN_TOLERANCE = 1e-4  # max |logit| difference between the user's model and the float twin
 _PREFIXES = ("module.", "_orig_mod.")  # DataParallel / DistributedDataParallel, torch.compile
@@ -411,6 +412,29 @@ def _load_exported(p: Path, data_dir: str | os.PathLike[str] | None) -> Imported
 # ------------------------------------------------------------------------------- verification
 
 
+def resolve_pooling(m: ImportedModel, feats: np.ndarray) -> ImportedModel:
+    """Which pooling the user's model applies to the LSTM outputs, told by running it: the twin
+    with the last step, the mean or the maximum over time, whichever reproduces the user's
+    logits on (a part of) the calibration clips. Without a forward pass: unchanged (assumed)."""
+    import dataclasses
+
+    x = np.asarray(feats, dtype=np.float32)[:64]
+    user = run_user(m, x)
+    if user is None:
+        return m
+    for pool in ("last", "mean", "max"):
+        twin = KwsLstm(m.twin.lstm.input_size, m.twin.lstm.hidden_size, m.meta.num_classes, pool)
+        twin.load_state_dict(m.twin.state_dict())
+        twin.eval()
+        with torch.no_grad():
+            y = twin(torch.from_numpy(x)).double().numpy()
+        if np.max(np.abs(user - y)) <= TWIN_TOLERANCE * max(1.0, float(np.max(np.abs(user)))):
+            if pool == m.twin.pool:
+                return m
+            return dataclasses.replace(m, twin=twin, meta=dataclasses.replace(m.meta, pool=pool))
+    return m  # verify_against_user names the part that differs
+
+
 @dataclass(frozen=True)
 class UserCheck:
     """The float twin against the user's own forward pass on the calibration clips."""
@@ -446,9 +470,9 @@ def run_user(m: ImportedModel, feats: np.ndarray, batch: int = 256) -> np.ndarra
 
 
 def verify_against_user(m: ImportedModel, feats: np.ndarray) -> UserCheck:
-    """Run the user's model and the float twin (head of the last-step h_T) on ``feats``; a
-    difference above `TWIN_TOLERANCE` means the model computes something the compiler does not
-    lower: refuse, naming the first part that differs (the encoder or what follows it)."""
+    """Run the user's model and the float twin (the head of the pooled LSTM outputs) on
+    ``feats``; a difference above `TWIN_TOLERANCE` means the model computes something the
+    compiler does not lower: refuse, naming the first part that differs."""
     from codegen.model import encode_numpy, head_numpy
 
     x = np.asarray(feats, dtype=np.float32)
@@ -462,7 +486,8 @@ def verify_against_user(m: ImportedModel, feats: np.ndarray) -> UserCheck:
     if not err <= TWIN_TOLERANCE * max(1.0, float(np.max(np.abs(user)))):
         raise ImportError_(
             f"{m.path}: the compiled model would not compute your model: its logits differ from "
-            f"head(last-step h_T) by up to {err:.3g} on {len(x)} calibration clips; "
+            f"head(pooled h_t) for every supported pooling (last step, mean, max) by up to "
+            f"{err:.3g} on {len(x)} calibration clips; "
             f"{_first_difference(m, x, z)}; supported: {SUPPORTED}"
         )
     same = float(np.mean(np.argmax(user, axis=1) == np.argmax(twin, axis=1)))
@@ -490,6 +515,6 @@ def _first_difference(m: ImportedModel, x: np.ndarray, z: np.ndarray) -> str:
     if h_user.shape != z[:64].shape or np.max(np.abs(h_user - z[:64])) > TWIN_TOLERANCE:
         return "the first part that differs is the encoder (the LSTM's last hidden state)"
     return (
-        "the LSTM's last hidden state matches, so the head reads something else (mean or max "
-        "over time, or all steps): the first part that differs is the pooling"
+        "the LSTM's last hidden state matches, so the head reads something else than the last "
+        "step, the mean or the maximum over time: the first part that differs is the pooling"
     )

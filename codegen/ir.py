@@ -43,6 +43,9 @@ from codegen.qformat import QFormat
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+# How the encoder's outputs over time become the latent (the final Linear's input).
+POOLS: tuple[str, ...] = ("last", "mean", "max")
+POOL_SHIFT = 24  # mean pooling: z = sat16(rshift_round(Σ_t h_t · round(2^24 / T), 24))
 # Gate order of torch.nn.LSTM rows (weight_ih_l0 = [W_ii | W_if | W_ig | W_io]).
 GATES: tuple[str, ...] = ("i", "f", "g", "o")
 # C types the emitter knows, by storage word.
@@ -82,7 +85,8 @@ class Tensor:
 class Lstm:
     """One unidirectional LSTM layer, torch gate order i, f, g, o (rows of the weights).
 
-    h_T after ``num_frames`` steps from h_0 = c_0 = 0 is the latent z_t (paper §3).
+    The latent z_t (paper §3) is the input of the final Linear: h_T after ``num_frames`` steps
+    from h_0 = c_0 = 0 (``pool`` "last"), or the mean or maximum of h_t over the steps.
     """
 
     input_size: int
@@ -92,6 +96,7 @@ class Lstm:
     w_hh: Tensor  # [4H, H]
     b_ih: Tensor  # [4H]
     b_hh: Tensor  # [4H]
+    pool: str = "last"  # POOLS
 
 
 @dataclass(frozen=True, eq=False)
@@ -342,6 +347,12 @@ class QLstm:
     proof: GateProof
     shifts: LstmShifts
     lut: SigmoidLut
+    pool: str = "last"  # POOLS: z = h_T, mean_t h_t or max_t h_t
+
+    @property
+    def pool_recip(self) -> int:
+        """Mean pooling's 1/T as round(2^POOL_SHIFT / T)."""
+        return round((1 << POOL_SHIFT) / self.num_frames)
 
     def gate_row_shifts(self) -> IntArray:
         """The final rounding shift of every gate row (torch order i, f, g, o): sig_rshift for

@@ -37,16 +37,24 @@ META_VERSION = 1
 class KwsLstm(nn.Module):
     """``lstm`` (1 layer, batch_first) over MFCC frames, then ``head`` on the final hidden state."""
 
-    def __init__(self, input_size: int, hidden_size: int, num_classes: int) -> None:
+    def __init__(
+        self, input_size: int, hidden_size: int, num_classes: int, pool: str = "last"
+    ) -> None:
         super().__init__()
         self.lstm = nn.LSTM(
             input_size=input_size, hidden_size=hidden_size, num_layers=1, batch_first=True
         )
         self.head = nn.Linear(hidden_size, num_classes)
+        self.pool = pool
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
-        """x [B, T, F] normalised features -> z [B, H], the final hidden state h_T."""
-        _, (h_n, _) = self.lstm(x)
+        """x [B, T, F] normalised features -> z [B, H], the head's input: the final hidden state
+        h_T, or the mean or maximum of h_t over time (``pool``)."""
+        out, (h_n, _) = self.lstm(x)
+        if self.pool == "mean":
+            return out.mean(dim=1)
+        if self.pool == "max":
+            return out.amax(dim=1)
         return h_n[-1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -71,6 +79,7 @@ class ModelMeta:
     norm_std: tuple[float, ...]
     seed: int
     train: dict[str, Any] = field(default_factory=dict)
+    pool: str = "last"  # the latent: h_T ("last"), or the mean or maximum of h_t over time
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"format": META_FORMAT, "version": META_VERSION}
@@ -129,7 +138,16 @@ class ModelMeta:
             norm_std=tuple(std),
             seed=doc["seed"],
             train=train,
+            pool=_pool(doc.get("pool", "last"), source),
         )
+
+
+def _pool(value: Any, source: str) -> str:
+    if value not in ("last", "mean", "max"):
+        raise CodegenError(
+            f"{source}: meta field 'pool' is {value!r}; allowed: 'last', 'mean', 'max'"
+        )
+    return str(value)
 
 
 def _require_int(doc: dict[str, Any], name: str, source: str, minimum: int) -> None:
@@ -213,7 +231,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[KwsLstm, ModelMeta]:
     if not isinstance(state, dict):
         raise CodegenError(f"{src}: checkpoint key 'state_dict' must be a dict of tensors")
     _validate_state(state, meta, src)
-    model = KwsLstm(meta.input_size, meta.hidden_size, meta.num_classes)
+    model = KwsLstm(meta.input_size, meta.hidden_size, meta.num_classes, meta.pool)
     model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
     model.eval()
     return model, meta

@@ -256,6 +256,7 @@ def quantize_lstm(
         proof=proof,
         shifts=shifts,
         lut=SigmoidLut(sigmoid_table(), GATE_FMT, LUT_INDEX_SHIFT),
+        pool=lstm.pool,
     )
     stats = CalibStats(
         samples=int(X.shape[0]),

@@ -390,15 +390,39 @@ void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
         s->hs[j] = 0;
         s->c[j] = 0;
     }
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+    for (j = 0; j < H; ++j) {
+        s->acc[j] = 0;
+    }
+#elif ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
+    for (j = 0; j < H; ++j) {
+        z[j] = INT16_MIN;
+    }
+#endif
     for (t = 0; t < p->num_frames; ++t) {
         /* all 4 Hp gate activations from the old h, then the cell and the new h */
         gates(p, s->hs, s->xs + t * F, s->act);
         cell(p, s->act, s->c, s->h, s->hs);
         ELT_TRACE_S32("lstm.c", t, s->c, H);
         ELT_TRACE_S16("lstm.h", t, s->h, H);
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+        for (j = 0; j < H; ++j) {
+            s->acc[j] += s->h[j]; /* |Σ| <= T 2^15 < 2^31 for T < 2^16 */
+        }
+#elif ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
+        for (j = 0; j < H; ++j) {
+            z[j] = s->h[j] > z[j] ? s->h[j] : z[j];
+        }
+#endif
     }
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+    for (j = 0; j < H; ++j) {
+        z[j] = fx_sat16_64(fx_rshift_round64((int64_t)s->acc[j] * p->pool_recip, p->pool_shift));
+    }
+#elif ELT_LSTM_POOL == ELT_LSTM_POOL_LAST
     for (j = 0; j < H; ++j) {
         z[j] = s->h[j];
     }
+#endif
     ELT_TRACE_S16("z", 0u, z, H);
 }

@@ -30,6 +30,16 @@
 #define ELT_LSTM_LUT_SHIFT 7u
 #define ELT_LSTM_LUT2_SIZE 256u
 
+/* What the encoder hands on as z (the input of the final Linear), a compile-time choice
+ * (-DELT_LSTM_POOL, codegen/hostlib.py model_cflags): the last step's hidden state h_T, the mean
+ * of h_t over the T steps, or their element-wise maximum. */
+#define ELT_LSTM_POOL_LAST 0
+#define ELT_LSTM_POOL_MEAN 1
+#define ELT_LSTM_POOL_MAX 2
+#ifndef ELT_LSTM_POOL
+#define ELT_LSTM_POOL ELT_LSTM_POOL_LAST
+#endif
+
 typedef struct {
     uint16_t input_size;      /* F */
     uint16_t hidden_size;     /* H */
@@ -50,6 +60,8 @@ typedef struct {
     const int32_t *neg_shift;     /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
     const int16_t *sigmoid_lut;   /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
     const uint32_t *sigmoid_lut2; /* [256] sigmoid_lut[j] | sigmoid_lut[j + 1] << 16 */
+    int32_t pool_recip;           /* mean pooling: round(2^pool_shift / T) */
+    uint8_t pool_shift; /* mean pooling: z = sat16(rshift_round(Σ h_t · recip, shift)) */
 } elt_lstm_s16_params_t;
 
 typedef struct {
@@ -58,6 +70,7 @@ typedef struct {
     int16_t *h;   /* [Hp] hidden state, Q0.15 */
     int32_t *c;   /* [Hp] cell state, int32 c format (|c_t| <= t, proven) */
     int16_t *act; /* [4 Hp] gate activations σ(pre), Q0.15 (g rows hold σ(2x)) */
+    int32_t *acc; /* [Hp] mean pooling: Σ_t h_t (NULL otherwise) */
 } elt_lstm_s16_scratch_t;
 
 /* σ(x) for x in Q4.11, Q0.15 result in [1, 32767]: table lookup with linear interpolation on
@@ -71,7 +84,8 @@ int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2);
  * sigmoid_lut2; equal to elt_sigmoid_q15 for every input). */
 void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n);
 
-/* Run the LSTM over x [T][F] (int16 features) from h = c = 0; write z = h_T [H] (Q0.15).
+/* Run the LSTM over x [T][F] (int16 features) from h = c = 0; write z [H] (Q0.15): h_T, or the
+ * mean or maximum of h_t over the steps (ELT_LSTM_POOL).
  * Trace points (ELT_TRACE builds): "lstm.c" and "lstm.h" after every step t, "z" at the end. */
 void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
                       const elt_lstm_s16_scratch_t *s, int16_t *z);

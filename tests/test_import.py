@@ -38,6 +38,10 @@ class Kws(nn.Module):
         if self.pool == "last":
             return self.classifier(h[-1])
         t_axis = 1 if self.batch_first else 0
+        if self.pool == "max":
+            return self.classifier(out.amax(dim=t_axis))
+        if self.pool == "first":
+            return self.classifier(out.select(t_axis, 0))
         return self.classifier(out.mean(dim=t_axis))
 
 
@@ -153,11 +157,23 @@ def test_state_dict_with_dataparallel_prefix_is_read_and_assumption_stated(
     assert any("assumed head(last-step h_T)" in a for a in u["assumed"])
 
 
-def test_mean_pooled_model_is_refused_naming_the_pooling(data: Path, tmp_path: Path) -> None:
-    """The silent wrong answer: same weights, mean over time instead of the last step."""
-    path = tmp_path / "mean.pt"
-    torch.save(scaled(Kws(pool="mean"), 3), path)
-    with pytest.raises(CodegenError, match=r"differ from head\(last-step h_T\).*pooling"):
+@pytest.mark.parametrize("pool", ["mean", "max"])
+def test_pooled_models_compile_to_their_pooling(pool: str, data: Path, tmp_path: Path) -> None:
+    """Once a silent wrong answer (the head of h_T compiled for a mean-pooled model): the build
+    tells the pooling by running the model and lowers it."""
+    path = tmp_path / f"{pool}.pt"
+    torch.save(scaled(Kws(pool=pool), 3), path)
+    u = build_user(path, 24, data, tmp_path, trust_pickle=True)
+    assert u["float_twin_max_abs_logit_error"] < 1e-4
+    assert u["integer_same_class"] >= 0.99, u
+    prog = (tmp_path / "b" / "program.json").read_text()
+    assert f'"pool": "{pool}"' in prog
+
+
+def test_unsupported_pooling_is_refused_naming_the_pooling(data: Path, tmp_path: Path) -> None:
+    path = tmp_path / "first.pt"
+    torch.save(scaled(Kws(pool="first"), 3), path)
+    with pytest.raises(CodegenError, match=r"every supported pooling.*first part that differs"):
         build_user(path, 24, data, tmp_path, trust_pickle=True)
 
 
@@ -231,14 +247,16 @@ def test_python_api_compiles_an_in_memory_module(data: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.qemu
-def test_imported_model_streams_bit_exactly(data: Path, tmp_path: Path) -> None:
-    """A user's module (time-major, bias-free LSTM, its own head name) saved whole: built to an
-    ELF, 200 strict + 200 cmvn samples through QEMU equal the integer reference in every field."""
+@pytest.mark.parametrize("pool", ["last", "mean", "max"])
+def test_imported_model_streams_bit_exactly(pool: str, data: Path, tmp_path: Path) -> None:
+    """A user's module (time-major, bias-free LSTM, its own layer names, last/mean/max pooling)
+    saved whole: built to an ELF, 200 strict + 200 cmvn samples through QEMU equal the integer
+    reference in every field (z included: the pooled latent)."""
     from elatta_host.plan import make_plan
     from elatta_host.run import DeviceSpec, execute
 
     path = tmp_path / "user.pt"
-    torch.save(scaled(Kws(H=20, batch_first=False, bias=False), 7), path)
+    torch.save(scaled(Kws(H=20, batch_first=False, bias=False, pool=pool), 7), path)
     res = build(path, basis_for(path, 20, tmp_path), CONFIG, tmp_path / "b", data_dir=data,
                 trust_pickle=True)  # fmt: skip
     assert res.manifest["float_vs_fixed"]["user_model"]["integer_same_class"] >= 0.99

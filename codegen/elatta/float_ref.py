@@ -558,8 +558,9 @@ def _sigmoid(x: FloatArray) -> FloatArray:
 def lstm_float(
     x: npt.ArrayLike, lstm: Any, record: bool = False
 ) -> tuple[FloatArray, dict[str, FloatArray]]:
-    """float64 torch.nn.LSTM recurrence over x [N, T, F] -> (h_T [N, H], ranges); ``lstm`` is a
-    `codegen.ir.Lstm` (float weights, torch gate order i, f, g, o).
+    """float64 torch.nn.LSTM recurrence over x [N, T, F] -> (z [N, H], ranges); ``lstm`` is a
+    `codegen.ir.Lstm` (float weights, torch gate order i, f, g, o); z is h_T, or the mean or
+    maximum of h_t over the steps (``lstm.pool``).
 
     With ``record`` the dict holds the per-step maxima over the batch of |c|, |h| and of each
     gate's pre-activation (`max_c`, `max_h`, `max_pre_i` …, each [T]) and the fraction of gate
@@ -573,16 +574,23 @@ def lstm_float(
     b = lstm.b_ih.values + lstm.b_hh.values
     h = np.zeros((N, H))
     c = np.zeros((N, H))
+    pool = getattr(lstm, "pool", "last")
+    acc = np.zeros((N, H)) if pool == "mean" else np.full((N, H), -np.inf)
     stats: dict[str, list[float]] = {}
     for t in range(T):
         pre = X[:, t, :] @ w_ih.T + h @ w_hh.T + b
         pi, pf, pg, po = (pre[:, n * H : (n + 1) * H] for n in range(4))
         c = _sigmoid(pf) * c + _sigmoid(pi) * np.tanh(pg)
         h = _sigmoid(po) * np.tanh(c)
+        if pool == "mean":
+            acc += h
+        elif pool == "max":
+            np.maximum(acc, h, out=acc)
         if record:
             for name, p, lim in (("i", pi, 16.0), ("f", pf, 16.0), ("g", pg, 8.0), ("o", po, 16.0)):
                 stats.setdefault(f"max_pre_{name}", []).append(float(np.max(np.abs(p), initial=0)))
                 stats.setdefault(f"sat_{name}", []).append(float(np.mean(np.abs(p) > lim)))
             stats.setdefault("max_c", []).append(float(np.max(np.abs(c), initial=0.0)))
             stats.setdefault("max_h", []).append(float(np.max(np.abs(h), initial=0.0)))
-    return h, {k: np.asarray(v) for k, v in stats.items()}
+    z = acc / T if pool == "mean" else acc if pool == "max" else h
+    return z, {k: np.asarray(v) for k, v in stats.items()}

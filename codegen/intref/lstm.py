@@ -29,7 +29,7 @@ import numpy.typing as npt
 import torch
 
 from codegen.fixed import rshift_round
-from codegen.ir import GATES, QLstm
+from codegen.ir import GATES, POOL_SHIFT, QLstm
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -185,6 +185,10 @@ def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
     oth = np.empty((H, N), dtype=np.int32)
     hk = 16384.0 + (2.0 ** (hop - 1) * 32768.0 if hop else 0.0)
     h = np.zeros((H, N), dtype=np.float64)
+    # pooling over time (the C kernel's ELT_LSTM_POOL): Σ h_t exactly (|Σ| < 2^31), or max h_t
+    pool = q.pool
+    acc = np.zeros((H, N)) if pool == "mean" else np.full((H, N), -32768.0)
+    every = trace is not None or pool != "last"
     # The product runs in torch's float64 GEMM (MKL; ~1.3x numpy's OpenBLAS on this narrow
     # shape) on views of the same buffers; exact in any summation order (docstring). One
     # thread: a product this small gains nothing from more, and spinning OpenMP threads of
@@ -211,8 +215,12 @@ def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
             cix[...] = tc
             np.take(tanh16, cix, out=th, mode="clip")
             np.multiply(o, th, out=oth, dtype=np.int32)
-            if trace is not None or t == q.num_frames - 1:
+            if every or t == q.num_frames - 1:
                 np.floor((oth + 16384.0) * (1.0 / 32768.0), out=h)
+                if pool == "mean":
+                    acc += h
+                elif pool == "max":
+                    np.maximum(acc, h, out=acc)
             # hs = rshift_round(h, h_opshift) straight from o·tanh(c) (docstring)
             np.add(oth, hk, out=tc)
             tc *= 2.0 ** -(15 + hop)
@@ -220,6 +228,13 @@ def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
             if trace is not None:
                 trace(TRACE_C, t, (cl * L).T.astype(np.int64))
                 trace(TRACE_H, t, h.T.astype(np.int64))
+    if pool == "mean":  # sat16(rshift_round(Σ h_t · recip, POOL_SHIFT)), exact below 2^53
+        acc *= q.pool_recip
+        acc += 2.0 ** (POOL_SHIFT - 1)
+        acc *= 2.0**-POOL_SHIFT
+        h = np.clip(np.floor(acc), -32768.0, 32767.0)
+    elif pool == "max":
+        h = acc
     out: IntArray = h.T.astype(np.int64)
     if trace is not None:
         trace(TRACE_Z, 0, out)
