@@ -249,5 +249,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(format_manifest(res.manifest, brief=True))
     print(user_model_line(res.manifest))
+    for w in res.manifest["float_vs_fixed"].get("warnings", []):
+        print(f"warning: {w}")
     print(f"wrote {res.out_dir / 'manifest.json'}")
     return 0

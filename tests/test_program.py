@@ -86,3 +86,17 @@ def test_foreign_types_are_refused(built: tuple[Path, object, np.ndarray], tmp_p
     (d / "program.json").write_text(json.dumps(doc))
     with pytest.raises(ProgramError, match="unknown type 'os.system'"):
         load_program(d)
+
+
+def test_drift_warning_names_the_figures(
+    built: tuple[Path, object, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codegen import quality
+
+    _, q, x = built
+    monkeypatch.setattr(quality, "Z_DRIFT_WARN", 0.0)
+    warned = quality.float_vs_fixed(q, x)
+    assert any("integer latent drift: max |z error|" in w for w in warned["warnings"])
+    assert warned["z_clips_above_warn"] > 0
+    monkeypatch.setattr(quality, "Z_DRIFT_WARN", 10.0)
+    assert not any("drift" in w for w in quality.float_vs_fixed(q, x)["warnings"])
