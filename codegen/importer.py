@@ -8,6 +8,8 @@ Accepted files (``--model`` of `codegen basis`, `eval` and `build`):
   code, run as it was exported;
 * an ``nn.Module`` saved whole (``torch.save(module)``): unpickling runs code from the file, so
   it is loaded only with ``trust_pickle`` (``--trust-pickle``);
+* a TorchScript archive (``torch.jit.save`` of a scripted or traced model): run by the
+  TorchScript interpreter;
 * a plain ``state_dict`` (weights only, e.g. ``torch.save(model.state_dict())``): nothing says
   how its forward pass pools, so the compiler's own reading (head of the last hidden state) is
   *assumed* and reported as such.
@@ -277,6 +279,8 @@ def load_model(
         raise ImportError_(f"model file not found: {src}")
     if p.suffix == ".pt2":
         return _load_exported(p, data_dir)
+    if _is_torchscript(p):
+        return _load_torchscript(p, data_dir)
     try:
         obj = torch.load(src, map_location="cpu", weights_only=True)
     except Exception as exc:
@@ -298,6 +302,17 @@ def load_model(
         f"{src}: holds a {type(obj).__name__}; accepted: the project checkpoint, a state_dict, "
         "an nn.Module saved whole (with --trust-pickle) or a torch.export program (.pt2)"
     )
+
+
+def _is_torchscript(p: Path) -> bool:
+    """A TorchScript archive: a zip whose entries include <name>/constants.pkl and code/."""
+    import zipfile
+
+    if not zipfile.is_zipfile(p):
+        return False
+    with zipfile.ZipFile(p) as z:
+        names = z.namelist()
+    return any(n.endswith("/constants.pkl") for n in names) and any("/code/" in n for n in names)
 
 
 def _need_meta(
@@ -357,8 +372,90 @@ def _load_exported(p: Path, data_dir: str | os.PathLike[str] | None) -> Imported
         ep = torch.export.load(src)
     except Exception as exc:
         raise ImportError_(f"{src}: not a torch.export program ({_clean_message(exc)})") from exc
-    state = _strip_prefixes({k: v for k, v in ep.state_dict.items()})
-    # an exported program keeps parameters under their module paths: find lstm.* / head.*
+    canon = _canonical(_strip_prefixes({k: v for k, v in ep.state_dict.items()}), src)
+    twin = _twin_from_state(canon, src)
+    meta, assumed = _need_meta(twin, data_dir, src)
+    module = ep.module()
+    T, F = meta.num_frames, meta.input_size
+    batch_first, batch = True, None
+    user_inputs = set(ep.graph_signature.user_inputs)
+    for node in ep.graph.nodes:
+        if node.op == "placeholder" and node.name in user_inputs:
+            shape = tuple(getattr(node.meta.get("val"), "shape", ()))
+            if len(shape) == 3 and shape[0] == T and shape[2] == F and shape[1] != T:
+                batch_first = False
+            b = shape[0 if batch_first else 1] if len(shape) == 3 else None
+            batch = int(b) if isinstance(b, int) else None  # a static batch size, else dynamic
+            break
+    run = _chunked(module, batch_first, batch)
+    return ImportedModel(twin, meta, run, "torch.export", assumed, file_sha256(src), src, None)
+
+
+def _chunked(module: Callable[..., Any], batch_first: bool, batch: int | None) -> Forward:
+    """A forward on batch-first [N, T, F]; a model traced or exported with a static batch size
+    runs in chunks of it (the last one padded)."""
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        step = batch or len(x)
+        outs = []
+        for i in range(0, len(x), step):
+            chunk = x[i : i + step]
+            pad = step - len(chunk)
+            if pad:
+                chunk = torch.cat([chunk, chunk.new_zeros((pad, *chunk.shape[1:]))])
+            with torch.no_grad():
+                out = module(chunk if batch_first else chunk.transpose(0, 1))
+            out = torch.as_tensor(out[0] if isinstance(out, tuple) else out)
+            outs.append(out[: step - pad])
+        return torch.cat(outs)
+
+    return run
+
+
+def _load_torchscript(p: Path, data_dir: str | os.PathLike[str] | None) -> ImportedModel:
+    """A TorchScript archive (torch.jit.save of a scripted or traced model): its parameters by
+    module path, and its own forward, run by the TorchScript interpreter."""
+    src = str(p)
+    try:
+        sm = torch.jit.load(src, map_location="cpu")
+    except Exception as exc:
+        raise ImportError_(
+            f"{src}: not a loadable TorchScript archive ({_clean_message(exc)})"
+        ) from exc
+    sm.eval()
+    kinds = {getattr(m, "original_name", "") for _, m in sm.named_modules()}
+    if "GRU" in kinds or "RNN" in kinds:
+        raise ImportError_(
+            f"{src}: a {'GRU' if 'GRU' in kinds else 'RNN'} encoder; supported: {SUPPORTED}"
+        )
+    canon = _canonical(_strip_prefixes(dict(sm.state_dict())), src)
+    twin = _twin_from_state(canon, src)
+    meta, assumed = _need_meta(twin, data_dir, src)
+    T, F = meta.num_frames, meta.input_size
+    layout: tuple[bool, int | None] | None = None
+    for batch_first in (True, False):  # a traced model may only take the layout it was traced in
+        for batch in (None, 1, 2, 4, 8, 16, 32):
+            try:
+                y = _chunked(sm, batch_first, batch)(torch.zeros(3, T, F))
+            except Exception:
+                continue
+            if tuple(y.shape) == (3, meta.num_classes):
+                layout = (batch_first, batch)
+                break
+        if layout:
+            break
+    if layout is None:
+        raise ImportError_(
+            f"{src}: the TorchScript model does not run on [N, {T}, {F}] or [{T}, N, {F}] "
+            f"features with {meta.num_classes} outputs; supported: {SUPPORTED}"
+        )
+    run = _chunked(sm, *layout)
+    return ImportedModel(twin, meta, run, "TorchScript", assumed, file_sha256(src), src, None)
+
+
+def _canonical(state: dict[str, Any], src: str) -> dict[str, Any]:
+    """``lstm.* / head.*`` names for parameters kept under their module paths (an exported or
+    scripted model): the one recurrent weight set and the one 2-D weight beside it."""
     lstm_keys = [k for k in state if re.search(r"(^|\.)weight_ih_l0$", k)]
     if len(lstm_keys) != 1:
         raise ImportError_(
@@ -376,37 +473,7 @@ def _load_exported(p: Path, data_dir: str | os.PathLike[str] | None) -> Imported
     head = linear_w[0][: -len("weight")]
     canon = {"lstm." + k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
     canon |= {"head." + k[len(head) :]: v for k, v in state.items() if k.startswith(head)}
-    twin = _twin_from_state(canon, src)
-    meta, assumed = _need_meta(twin, data_dir, src)
-    module = ep.module()
-    T, F = meta.num_frames, meta.input_size
-    batch_first, batch = True, None
-    user_inputs = set(ep.graph_signature.user_inputs)
-    for node in ep.graph.nodes:
-        if node.op == "placeholder" and node.name in user_inputs:
-            shape = tuple(getattr(node.meta.get("val"), "shape", ()))
-            if len(shape) == 3 and shape[0] == T and shape[2] == F and shape[1] != T:
-                batch_first = False
-            b = shape[0 if batch_first else 1] if len(shape) == 3 else None
-            batch = int(b) if isinstance(b, int) else None  # a static batch size, else dynamic
-            break
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        # a program exported with a static batch size runs in chunks of it (the last padded)
-        step = batch or len(x)
-        outs = []
-        for i in range(0, len(x), step):
-            chunk = x[i : i + step]
-            pad = step - len(chunk)
-            if pad:
-                chunk = torch.cat([chunk, chunk.new_zeros((pad, *chunk.shape[1:]))])
-            with torch.no_grad():
-                out = module(chunk if batch_first else chunk.transpose(0, 1))
-            out = torch.as_tensor(out[0] if isinstance(out, tuple) else out)
-            outs.append(out[: step - pad])
-        return torch.cat(outs)
-
-    return ImportedModel(twin, meta, run, "torch.export", assumed, file_sha256(src), src, None)
+    return canon
 
 
 # ------------------------------------------------------------------------------- verification

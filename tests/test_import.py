@@ -117,13 +117,18 @@ def build_user(
         ("whole module in DataParallel", nn.DataParallel(Kws()), "module"),
         ("torch.export program", Kws(), "export"),
         ("torch.export, time-major", Kws(batch_first=False), "export"),
+        ("TorchScript, traced, mean pooling", Kws(pool="mean"), "trace"),
     ],
 )
 def test_user_models_build_and_agree_with_themselves(
     name: str, module: nn.Module, save: str, data: Path, tmp_path: Path
 ) -> None:
     scaled(module, 1)
-    if save == "module":
+    if save == "trace":
+        path = tmp_path / "model.ts"
+        torch.jit.save(torch.jit.trace(module, torch.zeros(4, T, F)), path)
+        u = build_user(path, 24, data, tmp_path)
+    elif save == "module":
         path = tmp_path / "model.pt"
         torch.save(module, path)
         with pytest.raises(CodegenError, match="--trust-pickle"):

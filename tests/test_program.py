@@ -100,3 +100,18 @@ def test_drift_warning_names_the_figures(
     assert warned["z_clips_above_warn"] > 0
     monkeypatch.setattr(quality, "Z_DRIFT_WARN", 10.0)
     assert not any("drift" in w for w in quality.float_vs_fixed(q, x)["warnings"])
+
+
+def test_run_refuses_a_data_set_with_other_classes(tmp_path: Path) -> None:
+    """A 2-class model against the 12-class built-in set: refused by name, not 0.00 % silently."""
+    from elatta_host.plan import RunError, make_plan
+
+    from codegen.data import build as build_data
+
+    kit = make_kit(tmp_path / "kit", F=10, H=8, C=2, T=49, classes=("yes", "no_thanks"))
+    build(kit.model, kit.basis, kit.config, tmp_path / "b", calib_features=calib(kit, n=16),
+          compile_elf=False)  # fmt: skip
+    data = tmp_path / "data"
+    build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
+    with pytest.raises(RunError, match=r"classes \['yes', 'no'.*predicts \['yes', 'no_thanks'\]"):
+        make_plan(tmp_path / "b", data, ("strict",), 10)

@@ -367,3 +367,35 @@ def test_copied_build_runs_without_its_inputs(kws_build: tuple[Path, Path], tmp_
     )
     assert ins.returncode == 0, ins.stderr[-2000:]
     assert "program" in ins.stdout and "loads" in ins.stdout
+
+
+def test_device_running_another_build_gets_the_right_advice(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The device's INFO hashes differ from the build directory's: refused, and the advice is
+    to boot that build's firmware (not --resume, which would meet the same device)."""
+    build_dir, data = kws_build
+    other_cfg = tmp_path / "other.toml"
+    other_cfg.write_text(
+        (ROOT / "configs/default.toml").read_text().replace("seed = 0", "seed = 7")
+    )
+    other = tmp_path / "other"
+    build(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz", other_cfg, other,
+          data_dir=data, compile_elf=False)  # fmt: skip
+    proc, port = start_qemu(build_dir / "fw.elf")
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "codegen", "run", "--build", str(other), "--data", str(data)]
+            + ["--port", f"socket://127.0.0.1:{port}", "--limit", "10", "--no-progress"]
+            + ["--report", str(tmp_path / "r")],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
+    finally:
+        proc.kill()
+        proc.wait()
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "runs another build: its config hash is" in run.stderr
+    assert "boot or flash" in run.stderr and "--resume" not in run.stderr
