@@ -456,9 +456,9 @@ def encoder_symbol(res: Any) -> str:
 
 def float_classes(q: Any, xf: np.ndarray) -> np.ndarray:
     """The Python float model's (float64) predicted classes of the float features."""
-    from codegen.elatta.float_ref import head_logits, lstm_float
+    from codegen.elatta.float_ref import encode_float, head_logits
 
-    z, _ = lstm_float(xf, q.source.lstm)
+    z = encode_float(xf, q.source)
     return np.argmax(head_logits(z, q.source.head.weight.values, q.source.head.bias.values), axis=1)
 
 

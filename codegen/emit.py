@@ -200,25 +200,15 @@ def _view(
     )
 
 
-def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
-    p = q.prefix
-    L = q.lstm
-    H, F = L.hidden_size, L.input_size
-    lay = lstm_layout(L)
-    sh = L.shifts
+def _lstm_views(L: QLstm, lay: Any, sym: dict[str, str], layer: int) -> list[Any]:
+    """The kernel-layout weights, bias and shift rows of one LSTM layer, documented."""
     Hp, K, R = lay.hidden_pad, lay.cols, lay.rows
-    sym = {
-        "w": f"{p}lstm_w",
-        "bias": f"{p}lstm_bias",
-        "neg_shift": f"{p}lstm_neg_shift",
-        "lut": f"{p}sigmoid_lut",
-        "lut2": f"{p}sigmoid_lut2",
-    }
+    H, F = L.hidden_size, L.input_size
+    sh = L.shifts
     (wl, wh), (il, ih) = L.w_hh.float_range, L.w_ih.float_range
-    lut_lo, lut_hi = L.lut.table.float_range
-    tensors = [
+    return [
         _view(
-            "lstm.weight_hh_l0 | lstm.weight_ih_l0",
+            f"lstm.weight_hh_l{layer} | lstm.weight_ih_l{layer}",
             sym["w"],
             "int16_t",
             lay.w.shape,
@@ -234,7 +224,7 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
             lay.w,
         ),
         _view(
-            "lstm.bias",
+            "lstm.bias" if layer == 0 else f"lstm{layer + 1}.bias",
             sym["bias"],
             "int32_t",
             (R,),
@@ -245,7 +235,7 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
             lay.bias,
         ),
         _view(
-            "lstm.neg_shift",
+            "lstm.neg_shift" if layer == 0 else f"lstm{layer + 1}.neg_shift",
             sym["neg_shift"],
             "int32_t",
             (R,),
@@ -257,6 +247,46 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
             0.0,
             lay.neg_shift,
         ),
+    ]
+
+
+def _layer2_context(q: QModel) -> dict[str, Any] | None:
+    """The second stacked LSTM layer: its weights and shifts (the σ table is shared), its
+    kernel parameters and its operand buffer; it reads the first layer's h_t (Q0.15)."""
+    L2 = q.lstm2
+    if L2 is None:
+        return None
+    p = q.prefix
+    lay = lstm_layout(L2)
+    sym = {"w": f"{p}lstm2_w", "bias": f"{p}lstm2_bias", "neg_shift": f"{p}lstm2_neg_shift"}
+    return {
+        "lstm": L2,
+        "layout": lay,
+        "shifts": L2.shifts,
+        "sym": sym,
+        "tensors": _lstm_views(L2, lay, sym, 1),
+        "xs_size": L2.num_frames * L2.input_size + lay.x_pad - L2.input_size,
+        "acc_frac": L2.proof.acc_frac,
+        "margin_text": f"{L2.acc_gate.margin_bits:.2f}",
+    }
+
+
+def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
+    p = q.prefix
+    L = q.lstm
+    F = L.input_size
+    lay = lstm_layout(L)
+    sh = L.shifts
+    sym = {
+        "w": f"{p}lstm_w",
+        "bias": f"{p}lstm_bias",
+        "neg_shift": f"{p}lstm_neg_shift",
+        "lut": f"{p}sigmoid_lut",
+        "lut2": f"{p}sigmoid_lut2",
+    }
+    lut_lo, lut_hi = L.lut.table.float_range
+    tensors = [
+        *_lstm_views(L, lay, sym, 0),
         tensor_view(
             L.lut.table,
             sym["lut"],
@@ -304,6 +334,7 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "xs_size": L.num_frames * F + lay.x_pad - F,
         "lut_shift": L.lut.index_shift,
         "pool_shift": POOL_SHIFT,
+        "layer2": _layer2_context(q),
         "sym": sym,
         "num_classes": len(q.source.classes),
         "classes": [c.replace("\\", "\\\\").replace('"', '\\"') for c in q.source.classes],

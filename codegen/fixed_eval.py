@@ -78,7 +78,7 @@ def compare_fixed_float(
     from tqdm import tqdm
 
     from codegen.data import conditions, load_condition
-    from codegen.elatta.float_ref import MODES, adapt, lstm_float
+    from codegen.elatta.float_ref import MODES, adapt, encode_float
     from codegen.features import quantize_features
     from codegen.frontend import read_model
     from codegen.intref.model import infer_int
@@ -110,7 +110,7 @@ def compare_fixed_float(
         y, ids = split.labels[order], split.ids[order]
         n_clips = len(y)
         xi = quantize_features(xf, q.lstm.x_fmt)
-        z_f = lstm_float(xf, model.lstm)[0] if with_float else None
+        z_f = encode_float(xf, model) if with_float else None
         snr = float(cond.snr_db)
         for mode in modes:
             for s in seed_list if mode != "no_adapt" else seed_list[:1]:

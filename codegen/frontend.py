@@ -309,8 +309,20 @@ def read_model(
         w_hh=Tensor("lstm.weight_hh_l0", sd["lstm.weight_hh_l0"]),
         b_ih=Tensor("lstm.bias_ih_l0", sd["lstm.bias_ih_l0"]),
         b_hh=Tensor("lstm.bias_hh_l0", sd["lstm.bias_hh_l0"]),
-        pool=meta.pool,
+        pool=meta.pool if "lstm.weight_ih_l1" not in sd else "last",
     )
+    lstm2 = None
+    if "lstm.weight_ih_l1" in sd:  # a second stacked layer reads the first's outputs
+        lstm2 = Lstm(
+            input_size=H,
+            hidden_size=H,
+            num_frames=meta.num_frames,
+            w_ih=Tensor("lstm.weight_ih_l1", sd["lstm.weight_ih_l1"]),
+            w_hh=Tensor("lstm.weight_hh_l1", sd["lstm.weight_hh_l1"]),
+            b_ih=Tensor("lstm.bias_ih_l1", sd["lstm.bias_ih_l1"]),
+            b_hh=Tensor("lstm.bias_hh_l1", sd["lstm.bias_hh_l1"]),
+            pool=meta.pool,
+        )
     head = Dense(
         H, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
     )
@@ -333,6 +345,7 @@ def read_model(
         hashes=InputHashes(model=model_sha, basis=file_sha256(bpath), config=cfg.sha256),
         paths={"model": mpath, "basis": bpath, "config": cfg.source},
         assumed=imported.assumed,
+        lstm2=lstm2,
     )
 
 
@@ -380,17 +393,22 @@ def torch_module(model: Model) -> Any:
 
     from codegen.model import KwsLstm
 
+    layers = [model.lstm] if model.lstm2 is None else [model.lstm, model.lstm2]
     m = KwsLstm(
-        model.lstm.input_size, model.lstm.hidden_size, model.head.out_features, model.lstm.pool
+        model.lstm.input_size,
+        model.lstm.hidden_size,
+        model.head.out_features,
+        layers[-1].pool,
+        num_layers=len(layers),
     )
-    state = {
-        "lstm.weight_ih_l0": model.lstm.w_ih.values,
-        "lstm.weight_hh_l0": model.lstm.w_hh.values,
-        "lstm.bias_ih_l0": model.lstm.b_ih.values,
-        "lstm.bias_hh_l0": model.lstm.b_hh.values,
-        "head.weight": model.head.weight.values,
-        "head.bias": model.head.bias.values,
-    }
+    state = {"head.weight": model.head.weight.values, "head.bias": model.head.bias.values}
+    for i, L in enumerate(layers):
+        state |= {
+            f"lstm.weight_ih_l{i}": L.w_ih.values,
+            f"lstm.weight_hh_l{i}": L.w_hh.values,
+            f"lstm.bias_ih_l{i}": L.b_ih.values,
+            f"lstm.bias_hh_l{i}": L.b_hh.values,
+        }
     m.load_state_dict(
         {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()}
     )

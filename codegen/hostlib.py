@@ -50,12 +50,13 @@ _TRACE_FN = ctypes.CFUNCTYPE(
 def model_cflags(q: QModel) -> tuple[str, ...]:
     """-D flags every translation unit of this model needs (the adaptation state's sizes)."""
     pool = {"last": (), "mean": ("-DELT_LSTM_POOL=1",), "max": ("-DELT_LSTM_POOL=2",)}
+    last = q.lstm2 if q.lstm2 is not None else q.lstm  # the layer whose outputs are pooled
     if q.adapt is None:
-        return pool[q.lstm.pool]
+        return pool[last.pool]
     from codegen.emit_adapt import adapt_cflags
 
     cmvn = () if q.cmvn is None else (f"-DELT_CMVN_F_MAX={q.cmvn.features}",)
-    return (*adapt_cflags(q.adapt), *cmvn, *pool[q.lstm.pool])
+    return (*adapt_cflags(q.adapt), *cmvn, *pool[last.pool])
 
 
 def build_for(

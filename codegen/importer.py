@@ -43,9 +43,9 @@ from codegen.errors import CodegenError
 from codegen.model import KwsLstm, ModelMeta, file_sha256
 
 SUPPORTED = (
-    "one unidirectional nn.LSTM layer (bias optional, batch_first either way) whose last-step "
-    "hidden state, or mean or maximum over time, feeds one final nn.Linear (the ELaTTA latent "
-    "is that Linear's input)"
+    "an nn.LSTM with 1 or 2 unidirectional layers (bias optional, batch_first either way) whose "
+    "last layer's last-step hidden state, or mean or maximum over time, feeds one final "
+    "nn.Linear (the ELaTTA latent is that Linear's input)"
 )
 TWIN_TOLERANCE = 1e-4  # max |logit| difference between the user's model and the float twin
 _PREFIXES = ("module.", "_orig_mod.")  # DataParallel / DistributedDataParallel, torch.compile
@@ -148,8 +148,8 @@ def _check_lstm(lstm: nn.Module, where: str) -> None:
         kind = type(lstm).__name__
         raise ImportError_(f"{where}: encoder is {kind}; supported: {SUPPORTED}")
     problems = []
-    if lstm.num_layers != 1:
-        problems.append(f"num_layers={lstm.num_layers} (supported: 1)")
+    if lstm.num_layers not in (1, 2):
+        problems.append(f"num_layers={lstm.num_layers} (supported: 1 or 2)")
     if lstm.bidirectional:
         problems.append("bidirectional=True (supported: False)")
     if lstm.proj_size:
@@ -165,12 +165,15 @@ def _twin_from_lstm(lstm: nn.LSTM, head: nn.Linear, where: str) -> KwsLstm:
             f"{where}: the final nn.Linear reads {head.in_features} features but the LSTM's "
             f"hidden size is {lstm.hidden_size}; supported: {SUPPORTED}"
         )
-    twin = KwsLstm(lstm.input_size, lstm.hidden_size, head.out_features)
+    L = int(lstm.num_layers)
+    twin = KwsLstm(lstm.input_size, lstm.hidden_size, head.out_features, num_layers=L)
     zeros = torch.zeros(4 * lstm.hidden_size)
     with torch.no_grad():
-        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
-            have = getattr(lstm, name) if (lstm.bias or name.startswith("weight")) else zeros
-            getattr(twin.lstm, name).copy_(have.detach().float())
+        for layer in range(L):
+            for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                name = f"{kind}_l{layer}"
+                have = getattr(lstm, name) if (lstm.bias or kind.startswith("weight")) else zeros
+                getattr(twin.lstm, name).copy_(have.detach().float())
         twin.head.weight.copy_(head.weight.detach().float())
         bias = head.bias
         twin.head.bias.copy_(
@@ -228,7 +231,9 @@ def _state_shapes(state: dict[str, Any], where: str) -> tuple[int, int, int, boo
             f"the whole module (torch.save(model)) or a torch.export program; supported: "
             f"{SUPPORTED}"
         )
-    extra_layers = sorted(k for k in keys if re.match(r"lstm\.\w+_l[1-9]", k) or "_reverse" in k)
+    extra_layers = sorted(
+        k for k in keys if re.match(r"lstm\.\w+_l([2-9]|1\d)", k) or "_reverse" in k
+    )
     if extra_layers:
         raise ImportError_(f"{where}: {', '.join(extra_layers)}: supported: {SUPPORTED}")
     if "head.weight" not in state:
@@ -251,7 +256,8 @@ def _state_shapes(state: dict[str, Any], where: str) -> tuple[int, int, int, boo
 
 def _twin_from_state(state: dict[str, Any], where: str) -> KwsLstm:
     F, H, C, has_bias = _state_shapes(state, where)
-    lstm = nn.LSTM(F, H, batch_first=True, bias=has_bias)
+    layers = 2 if "lstm.weight_ih_l1" in state else 1
+    lstm = nn.LSTM(F, H, num_layers=layers, batch_first=True, bias=has_bias)
     head = nn.Linear(H, C, bias="head.bias" in state)
     sub = {k[5:]: v for k, v in state.items() if k.startswith("lstm.")}
     try:
@@ -490,7 +496,13 @@ def resolve_pooling(m: ImportedModel, feats: np.ndarray) -> ImportedModel:
     if user is None:
         return m
     for pool in ("last", "mean", "max"):
-        twin = KwsLstm(m.twin.lstm.input_size, m.twin.lstm.hidden_size, m.meta.num_classes, pool)
+        twin = KwsLstm(
+            m.twin.lstm.input_size,
+            m.twin.lstm.hidden_size,
+            m.meta.num_classes,
+            pool,
+            num_layers=m.twin.lstm.num_layers,
+        )
         twin.load_state_dict(m.twin.state_dict())
         twin.eval()
         with torch.no_grad():

@@ -183,6 +183,9 @@ class Model:
     paths: dict[str, str] = field(default_factory=dict)
     # settings the model file did not carry and the build took from the data set
     assumed: tuple[str, ...] = ()
+    # a second stacked LSTM layer: it reads the first layer's output sequence; the pooling is
+    # then its own (the first layer's ``pool`` is unused)
+    lstm2: Lstm | None = None
 
     @property
     def prefix(self) -> str:
@@ -387,6 +390,7 @@ class QModel:
     adapt: AdaptParams | None  # None: an encoder-only build (the encoder's tests)
     calib: CalibStats
     cmvn: CmvnParams | None = None  # mode "cmvn"; None in an encoder-only build
+    lstm2: QLstm | None = None  # the second stacked layer (input: the first's h_t, Q0.15)
 
     @property
     def prefix(self) -> str:

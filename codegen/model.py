@@ -38,11 +38,16 @@ class KwsLstm(nn.Module):
     """``lstm`` (1 layer, batch_first) over MFCC frames, then ``head`` on the final hidden state."""
 
     def __init__(
-        self, input_size: int, hidden_size: int, num_classes: int, pool: str = "last"
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_classes: int,
+        pool: str = "last",
+        num_layers: int = 1,
     ) -> None:
         super().__init__()
         self.lstm = nn.LSTM(
-            input_size=input_size, hidden_size=hidden_size, num_layers=1, batch_first=True
+            input_size=input_size, hidden_size=hidden_size, num_layers=num_layers, batch_first=True
         )
         self.head = nn.Linear(hidden_size, num_classes)
         self.pool = pool

@@ -32,15 +32,15 @@ SAME_CLASS_WARN = 0.99
 def float_vs_fixed(q: QModel, x_float: npt.ArrayLike) -> dict[str, Any]:
     """Activation errors of the integer pipeline against the float64 one on ``x_float``: the
     quantized input, z_t and the no-adapt logits, and the no-adapt class agreement."""
-    from codegen.elatta.float_ref import head_logits, lstm_float
+    from codegen.elatta.float_ref import encode_float, head_logits
     from codegen.features import quantize_features
-    from codegen.intref.lstm import lstm_int
+    from codegen.intref.model import encode_int
 
     X = np.asarray(x_float, dtype=np.float64)
     L = q.lstm
     xi = quantize_features(X, L.x_fmt)
-    z_f, _ = lstm_float(X, q.source.lstm)
-    z_i = lstm_int(xi, L)
+    z_f = encode_float(X, q.source)
+    z_i = encode_int(xi, q)
     out: dict[str, Any] = {
         "samples": int(X.shape[0]),
         "x": _err(L.x_fmt.to_float(xi), X),

@@ -188,12 +188,18 @@ def prove_gate_accumulator(
 
 
 def quantize_lstm(
-    lstm: Lstm, x_calib: npt.ArrayLike, opts: QuantOptions, source: str = "api"
+    lstm: Lstm,
+    x_calib: npt.ArrayLike,
+    opts: QuantOptions,
+    source: str = "api",
+    x_fmt: QFormat | None = None,
 ) -> tuple[QLstm, CalibStats, np.ndarray]:
     """Calibrate on float features [N, T, F] and quantize the LSTM.
 
-    Returns the fixed IR, the calibration statistics and the float latents z = h_T of the
-    calibration set (the adaptation core calibrates its head and basis formats on them).
+    Returns the fixed IR, the calibration statistics and the float latents z (h_T or pooled)
+    of the calibration set (the adaptation core calibrates its head and basis formats on them).
+    ``x_fmt``: the input format when it is given, not calibrated (a stacked layer reads the
+    layer below's h_t in Q0.15).
     """
     from codegen.elatta.float_ref import lstm_float
 
@@ -216,7 +222,7 @@ def quantize_lstm(
     z_f, rec = lstm_float(X, lstm, record=True)
     x_max = float(np.max(np.abs(X)))
     c_max = float(np.max(rec["max_c"]))
-    x_fmt = _fmt_for(x_max, margin, "input features")
+    x_fmt = x_fmt if x_fmt is not None else _fmt_for(x_max, margin, "input features")
     c_fmt = cell_format(T)
 
     w_ih = _quantize("lstm.weight_ih_l0", lstm.w_ih.values, QFormat.for_range(lstm.w_ih.max_abs))
@@ -277,6 +283,12 @@ def quantize_model(model: Model, x_calib: npt.ArrayLike, source: str = "api") ->
     from codegen.quantize_adapt import quantize_adapt
 
     q, stats, z_f = quantize_lstm(model.lstm, x_calib, model.quant, source)
+    q2 = None
+    if model.lstm2 is not None:  # the stacked layer, calibrated on the first layer's outputs
+        from codegen.elatta.float_ref import lstm_float
+
+        seq, _ = lstm_float(np.asarray(x_calib, np.float64), model.lstm, sequence=True)
+        q2, _, z_f = quantize_lstm(model.lstm2, seq, model.quant, source, x_fmt=H_FMT)
     params = quantize_adapt(
         model.head.weight.values,
         model.head.bias.values,
@@ -284,7 +296,8 @@ def quantize_model(model: Model, x_calib: npt.ArrayLike, source: str = "api") ->
         model.adapt,
         z_f,
     )
-    return QModel(source=model, lstm=q, adapt=params, calib=stats, cmvn=cmvn_params(q, model.adapt))
+    cmvn = cmvn_params(q, model.adapt)
+    return QModel(source=model, lstm=q, adapt=params, calib=stats, cmvn=cmvn, lstm2=q2)
 
 
 CMVN_RECIP_SHIFT = 22  # the 1/T reciprocal's fraction bits (docs/adaptation.md)

@@ -426,3 +426,28 @@ void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
 #endif
     ELT_TRACE_S16("z", 0u, z, H);
 }
+
+void elt_lstm_s16_run_seq(const elt_lstm_s16_params_t *p, const int16_t *x,
+                          const elt_lstm_s16_scratch_t *s, int16_t *seq)
+{
+    const uint32_t F = p->input_size;
+    const uint32_t H = p->hidden_size;
+    const uint32_t hp = p->hidden_pad;
+    uint32_t t, j;
+
+    operands_x(p, x, s->xs);
+    for (j = 0; j < hp; ++j) {
+        s->h[j] = 0;
+        s->hs[j] = 0;
+        s->c[j] = 0;
+    }
+    for (t = 0; t < p->num_frames; ++t) {
+        gates(p, s->hs, s->xs + t * F, s->act);
+        cell(p, s->act, s->c, s->h, s->hs);
+        ELT_TRACE_S32("lstm.c", t, s->c, H);
+        ELT_TRACE_S16("lstm.h", t, s->h, H);
+        for (j = 0; j < H; ++j) {
+            seq[t * H + j] = s->h[j];
+        }
+    }
+}

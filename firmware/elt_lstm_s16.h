@@ -90,4 +90,9 @@ void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int1
 void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
                       const elt_lstm_s16_scratch_t *s, int16_t *z);
 
+/* The same recurrence, writing every step's hidden state h_t to seq [T][H] (Q0.15) instead of
+ * z: the input of a second stacked layer. No pooling. */
+void elt_lstm_s16_run_seq(const elt_lstm_s16_params_t *p, const int16_t *x,
+                          const elt_lstm_s16_scratch_t *s, int16_t *seq);
+
 #endif /* ELT_LSTM_S16_H */

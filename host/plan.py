@@ -235,7 +235,7 @@ class _Clips:
 
 def _stream(q: Any, mode: str, name: str, c: _Clips) -> Stream:
     """One stream's integer reference (`codegen.intref.model.infer_int`) and float classes."""
-    from codegen.elatta.float_ref import adapt, head_logits, lstm_float
+    from codegen.elatta.float_ref import adapt, encode_float, head_logits
     from codegen.elatta.methods import cmvn_normalised
     from codegen.features import quantize_features
     from codegen.intref.model import infer_int
@@ -244,13 +244,13 @@ def _stream(q: Any, mode: str, name: str, c: _Clips) -> Stream:
     W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
     xi = quantize_features(c.xf, q.lstm.x_fmt)
     ref = infer_int(xi, q, c.ids, mode=mode).fields()
-    z_f = lstm_float(c.xf, model.lstm)[0]
+    z_f = encode_float(c.xf, model)
     el = model.adapt.to_float()  # the float reference's view of the same settings
     fres = adapt(z_f, W, b, V, c.ids, el.replace(mode=_elatta_mode(mode)))
     pred = np.asarray(fres.pred)
     pred0 = np.asarray(ref["pred_noadapt"])
     if mode == "cmvn":  # the float twin: cmvn on the float features, then the model
-        z_c = lstm_float(cmvn_normalised(c.xf, cmvn_float(model.adapt)), model.lstm)[0]
+        z_c = encode_float(cmvn_normalised(c.xf, cmvn_float(model.adapt)), model)
         pred = np.argmax(head_logits(z_c, W, b), axis=1)
         # the device's pred_noadapt is cmvn's class too: no-adapt itself from the reference
         pred0 = np.asarray(infer_int(xi, q, c.ids, mode="no_adapt").pred_noadapt)

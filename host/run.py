@@ -121,7 +121,8 @@ class Recorder:
             if diffs:
                 self.mismatches += 1
                 if self.first_mismatch is None:
-                    f, dv, rv = diffs[0]
+                    # z is the encoder's output: when it differs, the encoder diverged first
+                    f, dv, rv = next((d for d in diffs if d[0] == "z"), diffs[0])
                     stage = "encoder (z_t)" if f == "z" else "adaptation"
                     self.first_mismatch = (
                         f"first mismatch: sample id {int(stream.ids[i])} ({stream.key} #{i}), "

@@ -22,13 +22,18 @@ F, T = 10, 49
 
 
 class Kws(nn.Module):
-    """A user's model: LSTM (either layout, optional bias) + pooling + head."""
+    """A user's model: LSTM (either layout, optional bias, 1 or 2 layers) + pooling + head."""
 
     def __init__(
-        self, H: int = 24, batch_first: bool = True, pool: str = "last", bias: bool = True
+        self,
+        H: int = 24,
+        batch_first: bool = True,
+        pool: str = "last",
+        bias: bool = True,
+        layers: int = 1,
     ) -> None:
         super().__init__()
-        self.rnn = nn.LSTM(F, H, batch_first=batch_first, bias=bias)
+        self.rnn = nn.LSTM(F, H, num_layers=layers, batch_first=batch_first, bias=bias)
         self.classifier = nn.Linear(H, CLASSES)
         self.pool = pool
         self.batch_first = batch_first
@@ -118,6 +123,12 @@ def build_user(
         ("torch.export program", Kws(), "export"),
         ("torch.export, time-major", Kws(batch_first=False), "export"),
         ("TorchScript, traced, mean pooling", Kws(pool="mean"), "trace"),
+        (
+            "two layers, time-major, max pooling",
+            Kws(batch_first=False, pool="max", layers=2),
+            "module",
+        ),
+        ("two layers, torch.export", Kws(layers=2), "export"),
     ],
 )
 def test_user_models_build_and_agree_with_themselves(
@@ -185,9 +196,9 @@ def test_unsupported_pooling_is_refused_naming_the_pooling(data: Path, tmp_path:
 @pytest.mark.parametrize(
     ("module", "match"),
     [
-        (GruKws(), r"encoder 'gru' is nn.GRU; supported: one unidirectional nn.LSTM"),
+        (GruKws(), r"encoder 'gru' is nn.GRU; supported: an nn.LSTM with 1 or 2 unidirectional"),
         (MlpKws(), r"hidden \(Linear\), head \(Linear\); the head must be one nn.Linear"),
-        (nn.Sequential(nn.LSTM(F, 8, num_layers=2, batch_first=True)), "num_layers=2"),
+        (nn.Sequential(nn.LSTM(F, 8, num_layers=3, batch_first=True)), "num_layers=3"),
     ],
 )
 def test_modules_outside_the_family_are_refused_by_part(
@@ -252,16 +263,18 @@ def test_python_api_compiles_an_in_memory_module(data: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("pool", ["last", "mean", "max"])
-def test_imported_model_streams_bit_exactly(pool: str, data: Path, tmp_path: Path) -> None:
-    """A user's module (time-major, bias-free LSTM, its own layer names, last/mean/max pooling)
-    saved whole: built to an ELF, 200 strict + 200 cmvn samples through QEMU equal the integer
-    reference in every field (z included: the pooled latent)."""
+@pytest.mark.parametrize(("pool", "layers"), [("last", 1), ("mean", 1), ("max", 1), ("mean", 2)])
+def test_imported_model_streams_bit_exactly(
+    pool: str, layers: int, data: Path, tmp_path: Path
+) -> None:
+    """A user's module (time-major, bias-free LSTM of 1 or 2 layers, its own layer names,
+    last/mean/max pooling) saved whole: built to an ELF, 200 strict + 200 cmvn samples through
+    QEMU equal the integer reference in every field (z included: the pooled latent)."""
     from elatta_host.plan import make_plan
     from elatta_host.run import DeviceSpec, execute
 
     path = tmp_path / "user.pt"
-    torch.save(scaled(Kws(H=20, batch_first=False, bias=False, pool=pool), 7), path)
+    torch.save(scaled(Kws(H=20, batch_first=False, bias=False, pool=pool, layers=layers), 7), path)
     res = build(path, basis_for(path, 20, tmp_path), CONFIG, tmp_path / "b", data_dir=data,
                 trust_pickle=True)  # fmt: skip
     assert res.manifest["float_vs_fixed"]["user_model"]["integer_same_class"] >= 0.99

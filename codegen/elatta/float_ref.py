@@ -555,8 +555,17 @@ def _sigmoid(x: FloatArray) -> FloatArray:
     return out
 
 
+def encode_float(x: npt.ArrayLike, model: Any) -> FloatArray:
+    """The float encoder of a `codegen.ir.Model`: its LSTM, or its two stacked LSTM layers (the
+    first hands its whole output sequence to the second), then the pooling -> z [N, H]."""
+    if getattr(model, "lstm2", None) is None:
+        return lstm_float(x, model.lstm)[0]
+    seq, _ = lstm_float(x, model.lstm, sequence=True)
+    return lstm_float(seq, model.lstm2)[0]
+
+
 def lstm_float(
-    x: npt.ArrayLike, lstm: Any, record: bool = False
+    x: npt.ArrayLike, lstm: Any, record: bool = False, sequence: bool = False
 ) -> tuple[FloatArray, dict[str, FloatArray]]:
     """float64 torch.nn.LSTM recurrence over x [N, T, F] -> (z [N, H], ranges); ``lstm`` is a
     `codegen.ir.Lstm` (float weights, torch gate order i, f, g, o); z is h_T, or the mean or
@@ -576,12 +585,15 @@ def lstm_float(
     c = np.zeros((N, H))
     pool = getattr(lstm, "pool", "last")
     acc = np.zeros((N, H)) if pool == "mean" else np.full((N, H), -np.inf)
+    seq = np.empty((N, T, H)) if sequence else None
     stats: dict[str, list[float]] = {}
     for t in range(T):
         pre = X[:, t, :] @ w_ih.T + h @ w_hh.T + b
         pi, pf, pg, po = (pre[:, n * H : (n + 1) * H] for n in range(4))
         c = _sigmoid(pf) * c + _sigmoid(pi) * np.tanh(pg)
         h = _sigmoid(po) * np.tanh(c)
+        if seq is not None:
+            seq[:, t] = h
         if pool == "mean":
             acc += h
         elif pool == "max":
@@ -593,4 +605,6 @@ def lstm_float(
             stats.setdefault("max_c", []).append(float(np.max(np.abs(c), initial=0.0)))
             stats.setdefault("max_h", []).append(float(np.max(np.abs(h), initial=0.0)))
     z = acc / T if pool == "mean" else acc if pool == "max" else h
+    if seq is not None:  # the whole output sequence [N, T, H] (a lower layer of a stack)
+        z = seq
     return z, {k: np.asarray(v) for k, v in stats.items()}

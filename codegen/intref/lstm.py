@@ -96,7 +96,9 @@ _SIG_CACHE: dict[int, tuple[np.ndarray, IntArray]] = {}
 CHUNK = 1024  # samples per batch: measured best of 256 … 1024 (per-call overhead vs cache)
 
 
-def lstm_int(x: npt.ArrayLike, q: QLstm, trace: TraceFn | None = None) -> IntArray:
+def lstm_int(
+    x: npt.ArrayLike, q: QLstm, trace: TraceFn | None = None, sequence: bool = False
+) -> IntArray:
     """x int16 features [N, T, F] (x_fmt raw) -> z_t = h_T [N, H] as int64 holding Q0.15 int16.
 
     Inputs may be any int16 values (the device accepts any), including saturating ones.
@@ -111,12 +113,16 @@ def lstm_int(x: npt.ArrayLike, q: QLstm, trace: TraceFn | None = None) -> IntArr
     if X.size and (int(X.min()) < -32768 or int(X.max()) > 32767):
         raise ValueError("features must be int16 values")
     if trace is not None or X.shape[0] <= CHUNK:
-        return _lstm_int_batch(X, q, trace)
-    parts = [_lstm_int_batch(X[i : i + CHUNK], q, None) for i in range(0, X.shape[0], CHUNK)]
+        return _lstm_int_batch(X, q, trace, sequence)
+    parts = [
+        _lstm_int_batch(X[i : i + CHUNK], q, None, sequence) for i in range(0, X.shape[0], CHUNK)
+    ]
     return np.concatenate(parts, axis=0)
 
 
-def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
+def _lstm_int_batch(
+    X: np.ndarray, q: QLstm, trace: TraceFn | None, sequence: bool = False
+) -> IntArray:
     """The step of the module docstring on a batch, in float64 arrays holding exact integers.
 
     Layout: samples along the last axis ([rows, N]) and gate rows reordered i, f, o, g, so every
@@ -188,7 +194,8 @@ def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
     # pooling over time (the C kernel's ELT_LSTM_POOL): Σ h_t exactly (|Σ| < 2^31), or max h_t
     pool = q.pool
     acc = np.zeros((H, N)) if pool == "mean" else np.full((H, N), -32768.0)
-    every = trace is not None or pool != "last"
+    every = trace is not None or pool != "last" or sequence
+    seq = np.empty((N, q.num_frames, H), dtype=np.int64) if sequence else None
     # The product runs in torch's float64 GEMM (MKL; ~1.3x numpy's OpenBLAS on this narrow
     # shape) on views of the same buffers; exact in any summation order (docstring). One
     # thread: a product this small gains nothing from more, and spinning OpenMP threads of
@@ -217,6 +224,8 @@ def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
             np.multiply(o, th, out=oth, dtype=np.int32)
             if every or t == q.num_frames - 1:
                 np.floor((oth + 16384.0) * (1.0 / 32768.0), out=h)
+                if seq is not None:
+                    seq[:, t] = h.T
                 if pool == "mean":
                     acc += h
                 elif pool == "max":
@@ -235,6 +244,8 @@ def _lstm_int_batch(X: np.ndarray, q: QLstm, trace: TraceFn | None) -> IntArray:
         h = np.clip(np.floor(acc), -32768.0, 32767.0)
     elif pool == "max":
         h = acc
+    if seq is not None:  # the whole output sequence [N, T, H] (elt_lstm_s16_run_seq)
+        return seq
     out: IntArray = h.T.astype(np.int64)
     if trace is not None:
         trace(TRACE_Z, 0, out)

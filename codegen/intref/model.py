@@ -63,6 +63,15 @@ def params_for_mode(q: QModel, mode: str | None) -> Any:
     return dataclasses.replace(params, cfg=dataclasses.replace(params.cfg, mode=mode))
 
 
+def encode_int(features: npt.ArrayLike, q: QModel, trace: Any = None) -> np.ndarray:
+    """The integer encoder: the LSTM, or two stacked layers (the first's whole output sequence,
+    int16 Q0.15, is the second's input), then the pooling -> z [N, H] (Q0.15)."""
+    if q.lstm2 is None:
+        return lstm_int(features, q.lstm, trace=trace)
+    seq = lstm_int(features, q.lstm, trace=trace, sequence=True)
+    return lstm_int(seq.astype(np.int16), q.lstm2, trace=trace)
+
+
 def infer_int(
     features: npt.ArrayLike,
     q: QModel,
@@ -94,7 +103,7 @@ def infer_int(
             raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
         features, _ = cmvn_int(features, q.cmvn)
         mode = "no_adapt"
-    z = lstm_int(features, q.lstm, trace=lstm_trace).astype(np.int16)
+    z = encode_int(features, q, trace=lstm_trace).astype(np.int16)
     params = params_for_mode(q, mode)
     ids = np.asarray(sample_ids)
     if (
