@@ -85,6 +85,7 @@ JSON_KEYS = (
     "elatta_state_bytes",
     "cmvn_ticks",
     "cmvn_total_ticks",
+    "families",
     "sweep",
     "baselines",
     "ratios",
@@ -587,6 +588,8 @@ def run_bench(
             sweep.append(point(*build_point(out, data_dir, Point(k, n, None), default)))
     lam_pt = point(*build_point(out, data_dir, Point(2, 2, 2 * lam0), default))
 
+    families = family_costs(out, data_dir, n_samples, reps)
+
     host: dict[str, Any] | None = None
     if host_n > 0:
         from codegen.host_throughput import host_throughput
@@ -609,6 +612,7 @@ def run_bench(
         "elatta_state_bytes": base["elatta_state_bytes"],
         "cmvn_ticks": m0["cmvn.adapt"],
         "cmvn_total_ticks": m0["cmvn.total"],
+        "families": families,
         "sweep": sweep,
         "baselines": bl,
         "ratios": ratios(bl),
@@ -645,6 +649,59 @@ COST_FORMS = {
         lambda lam, n, D, k: (lam * n * D * k, lam * (n - 1) * k * k),
     ),
 }
+
+
+# Encoder families beside the default (1 layer, last step): (layers, pooling). Random weights
+# at the default model's shape (F = 10, H = 32, 12 classes): costs do not depend on the values.
+FAMILIES: tuple[tuple[int, str], ...] = ((1, "mean"), (1, "max"), (2, "last"), (2, "mean"))
+
+
+def family_costs(out: Path, data_dir: Path, n_samples: int, reps: int) -> list[dict[str, Any]]:
+    """Encoder and no-adapt ticks of the other supported encoder families (codegen.importer),
+    each built through the Python API from a random nn.Module and timed like the default."""
+    import torch
+    from torch import nn
+
+    from codegen.api import compile as compile_module
+    from codegen.features import quantize_features
+
+    class Family(nn.Module):
+        def __init__(self, layers: int, pool: str) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(10, 32, num_layers=layers, batch_first=True)
+            self.head = nn.Linear(32, 12)
+            self.pool = pool
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seq, (h, _) = self.lstm(x)
+            z = {"last": h[-1], "mean": seq.mean(1), "max": seq.amax(1)}[self.pool]
+            return self.head(z)
+
+    rows = []
+    for layers, pool in FAMILIES:
+        torch.manual_seed(layers * 10 + len(pool))
+        name = f"family_{layers}layer_{pool}"
+        print(f"bench: building {name}", file=sys.stderr)
+        res = compile_module(
+            Family(layers, pool).eval(),
+            torch.zeros(2, 49, 10),
+            2,
+            CONFIG,
+            out / name,
+            data=data_dir,
+        )
+        q = res.qmodel
+        ids, xf = samples(data_dir, q.source.meta, n_samples)
+        m = measure(res.elf, quantize_features(xf, q.lstm.x_fmt), ids, reps, modes=("no_adapt",))
+        rows.append(
+            {
+                "layers": layers,
+                "pool": pool,
+                "encoder_ticks": m["no_adapt.encoder"],
+                "no_adapt_ticks": m["no_adapt.total"],
+            }
+        )
+    return rows
 
 
 def cost_model_fit(points: list[dict[str, Any]], fcls: int, dim: int) -> dict[str, Any] | None:
@@ -715,6 +772,22 @@ def fit_md(f: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def family_md(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    out = [
+        "## Encoder families (F = 10, H = 32, random weights)",
+        "",
+        "| layers | pooling | encoder ticks | no-adapt ticks |",
+        "|---:|---|---:|---:|",
+    ]
+    out += [
+        f"| {r['layers']} | {r['pool']} | {r['encoder_ticks']} | {r['no_adapt_ticks']} |"
+        for r in rows
+    ]
+    return [*out, ""]
+
+
 def host_md(h: dict[str, Any] | None) -> list[str]:
     if h is None:
         return []
@@ -779,6 +852,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         f"= {100 * (d['cmvn_total_ticks'] - na) / na:.1f} % of the no-adapt inference "
         "(target ≤ 25 %).",
         "",
+        *family_md(d.get("families") or []),
         *host_md(d.get("host_reference")),
         "## Memory",
         "",

@@ -33,6 +33,11 @@ def format_manifest(doc: dict[str, Any], brief: bool = False) -> str:
         f"build {doc['prefix']}  (codegen {doc['codegen_version']})",
         f"shapes: T={s['num_frames']} F={s['input_size']} H={s['hidden_size']} "
         f"C={s['num_classes']} k={s['k']} lambda={s['lam']} n={s['n_iter']}",
+        *(
+            [f"encoder: {e['layers']}-layer {e['family']}, latent = {e['latent']}"]
+            if (e := doc.get("encoder"))
+            else []
+        ),
         f"elatta: mode={doc['elatta']['mode']} sigma0={doc['elatta']['sigma0']} "
         f"seed={doc['elatta']['seed']} qelatta_v1={doc['elatta']['qelatta_v1']} "
         f"qelatta_v2={doc['elatta']['qelatta_v2']}",

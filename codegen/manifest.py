@@ -101,6 +101,17 @@ def manifest(
             "lam": el.lam,
             "n_iter": int(el.n_iter),
         },
+        "encoder": {
+            "family": "LSTM",
+            "layers": 1 if q.lstm2 is None else 2,
+            "pool": (q.lstm2 or L).pool,
+            "latent": "the input of the final Linear: "
+            + {
+                "last": "the last layer's h_T",
+                "mean": "the mean over time of the last layer's h_t",
+                "max": "the maximum over time of the last layer's h_t",
+            }[(q.lstm2 or L).pool],
+        },
         "classes": list(src.classes),
         "elatta": {
             **{k: v for k, v in asdict(el).items()},

@@ -99,6 +99,11 @@ def test_bench_reduced(tmp_path: Path) -> None:
         assert isinstance(doc[key], int) and doc[key] > 0, key
     assert doc["elatta_ticks"] > doc["no_adapt_ticks"] > doc["encoder_ticks"]
     assert doc["adapt_ticks"] > doc["cmaes_iter_ticks"] > doc["head_entropy_ticks"]
+    # the other encoder families: a second layer costs about one more encoder
+    fam = {(r["layers"], r["pool"]): r for r in doc["families"]}
+    assert set(fam) == {(1, "mean"), (1, "max"), (2, "last"), (2, "mean")}
+    assert all(r["no_adapt_ticks"] > r["encoder_ticks"] > 0 for r in fam.values())
+    assert fam[(2, "last")]["encoder_ticks"] > 1.5 * doc["encoder_ticks"]
     # mode cmvn: the normalisation plus one head + entropy; under a quarter of no-adapt
     assert doc["cmvn_ticks"] > doc["head_entropy_ticks"]
     assert doc["no_adapt_ticks"] < doc["cmvn_total_ticks"] < 1.25 * doc["no_adapt_ticks"]
