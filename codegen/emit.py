@@ -271,7 +271,58 @@ def _layer2_context(q: QModel) -> dict[str, Any] | None:
     }
 
 
+def _common_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
+    """What the model sources need whatever the encoder."""
+    p, L = q.prefix, q.lstm
+    return {
+        "p": p,
+        "M": p.upper(),
+        "guard": f"{p.upper()}MODEL_H",
+        "header": f"{p}model.h",
+        "lstm": L,
+        "lut_shift": L.lut.index_shift,
+        "pool_shift": POOL_SHIFT,
+        "num_classes": len(q.source.classes),
+        "classes": [c.replace("\\", "\\\\").replace('"', '\\"') for c in q.source.classes],
+        "feature_count": L.num_frames * L.input_size,
+        "k": q.source.adapt.k,
+        "hashes": q.source.hashes,
+        "adapt_includes": adapt_headers,
+        "has_adapt": q.adapt is not None and bool(adapt_headers),
+        "mode": q.adapt.cfg.mode if q.adapt is not None else "no adaptation core",
+        "pad": " " * len(p),  # aligns continuation lines of prototypes under the prefix
+    }
+
+
+def _gru_layer(q: QModel, L: QLstm, n: int) -> dict[str, Any]:
+    """One GRU layer's arrays (plain row-major, rows r, z, n) and parameters."""
+    assert L.bias_hh is not None
+    tag = "gru" if n == 1 else f"gru{n}"
+    sym = {k: f"{q.prefix}{tag}_{k}" for k in ("w_ih", "w_hh", "b_ih", "b_hh")}
+    sh = L.shifts
+    views = [
+        tensor_view(L.w_ih, sym["w_ih"], " (rows r, z, n of W_ih, row-major [3H][F])"),
+        tensor_view(L.w_hh, sym["w_hh"], " (rows r, z, n of W_hh, row-major [3H][H])"),
+        tensor_view(L.bias, sym["b_ih"], f" (b_ih at A = {sh.acc_frac} fraction bits)"),
+        tensor_view(L.bias_hh, sym["b_hh"], f" (b_hh at A = {sh.acc_frac} fraction bits)"),
+    ]
+    return {"L": L, "tag": tag, "sym": sym, "tensors": views, "shifts": sh,
+            "margin_text": f"{L.acc_gate.margin_bits:.2f}"}  # fmt: skip
+
+
 def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
+    if q.lstm.cell == "gru":
+        layers = [_gru_layer(q, q.lstm, 1)]
+        if q.lstm2 is not None:
+            layers.append(_gru_layer(q, q.lstm2, 2))
+        lut = tensor_view(q.lstm.lut.table, f"{q.prefix}sigmoid_lut", " (σ over [0, 16])")
+        return {
+            **_common_context(q, adapt_headers),
+            "cell": "gru",
+            "gru_layers": layers,
+            "lut_view": lut,
+            "sym": {"lut": f"{q.prefix}sigmoid_lut"},
+        }
     p = q.prefix
     L = q.lstm
     F = L.input_size
@@ -322,29 +373,15 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "h_opshift": sh.h_opshift,
     }
     return {
-        "p": p,
-        "M": p.upper(),
-        "guard": f"{p.upper()}MODEL_H",
-        "header": f"{p}model.h",
-        "lstm": L,
+        **_common_context(q, adapt_headers),
+        "cell": "lstm",
         "shifts": sh,
         "tensors": tensors,
         "proof": proof,
         "layout": lay,
         "xs_size": L.num_frames * F + lay.x_pad - F,
-        "lut_shift": L.lut.index_shift,
-        "pool_shift": POOL_SHIFT,
         "layer2": _layer2_context(q),
         "sym": sym,
-        "num_classes": len(q.source.classes),
-        "classes": [c.replace("\\", "\\\\").replace('"', '\\"') for c in q.source.classes],
-        "feature_count": L.num_frames * F,
-        "k": q.source.adapt.k,
-        "hashes": q.source.hashes,
-        "adapt_includes": adapt_headers,
-        "has_adapt": q.adapt is not None and bool(adapt_headers),
-        "mode": q.adapt.cfg.mode if q.adapt is not None else "no adaptation core",
-        "pad": " " * len(p),  # aligns continuation lines of prototypes under the prefix
     }
 
 

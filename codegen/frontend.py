@@ -310,6 +310,7 @@ def read_model(
         b_ih=Tensor("lstm.bias_ih_l0", sd["lstm.bias_ih_l0"]),
         b_hh=Tensor("lstm.bias_hh_l0", sd["lstm.bias_hh_l0"]),
         pool=meta.pool if "lstm.weight_ih_l1" not in sd else "last",
+        cell=meta.cell,
     )
     lstm2 = None
     if "lstm.weight_ih_l1" in sd:  # a second stacked layer reads the first's outputs
@@ -322,6 +323,7 @@ def read_model(
             b_ih=Tensor("lstm.bias_ih_l1", sd["lstm.bias_ih_l1"]),
             b_hh=Tensor("lstm.bias_hh_l1", sd["lstm.bias_hh_l1"]),
             pool=meta.pool,
+            cell=meta.cell,
         )
     head = Dense(
         H, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
@@ -400,6 +402,7 @@ def torch_module(model: Model) -> Any:
         model.head.out_features,
         layers[-1].pool,
         num_layers=len(layers),
+        cell=model.lstm.cell,
     )
     state = {"head.weight": model.head.weight.values, "head.bias": model.head.bias.values}
     for i, L in enumerate(layers):

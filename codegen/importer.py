@@ -43,9 +43,9 @@ from codegen.errors import CodegenError
 from codegen.model import KwsLstm, ModelMeta, file_sha256
 
 SUPPORTED = (
-    "an nn.LSTM with 1 or 2 unidirectional layers (bias optional, batch_first either way) whose "
-    "last layer's last-step hidden state, or mean or maximum over time, feeds one final "
-    "nn.Linear (the ELaTTA latent is that Linear's input)"
+    "an nn.LSTM or nn.GRU with 1 or 2 unidirectional layers (bias optional, batch_first either "
+    "way) whose last layer's last-step hidden state, or mean or maximum over time, feeds one "
+    "final nn.Linear (the ELaTTA latent is that Linear's input)"
 )
 TWIN_TOLERANCE = 1e-4  # max |logit| difference between the user's model and the float twin
 _PREFIXES = ("module.", "_orig_mod.")  # DataParallel / DistributedDataParallel, torch.compile
@@ -144,7 +144,7 @@ def meta_from_data(
 
 
 def _check_lstm(lstm: nn.Module, where: str) -> None:
-    if not isinstance(lstm, nn.LSTM):
+    if not isinstance(lstm, nn.LSTM | nn.GRU):
         kind = type(lstm).__name__
         raise ImportError_(f"{where}: encoder is {kind}; supported: {SUPPORTED}")
     problems = []
@@ -152,13 +152,14 @@ def _check_lstm(lstm: nn.Module, where: str) -> None:
         problems.append(f"num_layers={lstm.num_layers} (supported: 1 or 2)")
     if lstm.bidirectional:
         problems.append("bidirectional=True (supported: False)")
-    if lstm.proj_size:
+    if getattr(lstm, "proj_size", 0):
         problems.append(f"proj_size={lstm.proj_size} (supported: 0)")
     if problems:
-        raise ImportError_(f"{where}: nn.LSTM with {', '.join(problems)}; supported: {SUPPORTED}")
+        kind = type(lstm).__name__
+        raise ImportError_(f"{where}: nn.{kind} with {', '.join(problems)}; supported: {SUPPORTED}")
 
 
-def _twin_from_lstm(lstm: nn.LSTM, head: nn.Linear, where: str) -> KwsLstm:
+def _twin_from_lstm(lstm: nn.LSTM | nn.GRU, head: nn.Linear, where: str) -> KwsLstm:
     _check_lstm(lstm, where)
     if head.in_features != lstm.hidden_size:
         raise ImportError_(
@@ -166,8 +167,9 @@ def _twin_from_lstm(lstm: nn.LSTM, head: nn.Linear, where: str) -> KwsLstm:
             f"hidden size is {lstm.hidden_size}; supported: {SUPPORTED}"
         )
     L = int(lstm.num_layers)
-    twin = KwsLstm(lstm.input_size, lstm.hidden_size, head.out_features, num_layers=L)
-    zeros = torch.zeros(4 * lstm.hidden_size)
+    cell = "gru" if isinstance(lstm, nn.GRU) else "lstm"
+    twin = KwsLstm(lstm.input_size, lstm.hidden_size, head.out_features, num_layers=L, cell=cell)
+    zeros = torch.zeros((3 if cell == "gru" else 4) * lstm.hidden_size)
     with torch.no_grad():
         for layer in range(L):
             for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
@@ -183,7 +185,7 @@ def _twin_from_lstm(lstm: nn.LSTM, head: nn.Linear, where: str) -> KwsLstm:
     return twin
 
 
-def match_module(module: nn.Module, where: str) -> tuple[KwsLstm, nn.LSTM]:
+def match_module(module: nn.Module, where: str) -> tuple[KwsLstm, nn.LSTM | nn.GRU]:
     """The family in an ``nn.Module``: exactly one recurrent layer and, after it in registration
     order, exactly one nn.Linear (the head) and nothing with weights besides."""
     mods = [(n, m) for n, m in module.named_modules() if n and not list(m.children())]
@@ -194,7 +196,7 @@ def match_module(module: nn.Module, where: str) -> tuple[KwsLstm, nn.LSTM]:
             f"{where}: found {len(rec)} recurrent layers ({found}); supported: {SUPPORTED}"
         )
     rname, rmod = rec[0]
-    if not isinstance(rmod, nn.LSTM):
+    if not isinstance(rmod, nn.LSTM | nn.GRU):
         raise ImportError_(
             f"{where}: encoder {rname!r} is nn.{type(rmod).__name__}; supported: {SUPPORTED}"
         )
@@ -222,8 +224,6 @@ def _state_shapes(state: dict[str, Any], where: str) -> tuple[int, int, int, boo
     """(F, H, C, has_bias) of a canonical ``lstm.* / head.*`` state dict, refusing others."""
     keys = set(state)
     enc = {k.split(".", 1)[0] for k in keys if re.search(r"\.weight_ih_l\d", k)}
-    if any(re.search(r"\.weight_ih_l\d", k) and k.startswith("gru") for k in keys):
-        raise ImportError_(f"{where}: a GRU encoder (gru.*); supported: {SUPPORTED}")
     if enc != {"lstm"}:
         raise ImportError_(
             f"{where}: state_dict has no 'lstm.weight_ih_l0' (recurrent layers found: "
@@ -248,16 +248,23 @@ def _state_shapes(state: dict[str, Any], where: str) -> tuple[int, int, int, boo
             f"{where}: entries besides lstm.* and head.*: {', '.join(others)} (an MLP head is "
             f"not supported yet); supported: {SUPPORTED}"
         )
-    w_ih = state["lstm.weight_ih_l0"]
-    H4, F = (int(s) for s in w_ih.shape)
+    rows, F = (int(s) for s in state["lstm.weight_ih_l0"].shape)
+    H = int(state["lstm.weight_hh_l0"].shape[1])
+    if rows not in (3 * H, 4 * H):
+        raise ImportError_(
+            f"{where}: lstm.weight_ih_l0 has {rows} rows for hidden size {H}: neither an LSTM "
+            f"(4H) nor a GRU (3H); supported: {SUPPORTED}"
+        )
     C = int(state["head.weight"].shape[0])
-    return F, H4 // 4, C, "lstm.bias_ih_l0" in state
+    return F, H, C, "lstm.bias_ih_l0" in state
 
 
 def _twin_from_state(state: dict[str, Any], where: str) -> KwsLstm:
     F, H, C, has_bias = _state_shapes(state, where)
     layers = 2 if "lstm.weight_ih_l1" in state else 1
-    lstm = nn.LSTM(F, H, num_layers=layers, batch_first=True, bias=has_bias)
+    gru = int(state["lstm.weight_ih_l0"].shape[0]) == 3 * H
+    rnn = nn.GRU if gru else nn.LSTM
+    lstm = rnn(F, H, num_layers=layers, batch_first=True, bias=has_bias)
     head = nn.Linear(H, C, bias="head.bias" in state)
     sub = {k[5:]: v for k, v in state.items() if k.startswith("lstm.")}
     try:
@@ -298,6 +305,8 @@ def load_model(
         return ImportedModel(twin, meta, twin, "checkpoint", (), file_sha256(src), src, twin.lstm)
     if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
         state = _strip_prefixes(obj)
+        if "lstm.weight_ih_l0" not in state:  # other names (gru.*, rnn.*, classifier.*)
+            state = _canonical(state, src)
         twin = _twin_from_state(state, src)
         meta, assumed = _need_meta(twin, data_dir, src)
         note = "forward pass: not in the file (weights only); assumed head(last-step h_T)"
@@ -329,8 +338,11 @@ def _need_meta(
             f"{src}: the file has no feature settings or class names: pass --data DIR (a "
             "`codegen data` directory) to take them from the data set"
         )
+    import dataclasses
+
     L = twin.lstm
-    return meta_from_data(data_dir, L.input_size, L.hidden_size, twin.head.out_features)
+    meta, assumed = meta_from_data(data_dir, L.input_size, L.hidden_size, twin.head.out_features)
+    return dataclasses.replace(meta, cell="gru" if isinstance(L, nn.GRU) else "lstm"), assumed
 
 
 def _load_pickled(
@@ -502,6 +514,7 @@ def resolve_pooling(m: ImportedModel, feats: np.ndarray) -> ImportedModel:
             m.meta.num_classes,
             pool,
             num_layers=m.twin.lstm.num_layers,
+            cell=m.meta.cell,
         )
         twin.load_state_dict(m.twin.state_dict())
         twin.eval()
@@ -581,7 +594,9 @@ def _first_difference(m: ImportedModel, x: np.ndarray, z: np.ndarray) -> str:
     seen: list[torch.Tensor] = []
 
     def hook(_mod: nn.Module, _inp: Any, out: Any) -> None:
-        seen.append(out[1][0][-1].detach() if isinstance(out, tuple) else out)
+        if isinstance(out, tuple):
+            state = out[1]  # LSTM: (h_n, c_n); GRU: h_n
+            seen.append((state[0] if isinstance(state, tuple) else state)[-1].detach())
 
     handle = m.lstm_module.register_forward_hook(hook)
     try:

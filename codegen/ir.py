@@ -97,6 +97,7 @@ class Lstm:
     b_ih: Tensor  # [4H]
     b_hh: Tensor  # [4H]
     pool: str = "last"  # POOLS
+    cell: str = "lstm"  # "lstm" (gates i, f, g, o: 4H rows) or "gru" (r, z, n: 3H rows)
 
 
 @dataclass(frozen=True, eq=False)
@@ -351,6 +352,8 @@ class QLstm:
     shifts: LstmShifts
     lut: SigmoidLut
     pool: str = "last"  # POOLS: z = h_T, mean_t h_t or max_t h_t
+    cell: str = "lstm"  # "gru": ``bias`` is b_ih and ``bias_hh`` b_hh, both at A (3H rows)
+    bias_hh: QTensor | None = None
 
     @property
     def pool_recip(self) -> int:

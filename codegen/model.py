@@ -44,9 +44,12 @@ class KwsLstm(nn.Module):
         num_classes: int,
         pool: str = "last",
         num_layers: int = 1,
+        cell: str = "lstm",
     ) -> None:
         super().__init__()
-        self.lstm = nn.LSTM(
+        rnn = nn.GRU if cell == "gru" else nn.LSTM
+        # (the attribute keeps its name for a GRU: the state_dict keys are then lstm.* too)
+        self.lstm = rnn(
             input_size=input_size, hidden_size=hidden_size, num_layers=num_layers, batch_first=True
         )
         self.head = nn.Linear(hidden_size, num_classes)
@@ -55,7 +58,8 @@ class KwsLstm(nn.Module):
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """x [B, T, F] normalised features -> z [B, H], the head's input: the final hidden state
         h_T, or the mean or maximum of h_t over time (``pool``)."""
-        out, (h_n, _) = self.lstm(x)
+        out, state = self.lstm(x)
+        h_n = state[0] if isinstance(state, tuple) else state  # LSTM (h, c); GRU h
         if self.pool == "mean":
             return out.mean(dim=1)
         if self.pool == "max":
@@ -85,6 +89,7 @@ class ModelMeta:
     seed: int
     train: dict[str, Any] = field(default_factory=dict)
     pool: str = "last"  # the latent: h_T ("last"), or the mean or maximum of h_t over time
+    cell: str = "lstm"  # the recurrent cell: "lstm" or "gru"
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"format": META_FORMAT, "version": META_VERSION}
@@ -144,6 +149,7 @@ class ModelMeta:
             seed=doc["seed"],
             train=train,
             pool=_pool(doc.get("pool", "last"), source),
+            cell="gru" if doc.get("cell") == "gru" else "lstm",
         )
 
 

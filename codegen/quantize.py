@@ -203,6 +203,10 @@ def quantize_lstm(
     """
     from codegen.elatta.float_ref import lstm_float
 
+    if lstm.cell == "gru":  # the GRU's own design and proof (codegen.quantize_gru)
+        from codegen.quantize_gru import quantize_gru
+
+        return quantize_gru(lstm, x_calib, opts, source, x_fmt)
     X = np.asarray(x_calib, dtype=np.float64)
     F, H, T = lstm.input_size, lstm.hidden_size, lstm.num_frames
     if X.ndim != 3 or X.shape[1:] != (T, F):

@@ -100,10 +100,17 @@ def test_bench_reduced(tmp_path: Path) -> None:
     assert doc["elatta_ticks"] > doc["no_adapt_ticks"] > doc["encoder_ticks"]
     assert doc["adapt_ticks"] > doc["cmaes_iter_ticks"] > doc["head_entropy_ticks"]
     # the other encoder families: a second layer costs about one more encoder
-    fam = {(r["layers"], r["pool"]): r for r in doc["families"]}
-    assert set(fam) == {(1, "mean"), (1, "max"), (2, "last"), (2, "mean")}
+    fam = {(r["cell"], r["layers"], r["pool"]): r for r in doc["families"]}
+    assert set(fam) == {
+        ("lstm", 1, "mean"),
+        ("lstm", 1, "max"),
+        ("lstm", 2, "last"),
+        ("lstm", 2, "mean"),
+        ("gru", 1, "last"),
+        ("gru", 2, "last"),
+    }
     assert all(r["no_adapt_ticks"] > r["encoder_ticks"] > 0 for r in fam.values())
-    assert fam[(2, "last")]["encoder_ticks"] > 1.5 * doc["encoder_ticks"]
+    assert fam[("lstm", 2, "last")]["encoder_ticks"] > 1.5 * doc["encoder_ticks"]
     # mode cmvn: the normalisation plus one head + entropy; under a quarter of no-adapt
     assert doc["cmvn_ticks"] > doc["head_entropy_ticks"]
     assert doc["no_adapt_ticks"] < doc["cmvn_total_ticks"] < 1.25 * doc["no_adapt_ticks"]

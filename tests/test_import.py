@@ -51,13 +51,27 @@ class Kws(nn.Module):
 
 
 class GruKws(nn.Module):
+    def __init__(self, layers: int = 1, pool: str = "last", batch_first: bool = True) -> None:
+        super().__init__()
+        self.gru = nn.GRU(F, 16, num_layers=layers, batch_first=batch_first)
+        self.head = nn.Linear(16, CLASSES)
+        self.pool, self.batch_first = pool, batch_first
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, h = self.gru(x)
+        t_axis = 1 if self.batch_first else 0
+        z = {"last": h[-1], "mean": out.mean(t_axis), "max": out.amax(t_axis)}[self.pool]
+        return self.head(z)
+
+
+class RnnKws(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.gru = nn.GRU(F, 16, batch_first=True)
+        self.rnn = nn.RNN(F, 16, batch_first=True)
         self.head = nn.Linear(16, CLASSES)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.gru(x)[1][-1])
+        return self.head(self.rnn(x)[1][-1])
 
 
 class MlpKws(nn.Module):
@@ -129,29 +143,33 @@ def build_user(
             "module",
         ),
         ("two layers, torch.export", Kws(layers=2), "export"),
+        ("GRU, whole module", GruKws(), "module"),
+        ("GRU, two layers, time-major, mean pooling", GruKws(2, "mean", False), "module"),
+        ("GRU, torch.export", GruKws(pool="max"), "export"),
     ],
 )
 def test_user_models_build_and_agree_with_themselves(
     name: str, module: nn.Module, save: str, data: Path, tmp_path: Path
 ) -> None:
     scaled(module, 1)
+    H = next(m.hidden_size for m in module.modules() if isinstance(m, nn.RNNBase))
     if save == "trace":
         path = tmp_path / "model.ts"
         torch.jit.save(torch.jit.trace(module, torch.zeros(4, T, F)), path)
-        u = build_user(path, 24, data, tmp_path)
+        u = build_user(path, H, data, tmp_path)
     elif save == "module":
         path = tmp_path / "model.pt"
         torch.save(module, path)
         with pytest.raises(CodegenError, match="--trust-pickle"):
-            build_user(path, 24, data, tmp_path)
-        u = build_user(path, 24, data, tmp_path, trust_pickle=True)
+            build_user(path, H, data, tmp_path)
+        u = build_user(path, H, data, tmp_path, trust_pickle=True)
     else:
         inner = module.module if isinstance(module, nn.DataParallel) else module
-        t_first = not inner.batch_first
+        t_first = not getattr(inner, "batch_first", True)
         example = torch.zeros((T, 2, F) if t_first else (2, T, F))
         path = tmp_path / "model.pt2"
         torch.export.save(torch.export.export(inner, (example,)), path)
-        u = build_user(path, 24, data, tmp_path)
+        u = build_user(path, H, data, tmp_path)
     assert u["checked"], name
     assert u["float_twin_max_abs_logit_error"] < 1e-4, name
     assert u["integer_same_class"] >= 0.99, (name, u)
@@ -196,7 +214,7 @@ def test_unsupported_pooling_is_refused_naming_the_pooling(data: Path, tmp_path:
 @pytest.mark.parametrize(
     ("module", "match"),
     [
-        (GruKws(), r"encoder 'gru' is nn.GRU; supported: an nn.LSTM with 1 or 2 unidirectional"),
+        (RnnKws(), r"encoder 'rnn' is nn.RNN; supported: an nn.LSTM or nn.GRU with 1 or 2"),
         (MlpKws(), r"hidden \(Linear\), head \(Linear\); the head must be one nn.Linear"),
         (nn.Sequential(nn.LSTM(F, 8, num_layers=3, batch_first=True)), "num_layers=3"),
     ],
@@ -263,9 +281,19 @@ def test_python_api_compiles_an_in_memory_module(data: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize(("pool", "layers"), [("last", 1), ("mean", 1), ("max", 1), ("mean", 2)])
+@pytest.mark.parametrize(
+    ("cell", "pool", "layers"),
+    [
+        ("lstm", "last", 1),
+        ("lstm", "mean", 1),
+        ("lstm", "max", 1),
+        ("lstm", "mean", 2),
+        ("gru", "last", 1),
+        ("gru", "max", 2),
+    ],
+)
 def test_imported_model_streams_bit_exactly(
-    pool: str, layers: int, data: Path, tmp_path: Path
+    cell: str, pool: str, layers: int, data: Path, tmp_path: Path
 ) -> None:
     """A user's module (time-major, bias-free LSTM of 1 or 2 layers, its own layer names,
     last/mean/max pooling) saved whole: built to an ELF, 200 strict + 200 cmvn samples through
@@ -274,8 +302,13 @@ def test_imported_model_streams_bit_exactly(
     from elatta_host.run import DeviceSpec, execute
 
     path = tmp_path / "user.pt"
-    torch.save(scaled(Kws(H=20, batch_first=False, bias=False, pool=pool, layers=layers), 7), path)
-    res = build(path, basis_for(path, 20, tmp_path), CONFIG, tmp_path / "b", data_dir=data,
+    if cell == "gru":
+        module: nn.Module = GruKws(layers, pool, batch_first=False)
+    else:
+        module = Kws(H=20, batch_first=False, bias=False, pool=pool, layers=layers)
+    torch.save(scaled(module, 7), path)
+    H = 16 if cell == "gru" else 20
+    res = build(path, basis_for(path, H, tmp_path), CONFIG, tmp_path / "b", data_dir=data,
                 trust_pickle=True)  # fmt: skip
     assert res.manifest["float_vs_fixed"]["user_model"]["integer_same_class"] >= 0.99
     plan = make_plan(tmp_path / "b", data, ("strict", "cmvn"), 200)

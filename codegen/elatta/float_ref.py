@@ -584,14 +584,24 @@ def lstm_float(
     h = np.zeros((N, H))
     c = np.zeros((N, H))
     pool = getattr(lstm, "pool", "last")
+    gru = getattr(lstm, "cell", "lstm") == "gru"
     acc = np.zeros((N, H)) if pool == "mean" else np.full((N, H), -np.inf)
     seq = np.empty((N, T, H)) if sequence else None
     stats: dict[str, list[float]] = {}
     for t in range(T):
-        pre = X[:, t, :] @ w_ih.T + h @ w_hh.T + b
-        pi, pf, pg, po = (pre[:, n * H : (n + 1) * H] for n in range(4))
-        c = _sigmoid(pf) * c + _sigmoid(pi) * np.tanh(pg)
-        h = _sigmoid(po) * np.tanh(c)
+        if gru:  # torch.nn.GRU: r, z, n rows; n = tanh(x_n + r ⊙ (W_hn h + b_hn))
+            ax = X[:, t, :] @ w_ih.T + lstm.b_ih.values
+            ah = h @ w_hh.T + lstm.b_hh.values
+            r = _sigmoid(ax[:, :H] + ah[:, :H])
+            zg = _sigmoid(ax[:, H : 2 * H] + ah[:, H : 2 * H])
+            n = np.tanh(ax[:, 2 * H :] + r * ah[:, 2 * H :])
+            h = (1.0 - zg) * n + zg * h
+            pi = pf = pg = po = np.zeros((N, H))
+        else:
+            pre = X[:, t, :] @ w_ih.T + h @ w_hh.T + b
+            pi, pf, pg, po = (pre[:, n * H : (n + 1) * H] for n in range(4))
+            c = _sigmoid(pf) * c + _sigmoid(pi) * np.tanh(pg)
+            h = _sigmoid(po) * np.tanh(c)
         if seq is not None:
             seq[:, t] = h
         if pool == "mean":

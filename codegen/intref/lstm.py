@@ -106,6 +106,10 @@ def lstm_int(
     X = np.asarray(x)
     if not np.issubdtype(X.dtype, np.integer):
         raise TypeError(f"features must be integers (int16 raw in {q.x_fmt.name}), got {X.dtype}")
+    if q.cell == "gru":  # the GRU cell (codegen.intref.gru, firmware/elt_gru_s16.c)
+        from codegen.intref.gru import gru_int
+
+        return gru_int(X, q, trace, sequence)
     if X.ndim != 3 or X.shape[1:] != (q.num_frames, q.input_size):
         raise ValueError(
             f"features must have shape [N, {q.num_frames}, {q.input_size}], got {X.shape}"
