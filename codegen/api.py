@@ -71,8 +71,9 @@ def compile(  # noqa: A001 - the name the notebooks use
             module(example_input)
         except Exception as exc:
             raise CodegenError(f"{where}: the module fails on example_input ({exc})") from exc
+    cell = "gru" if isinstance(twin.lstm, nn.GRU) else "lstm"
     meta, assumed = meta_from_data(
-        data, twin.lstm.input_size, twin.lstm.hidden_size, twin.head.out_features
+        data, twin.lstm.input_size, twin.lstm.hidden_size, twin.head.out_features, cell
     )
     sha = module_sha256(module)
     forward = _module_forward(module, bool(lstm.batch_first))

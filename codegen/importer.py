@@ -98,7 +98,11 @@ def _clean_message(exc: BaseException) -> str:
 
 
 def meta_from_data(
-    data_dir: str | os.PathLike[str], input_size: int, hidden_size: int, num_classes: int
+    data_dir: str | os.PathLike[str],
+    input_size: int,
+    hidden_size: int,
+    num_classes: int,
+    cell: str = "lstm",
 ) -> tuple[ModelMeta, tuple[str, ...]]:
     """Feature settings, normalisation and class names for a model file that has none: from the
     data set ``data_dir`` (its MFCC settings with n_mfcc = the model's input size; mean and
@@ -131,6 +135,7 @@ def meta_from_data(
         norm_std=tuple(float(v) for v in std),
         seed=0,
         train={"source": f"assumed from the data set {data_dir}"},
+        cell=cell,
     )
     assumed = (
         f"feature settings: {data_dir}'s MFCC settings with n_mfcc = {input_size}",
@@ -338,11 +343,9 @@ def _need_meta(
             f"{src}: the file has no feature settings or class names: pass --data DIR (a "
             "`codegen data` directory) to take them from the data set"
         )
-    import dataclasses
-
     L = twin.lstm
-    meta, assumed = meta_from_data(data_dir, L.input_size, L.hidden_size, twin.head.out_features)
-    return dataclasses.replace(meta, cell="gru" if isinstance(L, nn.GRU) else "lstm"), assumed
+    cell = "gru" if isinstance(L, nn.GRU) else "lstm"
+    return meta_from_data(data_dir, L.input_size, L.hidden_size, twin.head.out_features, cell)
 
 
 def _load_pickled(

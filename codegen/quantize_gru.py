@@ -46,7 +46,7 @@ def _bound_rows(
     w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray, b_hh: np.ndarray,
     fw_ih: int, fx: int, fw_hh: int, a: int,
 ) -> list[tuple[int, int, int, int]]:  # fmt: skip
-    from codegen.quantize import H_FMT, operand_max
+    from codegen.quantize_common import H_FMT, operand_max
 
     xm = operand_max(fw_ih + fx - a)
     hm = operand_max(fw_hh + H_FMT.frac_bits - a)
@@ -70,7 +70,7 @@ def quantize_gru(
     """Calibrate on float features [N, T, F] and quantize a GRU layer (`quantize_lstm`'s
     contract: the fixed IR, the calibration statistics, the float latents)."""
     from codegen.elatta.float_ref import lstm_float
-    from codegen.quantize import (
+    from codegen.quantize_common import (
         GATE_FMT,
         H_FMT,
         INT32_MAX,

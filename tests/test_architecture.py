@@ -13,7 +13,9 @@ PACKAGES = {"codegen": ROOT / "codegen", "elatta_host": ROOT / "host"}
 # the stages that make the program (they never run the integer reference)
 QUANTIZE_AND_EMIT = (
     "codegen.frontend",
+    "codegen.importer",
     "codegen.quantize",
+    "codegen.quantize_gru",
     "codegen.quantize_adapt",
     "codegen.emit",
     "codegen.emit_adapt",

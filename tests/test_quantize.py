@@ -15,16 +15,14 @@ from codegen.frontend import read_model
 from codegen.intref.lstm import sigmoid_lut, tanh_from_sigmoid
 from codegen.ir import QuantOptions
 from codegen.qformat import QFormat
-from codegen.quantize import (
+from codegen.quantize import gate_bound_rows, prove_gate_accumulator, quantize_lstm
+from codegen.quantize_common import (
     GATE_FMT,
     H_FMT,
     INT32_MAX,
     MIN_ACC_FRAC,
     SIGMOID_LUT_SIZE,
-    gate_bound_rows,
     operand_max,
-    prove_gate_accumulator,
-    quantize_lstm,
     sigmoid_table,
 )
 

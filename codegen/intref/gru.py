@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen.fixed import rshift_round
-from codegen.intref.lstm import TRACE_H, TRACE_Z, TraceFn, sigmoid_lut, tanh_from_sigmoid
+from codegen.intref.activations import TRACE_H, TRACE_Z, TraceFn, sigmoid_lut, tanh_from_sigmoid
 from codegen.ir import POOL_SHIFT, QLstm
 
 IntArray = npt.NDArray[np.int64]
