@@ -271,10 +271,33 @@ def _layer2_context(q: QModel) -> dict[str, Any] | None:
     }
 
 
+def _mlp_context(q: QModel) -> list[dict[str, Any]]:
+    """The MLP head's hidden layers: arrays and parameters (elt_dense_s16.h)."""
+    out = []
+    for i, d in enumerate(q.mlp):
+        sym = {"w": f"{q.prefix}mlp{i}_w", "b": f"{q.prefix}mlp{i}_b"}
+        views = [
+            tensor_view(d.w, sym["w"], f" (hidden Linear {i}, row-major [out][in])"),
+            tensor_view(d.b, sym["b"], f" (at {d.w.fmt.frac_bits + d.in_fmt.frac_bits} frac bits)"),
+        ]
+        out.append({"d": d, "i": i, "sym": sym, "tensors": views})
+    return out
+
+
 def _common_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
     """What the model sources need whatever the encoder."""
     p, L = q.prefix, q.lstm
     return {
+        "mlp": _mlp_context(q),
+        "mlp_buf": max([L.hidden_size, *(d.out_features for d in q.mlp)]),
+        # the hidden layers run from buffer a to b and back; the last one writes z
+        "mlp_bufs": ["a", "b"][: min(2, len(q.mlp))],
+        "mlp_calls": [
+            {"i": i, "src": "ab"[i % 2], "dst": "z" if i == len(q.mlp) - 1 else "ab"[(i + 1) % 2]}
+            for i in range(len(q.mlp))
+        ],
+        "latent_size": q.latent_size,
+        "z_fmt": q.z_fmt,
         "p": p,
         "M": p.upper(),
         "guard": f"{p.upper()}MODEL_H",

@@ -285,10 +285,12 @@ def read_model(
         _finite(name, arr, mpath)
     F, H, C = meta.input_size, meta.hidden_size, meta.num_classes
     k_cfg = cfg.adapt.k
-    if basis.dim != H:
+    mlp = _mlp_layers(sd)
+    D = mlp[-1].out_features if mlp else H  # the latent: the head's input
+    if basis.dim != D:
         raise CodegenError(
-            f"{bpath}: basis V has D={basis.dim} rows but the model's hidden_size is {H}; "
-            "the basis must come from this model's latents (codegen basis)"
+            f"{bpath}: basis V has D={basis.dim} rows but the model's latent (the head's input) "
+            f"has {D}; the basis must come from this model's latents (codegen basis)"
         )
     if basis.k != k_cfg:
         raise CodegenError(
@@ -326,7 +328,7 @@ def read_model(
             cell=meta.cell,
         )
     head = Dense(
-        H, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
+        D, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
     )
     ir_basis = LatentBasis(
         V=Tensor("basis.V", basis.V),
@@ -348,7 +350,27 @@ def read_model(
         paths={"model": mpath, "basis": bpath, "config": cfg.source},
         assumed=imported.assumed,
         lstm2=lstm2,
+        mlp=mlp,
     )
+
+
+def _mlp_layers(sd: dict[str, np.ndarray]) -> tuple[Dense, ...]:
+    """The hidden Linear layers of the twin's ``mlp`` Sequential (mlp.0, mlp.2, ...: a ReLU
+    after each)."""
+    out = []
+    i = 0
+    while f"mlp.{i}.weight" in sd:
+        w, b = sd[f"mlp.{i}.weight"], sd[f"mlp.{i}.bias"]
+        out.append(
+            Dense(
+                int(w.shape[1]),
+                int(w.shape[0]),
+                Tensor(f"mlp.{i}.weight", w),
+                Tensor(f"mlp.{i}.bias", b),
+            )
+        )
+        i += 2
+    return tuple(out)
 
 
 def check_limits(m: Any, cfg: BuildConfig) -> None:
@@ -360,20 +382,21 @@ def check_limits(m: Any, cfg: BuildConfig) -> None:
     meta, where = m.meta, m.path
     H, C, F, T = meta.hidden_size, meta.num_classes, meta.input_size, meta.num_frames
     k = cfg.adapt.k
-    if H > 255:
+    D = m.twin.head.in_features  # the latent: H, or the last hidden Linear's width
+    if max(H, D) > 255:
         raise CodegenError(
-            f"{where}: hidden_size {H}: the RESULT frame carries H in one byte; supported "
-            "hidden sizes are 1..255"
+            f"{where}: hidden_size {H}, latent {D}: the RESULT frame carries the latent size in "
+            "one byte and the kernels' state sizes assume it; supported sizes are 1..255"
         )
     if C > min(255, MAX_CLASSES) or C < 2:
         raise CodegenError(
             f"{where}: {C} classes: supported are 2..{min(255, MAX_CLASSES)} (RESULT carries C "
             "in one byte)"
         )
-    if k > H:
+    if k > D:
         raise CodegenError(
-            f"{cfg.source}: [elatta].k = {k} exceeds the model's hidden size {H}: the basis V_k "
-            f"has at most H = {H} directions; use k <= {min(H, K_MAX)}"
+            f"{cfg.source}: [elatta].k = {k} exceeds the model's hidden size {D}: the basis V_k "
+            f"has at most D = {D} directions; use k <= {min(D, K_MAX)}"
         )
     infer = 9 + 2 * T * F
     if infer > cfg.target.max_payload:
@@ -403,8 +426,11 @@ def torch_module(model: Model) -> Any:
         layers[-1].pool,
         num_layers=len(layers),
         cell=model.lstm.cell,
+        mlp=tuple(d.out_features for d in model.mlp),
     )
     state = {"head.weight": model.head.weight.values, "head.bias": model.head.bias.values}
+    for i, d in enumerate(model.mlp):
+        state |= {f"mlp.{2 * i}.weight": d.weight.values, f"mlp.{2 * i}.bias": d.bias.values}
     for i, L in enumerate(layers):
         state |= {
             f"lstm.weight_ih_l{i}": L.w_ih.values,

@@ -164,16 +164,33 @@ def _check_lstm(lstm: nn.Module, where: str) -> None:
         raise ImportError_(f"{where}: nn.{kind} with {', '.join(problems)}; supported: {SUPPORTED}")
 
 
-def _twin_from_lstm(lstm: nn.LSTM | nn.GRU, head: nn.Linear, where: str) -> KwsLstm:
+def _twin_from_lstm(
+    lstm: nn.LSTM | nn.GRU, head_layers: nn.Linear | list[nn.Linear], where: str
+) -> KwsLstm:
+    """The canonical twin of an encoder and its head (the final Linear, after hidden Linear +
+    ReLU layers if there are several)."""
     _check_lstm(lstm, where)
-    if head.in_features != lstm.hidden_size:
+    linears = head_layers if isinstance(head_layers, list) else [head_layers]
+    head, hidden = linears[-1], linears[:-1]
+    width = lstm.hidden_size
+    for d in hidden:
+        if d.in_features != width:
+            raise ImportError_(
+                f"{where}: a head layer reads {d.in_features} features after {width}; supported: "
+                f"{SUPPORTED}"
+            )
+        width = d.out_features
+    if head.in_features != width:
         raise ImportError_(
             f"{where}: the final nn.Linear reads {head.in_features} features but the LSTM's "
             f"hidden size is {lstm.hidden_size}; supported: {SUPPORTED}"
         )
     L = int(lstm.num_layers)
     cell = "gru" if isinstance(lstm, nn.GRU) else "lstm"
-    twin = KwsLstm(lstm.input_size, lstm.hidden_size, head.out_features, num_layers=L, cell=cell)
+    dims = tuple(d.out_features for d in hidden)
+    twin = KwsLstm(
+        lstm.input_size, lstm.hidden_size, head.out_features, num_layers=L, cell=cell, mlp=dims
+    )
     zeros = torch.zeros((3 if cell == "gru" else 4) * lstm.hidden_size)
     with torch.no_grad():
         for layer in range(L):
@@ -181,6 +198,12 @@ def _twin_from_lstm(lstm: nn.LSTM | nn.GRU, head: nn.Linear, where: str) -> KwsL
                 name = f"{kind}_l{layer}"
                 have = getattr(lstm, name) if (lstm.bias or kind.startswith("weight")) else zeros
                 getattr(twin.lstm, name).copy_(have.detach().float())
+        for j, d in enumerate(hidden):
+            dst = twin.mlp[2 * j]
+            assert isinstance(dst, nn.Linear)
+            dst.weight.copy_(d.weight.detach().float())
+            bias = d.bias.detach().float() if d.bias is not None else torch.zeros(d.out_features)
+            dst.bias.copy_(bias)
         twin.head.weight.copy_(head.weight.detach().float())
         bias = head.bias
         twin.head.bias.copy_(
@@ -215,14 +238,19 @@ def match_module(module: nn.Module, where: str) -> tuple[KwsLstm, nn.LSTM | nn.G
             f"{where}: layers with weights before the encoder ({', '.join(before)}); "
             f"supported: {SUPPORTED}"
         )
-    if len(weighted) != 1 or len(linears) != 1:
+    if not linears or len(weighted) != len(linears):
         names = ", ".join(f"{n} ({type(m).__name__})" for n, m in weighted) or "none"
         raise ImportError_(
             f"{where}: after the encoder {rname!r} the layers with weights are {names}; the "
-            f"head must be one nn.Linear (an MLP head is not supported yet); supported: "
-            f"{SUPPORTED}"
+            f"head must be nn.Linear layers (ReLU between them); supported: {SUPPORTED}"
         )
-    return _twin_from_lstm(rmod, linears[0][1], where), rmod
+    acts = [n for n, m in after if not isinstance(m, nn.Linear | nn.ReLU | nn.Dropout)]
+    if acts:
+        raise ImportError_(
+            f"{where}: after the encoder: {', '.join(acts)}; between the head's nn.Linear "
+            f"layers only nn.ReLU (and nn.Dropout) are supported; supported: {SUPPORTED}"
+        )
+    return _twin_from_lstm(rmod, [m for _, m in linears], where), rmod
 
 
 def _state_shapes(state: dict[str, Any], where: str) -> tuple[int, int, int, bool]:
@@ -247,11 +275,11 @@ def _state_shapes(state: dict[str, Any], where: str) -> tuple[int, int, int, boo
             f"{where}: no 'head.weight' (other entries: {', '.join(heads) or 'none'}); "
             f"supported: {SUPPORTED}"
         )
-    others = sorted(k for k in keys if not k.startswith(("lstm.", "head.")))
+    others = sorted(k for k in keys if not k.startswith(("lstm.", "head.", "mlp.")))
     if others:
         raise ImportError_(
-            f"{where}: entries besides lstm.* and head.*: {', '.join(others)} (an MLP head is "
-            f"not supported yet); supported: {SUPPORTED}"
+            f"{where}: entries besides lstm.*, mlp.* and head.*: {', '.join(others)}; "
+            f"supported: {SUPPORTED}"
         )
     rows, F = (int(s) for s in state["lstm.weight_ih_l0"].shape)
     H = int(state["lstm.weight_hh_l0"].shape[1])
@@ -270,14 +298,22 @@ def _twin_from_state(state: dict[str, Any], where: str) -> KwsLstm:
     gru = int(state["lstm.weight_ih_l0"].shape[0]) == 3 * H
     rnn = nn.GRU if gru else nn.LSTM
     lstm = rnn(F, H, num_layers=layers, batch_first=True, bias=has_bias)
-    head = nn.Linear(H, C, bias="head.bias" in state)
+    hidden = []
+    i = 0
+    while f"mlp.{i}.weight" in state:  # hidden Linear layers of an MLP head (ReLU assumed)
+        w = state[f"mlp.{i}.weight"]
+        d = nn.Linear(int(w.shape[1]), int(w.shape[0]), bias=f"mlp.{i}.bias" in state)
+        d.load_state_dict({k: state[f"mlp.{i}.{k}"].float() for k in d.state_dict()})
+        hidden.append(d)
+        i += 2
+    head = nn.Linear(int(state["head.weight"].shape[1]), C, bias="head.bias" in state)
     sub = {k[5:]: v for k, v in state.items() if k.startswith("lstm.")}
     try:
         lstm.load_state_dict({k: v.float() for k, v in sub.items()})
         head.load_state_dict({k[5:]: v.float() for k, v in state.items() if k.startswith("head.")})
     except RuntimeError as exc:
         raise ImportError_(f"{where}: {_clean_message(exc)}") from exc
-    return _twin_from_lstm(lstm, head, where)
+    return _twin_from_lstm(lstm, [*hidden, head], where)
 
 
 # ------------------------------------------------------------------------------- loading
@@ -485,15 +521,28 @@ def _canonical(state: dict[str, Any], src: str) -> dict[str, Any]:
     prefix = lstm_keys[0][: -len("weight_ih_l0")]
     linear_w = [k for k in state if k.endswith(".weight") and state[k].dim() == 2]
     linear_w = [k for k in linear_w if not k.startswith(prefix)]
-    if len(linear_w) != 1:
+    # the head's Linear layers, chained by their shapes from the encoder's hidden size
+    width = int(state[prefix + "weight_hh_l0"].shape[1])
+    chain: list[str] = []
+    left = set(linear_w)
+    while left:
+        nxt = [k for k in left if int(state[k].shape[1]) == width]
+        if len(nxt) != 1:
+            break
+        chain.append(nxt[0])
+        left.discard(nxt[0])
+        width = int(state[nxt[0]].shape[0])
+    if not chain or left:
         raise ImportError_(
-            f"{src}: layers with weights besides the encoder: "
-            f"{', '.join(k[: -len('.weight')] for k in linear_w) or 'none'}; the head must be "
-            f"one nn.Linear; supported: {SUPPORTED}"
+            f"{src}: the layers with weights besides the encoder "
+            f"({', '.join(k[: -len('.weight')] for k in linear_w) or 'none'}) do not chain as "
+            f"Linear layers from its hidden size; supported: {SUPPORTED}"
         )
-    head = linear_w[0][: -len("weight")]
     canon = {"lstm." + k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
-    canon |= {"head." + k[len(head) :]: v for k, v in state.items() if k.startswith(head)}
+    names = [f"mlp.{2 * i}." for i in range(len(chain) - 1)] + ["head."]
+    for key, name in zip(chain, names, strict=True):
+        base = key[: -len("weight")]
+        canon |= {name + k[len(base) :]: v for k, v in state.items() if k.startswith(base)}
     return canon
 
 
@@ -518,6 +567,7 @@ def resolve_pooling(m: ImportedModel, feats: np.ndarray) -> ImportedModel:
             pool,
             num_layers=m.twin.lstm.num_layers,
             cell=m.meta.cell,
+            mlp=tuple(d.out_features for d in m.twin.mlp if isinstance(d, nn.Linear)),
         )
         twin.load_state_dict(m.twin.state_dict())
         twin.eval()

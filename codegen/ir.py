@@ -187,6 +187,13 @@ class Model:
     # a second stacked LSTM layer: it reads the first layer's output sequence; the pooling is
     # then its own (the first layer's ``pool`` is unused)
     lstm2: Lstm | None = None
+    # hidden Linear + ReLU layers between the pooled encoder output and the head: the ELaTTA
+    # latent is then the last one's output (the head's input)
+    mlp: tuple[Dense, ...] = ()
+
+    @property
+    def latent_size(self) -> int:
+        return self.mlp[-1].out_features if self.mlp else self.lstm.hidden_size
 
     @property
     def prefix(self) -> str:
@@ -384,6 +391,22 @@ class CalibStats:
 
 
 @dataclass(frozen=True, eq=False)
+class QDense:
+    """One hidden Linear + ReLU layer of an MLP head, integer form:
+    y = sat16(rshift_round(max(W x + b, 0), shift)), W int16, b int32 at the accumulator's
+    fraction bits (w frac + x frac), y in ``out_fmt``; the int32 sum is proven."""
+
+    in_features: int
+    out_features: int
+    w: QTensor  # [out, in]
+    b: QTensor  # [out], int32 at acc frac
+    in_fmt: QFormat
+    out_fmt: QFormat
+    shift: int  # acc frac - out frac
+    acc: Accumulator
+
+
+@dataclass(frozen=True, eq=False)
 class QModel:
     """The fixed IR of the whole build: the float IR it came from, the integer LSTM, the
     adaptation core's quantized parameters (`AdaptParams`), calibration."""
@@ -394,6 +417,17 @@ class QModel:
     calib: CalibStats
     cmvn: CmvnParams | None = None  # mode "cmvn"; None in an encoder-only build
     lstm2: QLstm | None = None  # the second stacked layer (input: the first's h_t, Q0.15)
+    mlp: tuple[QDense, ...] = ()  # hidden Linear + ReLU layers before the head
+
+    @property
+    def latent_size(self) -> int:
+        return self.mlp[-1].out_features if self.mlp else self.lstm.hidden_size
+
+    @property
+    def z_fmt(self) -> QFormat:
+        """The encoder's output format, the adaptation core's z_t: Q0.15 (h), or the last MLP
+        layer's calibrated format."""
+        return self.mlp[-1].out_fmt if self.mlp else self.lstm.h_fmt
 
     @property
     def prefix(self) -> str:

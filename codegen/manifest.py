@@ -101,17 +101,7 @@ def manifest(
             "lam": el.lam,
             "n_iter": int(el.n_iter),
         },
-        "encoder": {
-            "family": "LSTM",
-            "layers": 1 if q.lstm2 is None else 2,
-            "pool": (q.lstm2 or L).pool,
-            "latent": "the input of the final Linear: "
-            + {
-                "last": "the last layer's h_T",
-                "mean": "the mean over time of the last layer's h_t",
-                "max": "the maximum over time of the last layer's h_t",
-            }[(q.lstm2 or L).pool],
-        },
+        "encoder": encoder_entry(q),
         "classes": list(src.classes),
         "elatta": {
             **{k: v for k, v in asdict(el).items()},
@@ -173,6 +163,28 @@ def manifest(
             "compile_command": fw.compile_command,
         }
     return doc
+
+
+def encoder_entry(q: QModel) -> dict[str, Any]:
+    """The encoder family and what the ELaTTA latent is (the input of the final Linear)."""
+    last = q.lstm2 or q.lstm
+    pooled = {
+        "last": "the last layer's h_T",
+        "mean": "the mean over time of the last layer's h_t",
+        "max": "the maximum over time of the last layer's h_t",
+    }[last.pool]
+    latent = pooled
+    if q.mlp:
+        latent = f"the output of {len(q.mlp)} hidden Linear + ReLU layer(s) on {pooled}"
+    return {
+        "family": q.lstm.cell.upper(),
+        "layers": 1 if q.lstm2 is None else 2,
+        "pool": last.pool,
+        "mlp": [d.out_features for d in q.mlp],
+        "latent_size": q.latent_size,
+        "latent_format": q.z_fmt.name,
+        "latent": "the input of the final Linear: " + latent,
+    }
 
 
 def adapt_luts(q: QModel) -> dict[str, Any]:

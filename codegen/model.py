@@ -45,6 +45,7 @@ class KwsLstm(nn.Module):
         pool: str = "last",
         num_layers: int = 1,
         cell: str = "lstm",
+        mlp: tuple[int, ...] = (),
     ) -> None:
         super().__init__()
         rnn = nn.GRU if cell == "gru" else nn.LSTM
@@ -52,7 +53,14 @@ class KwsLstm(nn.Module):
         self.lstm = rnn(
             input_size=input_size, hidden_size=hidden_size, num_layers=num_layers, batch_first=True
         )
-        self.head = nn.Linear(hidden_size, num_classes)
+        # hidden Linear + ReLU layers before the head (mlp.0, mlp.2, ... in the state_dict)
+        layers: list[nn.Module] = []
+        width = hidden_size
+        for d in mlp:
+            layers += [nn.Linear(width, d), nn.ReLU()]
+            width = d
+        self.mlp = nn.Sequential(*layers)
+        self.head = nn.Linear(width, num_classes)
         self.pool = pool
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -61,10 +69,12 @@ class KwsLstm(nn.Module):
         out, state = self.lstm(x)
         h_n = state[0] if isinstance(state, tuple) else state  # LSTM (h, c); GRU h
         if self.pool == "mean":
-            return out.mean(dim=1)
-        if self.pool == "max":
-            return out.amax(dim=1)
-        return h_n[-1]
+            z = out.mean(dim=1)
+        elif self.pool == "max":
+            z = out.amax(dim=1)
+        else:
+            z = h_n[-1]
+        return self.mlp(z)  # the latent: the head's input
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.encode(x))

@@ -75,6 +75,7 @@ def _types() -> dict[str, type]:
         "AdaptConfig": ir.AdaptConfig,
         "AdaptParams": ir.AdaptParams,
         "CmvnParams": ir.CmvnParams,
+        "QDense": ir.QDense,
     }
 
 

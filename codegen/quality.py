@@ -45,9 +45,9 @@ def float_vs_fixed(q: QModel, x_float: npt.ArrayLike) -> dict[str, Any]:
         "samples": int(X.shape[0]),
         "x": _err(L.x_fmt.to_float(xi), X),
         "x_saturated_fraction": float(np.mean(np.abs(X) > L.x_fmt.max_value)),
-        "z": _err(L.h_fmt.to_float(z_i), z_f),
+        "z": _err(q.z_fmt.to_float(z_i), z_f),
     }
-    per_clip = np.max(np.abs(L.h_fmt.to_float(z_i) - z_f), axis=1) if len(X) else np.zeros(0)
+    per_clip = np.max(np.abs(q.z_fmt.to_float(z_i) - z_f), axis=1) if len(X) else np.zeros(0)
     out["z_clips_above_warn"] = int(np.sum(per_clip > Z_DRIFT_WARN))
     warnings = []
     if out["z"]["max_abs"] > Z_DRIFT_WARN:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +46,7 @@ import numpy.typing as npt
 from codegen.errors import CodegenError, ConfigError
 from codegen.ir import (
     GATES,
+    LATENT_FMT,
     Accumulator,
     AdaptConfig,
     CalibStats,
@@ -53,6 +55,7 @@ from codegen.ir import (
     Lstm,
     LstmShifts,
     Model,
+    QDense,
     QLstm,
     QModel,
     QuantOptions,
@@ -63,6 +66,7 @@ from codegen.quantize_common import (
     FLOAT64_EXACT,
     GATE_FMT,
     H_FMT,
+    INT16_ABS_MAX,
     INT32_MAX,
     LUT_INDEX_SHIFT,
     MIN_ACC_FRAC,
@@ -265,15 +269,68 @@ def quantize_model(model: Model, x_calib: npt.ArrayLike, source: str = "api") ->
 
         seq, _ = lstm_float(np.asarray(x_calib, np.float64), model.lstm, sequence=True)
         q2, _, z_f = quantize_lstm(model.lstm2, seq, model.quant, source, x_fmt=H_FMT)
+    mlp: tuple[QDense, ...] = ()
+    zt_fmt, latent_fmt = H_FMT, LATENT_FMT
+    if model.mlp:  # hidden Linear + ReLU layers: the latent is their output
+        mlp, z_f = quantize_mlp(model.mlp, z_f, model.quant)
+        zt_fmt = mlp[-1].out_fmt
+        # two bits of headroom above z_t for V p, as for h (Q0.15 -> Q2.13)
+        ib = min(15, zt_fmt.int_bits + 2)
+        latent_fmt = QFormat(ib, 15 - ib)
     params = quantize_adapt(
         model.head.weight.values,
         model.head.bias.values,
         model.basis.V.values,
         model.adapt,
         z_f,
+        latent_fmt=latent_fmt,
+        zt_fmt=zt_fmt,
     )
     cmvn = cmvn_params(q, model.adapt)
-    return QModel(source=model, lstm=q, adapt=params, calib=stats, cmvn=cmvn, lstm2=q2)
+    return QModel(source=model, lstm=q, adapt=params, calib=stats, cmvn=cmvn, lstm2=q2, mlp=mlp)
+
+
+def quantize_mlp(
+    layers: tuple[Any, ...], z_calib: np.ndarray, opts: QuantOptions
+) -> tuple[tuple[QDense, ...], np.ndarray]:
+    """Hidden Linear + ReLU layers after the encoder, one after the other on the calibration
+    latents: W int16 in the finest format that holds it and proves the int32 sum (Σ|w|·2^15 +
+    |b| + rounding ≤ 2^31 − 1 for every row, any int16 input); the output format from the
+    largest ReLU output seen, times ``range_margin``. Returns the layers and the float output
+    of the last (the adaptation core's calibration latents)."""
+    out: list[QDense] = []
+    x = np.asarray(z_calib, np.float64)
+    in_fmt = H_FMT
+    for i, d in enumerate(layers):
+        Wf, bf = d.weight.values, d.bias.values
+        y = np.maximum(x @ Wf.T + bf, 0.0)
+        calibrated = _fmt_for(float(np.max(y, initial=0.0)), float(opts.range_margin), f"mlp.{i}")
+        chosen = None
+        for fw in range(QFormat.for_range(float(np.max(np.abs(Wf)))).frac_bits, -1, -1):
+            acc_frac = fw + in_fmt.frac_bits
+            if acc_frac > 31 or float(np.max(np.abs(bf), initial=0.0)) * 2.0**acc_frac >= 2**31:
+                continue
+            w = _quantize(f"mlp.{i}.weight", Wf, QFormat(15 - fw, fw))
+            b = _quantize(f"mlp.{i}.bias", bf, QFormat(31 - acc_frac, acc_frac, 32))
+            # the output keeps at most the accumulator's fraction bits: a right shift only
+            of = min(calibrated.frac_bits, acc_frac)
+            out_fmt = QFormat(15 - of, of)
+            shift = acc_frac - of
+            rnd = (1 << (shift - 1)) if shift > 0 else 0
+            bound = np.abs(w.raw).sum(axis=1) * INT16_ABS_MAX + np.abs(b.raw) + rnd
+            row = int(np.argmax(bound))
+            if int(bound[row]) <= INT32_MAX:
+                acc = Accumulator(f"mlp.{i}", 32, int(bound[row]), row)
+                chosen = QDense(d.in_features, d.out_features, w, b, in_fmt, out_fmt, shift, acc)
+                break
+        if chosen is None:
+            raise CodegenError(
+                f"tensor mlp.{i}.weight: the int32 sum of a row cannot be proven in any int16 "
+                "format (scale the layer down)"
+            )
+        out.append(chosen)
+        x, in_fmt = y, out_fmt
+    return tuple(out), x
 
 
 CMVN_RECIP_SHIFT = 22  # the 1/T reciprocal's fraction bits (docs/adaptation.md)

@@ -64,6 +64,7 @@ def quantize_adapt(
     cfg: AdaptConfig,
     z_calib: npt.ArrayLike,
     latent_fmt: QFormat = LATENT_FMT,
+    zt_fmt: QFormat = Z_T_FMT,
 ) -> AdaptParams:
     """Quantize the head, the basis and the CMA-ES constants once (docs/architecture.md §3).
 
@@ -162,7 +163,7 @@ def quantize_adapt(
         v_fmt=v_fmt,
         latent_fmt=latent_fmt,
         logit_fmt=logit_fmt,
-        zt_shift=Z_T_FMT.frac_bits - fz,
+        zt_shift=zt_fmt.frac_bits - fz,
         v_shift=v_shift,
         head_shift=head_shift,
         cmaes=cm,

@@ -14,8 +14,9 @@ RUNTIME: tuple[str, ...] = (
     "fw_rt.c",
 )
 # The integer encoders: LSTM (its twin: codegen/intref/lstm.py) and GRU (codegen/intref/gru.py;
-# the linker drops whichever a model does not call).
-LSTM: tuple[str, ...] = ("elt_lstm_s16.c", "elt_gru_s16.c")
+# the linker drops whichever a model does not call), and the hidden Linear + ReLU layers of an
+# MLP head (elt_dense_s16.c).
+LSTM: tuple[str, ...] = ("elt_lstm_s16.c", "elt_gru_s16.c", "elt_dense_s16.c")
 # The ELaTTA adaptation core; elt_intmath.c: the exact division and square root the others call.
 ADAPT: tuple[str, ...] = (
     "elt_intmath.c",

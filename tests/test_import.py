@@ -75,14 +75,23 @@ class RnnKws(nn.Module):
 
 
 class MlpKws(nn.Module):
-    def __init__(self) -> None:
+    """An MLP head: Linear + activation (+ Dropout) layers before the final Linear."""
+
+    def __init__(self, widths: tuple[int, ...] = (16,), act: str = "relu", cell: str = "lstm"):
         super().__init__()
-        self.lstm = nn.LSTM(F, 16, batch_first=True)
-        self.hidden = nn.Linear(16, 16)
-        self.head = nn.Linear(16, CLASSES)
+        self.lstm = (nn.GRU if cell == "gru" else nn.LSTM)(F, 16, batch_first=True)
+        layers: list[nn.Module] = []
+        w = 16
+        for d in widths:
+            layers += [nn.Linear(w, d), nn.ReLU() if act == "relu" else nn.Tanh(), nn.Dropout(0.1)]
+            w = d
+        self.hidden = nn.Sequential(*layers)
+        self.head = nn.Linear(w, CLASSES)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.hidden(self.lstm(x)[1][0][-1])))
+        _, state = self.lstm(x)
+        h = state[0] if isinstance(state, tuple) else state
+        return self.head(self.hidden(h[-1]))
 
 
 @pytest.fixture(scope="module")
@@ -146,13 +155,16 @@ def build_user(
         ("GRU, whole module", GruKws(), "module"),
         ("GRU, two layers, time-major, mean pooling", GruKws(2, "mean", False), "module"),
         ("GRU, torch.export", GruKws(pool="max"), "export"),
+        ("MLP head, whole module", MlpKws((24,)), "module"),
+        ("two-layer MLP head on a GRU, torch.export", MlpKws((20, 8), cell="gru"), "export"),
     ],
 )
 def test_user_models_build_and_agree_with_themselves(
     name: str, module: nn.Module, save: str, data: Path, tmp_path: Path
 ) -> None:
     scaled(module, 1)
-    H = next(m.hidden_size for m in module.modules() if isinstance(m, nn.RNNBase))
+    H = [m for m in module.modules() if isinstance(m, nn.Linear | nn.RNNBase)][-1]
+    H = H.in_features if isinstance(H, nn.Linear) else H.hidden_size  # the latent's size
     if save == "trace":
         path = tmp_path / "model.ts"
         torch.jit.save(torch.jit.trace(module, torch.zeros(4, T, F)), path)
@@ -215,7 +227,7 @@ def test_unsupported_pooling_is_refused_naming_the_pooling(data: Path, tmp_path:
     ("module", "match"),
     [
         (RnnKws(), r"encoder 'rnn' is nn.RNN; supported: an nn.LSTM or nn.GRU with 1 or 2"),
-        (MlpKws(), r"hidden \(Linear\), head \(Linear\); the head must be one nn.Linear"),
+        (MlpKws(act="tanh"), r"hidden.1; between the head's nn.Linear layers only nn.ReLU"),
         (nn.Sequential(nn.LSTM(F, 8, num_layers=3, batch_first=True)), "num_layers=3"),
     ],
 )
@@ -290,6 +302,7 @@ def test_python_api_compiles_an_in_memory_module(data: Path, tmp_path: Path) -> 
         ("lstm", "mean", 2),
         ("gru", "last", 1),
         ("gru", "max", 2),
+        ("mlp", "last", 1),
     ],
 )
 def test_imported_model_streams_bit_exactly(
@@ -302,12 +315,14 @@ def test_imported_model_streams_bit_exactly(
     from elatta_host.run import DeviceSpec, execute
 
     path = tmp_path / "user.pt"
-    if cell == "gru":
-        module: nn.Module = GruKws(layers, pool, batch_first=False)
+    if cell == "mlp":
+        module: nn.Module = MlpKws((20, 8))
+    elif cell == "gru":
+        module = GruKws(layers, pool, batch_first=False)
     else:
         module = Kws(H=20, batch_first=False, bias=False, pool=pool, layers=layers)
     torch.save(scaled(module, 7), path)
-    H = 16 if cell == "gru" else 20
+    H = {"gru": 16, "mlp": 8}.get(cell, 20)  # the latent's size
     res = build(path, basis_for(path, H, tmp_path), CONFIG, tmp_path / "b", data_dir=data,
                 trust_pickle=True)  # fmt: skip
     assert res.manifest["float_vs_fixed"]["user_model"]["integer_same_class"] >= 0.99

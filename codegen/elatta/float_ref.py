@@ -559,9 +559,13 @@ def encode_float(x: npt.ArrayLike, model: Any) -> FloatArray:
     """The float encoder of a `codegen.ir.Model`: its LSTM, or its two stacked LSTM layers (the
     first hands its whole output sequence to the second), then the pooling -> z [N, H]."""
     if getattr(model, "lstm2", None) is None:
-        return lstm_float(x, model.lstm)[0]
-    seq, _ = lstm_float(x, model.lstm, sequence=True)
-    return lstm_float(seq, model.lstm2)[0]
+        z = lstm_float(x, model.lstm)[0]
+    else:
+        seq, _ = lstm_float(x, model.lstm, sequence=True)
+        z = lstm_float(seq, model.lstm2)[0]
+    for d in getattr(model, "mlp", ()):  # hidden Linear + ReLU layers: the latent is the last
+        z = np.maximum(z @ d.weight.values.T + d.bias.values, 0.0)
+    return z
 
 
 def lstm_float(

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen.errors import ConfigError
+from codegen.fixed import rshift_round
 from codegen.intref.adapt import IntAdaptResult
 from codegen.intref.lstm import lstm_int
 from codegen.ir import QModel
@@ -67,9 +68,14 @@ def encode_int(features: npt.ArrayLike, q: QModel, trace: Any = None) -> np.ndar
     """The integer encoder: the LSTM, or two stacked layers (the first's whole output sequence,
     int16 Q0.15, is the second's input), then the pooling -> z [N, H] (Q0.15)."""
     if q.lstm2 is None:
-        return lstm_int(features, q.lstm, trace=trace)
-    seq = lstm_int(features, q.lstm, trace=trace, sequence=True)
-    return lstm_int(seq.astype(np.int16), q.lstm2, trace=trace)
+        z = lstm_int(features, q.lstm, trace=trace)
+    else:
+        seq = lstm_int(features, q.lstm, trace=trace, sequence=True)
+        z = lstm_int(seq.astype(np.int16), q.lstm2, trace=trace)
+    for d in q.mlp:  # elt_dense_relu_s16: y = sat16(rshift_round(max(W x + b, 0), shift))
+        acc = np.asarray(z, np.int64) @ d.w.raw.T.astype(np.int64) + d.b.raw.astype(np.int64)
+        z = np.minimum(rshift_round(np.maximum(acc, 0), d.shift), 32767)
+    return np.asarray(z)
 
 
 def infer_int(
