@@ -14,9 +14,10 @@ Accepted files (``--model`` of `codegen basis`, `eval` and `build`):
   how its forward pass pools, so the compiler's own reading (head of the last hidden state) is
   *assumed* and reported as such.
 
-The family lowered today: one unidirectional ``nn.LSTM`` layer (with or without bias,
-``batch_first`` either way) whose **last-step** hidden state h_T feeds one final ``nn.Linear``.
-The ELaTTA latent is the input of that Linear, h_T. Anything else is refused with the module that
+The family lowered today: an ``nn.LSTM`` or ``nn.GRU`` of 1 or 2 unidirectional layers (with or
+without bias, ``batch_first`` either way) whose last layer's hidden state, taken at the last
+step or pooled (mean, max) over time, feeds ``nn.Linear`` layers with ``nn.ReLU`` between them.
+The ELaTTA latent is the input of the final Linear. Anything else is refused with the module that
 does not fit and what is supported; a model that *looks* like the family but computes something
 else (mean or max pooling over time, a different head input) is caught by `verify_against_user`,
 which runs the user's own forward pass on the calibration clips.
@@ -44,8 +45,8 @@ from codegen.model import KwsLstm, ModelMeta, file_sha256
 
 SUPPORTED = (
     "an nn.LSTM or nn.GRU with 1 or 2 unidirectional layers (bias optional, batch_first either "
-    "way) whose last layer's last-step hidden state, or mean or maximum over time, feeds one "
-    "final nn.Linear (the ELaTTA latent is that Linear's input)"
+    "way) whose last layer's last-step hidden state, or mean or maximum over time, feeds "
+    "nn.Linear layers with nn.ReLU between them (the ELaTTA latent is the last Linear's input)"
 )
 TWIN_TOLERANCE = 1e-4  # max |logit| difference between the user's model and the float twin
 _PREFIXES = ("module.", "_orig_mod.")  # DataParallel / DistributedDataParallel, torch.compile

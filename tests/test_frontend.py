@@ -97,7 +97,9 @@ def _basis_for(model: Path, out: Path, D: int, k: int) -> Path:
 def test_shape_mismatches_between_model_basis_and_config(tmp_path: Path) -> None:
     kit = make_kit(tmp_path, F=4, H=8, C=3, T=5, k=2)
     wrong_d = _basis_for(kit.model, tmp_path / "d.npz", D=6, k=2)
-    with pytest.raises(CodegenError, match="D=6 rows but the model's hidden_size is 8"):
+    with pytest.raises(
+        CodegenError, match=r"D=6 rows but the model's latent \(the head's input\) has 8"
+    ):
         read_model(kit.model, wrong_d, kit.config)
     k3 = _basis_for(kit.model, tmp_path / "k3.npz", D=8, k=3)
     with pytest.raises(CodegenError, match=r"\[elatta\].k = 2 but the basis V has k=3"):
