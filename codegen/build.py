@@ -68,6 +68,22 @@ def integer_agreement(q: QModel, imported: Any, feats: np.ndarray) -> dict[str, 
     return {"integer_same_class": float(np.mean(np.asarray(pred) == np.argmax(logits, axis=1)))}
 
 
+def clean_test_agreement(q: QModel, imported: Any, data_dir: str | Path) -> dict[str, Any]:
+    """The integer model's no-adapt class against the user's model on the data set's clean
+    test clips (up to 512, in order): the clips the device is meant for, none of them seen
+    by calibration."""
+    from codegen.data import load_split
+    from codegen.model import features_for
+
+    test = load_split(str(data_dir), "test")
+    n = min(512, len(test))
+    agree = integer_agreement(q, imported, features_for(test.pcm[:n], q.source.meta))
+    return {
+        "clean_test_clips": n,
+        "integer_same_class_clean_test": agree["integer_same_class"],
+    }
+
+
 def user_model_line(doc: dict[str, Any]) -> str:
     """One line on how far the compiled model agrees with the user's own."""
     u = doc.get("float_vs_fixed", {}).get("user_model", {})
@@ -78,8 +94,14 @@ def user_model_line(doc: dict[str, Any]) -> str:
         lines[0] += (
             f" float twin max |logit error| {u['float_twin_max_abs_logit_error']:.2g}, same class "
             f"{100 * u['float_twin_same_class']:.2f} %; integer model same class "
-            f"{100 * (u.get('integer_same_class') or 0.0):.2f} % on {u['samples']} clips"
+            f"{100 * (u.get('integer_same_class') or 0.0):.2f} % on {u['samples']} calibration "
+            "clips"
         )
+        if u.get("integer_same_class_clean_test") is not None:
+            lines[0] += (
+                f", {100 * u['integer_same_class_clean_test']:.2f} % on "
+                f"{u['clean_test_clips']} clean test clips"
+            )
     else:
         lines[0] += " not run (the file holds weights only)"
     lines += [f"  assumed: {a}" for a in u["assumed"]]
@@ -191,6 +213,8 @@ def build(
         )
     quality = float_vs_fixed(q, feats)
     quality["user_model"] = user | integer_agreement(q, imported, feats)
+    if data_dir is not None:  # also on clips the model was not calibrated on
+        quality["user_model"] |= clean_test_agreement(q, imported, data_dir)
     program = write_program(q, out)
     doc = manifest(q, sources, fw, quality, program)
     write_manifest(doc, out)

@@ -343,8 +343,9 @@ def test_imported_model_streams_bit_exactly(
     user = res.manifest["float_vs_fixed"]["user_model"]
     if cell == "lstm-state-dict":  # no forward pass in the file: the pooling is assumed
         assert not user["checked"]
-    else:
+    else:  # on the calibration clips and on clean test clips calibration never saw
         assert user["integer_same_class"] >= 0.99
+        assert user["integer_same_class_clean_test"] >= 0.99, user
     plan = make_plan(tmp_path / "b", data, ("strict", "cmvn"), 200)
     spec = DeviceSpec("qemu0", elf=tmp_path / "b" / "fw.elf", icount=False, timeout=2.0)
     out = execute(plan, [spec], tmp_path / "run", resume=False, target={"kind": "qemu"},
