@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from codegen.cliargs import add_model_arguments
 from codegen.errors import CodegenError, ConfigError
 
 HELP = "compute the ELaTTA subspace V_k (truncated SVD of N clean source latents)"
@@ -181,17 +182,7 @@ def basis_from_model(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model",
-        required=True,
-        help="the model: a `codegen train` checkpoint, a state_dict, a torch.export program "
-        "(.pt2) or an nn.Module saved whole (with --trust-pickle)",
-    )
-    parser.add_argument(
-        "--trust-pickle",
-        action="store_true",
-        help="load an nn.Module saved whole: unpickling runs code stored in the file",
-    )
+    add_model_arguments(parser)
     parser.add_argument("--data", required=True, help="data directory from `codegen data`")
     parser.add_argument("--n", type=int, default=50, help="source latents to use (default 50)")
     parser.add_argument("--k", type=int, default=2, help="subspace dimension (default 2, KWS)")

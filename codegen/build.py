@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from codegen.cliargs import add_model_arguments
 from codegen.errors import CodegenError
 from codegen.ir import QModel
 
@@ -38,8 +39,9 @@ class BuildResult:
     elf: Path | None
 
 
-def user_agreement(imported: Any, feats: np.ndarray) -> dict[str, Any]:
-    """The float twin against the user's own model (refuses a structural mismatch)."""
+def user_agreement(imported: Any, feats: np.ndarray) -> tuple[dict[str, Any], Any]:
+    """The float twin against the user's own model (refuses a structural mismatch); the report
+    and the user's logits on ``feats`` (None without a forward pass)."""
     from codegen.importer import verify_against_user
 
     check = verify_against_user(imported, feats)
@@ -51,16 +53,15 @@ def user_agreement(imported: Any, feats: np.ndarray) -> dict[str, Any]:
         "samples": check.samples,
         "float_twin_max_abs_logit_error": None if not check.checked else check.max_abs_logit_error,
         "float_twin_same_class": None if not check.checked else check.same_class,
-    }
+    }, check.logits
 
 
-def integer_agreement(q: QModel, imported: Any, feats: np.ndarray) -> dict[str, Any]:
-    """How often the integer model's no-adapt class equals the user's model's."""
+def integer_agreement(q: QModel, logits: Any, feats: np.ndarray) -> dict[str, Any]:
+    """How often the integer model's no-adapt class on ``feats`` equals the user's model's
+    (``logits``: the user's, on the same clips; None without a forward pass)."""
     from codegen.features import quantize_features
-    from codegen.importer import run_user
     from codegen.intref.model import infer_int
 
-    logits = run_user(imported, feats)
     if logits is None or q.adapt is None:
         return {"integer_same_class": None}
     xi = quantize_features(feats, q.lstm.x_fmt)
@@ -73,11 +74,13 @@ def clean_test_agreement(q: QModel, imported: Any, data_dir: str | Path) -> dict
     test clips (up to 512, in order): the clips the device is meant for, none of them seen
     by calibration."""
     from codegen.data import load_split
+    from codegen.importer import run_user
     from codegen.model import features_for
 
     test = load_split(str(data_dir), "test")
     n = min(512, len(test))
-    agree = integer_agreement(q, imported, features_for(test.pcm[:n], q.source.meta))
+    feats = features_for(test.pcm[:n], q.source.meta)
+    agree = integer_agreement(q, run_user(imported, feats), feats)
     return {
         "clean_test_clips": n,
         "integer_same_class_clean_test": agree["integer_same_class"],
@@ -190,7 +193,7 @@ def build(
     if pooled is not imported:  # the user's model pools over time: lower that
         imported = pooled
         model = read_model(imported, basis_path, config_path)
-    user = user_agreement(imported, feats)
+    user, user_logits = user_agreement(imported, feats)
     q = quantize_model(model, feats, source)
     src_dir = out / "src"
     files = render_model(q)
@@ -212,7 +215,7 @@ def build(
             extra_cflags=model_cflags(q),
         )
     quality = float_vs_fixed(q, feats)
-    quality["user_model"] = user | integer_agreement(q, imported, feats)
+    quality["user_model"] = user | integer_agreement(q, user_logits, feats)
     if data_dir is not None:  # also on clips the model was not calibrated on
         quality["user_model"] |= clean_test_agreement(q, imported, data_dir)
     program = write_program(q, out)
@@ -222,18 +225,7 @@ def build(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--model",
-        required=True,
-        type=Path,
-        help="the model: a `codegen train` checkpoint, a state_dict, a torch.export program "
-        "(.pt2) or an nn.Module saved whole (with --trust-pickle)",
-    )
-    p.add_argument(
-        "--trust-pickle",
-        action="store_true",
-        help="load an nn.Module saved whole: unpickling runs code stored in the file",
-    )
+    add_model_arguments(p, type=Path)
     p.add_argument("--basis", required=True, type=Path, help="V_k .npz (codegen basis)")
     p.add_argument(
         "--config",

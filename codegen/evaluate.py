@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from codegen.cliargs import add_model_arguments, add_stream_arguments, stream_from_args
 from codegen.elatta.float_ref import MODES
 from codegen.errors import ConfigError
 from codegen.selection import stream_order
-from codegen.streams import ORDERS, StreamSpec, build_stream, position_accuracy
+from codegen.streams import StreamSpec, build_stream, position_accuracy
 
 HELP = "evaluate no-adapt and ELaTTA (float) on GSC-C; print the paper's table, write a report"
 
@@ -721,17 +722,7 @@ def format_fixed_vs_float(report: dict[str, Any]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model",
-        required=True,
-        help="the model: a `codegen train` checkpoint, a state_dict, a torch.export program "
-        "(.pt2) or an nn.Module saved whole (with --trust-pickle)",
-    )
-    parser.add_argument(
-        "--trust-pickle",
-        action="store_true",
-        help="load an nn.Module saved whole: unpickling runs code stored in the file",
-    )
+    add_model_arguments(parser)
     parser.add_argument("--basis", required=True, help="V_k from `codegen basis`")
     parser.add_argument("--data", required=True, help="data directory from `codegen data`")
     parser.add_argument("--report", required=True, help="directory for report.json, elatta.toml")
@@ -756,22 +747,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sigma0", type=float, help="override the selected sigma0")
     parser.add_argument("--beta", type=float, help="override the selected beta (bounded)")
     parser.add_argument("--radius", type=float, help="override the selected radius (bounded)")
-    parser.add_argument(
-        "--stream-segment",
-        type=int,
-        metavar="N",
-        help="run the continual modes over ONE stream of all conditions (codegen.streams): "
-        "segments of N clips of one condition, then a switch; strict is unaffected",
-    )
-    parser.add_argument(
-        "--stream-seed", type=int, default=0, help="seed of the stream's order (default 0)"
-    )
-    parser.add_argument(
-        "--stream-order",
-        choices=ORDERS,
-        default="random",
-        help="segment order: random (seeded shuffle) or grouped (condition by condition)",
-    )
+    add_stream_arguments(parser)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -800,12 +776,7 @@ def run(args: argparse.Namespace) -> int:
     if args.select_copies < 0:
         raise ConfigError(f"--select-copies {args.select_copies} must be >= 0")
     modes = tuple(m for m in MODES if m in (args.mode or MODES))
-    stream = None
-    if args.stream_segment is not None:
-        try:
-            stream = StreamSpec(args.stream_segment, args.stream_order, args.stream_seed)
-        except ValueError as exc:
-            raise ConfigError(f"--stream-*: {exc}") from exc
+    stream = stream_from_args(args)
     opts = EvalOptions(
         modes=modes,
         seeds=tuple(range(args.seed, args.seed + args.seeds)),

@@ -303,30 +303,9 @@ def read_model(
         ("singular_values", basis.singular_values),
     ):
         _finite(name, np.asarray(arr), bpath)
-    lstm = Lstm(
-        input_size=F,
-        hidden_size=H,
-        num_frames=meta.num_frames,
-        w_ih=Tensor("lstm.weight_ih_l0", sd["lstm.weight_ih_l0"]),
-        w_hh=Tensor("lstm.weight_hh_l0", sd["lstm.weight_hh_l0"]),
-        b_ih=Tensor("lstm.bias_ih_l0", sd["lstm.bias_ih_l0"]),
-        b_hh=Tensor("lstm.bias_hh_l0", sd["lstm.bias_hh_l0"]),
-        pool=meta.pool if "lstm.weight_ih_l1" not in sd else "last",
-        cell=meta.cell,
-    )
-    lstm2 = None
-    if "lstm.weight_ih_l1" in sd:  # a second stacked layer reads the first's outputs
-        lstm2 = Lstm(
-            input_size=H,
-            hidden_size=H,
-            num_frames=meta.num_frames,
-            w_ih=Tensor("lstm.weight_ih_l1", sd["lstm.weight_ih_l1"]),
-            w_hh=Tensor("lstm.weight_hh_l1", sd["lstm.weight_hh_l1"]),
-            b_ih=Tensor("lstm.bias_ih_l1", sd["lstm.bias_ih_l1"]),
-            b_hh=Tensor("lstm.bias_hh_l1", sd["lstm.bias_hh_l1"]),
-            pool=meta.pool,
-            cell=meta.cell,
-        )
+    stacked = "lstm.weight_ih_l1" in sd  # a second layer reads the first's outputs
+    lstm = _layer_ir(sd, 0, F, H, meta, pool="last" if stacked else meta.pool)
+    lstm2 = _layer_ir(sd, 1, H, H, meta, pool=meta.pool) if stacked else None
     head = Dense(
         D, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
     )
@@ -351,6 +330,26 @@ def read_model(
         assumed=imported.assumed,
         lstm2=lstm2,
         mlp=mlp,
+    )
+
+
+def _layer_ir(sd: dict[str, np.ndarray], layer: int, F: int, H: int, meta: Any, pool: str) -> Lstm:
+    """One recurrent layer of the float IR from the twin's state_dict (lstm.*_l<layer>)."""
+    return Lstm(
+        input_size=F,
+        hidden_size=H,
+        num_frames=meta.num_frames,
+        **{
+            f: Tensor(f"lstm.{k}_l{layer}", sd[f"lstm.{k}_l{layer}"])
+            for f, k in (
+                ("w_ih", "weight_ih"),
+                ("w_hh", "weight_hh"),
+                ("b_ih", "bias_ih"),
+                ("b_hh", "bias_hh"),
+            )
+        },
+        pool=pool,
+        cell=meta.cell,
     )
 
 

@@ -581,7 +581,7 @@ def resolve_pooling(m: ImportedModel, feats: np.ndarray) -> ImportedModel:
     return m  # verify_against_user names the part that differs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class UserCheck:
     """The float twin against the user's own forward pass on the calibration clips."""
 
@@ -589,6 +589,7 @@ class UserCheck:
     max_abs_logit_error: float
     same_class: float
     checked: bool  # False: the file had no forward pass (state_dict), nothing to run
+    logits: np.ndarray | None = None  # the user's logits on the clips (None: not run)
 
 
 def run_user(m: ImportedModel, feats: np.ndarray, batch: int = 256) -> np.ndarray | None:
@@ -637,7 +638,7 @@ def verify_against_user(m: ImportedModel, feats: np.ndarray) -> UserCheck:
             f"{_first_difference(m, x, z)}; supported: {SUPPORTED}"
         )
     same = float(np.mean(np.argmax(user, axis=1) == np.argmax(twin, axis=1)))
-    return UserCheck(len(x), err, same, True)
+    return UserCheck(len(x), err, same, True, user)
 
 
 def _first_difference(m: ImportedModel, x: np.ndarray, z: np.ndarray) -> str:

@@ -20,13 +20,13 @@ both files, so a truncated or edited program is refused before anything runs.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from codegen.data.store import file_digest
 from codegen.errors import CodegenError
 
 MANIFEST_FORMAT = "elatta-build"
@@ -155,10 +155,6 @@ def _decode(doc: Any, arrays: Any, types: dict[str, type], path: str) -> Any:
     return {k: _decode(v, arrays, types, f"{path}.{k}") for k, v in doc.items()}
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def write_program(q: Any, out_dir: str | Path) -> dict[str, str]:
     """Write ``q`` (a `codegen.ir.QModel`) as ``program.json`` + ``program.npz`` into
     ``out_dir``; deterministic bytes for the same program. Returns {file name: sha256}."""
@@ -172,13 +168,13 @@ def write_program(q: Any, out_dir: str | Path) -> dict[str, str]:
     doc = {
         "format": PROGRAM_FORMAT,
         "version": PROGRAM_VERSION,
-        "npz_sha256": _sha256(out / NPZ_NAME),
+        "npz_sha256": file_digest(out / NPZ_NAME),
         "program": tree,
     }
     tmp = out / (JSON_NAME + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
     tmp.replace(out / JSON_NAME)
-    return {name: _sha256(out / name) for name in (JSON_NAME, NPZ_NAME)}
+    return {name: file_digest(out / name) for name in (JSON_NAME, NPZ_NAME)}
 
 
 def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) -> Any:
@@ -196,7 +192,7 @@ def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) 
     if expected:
         for p in (jpath, npath):
             want = expected.get(p.name)
-            if want is not None and _sha256(p) != want:
+            if want is not None and file_digest(p) != want:
                 raise ProgramError(
                     f"{p} differs from the build's manifest (sha256): the build directory was "
                     "modified or copied incompletely; rebuild it"
@@ -212,7 +208,7 @@ def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) 
             f"{jpath}: program version {doc.get('version')!r}; this codegen reads version "
             f"{PROGRAM_VERSION} (rebuild with this codegen)"
         )
-    if _sha256(npath) != doc.get("npz_sha256"):
+    if file_digest(npath) != doc.get("npz_sha256"):
         raise ProgramError(f"{npath} does not match {jpath.name} (sha256): rebuild")
     try:
         with np.load(npath, allow_pickle=False) as z:

@@ -41,13 +41,14 @@ def float_vs_fixed(q: QModel, x_float: npt.ArrayLike) -> dict[str, Any]:
     xi = quantize_features(X, L.x_fmt)
     z_f = encode_float(X, q.source)
     z_i = encode_int(xi, q)
+    z_q = q.z_fmt.to_float(z_i)
     out: dict[str, Any] = {
         "samples": int(X.shape[0]),
         "x": _err(L.x_fmt.to_float(xi), X),
         "x_saturated_fraction": float(np.mean(np.abs(X) > L.x_fmt.max_value)),
-        "z": _err(q.z_fmt.to_float(z_i), z_f),
+        "z": _err(z_q, z_f),
     }
-    per_clip = np.max(np.abs(q.z_fmt.to_float(z_i) - z_f), axis=1) if len(X) else np.zeros(0)
+    per_clip = np.max(np.abs(z_q - z_f), axis=1) if len(X) else np.zeros(0)
     out["z_clips_above_warn"] = int(np.sum(per_clip > Z_DRIFT_WARN))
     warnings = []
     if out["z"]["max_abs"] > Z_DRIFT_WARN:

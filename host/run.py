@@ -53,8 +53,8 @@ from elatta_host.infer import (
 )
 from elatta_host.plan import Plan, Record, RunError, Stream, make_plan
 
+from codegen.cliargs import add_stream_arguments, stream_from_args
 from codegen.ir import STATEFUL_MODES
-from codegen.streams import ORDERS, StreamSpec
 
 HELP = "stream GSC-C samples to the firmware (QEMU or a board), check every result bit-exactly"
 RUN_FORMAT = "elatta-run"
@@ -427,22 +427,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="about N clips per mode, spread over every noise and SNR and dealt so they cover "
         "as many distinct test utterances as possible (default: every clip)",
     )
-    p.add_argument(
-        "--stream-segment",
-        type=int,
-        default=None,
-        metavar="N",
-        help="the continual protocol: play each mode as one stream of segments of N clips of one "
-        "condition, then a switch, state carried across switches (default: one stream per "
-        "condition, each from RESET)",
-    )
-    p.add_argument(
-        "--stream-order",
-        choices=ORDERS,
-        default="random",
-        help="segment order with --stream-segment (random: shuffled; grouped: per condition)",
-    )
-    p.add_argument("--stream-seed", type=int, default=0, help="seed of the segment shuffles")
+    add_stream_arguments(p)
     p.add_argument("--jobs", type=int, default=1, help="QEMU instances (with --qemu)")
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --report after an interruption"
@@ -496,13 +481,7 @@ def run(args: argparse.Namespace) -> int:
             "ticks": "Cortex-A9 global timer ticks (PERIPHCLK)",
         }
     print(f"preparing: reference for {', '.join(modes)} on {args.data} ...", file=sys.stderr)
-    stream = None
-    if args.stream_segment is not None:
-        try:
-            stream = StreamSpec(args.stream_segment, args.stream_order, args.stream_seed)
-        except ValueError as exc:
-            raise RunError(f"--stream-segment/--stream-order/--stream-seed: {exc}") from exc
-    plan = make_plan(args.build, args.data, modes, args.limit, stream)
+    plan = make_plan(args.build, args.data, modes, args.limit, stream_from_args(args))
     target["build_id"] = plan.manifest.get("firmware", {}).get("build_id")
     print(
         f"{plan.total} samples in {len(plan.streams)} streams over {len(specs)} device(s)",
