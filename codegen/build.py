@@ -111,6 +111,24 @@ def user_model_line(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def weight_format_line(doc: dict[str, Any]) -> str:
+    """One line on the weight-format search (codegen.format_search)."""
+    s = doc.get("float_vs_fixed", {}).get("weight_format_search") or {}
+    if not s or s.get("chosen") is None:
+        return ""
+    b, c = s["baseline"], s["chosen"]
+    moved = ", ".join(
+        f"layer {i + 1}: W_ih -{a}, W_hh -{h} fraction bits"
+        for i, (a, h) in enumerate(c["weight_shifts"])
+    )
+    return (
+        f"weight formats ({len(s['tried'])} candidates, {s['clips']} calibration clips): "
+        f"{moved}; "
+        f"latent rms error {b['z_rms']:.2g} -> {c['z_rms']:.2g}, max {b['z_max']:.2g} -> "
+        f"{c['z_max']:.2g}"
+    )
+
+
 def firmware_sources(q: QModel, src_files: list[Path]) -> list[Path]:
     from codegen import sources
     from codegen.resources import firmware_dir
@@ -164,6 +182,7 @@ def build(
     is checked against the user's own forward pass on them (`codegen.importer`)."""
     from codegen.emit import render_app_header, render_model, write_sources
     from codegen.firmware_build import FirmwareConfig, build_firmware
+    from codegen.format_search import search_weight_formats
     from codegen.frontend import read_model
     from codegen.hostlib import model_cflags
     from codegen.importer import ImportedModel, load_model, resolve_pooling
@@ -194,7 +213,8 @@ def build(
         imported = pooled
         model = read_model(imported, basis_path, config_path)
     user, user_logits = user_agreement(imported, feats)
-    q = quantize_model(model, feats, source)
+    search = search_weight_formats(model, feats, source)
+    q = quantize_model(model, feats, source, weight_shifts=search.weight_shifts)
     src_dir = out / "src"
     files = render_model(q)
     if q.adapt is not None:
@@ -215,6 +235,7 @@ def build(
             extra_cflags=model_cflags(q),
         )
     quality = float_vs_fixed(q, feats)
+    quality["weight_format_search"] = search.to_dict()
     quality["user_model"] = user | integer_agreement(q, user_logits, feats)
     if data_dir is not None:  # also on clips the model was not calibrated on
         quality["user_model"] |= clean_test_agreement(q, imported, data_dir)
@@ -265,6 +286,9 @@ def run(args: argparse.Namespace) -> int:
     )
     print(format_manifest(res.manifest, brief=True))
     print(user_model_line(res.manifest))
+    line = weight_format_line(res.manifest)
+    if line:
+        print(line)
     for w in res.manifest["float_vs_fixed"].get("warnings", []):
         print(f"warning: {w}")
     print(f"wrote {res.out_dir / 'manifest.json'}")

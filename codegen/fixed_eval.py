@@ -80,6 +80,7 @@ def compare_fixed_float(
     from codegen.data import conditions, load_condition
     from codegen.elatta.float_ref import MODES, adapt, encode_float
     from codegen.features import quantize_features
+    from codegen.format_search import search_weight_formats
     from codegen.frontend import read_model
     from codegen.intref.model import infer_int
     from codegen.model import features_for
@@ -91,7 +92,9 @@ def compare_fixed_float(
         raise ConfigError(f"modes {bad} are not allowed: use {MODES}")
     model = _model_with(read_model(model_path, basis_path, config), sigma0, beta, radius)
     feats, source = calibration_features(model, str(data_dir))
-    q = quantize_model(model, feats, source)
+    q = quantize_model(
+        model, feats, source, search_weight_formats(model, feats, source).weight_shifts
+    )
     el = model.adapt.to_float()
     seed_list = seeds if seeds is not None else (int(el.seed),)
     W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values

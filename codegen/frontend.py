@@ -23,6 +23,7 @@ import numpy as np
 
 from codegen.errors import CodegenError, ConfigError
 from codegen.ir import (
+    WEIGHT_FORMATS,
     AdaptConfig,
     Dense,
     InputHashes,
@@ -151,6 +152,10 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
             raise ConfigError(
                 f"[quant].{key} = {getattr(quant, key)}: only 16-bit (int16) is supported now"
             )
+    if quant.weight_format not in WEIGHT_FORMATS:
+        raise ConfigError(
+            f"[quant].weight_format = {quant.weight_format!r}: allowed {list(WEIGHT_FORMATS)}"
+        )
     if quant.calib_samples < 8:
         raise ConfigError(f"[quant].calib_samples = {quant.calib_samples}: need at least 8")
     if quant.calib_seed < 0:

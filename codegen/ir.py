@@ -143,6 +143,13 @@ class QuantOptions:
     # The LSTM gate accumulator is int32, exact by proof (docs/numeric.md §4): "auto" and
     # "int32" both mean that (the build is refused where no admissible scaling proves it).
     accumulator: str = "auto"
+    # LSTM weight formats (docs/numeric.md §4): "search" moves weight fraction bits to the
+    # x/h operands where that lowers the calibration latent error (codegen.format_search);
+    # "max" keeps the most fraction bits each weight tensor's range allows.
+    weight_format: str = "search"
+
+
+WEIGHT_FORMATS = ("search", "max")
 
 
 @dataclass(frozen=True)

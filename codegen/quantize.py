@@ -87,6 +87,16 @@ def cell_format(num_frames: int) -> QFormat:
     return QFormat(b, 31 - b, 32)
 
 
+def weight_format(max_abs: float, drop: int) -> QFormat:
+    """The int16 weight format that holds ``max_abs``, with ``drop`` fraction bits moved to the
+    integer part: the product W·operand keeps its A fraction bits, so each bit dropped from the
+    weight is a bit kept in the operand (x_opshift or h_opshift one smaller)."""
+    f = QFormat.for_range(max_abs)
+    if not 0 <= drop <= f.frac_bits:
+        raise ConfigError(f"weight fraction-bit drop {drop}: allowed 0..{f.frac_bits}")
+    return QFormat(f.int_bits + drop, f.frac_bits - drop, f.word)
+
+
 def gate_row_shifts(hidden: int, acc_frac: int) -> list[int]:
     """The final shift of every gate row (torch order i, f, g, o): A − 11 to Q4.11 for σ gates,
     A − 12 to 2x in Q4.11 for the g gate (tanh(x) = 2σ(2x) − 1)."""
@@ -169,13 +179,15 @@ def quantize_lstm(
     opts: QuantOptions,
     source: str = "api",
     x_fmt: QFormat | None = None,
+    weight_shift: tuple[int, int] = (0, 0),
 ) -> tuple[QLstm, CalibStats, np.ndarray]:
     """Calibrate on float features [N, T, F] and quantize the LSTM.
 
     Returns the fixed IR, the calibration statistics and the float latents z (h_T or pooled)
     of the calibration set (the adaptation core calibrates its head and basis formats on them).
     ``x_fmt``: the input format when it is given, not calibrated (a stacked layer reads the
-    layer below's h_t in Q0.15).
+    layer below's h_t in Q0.15). ``weight_shift``: fraction bits (W_ih, W_hh) handed from the
+    weights to the operands xs and hs (`weight_format`); the GRU keeps its own formats.
     """
     from codegen.elatta.float_ref import lstm_float
 
@@ -205,8 +217,12 @@ def quantize_lstm(
     x_fmt = x_fmt if x_fmt is not None else _fmt_for(x_max, margin, "input features")
     c_fmt = cell_format(T)
 
-    w_ih = _quantize("lstm.weight_ih_l0", lstm.w_ih.values, QFormat.for_range(lstm.w_ih.max_abs))
-    w_hh = _quantize("lstm.weight_hh_l0", lstm.w_hh.values, QFormat.for_range(lstm.w_hh.max_abs))
+    w_ih = _quantize(
+        "lstm.weight_ih_l0", lstm.w_ih.values, weight_format(lstm.w_ih.max_abs, weight_shift[0])
+    )
+    w_hh = _quantize(
+        "lstm.weight_hh_l0", lstm.w_hh.values, weight_format(lstm.w_hh.max_abs, weight_shift[1])
+    )
     b = lstm.b_ih.values + lstm.b_hh.values
     fw_ih, fw_hh = w_ih.fmt.frac_bits, w_hh.fmt.frac_bits
     proof = prove_gate_accumulator(w_ih.raw, w_hh.raw, b, fw_ih, x_fmt.frac_bits, fw_hh)
@@ -257,18 +273,28 @@ def quantize_lstm(
     return q, stats, z_f
 
 
-def quantize_model(model: Model, x_calib: npt.ArrayLike, source: str = "api") -> QModel:
+def quantize_model(
+    model: Model,
+    x_calib: npt.ArrayLike,
+    source: str = "api",
+    weight_shifts: tuple[tuple[int, int], ...] = (),
+) -> QModel:
     """Float IR + calibration features -> fixed IR (LSTM here, head/basis/CMA-ES by the
-    adaptation core's `quantize_adapt`, calibrated on the same source latents)."""
+    adaptation core's `quantize_adapt`, calibrated on the same source latents).
+    ``weight_shifts``: per recurrent layer, the (W_ih, W_hh) fraction bits moved to the operands
+    (`weight_format`; chosen by `codegen.format_search`); absent layers keep (0, 0)."""
     from codegen.quantize_adapt import quantize_adapt
 
-    q, stats, z_f = quantize_lstm(model.lstm, x_calib, model.quant, source)
+    shifts = tuple(weight_shifts) + ((0, 0),) * (2 - len(weight_shifts))
+    q, stats, z_f = quantize_lstm(model.lstm, x_calib, model.quant, source, weight_shift=shifts[0])
     q2 = None
     if model.lstm2 is not None:  # the stacked layer, calibrated on the first layer's outputs
         from codegen.elatta.float_ref import lstm_float
 
         seq, _ = lstm_float(np.asarray(x_calib, np.float64), model.lstm, sequence=True)
-        q2, _, z_f = quantize_lstm(model.lstm2, seq, model.quant, source, x_fmt=H_FMT)
+        q2, _, z_f = quantize_lstm(
+            model.lstm2, seq, model.quant, source, x_fmt=H_FMT, weight_shift=shifts[1]
+        )
     mlp: tuple[QDense, ...] = ()
     zt_fmt, latent_fmt = H_FMT, LATENT_FMT
     if model.mlp:  # hidden Linear + ReLU layers: the latent is their output

@@ -119,7 +119,13 @@ def int16_inputs(rng: np.random.Generator, n: int, T: int, F: int, x_frac: int) 
 
 
 def lstm_only(
-    tmp: Path, kit: Kit, x_calib: np.ndarray, *, sanitize: bool = True, trace: bool = False
+    tmp: Path,
+    kit: Kit,
+    x_calib: np.ndarray,
+    *,
+    sanitize: bool = True,
+    trace: bool = False,
+    weight_shift: tuple[int, int] = (0, 0),
 ):  # type: ignore[no-untyped-def]
     """Quantize only the LSTM and build the host library of its generated C (no adaptation
     core): the encoder's tests do not depend on the adaptation files."""
@@ -131,7 +137,7 @@ def lstm_only(
     from codegen.quantize import quantize_lstm
 
     model = read_model(kit.model, kit.basis, kit.config)
-    q, stats, _ = quantize_lstm(model.lstm, x_calib, model.quant)
+    q, stats, _ = quantize_lstm(model.lstm, x_calib, model.quant, weight_shift=weight_shift)
     qm = QModel(model, q, None, stats)
     src = tmp / "src"
     write_sources(render_model(qm, adapt_files={}), src)

@@ -163,6 +163,30 @@ def test_shapes_and_dtypes_are_checked(built) -> None:  # type: ignore[no-untype
 
 
 @pytest.mark.slow
+def test_operands_at_full_precision_c_equals_python(tmp_path: Path) -> None:
+    """Every fraction bit moved from the weights to the operands (x_opshift = h_opshift = 0,
+    what `codegen.format_search` may choose): the C encoder still equals the reference."""
+    from codegen.frontend import read_model
+    from codegen.quantize import quantize_lstm
+
+    kit = make_kit(tmp_path / "kit", F=10, H=24, T=20)
+    x_cal = calib(kit)
+    model = read_model(kit.model, kit.basis, kit.config)
+    q0, _, _ = quantize_lstm(model.lstm, x_cal, model.quant)
+    drop = (q0.shifts.x_opshift, q0.shifts.h_opshift)
+    assert drop != (0, 0)
+    qm, host = lstm_only(tmp_path, kit, x_cal, weight_shift=drop)
+    assert (qm.lstm.shifts.x_opshift, qm.lstm.shifts.h_opshift) == (0, 0)
+    assert qm.lstm.shifts.acc_frac == q0.shifts.acc_frac  # the proof's A is kept
+    x = np.concatenate(
+        [int16_inputs(np.random.default_rng(5), 300, kit.T, kit.F, qm.lstm.x_fmt.frac_bits)]
+        + [extreme_inputs(kit.T, kit.F)]
+    )
+    np.testing.assert_array_equal(host.encode(x), lstm_int(x, qm.lstm))
+    z, _ = scalar_reference(x[:40], qm.lstm)
+    np.testing.assert_array_equal(lstm_int(x[:40], qm.lstm), z)
+
+
 def test_c_equals_python_10000_inputs_without_sanitizer(tmp_path: Path) -> None:
     kit = make_kit(tmp_path / "kit", seed=5)
     qm, host = lstm_only(tmp_path, kit, calib(kit), sanitize=False)
@@ -213,6 +237,7 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
         (7, 3, 9, 3.0),  # tail of 3 columns, Hp = 8 > H
         (1, 3, 3, 1.0),  # one feature
         (10, 64, 12, 10.0),  # two blocks per gate
+        (10, 32, 12, -3.0),  # operands at full precision (x_opshift = h_opshift = 0)
     ],
 )
 def test_neon_kernel_other_shapes_under_qemu(
@@ -225,9 +250,13 @@ def test_neon_kernel_other_shapes_under_qemu(
     from codegen.quantize import quantize_lstm
     from codegen.resources import firmware_dir
 
-    kit = make_kit(tmp_path / "kit", F=F, H=H, T=T, C=3, seed=F * H, scale=scale)
+    kit = make_kit(tmp_path / "kit", F=F, H=H, T=T, C=3, seed=F * H, scale=abs(scale))
     model = read_model(kit.model, kit.basis, kit.config)
     q, stats, _ = quantize_lstm(model.lstm, calib(kit, n=16), model.quant)
+    if scale < 0:  # every weight fraction bit the operands can take moved to them
+        drop = (q.shifts.x_opshift, q.shifts.h_opshift)
+        q, stats, _ = quantize_lstm(model.lstm, calib(kit, n=16), model.quant, weight_shift=drop)
+        assert (q.shifts.x_opshift, q.shifts.h_opshift) == (0, 0)
     src = tmp_path / "src"
     write_sources(render_model(QModel(model, q, None, stats), adapt_files={}), src)
     x = np.concatenate(
