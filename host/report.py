@@ -120,7 +120,6 @@ def build_report(
     # the largest high-water mark any session saw: independent of the order of the sessions
     stacks = [x["stack_used"] for x in sessions if x.get("stack_used") is not None]
     memory["stack_high_water_bytes"] = max(stacks, default=None)
-    memory["stack_high_water_sessions"] = len(stacks)
     order = list(dict.fromkeys(["no_adapt", *plan.selection.modes]))
     n_answered = answered.count
     complete = n_answered == plan.total and not run_facts.get("errors")

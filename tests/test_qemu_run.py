@@ -120,7 +120,7 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path
     proc, qport = start_qemu(build_dir / "fw.elf")
     proxy = FaultProxy(qport, seed=5, rate=0.04, delay=0.8)
     try:
-        spec = DeviceSpec("proxy", url=f"socket://127.0.0.1:{proxy.port}", timeout=0.5, retries=20)
+        spec = DeviceSpec("proxy", url=f"socket://127.0.0.1:{proxy.port}", timeout=0.5)
         faulty = execute(
             bounded,
             [spec],
@@ -158,7 +158,7 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path
         "--no-progress",
         "--timeout",
         "0.5",
-        "--retries",
+        "--budget",
         "2",
     ]
     cli = subprocess.Popen(
