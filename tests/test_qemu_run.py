@@ -1,7 +1,7 @@
 """`codegen run` end to end through QEMU: the default model on the tiny data set,
 every RESULT field equal to the integer reference in strict, continual (paper) and
 continual-bounded modes; --jobs 2 gives the same report; a fault-injecting proxy and a QEMU
-killed mid-run change nothing but the run facts. One firmware build per module.
+killed mid-run change nothing but the run facts. One firmware build per test session.
 
 Runs with QEMU's -icount off (faster link; timer ticks then vary), so reports are compared
 without ``run`` (wall clock, re-sends), ``ticks`` and ``target``."""
@@ -25,28 +25,12 @@ from elatta_host.run import DeviceSpec, execute, read_results
 from faultproxy import FaultProxy
 
 from codegen.build import build
-from codegen.data import build as build_data
 
 pytestmark = pytest.mark.qemu
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 100  # per mode: 2 clips of each of the 50 noise x SNR conditions
 MODES = ("strict", "continual", "continual_bounded", "cmvn")
 TARGET = {"kind": "qemu", "machine": "xilinx-zynq-a9", "icount": False}
-
-
-@pytest.fixture(scope="module")
-def kws_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    data = tmp_path_factory.mktemp("rundata")
-    build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
-    out = tmp_path_factory.mktemp("runbuild")
-    build(
-        ROOT / "models/default/model.pt",
-        ROOT / "models/default/basis.npz",
-        ROOT / "configs/default.toml",
-        out,
-        data_dir=data,
-    )
-    return out, data
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,11 @@ peer."""
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-import struct
-
 from elatta_host.device import Device
 from elatta_host.errors import DeviceError, LinkClosed, LinkTimeout, ProtocolError, VersionMismatch
 from elatta_host.protocol import Err, Frame, FrameDecoder, Info, Msg
