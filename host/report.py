@@ -348,7 +348,8 @@ def plot(rep: dict[str, Any], path: Path) -> bool:
     ax.set_ylabel("accuracy (%)")
     ax.set_title("GSC-C accuracy vs SNR (mean over noises)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # nothing answered yet: no lines, no legend
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

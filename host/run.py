@@ -496,6 +496,8 @@ def execute(
     results = out / "results.jsonl"
     cfg = run_config(plan, target)
     prepare_output(out, cfg, resume=resume, force_restart=force_restart)
+    if not resume:  # no results recorded (checked above): no earlier session belongs to this run
+        (out / SESSIONS).unlink(missing_ok=True)
     (out / "run.json").write_text(json.dumps(cfg, indent=2) + "\n")
     blocks = [b for b in shard(plan.streams, len(specs)) if b]
     t0 = time.monotonic()

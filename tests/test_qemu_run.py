@@ -167,11 +167,22 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path
     assert children, "codegen run has no QEMU child"
     for pid in children:
         os.kill(int(pid), signal.SIGKILL)
-    _, err = cli.communicate(timeout=60)
+    stdout, err = cli.communicate(timeout=60)
     assert cli.returncode == 1, err.decode()
     assert b"stopped answering" in err and b"last good sample: sample id" in err, err.decode()
     done = len(read_results(results))
     assert 30 <= done < LIMIT
+    # the incomplete run's report: INCOMPLETE first, never BIT-EXACT; every target over the
+    # same answered samples (device == fixed when bit-exact); the dead worker's stats kept
+    assert stdout.decode().startswith(f"INCOMPLETE: {done} of {LIMIT} selected samples"), stdout
+    assert b"BIT-EXACT" not in stdout
+    part = json.loads((out / "report.json").read_text())
+    assert not part["complete"] and part["samples"]["answered"] == done
+    assert part["accuracy"]["device"] == part["accuracy"]["fixed"]
+    assert part["accuracy"]["fixed"] != faulty.report["accuracy"]["fixed"]  # a subset
+    (worker,) = part["run"]["workers"]
+    assert worker["samples"] == done and "stopped answering" in worker["error"]
+    assert worker["stack_used"] > 0 and worker["replayed"] is None
     resumed = execute(
         bounded, qemu_specs(build_dir, 1), out, resume=True, target={"kind": "qemu"}, progress=False
     )
