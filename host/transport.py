@@ -243,7 +243,11 @@ class Link:
             sent_at = time.monotonic()
             tries += 1
             wait = est.rto if timeout is None else timeout
-            got = self._await(frame, expect, min(end, sent_at + wait), retry_errors, accept)
+            # half a smoothed round trip: sooner, damage is not this try's reply
+            holdoff = 0.5 * est.srtt if timeout is None and est.srtt is not None else 0.0
+            got = self._await(
+                frame, expect, sent_at, min(end, sent_at + wait), holdoff, retry_errors, accept
+            )
             if isinstance(got, Frame):
                 if tries == 1 and timeout is None:  # Karn: a re-sent request is not measured
                     est.sample(time.monotonic() - sent_at)
@@ -271,20 +275,33 @@ class Link:
         self,
         frame: Frame,
         expect: int,
+        sent_at: float,
         deadline: float,
+        holdoff: float,
         retry_errors: frozenset[int],
         accept: Callable[[Frame], bool] | None,
     ) -> Frame | str | None:
-        """The reply to ``frame``; or why to re-send at once (str); or None at the deadline."""
-        while (left := deadline - time.monotonic()) > 0:
-            item = self._next_item(left)
+        """The reply to ``frame``; or why to re-send at once (str); or None at the deadline.
+        Damage seen sooner than ``holdoff`` after the send is acted on only at ``holdoff``: a
+        burst of line noise must not re-send faster than the link carries the frame."""
+        damage: str | None = None
+        while True:
+            now = time.monotonic()
+            if damage is not None and now >= sent_at + holdoff:
+                return damage
+            if now >= deadline:
+                return damage
+            until = deadline if damage is None else min(deadline, sent_at + holdoff)
+            item = self._next_item(until - now)
             if item is None:
-                return None
+                continue
             if isinstance(item, BadFrame):
-                return f"damaged frame ({item.reason})"
+                damage = damage or f"damaged frame ({item.reason})"
+                continue
             if item.type == Msg.ERROR and item.payload[:1] and item.payload[0] in retry_errors:
                 self.damaged_requests += 1
-                return f"the device answered ERROR {Err(item.payload[0]).name}"
+                damage = damage or f"the device answered ERROR {Err(item.payload[0]).name}"
+                continue
             if item.seq != frame.seq:
                 self.stale_replies += 1  # a late or duplicated answer to an earlier request
                 continue
@@ -300,7 +317,6 @@ class Link:
                 self.stale_replies += 1
                 continue
             return item
-        return None
 
 
 def _type_name(type_: int) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -245,3 +246,21 @@ def test_closed_link(tcp_peer: Callable[[Peer], str]) -> None:
 def test_cannot_open() -> None:
     with pytest.raises(LinkClosed, match="cannot open socket://127.0.0.1:1"):
         Link("socket://127.0.0.1:1")
+
+
+def test_line_noise_burst_resends_once_per_holdoff(tcp_peer: Callable[[Peer], str]) -> None:
+    """Twenty garbage chunks right after a request re-send it once (at half a smoothed round
+    trip), not twenty times: the host never sends faster than the link answers."""
+
+    def peer(conn: socket.socket) -> None:
+        for req in requests(conn):
+            if req.payload == b"noisy":
+                conn.sendall(b"\x07\x07\x00" * 20)
+            time.sleep(0.3)
+            conn.sendall(Frame(Msg.ECHO_REPLY, req.seq, req.payload).encode())
+
+    with Link(tcp_peer(peer), timeout=5.0) as link:
+        link.request(Msg.ECHO, b"quiet", expect=Msg.ECHO_REPLY)  # SRTT about 0.3 s
+        link.request(Msg.ECHO, b"noisy", expect=Msg.ECHO_REPLY)
+        assert link.bad_frames == 20
+        assert link.resent_on_damage == 1 and link.resent_on_timeout == 0
