@@ -201,7 +201,7 @@ class Recorder:
                     f"field {f}: device {dv} != reference {rv} "
                     f"(first divergent stage: {stage}; {len(diffs)} fields differ)"
                 )
-                self.bar.write(self.first_mismatch)
+                self.bar.write(self.first_mismatch, file=sys.stderr)
             self.bar.update(1)
             self.bar.set_postfix(mismatches=self.mismatches, refresh=False)
 
@@ -532,7 +532,7 @@ def execute(
                                 continue
                             except (RunError, LinkError) as exc:
                                 errors.append(str(exc))
-                                bar.write(f"error: {exc}")
+                                bar.write(f"error: {exc}", file=sys.stderr)
                                 break
                 except KeyboardInterrupt:
                     stop.set()
