@@ -30,7 +30,7 @@ demo: setup
 		--config configs/default.toml --data $(DEMO_DATA) --out $(DEMO_BUILD)
 	$(CODEGEN) run --build $(DEMO_BUILD) --data $(DEMO_DATA) --qemu --jobs 2 \
 		--mode strict --mode continual_bounded --mode cmvn --limit $(DEMO_LIMIT) \
-		--stream-segment 12 --report $(OUT)/run
+		--stream-segment 12 --report $(OUT)/run --force-restart
 
 # Fast layers + one QEMU end-to-end test; `slow` tests are for test-all.
 test: setup

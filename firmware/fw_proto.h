@@ -1,11 +1,11 @@
 /*
- * Device protocol v1 constants (docs/protocol.md). host/protocol.py mirrors every value here;
+ * Device protocol v2 constants (docs/protocol.md). host/protocol.py mirrors every value here;
  * tests/test_protocol.py::test_constants_match_c_header keeps the two equal.
  */
 #ifndef FW_PROTO_H
 #define FW_PROTO_H
 
-#define FW_PROTO_VERSION 1u
+#define FW_PROTO_VERSION 2u
 
 /* Body layout: version u8, type u8, seq u32, length u16, payload, CRC-32 u32 (little-endian). */
 #define FW_HDR_SIZE 8u
@@ -37,7 +37,11 @@
 #define FW_ERR_TYPE 7u
 #define FW_ERR_PAYLOAD 8u /* the application rejected the payload (size, shape, mode) */
 
+/* HELLO payload: empty (INFO only) or the host's session nonce (u32), which the device folds into
+ * its replay key so that no request of one session is answered from another's record. */
+#define FW_SESSION_SIZE 4u
+
 #define FW_BUILD_ID_SIZE 24u
-#define FW_INFO_SIZE 64u /* fixed part; the application's description follows */
+#define FW_INFO_SIZE 64u /* fixed part; the application's description fills the rest */
 
 #endif /* FW_PROTO_H */

@@ -12,6 +12,7 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     s->frames_err = 0;
     s->frames_dropped = 0;
     s->frames_replayed = 0;
+    s->session = 0;
     s->last_valid = 0;
 }
 
@@ -73,16 +74,18 @@ static void send_info(fw_server_t *s, uint32_t seq)
         app_len =
             app->describe(app->ctx, &p[FW_INFO_SIZE], (uint16_t)(FW_MAX_PAYLOAD - FW_INFO_SIZE));
     }
-    fw_put_u16(&p[60], app_len);
+    fw_put_u32(&p[60], s->session); /* the description's length is the payload's minus 64 */
     send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)(FW_INFO_SIZE + app_len));
 }
 
-/* Step 9 for application types: replay a repeated (type, seq), else ask the application. */
+/* Step 9 for application types: replay a repeated (session, type, seq), else ask the
+ * application. */
 static void serve_app(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
                       uint16_t len)
 {
     const fw_app_t *app = s->platform->app;
-    if (s->last_valid && s->last_type == type && s->last_seq == seq) {
+    if (s->last_valid && s->last_session == s->session && s->last_type == type &&
+        s->last_seq == seq) {
         s->frames_replayed++;
         send_frame(s, s->last_reply_type, seq, s->reply, s->last_len);
         return;
@@ -98,6 +101,7 @@ static void serve_app(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t 
         s->last_valid = 1;
         s->last_type = type;
         s->last_seq = seq;
+        s->last_session = s->session;
         s->last_reply_type = (uint8_t)r;
         s->last_len = out_len <= FW_MAX_PAYLOAD ? out_len : (uint16_t)FW_MAX_PAYLOAD;
         send_frame(s, s->last_reply_type, seq, s->reply, s->last_len);
@@ -148,6 +152,13 @@ static void handle_frame(fw_server_t *s)
     }
     switch (type) { /* step 9 */
     case FW_MSG_HELLO:
+        /* Empty: INFO only. A nonce opens (or re-announces) the host's session. */
+        if (len == FW_SESSION_SIZE) {
+            s->session = fw_get_u32(&b[FW_HDR_SIZE]);
+        } else if (len != 0u) {
+            send_error(s, FW_ERR_PAYLOAD, type, seq);
+            break;
+        }
         s->frames_ok++;
         send_info(s, seq);
         break;

@@ -49,13 +49,16 @@ typedef struct {
     uint32_t frames_err;
     uint32_t frames_dropped;
     uint32_t frames_replayed;
-    /* The last application reply, resent as is when the same (type, seq) arrives again: a host
-     * retry after a lost reply must not advance application state twice (docs/protocol.md). */
+    uint32_t session; /* the nonce of the last HELLO that carried one (0 until then) */
+    /* The last application reply, resent as is when the same (session, type, seq) arrives again:
+     * a host retry after a lost reply must not advance application state twice, and a request of
+     * a new session that reuses an old seq must run (docs/protocol.md, "Replay rule"). */
     uint8_t last_valid;
     uint8_t last_type;
     uint8_t last_reply_type;
     uint16_t last_len;
     uint32_t last_seq;
+    uint32_t last_session;
     uint8_t reply[FW_MAX_PAYLOAD];
     uint8_t enc[FW_ENC_MAX];
     uint8_t body[FW_BODY_MAX];

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from elatta_host.device import Device
-from elatta_host.qemu import Qemu
+from elatta_host.qemu import Qemu, stop_on_signals
 from elatta_host.transport import Link
 
 from codegen.errors import ConfigError
@@ -59,6 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 @contextlib.contextmanager
 def open_link(args: argparse.Namespace) -> Iterator[Link]:
     if args.qemu is not None:
+        stop_on_signals()  # SIGTERM/SIGHUP take QEMU down with this process
         with Qemu(args.qemu, uart=args.uart, link_timeout=args.timeout) as link:
             yield link
     else:

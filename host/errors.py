@@ -21,6 +21,10 @@ class ProtocolError(LinkError):
     """Bytes arrived but do not form a valid frame, or a reply has the wrong shape."""
 
 
+class VersionMismatch(ProtocolError):
+    """An intact frame of another protocol version arrived: the device runs other firmware."""
+
+
 class DeviceError(LinkError):
     """The device answered ERROR."""
 

@@ -1,7 +1,8 @@
-"""Protocol v1 codec, host side (docs/protocol.md; mirrors firmware/fw_proto.h, fw_frame.c).
+"""Protocol v2 codec, host side (docs/protocol.md; mirrors firmware/fw_proto.h, fw_frame.c).
 
 A frame body is ``version:u8 type:u8 seq:u32 length:u16 payload CRC-32:u32`` (little-endian),
-COBS-encoded and terminated by one 0x00.
+COBS-encoded and terminated by one 0x00. v2 adds the session nonce carried by HELLO (and echoed
+in INFO) that the device folds into its replay key.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
-PROTO_VERSION = 1
+PROTO_VERSION = 2
 HDR_SIZE = 8
 CRC_SIZE = 4
 SEQ_READABLE = 6
+SESSION_SIZE = 4
 BUILD_ID_SIZE = 24
 INFO_SIZE = 64
 _HDR = struct.Struct("<BBIH")
@@ -117,23 +119,28 @@ class Frame:
 
 @dataclass(frozen=True)
 class BadFrame:
-    """A delimited chunk that is not a valid frame; ``raw`` keeps the bytes for diagnostics."""
+    """A delimited chunk that is not a valid frame; ``raw`` keeps the bytes for diagnostics.
+    ``version`` is set when the chunk is an intact frame (its CRC holds) of another protocol
+    version: a peer of another version, not link damage."""
 
     reason: str
     raw: bytes
+    version: int | None = None
 
 
 def parse_body(body: bytes) -> Frame | BadFrame:
     if len(body) < HDR_SIZE + CRC_SIZE:
         return BadFrame(f"short body ({len(body)} bytes)", body)
     version, type_, seq, length = _HDR.unpack_from(body)
-    if version != PROTO_VERSION:
-        return BadFrame(f"protocol version {version}, expected {PROTO_VERSION}", body)
     if HDR_SIZE + length + CRC_SIZE != len(body):
         return BadFrame(f"length field {length} does not match body of {len(body)} bytes", body)
     (crc,) = struct.unpack_from("<I", body, HDR_SIZE + length)
     if crc != zlib.crc32(body[: HDR_SIZE + length]):
         return BadFrame("CRC mismatch", body)
+    # Every version shares the header and the CRC: the CRC holding tells a peer of another
+    # version from a version byte damaged on the link.
+    if version != PROTO_VERSION:
+        return BadFrame(f"protocol version {version}, expected {PROTO_VERSION}", body, version)
     return Frame(type_, seq, bytes(body[HDR_SIZE : HDR_SIZE + length]), version)
 
 
@@ -195,8 +202,9 @@ class Info:
     build_id: str
     frames_replayed: int = 0
     app: bytes = b""  # the application's description (model, shapes, formats), if any
+    session: int = 0  # the nonce of the last HELLO that carried one
 
-    _FMT = struct.Struct("<BBHIIIIIII24sIHH")
+    _FMT = struct.Struct("<BBHIIIIIII24sII")
 
     @classmethod
     def unpack(cls, payload: bytes) -> Info:
@@ -215,12 +223,8 @@ class Info:
             stack_used,
             build_id,
             replayed,
-            app_len,
-            _reserved,
+            session,
         ) = cls._FMT.unpack_from(payload)
-        app = payload[cls._FMT.size : cls._FMT.size + app_len]
-        if len(app) != app_len:
-            raise ValueError(f"INFO announces {app_len} application bytes, {len(app)} present")
         return cls(
             ver,
             uart,
@@ -234,7 +238,8 @@ class Info:
             stack_used,
             build_id.rstrip(b"\0").decode("ascii", "replace"),
             replayed,
-            bytes(app),
+            bytes(payload[cls._FMT.size :]),
+            session,
         )
 
     def pack(self) -> bytes:
@@ -252,8 +257,7 @@ class Info:
                 self.stack_used,
                 self.build_id.encode("ascii"),
                 self.frames_replayed,
-                len(self.app),
-                0,
+                self.session,
             )
             + self.app
         )
@@ -270,5 +274,6 @@ class Info:
                 f"frames         {self.frames_ok} ok, {self.frames_err} answered with ERROR, "
                 f"{self.frames_dropped} dropped, {self.frames_replayed} replayed",
                 f"stack          {self.stack_used} of {self.stack_size} bytes used (high-water)",
+                f"session        0x{self.session:08x}",
             ]
         )

@@ -5,23 +5,120 @@
 server=on,wait=on`` (QEMU waits for us before the guest runs, so no byte is lost), connects a
 :class:`~elatta_host.transport.Link`, and kills QEMU on exit or error. QEMU's stderr is kept
 in a file and quoted in errors.
+
+QEMU dies with its host. A host that exits normally or by an exception stops it (``stop``,
+``atexit``); `stop_on_signals` makes SIGTERM and SIGHUP do the same before the host dies; and a
+host killed outright (SIGKILL) takes QEMU with it through Linux's parent-death signal
+(prctl(2) PR_SET_PDEATHSIG, set in the child between fork and exec).
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
+import os
+import queue
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
+from typing import Any
 
 from elatta_host.errors import LinkClosed, QemuError
-from elatta_host.transport import Link
+from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Link
 
 from codegen.toolchain import find_tool
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_LIVE: set[Qemu] = set()  # started and not yet stopped, for the signal handlers
+_LIVE_LOCK = threading.Lock()
+
+
+def _parent_death_guard(parent: int) -> Callable[[], None] | None:
+    """preexec_fn for QEMU: SIGKILL it when the thread that forked it dies (prctl(2)). Runs in
+    the child after fork, so it only calls prctl and getppid: a parent that died before prctl
+    took effect is caught by the getppid check."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl
+
+    def guard() -> None:
+        if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
+            os._exit(127)
+
+    return guard
+
+
+class _Spawner:
+    """Forks every QEMU from one thread that lives as long as the host process: the parent-death
+    signal fires when the *thread* that forked the child exits (prctl(2)), and `codegen run`
+    starts QEMU from short-lived worker threads."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[Any]]] = queue.Queue()
+        threading.Thread(target=self._serve, name="qemu-spawner", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            fn, reply = self._jobs.get()
+            try:
+                reply.put((True, fn()))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                reply.put((False, exc))
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        reply: queue.Queue[Any] = queue.Queue()
+        self._jobs.put((fn, reply))
+        ok, value = reply.get()
+        if not ok:
+            raise value
+        return value
+
+
+_spawner: _Spawner | None = None
+_spawner_lock = threading.Lock()
+
+
+def spawn(cmd: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(cmd)`` with the parent-death guard, forked from the spawner thread."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = _Spawner()
+        spawner = _spawner
+    guard = _parent_death_guard(os.getpid())
+    proc: subprocess.Popen[bytes] = spawner.call(
+        lambda: subprocess.Popen(list(cmd), preexec_fn=guard, **kwargs)
+    )
+    return proc
+
+
+def stop_all() -> None:
+    """Stop every QEMU this process started and has not stopped yet."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for q in live:
+        q.kill_now()
+
+
+def stop_on_signals(signals: Sequence[int] = (signal.SIGTERM, signal.SIGHUP)) -> None:
+    """SIGTERM/SIGHUP: kill this process's QEMUs, then die of the same signal (default action),
+    so the host's exit status still says what happened. Call from the main thread."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        stop_all()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for sig in signals:
+        signal.signal(sig, handler)
 
 
 def free_port() -> int:
@@ -65,8 +162,9 @@ class Qemu:
         uart: int = 0,
         icount: bool = True,
         startup_timeout: float = 10.0,
-        link_timeout: float = 2.0,
-        retries: int = 3,
+        link_timeout: float = DEFAULT_TIMEOUT,
+        retries: int | None = None,
+        budget: float = DEFAULT_BUDGET,
         extra_args: Sequence[str] = (),
     ) -> None:
         self.elf = Path(elf)
@@ -80,6 +178,7 @@ class Qemu:
         self.startup_timeout = startup_timeout
         self.link_timeout = link_timeout
         self.retries = retries
+        self.budget = budget
         self.proc: subprocess.Popen[bytes] | None = None
         self.link: Link | None = None
         self._stderr = tempfile.TemporaryFile()
@@ -91,7 +190,7 @@ class Qemu:
     def start(self) -> Link:
         for _attempt in range(3):  # another process may grab the port between probe and bind
             port = free_port()
-            self.proc = subprocess.Popen(
+            self.proc = spawn(
                 qemu_command(
                     self.elf, port, uart=self.uart, icount=self.icount, extra_args=self.extra_args
                 ),
@@ -99,6 +198,8 @@ class Qemu:
                 stdout=subprocess.DEVNULL,
                 stderr=self._stderr,
             )
+            with _LIVE_LOCK:
+                _LIVE.add(self)
             atexit.register(self.stop)
             link = self._connect(port)
             if link is not None:
@@ -117,7 +218,10 @@ class Qemu:
                 return None
             try:
                 return Link(
-                    f"socket://127.0.0.1:{port}", timeout=self.link_timeout, retries=self.retries
+                    f"socket://127.0.0.1:{port}",
+                    timeout=self.link_timeout,
+                    budget=self.budget,
+                    retries=self.retries,
                 )
             except LinkClosed:
                 time.sleep(0.02)
@@ -126,6 +230,11 @@ class Qemu:
             f"qemu-system-arm did not open port {port} within "
             f"{self.startup_timeout:g} s: {self.stderr_text() or 'no output'}"
         )
+
+    def kill_now(self) -> None:
+        """SIGKILL QEMU without waiting (signal handlers: the host is about to die)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
 
     def stop(self) -> None:
         if self.link is not None:
@@ -138,6 +247,8 @@ class Qemu:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
         atexit.unregister(self.stop)
 
     def __enter__(self) -> Link:

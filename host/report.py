@@ -2,26 +2,29 @@
 float, fixed, device; no-adapt vs ELaTTA, like its "edge device" table) and ``report.png``
 (accuracy vs SNR per method and target).
 
-``report.json`` keys: ``data``, ``target``, ``samples``, ``bit_exact: {compared, mismatches,
-fields}``, ``accuracy: {float, fixed, device}: {mode: {snr: {noise: acc, "average": acc}}}``
-(fractions; ``no_adapt`` comes from every mode's no-adapt outputs), ``ticks: {encoder, adapt,
-total}: {median, max}`` (and per mode), ``memory`` (build manifest + INFO's stack high-water),
-and ``run`` (wall-clock and link facts that differ between runs: jobs, seconds, samples/s,
-re-sends). Everything but ``run`` and ``ticks`` is the same for any --jobs, any link faults and
-any resume; with -icount the ticks are too.
+``report.json`` keys: ``complete`` (every selected sample answered, no device error),
+``data``, ``target``, ``samples``, ``bit_exact: {compared, mismatches, fields}``,
+``accuracy: {float, fixed, device}: {mode: {snr: {noise: acc, "average": acc}}}`` (fractions,
+all three over the same answered samples; ``no_adapt`` comes from every mode's no-adapt
+outputs), ``ticks: {encoder, adapt, total}: {median, max}`` (and per mode), ``memory`` (build
+manifest + the largest stack high-water any device session reported), and ``run`` (wall-clock
+and link facts of this session that differ between runs: jobs, seconds, samples/s, re-sends per
+worker, this session's replays). Everything but ``run`` and ``ticks`` is the same for any
+--jobs, any link faults and any resume; with -icount the ticks are too.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from elatta_host.plan import Plan, Record
+    from elatta_host.plan import Plan
 
 TARGETS = ("float", "fixed", "device")
 HEAD_CLIPS = 10  # accuracy of the first clips after a switch is reported apart (codegen.streams)
@@ -32,6 +35,23 @@ METHOD_NAMES = {
     "continual_bounded": "ELaTTA (continual, bounded)",
     "cmvn": "cmvn (continual input normalisation)",
 }
+
+
+@dataclass(frozen=True, eq=False)
+class Answered:
+    """What the report needs of the answered samples, per stream key (not the records)."""
+
+    mask: dict[str, np.ndarray]  # bool [n]: answered
+    pred: dict[str, np.ndarray]  # int64 [n]: the device's class
+    pred_noadapt: dict[str, np.ndarray]  # int64 [n]
+    ticks: dict[str, np.ndarray]  # int64 [n, 3]: encoder, adapt, total
+    mismatches: int
+    fields: dict[str, int]  # field -> samples where it differs
+    first_mismatch: str | None
+
+    @property
+    def count(self) -> int:
+        return sum(int(m.sum()) for m in self.mask.values())
 
 
 def _table(hits: dict[tuple[str, float, str], list[bool]]) -> dict[str, Any]:
@@ -46,21 +66,21 @@ def _table(hits: dict[tuple[str, float, str], list[bool]]) -> dict[str, Any]:
     return out
 
 
-def _stats(values: list[int]) -> dict[str, int | float | None]:
-    if not values:
+def _stats(parts: list[np.ndarray]) -> dict[str, int | float | None]:
+    values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if not values.size:
         return {"median": None, "max": None}
-    return {"median": float(np.median(values)), "max": int(max(values))}
+    return {"median": float(np.median(values)), "max": int(values.max())}
 
 
 def build_report(
     plan: Plan,
-    records: list[Record],
+    answered: Answered,
     target: dict[str, Any],
     run_facts: dict[str, Any],
-    stack_used: int | None,
-    first_mismatch: str | None,
+    sessions: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    by_key = {s.key: s for s in plan.streams}
+    """``sessions``: every device session of the run so far (`elatta_host.run.SESSIONS`)."""
     # no-adapt rows: from the first mode whose RESULT carries the no-adapt class (in cmvn,
     # pred_noadapt is cmvn's own class; float and fixed take no-adapt from the references)
     first_mode = plan.selection.modes[0]
@@ -69,54 +89,49 @@ def build_report(
         t: defaultdict(list) for t in TARGETS
     }
     pos: dict[str, dict[tuple[str, bool], list[bool]]] = {t: defaultdict(list) for t in TARGETS}
+    ticks: dict[str, list[np.ndarray]] = defaultdict(list)
     for s in plan.streams:
+        # every target over the same samples: the answered ones (all of them when complete)
+        rows = np.flatnonzero(answered.mask[s.key])
         y = s.labels
-        for tgt, pred, pred0 in (
-            ("float", s.float_pred, s.float_pred0),
-            ("fixed", s.ref["pred"], s.fixed_pred0),
+        for tgt, pred, pred0, pred0_mode in (
+            ("float", s.float_pred, s.float_pred0, first_mode),
+            ("fixed", s.ref["pred"], s.fixed_pred0, first_mode),
+            ("device", answered.pred[s.key], answered.pred_noadapt[s.key], device_noadapt),
         ):
             hit, hit0 = np.asarray(pred) == y, np.asarray(pred0) == y
-            for i, (snr, noise) in enumerate(zip(s.snrs, s.noises, strict=True)):
-                acc[tgt][(s.mode, float(snr), str(noise))].append(bool(hit[i]))
-                pos[tgt][(s.mode, bool(s.positions[i] < HEAD_CLIPS))].append(bool(hit[i]))
-                if s.mode == first_mode:
-                    acc[tgt][("no_adapt", float(snr), str(noise))].append(bool(hit0[i]))
-                    head = bool(s.positions[i] < HEAD_CLIPS)
+            for i in rows:
+                cond = (float(s.snrs[i]), str(s.noises[i]))
+                head = bool(s.positions[i] < HEAD_CLIPS)
+                acc[tgt][(s.mode, *cond)].append(bool(hit[i]))
+                pos[tgt][(s.mode, head)].append(bool(hit[i]))
+                if s.mode == pred0_mode:
+                    acc[tgt][("no_adapt", *cond)].append(bool(hit0[i]))
                     pos[tgt][("no_adapt", head)].append(bool(hit0[i]))
-    ticks: dict[str, list[int]] = defaultdict(list)
-    field_counts: dict[str, int] = defaultdict(int)
-    mismatches = 0
-    for r in sorted(records, key=lambda r: (r.stream, r.index)):
-        s = by_key[r.stream]
-        snr, noise = float(s.snrs[r.index]), str(s.noises[r.index])
-        head = bool(s.positions[r.index] < HEAD_CLIPS)
-        acc["device"][(s.mode, snr, noise)].append(r.result.pred == r.label)
-        pos["device"][(s.mode, head)].append(r.result.pred == r.label)
-        if s.mode == device_noadapt:
-            acc["device"][("no_adapt", snr, noise)].append(r.result.pred_noadapt == r.label)
-            pos["device"][("no_adapt", head)].append(r.result.pred_noadapt == r.label)
-        for f in r.mismatches:
-            field_counts[f] += 1
-        mismatches += bool(r.mismatches)
-        for what in ("encoder", "adapt", "total"):
-            v = getattr(r.result, f"ticks_{what}")
-            ticks[what].append(v)
-            ticks[f"{s.mode}.{what}"].append(v)
+        t = answered.ticks[s.key][rows]
+        for j, what in enumerate(("encoder", "adapt", "total")):
+            ticks[what].append(t[:, j])
+            ticks[f"{s.mode}.{what}"].append(t[:, j])
     fw = plan.manifest.get("firmware", {})
     memory = {
         k: fw.get(k)
         for k in ("text", "rodata", "data", "bss", "stack", "static_ram_bytes", "ram_budget_bytes")
     }
-    memory["stack_high_water_bytes"] = stack_used
+    # the largest high-water mark any session saw: independent of the order of the sessions
+    stacks = [x["stack_used"] for x in sessions if x.get("stack_used") is not None]
+    memory["stack_high_water_bytes"] = max(stacks, default=None)
     order = list(dict.fromkeys(["no_adapt", *plan.selection.modes]))
+    n_answered = answered.count
+    complete = n_answered == plan.total and not run_facts.get("errors")
     return {
         "format": "elatta-run-report",
+        "complete": complete,
         "data": plan.data_info,
         "target": target,
         "model": {k: v["sha256"] for k, v in plan.manifest["inputs"].items()},
         "samples": {
             "selected": plan.total,
-            "answered": len(records),
+            "answered": n_answered,
             "modes": list(plan.selection.modes),
             "conditions": len(plan.selection.per_condition),
             "per_condition": dict(plan.selection.per_condition),
@@ -131,10 +146,10 @@ def build_report(
             "stream_definition": plan.selection.stream,
         },
         "bit_exact": {
-            "compared": len(records),
-            "mismatches": mismatches,
-            "fields": dict(sorted(field_counts.items())),
-            "first_mismatch": first_mismatch,
+            "compared": n_answered,
+            "mismatches": answered.mismatches,
+            "fields": dict(answered.fields),
+            "first_mismatch": answered.first_mismatch,
         },
         "accuracy": {t: {m: _table(acc[t]).get(m, {}) for m in order} for t in TARGETS},
         # first HEAD_CLIPS clips of a segment (after a switch or RESET) vs the rest, all conditions
@@ -162,6 +177,23 @@ def build_report(
     }
 
 
+def verdict(rep: dict[str, Any]) -> str:
+    """One line that leads every summary: INCOMPLETE before anything else when samples are
+    missing, so a partial run never reads as a bit-exact one."""
+    be, smp = rep["bit_exact"], rep["samples"]
+    if not rep.get("complete", smp["answered"] == smp["selected"]):
+        errs = len(rep.get("run", {}).get("errors") or ())
+        return (
+            f"INCOMPLETE: {smp['answered']} of {smp['selected']} selected samples answered"
+            + (f", {errs} device error(s)" if errs else "")
+            + f"; those {be['compared']} compared, {be['mismatches']} mismatches; accuracy "
+            "rows cover the answered samples only"
+        )
+    if be["mismatches"]:
+        return f"MISMATCH: {be['compared']} results compared, {be['mismatches']} mismatches"
+    return f"BIT-EXACT: {be['compared']} results compared, 0 mismatches"
+
+
 def _pct(v: float | None) -> str:
     return "–" if v is None else f"{100 * v:.2f}"
 
@@ -176,6 +208,8 @@ def format_markdown(rep: dict[str, Any]) -> str:
     be = rep["bit_exact"]
     lines = [
         "# On-device ELaTTA: accuracy and cost",
+        "",
+        f"**{verdict(rep)}**",
         "",
         f"Data: {data.get('data')}"
         + (f" ({kind})" if (kind := data.get("preset") or data.get("tier")) else "")
@@ -253,9 +287,30 @@ def format_markdown(rep: dict[str, Any]) -> str:
         f"{mem.get('stack_high_water_bytes')} B.",
         "",
         f"Run: {rep['run'].get('jobs')} device(s), {rep['run'].get('samples_per_s')} samples/s, "
-        f"{rep['run'].get('retransmits')} re-sends.",
+        f"{rep['run'].get('retransmits')} re-sends, {rep['run'].get('replayed')} replays"
+        + (
+            f" (unknown for {', '.join(u)}: no final INFO)"
+            if (u := rep["run"].get("replayed_unknown"))
+            else ""
+        )
+        + ".",
         "",
     ]
+    workers = rep["run"].get("workers") or []
+    if workers:
+        lines += [
+            "| device | session | samples | re-sends (time-out / damage) | damaged requests | "
+            "bad frames | replays | INFER time-out (s) | ended |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for w in workers:
+            lines.append(
+                f"| {w['device']} | {w.get('session')} | {w['samples']} | {w['retransmits']} "
+                f"({w['resent_on_timeout']} / {w['resent_on_damage']}) | {w['damaged']} | "
+                f"{w['bad_frames']} | {'–' if w['replayed'] is None else w['replayed']} | "
+                f"{w.get('rto_infer')} | {w.get('error') or w.get('note') or 'ok'} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -293,7 +348,8 @@ def plot(rep: dict[str, Any], path: Path) -> bool:
     ax.set_ylabel("accuracy (%)")
     ax.set_title("GSC-C accuracy vs SNR (mean over noises)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # nothing answered yet: no lines, no legend
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -307,8 +363,6 @@ def write_report(rep: dict[str, Any], out: Path) -> None:
 
 
 def format_summary(rep: dict[str, Any]) -> str:
-    be = rep["bit_exact"]
-    verdict = "BIT-EXACT" if be["mismatches"] == 0 and be["compared"] else "MISMATCH"
-    return format_markdown(rep) + (
-        f"\n{verdict}: {be['compared']} results compared, {be['mismatches']} mismatches\n"
-    )
+    """The report for the terminal; its verdict first and last (after the long tables)."""
+    line = verdict(rep)
+    return f"{line}\n\n{format_markdown(rep)}\n{line}\n"

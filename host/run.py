@@ -9,16 +9,22 @@ Devices. ``--jobs J`` boots J QEMU instances (or uses J ``--port`` links) and gi
 contiguous block of streams; a stream never leaves its device, so every continual stream is one
 ordered stream on one device. Each device's streams run in order.
 
-Link faults. Time-outs and damaged frames re-send the same frame with the same seq
-(`elatta_host.transport.Link.request`); the device's replay rule answers a repeated seq from
-its record without running the model again, so continual state advances exactly once per
-sample. A device that stops answering ends its worker with a message naming its last good
-sample.
+Link faults. Damaged frames re-send the same frame with the same seq at once, silence after an
+adaptive time-out, within a per-request budget (`elatta_host.transport.Link.request`); the
+device's replay rule answers a repeated (session, type, seq) from its record without running
+the model again, so continual state advances exactly once per sample, and each worker's link
+is a new session, so no request is answered from another session's record. A device that stops
+answering ends its worker with a message naming its last good sample; its link statistics are
+kept.
 
-Results. ``OUT/results.jsonl`` gets one line per answered sample, flushed as it arrives.
+Results. ``OUT/results.jsonl`` gets one line per answered sample, flushed as it arrives; the
+host keeps only what the report needs (a few integers per sample), not the records.
 ``--resume`` keeps those lines and continues every stream after its last recorded sample; a
 continual stream is resumed with RESET carrying the last recorded best p (the device's p_prev).
-``OUT/run.json`` records the selection so a resume cannot mix two different runs.
+``OUT/run.json`` records the selection so a resume cannot mix two different runs: a missing or
+different one is refused, and so is a new run over recorded results; only ``--force-restart``
+discards them. ``OUT/sessions.jsonl`` gets one line per device session (link statistics, this
+session's replays, the stack high-water), so the report's figures cover every session.
 
 Report. ``OUT/report.json`` / ``report.md`` / ``report.png`` (`elatta_host.report`).
 """
@@ -26,6 +32,7 @@ Report. ``OUT/report.json`` / ``report.md`` / ``report.png`` (`elatta_host.repor
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -34,11 +41,19 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from elatta_host.errors import DeviceError, LinkError
+import numpy as np
+from elatta_host.errors import (
+    DeviceError,
+    LinkClosed,
+    LinkError,
+    LinkTimeout,
+    ProtocolError,
+    VersionMismatch,
+)
 from elatta_host.infer import (
     COMPARED_FIELDS,
     CONTINUAL_MODES,
@@ -52,6 +67,8 @@ from elatta_host.infer import (
     parse_description,
 )
 from elatta_host.plan import Plan, Record, RunError, Stream, make_plan
+from elatta_host.report import Answered
+from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT
 
 from codegen.cliargs import add_stream_arguments, stream_from_args
 from codegen.ir import STATEFUL_MODES
@@ -67,44 +84,101 @@ def compare(res: InferResult, want: dict[str, Any]) -> list[tuple[str, Any, Any]
     return [(f, got[f], want[f]) for f in COMPARED_FIELDS if got[f] != want[f]]
 
 
-def read_results(path: Path) -> list[Record]:
-    """Complete lines of results.jsonl; a torn last line (killed mid-write) is cut off."""
+def _complete_lines(path: Path) -> Iterator[bytes]:
+    """The complete lines of a results file; a torn last line (killed mid-write) is cut off
+    the file first. Streams: the file is never held in memory whole."""
     if not path.is_file():
-        return []
-    raw = path.read_bytes()
-    keep = raw[: raw.rfind(b"\n") + 1]
-    if len(keep) != len(raw):
-        with open(path, "r+b") as f:
-            f.truncate(len(keep))
-    return [Record.from_json(line) for line in keep.decode().splitlines() if line.strip()]
+        return
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        if size:
+            f.seek(size - 1)
+            if f.read(1) != b"\n":
+                # find the last newline from the end, a block at a time
+                pos, keep = size, 0
+                while pos > 0 and not keep:
+                    step = min(65536, pos)
+                    pos -= step
+                    f.seek(pos)
+                    block = f.read(step)
+                    if (nl := block.rfind(b"\n")) >= 0:
+                        keep = pos + nl + 1
+                f.truncate(keep)
+        f.seek(0)
+        for line in f:
+            if line.strip():
+                yield line
+
+
+def read_results(path: Path) -> list[Record]:
+    """Every complete record of results.jsonl (tests, tools; a run streams them instead)."""
+    return [Record.from_json(line.decode()) for line in _complete_lines(path)]
+
+
+def count_results(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
 
 
 class Recorder:
-    """Thread-safe sink: checks each result, appends it to results.jsonl, drives the bar."""
+    """Thread-safe sink: checks each result, appends it to results.jsonl, drives the bar, and
+    keeps per stream only what the report and a resume need (answered flags, classes, ticks,
+    best p), so the host's memory does not grow with the number of samples."""
 
-    def __init__(self, plan: Plan, path: Path, previous: list[Record], bar: Any) -> None:
+    def __init__(self, plan: Plan, path: Path, bar: Any) -> None:
         self.plan = plan
         self.by_key = {s.key: s for s in plan.streams}
-        self.records: dict[tuple[str, int], Record] = {}
-        for r in previous:
-            if r.stream in self.by_key:
-                self.records.setdefault((r.stream, r.index), r)
-        self.lock = threading.Lock()
-        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self.bar = bar
-        self.mismatches = sum(1 for r in self.records.values() if r.mismatches)
+        self.mask = {s.key: np.zeros(len(s), dtype=bool) for s in plan.streams}
+        self.pred = {s.key: np.zeros(len(s), dtype=np.int64) for s in plan.streams}
+        self.pred0 = {s.key: np.zeros(len(s), dtype=np.int64) for s in plan.streams}
+        self.ticks = {s.key: np.zeros((len(s), 3), dtype=np.int64) for s in plan.streams}
+        self.p_best = {s.key: np.zeros_like(s.ref["p_best"], dtype=np.int64) for s in plan.streams}
+        self.count = 0
+        self.mismatches = 0
+        self.fields: dict[str, int] = {}
         self.first_mismatch: str | None = None
+        self.lock = threading.Lock()
         self.last_good: dict[str, str] = {}
+        self.bar = bar
+        self.path = path
+        self.file: Any = None
+
+    def load(self) -> int:
+        """Take in the records already in results.jsonl (a resume); returns their number."""
+        for line in _complete_lines(self.path):
+            r = Record.from_json(line.decode())
+            s = self.by_key.get(r.stream)
+            if s is not None and 0 <= r.index < len(s) and not self.mask[r.stream][r.index]:
+                self._tally(s, r.index, r.result, r.mismatches)
+                if r.mismatches and self.first_mismatch is None:
+                    self.first_mismatch = (
+                        f"first mismatch (recorded before this session): sample id "
+                        f"{int(s.ids[r.index])} ({s.key} #{r.index}), fields "
+                        f"{', '.join(r.mismatches)}"
+                    )
+        self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        return self.count
+
+    def _tally(self, s: Stream, i: int, res: InferResult, mismatches: tuple[str, ...]) -> None:
+        self.mask[s.key][i] = True
+        self.pred[s.key][i] = res.pred
+        self.pred0[s.key][i] = res.pred_noadapt
+        self.ticks[s.key][i] = (res.ticks_encoder, res.ticks_adapt, res.ticks_total)
+        self.p_best[s.key][i] = res.p_best
+        self.count += 1
+        self.mismatches += bool(mismatches)
+        for f in mismatches:
+            self.fields[f] = self.fields.get(f, 0) + 1
 
     def done(self, key: str) -> int:
         """Length of the recorded prefix of a stream (results of one stream arrive in order)."""
-        n = 0
-        while (key, n) in self.records:
-            n += 1
-        return n
+        m = self.mask[key]
+        return len(m) if m.all() else int(np.argmin(m))
 
     def last_p(self, key: str, n: int) -> tuple[int, ...] | None:
-        return None if n == 0 else self.records[(key, n - 1)].result.p_best
+        return None if n == 0 else tuple(int(v) for v in self.p_best[key][n - 1])
 
     def add(self, stream: Stream, i: int, device: str, res: InferResult) -> None:
         diffs = compare(res, stream.expected(i))
@@ -112,29 +186,40 @@ class Recorder:
             stream.key, i, int(stream.labels[i]), device, res, tuple(f for f, _, _ in diffs)
         )
         with self.lock:
-            if (stream.key, i) in self.records:
+            if self.mask[stream.key][i]:
                 raise RunError(f"sample {stream.key} #{i} answered twice")
-            self.records[(stream.key, i)] = rec
+            self._tally(stream, i, res, rec.mismatches)
             self.file.write(rec.to_json() + "\n")
             self.file.flush()
             self.last_good[device] = f"sample id {int(stream.ids[i])} ({stream.key} #{i})"
-            if diffs:
-                self.mismatches += 1
-                if self.first_mismatch is None:
-                    # z is the encoder's output: when it differs, the encoder diverged first
-                    f, dv, rv = next((d for d in diffs if d[0] == "z"), diffs[0])
-                    stage = "encoder (z_t)" if f == "z" else "adaptation"
-                    self.first_mismatch = (
-                        f"first mismatch: sample id {int(stream.ids[i])} ({stream.key} #{i}), "
-                        f"field {f}: device {dv} != reference {rv} "
-                        f"(first divergent stage: {stage}; {len(diffs)} fields differ)"
-                    )
-                    self.bar.write(self.first_mismatch)
+            if diffs and self.first_mismatch is None:
+                # z is the encoder's output: when it differs, the encoder diverged first
+                f, dv, rv = next((d for d in diffs if d[0] == "z"), diffs[0])
+                stage = "encoder (z_t)" if f == "z" else "adaptation"
+                self.first_mismatch = (
+                    f"first mismatch: sample id {int(stream.ids[i])} ({stream.key} #{i}), "
+                    f"field {f}: device {dv} != reference {rv} "
+                    f"(first divergent stage: {stage}; {len(diffs)} fields differ)"
+                )
+                self.bar.write(self.first_mismatch, file=sys.stderr)
             self.bar.update(1)
             self.bar.set_postfix(mismatches=self.mismatches, refresh=False)
 
+    def answered(self) -> Answered:
+        with self.lock:
+            return Answered(
+                mask={k: v.copy() for k, v in self.mask.items()},
+                pred={k: v.copy() for k, v in self.pred.items()},
+                pred_noadapt={k: v.copy() for k, v in self.pred0.items()},
+                ticks={k: v.copy() for k, v in self.ticks.items()},
+                mismatches=self.mismatches,
+                fields=dict(sorted(self.fields.items())),
+                first_mismatch=self.first_mismatch,
+            )
+
     def close(self) -> None:
-        self.file.close()
+        if self.file is not None:
+            self.file.close()
 
 
 # ----------------------------------------------------------------------------- devices
@@ -147,19 +232,32 @@ class DeviceSpec:
     url: str | None = None  # serial port or socket:// URL
     baud: int = 115_200
     icount: bool = True
-    timeout: float = 2.0
-    retries: int = 5
+    timeout: float = DEFAULT_TIMEOUT  # first time-out and ceiling of the adaptive one (s)
+    budget: float = DEFAULT_BUDGET  # all one request may take, re-sends included (s)
 
 
 @dataclass
 class LinkStats:
+    """One worker's session, filled in as it goes so a worker that dies keeps its figures."""
+
+    device: str
+    session: str | None = None  # the session nonce, hex
+    samples: int = 0  # answered in this session
     retransmits: int = 0
+    resent_on_timeout: int = 0
+    resent_on_damage: int = 0
     damaged: int = 0
     bad_frames: int = 0
-    stack_used: int = 0
-    stack_size: int = 0
-    replayed: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    stale: int = 0
+    replayed: int | None = None  # this session's replays (INFO delta); None: no final INFO
+    stack_used: int | None = None
+    stack_size: int | None = None
+    rto_infer: float | None = None  # the adaptive INFER time-out at the end (s)
+    error: str | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @contextmanager
@@ -169,7 +267,7 @@ def open_device(spec: DeviceSpec) -> Iterator[tuple[Any, Callable[[], str]]]:
     from elatta_host.transport import Link
 
     if spec.elf is not None:
-        qemu = Qemu(spec.elf, icount=spec.icount, link_timeout=spec.timeout, retries=spec.retries)
+        qemu = Qemu(spec.elf, icount=spec.icount, link_timeout=spec.timeout, budget=spec.budget)
         link = qemu.start()
 
         def state() -> str:
@@ -184,7 +282,7 @@ def open_device(spec: DeviceSpec) -> Iterator[tuple[Any, Callable[[], str]]]:
             qemu.stop()
     else:
         assert spec.url is not None
-        with Link(spec.url, baud=spec.baud, timeout=spec.timeout, retries=spec.retries) as link:
+        with Link(spec.url, baud=spec.baud, timeout=spec.timeout, budget=spec.budget) as link:
             yield link, lambda: f"link {spec.url}"
 
 
@@ -199,40 +297,55 @@ def check_device(app: AppInfo, manifest: dict[str, Any]) -> None:
             )
 
 
+def what_failed(exc: LinkError) -> str:
+    """How a worker's end is worded: each kind of failure by its name."""
+    if isinstance(exc, VersionMismatch):
+        return "speaks another protocol version"
+    if isinstance(exc, DeviceError):
+        return "rejected a request"
+    if isinstance(exc, ProtocolError):
+        return "sent a wrong reply"
+    if isinstance(exc, (LinkTimeout, LinkClosed)):
+        return "stopped answering"
+    return "failed"
+
+
 def run_device(
-    spec: DeviceSpec, streams: list[Stream], rec: Recorder, plan: Plan, stop: threading.Event
-) -> LinkStats:
+    spec: DeviceSpec,
+    streams: list[Stream],
+    rec: Recorder,
+    plan: Plan,
+    stop: threading.Event,
+    stats: LinkStats,
+) -> None:
     from elatta_host.device import Device
     from elatta_host.protocol import Msg
-    from elatta_host.transport import LINK_ERRORS
 
-    stats = LinkStats()
-    synced = 0
     with open_device(spec) as (link, state):
+        stats.session = f"{link.session:08x}"
+        synced = synced_to = 0
         try:
             dev = Device(link)
             dev.hello(sync_timeout=10.0)
-            synced = link.retransmits  # HELLOs sent while the device booted are not re-sends
+            # HELLOs sent while the device booted are not re-sends
+            synced, synced_to = link.retransmits, link.resent_on_timeout
             info = dev.hello()
+            replayed0 = info.frames_replayed
+            stats.stack_used, stats.stack_size = info.stack_used, info.stack_size
             check_device(parse_description(info.app), plan.manifest)
             for s in streams:
                 start = rec.done(s.key)
                 if start == len(s) or stop.is_set():
                     continue
                 p_prev = rec.last_p(s.key, start) if s.mode in CONTINUAL_MODES else None
-                link.request(
-                    Msg.RESET, encode_reset(p_prev), expect=Msg.RESET_ACK, retry_errors=LINK_ERRORS
-                )
+                link.request(Msg.RESET, encode_reset(p_prev), expect=Msg.RESET_ACK)
                 mode = mode_index(s.mode)
                 if start and s.mode in STATEFUL_MODES and s.mode not in CONTINUAL_MODES:
                     # cmvn's running statistics cannot be set by RESET: rebuild them by
                     # replaying the recorded prefix (checked again, not recorded twice)
                     for i in range(start):
                         reply = link.request(
-                            Msg.INFER,
-                            encode_infer(int(s.ids[i]), mode, s.x[i]),
-                            expect=Msg.RESULT,
-                            retry_errors=LINK_ERRORS,
+                            Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]), expect=Msg.RESULT
                         )
                         if compare(decode_result(reply.payload), s.expected(i)):
                             raise RunError(
@@ -243,30 +356,38 @@ def run_device(
                     if stop.is_set():
                         break
                     reply = link.request(
-                        Msg.INFER,
-                        encode_infer(int(s.ids[i]), mode, s.x[i]),
-                        expect=Msg.RESULT,
-                        retry_errors=LINK_ERRORS,
+                        Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]), expect=Msg.RESULT
                     )
                     try:
                         res = decode_result(reply.payload)
                     except ValueError as exc:
                         raise RunError(f"{spec.name}: bad RESULT for {s.key} #{i}: {exc}") from exc
                     rec.add(s, i, spec.name, res)
-            info = dev.hello()
-            stats.stack_used, stats.stack_size = info.stack_used, info.stack_size
-            stats.replayed = info.frames_replayed
+                    stats.samples += 1
+            try:
+                info = dev.hello()
+            except LinkError as exc:  # every sample is recorded: the figures are what is lost
+                stats.note = f"no final INFO (replays and stack high-water unknown): {exc}"
+            else:
+                stats.replayed = info.frames_replayed - replayed0
+                stats.stack_used = info.stack_used
         except LinkError as exc:
             last = rec.last_good.get(spec.name, "none")
-            what = "rejected a request" if isinstance(exc, DeviceError) else "stopped answering"
-            raise RunError(
-                f"{spec.name} {what} ({state()}): {exc}; last good sample: {last}"
-            ) from exc
+            stats.error = (
+                f"{spec.name} {what_failed(exc)} ({state()}): {exc}; last good sample: {last}"
+            )
+            raise RunError(stats.error) from exc
+        except RunError as exc:
+            stats.error = str(exc)
+            raise
         finally:
             stats.retransmits = link.retransmits - synced
+            stats.resent_on_timeout = link.resent_on_timeout - synced_to
+            stats.resent_on_damage = link.resent_on_damage
             stats.damaged = link.damaged_requests
             stats.bad_frames = link.bad_frames
-    return stats
+            stats.stale = link.stale_replies
+            stats.rto_infer = round(link.rto(Msg.INFER), 4)
 
 
 def shard(streams: tuple[Stream, ...], jobs: int) -> list[list[Stream]]:
@@ -302,6 +423,62 @@ def run_config(plan: Plan, args_target: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+RESTART_HINT = "--force-restart (discards them) or another --report directory"
+
+
+def prepare_output(
+    out: Path, cfg: dict[str, Any] | None, *, resume: bool, force_restart: bool
+) -> None:
+    """Check what OUT holds against what this run asks, before anything is written: recorded
+    results are only ever kept (--resume, same run.json) or discarded on --force-restart.
+    ``cfg`` None: the checks that need no plan (`run` makes them before the references)."""
+    if resume and force_restart:
+        raise RunError(
+            "--resume keeps the recorded results, --force-restart discards them: pick one"
+        )
+    results, cfg_path = out / "results.jsonl", out / "run.json"
+    n = count_results(results)
+    if force_restart:
+        if cfg is not None:
+            for f in (results, out / SESSIONS):
+                f.unlink(missing_ok=True)
+    elif resume:
+        if not cfg_path.is_file():
+            raise RunError(
+                f"--resume: {cfg_path} is missing, so the {n} results in {results} cannot be "
+                "matched to a build, data set and selection; nothing was changed. To start "
+                f"over, run without --resume and with {RESTART_HINT}"
+            )
+        try:
+            old = json.loads(cfg_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise RunError(
+                f"--resume: {cfg_path} cannot be read ({exc}); nothing was changed. To start "
+                f"over, run without --resume and with {RESTART_HINT}"
+            ) from exc
+        if cfg is not None and old != cfg:
+            differ = sorted(k for k in {*old, *cfg} if old.get(k) != cfg.get(k))
+            raise RunError(
+                f"--resume: {out} holds another run ({', '.join(differ)} differ from this "
+                f"command's); its {n} results were left as they are. To start over, run without "
+                f"--resume and with {RESTART_HINT}"
+            )
+    elif n:
+        raise RunError(
+            f"{out} already holds {n} results: --resume continues that run; to start over use "
+            f"{RESTART_HINT}"
+        )
+
+
+SESSIONS = "sessions.jsonl"
+
+
+def read_sessions(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def execute(
     plan: Plan,
     specs: list[DeviceSpec],
@@ -310,6 +487,7 @@ def execute(
     resume: bool,
     target: dict[str, Any],
     progress: bool = True,
+    force_restart: bool = False,
 ) -> RunOutcome:
     from elatta_host.report import build_report, write_report
     from tqdm import tqdm
@@ -317,24 +495,15 @@ def execute(
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
     cfg = run_config(plan, target)
-    cfg_path = out / "run.json"
-    previous: list[Record] = []
-    if resume and cfg_path.is_file():
-        old = json.loads(cfg_path.read_text())
-        if old != cfg:
-            raise RunError(
-                f"{out} holds another run (build, data, modes or --limit differ): "
-                "use another --report directory or drop --resume"
-            )
-        previous = read_results(results)
-    elif results.exists():
-        results.unlink()
-    cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+    prepare_output(out, cfg, resume=resume, force_restart=force_restart)
+    if not resume:  # no results recorded (checked above): no earlier session belongs to this run
+        (out / SESSIONS).unlink(missing_ok=True)
+    (out / "run.json").write_text(json.dumps(cfg, indent=2) + "\n")
     blocks = [b for b in shard(plan.streams, len(specs)) if b]
     t0 = time.monotonic()
     stop = threading.Event()
     errors: list[str] = []
-    stats: list[LinkStats] = []
+    stats = [LinkStats(spec.name) for spec in specs[: len(blocks)]]
     with tqdm(
         total=plan.total,
         unit="sample",
@@ -343,51 +512,57 @@ def execute(
         dynamic_ncols=True,
         smoothing=0.1,
     ) as bar:
-        rec = Recorder(plan, results, previous, bar)
-        done0 = len(rec.records)
+        rec = Recorder(plan, results, bar)
+        done0 = rec.load()
         bar.update(done0)
         bar.set_postfix(mismatches=rec.mismatches)
         try:
             with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
                 futs = [
-                    pool.submit(run_device, spec, block, rec, plan, stop)
-                    for spec, block in zip(specs, blocks, strict=False)
+                    pool.submit(run_device, spec, block, rec, plan, stop, st)
+                    for spec, block, st in zip(specs, blocks, stats, strict=False)
                 ]
                 try:
                     for fut in futs:
                         while True:
                             try:
-                                stats.append(fut.result(timeout=0.5))
+                                fut.result(timeout=0.5)
                                 break
                             except TimeoutError:
                                 continue
                             except (RunError, LinkError) as exc:
                                 errors.append(str(exc))
-                                bar.write(f"error: {exc}")
+                                bar.write(f"error: {exc}", file=sys.stderr)
                                 break
                 except KeyboardInterrupt:
                     stop.set()
                     raise
         finally:
             rec.close()
+            with open(out / SESSIONS, "a", encoding="utf-8") as f:
+                for st in stats:
+                    f.write(json.dumps(st.to_json(), separators=(",", ":")) + "\n")
     seconds = time.monotonic() - t0
-    new = len(rec.records) - done0
+    new = rec.count - done0
+    unknown = [st.device for st in stats if st.replayed is None]
     run_facts = {
         "jobs": len(blocks),
         "seconds": round(seconds, 3),
         "samples_this_session": new,
         "samples_per_s": round(new / seconds, 2) if seconds > 0 else None,
-        "retransmits": sum(s.retransmits for s in stats),
-        "damaged_requests": sum(s.damaged for s in stats),
-        "bad_frames": sum(s.bad_frames for s in stats),
-        "replayed": sum(s.replayed for s in stats),
+        "retransmits": sum(st.retransmits for st in stats),
+        "resends_per_sample": round(sum(st.retransmits for st in stats) / new, 4) if new else None,
+        "damaged_requests": sum(st.damaged for st in stats),
+        "bad_frames": sum(st.bad_frames for st in stats),
+        # this session's replays, from each device's INFO at its start and end
+        "replayed": sum(st.replayed or 0 for st in stats),
+        "replayed_unknown": unknown,
         "resumed_from": done0,
+        "workers": [st.to_json() for st in stats],
         "errors": errors,
     }
-    stack = max((s.stack_used for s in stats), default=None)
-    report = build_report(
-        plan, list(rec.records.values()), target, run_facts, stack, rec.first_mismatch
-    )
+    sessions = read_sessions(out / SESSIONS)
+    report = build_report(plan, rec.answered(), target, run_facts, sessions)
     write_report(report, out)
     return RunOutcome(report, tuple(errors))
 
@@ -432,6 +607,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --report after an interruption"
     )
+    p.add_argument(
+        "--force-restart",
+        action="store_true",
+        help="discard the results already in --report and start the run over",
+    )
     p.add_argument("--report", required=True, type=Path, help="output directory")
     p.add_argument(
         "--no-icount",
@@ -439,8 +619,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="QEMU without -icount: faster link, timer ticks not deterministic",
     )
-    p.add_argument("--timeout", type=float, default=2.0, help="seconds before a re-send (2)")
-    p.add_argument("--retries", type=int, default=5, help="re-sends before giving up (5)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="seconds before a re-send until round trips are measured, and the ceiling of the "
+        f"adaptive time-out ({DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET,
+        metavar="S",
+        help="seconds one request may take, re-sends included, before the device counts as "
+        f"lost ({DEFAULT_BUDGET:g})",
+    )
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
 
@@ -450,13 +643,20 @@ def run(args: argparse.Namespace) -> int:
         raise RunError("--jobs must be >= 1")
     if args.limit is not None and args.limit < 1:
         raise RunError("--limit must be >= 1")
+    for flag, v in (("--timeout", args.timeout), ("--budget", args.budget)):
+        if not v > 0:
+            raise RunError(f"{flag} {v}: must be a positive number of seconds")
+    if args.resume and args.force_restart:
+        raise RunError(
+            "--resume keeps the recorded results, --force-restart discards them: pick one"
+        )
     elf = args.build / "fw.elf"
     if args.qemu:
         if not elf.is_file():
             raise RunError(f"{elf} not found: `codegen build` without --no-elf makes it")
         specs = [
             DeviceSpec(
-                f"qemu{j}", elf=elf, icount=args.icount, timeout=args.timeout, retries=args.retries
+                f"qemu{j}", elf=elf, icount=args.icount, timeout=args.timeout, budget=args.budget
             )
             for j in range(args.jobs)
         ]
@@ -470,9 +670,7 @@ def run(args: argparse.Namespace) -> int:
         }
     else:
         specs = [
-            DeviceSpec(
-                f"port{j}", url=u, baud=args.baud, timeout=args.timeout, retries=args.retries
-            )
+            DeviceSpec(f"port{j}", url=u, baud=args.baud, timeout=args.timeout, budget=args.budget)
             for j, u in enumerate(args.port)
         ]
         target = {
@@ -480,6 +678,11 @@ def run(args: argparse.Namespace) -> int:
             "baud": args.baud,
             "ticks": "Cortex-A9 global timer ticks (PERIPHCLK)",
         }
+    prepare_output(args.report, None, resume=args.resume, force_restart=args.force_restart)
+    if args.qemu:
+        from elatta_host.qemu import stop_on_signals
+
+        stop_on_signals()  # SIGTERM/SIGHUP take the QEMU children down with this process
     print(f"preparing: reference for {', '.join(modes)} on {args.data} ...", file=sys.stderr)
     plan = make_plan(args.build, args.data, modes, args.limit, stream_from_args(args))
     target["build_id"] = plan.manifest.get("firmware", {}).get("build_id")
@@ -492,6 +695,7 @@ def run(args: argparse.Namespace) -> int:
         specs,
         args.report,
         resume=args.resume,
+        force_restart=args.force_restart,
         target=target,
         progress=args.progress and os.environ.get("CODEGEN_NO_PROGRESS") is None,
     )

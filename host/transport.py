@@ -1,27 +1,83 @@
 """Serial transport over ``serial.serial_for_url``: ``socket://127.0.0.1:PORT`` (QEMU),
 ``/dev/ttyUSB1`` (a board), ``loop://`` (tests) all work the same way.
 
-One request outstanding at a time; replies are matched by sequence number; a time-out re-sends
-the same frame with the same ``seq`` (docs/protocol.md, "Host rules").
+One request outstanding at a time; replies are matched by sequence number. Recovery
+(docs/protocol.md, "Host rules"): the same frame (same seq) is re-sent, behind a 0x00 that ends
+any half-received frame on the device, at once when a damaged frame or a link-damage ERROR
+arrives, and after an adaptive time-out otherwise; every request has a total time budget.
 """
 
 from __future__ import annotations
 
+import secrets
 import select
 import socket
 import time
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 
 import serial
-from elatta_host.errors import DeviceError, LinkClosed, LinkError, LinkTimeout, ProtocolError
-from elatta_host.protocol import BadFrame, Err, Frame, FrameDecoder, Msg
+from elatta_host.errors import (
+    DeviceError,
+    LinkClosed,
+    LinkError,
+    LinkTimeout,
+    ProtocolError,
+    VersionMismatch,
+)
+from elatta_host.protocol import PROTO_VERSION, BadFrame, Err, Frame, FrameDecoder, Msg
 
 # ERROR codes that say the request frame was damaged on the link, not that it was wrong: the
 # host re-sends the same frame (same seq); the device's replay rule makes that safe.
 LINK_ERRORS: frozenset[int] = frozenset(
     {Err.CRC, Err.SHORT, Err.LENGTH, Err.TOO_LONG, Err.COBS, Err.VERSION}
 )
+
+DEFAULT_TIMEOUT = 2.0  # s: time-out before the first measured round trip, and its ceiling
+DEFAULT_BUDGET = 30.0  # s: everything one request may take, re-sends included
+MIN_TIMEOUT = 0.2  # s: floor of the adaptive time-out (scheduling jitter of a loaded host)
+
+
+@dataclass
+class RttEstimator:
+    """Retransmission time-out from measured round trips, RFC 6298 §2-§5 (Jacobson/Karels):
+    SRTT and RTTVAR smoothed with gains 1/8 and 1/4, RTO = SRTT + max(G, 4·RTTVAR) clamped to
+    [floor, ceiling]; a time-out doubles RTO (§5.5) until the next measurement. Karn's rule
+    (§3): only requests answered on their first try are measured."""
+
+    initial: float
+    floor: float
+    ceiling: float
+    granularity: float = 0.001  # G: time.monotonic() is far finer; 1 ms keeps RTO > SRTT
+    srtt: float | None = None
+    rttvar: float = 0.0
+    rto: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.rto = self._clamp(self.initial)
+
+    def _clamp(self, v: float) -> float:
+        return min(self.ceiling, max(self.floor, v))
+
+    def sample(self, rtt: float) -> None:
+        if self.srtt is None:  # §2.2
+            self.srtt, self.rttvar = rtt, rtt / 2
+        else:  # §2.3, RTTVAR first (it uses the old SRTT)
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+        self.rto = self._clamp(self.srtt + max(self.granularity, 4 * self.rttvar))
+
+    def backoff(self) -> None:
+        self.rto = self._clamp(2 * self.rto)
+
+
+def new_session() -> int:
+    """A random non-zero 32-bit session nonce (0 is the device's state before any HELLO)."""
+    while (nonce := secrets.randbits(32)) == 0:
+        pass
+    return nonce
 
 
 class Link:
@@ -30,13 +86,23 @@ class Link:
         url: str,
         *,
         baud: int = 115_200,
-        timeout: float = 2.0,
-        retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT,
+        budget: float = DEFAULT_BUDGET,
+        retries: int | None = None,
         open_timeout: float = 5.0,
+        session: int | None = None,
     ) -> None:
+        """``timeout``: the time-out before a round trip is measured and the adaptive time-out's
+        ceiling; ``budget``: seconds one request may take in all; ``retries``: an optional cap
+        on re-sends per request (None: the budget alone decides); ``session``: the nonce HELLO
+        sends (default: a fresh random one per link)."""
+        if timeout <= 0 or budget <= 0:
+            raise ValueError(f"timeout={timeout!r}, budget={budget!r}: both must be > 0 seconds")
         self.url = url
         self.timeout = timeout
+        self.budget = budget
         self.retries = retries
+        self.session = new_session() if session is None else session & 0xFFFFFFFF
         try:
             self._ser = serial.serial_for_url(url, baudrate=baud, timeout=0, write_timeout=timeout)
         except (serial.SerialException, OSError, ValueError) as exc:
@@ -54,9 +120,13 @@ class Link:
         self._decoder = FrameDecoder()
         self._pending: deque[Frame | BadFrame] = deque()
         self._seq = 0
+        self._rtt: dict[int, RttEstimator] = {}  # per request type: INFER is slower than HELLO
         self.bad_frames = 0
-        self.retransmits = 0  # requests re-sent after a time-out or a damage ERROR (same seq)
-        self.damaged_requests = 0  # requests the device answered with one of retry_errors
+        self.retransmits = 0  # requests re-sent, for any reason (same seq)
+        self.resent_on_timeout = 0
+        self.resent_on_damage = 0  # at once: a damaged frame or a link-damage ERROR arrived
+        self.damaged_requests = 0  # link-damage ERRORs the device answered
+        self.stale_replies = 0  # valid frames for an earlier seq (late or duplicated answers)
         self.recent_bad: deque[BadFrame] = deque(maxlen=4)
         # A leading delimiter makes the device drop any half-received frame (resync).
         self.write(b"\0")
@@ -75,6 +145,18 @@ class Link:
     def next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFFFFFF
         return self._seq
+
+    def rto(self, type_: int) -> float:
+        """The current time-out for requests of this type."""
+        return self._estimator(type_).rto
+
+    def _estimator(self, type_: int) -> RttEstimator:
+        est = self._rtt.get(type_)
+        if est is None:
+            est = self._rtt[type_] = RttEstimator(
+                self.timeout, min(MIN_TIMEOUT, self.timeout), self.timeout
+            )
+        return est
 
     def write(self, data: bytes) -> None:
         try:
@@ -96,22 +178,35 @@ class Link:
         except (serial.SerialException, OSError) as exc:
             raise LinkClosed(f"{self.url}: link closed: {exc}") from exc
 
-    def recv(self, timeout: float) -> Frame | None:
-        """Next valid frame, or None after ``timeout`` seconds. Bad chunks are counted."""
+    def _next_item(self, timeout: float) -> Frame | BadFrame | None:
+        """Next decoded chunk (valid or not), or None after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
-        while True:
-            while self._pending:
-                item = self._pending.popleft()
-                if isinstance(item, Frame):
-                    return item
-                self.bad_frames += 1
-                self.recent_bad.append(item)
+        while not self._pending:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
             data = self._read_some(left)
             if data:
                 self._pending.extend(self._decoder.feed(data))
+        item = self._pending.popleft()
+        if isinstance(item, BadFrame):
+            self.bad_frames += 1
+            self.recent_bad.append(item)
+            if item.version is not None:
+                raise VersionMismatch(
+                    f"{self.url}: the device speaks protocol v{item.version}, this host speaks "
+                    f"v{PROTO_VERSION}: boot or flash firmware built by this codegen (or use the "
+                    "codegen that built the device's firmware)"
+                )
+        return item
+
+    def recv(self, timeout: float) -> Frame | None:
+        """Next valid frame, or None after ``timeout`` seconds. Bad chunks are counted."""
+        deadline = time.monotonic() + timeout
+        while True:
+            item = self._next_item(max(0.0, deadline - time.monotonic()))
+            if item is None or isinstance(item, Frame):
+                return item
 
     def request(
         self,
@@ -120,46 +215,108 @@ class Link:
         *,
         expect: int,
         timeout: float | None = None,
+        budget: float | None = None,
         retries: int | None = None,
-        retry_errors: frozenset[int] = frozenset(),
+        retry_errors: frozenset[int] = LINK_ERRORS,
+        accept: Callable[[Frame], bool] | None = None,
     ) -> Frame:
         """Send a request and return the reply of type ``expect`` with the same seq.
 
-        ``retry_errors``: ERROR codes that mean the request was damaged on the way (e.g.
-        `LINK_ERRORS`); they re-send the same frame, like a time-out, instead of raising."""
-        timeout = self.timeout if timeout is None else timeout
+        Re-sends the same frame (same seq, behind a 0x00) at once when a damaged frame or an
+        ERROR with a code in ``retry_errors`` arrives (the latter whatever its seq: a request
+        damaged in its seq field is answered with that damaged seq), and after the adaptive
+        time-out otherwise, until ``budget`` seconds have passed (or ``retries`` re-sends, if
+        set). ``timeout`` fixes the time-out of every try instead of the adaptive one (the
+        boot-time HELLO sync). ``accept``: a check of a reply of type ``expect`` and the right
+        seq; a reply it refuses counts as stale."""
+        budget = self.budget if budget is None else budget
         retries = self.retries if retries is None else retries
+        est = self._estimator(type_)
         frame = Frame(type_, self.next_seq(), payload)
-        for attempt in range(retries + 1):
-            if attempt:
-                self.retransmits += 1
-            self.send(frame)
-            deadline = time.monotonic() + timeout
-            while (left := deadline - time.monotonic()) > 0:
-                reply = self.recv(left)
-                if reply is None:
-                    break
-                if reply.seq != frame.seq:
-                    continue  # late answer to an earlier request that timed out
-                if reply.type == Msg.ERROR:
-                    if reply.payload[:1] and reply.payload[0] in retry_errors:
-                        self.damaged_requests += 1
-                        break  # same frame, same seq again (docs/protocol.md, "Host rules")
-                    raise _device_error(reply)
-                if reply.type != expect:
-                    raise ProtocolError(
-                        f"reply to seq {frame.seq} has type 0x{reply.type:02x}, "
-                        f"expected 0x{expect:02x}"
-                    )
-                return reply
+        wire = frame.encode()
+        t_start = time.monotonic()
+        end = t_start + budget
+        tries = 0
+        while True:
+            # the 0x00 ends whatever part of an earlier try the device may still hold
+            self.write(wire if tries == 0 else b"\0" + wire)
+            sent_at = time.monotonic()
+            tries += 1
+            wait = est.rto if timeout is None else timeout
+            # half a smoothed round trip: sooner, damage is not this try's reply
+            holdoff = 0.5 * est.srtt if timeout is None and est.srtt is not None else 0.0
+            got = self._await(
+                frame, expect, sent_at, min(end, sent_at + wait), holdoff, retry_errors, accept
+            )
+            if isinstance(got, Frame):
+                if tries == 1 and timeout is None:  # Karn: a re-sent request is not measured
+                    est.sample(time.monotonic() - sent_at)
+                return got
+            if time.monotonic() >= end or (retries is not None and tries > retries):
+                break
+            if got is None:
+                if timeout is None:
+                    est.backoff()
+                self.resent_on_timeout += 1
+            else:
+                self.resent_on_damage += 1
+            self.retransmits += 1
         detail = ""
         if self.recent_bad:
             last = self.recent_bad[-1]
             detail = f"; last undecodable bytes: {last.raw[:80]!r} ({last.reason})"
         raise LinkTimeout(
-            f"{self.url}: no reply to {_type_name(type_)} seq {frame.seq} after "
-            f"{retries + 1} tries of {timeout:g} s{detail}"
+            f"{self.url}: no valid reply to {_type_name(type_)} seq {frame.seq} after {tries} "
+            f"tries in {time.monotonic() - t_start:.1f} s (budget {budget:g} s; last try: "
+            f"{got or 'no reply'}){detail}"
         )
+
+    def _await(
+        self,
+        frame: Frame,
+        expect: int,
+        sent_at: float,
+        deadline: float,
+        holdoff: float,
+        retry_errors: frozenset[int],
+        accept: Callable[[Frame], bool] | None,
+    ) -> Frame | str | None:
+        """The reply to ``frame``; or why to re-send at once (str); or None at the deadline.
+        Damage seen sooner than ``holdoff`` after the send is acted on only at ``holdoff``: a
+        burst of line noise must not re-send faster than the link carries the frame."""
+        damage: str | None = None
+        while True:
+            now = time.monotonic()
+            if damage is not None and now >= sent_at + holdoff:
+                return damage
+            if now >= deadline:
+                return damage
+            until = deadline if damage is None else min(deadline, sent_at + holdoff)
+            item = self._next_item(until - now)
+            if item is None:
+                continue
+            if isinstance(item, BadFrame):
+                damage = damage or f"damaged frame ({item.reason})"
+                continue
+            if item.type == Msg.ERROR and item.payload[:1] and item.payload[0] in retry_errors:
+                self.damaged_requests += 1
+                damage = damage or f"the device answered ERROR {Err(item.payload[0]).name}"
+                continue
+            if item.seq != frame.seq:
+                self.stale_replies += 1  # a late or duplicated answer to an earlier request
+                continue
+            if item.type == Msg.ERROR:
+                raise _device_error(item)
+            if item.type != expect:
+                raise ProtocolError(
+                    f"wrong reply type: the reply to {_type_name(frame.type)} seq {frame.seq} "
+                    f"is {_type_name(item.type)} (0x{item.type:02x}), expected "
+                    f"{_type_name(expect)} (0x{expect:02x})"
+                )
+            if accept is not None and not accept(item):
+                self.stale_replies += 1
+                continue
+            return item
 
 
 def _type_name(type_: int) -> str:

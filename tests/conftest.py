@@ -54,6 +54,26 @@ def build_host_server(out: Path, max_payload: int) -> Path:
 
 
 @pytest.fixture(scope="session")
+def kws_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The default model built on the tiny data set (QEMU run tests): (build dir, data dir)."""
+    from codegen.build import build
+    from codegen.data import build as build_data
+
+    root = Path(__file__).resolve().parents[1]
+    data = tmp_path_factory.mktemp("rundata")
+    build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
+    out = tmp_path_factory.mktemp("runbuild")
+    build(
+        root / "models/default/model.pt",
+        root / "models/default/basis.npz",
+        root / "configs/default.toml",
+        out,
+        data_dir=data,
+    )
+    return out, data
+
+
+@pytest.fixture(scope="session")
 def host_server(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     max_payload = 512
     return build_host_server(tmp_path_factory.mktemp("hostsrv"), max_payload), max_payload

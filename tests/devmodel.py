@@ -13,6 +13,7 @@ from elatta_host.protocol import (
     HDR_SIZE,
     PROTO_VERSION,
     SEQ_READABLE,
+    SESSION_SIZE,
     Err,
     Frame,
     Info,
@@ -33,9 +34,10 @@ class DeviceModel:
     frames_err: int = 0
     frames_dropped: int = 0
     frames_replayed: int = 0
+    session: int = 0  # the nonce of the last HELLO that carried one
     with_test_app: bool = False  # firmware/host/server_stdio.c's stand-in application
     app_count: int = 0
-    _last: tuple[int, int, Frame] | None = None
+    _last: tuple[int, int, int, Frame] | None = None  # (session, type, seq, reply)
     _buf: bytearray = field(default_factory=bytearray)
 
     def _error(self, code: Err, type_: int, seq: int) -> Frame:
@@ -72,18 +74,22 @@ class DeviceModel:
             return self._error(Err.CRC, type_, seq)
         payload = b[HDR_SIZE : HDR_SIZE + length]
         if type_ == Msg.HELLO:
+            if len(payload) == SESSION_SIZE:
+                (self.session,) = struct.unpack("<I", payload)
+            elif payload:
+                return self._error(Err.PAYLOAD, type_, seq)
             self.frames_ok += 1
             return Frame(Msg.INFO, seq, self.info(stack_size=0, stack_used=0).pack())
         if type_ == Msg.ECHO:
             self.frames_ok += 1
             return Frame(Msg.ECHO_REPLY, seq, payload)
-        if self._last is not None and self._last[:2] == (type_, seq):
+        if self._last is not None and self._last[:3] == (self.session, type_, seq):
             self.frames_replayed += 1
-            return self._last[2]
+            return self._last[3]
         reply = self._app(type_, seq, payload)
         if reply.type != Msg.ERROR:
             self.frames_ok += 1
-            self._last = (type_, seq, reply)
+            self._last = (self.session, type_, seq, reply)
         return reply
 
     def _app(self, type_: int, seq: int, payload: bytes) -> Frame:
@@ -113,6 +119,7 @@ class DeviceModel:
             self.build_id,
             self.frames_replayed,
             b"test-app" if self.with_test_app else b"",
+            self.session,
         )
 
     def feed(self, data: bytes) -> list[Frame]:

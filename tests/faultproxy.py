@@ -2,7 +2,9 @@
 
 Each direction is cut at the 0x00 delimiters; a frame is damaged with probability ``rate``:
 dropped, one byte dropped, one bit flipped, sent twice, or held back for ``delay`` seconds (the
-stream stays in order, as on a serial line). Counts per kind are kept for the test's assertions.
+stream stays in order, as on a serial line). Bounded: one fault per frame at most, delays at
+most ``delay``, 127.0.0.1 only. Counts per kind are kept for the test's assertions, and with
+``log`` every frame sent towards the device as it arrived from the host.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ KINDS = ("drop", "drop_byte", "flip", "duplicate", "delay")
 
 
 class FaultProxy:
-    def __init__(self, upstream_port: int, *, seed: int, rate: float, delay: float = 0.3) -> None:
+    def __init__(
+        self, upstream_port: int, *, seed: int, rate: float, delay: float = 0.3, log: bool = False
+    ) -> None:
         self.upstream_port = upstream_port
+        self.log: list[bytes] | None = [] if log else None
         self.rate = rate
         self.delay = delay
         self.rng = random.Random(seed)
@@ -55,6 +60,8 @@ class FaultProxy:
     def _damage(self, frame: bytes, direction: str) -> list[bytes]:
         with self.lock:
             self.frames[direction] += 1
+            if self.log is not None and direction == "to_device":
+                self.log.append(frame)
             if self.rng.random() >= self.rate:
                 return [frame]
             kind = self.rng.choice(KINDS)

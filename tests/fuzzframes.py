@@ -6,7 +6,11 @@ import random
 import struct
 import zlib
 
-from elatta_host.protocol import Frame, Msg, cobs_encode
+from elatta_host.protocol import PROTO_VERSION, Frame, Msg, cobs_encode
+
+V = PROTO_VERSION
+# A few session nonces, so that sessions come back and the replay record meets them again.
+SESSIONS = (0x00000001, 0x5E55_1011, 0xFFFF_FFFF)
 
 KINDS = (
     "valid_echo",
@@ -43,8 +47,9 @@ def make_frame(rng: random.Random, kind: str, seq: int, max_payload: int) -> byt
     """Wire bytes for one test frame of the given kind (always ends with 0x00)."""
     if kind == "valid_echo":
         return Frame(Msg.ECHO, seq, _payload(rng, max_payload)).encode()
-    if kind == "valid_hello":
-        return Frame(Msg.HELLO, seq).encode()
+    if kind == "valid_hello":  # INFO only, a session nonce, or a payload of a wrong size
+        payload = rng.choice((b"", b"", struct.pack("<I", rng.choice(SESSIONS)), b"\1\2\3"))
+        return Frame(Msg.HELLO, seq, payload).encode()
     if kind == "truncated":
         enc = Frame(Msg.ECHO, seq, _payload(rng, max_payload)).encode()[:-1]
         return enc[: rng.randrange(1, len(enc))] + b"\0"
@@ -55,29 +60,30 @@ def make_frame(rng: random.Random, kind: str, seq: int, max_payload: int) -> byt
             enc[i] ^= 1 << rng.randrange(8)  # may create a 0x00: the stream then splits there
         return bytes(enc) + b"\0"
     if kind == "bad_crc":
-        body = bytearray(_body(1, Msg.ECHO, seq, _payload(rng, max_payload)))
+        body = bytearray(_body(V, Msg.ECHO, seq, _payload(rng, max_payload)))
         body[-1 - rng.randrange(4)] ^= 0x5A
         return cobs_encode(bytes(body)) + b"\0"
     if kind == "bad_length":
         payload = _payload(rng, max_payload)
         wrong = (len(payload) + rng.choice((-3, -1, 1, 2, 100))) % (max_payload + 1)
-        return cobs_encode(_body(1, Msg.ECHO, seq, payload, wrong)) + b"\0"
+        return cobs_encode(_body(V, Msg.ECHO, seq, payload, wrong)) + b"\0"
     if kind == "oversized":
         n = max_payload + rng.randint(1, max_payload)
-        return cobs_encode(_body(1, Msg.ECHO, seq, rng.randbytes(n), n & 0xFFFF)) + b"\0"
+        return cobs_encode(_body(V, Msg.ECHO, seq, rng.randbytes(n), n & 0xFFFF)) + b"\0"
     if kind == "lying_length":
-        return cobs_encode(_body(1, Msg.ECHO, seq, b"abc", max_payload + 1)) + b"\0"
+        return cobs_encode(_body(V, Msg.ECHO, seq, b"abc", max_payload + 1)) + b"\0"
     if kind == "bad_version":
-        return cobs_encode(_body(rng.choice((0, 2, 255)), Msg.ECHO, seq, b"v")) + b"\0"
+        other = rng.choice([v for v in (0, 1, 3, 255) if v != V])
+        return cobs_encode(_body(other, Msg.ECHO, seq, b"v")) + b"\0"
     if kind == "unknown_type":
         t = rng.choice([t for t in range(256) if t not in (Msg.HELLO, Msg.ECHO)])
-        return cobs_encode(_body(1, t, seq, _payload(rng, 16))) + b"\0"
+        return cobs_encode(_body(V, t, seq, _payload(rng, 16))) + b"\0"
     if kind == "short_body":
-        return cobs_encode(_body(1, Msg.ECHO, seq, b"")[: rng.randrange(0, 12)]) + b"\0"
+        return cobs_encode(_body(V, Msg.ECHO, seq, b"")[: rng.randrange(0, 12)]) + b"\0"
     if kind == "garbage":
         return bytes(rng.randrange(1, 256) for _ in range(rng.randint(1, 40))) + b"\0"
     if kind == "bad_cobs":
-        enc = bytearray(cobs_encode(_body(1, Msg.ECHO, seq, _payload(rng, 64))))
+        enc = bytearray(cobs_encode(_body(V, Msg.ECHO, seq, _payload(rng, 64))))
         enc.append(rng.randint(2, 254))  # a final block that claims bytes which never come
         return bytes(enc) + b"\0"
     if kind == "empty":

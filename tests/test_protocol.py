@@ -1,4 +1,4 @@
-"""Protocol v1 codec: COBS, CRC, frame layout, streaming decoder, INFO, and C/Python constants."""
+"""Protocol v2 codec: COBS, CRC, frame layout, streaming decoder, INFO, and C/Python constants."""
 
 from __future__ import annotations
 
@@ -62,12 +62,13 @@ def test_cobs_decode_malformed_and_capacity() -> None:
 
 def test_frame_golden_bytes() -> None:
     hello = Frame(Msg.HELLO, 0x01020304)
-    body = bytes([1, 0x01, 4, 3, 2, 1, 0, 0])
+    body = bytes([2, 0x01, 4, 3, 2, 1, 0, 0])
     assert hello.body() == body + zlib.crc32(body).to_bytes(4, "little")
-    # Worked by hand from docs/protocol.md: blocks split at each zero, code = 1 + run length.
-    assert hello.encode().hex() == "070101040302010105394e057800"
+    # Worked by hand from docs/protocol.md: blocks split at each zero, code = 1 + run length
+    # (the CRC bytes da 49 8a f6 and d2 be 47 44 are zlib.crc32 of the two bodies).
+    assert hello.encode().hex() == "070201040302010105da498af600"
     echo = Frame(Msg.ECHO, 7, b"\x00\xff")
-    assert echo.encode().hex() == "04010207010102020106ffd10570af00"
+    assert echo.encode().hex() == "04020207010102020106ffd2be474400"
 
 
 def test_decoder_streams_chunks_and_reports_bad_frames() -> None:
@@ -91,24 +92,32 @@ def test_decoder_streams_chunks_and_reports_bad_frames() -> None:
 def test_parse_body_rejects() -> None:
     body = Frame(Msg.ECHO, 1, b"xyz").body()
     assert isinstance(p.parse_body(body[:-1]), BadFrame)
-    assert isinstance(p.parse_body(b"\x02" + body[1:]), BadFrame)
     assert isinstance(p.parse_body(body[:-1] + bytes([body[-1] ^ 1])), BadFrame)
     assert p.parse_body(body) == Frame(Msg.ECHO, 1, b"xyz")
+    # a damaged version byte breaks the CRC: link damage, no version claimed
+    damaged = p.parse_body(b"\x01" + body[1:])
+    assert isinstance(damaged, BadFrame) and damaged.version is None
+    # an intact frame of protocol v1 (same header and CRC): another peer, named as such
+    v1 = p.parse_body(Frame(Msg.ECHO, 1, b"xyz", version=1).body())
+    assert isinstance(v1, BadFrame) and v1.version == 1
+    assert v1.reason == "protocol version 1, expected 2"
 
 
 def test_info_pack_unpack() -> None:
-    info = Info(1, 1, 2048, 115200, 100_000_000, 5, 6, 7, 16384, 200, "fw-0123456789abcdef")
+    info = Info(2, 1, 2048, 115200, 100_000_000, 5, 6, 7, 16384, 200, "fw-0123456789abcdef")
     raw = info.pack()
     assert len(raw) == p.INFO_SIZE
     assert Info.unpack(raw) == info
-    with_app = Info(1, 0, 2048, 115200, 100_000_000, 1, 0, 0, 0, 0, "x", 3, b"model")
+    with_app = Info(2, 0, 2048, 115200, 100_000_000, 1, 0, 0, 0, 0, "x", 3, b"model", 0xA1B2C3D4)
     assert Info.unpack(with_app.pack()) == with_app
     assert len(with_app.pack()) == p.INFO_SIZE + 5
-    with pytest.raises(ValueError, match="announces 5 application bytes, 2 present"):
-        Info.unpack(with_app.pack()[:-3])
+    # v2: the session nonce at offset 60; the description is the rest of the payload
+    assert with_app.pack()[60:64] == bytes.fromhex("d4c3b2a1")
+    assert Info.unpack(with_app.pack()[:-3]).app == b"mo"
     with pytest.raises(ValueError, match="INFO payload of 10 bytes"):
         Info.unpack(raw[:10])
     assert "UART1 (0xE0001000)" in info.describe()
+    assert "session        0xa1b2c3d4" in with_app.describe()
 
 
 def test_constants_match_c_header() -> None:
@@ -118,6 +127,7 @@ def test_constants_match_c_header() -> None:
     assert defs["FW_HDR_SIZE"] == p.HDR_SIZE
     assert defs["FW_CRC_SIZE"] == p.CRC_SIZE
     assert defs["FW_SEQ_READABLE"] == p.SEQ_READABLE
+    assert defs["FW_SESSION_SIZE"] == p.SESSION_SIZE
     assert defs["FW_BUILD_ID_SIZE"] == p.BUILD_ID_SIZE
     assert defs["FW_INFO_SIZE"] == p.INFO_SIZE
     for m in Msg:

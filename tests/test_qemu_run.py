@@ -1,7 +1,7 @@
 """`codegen run` end to end through QEMU: the default model on the tiny data set,
 every RESULT field equal to the integer reference in strict, continual (paper) and
 continual-bounded modes; --jobs 2 gives the same report; a fault-injecting proxy and a QEMU
-killed mid-run change nothing but the run facts. One firmware build per module.
+killed mid-run change nothing but the run facts. One firmware build per test session.
 
 Runs with QEMU's -icount off (faster link; timer ticks then vary), so reports are compared
 without ``run`` (wall clock, re-sends), ``ticks`` and ``target``."""
@@ -25,28 +25,12 @@ from elatta_host.run import DeviceSpec, execute, read_results
 from faultproxy import FaultProxy
 
 from codegen.build import build
-from codegen.data import build as build_data
 
 pytestmark = pytest.mark.qemu
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 100  # per mode: 2 clips of each of the 50 noise x SNR conditions
 MODES = ("strict", "continual", "continual_bounded", "cmvn")
 TARGET = {"kind": "qemu", "machine": "xilinx-zynq-a9", "icount": False}
-
-
-@pytest.fixture(scope="module")
-def kws_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    data = tmp_path_factory.mktemp("rundata")
-    build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
-    out = tmp_path_factory.mktemp("runbuild")
-    build(
-        ROOT / "models/default/model.pt",
-        ROOT / "models/default/basis.npz",
-        ROOT / "configs/default.toml",
-        out,
-        data_dir=data,
-    )
-    return out, data
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +104,7 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path
     proc, qport = start_qemu(build_dir / "fw.elf")
     proxy = FaultProxy(qport, seed=5, rate=0.04, delay=0.8)
     try:
-        spec = DeviceSpec("proxy", url=f"socket://127.0.0.1:{proxy.port}", timeout=0.5, retries=20)
+        spec = DeviceSpec("proxy", url=f"socket://127.0.0.1:{proxy.port}", timeout=0.5)
         faulty = execute(
             bounded,
             [spec],
@@ -158,7 +142,7 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path
         "--no-progress",
         "--timeout",
         "0.5",
-        "--retries",
+        "--budget",
         "2",
     ]
     cli = subprocess.Popen(
@@ -183,11 +167,22 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path
     assert children, "codegen run has no QEMU child"
     for pid in children:
         os.kill(int(pid), signal.SIGKILL)
-    _, err = cli.communicate(timeout=60)
+    stdout, err = cli.communicate(timeout=60)
     assert cli.returncode == 1, err.decode()
     assert b"stopped answering" in err and b"last good sample: sample id" in err, err.decode()
     done = len(read_results(results))
     assert 30 <= done < LIMIT
+    # the incomplete run's report: INCOMPLETE first, never BIT-EXACT; every target over the
+    # same answered samples (device == fixed when bit-exact); the dead worker's stats kept
+    assert stdout.decode().startswith(f"INCOMPLETE: {done} of {LIMIT} selected samples"), stdout
+    assert b"BIT-EXACT" not in stdout
+    part = json.loads((out / "report.json").read_text())
+    assert not part["complete"] and part["samples"]["answered"] == done
+    assert part["accuracy"]["device"] == part["accuracy"]["fixed"]
+    assert part["accuracy"]["fixed"] != faulty.report["accuracy"]["fixed"]  # a subset
+    (worker,) = part["run"]["workers"]
+    assert worker["samples"] == done and "stopped answering" in worker["error"]
+    assert worker["stack_used"] > 0 and worker["replayed"] is None
     resumed = execute(
         bounded, qemu_specs(build_dir, 1), out, resume=True, target={"kind": "qemu"}, progress=False
     )

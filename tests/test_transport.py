@@ -1,16 +1,21 @@
 """Host transport without a device: time-outs, retries with the same seq, stale replies,
-closed links and wrong reply types, over loop:// and a local TCP peer."""
+immediate re-sends on damage, the adaptive time-out (RFC 6298), the request budget, sessions,
+another protocol version, closed links and wrong reply types, over loop:// and a local TCP
+peer."""
 
 from __future__ import annotations
 
 import socket
+import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from elatta_host.errors import DeviceError, LinkClosed, LinkTimeout, ProtocolError
-from elatta_host.protocol import Frame, FrameDecoder, Msg
-from elatta_host.transport import Link
+from elatta_host.device import Device
+from elatta_host.errors import DeviceError, LinkClosed, LinkTimeout, ProtocolError, VersionMismatch
+from elatta_host.protocol import Err, Frame, FrameDecoder, Info, Msg
+from elatta_host.transport import Link, RttEstimator
 
 Peer = Callable[[socket.socket], None]
 
@@ -48,15 +53,18 @@ def requests(conn: socket.socket) -> Iterator[Frame]:
 
 def test_loop_reply_of_wrong_type() -> None:
     with Link("loop://", timeout=0.2, retries=0) as link:
-        with pytest.raises(ProtocolError, match="has type 0x02, expected 0x82"):
+        with pytest.raises(
+            ProtocolError, match=r"wrong reply type: .* is ECHO \(0x02\), expected ECHO_REPLY"
+        ):
             link.request(Msg.ECHO, b"x", expect=Msg.ECHO_REPLY)
 
 
 def test_timeout_names_request_and_tries(tcp_peer: Callable[[Peer], str]) -> None:
     url = tcp_peer(lambda conn: [None for _ in requests(conn)])
     with Link(url, timeout=0.1, retries=2) as link:
-        with pytest.raises(LinkTimeout, match=r"no reply to HELLO seq 1 after 3 tries of 0.1 s"):
+        with pytest.raises(LinkTimeout, match=r"no valid reply to HELLO seq 1 after 3 tries in"):
             link.request(Msg.HELLO, expect=Msg.INFO)
+        assert link.resent_on_timeout == link.retransmits == 2
 
 
 def test_retry_uses_same_seq_and_skips_stale(tcp_peer: Callable[[Peer], str]) -> None:
@@ -69,26 +77,164 @@ def test_retry_uses_same_seq_and_skips_stale(tcp_peer: Callable[[Peer], str]) ->
                 continue  # lose the first try
             conn.sendall(
                 Frame(Msg.ECHO_REPLY, req.seq - 1, b"stale").encode()
-                + b"\x13\x37\x00"  # line noise
                 + Frame(Msg.ECHO_REPLY, req.seq, req.payload).encode()
             )
 
     with Link(tcp_peer(peer), timeout=0.2, retries=2) as link:
         assert link.request(Msg.ECHO, b"hi", expect=Msg.ECHO_REPLY).payload == b"hi"
-        assert link.bad_frames == 1
-        assert link.retransmits == 1
+        assert link.stale_replies == 1
+        assert link.retransmits == link.resent_on_timeout == 1
     assert seen == [1, 1]
+
+
+def raw_peer(answer: Callable[[int, Frame], bytes], log: list[bytes]) -> Peer:
+    """A peer that records every byte it receives and answers the i-th request with
+    ``answer(i, request)``."""
+
+    def peer(conn: socket.socket) -> None:
+        dec = FrameDecoder()
+        i = 0
+        while data := conn.recv(4096):
+            log.append(data)
+            for f in dec.feed(data):
+                if isinstance(f, Frame):
+                    conn.sendall(answer(i, f))
+                    i += 1
+
+    return peer
+
+
+def test_damaged_reply_resent_at_once_behind_a_delimiter(
+    tcp_peer: Callable[[Peer], str],
+) -> None:
+    """A damaged reply re-sends the request at once (not after the 5 s time-out), behind a
+    0x00, with the same seq; the reply to the re-send is taken."""
+    log: list[bytes] = []
+
+    def answer(i: int, req: Frame) -> bytes:
+        wire = bytearray(Frame(Msg.ECHO_REPLY, req.seq, req.payload).encode())
+        if i == 0:
+            wire[3] ^= 0x10  # one flipped bit: the CRC fails
+        return bytes(wire)
+
+    with Link(tcp_peer(raw_peer(answer, log)), timeout=5.0, budget=20.0) as link:
+        reply = link.request(Msg.ECHO, b"payload", expect=Msg.ECHO_REPLY)
+        assert reply.payload == b"payload" and reply.seq == 1
+        assert (link.resent_on_damage, link.resent_on_timeout, link.bad_frames) == (1, 0, 1)
+        wire = Frame(Msg.ECHO, 1, b"payload").encode()
+        # the link's opening 0x00, the first try, then 0x00 + the same frame
+        assert b"".join(log) == b"\0" + wire + b"\0" + wire
+
+
+def test_damage_error_with_a_damaged_seq_resends_at_once(
+    tcp_peer: Callable[[Peer], str],
+) -> None:
+    """A request damaged in its seq field is answered ERROR(CRC) with that damaged seq: the
+    host re-sends at once; a matching ERROR of another kind is raised."""
+    log: list[bytes] = []
+
+    def answer(i: int, req: Frame) -> bytes:
+        if i == 0:
+            return Frame(Msg.ERROR, req.seq ^ 0x0100, bytes([Err.CRC, req.type])).encode()
+        if req.type == Msg.INFER:
+            return Frame(Msg.ERROR, req.seq, bytes([Err.PAYLOAD, req.type])).encode()
+        return Frame(Msg.ECHO_REPLY, req.seq, req.payload).encode()
+
+    with Link(tcp_peer(raw_peer(answer, log)), timeout=5.0) as link:
+        assert link.request(Msg.ECHO, b"x", expect=Msg.ECHO_REPLY).payload == b"x"
+        assert (link.resent_on_damage, link.damaged_requests, link.resent_on_timeout) == (1, 1, 0)
+        with pytest.raises(DeviceError, match="PAYLOAD"):
+            link.request(Msg.INFER, b"y", expect=Msg.RESULT)
+
+
+def test_budget_bounds_a_request(tcp_peer: Callable[[Peer], str]) -> None:
+    """Silence: re-sends after each time-out (here the 0.1 s ceiling) until the budget is spent."""
+    url = tcp_peer(lambda conn: [None for _ in requests(conn)])
+    with Link(url, timeout=0.1, budget=1.0) as link:
+        with pytest.raises(LinkTimeout, match=r"budget 1 s; last try: no reply") as exc:
+            link.request(Msg.ECHO, b"x", expect=Msg.ECHO_REPLY)
+        tries = int(str(exc.value).split(" tries")[0].rsplit(" ", 1)[1])
+        assert tries == link.retransmits + 1 and 5 <= tries <= 10, exc.value
+
+
+def test_rtt_estimator_follows_rfc6298() -> None:
+    est = RttEstimator(initial=1.0, floor=0.2, ceiling=4.0)
+    assert est.rto == 1.0
+    est.sample(0.1)  # first: SRTT = R, RTTVAR = R/2, RTO = 0.1 + 4 * 0.05
+    assert (est.srtt, est.rttvar, est.rto) == pytest.approx((0.1, 0.05, 0.3))
+    est.sample(0.2)  # RTTVAR = 3/4 * 0.05 + 1/4 * |0.1 - 0.2|, SRTT = 7/8 * 0.1 + 1/8 * 0.2
+    assert (est.srtt, est.rttvar, est.rto) == pytest.approx((0.1125, 0.0625, 0.3625))
+    est.backoff()
+    assert est.rto == pytest.approx(0.725)
+    for _ in range(5):
+        est.backoff()
+    assert est.rto == 4.0  # ceiling
+    for _ in range(50):
+        est.sample(0.001)
+    assert est.rto == 0.2  # floor
+
+
+def test_timeout_adapts_to_measured_round_trips(tcp_peer: Callable[[Peer], str]) -> None:
+    url = tcp_peer(raw_peer(lambda i, r: Frame(Msg.ECHO_REPLY, r.seq, r.payload).encode(), []))
+    with Link(url, timeout=2.0) as link:
+        for _ in range(20):
+            link.request(Msg.ECHO, b"e", expect=Msg.ECHO_REPLY)
+        assert link.rto(Msg.ECHO) < 2.0  # learnt from the round trips
+        assert link.rto(Msg.HELLO) == 2.0  # each request type has its own estimate
+
+
+def test_hello_carries_the_session_and_waits_for_its_info(
+    tcp_peer: Callable[[Peer], str],
+) -> None:
+    """HELLO sends this link's nonce; a damage ERROR is retried; an INFO that echoes another
+    session (a late answer to another session's HELLO) is not taken."""
+    nonces: list[int] = []
+
+    def info(seq: int, session: int) -> bytes:
+        i = Info(2, 0, 2048, 115200, 100_000_000, 0, 0, 0, 0, 0, "fw", 0, b"", session)
+        return Frame(Msg.INFO, seq, i.pack()).encode()
+
+    def answer(i: int, req: Frame) -> bytes:
+        (nonce,) = struct.unpack("<I", req.payload)
+        nonces.append(nonce)
+        if i == 0:
+            return Frame(Msg.ERROR, req.seq, bytes([Err.COBS, req.type])).encode()
+        return info(req.seq, nonce ^ 1) + info(req.seq, nonce)
+
+    with Link(tcp_peer(raw_peer(answer, [])), timeout=5.0, session=0x1234ABCD) as link:
+        got = Device(link).hello()
+        assert got.session == 0x1234ABCD
+        assert nonces == [0x1234ABCD, 0x1234ABCD]
+        assert (link.damaged_requests, link.stale_replies) == (1, 1)
+    assert Link("loop://").session != Link("loop://").session  # random per link
+
+
+def test_peer_of_another_protocol_version_is_named(tcp_peer: Callable[[Peer], str]) -> None:
+    """An intact v1 frame (the device runs older firmware): refused at once, both versions
+    named, no re-sends."""
+
+    def answer(i: int, req: Frame) -> bytes:
+        return Frame(Msg.ERROR, req.seq, bytes([Err.VERSION, req.type]), version=1).encode()
+
+    with Link(tcp_peer(raw_peer(answer, [])), timeout=5.0) as link:
+        with pytest.raises(VersionMismatch, match=r"device speaks protocol v1, this host .* v2"):
+            Device(link).hello()
+        assert link.retransmits == 0
 
 
 def test_device_error_is_typed(tcp_peer: Callable[[Peer], str]) -> None:
     def peer(conn: socket.socket) -> None:
         for req in requests(conn):
-            conn.sendall(Frame(Msg.ERROR, req.seq, bytes([1, req.type])).encode())
+            code = Err.TYPE if req.type == Msg.ECHO else Err.CRC
+            conn.sendall(Frame(Msg.ERROR, req.seq, bytes([code, req.type])).encode())
 
     with Link(tcp_peer(peer), timeout=0.5) as link:
-        with pytest.raises(DeviceError, match="ERROR CRC .* seq 1 .*0x02") as exc:
+        with pytest.raises(DeviceError, match="ERROR TYPE .* seq 1 .*0x02") as exc:
             link.request(Msg.ECHO, b"x", expect=Msg.ECHO_REPLY)
-        assert exc.value.code == 1
+        assert exc.value.code == Err.TYPE and link.retransmits == 0
+        # a link-damage code is only raised when the caller does not retry it
+        with pytest.raises(DeviceError, match="ERROR CRC .* seq 2 .*0x01"):
+            link.request(Msg.HELLO, expect=Msg.INFO, retry_errors=frozenset())
 
 
 def test_closed_link(tcp_peer: Callable[[Peer], str]) -> None:
@@ -100,3 +246,24 @@ def test_closed_link(tcp_peer: Callable[[Peer], str]) -> None:
 def test_cannot_open() -> None:
     with pytest.raises(LinkClosed, match="cannot open socket://127.0.0.1:1"):
         Link("socket://127.0.0.1:1")
+
+
+def test_line_noise_burst_resends_once_per_holdoff(tcp_peer: Callable[[Peer], str]) -> None:
+    """Twenty garbage chunks right after a request re-send it once (at half a smoothed round
+    trip), not twenty times: the host never sends faster than the link answers."""
+
+    def peer(conn: socket.socket) -> None:
+        try:
+            for req in requests(conn):
+                if req.payload == b"noisy":
+                    conn.sendall(b"\x07\x07\x00" * 20)
+                time.sleep(0.3)
+                conn.sendall(Frame(Msg.ECHO_REPLY, req.seq, req.payload).encode())
+        except OSError:
+            pass  # the host closed the link before the answer to its re-send
+
+    with Link(tcp_peer(peer), timeout=5.0) as link:
+        link.request(Msg.ECHO, b"quiet", expect=Msg.ECHO_REPLY)  # SRTT about 0.3 s
+        link.request(Msg.ECHO, b"noisy", expect=Msg.ECHO_REPLY)
+        assert link.bad_frames == 20
+        assert link.resent_on_damage == 1 and link.resent_on_timeout == 0

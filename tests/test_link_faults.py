@@ -1,0 +1,258 @@
+"""Runs that survive a bad link and a crash, and never lose or misattribute a result.
+
+Through a seeded fault proxy (tests/faultproxy.py: drops, cut frames, bit flips, duplicates,
+delays, both directions) between the host and QEMU's serial socket, `codegen run`'s defaults
+complete without --resume, every sample answered exactly once and bit-exact; a new session on a
+device that is still up is never answered from the previous session's replay record; --resume
+refuses instead of deleting results; QEMU does not outlive a host killed with SIGTERM or
+SIGKILL. The 10 % run and the 10,000-sample soak are slow tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from elatta_host.device import Device
+from elatta_host.errors import LinkClosed, LinkTimeout, ProtocolError, VersionMismatch
+from elatta_host.plan import Plan, RunError, make_plan
+from elatta_host.protocol import Frame, FrameDecoder, Msg
+from elatta_host.report import format_summary
+from elatta_host.run import DeviceSpec, execute, what_failed
+from elatta_host.transport import Link
+from faultproxy import FaultProxy
+from test_qemu_run import ROOT, check_complete, start_qemu
+
+pytestmark = pytest.mark.qemu
+MODE = ("continual_bounded",)
+
+
+def through_proxy(
+    plan: Plan, build_dir: Path, out: Path, *, rate: float, seed: int
+) -> tuple[dict, FaultProxy]:  # type: ignore[type-arg]
+    """One run of ``plan`` with default link settings through a proxy damaging ``rate`` of the
+    frames; returns the report and the proxy (its counts)."""
+    proc, qport = start_qemu(build_dir / "fw.elf")
+    proxy = FaultProxy(qport, seed=seed, rate=rate)
+    try:
+        spec = DeviceSpec("proxy", url=f"socket://127.0.0.1:{proxy.port}")  # default settings
+        got = execute(plan, [spec], out, resume=False, target={"kind": "qemu"}, progress=False)
+    finally:
+        proxy.close()
+        proc.kill()
+        proc.wait()
+    assert got.errors == (), got.errors
+    check_complete(got.report, out, plan.total)
+    assert got.report["complete"] and got.report["run"]["resumed_from"] == 0
+    frames = sum(proxy.frames.values())
+    assert sum(proxy.faults.values()) >= rate / 2 * frames, (proxy.faults, proxy.frames)
+    run = got.report["run"]
+    print(
+        f"\n{rate:.0%} faults: {dict(proxy.faults)} of {frames} frames; "
+        f"{run['samples_per_s']} samples/s, {run['retransmits']} re-sends "
+        f"({run['resends_per_sample']} per sample), {run['replayed']} replays"
+    )
+    return got.report, proxy
+
+
+def test_faults_5_percent_with_default_settings(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    build_dir, data = kws_build
+    plan = make_plan(build_dir, data, MODE, 200)
+    report, proxy = through_proxy(plan, build_dir, tmp_path / "r", rate=0.05, seed=14)
+    assert len(proxy.faults) >= 4, proxy.faults
+    run = report["run"]
+    assert run["retransmits"] > 0 and run["workers"][0]["resent_on_damage"] > 0
+    assert run["replayed"] is not None and not run["replayed_unknown"]
+    assert format_summary(report).startswith("BIT-EXACT: 200 results compared, 0 mismatches")
+
+
+@pytest.mark.slow
+def test_faults_10_percent_with_default_settings(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    build_dir, data = kws_build
+    plan = make_plan(build_dir, data, MODE, 500)
+    through_proxy(plan, build_dir, tmp_path / "r", rate=0.10, seed=1410)
+
+
+@pytest.mark.slow
+def test_soak_10000_continual_bounded_at_2_percent(
+    kws_build: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """10,000 samples of one continual_bounded run at 2 % faults (the built-in demo data set:
+    the tiny one has 3,000 clips per mode)."""
+    from codegen.data import build as build_data
+
+    build_dir, _ = kws_build
+    demo = tmp_path_factory.mktemp("demo")
+    build_data(demo, preset="demo", tier="numpy", progress=False, jobs=1)
+    plan = make_plan(build_dir, demo, MODE, 10_000)
+    assert plan.total >= 10_000
+    t0 = time.monotonic()
+    through_proxy(plan, build_dir, tmp_path_factory.mktemp("soak"), rate=0.02, seed=2)
+    print(f"soak: {plan.total} samples in {time.monotonic() - t0:.0f} s")
+
+
+def _session(port: int, nonce: int | None, reset_seq: int, p_prev: tuple[int, ...]) -> None:
+    """A session that stops right after its first RESET, sent with seq ``reset_seq``."""
+    deadline = time.monotonic() + 10
+    while True:  # QEMU opens its port a moment after it starts
+        try:
+            link = Link(f"socket://127.0.0.1:{port}", session=nonce)
+            break
+        except LinkClosed:
+            assert time.monotonic() < deadline, "QEMU did not open its serial port"
+            time.sleep(0.05)
+    with link:
+        dev = Device(link)
+        dev.hello(sync_timeout=10)
+        while link.next_seq() != reset_seq - 1:
+            pass
+        link.request(Msg.RESET, struct.pack(f"<{len(p_prev)}i", *p_prev), expect=Msg.RESET_ACK)
+
+
+@pytest.mark.parametrize("same_nonce", [False, True], ids=["new-session", "v1-like-collision"])
+def test_new_session_is_not_answered_from_the_old_record(
+    kws_build: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    same_nonce: bool,
+) -> None:
+    """A session stops after its first RESET (p_prev = A, seq s); a new session on the same
+    still-running device starts its stream with RESET (p_prev = 0) and the same seq s. With a
+    new session nonce the RESET runs: 0 mismatches. The control repeats the old nonce (what
+    protocol v1 amounted to): the device answers from the record, p_prev stays A, and the
+    run sees the mismatch in the adaptation, so this test can tell the two apart."""
+    build_dir, data = kws_build
+    plan = make_plan(build_dir, data, MODE, 20)
+    proc, qport = start_qemu(build_dir / "fw.elf")
+    proxy = FaultProxy(qport, seed=0, rate=0.0, log=True)  # only to see the run's frames
+    try:
+        k = len(plan.streams[0].ref["p_best"][0])
+        old = 0x0BAD5E55
+        # the run's first RESET: after the boot-sync HELLO (seq 1) and the HELLO (seq 2)
+        _session(qport, old, 3, tuple((1 << 26) * (-1) ** j for j in range(k)))
+        if same_nonce:
+            monkeypatch.setattr("elatta_host.transport.new_session", lambda: old)
+        spec = DeviceSpec("port0", url=f"socket://127.0.0.1:{proxy.port}")
+        got = execute(plan, [spec], tmp_path / "r", resume=False, target={"kind": "qemu"},
+                      progress=False)  # fmt: skip
+    finally:
+        proxy.close()
+        proc.kill()
+        proc.wait()
+    assert proxy.log is not None
+    sent = [f for chunk in proxy.log for f in FrameDecoder().feed(chunk) if isinstance(f, Frame)]
+    resets = [f for f in sent if f.type == Msg.RESET]
+    assert resets[0].seq == 3 and resets[0].payload == b""  # the collision is set up
+    assert got.errors == ()
+    be = got.report["bit_exact"]
+    if same_nonce:
+        assert be["mismatches"] > 0 and "first divergent stage: adaptation" in be["first_mismatch"]
+    else:
+        check_complete(got.report, tmp_path / "r", plan.total)
+        assert got.report["run"]["replayed"] == 0
+
+
+def _fake_results(out: Path) -> bytes:
+    out.mkdir(parents=True)
+    body = b"".join(b'{"stream":"x","index":%d}\n' % i for i in range(199))
+    (out / "results.jsonl").write_bytes(body)
+    return body
+
+
+def test_resume_never_deletes_results(kws_build: tuple[Path, Path], tmp_path: Path) -> None:
+    """run.json deleted: --resume refuses (the API and the CLI), results.jsonl stays byte for
+    byte; a different run.json, or a plain run over recorded results, is refused too; only
+    --force-restart discards them."""
+    build_dir, data = kws_build
+    plan = make_plan(build_dir, data, ("strict",), 10)
+    out = tmp_path / "r"
+    body = _fake_results(out)
+    spec = [DeviceSpec("qemu0", elf=build_dir / "fw.elf", icount=False)]
+    with pytest.raises(RunError, match=r"run.json is missing.*199 results.*--force-restart"):
+        execute(plan, spec, out, resume=True, target={"kind": "qemu"}, progress=False)
+    assert (out / "results.jsonl").read_bytes() == body and not (out / "run.json").exists()
+    cmd = [sys.executable, "-m", "codegen", "run", "--build", str(build_dir), "--data", str(data)]
+    cmd += ["--qemu", "--no-icount", "--mode", "strict", "--limit", "10", "--report", str(out)]
+    cli = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert cli.returncode != 0 and "run.json is missing" in cli.stderr, cli.stderr[-2000:]
+    assert "--force-restart" in cli.stderr
+    assert (out / "results.jsonl").read_bytes() == body
+    with pytest.raises(RunError, match=r"already holds 199 results: --resume .*--force-restart"):
+        execute(plan, spec, out, resume=False, target={"kind": "qemu"}, progress=False)
+    (out / "run.json").write_text(json.dumps({"format": "elatta-run", "selection": "other"}))
+    with pytest.raises(RunError, match=r"holds another run \(.*selection.*\).*left as they are"):
+        execute(plan, spec, out, resume=True, target={"kind": "qemu"}, progress=False)
+    assert (out / "results.jsonl").read_bytes() == body
+    # the explicit discard, then a real run
+    got = execute(plan, spec, out, resume=False, force_restart=True, target={"kind": "qemu"},
+                  progress=False)  # fmt: skip
+    check_complete(got.report, out, plan.total)
+
+
+def _qemu_children(pid: int) -> list[int]:
+    """Children of every thread of ``pid`` (QEMU is forked by the spawner thread)."""
+    return [
+        int(c)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for c in (task / "children").read_text().split()
+    ]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")  # a zombie has exited; only its exit status is left
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_qemu_dies_with_its_host(
+    kws_build: tuple[Path, Path], tmp_path: Path, sig: signal.Signals
+) -> None:
+    build_dir, data = kws_build
+    out = tmp_path / "r"
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "codegen", "run", "--build", str(build_dir), "--data", str(data)]
+        + ["--qemu", "--no-icount", "--mode", "strict", "--limit", "100", "--jobs", "2"]
+        + ["--report", str(out), "--no-progress"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while (
+            not (out / "results.jsonl").is_file()
+            or len((out / "results.jsonl").read_bytes().splitlines()) < 5
+        ):
+            assert time.monotonic() < deadline and cli.poll() is None, "no results came"
+            time.sleep(0.05)
+        qemus = _qemu_children(cli.pid)
+        assert len(qemus) == 2 and all(_alive(q) for q in qemus), qemus
+        os.kill(cli.pid, sig)
+        assert cli.wait(timeout=30) == -sig
+        deadline = time.monotonic() + 10
+        while any(_alive(q) for q in qemus) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(q) for q in qemus), f"QEMU {qemus} outlived its host ({sig.name})"
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+
+
+def test_failures_are_worded_by_kind() -> None:
+    assert what_failed(ProtocolError("wrong reply type: ...")) == "sent a wrong reply"
+    assert what_failed(VersionMismatch("v1")) == "speaks another protocol version"
+    assert what_failed(LinkTimeout("...")) == "stopped answering"
