@@ -1,0 +1,167 @@
+/*
+ * Integer MFCC front end (docs/numeric.md §7); twin: codegen/intref/mfcc.py. Every bound used
+ * here is proven by codegen/quantize_mfcc.py (docs/numeric.md §7.2): FFT values < 2^31,
+ * power and mel sums < 2^63.
+ */
+#include "elt_mfcc_s16.h"
+
+#include "fw_fixed.h"
+
+/* rshift_round(a * w, 31): what VQRDMULH.S32 computes for |w| < 2^31 (ARM DDI 0406C A8.8.374). */
+static inline int32_t mfcc_rmul(int32_t a, int32_t w)
+{
+    return (int32_t)(((int64_t)a * w + ((int64_t)1 << 30)) >> 31);
+}
+
+static inline int32_t mfcc_bitlen32(uint32_t v)
+{
+    return v ? 32 - __builtin_clz(v) : 0;
+}
+
+static inline int32_t mfcc_bitlen64(uint64_t v)
+{
+    return v ? 64 - __builtin_clzll(v) : 0;
+}
+
+/* Window, block exponent and bit-reversed packing z[rev[n]] = f[2n] + i f[2n + 1]. */
+static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
+{
+    const int32_t W = p->win_length, N = p->n_cfft;
+    uint32_t m = 0;
+    int32_t n, sh;
+    for (n = 0; n < W; ++n) {
+        int32_t u = (int32_t)pcm[n] * p->window[n];
+        uint32_t a = u < 0 ? (uint32_t)0 - (uint32_t)u : (uint32_t)u;
+        m = a > m ? a : m;
+    }
+    sh = mfcc_bitlen32(m) - p->frame_bits;
+    for (n = 0; n < N; ++n) {
+        int32_t v[2], c;
+        for (c = 0; c < 2; ++c) {
+            int32_t i = 2 * n + c;
+            int32_t u = i < W ? (int32_t)pcm[i] * p->window[i] : 0;
+            v[c] = sh > 0 ? (u + (1 << (sh - 1))) >> sh : u * (1 << -sh);
+        }
+        z[2 * p->bitrev[n]] = v[0];
+        z[2 * p->bitrev[n] + 1] = v[1];
+    }
+    return sh;
+}
+
+/* Radix-2 decimation-in-time butterflies over bit-reversed data; twiddle 1 and -i exact. */
+static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z)
+{
+    const int32_t N = p->n_cfft;
+    int32_t h, g, j;
+    for (h = 1; h < N; h <<= 1) {
+        const int32_t step = N / (2 * h);
+        for (j = 0; j < h; ++j) {
+            const int32_t c = p->tw_cos[j * step], s = p->tw_sin[j * step];
+            for (g = j; g < N; g += 2 * h) {
+                int32_t *a = z + 2 * g, *b = z + 2 * (g + h);
+                int32_t tr, ti;
+                if (j == 0) {
+                    tr = b[0];
+                    ti = b[1];
+                } else if (2 * j == h) {
+                    tr = b[1];
+                    ti = -b[0];
+                } else {
+                    tr = mfcc_rmul(b[0], c) + mfcc_rmul(b[1], s);
+                    ti = mfcc_rmul(b[1], c) - mfcc_rmul(b[0], s);
+                }
+                b[0] = a[0] - tr;
+                b[1] = a[1] - ti;
+                a[0] = a[0] + tr;
+                a[1] = a[1] + ti;
+            }
+        }
+    }
+}
+
+/* Real split 2 X[k] = A + (-i) W^k B and the rounded power of the weighted bins. */
+static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw)
+{
+    const int32_t N = p->n_cfft, ps = p->power_shift;
+    int32_t i;
+    for (i = 0; i < p->n_bins; ++i) {
+        const int32_t k = p->bin_lo + i;
+        const int32_t kk = k & (N - 1), nk = (N - k) & (N - 1);
+        const int32_t zr = z[2 * kk], zi = z[2 * kk + 1], yr = z[2 * nk], yi = z[2 * nk + 1];
+        const int32_t ar = zr + yr, ai = zi - yi, br = zr - yr, bi = zi + yi;
+        const int32_t c = p->split_cos[i], s = p->split_sin[i];
+        const int32_t xr = ar + mfcc_rmul(bi, c) - mfcc_rmul(br, s);
+        const int32_t xi = ai - mfcc_rmul(br, c) - mfcc_rmul(bi, s);
+        const int64_t P = (int64_t)xr * xr + (int64_t)xi * xi;
+        pw[i] = ps > 0 ? (P + ((int64_t)1 << (ps - 1))) >> ps : P;
+    }
+}
+
+/* log2(acc 2^e + floor) in Q20, e = 2 sh + exp_offset: both terms at the coarser exponent. */
+static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, int32_t sh)
+{
+    const int32_t e = 2 * sh + p->exp_offset, d = e - p->floor_exp;
+    const int32_t ec = d > 0 ? e : p->floor_exp;
+    int64_t s;
+    int32_t b, idx, r, lo, hi;
+    uint32_t t;
+    if (d > 0) {
+        const int32_t f = d > 62 ? 62 : d;
+        s = acc + (((int64_t)p->floor_mant + ((int64_t)1 << (f - 1))) >> f);
+    } else if (d == 0) {
+        s = acc + p->floor_mant;
+    } else {
+        const int32_t f = -d > 62 ? 62 : -d;
+        s = ((acc + ((int64_t)1 << (f - 1))) >> f) + p->floor_mant;
+    }
+    b = mfcc_bitlen64((uint64_t)s) - 1;
+    t = b >= 16 ? (uint32_t)(s >> (b - 16)) : (uint32_t)(s << (16 - b));
+    idx = (int32_t)((t >> 8) & 255u);
+    r = (int32_t)(t & 255u);
+    lo = p->log2_lut[idx];
+    hi = p->log2_lut[idx + 1];
+    return (b + ec) * (1 << 20) + lo + (((hi - lo) * r + 128) >> 8);
+}
+
+void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w,
+                        int16_t *out)
+{
+    int32_t m, j, i;
+    const int32_t sh = mfcc_load(p, pcm, w->z);
+    w->shift = sh;
+    mfcc_fft(p, w->z);
+    mfcc_power(p, w->z, w->p);
+    for (m = 0; m < p->n_mels; ++m) {
+        const int16_t *wt = p->mel_w + p->mel_off[m];
+        const int64_t *pw = w->p + (p->mel_start[m] - p->bin_lo);
+        int64_t acc = 0;
+        for (i = 0; i < p->mel_len[m]; ++i) {
+            acc += pw[i] * wt[i];
+        }
+        w->logmel[m] = mfcc_log2(p, acc, sh);
+    }
+    for (j = 0; j < p->n_mfcc; ++j) {
+        const int32_t *d = p->dct + j * p->n_mels;
+        int64_t acc = 0;
+        int32_t c, s = p->norm_shift[j];
+        for (m = 0; m < p->n_mels; ++m) {
+            acc += (int64_t)d[m] * w->logmel[m];
+        }
+        c = (int32_t)fx_rshift_round64(acc, p->cep_shift);
+        out[j] = fx_sat16_64(fx_rshift_round64((int64_t)(c - p->norm_mean[j]) * p->norm_mult[j], s));
+    }
+}
+
+int32_t elt_mfcc_clip_s16(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t n_samples,
+                          elt_mfcc_work_t *w, int16_t *out)
+{
+    int32_t t, frames;
+    if (n_samples < p->win_length) {
+        return 0;
+    }
+    frames = 1 + (n_samples - p->win_length) / p->hop_length;
+    for (t = 0; t < frames; ++t) {
+        elt_mfcc_frame_s16(p, pcm + t * p->hop_length, w, out + t * p->n_mfcc);
+    }
+    return frames;
+}
