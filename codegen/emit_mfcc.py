@@ -39,6 +39,13 @@ def mfcc_hash(q: QMfcc) -> str:
     return h.hexdigest()
 
 
+def _per_stage(tw: np.ndarray, n: int) -> np.ndarray:
+    """The twiddles of FFT stages h = 4, 8, .., N/2, each contiguous (layout only: the same
+    integers as ``tw``; the NEON butterflies load four at a time). At least one entry."""
+    rows = [tw[np.arange(h) * (n // (2 * h))] for h in (2**e for e in range(2, n.bit_length() - 1))]
+    return np.concatenate(rows) if rows else np.zeros(1, np.int64)
+
+
 def _arr(name: str, ctype: str, values: np.ndarray, fmt: str, what: str) -> dict[str, object]:
     vals = np.asarray(values, np.int64).reshape(-1)
     return {
@@ -64,6 +71,14 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         _arr(f"{s}mfcc_tw_cos", "int32_t", q.tw_cos, "Q0.31", "cos(2 pi m / N), m < N / 2"),
         _arr(f"{s}mfcc_tw_sin", "int32_t", q.tw_sin, "Q0.31", "sin(2 pi m / N), m < N / 2"),
         _arr(f"{s}mfcc_bitrev", "uint16_t", q.bitrev, "index", "bit-reversed n, n < N"),
+        _arr(
+            f"{s}mfcc_stage_cos", "int32_t", _per_stage(q.tw_cos, q.n_cfft), "Q0.31",
+            "tw_cos[j N / (2h)], j < h, for h = 4, 8, .., N / 2 (one row per FFT stage)",
+        ),  # fmt: skip
+        _arr(
+            f"{s}mfcc_stage_sin", "int32_t", _per_stage(q.tw_sin, q.n_cfft), "Q0.31",
+            "tw_sin laid out as stage_cos",
+        ),  # fmt: skip
         _arr(f"{s}mfcc_split_cos", "int32_t", q.split_cos, "Q0.31", "cos(2 pi k / n_fft)"),
         _arr(f"{s}mfcc_split_sin", "int32_t", q.split_sin, "Q0.31", "sin(2 pi k / n_fft)"),
         _arr(f"{s}mfcc_mel_start", "uint16_t", q.mel_start, "bin", "first bin of filter m"),
@@ -106,9 +121,9 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
     ptrs = [
         (f, f"{s}mfcc_{f}")
         for f in (
-            "window", "tw_cos", "tw_sin", "bitrev", "split_cos", "split_sin", "mel_start",
-            "mel_len", "mel_off", "mel_w", "log2_lut", "dct", "norm_mean", "norm_mult",
-            "norm_shift",
+            "window", "tw_cos", "tw_sin", "bitrev", "stage_cos", "stage_sin", "split_cos",
+            "split_sin", "mel_start", "mel_len", "mel_off", "mel_w", "log2_lut", "dct",
+            "norm_mean", "norm_mult", "norm_shift",
         )
     ]  # fmt: skip
     header = f"{s}mfcc_params.h"

@@ -7,6 +7,15 @@
 
 #include "fw_fixed.h"
 
+/* Two paths with the same integers: Cortex-A9 NEON (ARMv7-A Advanced SIMD), and plain scalar C
+ * (host builds, other targets, -DELT_SCALAR). */
+#if defined(__ARM_NEON) && !defined(__aarch64__) && !defined(ELT_SCALAR)
+#define MFCC_NEON 1
+#include <arm_neon.h>
+#else
+#define MFCC_NEON 0
+#endif
+
 /* rshift_round(a * w, 31): what VQRDMULH.S32 computes for |w| < 2^31 (ARM DDI 0406C A8.8.374). */
 static inline int32_t mfcc_rmul(int32_t a, int32_t w)
 {
@@ -24,6 +33,63 @@ static inline int32_t mfcc_bitlen64(uint64_t v)
 }
 
 /* Window, block exponent and bit-reversed packing z[rev[n]] = f[2n] + i f[2n + 1]. */
+#if MFCC_NEON
+/* u = x w (VMULL.S16, exact), max |u| (|u| < 2^30, so VABS never saturates); f = VRSHL(u, -sh),
+ * which is rshift_round(u, sh) for sh > 0 and the exact u 2^-sh otherwise (ARM DDI 0406C
+ * A8.8.374 VRSHL). f lands in natural order (the complex z[n] = f[2n] + i f[2n+1] has the
+ * same layout) and is then permuted in place. */
+static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
+{
+    const int32_t W = p->win_length, N = p->n_cfft, W8 = W & ~7;
+    uint32x4_t mx = vdupq_n_u32(0);
+    uint32_t m = 0;
+    int32_t n, sh;
+    for (n = 0; n < W8; n += 8) {
+        const int16x8_t x = vld1q_s16(pcm + n), w = vld1q_s16(p->window + n);
+        const int32x4_t u0 = vmull_s16(vget_low_s16(x), vget_low_s16(w));
+        const int32x4_t u1 = vmull_s16(vget_high_s16(x), vget_high_s16(w));
+        mx = vmaxq_u32(mx, vreinterpretq_u32_s32(vabsq_s32(u0)));
+        mx = vmaxq_u32(mx, vreinterpretq_u32_s32(vabsq_s32(u1)));
+    }
+    {
+        uint32x2_t m2 = vpmax_u32(vget_low_u32(mx), vget_high_u32(mx));
+        m2 = vpmax_u32(m2, m2);
+        m = vget_lane_u32(m2, 0);
+    }
+    for (n = W8; n < W; ++n) {
+        int32_t u = (int32_t)pcm[n] * p->window[n];
+        uint32_t a = u < 0 ? (uint32_t)0 - (uint32_t)u : (uint32_t)u;
+        m = a > m ? a : m;
+    }
+    sh = mfcc_bitlen32(m) - p->frame_bits;
+    {
+        const int32x4_t nsh = vdupq_n_s32(-sh);
+        for (n = 0; n < W8; n += 8) {
+            const int16x8_t x = vld1q_s16(pcm + n), w = vld1q_s16(p->window + n);
+            vst1q_s32(z + n, vrshlq_s32(vmull_s16(vget_low_s16(x), vget_low_s16(w)), nsh));
+            vst1q_s32(z + n + 4, vrshlq_s32(vmull_s16(vget_high_s16(x), vget_high_s16(w)), nsh));
+        }
+    }
+    for (n = W8; n < W; ++n) {
+        int32_t u = (int32_t)pcm[n] * p->window[n];
+        z[n] = sh > 0 ? (u + (1 << (sh - 1))) >> sh : u * (1 << -sh);
+    }
+    for (n = W; n < 2 * N; ++n) {
+        z[n] = 0;
+    }
+    for (n = 0; n < N; ++n) {
+        const int32_t r = p->bitrev[n];
+        if (r > n) {
+            const int32_t t0 = z[2 * n], t1 = z[2 * n + 1];
+            z[2 * n] = z[2 * r];
+            z[2 * n + 1] = z[2 * r + 1];
+            z[2 * r] = t0;
+            z[2 * r + 1] = t1;
+        }
+    }
+    return sh;
+}
+#else
 static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
 {
     const int32_t W = p->win_length, N = p->n_cfft;
@@ -47,14 +113,40 @@ static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t
     }
     return sh;
 }
+#endif
 
-/* Radix-2 decimation-in-time butterflies over bit-reversed data; twiddle 1 and -i exact. */
+/* Radix-2 decimation-in-time butterflies over bit-reversed data; twiddle 1 and -i exact.
+ * The NEON path runs stages with h >= 4 four butterflies at a time with the generic product
+ * for every j: rmul(b, 2^31 - 1) = b and rmul(b, 0) = 0 for |b| <= 2^30 (stage values are
+ * proven < 2^31 / 8), so twiddles 1 and -i give the same integers there. */
 static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z)
 {
     const int32_t N = p->n_cfft;
     int32_t h, g, j;
     for (h = 1; h < N; h <<= 1) {
         const int32_t step = N / (2 * h);
+#if MFCC_NEON
+        if (h >= 4) {
+            const int32_t *sc = p->stage_cos + (h - 4), *ss = p->stage_sin + (h - 4);
+            for (j = 0; j < h; j += 4) {
+                const int32x4_t c = vld1q_s32(sc + j), s = vld1q_s32(ss + j);
+                for (g = j; g < N; g += 2 * h) {
+                    int32x4x2_t a = vld2q_s32(z + 2 * g), b = vld2q_s32(z + 2 * (g + h));
+                    const int32x4_t tr =
+                        vaddq_s32(vqrdmulhq_s32(b.val[0], c), vqrdmulhq_s32(b.val[1], s));
+                    const int32x4_t ti =
+                        vsubq_s32(vqrdmulhq_s32(b.val[1], c), vqrdmulhq_s32(b.val[0], s));
+                    b.val[0] = vsubq_s32(a.val[0], tr);
+                    b.val[1] = vsubq_s32(a.val[1], ti);
+                    a.val[0] = vaddq_s32(a.val[0], tr);
+                    a.val[1] = vaddq_s32(a.val[1], ti);
+                    vst2q_s32(z + 2 * g, a);
+                    vst2q_s32(z + 2 * (g + h), b);
+                }
+            }
+            continue;
+        }
+#endif
         for (j = 0; j < h; ++j) {
             const int32_t c = p->tw_cos[j * step], s = p->tw_sin[j * step];
             for (g = j; g < N; g += 2 * h) {
