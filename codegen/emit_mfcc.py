@@ -14,7 +14,7 @@ import numpy as np
 from codegen import __version__
 from codegen.emit import carray
 from codegen.errors import ConfigError
-from codegen.mfcc_ir import CEP_FRAC, DCT_FRAC, FB_FRAC, FRAME_BITS, LOG_FRAC, QMfcc
+from codegen.mfcc_ir import CEP_FRAC, DCT_FRAC, FB_FRAC, LOG_FRAC, QMfcc
 
 _PREFIX_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?$")
 
@@ -111,7 +111,7 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         ("n_mfcc", p.n_mfcc, "coefficients"),
         ("bin_lo", q.bin_lo, "first weighted bin"),
         ("n_bins", q.n_bins, "weighted bins"),
-        ("frame_bits", FRAME_BITS, "block exponent target"),
+        ("frame_bits", q.frame_bits, "block exponent target"),
         ("power_shift", q.power_shift, "power rounding shift"),
         ("exp_offset", q.exp_offset, "mel value = acc 2^(2 sh + exp_offset)"),
         ("floor_exp", q.floor_exp, f"log floor {p.log_floor:g} = floor_mant 2^floor_exp"),

@@ -11,12 +11,14 @@ import numpy as np
 
 from codegen.features import MfccParams
 
-FRAME_BITS = 18  # bits of the frame's largest windowed sample after the block exponent
+FRAME_BITS_MAX = 22  # the quantizer's first candidate for QMfcc.frame_bits
+FRAME_BITS_MIN = 12  # fewer bits per windowed sample: refused
 TWIDDLE_FRAC = 31  # Q31 twiddles: rmul = VQRDMULH.S32
 WINDOW_FRAC = 15
 FB_FRAC = 15  # mel filter weights
 LOG_FRAC = 20  # log2 of the mel energies
-LOG_LUT_BITS = 8  # 256 segments, 8 interpolation bits
+LOG_LUT_BITS = 8  # 256 table segments
+LOG_INTERP_BITS = 15  # interpolation bits below the segment index (mantissa: 23 bits)
 DCT_FRAC = 31
 CEP_FRAC = 16  # cepstrum before normalisation
 FLOOR_MANT_BITS = 31  # F in [2^30, 2^31)
@@ -30,6 +32,7 @@ class QMfcc:
 
     params: MfccParams
     x_frac: int  # fraction bits of the model's input format
+    frame_bits: int  # bits of the largest windowed sample after the block exponent
     n_cfft: int  # N = n_fft / 2 complex points
     window: np.ndarray  # [win_length] int16 Q15
     tw_cos: np.ndarray  # [N/2] int32 Q31, cos(2π m / N)
@@ -68,14 +71,14 @@ class QMfcc:
         return {
             "pcm": "int16 Q0.15 (sample / 32768)",
             "window": f"int16 Q{15 - WINDOW_FRAC}.{WINDOW_FRAC}",
-            "windowed frame": f"int32, block exponent per frame, max |f| <= 2^{FRAME_BITS}",
+            "windowed frame": f"int32, block exponent per frame, max |f| <= 2^{self.frame_bits}",
             "twiddles": f"int32 Q0.{TWIDDLE_FRAC} (rounded product per term)",
             "FFT data": "int32, no per-stage scaling (2 X[k] after the real split)",
             "power": f"int64, then >> {self.power_shift} (rounded)",
             "mel filters": f"int16 Q0.{FB_FRAC}",
             "mel energies": f"int64, value = acc * 2^(2 sh + {self.exp_offset})",
             "log floor": f"{self.floor_mant} * 2^{self.floor_exp}",
-            "log2 mel": f"int32 Q{31 - LOG_FRAC}.{LOG_FRAC} (257-entry table, 8-bit interpolation)",
+            "log2 mel": f"int32 Q{31 - LOG_FRAC}.{LOG_FRAC} (257-entry table, 15-bit interpolation)",
             "DCT": f"int32 Q0.{DCT_FRAC} (ln 2 folded in)",
             "cepstrum": f"int32 Q{31 - CEP_FRAC}.{CEP_FRAC}",
             "features": f"int16 Q{15 - self.x_frac}.{self.x_frac} (the model's x format)",
@@ -86,7 +89,7 @@ class QMfcc:
         return {
             "params": self.params.to_dict(),
             "formats": self.formats(),
-            "frame_bits": FRAME_BITS,
+            "frame_bits": self.frame_bits,
             "power_shift": self.power_shift,
             "fft": {"complex_points": self.n_cfft, "stages": self.log2_n, "radix": 2},
             "bins": [self.bin_lo, self.bin_hi],

@@ -7,8 +7,9 @@ The pipeline is `codegen.features.mfcc` step for step, then the model's normalis
 
 1. **Window.** u = x · w, x the raw int16 sample, w the window in Q15 (1.0 saturates to 32767):
    an exact int32 product, |u| < 2^30.
-2. **Block exponent.** One shift per frame, sh = bitlen(max |u|) − FRAME_BITS, so the frame's
-   largest value has FRAME_BITS bits: f = rshift_round(u, sh) (sh > 0) or u · 2^−sh (exact).
+2. **Block exponent.** One shift per frame, sh = bitlen(max |u|) − frame_bits, so the frame's
+   largest value has frame_bits bits (the most the FFT bounds below allow, at most 22; 19 for a
+   640-sample window): f = rshift_round(u, sh) (sh > 0) or u · 2^−sh (exact).
    A quiet frame keeps its precision; an all-zero frame stays zero.
 3. **FFT.** The n_fft-point real DFT as an N = n_fft/2-point complex radix-2 DIT FFT of
    z[n] = f[2n] + i f[2n+1] and the real split (Oppenheim & Schafer, "Discrete-Time Signal
@@ -21,8 +22,9 @@ The pipeline is `codegen.features.mfcc` step for step, then the model's normalis
    mel · 2^(2·sh + exp_offset).
 6. **Floor and log.** ln(mel + log_floor): the floor is F·2^floor_exp (F in [2^30, 2^31)); both
    terms meet at the coarser of the two exponents (the finer one rounded to it), then
-   log2 = (bitlen − 1 + exponent) + log2(1 + frac), the fraction from a 257-entry table with
-   8-bit linear interpolation, in Q(LOG_FRAC). ln 2 is folded into the DCT.
+   log2 = (bitlen − 1 + exponent) + log2(1 + frac), the fraction from a 257-entry table indexed
+   by the 8 mantissa bits below the leading one, linearly interpolated with the next 15 (the
+   rest truncated), in Q(LOG_FRAC). ln 2 is folded into the DCT.
 7. **DCT.** c[j] = rshift_round(Σ_m D'[j, m] · L[m], 31 + LOG_FRAC − CEP_FRAC), D' = ln 2 · the
    orthonormal DCT-II in Q31: the cepstrum in Q(CEP_FRAC), int32.
 8. **Normalise and quantise.** x[j] = sat16(rshift_round((c[j] − mean_j) · mult_j, shift_j)),
@@ -48,10 +50,12 @@ from codegen.mfcc_ir import (
     DCT_FRAC,
     FB_FRAC,
     FLOOR_MANT_BITS,
-    FRAME_BITS,
+    FRAME_BITS_MAX,
+    FRAME_BITS_MIN,
     INT32_MAX,
     INT64_MAX,
     LOG_FRAC,
+    LOG_INTERP_BITS,
     TWIDDLE_FRAC,
     WINDOW_FRAC,
     QMfcc,
@@ -125,16 +129,31 @@ def quantize_mfcc(
     bounds: dict[str, tuple[int, int]] = {}
     u_max = 32768 * int(window.max())
     bounds["windowed sample x*w"] = (u_max, INT32_MAX)
-    f_max = 1 << FRAME_BITS  # rshift_round may round up to exactly 2^FRAME_BITS
     # Every FFT stage value is a DFT of a subsequence of z plus rounding: each real and
     # imaginary part is at most Σ|f| over the frame; the rounding of the 2 products per term
     # adds at most 1 per stage and doubles through the later butterflies: < 2^(stages + 1).
+    # The split: A = Z[k] ± Z[N-k] (2 stage_max), rotated part ≤ 2 stage_max (|c| + |s|) + 1.
+    # rshift_round may round the largest sample up to exactly 2^frame_bits.
     slack = 1 << (bits + 1)
-    stage_max = p.win_length * f_max + slack
+
+    def fft_bounds(fb: int) -> tuple[int, int]:
+        stage = p.win_length * (1 << fb) + slack
+        return stage, 2 * stage + math.ceil(2 * stage * math.sqrt(2)) + 1
+
+    frame_bits = FRAME_BITS_MAX
+    while frame_bits > 1 and fft_bounds(frame_bits)[1] > INT32_MAX:
+        frame_bits -= 1
+    if frame_bits < FRAME_BITS_MIN:
+        raise CodegenError(
+            f"MFCC front end: a {p.win_length}-sample window leaves {frame_bits} bits per "
+            f"sample for the int32 FFT stage values (at least {FRAME_BITS_MIN} needed); "
+            "shorten the window (win_ms)"
+        )
+    stage_max, split_max = fft_bounds(frame_bits)
     bounds["FFT stage value"] = (stage_max, INT32_MAX)
-    # split: A = Z[k] ± Z[N-k] (2 stage_max), rotated part ≤ 2 stage_max (|c| + |s|) + 1
-    split_max = 2 * stage_max + math.ceil(2 * stage_max * math.sqrt(2)) + 1
     bounds["real split 2X[k]"] = (split_max, INT32_MAX)
+    # the NEON butterflies apply twiddles 1 and -i as products: exact for |b| <= 2^30
+    bounds["FFT operand (NEON twiddle 1, -i)"] = (stage_max, 1 << 30)
     power_max = 2 * split_max * split_max
     bounds["power Re^2 + Im^2"] = (power_max, INT64_MAX)
     wsum = max(int(mel_w[o : o + n].sum()) for o, n in zip(offs, lens, strict=True))
@@ -151,8 +170,8 @@ def quantize_mfcc(
     floor_mant = int(round(p.log_floor * 2.0 ** (-e_floor)))
     if not 2**30 <= floor_mant < 2**31:
         raise CodegenError(f"log floor mantissa {floor_mant} outside [2^30, 2^31)")
-    sh_max = u_max.bit_length() - FRAME_BITS
-    sh_min = -FRAME_BITS
+    sh_max = u_max.bit_length() - frame_bits
+    sh_min = -frame_bits
     e_max = 2 * sh_max + exp_offset
     e_min = 2 * sh_min + exp_offset
     if e_max > e_floor and floor_mant >> (e_max - e_floor) == 0:
@@ -166,6 +185,10 @@ def quantize_mfcc(
     log_abs = (63 + max(abs(e_min), abs(e_max), abs(e_floor)) + 1) << LOG_FRAC
     bounds["log2 mel"] = (log_abs, INT32_MAX)
     lut = _q(np.log2(1.0 + np.arange(257) / 256.0), LOG_FRAC, 0, INT32_MAX)
+    bounds["log2 interpolation"] = (
+        int(np.diff(lut).max()) * ((1 << LOG_INTERP_BITS) - 1) + (1 << (LOG_INTERP_BITS - 1)),
+        INT32_MAX,
+    )
 
     _, _, dct_f = _tables(p)
     dct_ref = sfft.dct(np.eye(p.n_mels), type=2, norm="ortho", axis=0).T[:, : p.n_mfcc]
@@ -200,6 +223,7 @@ def quantize_mfcc(
     return QMfcc(
         params=p,
         x_frac=x_fmt.frac_bits,
+        frame_bits=frame_bits,
         n_cfft=N,
         window=window,
         tw_cos=tw_cos,

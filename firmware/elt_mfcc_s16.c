@@ -206,13 +206,15 @@ static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, int32_t sh)
         const int32_t f = -d > 62 ? 62 : -d;
         s = ((acc + ((int64_t)1 << (f - 1))) >> f) + p->floor_mant;
     }
+    /* the 23 mantissa bits below the leading one (truncated): 8 index the table, 15
+     * interpolate; (hi - lo) r < 2^31 (docs/numeric.md §7.2) */
     b = mfcc_bitlen64((uint64_t)s) - 1;
-    t = b >= 16 ? (uint32_t)(s >> (b - 16)) : (uint32_t)(s << (16 - b));
-    idx = (int32_t)((t >> 8) & 255u);
-    r = (int32_t)(t & 255u);
+    t = b >= 23 ? (uint32_t)(s >> (b - 23)) : (uint32_t)(s << (23 - b));
+    idx = (int32_t)((t >> 15) & 255u);
+    r = (int32_t)(t & 32767u);
     lo = p->log2_lut[idx];
     hi = p->log2_lut[idx + 1];
-    return (b + ec) * (1 << 20) + lo + (((hi - lo) * r + 128) >> 8);
+    return (b + ec) * (1 << 20) + lo + (((hi - lo) * r + (1 << 14)) >> 15);
 }
 
 void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from codegen.mfcc_ir import FRAME_BITS, LOG_FRAC, LOG_LUT_BITS, QMfcc
+from codegen.mfcc_ir import LOG_FRAC, LOG_INTERP_BITS, LOG_LUT_BITS, QMfcc
 
 I64 = npt.NDArray[np.int64]
 TraceFn = Callable[[str, I64], None]  # (stage, values [frames, ...]) for first-mismatch search
@@ -37,9 +37,9 @@ def bitlen(v: I64) -> I64:
     return np.frexp(v.astype(np.float64))[1].astype(np.int64)
 
 
-def block_normalise(u: I64) -> tuple[I64, I64]:
-    """Per frame (rows of u): sh = bitlen(max |u|) − FRAME_BITS and f = u scaled by 2^−sh."""
-    sh = bitlen(np.abs(u).max(axis=-1)) - FRAME_BITS
+def block_normalise(u: I64, frame_bits: int) -> tuple[I64, I64]:
+    """Per frame (rows of u): sh = bitlen(max |u|) − frame_bits and f = u scaled by 2^−sh."""
+    sh = bitlen(np.abs(u).max(axis=-1)) - frame_bits
     return _rshift_round_var(u, sh[:, None]), sh
 
 
@@ -114,13 +114,13 @@ def log2_int(acc: I64, sh: I64, q: QMfcc) -> I64:
     s = np.where(d >= 0, acc + f_r, a_r + q.floor_mant)
     e_c = np.maximum(e, ef)
     b = _bitlen64(s) - 1  # s > 0 (the quantizer proves the floor never vanishes)
-    top = 16
+    top = LOG_LUT_BITS + LOG_INTERP_BITS  # mantissa bits below the leading one (truncated)
     t = np.where(b >= top, s >> np.maximum(b - top, 0), s << np.maximum(top - b, 0))
-    idx = (t >> LOG_LUT_BITS) & ((1 << LOG_LUT_BITS) - 1)
-    r = t & ((1 << LOG_LUT_BITS) - 1)
+    idx = (t >> LOG_INTERP_BITS) & ((1 << LOG_LUT_BITS) - 1)
+    r = t & ((1 << LOG_INTERP_BITS) - 1)
     lo = q.log2_lut[idx]
     hi = q.log2_lut[idx + 1]
-    frac = lo + (((hi - lo) * r + (1 << (LOG_LUT_BITS - 1))) >> LOG_LUT_BITS)
+    frac = lo + (((hi - lo) * r + (1 << (LOG_INTERP_BITS - 1))) >> LOG_INTERP_BITS)
     return ((b + e_c) << LOG_FRAC) + frac
 
 
@@ -146,7 +146,7 @@ def frames_int(frames: npt.ArrayLike, q: QMfcc, trace: TraceFn | None = None) ->
     if x.ndim != 2 or x.shape[1] != q.params.win_length:
         raise ValueError(f"frames must have shape [n, {q.params.win_length}], got {x.shape}")
     u = x.astype(np.int64) * q.window
-    f, sh = block_normalise(u)
+    f, sh = block_normalise(u, q.frame_bits)
     p = power_int(f, q)
     acc = mel_int(p, q)
     L = log2_int(acc, sh, q)
