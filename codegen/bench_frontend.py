@@ -557,3 +557,93 @@ def tick_summary(run: ProbeRun, q: QMfcc) -> dict[str, Any]:
         "frames": int(t.size),
         "code_and_tables_bytes": run.text_bytes,
     }
+
+
+def frontend_clips(data_dir: Path, n: int) -> np.ndarray:
+    """n int16 clips of the data set: the first clips of its first additive-noise condition
+    (mixed speech, as `codegen run` streams them)."""
+    from codegen.data import conditions, load_condition
+
+    conds = [c for c in conditions(str(data_dir), "additive") if c.snr_db is not None]
+    if not conds:
+        raise CodegenError(f"{data_dir} has no additive noise conditions")
+    return np.asarray(load_condition(str(data_dir), conds[0]).pcm[:n], np.int16)
+
+
+def frontend_bench(
+    q: Any, data_dir: Path, work: Path, n_clips: int = 2, cmsis_cache: Path | None = None
+) -> dict[str, Any]:
+    """Ticks per hop and per second of audio of our front end (NEON and -DELT_SCALAR) and of
+    CMSIS-DSP's arm_mfcc_q15 (Neon and portable C) on the same clips and QEMU; our ARM outputs
+    checked against `codegen.intref.mfcc` on every coefficient. ``cmsis_cache`` None: no
+    anchor (reported as such)."""
+    from codegen.intref.mfcc import mfcc_int
+    from codegen.quantize_mfcc import quantize_mfcc_for
+
+    qm = quantize_mfcc_for(q)
+    pcm = frontend_clips(data_dir, n_clips)
+    ref = mfcc_int(pcm, qm)
+    doc: dict[str, Any] = {"clips": int(len(pcm)), "hop_ms": qm.params.hop_ms}
+    for name, scalar in (("ours_neon", False), ("ours_scalar", True)):
+        run = run_probe(qm, pcm, work / name, scalar=scalar)
+        mism = int((run.out != ref).sum())
+        if mism:
+            raise CodegenError(f"front end {name}: {mism} coefficients differ from Python")
+        doc[name] = tick_summary(run, qm) | {"mismatches": mism}
+    anchors: dict[str, Any] = {}
+    if cmsis_cache is None:
+        anchors["unavailable"] = f"cmsisdsp=={CMSIS_VERSION}: not requested"
+    else:
+        try:
+            for name, neon in (("cmsis_neon", True), ("cmsis_c", False)):
+                run = run_cmsis(qm, pcm, work / name, cmsis_cache, neon=neon)
+                anchors[name] = tick_summary(run, qm)
+        except CodegenError as exc:
+            anchors = {"unavailable": f"cmsisdsp=={CMSIS_VERSION}: {exc}"}
+    doc["cmsis"] = anchors
+    if "cmsis_neon" in anchors:
+        ours, cm = doc["ours_neon"]["ticks_per_hop"], anchors["cmsis_neon"]["ticks_per_hop"]
+        doc["ours_over_cmsis_neon"] = round(ours / cm, 3)
+        doc["goal_met"] = ours <= cm
+    return doc
+
+
+def frontend_md(d: dict[str, Any] | None) -> list[str]:
+    """The bench.md section of `frontend_bench`'s record."""
+    if not d:
+        return []
+    rows = [
+        "## MFCC front end (audio in)",
+        "",
+        f"Ticks of one frame (one {d['hop_ms']:g} ms hop) over every frame of {d['clips']} "
+        "mixed test clips, timed around the call with the global timer under -icount shift=0: "
+        "QEMU icount ticks, not cycles. Ours: firmware/elt_mfcc_s16.c + the generated tables "
+        "(window, FFT, power, mel, log, DCT, normalisation to the model's int16 input), its "
+        "outputs equal to the Python integer reference on every coefficient. CMSIS-DSP "
+        f"{CMSIS_VERSION} `arm_mfcc_q15` (fetched from PyPI, never vendored) on the same frames "
+        "zero-padded to the same FFT length, built with the same -mcpu=cortex-a9 -mfpu=neon "
+        "-O2: `neon` = -DARM_MATH_NEON (its Ne10 int16 rfft), `c` = its portable C. CMSIS "
+        "returns unnormalised q8.7 MFCCs of the magnitude spectrum; ours also normalises.",
+        "",
+        "| front end | ticks / hop (median) | min | max | ticks / s of audio | code + tables B |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    named = [("ours, NEON", d["ours_neon"]), ("ours, -DELT_SCALAR", d["ours_scalar"])]
+    cm = d["cmsis"]
+    named += [(f"CMSIS-DSP arm_mfcc_q15, {k[6:]}", v) for k, v in cm.items() if k != "unavailable"]
+    for name, r in named:
+        rows.append(
+            f"| {name} | {r['ticks_per_hop']} | {r['ticks_min']} | {r['ticks_max']} | "
+            f"{r['ticks_per_second_audio']} | {r['code_and_tables_bytes']} |"
+        )
+    rows.append("")
+    if "unavailable" in cm:
+        rows += [f"CMSIS-DSP anchor unavailable: {cm['unavailable']}", ""]
+    else:
+        verdict = "met" if d["goal_met"] else "NOT met"
+        rows += [
+            f"Ours / CMSIS-DSP (Neon) = {d['ours_over_cmsis_neon']} per hop: goal "
+            f"(front end ≤ CMSIS-DSP ticks per frame) {verdict}.",
+            "",
+        ]
+    return rows

@@ -306,3 +306,22 @@ def test_two_thousand_clips_with_real_speech(tmp_path: Path) -> None:
     for s in range(0, len(clips), 250):
         part = clips[s : s + 250]
         assert_same(h.clips(part), mfcc_int(part, q), f"clips {s}..{s + len(part) - 1}")
+
+
+@pytest.mark.slow
+@pytest.mark.qemu
+def test_cmsis_anchor_builds_and_runs(qm: QMfcc, tmp_path: Path) -> None:
+    """CMSIS-DSP 1.10.3 arm_mfcc_q15 (fetched from PyPI into out/cache/cmsisdsp by the bench's
+    setup) builds for the Cortex-A9 in both variants and runs every frame with status 0; its
+    q8.7 coefficient 0 follows the frame's log energy as ours does (rank correlation)."""
+    from codegen.bench import CMSIS_CACHE
+    from codegen.bench_frontend import run_cmsis, run_probe
+
+    clips = edge_clips(np.random.default_rng(11), len(KINDS))[[2, 5, 10, 11]]
+    ours = run_probe(qm, clips, tmp_path / "ours")
+    for neon in (True, False):
+        cm = run_cmsis(qm, clips, tmp_path / f"cm{int(neon)}", CMSIS_CACHE, neon=neon)
+        assert cm.ticks.shape == ours.ticks.shape and cm.ticks.min() > 0
+        a = np.argsort(np.argsort(cm.out[..., 0].reshape(-1)))
+        b = np.argsort(np.argsort(ours.out[..., 0].reshape(-1)))
+        assert np.corrcoef(a, b)[0, 1] > 0.9
