@@ -408,7 +408,10 @@ def fetch_cmsis(cache: Path) -> Path:
         members = [
             m
             for m in tf.getmembers()
-            if m.isfile() and m.name.split("/", 1)[-1].startswith(("Source/", "Include/", "PrivateInclude/", "Ne10/"))
+            if m.isfile()
+            and m.name.split("/", 1)[-1].startswith(
+                ("Source/", "Include/", "PrivateInclude/", "Ne10/")
+            )
         ]
         tf.extractall(cache, members=members, filter="data")
     return root
@@ -427,7 +430,9 @@ def cmsis_tables(q: QMfcc) -> tuple[str, dict[str, int]]:
     win = np.zeros(p.n_fft)
     win[: p.win_length] = win_f
     wq = np.clip(np.round(win * 32768), -32768, 32767).astype(np.int64)
-    pos, lens, coefs = [], [], []
+    pos: list[int] = []
+    lens: list[int] = []
+    coefs: list[int] = []
     for m in range(p.n_mels):
         col = fb_f[:, m].astype(np.float64)
         nz = np.flatnonzero(col > 0)
@@ -531,7 +536,9 @@ def run_cmsis(q: QMfcc, pcm: np.ndarray, work: Path, cache: Path, *, neon: bool)
     )
     rows = _run_qemu(elf, "C")
     if len(rows) != x.shape[0] * frames:
-        raise CodegenError(f"CMSIS probe printed {len(rows)} frames, expected {x.shape[0] * frames}")
+        raise CodegenError(
+            f"CMSIS probe printed {len(rows)} frames, expected {x.shape[0] * frames}"
+        )
     arr = np.asarray(rows, np.int64)
     bad = arr[:, 3] != 0
     if bad.any():

@@ -72,11 +72,17 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         _arr(f"{s}mfcc_tw_sin", "int32_t", q.tw_sin, "Q0.31", "sin(2 pi m / N), m < N / 2"),
         _arr(f"{s}mfcc_bitrev", "uint16_t", q.bitrev, "index", "bit-reversed n, n < N"),
         _arr(
-            f"{s}mfcc_stage_cos", "int32_t", _per_stage(q.tw_cos, q.n_cfft), "Q0.31",
+            f"{s}mfcc_stage_cos",
+            "int32_t",
+            _per_stage(q.tw_cos, q.n_cfft),
+            "Q0.31",
             "tw_cos[j N / (2h)], j < h, for h = 4, 8, .., N / 2 (one row per FFT stage)",
         ),  # fmt: skip
         _arr(
-            f"{s}mfcc_stage_sin", "int32_t", _per_stage(q.tw_sin, q.n_cfft), "Q0.31",
+            f"{s}mfcc_stage_sin",
+            "int32_t",
+            _per_stage(q.tw_sin, q.n_cfft),
+            "Q0.31",
             "tw_sin laid out as stage_cos",
         ),  # fmt: skip
         _arr(f"{s}mfcc_split_cos", "int32_t", q.split_cos, "Q0.31", "cos(2 pi k / n_fft)"),
@@ -86,20 +92,32 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         _arr(f"{s}mfcc_mel_off", "uint16_t", q.mel_off, "index", "filter m's first weight"),
         _arr(f"{s}mfcc_mel_w", "int16_t", q.mel_w, f"Q0.{FB_FRAC}", "HTK mel filter weights"),
         _arr(
-            f"{s}mfcc_log2_lut", "int32_t", q.log2_lut, f"Q{31 - LOG_FRAC}.{LOG_FRAC}",
+            f"{s}mfcc_log2_lut",
+            "int32_t",
+            q.log2_lut,
+            f"Q{31 - LOG_FRAC}.{LOG_FRAC}",
             "log2(1 + j / 256), j <= 256",
         ),  # fmt: skip
         _arr(
-            f"{s}mfcc_dct", "int32_t", q.dct, f"Q0.{DCT_FRAC}",
+            f"{s}mfcc_dct",
+            "int32_t",
+            q.dct,
+            f"Q0.{DCT_FRAC}",
             f"ln 2 * orthonormal DCT-II [{p.n_mfcc}][{p.n_mels}]",
         ),  # fmt: skip
         _arr(
-            f"{s}mfcc_norm_mean", "int32_t", q.norm_mean, f"Q{31 - CEP_FRAC}.{CEP_FRAC}",
+            f"{s}mfcc_norm_mean",
+            "int32_t",
+            q.norm_mean,
+            f"Q{31 - CEP_FRAC}.{CEP_FRAC}",
             "normalisation mean per coefficient",
         ),  # fmt: skip
         _arr(
-            f"{s}mfcc_norm_mult", "int32_t", q.norm_mult,
-            f"2^(shift - {CEP_FRAC} + {q.x_frac}) / std", "normalisation multiplier",
+            f"{s}mfcc_norm_mult",
+            "int32_t",
+            q.norm_mult,
+            f"2^(shift - {CEP_FRAC} + {q.x_frac}) / std",
+            "normalisation multiplier",
         ),  # fmt: skip
         _arr(f"{s}mfcc_norm_shift", "uint8_t", q.norm_shift, "bits", "normalisation shift"),
     ]

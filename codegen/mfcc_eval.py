@@ -43,7 +43,7 @@ def evaluate_front_end(
     qm = quantize_mfcc_for(q)
     model = q.source
     W, b = model.head.weight.values, model.head.bias.values
-    scale = 2.0 ** -q.lstm.x_fmt.frac_bits
+    scale = 2.0**-q.lstm.x_fmt.frac_bits
     groups: dict[str, list[Any]] = {}
     for c in conditions(str(data_dir), "additive"):
         key = "clean" if c.snr_db is None else f"{float(c.snr_db):g}"
@@ -57,7 +57,7 @@ def evaluate_front_end(
     n_frames = 0
     exact = 0
     total = 0
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key, conds in groups.items():
         hits = {"float_model_float": 0, "float_model_int": 0, "int_model_float": 0}
         hits["int_model_int"] = 0
@@ -112,4 +112,5 @@ def evaluate_front_end(
         }
         for j in range(qm.params.n_mfcc)
     ]
-    return FrontEndEval(coeffs, rows, exact / max(total, 1), sum(r["clips"] for r in rows))
+    clips = sum(int(r["clips"]) for r in rows)
+    return FrontEndEval(coeffs, rows, exact / max(total, 1), clips)

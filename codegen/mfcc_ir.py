@@ -78,7 +78,7 @@ class QMfcc:
             "mel filters": f"int16 Q0.{FB_FRAC}",
             "mel energies": f"int64, value = acc * 2^(2 sh + {self.exp_offset})",
             "log floor": f"{self.floor_mant} * 2^{self.floor_exp}",
-            "log2 mel": f"int32 Q{31 - LOG_FRAC}.{LOG_FRAC} (257-entry table, 15-bit interpolation)",
+            "log2 mel": f"int32 Q{31 - LOG_FRAC}.{LOG_FRAC} (257-entry table, 15-bit interp.)",
             "DCT": f"int32 Q0.{DCT_FRAC} (ln 2 folded in)",
             "cepstrum": f"int32 Q{31 - CEP_FRAC}.{CEP_FRAC}",
             "features": f"int16 Q{15 - self.x_frac}.{self.x_frac} (the model's x format)",

@@ -62,6 +62,7 @@ from codegen.mfcc_ir import (
 )
 from codegen.qformat import QFormat
 
+
 def _q(x: np.ndarray, frac: int, lo: int, hi: int) -> np.ndarray:
     return np.clip(np.round(np.asarray(x, np.float64) * 2.0**frac), lo, hi).astype(np.int64)
 
@@ -112,7 +113,10 @@ def quantize_mfcc(
     k = np.arange(bin_lo, bin_hi + 1)
     split_cos = _q(np.cos(2 * np.pi * k / n_fft), TWIDDLE_FRAC, -INT32_MAX, INT32_MAX)
     split_sin = _q(np.sin(2 * np.pi * k / n_fft), TWIDDLE_FRAC, -INT32_MAX, INT32_MAX)
-    starts, lens, offs, taps = [], [], [], []
+    starts: list[int] = []
+    lens: list[int] = []
+    offs: list[int] = []
+    taps: list[int] = []
     for j in range(p.n_mels):
         w = _q(fb[:, j], FB_FRAC, 0, 32767)
         nz = np.flatnonzero(w)

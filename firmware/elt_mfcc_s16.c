@@ -242,7 +242,8 @@ void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc
             acc += (int64_t)d[m] * w->logmel[m];
         }
         c = (int32_t)fx_rshift_round64(acc, p->cep_shift);
-        out[j] = fx_sat16_64(fx_rshift_round64((int64_t)(c - p->norm_mean[j]) * p->norm_mult[j], s));
+        out[j] =
+            fx_sat16_64(fx_rshift_round64((int64_t)(c - p->norm_mean[j]) * p->norm_mult[j], s));
     }
 }
 

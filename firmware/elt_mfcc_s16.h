@@ -24,19 +24,19 @@
 #endif
 
 typedef struct {
-    int32_t win_length;  /* samples per frame */
-    int32_t hop_length;  /* samples per hop */
-    int32_t n_cfft;      /* N = n_fft / 2, a power of two */
-    int32_t n_mels;      /* mel filters */
-    int32_t n_mfcc;      /* coefficients out */
-    int32_t bin_lo;      /* first weighted bin */
-    int32_t n_bins;      /* weighted bins bin_lo .. bin_lo + n_bins - 1 */
-    int32_t frame_bits;  /* bits of the largest windowed sample after the block exponent */
-    int32_t power_shift; /* p = rshift_round(Re^2 + Im^2, power_shift) */
-    int32_t exp_offset;  /* mel value = acc * 2^(2 sh + exp_offset) */
-    int32_t floor_exp;   /* log floor = floor_mant * 2^floor_exp */
-    int32_t floor_mant;  /* in [2^30, 2^31) */
-    int32_t cep_shift;   /* cepstrum Q16 = rshift_round(DCT sum, cep_shift) */
+    int32_t win_length;        /* samples per frame */
+    int32_t hop_length;        /* samples per hop */
+    int32_t n_cfft;            /* N = n_fft / 2, a power of two */
+    int32_t n_mels;            /* mel filters */
+    int32_t n_mfcc;            /* coefficients out */
+    int32_t bin_lo;            /* first weighted bin */
+    int32_t n_bins;            /* weighted bins bin_lo .. bin_lo + n_bins - 1 */
+    int32_t frame_bits;        /* bits of the largest windowed sample after the block exponent */
+    int32_t power_shift;       /* p = rshift_round(Re^2 + Im^2, power_shift) */
+    int32_t exp_offset;        /* mel value = acc * 2^(2 sh + exp_offset) */
+    int32_t floor_exp;         /* log floor = floor_mant * 2^floor_exp */
+    int32_t floor_mant;        /* in [2^30, 2^31) */
+    int32_t cep_shift;         /* cepstrum Q16 = rshift_round(DCT sum, cep_shift) */
     const int16_t *window;     /* [win_length] Q15 */
     const int32_t *tw_cos;     /* [N / 2] Q31 cos(2 pi m / N) */
     const int32_t *tw_sin;     /* [N / 2] Q31 sin(2 pi m / N) */
@@ -57,8 +57,8 @@ typedef struct {
 } elt_mfcc_params_t;
 
 typedef struct {
-    int32_t z[2 * ELT_MFCC_N_MAX];    /* FFT data, (re, im) interleaved */
-    int64_t p[ELT_MFCC_BINS_MAX];     /* power of the weighted bins */
+    int32_t z[2 * ELT_MFCC_N_MAX];     /* FFT data, (re, im) interleaved */
+    int64_t p[ELT_MFCC_BINS_MAX];      /* power of the weighted bins */
     int32_t logmel[ELT_MFCC_MELS_MAX]; /* log2 mel energies, Q20 */
     int32_t shift;                     /* the frame's block exponent sh */
 } elt_mfcc_work_t;

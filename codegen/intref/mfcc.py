@@ -108,7 +108,9 @@ def log2_int(acc: I64, sh: I64, q: QMfcc) -> I64:
     d = e - ef
     # e ≥ ef: acc + F rounded to 2^e (a shift past 62 leaves 0); e < ef: acc rounded to 2^ef
     fsh = np.clip(d, 1, 62)
-    f_r = np.where(d > 0, (np.int64(q.floor_mant) + (np.int64(1) << (fsh - 1))) >> fsh, q.floor_mant)
+    f_r = np.where(
+        d > 0, (np.int64(q.floor_mant) + (np.int64(1) << (fsh - 1))) >> fsh, q.floor_mant
+    )
     ash = np.clip(-d, 1, 62)
     a_r = np.where(d < 0, (acc + (np.int64(1) << (ash - 1))) >> ash, 0)
     s = np.where(d >= 0, acc + f_r, a_r + q.floor_mant)
@@ -170,8 +172,7 @@ def mfcc_int(pcm: npt.ArrayLike, q: QMfcc, *, chunk: int = 32) -> np.ndarray:
         raise ValueError(f"mfcc_int input dtype {x.dtype}: expected int16 PCM")
     if x.ndim != 2 or x.shape[1] < p.win_length:
         raise ValueError(
-            f"mfcc_int input shape {list(np.shape(pcm))}: expected [N, samples >= "
-            f"{p.win_length}]"
+            f"mfcc_int input shape {list(np.shape(pcm))}: expected [N, samples >= {p.win_length}]"
         )
     T = 1 + (x.shape[1] - p.win_length) // p.hop_length
     idx = np.arange(T)[:, None] * p.hop_length + np.arange(p.win_length)[None, :]
