@@ -1102,5 +1102,11 @@ def run(args: argparse.Namespace) -> int:
         )
         for name, r in fe["cmsis"].items():
             print(f"  CMSIS-DSP {name}: {r if isinstance(r, str) else r['ticks_per_hop']}")
+        lb = fe["link_budget"]
+        print(
+            f"link at {lb['baud']} baud: features {lb['features_bytes_per_s_audio']:.0f} B/s, "
+            f"PCM {lb['pcm_bytes_per_s_audio']} B/s per second of audio "
+            f"(line {lb['line_bytes_per_s']:.0f} B/s; PCM needs >= {lb['pcm_min_baud']} baud)"
+        )
     print(f"wrote {args.out / 'bench.json'} and bench.md ({len(doc['sweep'])} sweep points)")
     return 0

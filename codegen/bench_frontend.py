@@ -608,6 +608,12 @@ def frontend_bench(
         except CodegenError as exc:
             anchors = {"unavailable": f"cmsisdsp=={CMSIS_VERSION}: {exc}"}
     doc["cmsis"] = anchors
+    p = qm.params
+    t = q.source.target
+    doc["link_budget"] = link_budget(
+        LINK_BAUD, p.sample_rate, p.n_frames, p.n_mfcc, p.clip_samples / p.sample_rate,
+        int(t.max_payload),
+    )  # fmt: skip
     if "cmsis_neon" in anchors:
         ours, cm = doc["ours_neon"]["ticks_per_hop"], anchors["cmsis_neon"]["ticks_per_hop"]
         doc["ours_over_cmsis_neon"] = round(ours / cm, 3)
@@ -653,4 +659,69 @@ def frontend_md(d: dict[str, Any] | None) -> list[str]:
             f"(front end ≤ CMSIS-DSP ticks per frame) {verdict}.",
             "",
         ]
-    return rows
+    return rows + link_md(d["link_budget"])
+
+
+LINK_BAUD = 115200  # the board default (README "Running on a real ZYNQ-7020 board")
+# Framing of docs/protocol.md: 12 bytes of header and CRC around a payload, COBS adds
+# ceil(n / 254) + 1 bytes (with the trailing delimiter).
+FRAME_OVERHEAD = 12
+UART_BITS_PER_BYTE = 10  # 8N1: start, 8 data, stop (firmware/fw_uart.c XUART_MR_8N1; UG585 B.33)
+
+
+def _frame_bytes(payload: int) -> int:
+    body = FRAME_OVERHEAD + payload
+    return body + -(-body // 254) + 1
+
+
+def link_budget(
+    baud: int,
+    sample_rate: int,
+    frames: int,
+    features: int,
+    clip_s: float,
+    max_payload: int,
+) -> dict[str, Any]:
+    """Bytes per second of audio on the host → device line for today's feature INFER and for
+    raw int16 PCM (in frames of ``max_payload`` bytes, the framing above; a streaming chunk's
+    own header is not counted, so PCM is a lower bound), against what the UART carries."""
+    from elatta_host.infer import INFER_HDR
+
+    line = baud / UART_BITS_PER_BYTE
+    feat = _frame_bytes(INFER_HDR.size + 2 * frames * features) / clip_s
+    pcm_payload = 2 * sample_rate  # one second of int16 samples
+    full, rest = divmod(pcm_payload, max_payload)
+    pcm = full * _frame_bytes(max_payload) + (_frame_bytes(rest) if rest else 0)
+    need_baud = int(np.ceil(pcm * UART_BITS_PER_BYTE))
+    return {
+        "baud": baud,
+        "line_bytes_per_s": round(line, 1),
+        "features_bytes_per_s_audio": round(feat, 1),
+        "features_line_fraction": round(feat / line, 4),
+        "pcm_bytes_per_s_audio": int(pcm),
+        "pcm_line_fraction": round(pcm / line, 3),
+        "pcm_realtime": pcm <= line,
+        "pcm_min_baud": need_baud,
+    }
+
+
+def link_md(b: dict[str, Any]) -> list[str]:
+    verdict = (
+        "keeps up with real time"
+        if b["pcm_realtime"]
+        else f"is {b['pcm_line_fraction']:.2f}x slower than real time"
+    )
+    return [
+        f"### Serial link budget at {b['baud']:,} baud (8N1: {b['line_bytes_per_s']:.0f} B/s)",
+        "",
+        "| input | bytes per second of audio | share of the line |",
+        "|---|---:|---:|",
+        f"| features (INFER, today) | {b['features_bytes_per_s_audio']:.0f} | "
+        f"{100 * b['features_line_fraction']:.1f} % |",
+        f"| int16 PCM at 16 kHz (framed, lower bound) | {b['pcm_bytes_per_s_audio']} | "
+        f"{100 * b['pcm_line_fraction']:.0f} % |",
+        "",
+        f"Raw PCM over this line {verdict}; it needs at least {b['pcm_min_baud']:,} baud "
+        "(e.g. 460,800 or 921,600 on a board's USB-UART). Features need a few percent of it.",
+        "",
+    ]
