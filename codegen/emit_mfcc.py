@@ -25,6 +25,7 @@ def mfcc_cflags(q: QMfcc) -> tuple[str, ...]:
         f"-DELT_MFCC_N_MAX={q.n_cfft}",
         f"-DELT_MFCC_BINS_MAX={q.n_bins}",
         f"-DELT_MFCC_MELS_MAX={q.params.n_mels}",
+        f"-DELT_MFCC_WIN_MAX={q.params.win_length}",
     )
 
 
@@ -149,6 +150,7 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         ("N", q.n_cfft),
         ("BINS", q.n_bins),
         ("MELS", p.n_mels),
+        ("WIN", p.win_length),
     ]
     ctx = {
         "prefix": s,

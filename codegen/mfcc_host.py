@@ -44,6 +44,25 @@ class HostMfcc:
             raise AssertionError(f"C front end made {got} frames per clip, expected {T}")
         return out
 
+    def stream(self, pcm: npt.ArrayLike, chunk: int, max_frames: int = 1 << 30) -> np.ndarray:
+        """One stream of int16 samples pushed in chunks of ``chunk`` → features [frames, F]."""
+        x = np.ascontiguousarray(pcm, dtype=np.int16)
+        p = self.q.params
+        if x.ndim != 1 or chunk < 1 or max_frames < 1:
+            raise ValueError(f"stream: samples [n] and chunk, max_frames >= 1, got {x.shape}")
+        T = max(0, 1 + (x.size - p.win_length) // p.hop_length) if x.size >= p.win_length else 0
+        out = np.zeros((T, p.n_mfcc), np.int16)
+        got = self.lib.elt_host_mfcc_stream(
+            x.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_int32(x.size),
+            ctypes.c_int32(chunk),
+            ctypes.c_int32(min(max_frames, 2**31 - 1)),
+            out.ctypes.data_as(ctypes.c_void_p),
+        )
+        if got != T:
+            raise AssertionError(f"C stream made {got} frames, expected {T}")
+        return out
+
     def frames(self, frames: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """int16 frames [n, win_length] → (features, block exponents, log2 mel energies)."""
         x = np.ascontiguousarray(frames, dtype=np.int16)

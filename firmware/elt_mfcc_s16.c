@@ -260,3 +260,50 @@ int32_t elt_mfcc_clip_s16(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
     }
     return frames;
 }
+
+void elt_mfcc_stream_reset(elt_mfcc_stream_t *s)
+{
+    s->fill = 0;
+    s->skip = 0;
+}
+
+int32_t elt_mfcc_stream_push(const elt_mfcc_params_t *p, elt_mfcc_stream_t *s, const int16_t *pcm,
+                             int32_t n, elt_mfcc_work_t *w, int16_t *out, int32_t max_frames,
+                             int32_t *used)
+{
+    const int32_t W = p->win_length, hop = p->hop_length;
+    int32_t i = 0, frames = 0, k;
+    while (i < n && frames < max_frames) {
+        int32_t take = W - s->fill;
+        if (s->skip > 0) {
+            const int32_t d = s->skip < n - i ? s->skip : n - i;
+            s->skip -= d;
+            i += d;
+            continue;
+        }
+        if (take > n - i) {
+            take = n - i;
+        }
+        for (k = 0; k < take; ++k) {
+            s->buf[s->fill + k] = pcm[i + k];
+        }
+        s->fill += take;
+        i += take;
+        if (s->fill == W) {
+            elt_mfcc_frame_s16(p, s->buf, w, out + frames * p->n_mfcc);
+            ++frames;
+            /* keep the overlap: the next frame starts one hop later */
+            if (hop < W) {
+                for (k = 0; k < W - hop; ++k) {
+                    s->buf[k] = s->buf[k + hop];
+                }
+                s->fill = W - hop;
+            } else {
+                s->fill = 0;
+                s->skip = hop - W;
+            }
+        }
+    }
+    *used = i;
+    return frames;
+}

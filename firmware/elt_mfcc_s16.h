@@ -22,6 +22,9 @@
 #ifndef ELT_MFCC_MELS_MAX
 #define ELT_MFCC_MELS_MAX 64
 #endif
+#ifndef ELT_MFCC_WIN_MAX
+#define ELT_MFCC_WIN_MAX 1024 /* samples per frame (win_length <= n_fft) */
+#endif
 
 typedef struct {
     int32_t win_length;        /* samples per frame */
@@ -62,6 +65,24 @@ typedef struct {
     int32_t logmel[ELT_MFCC_MELS_MAX]; /* log2 mel energies, Q20 */
     int32_t shift;                     /* the frame's block exponent sh */
 } elt_mfcc_work_t;
+
+/* Streaming: the samples of the frame being filled. A frame t covers samples
+ * [t hop, t hop + win) of the stream, as elt_mfcc_clip_s16 over the whole stream. */
+typedef struct {
+    int16_t buf[ELT_MFCC_WIN_MAX]; /* buf[0 .. fill) = the next frame's first samples */
+    int32_t fill;
+    int32_t skip; /* samples to drop before the next frame starts (hop > win_length) */
+} elt_mfcc_stream_t;
+
+/* Start a new stream (no samples). */
+void elt_mfcc_stream_reset(elt_mfcc_stream_t *s);
+
+/* Append n samples (any n >= 0, chunks of any size); every frame they complete goes to
+ * out [frames][n_mfcc], at most max_frames (the rest of the chunk then waits: call again with
+ * pcm + the returned *used). Returns the frames written; *used = samples consumed. */
+int32_t elt_mfcc_stream_push(const elt_mfcc_params_t *p, elt_mfcc_stream_t *s, const int16_t *pcm,
+                             int32_t n, elt_mfcc_work_t *w, int16_t *out, int32_t max_frames,
+                             int32_t *used);
 
 /* One frame pcm [win_length] -> out [n_mfcc] (the model's x format). */
 void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w,

@@ -84,8 +84,9 @@ def edge_clips(rng: np.random.Generator, n: int, samples: int = 16000) -> np.nda
             x = x + rng.standard_normal(samples) * rng.uniform(0, 300)
         else:  # burst: silence, then an abrupt loud segment
             x = np.zeros(samples)
-            a = int(rng.integers(0, samples - 2000))
-            x[a : a + 2000] = rng.standard_normal(2000) * 20000
+            n = min(2000, samples // 2)
+            a = int(rng.integers(0, samples - n))
+            x[a : a + n] = rng.standard_normal(n) * 20000
         out[i] = np.clip(np.round(x), -32768, 32767)
     return out.astype(np.int16)
 
@@ -93,10 +94,9 @@ def edge_clips(rng: np.random.Generator, n: int, samples: int = 16000) -> np.nda
 def model_like(params: MfccParams, rng: np.random.Generator) -> QMfcc:
     """A front end with a model's normalisation: statistics of voiced clips' float features and
     an x format for twice their range (as `codegen build` calibrates x)."""
-    clips = np.stack([edge_clips(rng, 11)[10] for _ in range(8)])
-    clips = np.concatenate([clips, edge_clips(rng, 12)])
-    if params.clip_samples != clips.shape[1]:
-        clips = clips[:, : params.clip_samples]
+    n = params.clip_samples
+    clips = np.stack([edge_clips(rng, 11, n)[10] for _ in range(8)])
+    clips = np.concatenate([clips, edge_clips(rng, 12, n)])
     f = mfcc(clips, params).astype(np.float64)
     mean, std = f.mean(axis=(0, 1)), f.std(axis=(0, 1)) + 1e-3
     xmax = float(np.abs((f - mean) / std).max())
@@ -325,3 +325,44 @@ def test_cmsis_anchor_builds_and_runs(qm: QMfcc, tmp_path: Path) -> None:
         a = np.argsort(np.argsort(cm.out[..., 0].reshape(-1)))
         b = np.argsort(np.argsort(ours.out[..., 0].reshape(-1)))
         assert np.corrcoef(a, b)[0, 1] > 0.9
+
+
+# ------------------------------------------------------------------ streaming front end
+
+
+@pytest.mark.parametrize("chunk", [1, 160, 511, 4000])
+def test_stream_any_chunking_equals_the_whole_stream(qm: QMfcc, host: HostMfcc, chunk: int) -> None:
+    """PCM pushed in chunks of 1, 160, 511 and 4,000 samples (and one frame per push call):
+    the C stream, the Python stream and mfcc_int over the whole stream give the same frames."""
+    from codegen.intref.mfcc import MfccStream
+
+    rng = np.random.default_rng(12)
+    pcm = edge_clips(rng, len(KINDS), 2000).reshape(-1)  # kinds back to back: 24,000 samples
+    want = mfcc_int(pcm, qm)
+    py = MfccStream(qm)
+    got = [py.push(pcm[s : s + chunk]) for s in range(0, pcm.size, chunk)]
+    np.testing.assert_array_equal(np.concatenate(got), want)
+    np.testing.assert_array_equal(host.stream(pcm, chunk), want)
+    np.testing.assert_array_equal(host.stream(pcm, chunk, max_frames=1), want)
+
+
+def test_stream_40x98_and_hop_beyond_window(tmp_path: Path) -> None:
+    """A 2 s, 40-coefficient stream (the 40 x 98 input) and a hop longer than the window."""
+    from codegen.intref.mfcc import MfccStream
+
+    rng = np.random.default_rng(13)
+    for params in (
+        MfccParams(n_mfcc=40, clip_samples=31680),  # 1 + (31680 - 640) // 320 = 98 frames
+        MfccParams(win_ms=10.0, hop_ms=25.0, n_fft=256, n_mels=20),
+    ):
+        q = model_like(params, rng)
+        pcm = edge_clips(rng, len(KINDS), 16000)[[10, 4, 5]].reshape(-1)[: params.clip_samples]
+        want = mfcc_int(pcm, q)
+        if params.n_mfcc == 40:
+            assert want.shape == (98, 40)
+        h = build_host_mfcc(q, tmp_path / str(params.n_mfcc))
+        for chunk in (1, 511):
+            np.testing.assert_array_equal(h.stream(pcm, chunk), want)
+            py = MfccStream(q)
+            got = [py.push(pcm[s : s + chunk]) for s in range(0, pcm.size, chunk)]
+            np.testing.assert_array_equal(np.concatenate(got), want)

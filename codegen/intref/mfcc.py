@@ -182,3 +182,40 @@ def mfcc_int(pcm: npt.ArrayLike, q: QMfcc, *, chunk: int = 32) -> np.ndarray:
         fr = xs[:, idx].reshape(-1, p.win_length)
         out[s : s + chunk] = frames_int(fr, q).reshape(xs.shape[0], T, p.n_mfcc)
     return out[0] if single else out
+
+
+class MfccStream:
+    """``elt_mfcc_stream_t``: PCM in chunks of any size, the features of every frame as soon as
+    its last sample arrives. Frame t covers samples [t·hop, t·hop + win) of the stream, so the
+    frames equal `mfcc_int` over the concatenated samples whatever the chunking."""
+
+    def __init__(self, q: QMfcc) -> None:
+        self.q = q
+        self.buf = np.zeros(0, np.int16)
+        self.skip = 0
+
+    def push(self, pcm: npt.ArrayLike) -> np.ndarray:
+        """Append int16 samples; returns the completed frames' features [k, n_mfcc] (int16)."""
+        x = np.asarray(pcm)
+        if x.ndim != 1 or x.dtype != np.int16:
+            raise ValueError(f"stream samples must be int16 [n], got {x.dtype} {x.shape}")
+        p = self.q.params
+        W, hop = p.win_length, p.hop_length
+        frames = []
+        i = 0
+        while i < len(x):
+            if self.skip:
+                d = min(self.skip, len(x) - i)
+                self.skip -= d
+                i += d
+                continue
+            take = min(W - len(self.buf), len(x) - i)
+            self.buf = np.concatenate([self.buf, x[i : i + take]])
+            i += take
+            if len(self.buf) == W:
+                frames.append(self.buf.copy())
+                self.buf = self.buf[hop:] if hop < W else np.zeros(0, np.int16)
+                self.skip = max(hop - W, 0)
+        if not frames:
+            return np.zeros((0, p.n_mfcc), np.int16)
+        return frames_int(np.stack(frames), self.q).astype(np.int16)
