@@ -311,7 +311,7 @@ def _gcc(cmd: list[str]) -> None:
 def _text_bytes(elf: Path, symbols: tuple[str, ...]) -> int:
     """Bytes of code + tables of the named symbol prefixes (arm-none-eabi-nm -S)."""
     out = subprocess.run(
-        [find_tool("arm-none-eabi-gcc").replace("gcc", "nm"), "-S", str(elf)],
+        [find_tool("arm-none-eabi-nm"), "-S", str(elf)],
         capture_output=True,
         text=True,
         check=True,

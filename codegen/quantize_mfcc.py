@@ -194,9 +194,8 @@ def quantize_mfcc(
         INT32_MAX,
     )
 
-    _, _, dct_f = _tables(p)
+    # the orthonormal DCT-II of features.py in float64 (features._tables keeps a float32 copy)
     dct_ref = sfft.dct(np.eye(p.n_mels), type=2, norm="ortho", axis=0).T[:, : p.n_mfcc]
-    del dct_f  # the float32 table of features.py; the integer one starts from float64
     dct = _q((dct_ref * math.log(2.0)).T, DCT_FRAC, -INT32_MAX, INT32_MAX)  # [n_mfcc, n_mels]
     dct_acc = int(np.abs(dct).sum(axis=1).max()) * log_abs
     bounds["DCT sum"] = (dct_acc, INT64_MAX)
@@ -221,7 +220,10 @@ def quantize_mfcc(
         mults.append(mult)
         shifts.append(shift)
     diff_max = cep_max + int(np.abs(mean_q).max())
-    bounds["normalised product"] = (diff_max * max(mults), INT64_MAX)
+    bounds["normalised product"] = (
+        diff_max * max(mults) + (1 << (max(shifts) - 1)),
+        INT64_MAX,
+    )
     bounds["cepstrum - mean"] = (diff_max, INT32_MAX)
     _check(bounds)
     return QMfcc(
