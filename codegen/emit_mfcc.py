@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 
 import numpy as np
@@ -160,7 +161,9 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         "digest": mfcc_hash(q),
         "params": json.dumps(p.to_dict(), sort_keys=True),
         "formats": sorted(q.formats().items()),
-        "bounds": [(k, b.bit_length(), lim.bit_length()) for k, (b, lim) in q.bounds.items()],
+        "bounds": [
+            (k, f"{math.log2(b):.2f}", f"{math.log2(lim):.2f}") for k, (b, lim) in q.bounds.items()
+        ],
         "arrays": arrays,
         "fields": [{"name": n, "value": str(v), "comment": c} for n, v, c in fields],
         "ptrs": ptrs,

@@ -76,7 +76,8 @@ class QMfcc:
             "FFT data": "int32, no per-stage scaling (2 X[k] after the real split)",
             "power": f"int64, then >> {self.power_shift} (rounded)",
             "mel filters": f"int16 Q0.{FB_FRAC}",
-            "mel energies": f"int64, value = acc * 2^(2 sh + {self.exp_offset})",
+            "mel energies": f"int64, value = acc * 2^(2 sh {'+' if self.exp_offset >= 0 else '-'} "
+            f"{abs(self.exp_offset)})",
             "log floor": f"{self.floor_mant} * 2^{self.floor_exp}",
             "log2 mel": f"int32 Q{31 - LOG_FRAC}.{LOG_FRAC} (257-entry table, 15-bit interp.)",
             "DCT": f"int32 Q0.{DCT_FRAC} (ln 2 folded in)",
