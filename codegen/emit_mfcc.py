@@ -15,7 +15,7 @@ import numpy as np
 from codegen import __version__
 from codegen.emit import carray
 from codegen.errors import ConfigError
-from codegen.mfcc_ir import CEP_FRAC, DCT_FRAC, FB_FRAC, LOG_FRAC, QMfcc
+from codegen.mfcc_ir import CEP_FRAC, DCT_FRAC, FB_FRAC, LOG_FRAC, WINDOW_FRAC, QMfcc
 
 _PREFIX_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?$")
 
@@ -69,7 +69,13 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
     p = q.params
     s = prefix
     arrays = [
-        _arr(f"{s}mfcc_window", "int16_t", q.window, "Q0.15", f"{p.window} window [win_length]"),
+        _arr(
+            f"{s}mfcc_window",
+            "int32_t",
+            q.window,
+            f"Q{31 - WINDOW_FRAC}.{WINDOW_FRAC}",
+            f"{p.window} window [win_length]",
+        ),  # fmt: skip
         _arr(f"{s}mfcc_tw_cos", "int32_t", q.tw_cos, "Q0.31", "cos(2 pi m / N), m < N / 2"),
         _arr(f"{s}mfcc_tw_sin", "int32_t", q.tw_sin, "Q0.31", "sin(2 pi m / N), m < N / 2"),
         _arr(f"{s}mfcc_bitrev", "uint16_t", q.bitrev, "index", "bit-reversed n, n < N"),

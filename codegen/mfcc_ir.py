@@ -14,7 +14,7 @@ from codegen.features import MfccParams
 FRAME_BITS_MAX = 22  # the quantizer's first candidate for QMfcc.frame_bits
 FRAME_BITS_MIN = 12  # fewer bits per windowed sample: refused
 TWIDDLE_FRAC = 31  # Q31 twiddles: rmul = VQRDMULH.S32
-WINDOW_FRAC = 15
+WINDOW_FRAC = 30  # Q1.30 window: its rounding stays below the FFT's own rounding noise
 FB_FRAC = 15  # mel filter weights
 LOG_FRAC = 20  # log2 of the mel energies
 LOG_LUT_BITS = 8  # 256 table segments
@@ -70,8 +70,9 @@ class QMfcc:
         """Stage -> format text, for the manifest, the generated C and `codegen inspect`."""
         return {
             "pcm": "int16 Q0.15 (sample / 32768)",
-            "window": f"int16 Q{15 - WINDOW_FRAC}.{WINDOW_FRAC}",
-            "windowed frame": f"int32, block exponent per frame, max |f| <= 2^{self.frame_bits}",
+            "window": f"int32 Q{31 - WINDOW_FRAC}.{WINDOW_FRAC}",
+            "windowed frame": f"int64 x*w, block exponent per frame, int32 max |f| <= "
+            f"2^{self.frame_bits}",
             "twiddles": f"int32 Q0.{TWIDDLE_FRAC} (rounded product per term)",
             "FFT data": "int32, no per-stage scaling (2 X[k] after the real split)",
             "power": f"int64, then >> {self.power_shift} (rounded)",

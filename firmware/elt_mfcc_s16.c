@@ -22,57 +22,58 @@ static inline int32_t mfcc_rmul(int32_t a, int32_t w)
     return (int32_t)(((int64_t)a * w + ((int64_t)1 << 30)) >> 31);
 }
 
-static inline int32_t mfcc_bitlen32(uint32_t v)
-{
-    return v ? 32 - __builtin_clz(v) : 0;
-}
-
 static inline int32_t mfcc_bitlen64(uint64_t v)
 {
     return v ? 64 - __builtin_clzll(v) : 0;
 }
 
-/* Window, block exponent and bit-reversed packing z[rev[n]] = f[2n] + i f[2n + 1]. */
+/* Window, block exponent and bit-reversed packing z[rev[n]] = f[2n] + i f[2n + 1]:
+ * u = x w (int64, exact, |u| <= 2^45), sh = bitlen(max |u|) - frame_bits,
+ * f = rshift_round(u, sh) for sh > 0, u 2^-sh (exact) otherwise. */
 #if MFCC_NEON
-/* u = x w (VMULL.S16, exact), max |u| (|u| < 2^30, so VABS never saturates); f = VRSHL(u, -sh),
- * which is rshift_round(u, sh) for sh > 0 and the exact u 2^-sh otherwise (ARM DDI 0406C
- * A8.8.374 VRSHL). f lands in natural order (the complex z[n] = f[2n] + i f[2n+1] has the
- * same layout) and is then permuted in place. */
+/* u = VMULL.S32(x, w); bitlen(max |u|) = bitlen(OR of |u|) (the highest set bit of any value
+ * is the max's), so 64-bit lanes need only VORR; f = VRSHL.S64(u, -sh), which is
+ * rshift_round(u, sh) for sh > 0 and the exact u 2^-sh otherwise (ARM DDI 0406C A8.8.374),
+ * narrowed by VMOVN (|f| <= 2^frame_bits). f lands in natural order (the complex
+ * z[n] = f[2n] + i f[2n+1] has the same layout) and is then permuted in place. */
+static inline int64x2_t mfcc_abs64(int64x2_t u)
+{
+    const int64x2_t s = vshrq_n_s64(u, 63);
+    return vsubq_s64(veorq_s64(u, s), s);
+}
+
 static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
 {
-    const int32_t W = p->win_length, N = p->n_cfft, W8 = W & ~7;
-    uint32x4_t mx = vdupq_n_u32(0);
-    uint32_t m = 0;
+    const int32_t W = p->win_length, N = p->n_cfft, W4 = W & ~3;
+    uint64x2_t orv = vdupq_n_u64(0);
+    uint64_t m;
     int32_t n, sh;
-    for (n = 0; n < W8; n += 8) {
-        const int16x8_t x = vld1q_s16(pcm + n), w = vld1q_s16(p->window + n);
-        const int32x4_t u0 = vmull_s16(vget_low_s16(x), vget_low_s16(w));
-        const int32x4_t u1 = vmull_s16(vget_high_s16(x), vget_high_s16(w));
-        mx = vmaxq_u32(mx, vreinterpretq_u32_s32(vabsq_s32(u0)));
-        mx = vmaxq_u32(mx, vreinterpretq_u32_s32(vabsq_s32(u1)));
+    for (n = 0; n < W4; n += 4) {
+        const int32x4_t x = vmovl_s16(vld1_s16(pcm + n)), w = vld1q_s32(p->window + n);
+        const int64x2_t u0 = vmull_s32(vget_low_s32(x), vget_low_s32(w));
+        const int64x2_t u1 = vmull_s32(vget_high_s32(x), vget_high_s32(w));
+        orv = vorrq_u64(orv, vreinterpretq_u64_s64(mfcc_abs64(u0)));
+        orv = vorrq_u64(orv, vreinterpretq_u64_s64(mfcc_abs64(u1)));
     }
+    m = vgetq_lane_u64(orv, 0) | vgetq_lane_u64(orv, 1);
+    for (n = W4; n < W; ++n) {
+        const int64_t u = (int64_t)pcm[n] * p->window[n];
+        m |= u < 0 ? (uint64_t)0 - (uint64_t)u : (uint64_t)u;
+    }
+    sh = mfcc_bitlen64(m) - p->frame_bits;
     {
-        uint32x2_t m2 = vpmax_u32(vget_low_u32(mx), vget_high_u32(mx));
-        m2 = vpmax_u32(m2, m2);
-        m = vget_lane_u32(m2, 0);
-    }
-    for (n = W8; n < W; ++n) {
-        int32_t u = (int32_t)pcm[n] * p->window[n];
-        uint32_t a = u < 0 ? (uint32_t)0 - (uint32_t)u : (uint32_t)u;
-        m = a > m ? a : m;
-    }
-    sh = mfcc_bitlen32(m) - p->frame_bits;
-    {
-        const int32x4_t nsh = vdupq_n_s32(-sh);
-        for (n = 0; n < W8; n += 8) {
-            const int16x8_t x = vld1q_s16(pcm + n), w = vld1q_s16(p->window + n);
-            vst1q_s32(z + n, vrshlq_s32(vmull_s16(vget_low_s16(x), vget_low_s16(w)), nsh));
-            vst1q_s32(z + n + 4, vrshlq_s32(vmull_s16(vget_high_s16(x), vget_high_s16(w)), nsh));
+        const int64x2_t nsh = vdupq_n_s64(-sh);
+        for (n = 0; n < W4; n += 4) {
+            const int32x4_t x = vmovl_s16(vld1_s16(pcm + n)), w = vld1q_s32(p->window + n);
+            const int64x2_t u0 = vmull_s32(vget_low_s32(x), vget_low_s32(w));
+            const int64x2_t u1 = vmull_s32(vget_high_s32(x), vget_high_s32(w));
+            vst1q_s32(z + n,
+                      vcombine_s32(vmovn_s64(vrshlq_s64(u0, nsh)), vmovn_s64(vrshlq_s64(u1, nsh))));
         }
     }
-    for (n = W8; n < W; ++n) {
-        int32_t u = (int32_t)pcm[n] * p->window[n];
-        z[n] = sh > 0 ? (u + (1 << (sh - 1))) >> sh : u * (1 << -sh);
+    for (n = W4; n < W; ++n) {
+        const int64_t u = (int64_t)pcm[n] * p->window[n];
+        z[n] = (int32_t)(sh > 0 ? (u + ((int64_t)1 << (sh - 1))) >> sh : u * ((int64_t)1 << -sh));
     }
     for (n = W; n < 2 * N; ++n) {
         z[n] = 0;
@@ -93,20 +94,21 @@ static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t
 static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
 {
     const int32_t W = p->win_length, N = p->n_cfft;
-    uint32_t m = 0;
+    uint64_t m = 0;
     int32_t n, sh;
     for (n = 0; n < W; ++n) {
-        int32_t u = (int32_t)pcm[n] * p->window[n];
-        uint32_t a = u < 0 ? (uint32_t)0 - (uint32_t)u : (uint32_t)u;
+        const int64_t u = (int64_t)pcm[n] * p->window[n];
+        const uint64_t a = u < 0 ? (uint64_t)0 - (uint64_t)u : (uint64_t)u;
         m = a > m ? a : m;
     }
-    sh = mfcc_bitlen32(m) - p->frame_bits;
+    sh = mfcc_bitlen64(m) - p->frame_bits;
     for (n = 0; n < N; ++n) {
         int32_t v[2], c;
         for (c = 0; c < 2; ++c) {
-            int32_t i = 2 * n + c;
-            int32_t u = i < W ? (int32_t)pcm[i] * p->window[i] : 0;
-            v[c] = sh > 0 ? (u + (1 << (sh - 1))) >> sh : u * (1 << -sh);
+            const int32_t i = 2 * n + c;
+            const int64_t u = i < W ? (int64_t)pcm[i] * p->window[i] : 0;
+            v[c] =
+                (int32_t)(sh > 0 ? (u + ((int64_t)1 << (sh - 1))) >> sh : u * ((int64_t)1 << -sh));
         }
         z[2 * p->bitrev[n]] = v[0];
         z[2 * p->bitrev[n] + 1] = v[1];
@@ -197,14 +199,17 @@ static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, int32_t sh)
     int64_t s;
     int32_t b, idx, r, lo, hi;
     uint32_t t;
+    /* rshift_round of a non-negative v as (v >> a) + bit a - 1 of v: no addition (acc may be
+     * within 2^61 of the int64 limit) */
     if (d > 0) {
         const int32_t f = d > 62 ? 62 : d;
-        s = acc + (((int64_t)p->floor_mant + ((int64_t)1 << (f - 1))) >> f);
+        const int64_t F = p->floor_mant;
+        s = acc + (F >> f) + ((F >> (f - 1)) & 1);
     } else if (d == 0) {
         s = acc + p->floor_mant;
     } else {
         const int32_t f = -d > 62 ? 62 : -d;
-        s = ((acc + ((int64_t)1 << (f - 1))) >> f) + p->floor_mant;
+        s = (acc >> f) + ((acc >> (f - 1)) & 1) + p->floor_mant;
     }
     /* the 23 mantissa bits below the leading one (truncated): 8 index the table, 15
      * interpolate; (hi - lo) r < 2^31 (docs/numeric.md §7.2) */

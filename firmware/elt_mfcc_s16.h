@@ -40,7 +40,7 @@ typedef struct {
     int32_t floor_exp;         /* log floor = floor_mant * 2^floor_exp */
     int32_t floor_mant;        /* in [2^30, 2^31) */
     int32_t cep_shift;         /* cepstrum Q16 = rshift_round(DCT sum, cep_shift) */
-    const int16_t *window;     /* [win_length] Q15 */
+    const int32_t *window;     /* [win_length] Q1.30 */
     const int32_t *tw_cos;     /* [N / 2] Q31 cos(2 pi m / N) */
     const int32_t *tw_sin;     /* [N / 2] Q31 sin(2 pi m / N) */
     const uint16_t *bitrev;    /* [N] */

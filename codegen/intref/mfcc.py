@@ -39,7 +39,7 @@ def bitlen(v: I64) -> I64:
 
 def block_normalise(u: I64, frame_bits: int) -> tuple[I64, I64]:
     """Per frame (rows of u): sh = bitlen(max |u|) − frame_bits and f = u scaled by 2^−sh."""
-    sh = bitlen(np.abs(u).max(axis=-1)) - frame_bits
+    sh = _bitlen64(np.abs(u).max(axis=-1)) - frame_bits
     return _rshift_round_var(u, sh[:, None]), sh
 
 
@@ -107,12 +107,12 @@ def log2_int(acc: I64, sh: I64, q: QMfcc) -> I64:
     ef = q.floor_exp
     d = e - ef
     # e ≥ ef: acc + F rounded to 2^e (a shift past 62 leaves 0); e < ef: acc rounded to 2^ef
+    # rshift_round of a non-negative v as (v >> a) + bit a - 1 of v: no addition, no overflow
     fsh = np.clip(d, 1, 62)
-    f_r = np.where(
-        d > 0, (np.int64(q.floor_mant) + (np.int64(1) << (fsh - 1))) >> fsh, q.floor_mant
-    )
+    fm = np.int64(q.floor_mant)
+    f_r = np.where(d > 0, (fm >> fsh) + ((fm >> (fsh - 1)) & 1), fm)
     ash = np.clip(-d, 1, 62)
-    a_r = np.where(d < 0, (acc + (np.int64(1) << (ash - 1))) >> ash, 0)
+    a_r = np.where(d < 0, (acc >> ash) + ((acc >> (ash - 1)) & 1), 0)
     s = np.where(d >= 0, acc + f_r, a_r + q.floor_mant)
     e_c = np.maximum(e, ef)
     b = _bitlen64(s) - 1  # s > 0 (the quantizer proves the floor never vanishes)
@@ -147,7 +147,7 @@ def frames_int(frames: npt.ArrayLike, q: QMfcc, trace: TraceFn | None = None) ->
     x = np.asarray(frames)
     if x.ndim != 2 or x.shape[1] != q.params.win_length:
         raise ValueError(f"frames must have shape [n, {q.params.win_length}], got {x.shape}")
-    u = x.astype(np.int64) * q.window
+    u = x.astype(np.int64) * q.window  # exact: |u| <= 2^45
     f, sh = block_normalise(u, q.frame_bits)
     p = power_int(f, q)
     acc = mel_int(p, q)
