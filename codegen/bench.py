@@ -55,6 +55,12 @@ repo's own code, measured in the same run on the same QEMU with the same clips:
 Each records encoder and no-adapt ticks, .text/.rodata bytes, the fraction of the clips whose
 device no-adapt class equals the Python float model's (``float_class_agreement``), and a
 static instruction mix (``arm-none-eabi-objdump -d``) of the encoder's call tree.
+
+Front end (``frontend``, codegen/bench_frontend.py): ticks per hop and per second of audio of the
+integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and -DELT_SCALAR) on every frame of a few
+mixed test clips, and in the same run CMSIS-DSP 1.10.3's ``arm_mfcc_q15`` (Neon and portable C)
+as the anchor; its sources are fetched from PyPI into ``out/cache/cmsisdsp`` by this setup step
+(``--no-cmsis`` skips it; without network the anchor is reported unavailable, by name).
 """
 
 from __future__ import annotations
@@ -91,6 +97,7 @@ JSON_KEYS = (
     "ratios",
     "host_reference",
     "cost_model",
+    "frontend",
 )
 SCALAR_KEYS = JSON_KEYS[:10]
 BASELINES = ("scalar", "float32", "float32_fastmath")
@@ -100,6 +107,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "default" / "model.pt"
 BASIS = ROOT / "models" / "default" / "basis.npz"
 CONFIG = ROOT / "configs" / "default.toml"
+# the bench's setup fetches the CMSIS-DSP anchor's sources here (codegen.bench_frontend)
+CMSIS_CACHE = ROOT / "out" / "cache" / "cmsisdsp"
 
 
 class BenchError(CodegenError):
@@ -512,7 +521,10 @@ def run_bench(
     reps: int = 3,
     baselines: tuple[str, ...] = BASELINES,
     host_n: int = 20000,
+    frontend_clips: int = 2,
+    cmsis_cache: Path | None = CMSIS_CACHE,
 ) -> dict[str, Any]:
+    from codegen.bench_frontend import frontend_bench
     from codegen.data import build as build_data
 
     out.mkdir(parents=True, exist_ok=True)
@@ -618,6 +630,11 @@ def run_bench(
         "ratios": ratios(bl),
         "host_reference": host,
         "cost_model": cost_model_fit([*sweep, lam_pt], base["head_entropy_ticks"], q0.adapt.dim),
+        "frontend": (
+            frontend_bench(q0, data_dir, out / "frontend", frontend_clips, cmsis_cache)
+            if frontend_clips > 0
+            else None
+        ),
     }
     extra = {
         "lam_variant": lam_pt,
@@ -826,6 +843,8 @@ def host_md(h: dict[str, Any] | None) -> list[str]:
 
 
 def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
+    from codegen.bench_frontend import frontend_md
+
     enc, fcls = d["encoder_ticks"], d["head_entropy_ticks"]
     na = d["no_adapt_ticks"]
     lines = [
@@ -865,6 +884,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         "",
         *family_md(d.get("families") or []),
         *host_md(d.get("host_reference")),
+        *frontend_md(d.get("frontend")),
         "## Memory",
         "",
         f"- ram_bytes = {d['ram_bytes']}: .data {x['firmware']['data']} + .bss "
@@ -1029,6 +1049,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="samples for the host integer reference throughput (0: skip)",
     )
     p.add_argument(
+        "--frontend-clips",
+        type=int,
+        default=2,
+        help="clips for the MFCC front-end ticks and the CMSIS-DSP arm_mfcc_q15 anchor (0: skip)",
+    )
+    p.add_argument(
+        "--no-cmsis",
+        action="store_true",
+        help="skip the CMSIS-DSP anchor (its setup fetches cmsisdsp==1.10.3 from PyPI into "
+        "out/cache/cmsisdsp)",
+    )
+    p.add_argument(
         "--baselines",
         type=parse_names,
         default=BASELINES,
@@ -1047,6 +1079,8 @@ def run(args: argparse.Namespace) -> int:
         reps=args.reps,
         baselines=args.baselines,
         host_n=args.host_n,
+        frontend_clips=args.frontend_clips,
+        cmsis_cache=None if args.no_cmsis else CMSIS_CACHE,
     )
     for key in SCALAR_KEYS:
         print(f"{key:<20} {doc[key]}")
@@ -1060,5 +1094,19 @@ def run(args: argparse.Namespace) -> int:
                 f"{h['workers']} processes, median of {h.get('repeats', 1)} passes "
                 f"({h[mode]['samples_per_s_1']:.0f} on 1)"
             )
+    fe = doc["frontend"]
+    if fe is not None:
+        print(
+            f"front end {fe['ours_neon']['ticks_per_hop']} ticks per {fe['hop_ms']:g} ms hop "
+            f"({fe['ours_neon']['ticks_per_second_audio']} per s of audio)"
+        )
+        for name, r in fe["cmsis"].items():
+            print(f"  CMSIS-DSP {name}: {r if isinstance(r, str) else r['ticks_per_hop']}")
+        lb = fe["link_budget"]
+        print(
+            f"link at {lb['baud']} baud: features {lb['features_bytes_per_s_audio']:.0f} B/s, "
+            f"PCM {lb['pcm_bytes_per_s_audio']} B/s per second of audio "
+            f"(line {lb['line_bytes_per_s']:.0f} B/s; PCM needs >= {lb['pcm_min_baud']} baud)"
+        )
     print(f"wrote {args.out / 'bench.json'} and bench.md ({len(doc['sweep'])} sweep points)")
     return 0

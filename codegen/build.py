@@ -139,6 +139,25 @@ def firmware_sources(q: QModel, src_files: list[Path]) -> list[Path]:
     return [p for p in src_files if p.suffix == ".c"] + kernels + app
 
 
+def mfcc_frontend(q: QModel, files: dict[str, str]) -> dict[str, Any]:
+    """The model's integer MFCC front end (docs/numeric.md §7): its tables join ``files``
+    (``<prefix>mfcc_params.{c,h}``; the linker keeps them only where a firmware calls the
+    kernel) and its formats, shifts and bounds go to the manifest. A model whose feature
+    settings the integer front end cannot take keeps the feature-input path; the manifest
+    says why."""
+    from codegen.emit_mfcc import emit_mfcc_c, mfcc_hash
+    from codegen.errors import ConfigError
+    from codegen.quantize_mfcc import quantize_mfcc_for
+
+    try:
+        qm = quantize_mfcc_for(q)
+    except (ConfigError, CodegenError) as exc:
+        return {"unavailable": str(exc)}
+    emitted = emit_mfcc_c(qm, q.prefix)
+    files.update(emitted)
+    return qm.summary() | {"files": sorted(emitted), "sha256": mfcc_hash(qm)}
+
+
 def prepare_out_dir(out: Path) -> None:
     """Create the output directory up front, or refuse it before any work, naming the reason."""
     for parent in (out, *out.parents):
@@ -219,6 +238,7 @@ def build(
     files = render_model(q)
     if q.adapt is not None:
         files["fw_app_model.h"] = render_app_header(q)
+    frontend = mfcc_frontend(q, files)
     sources = write_sources(files, src_dir)
     remove_stale_sources(src_dir, sources)
     fw = None
@@ -241,6 +261,7 @@ def build(
         quality["user_model"] |= clean_test_agreement(q, imported, data_dir)
     program = write_program(q, out)
     doc = manifest(q, sources, fw, quality, program)
+    doc["mfcc_frontend"] = frontend
     write_manifest(doc, out)
     return BuildResult(out, q, sources, doc, None if fw is None else fw.elf)
 

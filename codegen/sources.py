@@ -28,6 +28,8 @@ ADAPT: tuple[str, ...] = (
 # The model runtime (INFER/RESET), bound to one model by the generated fw_app_model.h, and the
 # continual input normalisation it runs in mode cmvn.
 APP: tuple[str, ...] = ("elt_cmvn_s16.c", "fw_app_kws.c")
+# The integer MFCC front end (its twin: codegen/intref/mfcc.py; tables: codegen/emit_mfcc.py).
+MFCC: tuple[str, ...] = ("elt_mfcc_s16.c",)
 # The float32 encoder of the bench's float baselines.
 F32: tuple[str, ...] = ("elt_lstm_f32.c",)
 

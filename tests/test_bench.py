@@ -91,6 +91,8 @@ def test_bench_reduced(tmp_path: Path) -> None:
         reps=2,
         baselines=("scalar", "float32"),
         host_n=64,
+        frontend_clips=1,
+        cmsis_cache=None,  # the anchor's PyPI fetch: tests/test_mfcc_int.py (slow)
     )
 
     on_disk = json.loads((out / "bench.json").read_text())
@@ -138,6 +140,14 @@ def test_bench_reduced(tmp_path: Path) -> None:
     # 2 clips: the float firmware's classes equal the Python float model's on both
     assert bl["float32"]["float_class_agreement"] >= 0.9
     assert "## Baselines" in md and "Instruction mix" in md
+    # the MFCC front end: both builds timed, equal to the Python reference, no anchor asked
+    fe = doc["frontend"]
+    assert fe["ours_neon"]["mismatches"] == 0 and fe["ours_scalar"]["mismatches"] == 0
+    assert 0 < fe["ours_neon"]["ticks_per_hop"] < fe["ours_scalar"]["ticks_per_hop"]
+    assert fe["ours_neon"]["ticks_per_second_audio"] == round(
+        fe["ours_neon"]["ticks_per_hop"] * 1000 / fe["hop_ms"]
+    )
+    assert "unavailable" in fe["cmsis"] and "## MFCC front end" in md
     # host reference: measured on 1 and every-core processes (outputs compared inside)
     h = doc["host_reference"]
     assert h["n"] == 64 and h["workers"] >= 1

@@ -78,11 +78,18 @@ def test_cli_build_writes_sources_elf_and_manifest(cli_build: tuple[Kit, Path]) 
         "fw_app_model.h",
         "kws_adapt_params.c",
         "kws_adapt_params.h",
+        "kws_mfcc_params.c",
+        "kws_mfcc_params.h",
         "kws_model.c",
         "kws_model.h",
     ]
     assert (out / "fw.elf").is_file()
     doc = json.loads((out / "manifest.json").read_text())
+    # the integer MFCC front end's tables and formats (docs/numeric.md §7)
+    fe = doc["mfcc_frontend"]
+    assert fe["files"] == ["kws_mfcc_params.c", "kws_mfcc_params.h"]
+    assert fe["formats"]["features"] == f"int16 {doc['formats']['x']} (the model's x format)"
+    assert all(b["bound"] <= b["limit"] for b in fe["bounds"].values())
     assert doc["shapes"] == {
         "num_frames": 49,
         "input_size": 10,
