@@ -71,18 +71,20 @@ def test_batched_reference_equals_the_contract_row_by_row(built) -> None:  # typ
 
 
 def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: ignore[no-untyped-def]
-    """The emitted arrays (rows g·Hp + j, columns [hs; xs; 0], VLD2-interleaved blocks) hold the
-    same integers: the gate sums formed from them equal W_ih xs + W_hh hs + bias."""
-    from codegen.emit import ROW_BLOCK, block_lane, lstm_layout
+    """The emitted arrays (rows g·Hp + j, columns [hs; xs; 0], blocks of 16 rows stored column
+    by column) hold the same integers: the gate sums formed from them equal
+    W_ih xs + W_hh hs + bias; the exhaustive σ table is σ at every int16 input."""
+    from codegen.emit import ROW_BLOCK, lstm_layout
 
     kit, qm, _ = built
     L = qm.lstm
     lay = lstm_layout(L)
     H, F, Hp = L.hidden_size, L.input_size, lay.hidden_pad
     assert Hp % 8 == 0 and lay.cols % 4 == 0 and lay.rows % ROW_BLOCK == 0
+    assert lay.w.shape == (lay.rows // ROW_BLOCK, lay.cols, ROW_BLOCK)
     dense = np.zeros((lay.rows, lay.cols), dtype=np.int64)
     for r in range(lay.rows):
-        dense[r] = lay.w[r // ROW_BLOCK, :, block_lane(r % ROW_BLOCK)]
+        dense[r] = lay.w[r // ROW_BLOCK, :, r % ROW_BLOCK]
     rng = np.random.default_rng(2)
     xs = rng.integers(-32768, 32768, size=F)
     hs = rng.integers(-32768, 32768, size=H)
@@ -98,9 +100,12 @@ def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: i
             -lay.neg_shift[g * Hp : (g + 1) * Hp]
             == (L.shifts.tanh_rshift if g == 2 else L.shifts.sig_rshift)
         )
-    lut = L.lut.table.raw
-    np.testing.assert_array_equal(lay.lut2 & 0xFFFF, lut[:-1])
-    np.testing.assert_array_equal(lay.lut2 >> 16, lut[1:])
+    v = np.arange(-32768, 32768)
+    assert lay.sigmoid_full.shape == (65536,)
+    np.testing.assert_array_equal(
+        lay.sigmoid_full, sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
+    )
+    assert lay.sigmoid_full[32768] == 16384  # index v + 32768: σ(0) = 1/2
 
 
 def test_c_equals_python_on_extreme_inputs(built) -> None:  # type: ignore[no-untyped-def]
