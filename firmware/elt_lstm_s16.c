@@ -102,72 +102,94 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
 
 /* pre[r] = sat16(rshift_round(acc_r, s_r)) for every gate row, acc = bias + W [hs; xs_t]:
  * VRSHL by -s_r is the rounding right shift, VQMOVN the saturating narrow. The int32 sum is
- * exact in any order (the compiler's bound), so VMLAL's wrapping adds never wrap. */
+ * exact in any order (the compiler's bound), so VMLAL's wrapping adds never wrap. One asm
+ * block runs every row block: per block the bias, Hp / 32 chunks of 32 hidden columns (their
+ * operands in d0-d7, one VLDM), (Hp mod 32) / 8 steps of 8, F / 4 groups of input columns,
+ * the F mod 4 last ones, then the narrowing. */
 static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt,
                   int16_t *pre)
 {
     const int16_t *w = p->w;
     const int32_t *bias = p->bias;
     const int32_t *ns = p->neg_shift;
-    const uint32_t hgroups = (uint32_t)p->hidden_pad / ELT_LSTM_HIDDEN_ALIGN; /* >= 1 */
+    const uint32_t hp = p->hidden_pad; /* a multiple of 8, >= 8 */
     const uint32_t F = p->input_size;
-    uint32_t b;
-    for (b = 0; b < p->row_blocks; ++b) {
-        const int16_t *u;
-        uint32_t n;
-        __asm__ volatile(
-            /* acc = bias (16 rows) */
-            "vldmia    %[bias]!, {d8-d15}\n\t"
-            /* hs: Hp / 8 iterations of 8 columns */
-            "mov       %[u], %[hs]\n\t"
-            "mov       %[n], %[hg]\n"
-            "1:\n\t"
-            "vld1.16   {d0, d1}, [%[u]]!\n\t"
-            "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
-            "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d1")
-            "subs      %[n], %[n], #1\n\t"
-            "bne       1b\n\t"
-            /* xs_t: F / 4 groups of 4 columns */
-            "mov       %[u], %[xt]\n\t"
-            "movs      %[n], %[F], lsr #2\n\t"
-            "beq       3f\n"
-            "2:\n\t"
-            "vld1.16   {d0}, [%[u]]!\n\t"
-            "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
-            "subs      %[n], %[n], #1\n\t"
-            "bne       2b\n"
-            "3:\n\t"
-            /* F mod 4 last columns; the group's pad columns hold zero weights and are skipped
-             * (lanes past F read the next frame or the zero tail of xs) */
-            "ands      %[n], %[F], #3\n\t"
-            "beq       4f\n\t"
-            "vld1.16   {d0}, [%[u]]\n\t"
-            "vldmia    %[w]!, {d16-d31}\n\t"
-            ELT_VMLAL_COL("d16", "d17", "d18", "d19", "d0[0]")
-            "cmp       %[n], #2\n\t"
-            "blo       4f\n\t"
-            ELT_VMLAL_COL("d20", "d21", "d22", "d23", "d0[1]")
-            "beq       4f\n\t"
-            ELT_VMLAL_COL("d24", "d25", "d26", "d27", "d0[2]")
-            "4:\n\t"
-            /* pre = VQMOVN(VRSHL(acc, -s)) */
-            "vldmia    %[ns]!, {d16-d23}\n\t"
-            "vrshl.s32 q4, q4, q8\n\t"
-            "vrshl.s32 q5, q5, q9\n\t"
-            "vrshl.s32 q6, q6, q10\n\t"
-            "vrshl.s32 q7, q7, q11\n\t"
-            "vqmovn.s32 d16, q4\n\t"
-            "vqmovn.s32 d17, q5\n\t"
-            "vqmovn.s32 d18, q6\n\t"
-            "vqmovn.s32 d19, q7\n\t"
-            "vst1.16   {d16-d19}, [%[pre]]!\n\t"
-            : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre), [u] "=&r"(u),
-              [n] "=&r"(n)
-            : [hs] "r"(hs), [xt] "r"(xt), [hg] "r"(hgroups), [F] "r"(F)
-            : "cc", "memory", "d0", "d1", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15",
-              "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "d26", "d27",
-              "d28", "d29", "d30", "d31");
-    }
+    uint32_t blocks = p->row_blocks; /* >= 2 */
+    const int16_t *u;
+    uint32_t n;
+    __asm__ volatile(
+        "0:\n\t"
+        /* acc = bias (16 rows) */
+        "vldmia    %[bias]!, {d8-d15}\n\t"
+        /* hs: chunks of 32 columns */
+        "mov       %[u], %[hs]\n\t"
+        "movs      %[n], %[hp], lsr #5\n\t"
+        "beq       5f\n"
+        "1:\n\t"
+        "vldmia    %[u]!, {d0-d7}\n\t"
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d1")
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d2")
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d3")
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d4")
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d5")
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d6")
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d7")
+        "subs      %[n], %[n], #1\n\t"
+        "bne       1b\n"
+        "5:\n\t"
+        /* hs: the remaining Hp mod 32 columns, 8 at a time */
+        "ands      %[n], %[hp], #24\n\t"
+        "beq       6f\n"
+        "7:\n\t"
+        "vld1.16   {d0, d1}, [%[u]]!\n\t"
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d1")
+        "subs      %[n], %[n], #8\n\t"
+        "bne       7b\n"
+        "6:\n\t"
+        /* xs_t: F / 4 groups of 4 columns */
+        "mov       %[u], %[xt]\n\t"
+        "movs      %[n], %[F], lsr #2\n\t"
+        "beq       3f\n"
+        "2:\n\t"
+        "vld1.16   {d0}, [%[u]]!\n\t"
+        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
+        "subs      %[n], %[n], #1\n\t"
+        "bne       2b\n"
+        "3:\n\t"
+        /* F mod 4 last columns; the group's pad columns hold zero weights and are skipped
+         * (lanes past F read the next frame or the zero tail of xs) */
+        "ands      %[n], %[F], #3\n\t"
+        "beq       4f\n\t"
+        "vld1.16   {d0}, [%[u]]\n\t"
+        "vldmia    %[w]!, {d16-d31}\n\t"
+        ELT_VMLAL_COL("d16", "d17", "d18", "d19", "d0[0]")
+        "cmp       %[n], #2\n\t"
+        "blo       4f\n\t"
+        ELT_VMLAL_COL("d20", "d21", "d22", "d23", "d0[1]")
+        "beq       4f\n\t"
+        ELT_VMLAL_COL("d24", "d25", "d26", "d27", "d0[2]")
+        "4:\n\t"
+        /* pre = VQMOVN(VRSHL(acc, -s)) */
+        "vldmia    %[ns]!, {d16-d23}\n\t"
+        "vrshl.s32 q4, q4, q8\n\t"
+        "vrshl.s32 q5, q5, q9\n\t"
+        "vrshl.s32 q6, q6, q10\n\t"
+        "vrshl.s32 q7, q7, q11\n\t"
+        "vqmovn.s32 d16, q4\n\t"
+        "vqmovn.s32 d17, q5\n\t"
+        "vqmovn.s32 d18, q6\n\t"
+        "vqmovn.s32 d19, q7\n\t"
+        "vst1.16   {d16-d19}, [%[pre]]!\n\t"
+        "subs      %[blocks], %[blocks], #1\n\t"
+        "bne       0b"
+        : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre),
+          [blocks] "+r"(blocks), [u] "=&r"(u), [n] "=&r"(n)
+        : [hs] "r"(hs), [xt] "r"(xt), [hp] "r"(hp), [F] "r"(F)
+        : "cc", "memory", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10",
+          "d11", "d12", "d13", "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22",
+          "d23", "d24", "d25", "d26", "d27", "d28", "d29", "d30", "d31");
 }
 
 /* σ of 8 Q4.11 inputs: lane k = mid[x_k], `mid` = the address of sigmoid_full[32768] in every
