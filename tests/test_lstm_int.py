@@ -217,14 +217,17 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
         (13, 48, 30, 3.0),  # tail of 1 column, Hp = 48
         (7, 3, 9, 3.0),  # tail of 3 columns, Hp = 8 > H
         (1, 3, 3, 1.0),  # one feature
-        (10, 64, 12, 10.0),  # two blocks per gate
+        (10, 64, 12, 10.0),  # two 32-column chunks of hidden operands, 4 blocks per gate
+        (40, 100, 6, 3.0),  # Hp = 104: three 32-column chunks, one 8-column step; F = 40
+        (6, 24, 4, 3.0),  # Hp = 24: 8-column steps only; tail of 2 columns
     ],
 )
 def test_neon_kernel_other_shapes_under_qemu(
     tmp_path: Path, F: int, H: int, T: int, scale: float
 ) -> None:
-    """The Cortex-A9 NEON encoder on other shapes (hidden padding, F mod 4 tails, more blocks)
-    equals the Python reference on random and extreme inputs."""
+    """The Cortex-A9 NEON encoder on other shapes (hidden padding, 32- and 8-column hidden
+    operand steps, F mod 4 tails, more blocks) equals the Python reference on random and
+    extreme inputs."""
     from codegen.emit import carray, render_model, write_sources
     from codegen.frontend import read_model
     from codegen.quantize import quantize_lstm
