@@ -116,8 +116,10 @@ class LstmLayout:
 
     Gate rows r = g·Hp + j (gate g in torch order i, f, g, o, unit j < H; units H..Hp−1 are
     padding with zero weights and bias, so their c and h stay exactly 0). Operand vector
-    u = [hs (Hp); xs (F); zero pad to a multiple of 4]: column k < Hp is W_hh[:, k], column
-    Hp + j is W_ih[:, j]. ``w`` is [R/16][K][16]: for each block of 16 rows, every column's
+    u = [hs (Hp); p pad columns; xs (F)], p = (−F) mod 4: column k < Hp is W_hh[:, k], column
+    K − F + j is W_ih[:, j]. The pad columns come first so that the kernel can enter the input
+    columns' unrolled code at the first real column (its operands there are whatever precedes
+    the frame: they meet zero weights, or are skipped). ``w`` is [R/16][K][16]: for each block of 16 rows, every column's
     16 weights in row order, so 4 consecutive columns of a block are 64 consecutive int16 (one
     VLDM of 16 d-registers, each d-register 4 rows of one column).
 
@@ -140,8 +142,8 @@ class LstmLayout:
 
     @property
     def x_pad(self) -> int:
-        """Operand columns beyond F (zero weights): the kernel reads that many int16 past the
-        last frame's features."""
+        """Input columns with their pad (round_up(F, 4)): the rounded-operand buffer holds
+        T·F values plus this minus F (a zero tail)."""
         return self.cols - self.hidden_pad
 
 
@@ -158,7 +160,7 @@ def lstm_layout(L: QLstm) -> LstmLayout:
         src = slice(g * H, (g + 1) * H)
         dst = slice(g * Hp, g * Hp + H)
         dense[dst, :H] = L.w_hh.raw[src]
-        dense[dst, Hp : Hp + F] = L.w_ih.raw[src]
+        dense[dst, K - F :] = L.w_ih.raw[src]
         bias[dst] = L.bias.raw[src]
         shift[g * Hp : (g + 1) * Hp] = s[g * H]
     # R = 4·Hp is a multiple of 16 because Hp is a multiple of 8
@@ -209,10 +211,10 @@ def _lstm_views(L: QLstm, lay: Any, sym: dict[str, str], layer: int) -> list[Any
             lay.w.shape,
             f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = 4 x Hp = {R} gate rows "
             f"g·Hp + j, gates i,f,g,o, Hp = {Hp}; K = {K} columns u = [hs (Hp); "
-            f"xs (F = {F}); 0 pad]; per column the block's 16 rows in order, so 4 columns "
+            f"{K - Hp - F} pad; xs (F = {F})]; per column the block's 16 rows in order, so 4 columns "
             f"are one VLDM of 16 d-registers; pad rows and columns 0)",
             f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
-            f"{Hp}..{Hp + F - 1} (16-bit)",
+            f"{K - F}..{K - 1} (16-bit)",
             min(wl, il),
             max(wh, ih),
             max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),

@@ -100,12 +100,66 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
     }
 }
 
-/* pre[r] = sat16(rshift_round(acc_r, s_r)) for every gate row, acc = bias + W [hs; xs_t]:
- * VRSHL by -s_r is the rounding right shift, VQMOVN the saturating narrow. The int32 sum is
- * exact in any order (the compiler's bound), so VMLAL's wrapping adds never wrap. One asm
- * block runs every row block: per block the bias, Hp / 32 chunks of 32 hidden columns (their
- * operands in d0-d7, one VLDM), (Hp mod 32) / 8 steps of 8, F / 4 groups of input columns,
- * the F mod 4 last ones, then the narrowing. */
+/* The asm of gates() shared by its two forms. Per block of 16 rows: acc = bias; the hidden
+ * columns, Hp / 32 chunks of 32 (operands d0-d7, one VLDM) and (Hp mod 32) / 8 steps of 8. */
+#define ELT_GATES_HIDDEN                                                                           \
+    "0:\n\t"                                                                                       \
+    "vldmia    %[bias]!, {d8-d15}\n\t"                                                             \
+    "mov       %[u], %[hs]\n\t"                                                                    \
+    "movs      %[n], %[hp], lsr #5\n\t"                                                            \
+    "beq       5f\n"                                                                               \
+    "1:\n\t"                                                                                       \
+    "vldmia    %[u]!, {d0-d7}\n\t"                                                                 \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d1")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d2")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d3")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d4")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d5")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d6")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d7")                                         \
+    "subs      %[n], %[n], #1\n\t"                                                                 \
+    "bne       1b\n"                                                                               \
+    "5:\n\t"                                                                                       \
+    "ands      %[n], %[hp], #24\n\t"                                                               \
+    "beq       6f\n"                                                                               \
+    "7:\n\t"                                                                                       \
+    "vld1.16   {d0, d1}, [%[u]]!\n\t"                                                              \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d1")                                         \
+    "subs      %[n], %[n], #8\n\t"                                                                 \
+    "bne       7b\n"                                                                               \
+    "6:\n\t"
+
+/* pre = VQMOVN(VRSHL(acc, -s)) for the block's 16 rows, then the next block. */
+#define ELT_GATES_NARROW                                                                           \
+    "vldmia    %[ns]!, {d16-d23}\n\t"                                                              \
+    "vrshl.s32 q4, q4, q8\n\t"                                                                     \
+    "vrshl.s32 q5, q5, q9\n\t"                                                                     \
+    "vrshl.s32 q6, q6, q10\n\t"                                                                    \
+    "vrshl.s32 q7, q7, q11\n\t"                                                                    \
+    "vqmovn.s32 d16, q4\n\t"                                                                       \
+    "vqmovn.s32 d17, q5\n\t"                                                                       \
+    "vqmovn.s32 d18, q6\n\t"                                                                       \
+    "vqmovn.s32 d19, q7\n\t"                                                                       \
+    "vst1.16   {d16-d19}, [%[pre]]!\n\t"                                                           \
+    "subs      %[blocks], %[blocks], #1\n\t"                                                       \
+    "bne       0b"
+
+#define ELT_GATES_CLOBBER                                                                          \
+    "cc", "memory", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11",     \
+        "d12", "d13", "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", \
+        "d25", "d26", "d27", "d28", "d29", "d30", "d31"
+
+/* pre[r] = sat16(rshift_round(acc_r, s_r)) for every gate row, acc = bias + W u,
+ * u = [hs; pad; xs_t]: VRSHL by -s_r is the rounding right shift, VQMOVN the saturating narrow.
+ * The int32 sum is exact in any order (the compiler's bound), so VMLAL's wrapping adds never
+ * wrap. The input columns, g = (F + p) / 4 groups whose first p (= (-F) mod 4) are zero-weight
+ * pad columns, read their operands from xo = xs_t - p - 4 (4 - g) on (into d4-d7 for g <= 4,
+ * one VLD1): the pad lanes and the lanes before hold the previous frame (or the slack before
+ * the first one) and meet zero weights or are skipped. F <= 16: the unrolled input groups are
+ * entered (one BX, its target computed once per call) at group 4 - g, column p, so no pad
+ * column costs a VMLAL and no loop runs; larger F: a loop over the g groups. */
 static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt,
                   int16_t *pre)
 {
@@ -114,82 +168,42 @@ static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16
     const int32_t *ns = p->neg_shift;
     const uint32_t hp = p->hidden_pad; /* a multiple of 8, >= 8 */
     const uint32_t F = p->input_size;
+    const uint32_t pad = (uint32_t)p->cols - hp - F;
+    const uint32_t g = (F + pad) / ELT_LSTM_COL_GROUP;
     uint32_t blocks = p->row_blocks; /* >= 2 */
     const int16_t *u;
     uint32_t n;
-    __asm__ volatile(
-        "0:\n\t"
-        /* acc = bias (16 rows) */
-        "vldmia    %[bias]!, {d8-d15}\n\t"
-        /* hs: chunks of 32 columns */
-        "mov       %[u], %[hs]\n\t"
-        "movs      %[n], %[hp], lsr #5\n\t"
-        "beq       5f\n"
-        "1:\n\t"
-        "vldmia    %[u]!, {d0-d7}\n\t"
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d1")
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d2")
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d3")
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d4")
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d5")
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d6")
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d7")
-        "subs      %[n], %[n], #1\n\t"
-        "bne       1b\n"
-        "5:\n\t"
-        /* hs: the remaining Hp mod 32 columns, 8 at a time */
-        "ands      %[n], %[hp], #24\n\t"
-        "beq       6f\n"
-        "7:\n\t"
-        "vld1.16   {d0, d1}, [%[u]]!\n\t"
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d1")
-        "subs      %[n], %[n], #8\n\t"
-        "bne       7b\n"
-        "6:\n\t"
-        /* xs_t: F / 4 groups of 4 columns */
-        "mov       %[u], %[xt]\n\t"
-        "movs      %[n], %[F], lsr #2\n\t"
-        "beq       3f\n"
-        "2:\n\t"
-        "vld1.16   {d0}, [%[u]]!\n\t"
-        "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
-        "subs      %[n], %[n], #1\n\t"
-        "bne       2b\n"
-        "3:\n\t"
-        /* F mod 4 last columns; the group's pad columns hold zero weights and are skipped
-         * (lanes past F read the next frame or the zero tail of xs) */
-        "ands      %[n], %[F], #3\n\t"
-        "beq       4f\n\t"
-        "vld1.16   {d0}, [%[u]]\n\t"
-        "vldmia    %[w]!, {d16-d31}\n\t"
-        ELT_VMLAL_COL("d16", "d17", "d18", "d19", "d0[0]")
-        "cmp       %[n], #2\n\t"
-        "blo       4f\n\t"
-        ELT_VMLAL_COL("d20", "d21", "d22", "d23", "d0[1]")
-        "beq       4f\n\t"
-        ELT_VMLAL_COL("d24", "d25", "d26", "d27", "d0[2]")
-        "4:\n\t"
-        /* pre = VQMOVN(VRSHL(acc, -s)) */
-        "vldmia    %[ns]!, {d16-d23}\n\t"
-        "vrshl.s32 q4, q4, q8\n\t"
-        "vrshl.s32 q5, q5, q9\n\t"
-        "vrshl.s32 q6, q6, q10\n\t"
-        "vrshl.s32 q7, q7, q11\n\t"
-        "vqmovn.s32 d16, q4\n\t"
-        "vqmovn.s32 d17, q5\n\t"
-        "vqmovn.s32 d18, q6\n\t"
-        "vqmovn.s32 d19, q7\n\t"
-        "vst1.16   {d16-d19}, [%[pre]]!\n\t"
-        "subs      %[blocks], %[blocks], #1\n\t"
-        "bne       0b"
-        : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre),
-          [blocks] "+r"(blocks), [u] "=&r"(u), [n] "=&r"(n)
-        : [hs] "r"(hs), [xt] "r"(xt), [hp] "r"(hp), [F] "r"(F)
-        : "cc", "memory", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10",
-          "d11", "d12", "d13", "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22",
-          "d23", "d24", "d25", "d26", "d27", "d28", "d29", "d30", "d31");
+    if (g <= 4u) {
+        const int16_t *xo = xt - pad - ELT_LSTM_COL_GROUP * (4u - g);
+        /* entry: 16 VMLAL + 1 VLDM (68 bytes) per skipped group, 4 VMLAL per pad column */
+        uint32_t e = (4u - g) * 68u + pad * 16u;
+        __asm__ volatile("adrl      %[n], 8f\n\t"
+                         "add       %[e], %[e], %[n]\n\t" ELT_GATES_HIDDEN
+                         "vld1.16   {d4-d7}, [%[xo]]\n\t"
+                         "vldmia    %[w]!, {d16-d31}\n\t"
+                         "bx        %[e]\n"
+                         "8:\n\t" ELT_VMLAL_GROUP("d4") "vldmia    %[w]!, {d16-d31}\n\t"
+                         ELT_VMLAL_GROUP("d5") "vldmia    %[w]!, {d16-d31}\n\t"
+                         ELT_VMLAL_GROUP("d6") "vldmia    %[w]!, {d16-d31}\n\t"
+                         ELT_VMLAL_GROUP("d7") ELT_GATES_NARROW
+                         : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre),
+                           [blocks] "+r"(blocks), [e] "+r"(e), [u] "=&r"(u), [n] "=&r"(n)
+                         : [hs] "r"(hs), [hp] "r"(hp), [xo] "r"(xo)
+                         : ELT_GATES_CLOBBER);
+    } else {
+        const int16_t *xo = xt - pad;
+        __asm__ volatile(ELT_GATES_HIDDEN "mov       %[u], %[xo]\n\t"
+                                          "mov       %[n], %[g]\n"
+                                          "2:\n\t"
+                                          "vld1.16   {d0}, [%[u]]!\n\t"
+                                          "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
+                                          "subs      %[n], %[n], #1\n\t"
+                                          "bne       2b\n\t" ELT_GATES_NARROW
+                         : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre),
+                           [blocks] "+r"(blocks), [u] "=&r"(u), [n] "=&r"(n)
+                         : [hs] "r"(hs), [hp] "r"(hp), [xo] "r"(xo), [g] "r"(g)
+                         : ELT_GATES_CLOBBER);
+    }
 }
 
 /* σ of 8 Q4.11 inputs: lane k = mid[x_k], `mid` = the address of sigmoid_full[32768] in every
@@ -291,7 +305,7 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
     }
 }
 
-/* pre[r] = sat16(rshift_round(bias[r] + Σ W[r][k] u[k], s_r)), u = [hs; xs_t]. */
+/* pre[r] = sat16(rshift_round(bias[r] + Σ W[r][k] u[k], s_r)), u = [hs; pad; xs_t]. */
 static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt,
                   int16_t *pre)
 {
@@ -309,7 +323,7 @@ static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16
                 acc += (int32_t)wr[k * ELT_LSTM_ROW_BLOCK] * hs[k];
             }
             for (k = 0; k < F; ++k) {
-                acc += (int32_t)wr[(hp + k) * ELT_LSTM_ROW_BLOCK] * xt[k];
+                acc += (int32_t)wr[(K - F + k) * ELT_LSTM_ROW_BLOCK] * xt[k];
             }
             pre[row] = fx_sat16(fx_rshift_round32(acc, -p->neg_shift[row]));
         }

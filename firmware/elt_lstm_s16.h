@@ -26,6 +26,9 @@
 #define ELT_LSTM_HIDDEN_ALIGN 8u
 /* Operand columns are padded to a multiple of this (one int16x4 of by-lane scalars). */
 #define ELT_LSTM_COL_GROUP 4u
+/* Readable int16 before the first frame of xs (the NEON kernel's input columns load whole
+ * operand groups that start up to 15 values before a frame; those lanes meet zero weights). */
+#define ELT_LSTM_XS_SLACK 16u
 /* σ table: index = min(|x|, 32767) >> 7, 256 intervals of 1/16 over [0, 16]. */
 #define ELT_LSTM_LUT_SHIFT 7u
 /* The same σ tabulated at every int16 input (sigmoid_full). */
@@ -46,7 +49,7 @@ typedef struct {
     uint16_t hidden_size;     /* H */
     uint16_t num_frames;      /* T */
     uint16_t hidden_pad;      /* Hp: H rounded up to ELT_LSTM_HIDDEN_ALIGN */
-    uint16_t cols;            /* K = Hp + F rounded up to ELT_LSTM_COL_GROUP */
+    uint16_t cols;            /* K = Hp + p + F, p = (-F) mod ELT_LSTM_COL_GROUP pad columns */
     uint16_t row_blocks;      /* 4 Hp / ELT_LSTM_ROW_BLOCK (Hp % 8 = 0: exact) */
     uint8_t x_opshift;        /* xs = rshift_round(x, x_opshift) (0: identity) */
     uint8_t h_opshift;        /* hs = rshift_round(h, h_opshift) */
@@ -54,8 +57,8 @@ typedef struct {
     uint8_t cell_tanh_rshift; /* c (c_frac) -> 2c in Q4.11 */
     uint8_t lut_shift;        /* σ table index shift: ELT_LSTM_LUT_SHIFT */
     /* [row_blocks][cols][16] int16, 16-byte aligned: gate rows g·Hp + j, columns
-     * u = [hs (Hp); xs (F); 0]; per block and column its 16 rows in order (4 columns of a block
-     * are 64 consecutive weights: one VLDM of 16 d-registers). */
+     * u = [hs (Hp); p zero-weight pad columns; xs (F)]; per block and column its 16 rows in
+     * order (4 columns of a block are 64 consecutive weights: one VLDM of 16 d-registers). */
     const int16_t *w;
     const int32_t *bias;          /* [4 Hp] b_ih + b_hh at A fraction bits (int32) */
     const int32_t *neg_shift;     /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
@@ -68,7 +71,9 @@ typedef struct {
 } elt_lstm_s16_params_t;
 
 typedef struct {
-    int16_t *xs;  /* [T F + cols - Hp - F] rounded operands of every frame (+ zero tail) */
+    /* [T F + cols - Hp - F] rounded operands of every frame (+ zero tail); the
+     * ELT_LSTM_XS_SLACK int16 before xs[0] must be readable */
+    int16_t *xs;
     int16_t *hs;  /* [Hp] rounded hidden state, the operand of W_hh */
     int16_t *h;   /* [Hp] hidden state, Q0.15 */
     int32_t *c;   /* [Hp] cell state, int32 c format (|c_t| <= t, proven) */

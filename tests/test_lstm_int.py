@@ -71,7 +71,7 @@ def test_batched_reference_equals_the_contract_row_by_row(built) -> None:  # typ
 
 
 def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: ignore[no-untyped-def]
-    """The emitted arrays (rows g·Hp + j, columns [hs; xs; 0], blocks of 16 rows stored column
+    """The emitted arrays (rows g·Hp + j, columns [hs; 0 pad; xs], blocks of 16 rows stored column
     by column) hold the same integers: the gate sums formed from them equal
     W_ih xs + W_hh hs + bias; the exhaustive σ table is σ at every int16 input."""
     from codegen.emit import ROW_BLOCK, lstm_layout
@@ -89,8 +89,8 @@ def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: i
     xs = rng.integers(-32768, 32768, size=F)
     hs = rng.integers(-32768, 32768, size=H)
     u = np.zeros(lay.cols, dtype=np.int64)
-    u[:H], u[Hp : Hp + F] = hs, xs
-    u[Hp + F :] = 12345  # pad operands meet zero weights
+    u[:H], u[lay.cols - F :] = hs, xs
+    u[Hp : lay.cols - F] = 12345  # pad operands meet zero weights
     got = dense @ u + lay.bias
     want = L.w_ih.raw @ xs + L.w_hh.raw @ hs + L.bias.raw
     for g in range(4):
