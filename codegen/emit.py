@@ -140,12 +140,6 @@ class LstmLayout:
     def row_blocks(self) -> int:
         return self.rows // ROW_BLOCK
 
-    @property
-    def x_pad(self) -> int:
-        """Input columns with their pad (round_up(F, 4)): the rounded-operand buffer holds
-        T·F values plus this minus F (a zero tail)."""
-        return self.cols - self.hidden_pad
-
 
 def lstm_layout(L: QLstm) -> LstmLayout:
     H, F = L.hidden_size, L.input_size
@@ -262,7 +256,7 @@ def _layer2_context(q: QModel) -> dict[str, Any] | None:
         "shifts": L2.shifts,
         "sym": sym,
         "tensors": _lstm_views(L2, lay, sym, 1),
-        "xs_size": L2.num_frames * L2.input_size + lay.x_pad - L2.input_size,
+        "xs_size": L2.num_frames * L2.input_size,
         "acc_frac": L2.proof.acc_frac,
         "margin_text": f"{L2.acc_gate.margin_bits:.2f}",
     }
@@ -399,7 +393,7 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "tensors": tensors,
         "proof": proof,
         "layout": lay,
-        "xs_size": L.num_frames * F + lay.x_pad - F,
+        "xs_size": L.num_frames * F,
         "layer2": _layer2_context(q),
         "sym": sym,
     }

@@ -67,26 +67,10 @@ _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresse
  *     8 VLD1.16 load the lanes (16 instructions, against ~31 for the interpolated table).
  */
 
-/* Four VMLAL.S16 of one column of a 16-row block (weights in d-registers r0..r3) by the
- * operand scalar s, into the accumulators q4-q7 (rows 0-3, 4-7, 8-11, 12-15). */
-#define ELT_VMLAL_COL(r0, r1, r2, r3, s)                                                          \
-    "vmlal.s16 q4, " r0 ", " s "\n\t"                                                             \
-    "vmlal.s16 q5, " r1 ", " s "\n\t"                                                             \
-    "vmlal.s16 q6, " r2 ", " s "\n\t"                                                             \
-    "vmlal.s16 q7, " r3 ", " s "\n\t"
-
-/* Four columns held in d16-d31 (one VLDMIA) by the four lanes of operand register s. */
-#define ELT_VMLAL_GROUP(s)                                                                         \
-    ELT_VMLAL_COL("d16", "d17", "d18", "d19", s "[0]")                                            \
-    ELT_VMLAL_COL("d20", "d21", "d22", "d23", s "[1]")                                            \
-    ELT_VMLAL_COL("d24", "d25", "d26", "d27", s "[2]")                                            \
-    ELT_VMLAL_COL("d28", "d29", "d30", "d31", s "[3]")
-
 /* xs = rshift_round(x, x_opshift) for all T frames: VRSHL by -x_opshift (0: identity). */
 static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *xs)
 {
     const uint32_t n = (uint32_t)p->num_frames * p->input_size;
-    const uint32_t tail = (uint32_t)p->cols - p->hidden_pad - p->input_size;
     const int16x8_t neg = vdupq_n_s16((int16_t) - (int16_t)p->x_opshift);
     uint32_t k = 0;
     for (; k + 8u <= n; k += 8u) {
@@ -95,10 +79,23 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
     for (; k < n; ++k) {
         xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
     }
-    for (k = 0; k < tail; ++k) {
-        xs[n + k] = 0; /* read (times no weight) by the last frame's partial column group */
-    }
 }
+
+/* clang-format off */
+/* Four VMLAL.S16 of one column of a 16-row block (weights in d-registers r0..r3) by the
+ * operand scalar s, into the accumulators q4-q7 (rows 0-3, 4-7, 8-11, 12-15). */
+#define ELT_VMLAL_COL(r0, r1, r2, r3, s)                                                           \
+    "vmlal.s16 q4, " r0 ", " s "\n\t"                                                              \
+    "vmlal.s16 q5, " r1 ", " s "\n\t"                                                              \
+    "vmlal.s16 q6, " r2 ", " s "\n\t"                                                              \
+    "vmlal.s16 q7, " r3 ", " s "\n\t"
+
+/* Four columns held in d16-d31 (one VLDMIA) by the four lanes of operand register s. */
+#define ELT_VMLAL_GROUP(s)                                                                         \
+    ELT_VMLAL_COL("d16", "d17", "d18", "d19", s "[0]")                                             \
+    ELT_VMLAL_COL("d20", "d21", "d22", "d23", s "[1]")                                             \
+    ELT_VMLAL_COL("d24", "d25", "d26", "d27", s "[2]")                                             \
+    ELT_VMLAL_COL("d28", "d29", "d30", "d31", s "[3]")
 
 /* The asm of gates() shared by its two forms. Per block of 16 rows: acc = bias; the hidden
  * columns, Hp / 32 chunks of 32 (operands d0-d7, one VLDM) and (Hp mod 32) / 8 steps of 8. */
@@ -110,14 +107,22 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
     "beq       5f\n"                                                                               \
     "1:\n\t"                                                                                       \
     "vldmia    %[u]!, {d0-d7}\n\t"                                                                 \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")                                         \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d1")                                         \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d2")                                         \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d3")                                         \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d4")                                         \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d5")                                         \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d6")                                         \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d7")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d0")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d1")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d2")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d3")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d4")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d5")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d6")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d7")                                                                          \
     "subs      %[n], %[n], #1\n\t"                                                                 \
     "bne       1b\n"                                                                               \
     "5:\n\t"                                                                                       \
@@ -125,8 +130,10 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
     "beq       6f\n"                                                                               \
     "7:\n\t"                                                                                       \
     "vld1.16   {d0, d1}, [%[u]]!\n\t"                                                              \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")                                         \
-    "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d1")                                         \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d0")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d1")                                                                          \
     "subs      %[n], %[n], #8\n\t"                                                                 \
     "bne       7b\n"                                                                               \
     "6:\n\t"
@@ -146,8 +153,41 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
     "subs      %[blocks], %[blocks], #1\n\t"                                                       \
     "bne       0b"
 
+/* F <= 16: the input groups unrolled (operands d4-d7), entered by BX at %[e] (an offset from
+ * label 8, made an address once per call). */
+#define ELT_GATES_X_UNROLLED                                                                       \
+    "adrl      %[n], 8f\n\t"                                                                       \
+    "add       %[e], %[e], %[n]\n\t"                                                               \
+    ELT_GATES_HIDDEN                                                                               \
+    "vld1.16   {d4-d7}, [%[xo]]\n\t"                                                               \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    "bx        %[e]\n"                                                                             \
+    "8:\n\t"                                                                                       \
+    ELT_VMLAL_GROUP("d4")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d5")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d6")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d7")                                                                          \
+    ELT_GATES_NARROW
+
+/* F > 16: a loop over the %[g] input groups from %[xo]. */
+#define ELT_GATES_X_LOOP                                                                           \
+    ELT_GATES_HIDDEN                                                                               \
+    "mov       %[u], %[xo]\n\t"                                                                    \
+    "mov       %[n], %[g]\n"                                                                       \
+    "2:\n\t"                                                                                       \
+    "vld1.16   {d0}, [%[u]]!\n\t"                                                                  \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d0")                                                                          \
+    "subs      %[n], %[n], #1\n\t"                                                                 \
+    "bne       2b\n\t"                                                                             \
+    ELT_GATES_NARROW
+/* clang-format on */
+
 #define ELT_GATES_CLOBBER                                                                          \
-    "cc", "memory", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11",     \
+    "cc", "memory", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11",      \
         "d12", "d13", "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", \
         "d25", "d26", "d27", "d28", "d29", "d30", "d31"
 
@@ -160,8 +200,8 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
  * the first one) and meet zero weights or are skipped. F <= 16: the unrolled input groups are
  * entered (one BX, its target computed once per call) at group 4 - g, column p, so no pad
  * column costs a VMLAL and no loop runs; larger F: a loop over the g groups. */
-static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt,
-                  int16_t *pre)
+static inline __attribute__((always_inline)) void
+gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt, int16_t *pre)
 {
     const int16_t *w = p->w;
     const int32_t *bias = p->bias;
@@ -177,28 +217,14 @@ static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16
         const int16_t *xo = xt - pad - ELT_LSTM_COL_GROUP * (4u - g);
         /* entry: 16 VMLAL + 1 VLDM (68 bytes) per skipped group, 4 VMLAL per pad column */
         uint32_t e = (4u - g) * 68u + pad * 16u;
-        __asm__ volatile("adrl      %[n], 8f\n\t"
-                         "add       %[e], %[e], %[n]\n\t" ELT_GATES_HIDDEN
-                         "vld1.16   {d4-d7}, [%[xo]]\n\t"
-                         "vldmia    %[w]!, {d16-d31}\n\t"
-                         "bx        %[e]\n"
-                         "8:\n\t" ELT_VMLAL_GROUP("d4") "vldmia    %[w]!, {d16-d31}\n\t"
-                         ELT_VMLAL_GROUP("d5") "vldmia    %[w]!, {d16-d31}\n\t"
-                         ELT_VMLAL_GROUP("d6") "vldmia    %[w]!, {d16-d31}\n\t"
-                         ELT_VMLAL_GROUP("d7") ELT_GATES_NARROW
+        __asm__ volatile(ELT_GATES_X_UNROLLED
                          : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre),
                            [blocks] "+r"(blocks), [e] "+r"(e), [u] "=&r"(u), [n] "=&r"(n)
                          : [hs] "r"(hs), [hp] "r"(hp), [xo] "r"(xo)
                          : ELT_GATES_CLOBBER);
     } else {
         const int16_t *xo = xt - pad;
-        __asm__ volatile(ELT_GATES_HIDDEN "mov       %[u], %[xo]\n\t"
-                                          "mov       %[n], %[g]\n"
-                                          "2:\n\t"
-                                          "vld1.16   {d0}, [%[u]]!\n\t"
-                                          "vldmia    %[w]!, {d16-d31}\n\t" ELT_VMLAL_GROUP("d0")
-                                          "subs      %[n], %[n], #1\n\t"
-                                          "bne       2b\n\t" ELT_GATES_NARROW
+        __asm__ volatile(ELT_GATES_X_LOOP
                          : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre),
                            [blocks] "+r"(blocks), [u] "=&r"(u), [n] "=&r"(n)
                          : [hs] "r"(hs), [hp] "r"(hp), [xo] "r"(xo), [g] "r"(g)
@@ -249,8 +275,8 @@ static inline __attribute__((always_inline)) int16x8_t tanh_from_sigmoid8(int16x
  *   f·c: VMULL.S32 (int64), + (i·g)·2^L: VMULL.S16 then VMLAL.S32 by 2^L,
  *   c = VQRSHRN.S64 #15 = sat32(rshift_round(cc, 15)),
  *   h = VQRDMULH(o, tanh c) = sat16((2·o·tc + 2^15) >> 16) = sat16(rshift_round(o·tc, 15)). */
-static void cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c, int16_t *h,
-                 int16_t *hs)
+static inline __attribute__((always_inline)) void
+cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c, int16_t *h, int16_t *hs)
 {
     const uint32_t hp = p->hidden_pad;
     const int32x2_t pow_l = vdup_n_s32((int32_t)1 << p->cell_ig_lshift);
@@ -291,17 +317,13 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c,
 
 #else /* scalar */
 
-/* xs = rshift_round(x, x_opshift) for all T frames, then the zero tail. */
+/* xs = rshift_round(x, x_opshift) for all T frames. */
 static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *xs)
 {
     const uint32_t n = (uint32_t)p->num_frames * p->input_size;
-    const uint32_t tail = (uint32_t)p->cols - p->hidden_pad - p->input_size;
     uint32_t k;
     for (k = 0; k < n; ++k) {
         xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
-    }
-    for (k = 0; k < tail; ++k) {
-        xs[n + k] = 0;
     }
 }
 
@@ -340,10 +362,10 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c,
     const uint8_t ls = p->lut_shift;
     uint32_t j;
     for (j = 0; j < hp; ++j) {
-        const int32_t ig = sigmoid_q15(lut, ls, pre[j]);                   /* i, Q0.15 */
-        const int32_t fg = sigmoid_q15(lut, ls, pre[hp + j]);              /* f, Q0.15 */
-        const int32_t gg = elt_tanh2_q15(lut, ls, pre[2u * hp + j]);       /* g = 2σ(2x) - 1 */
-        const int32_t og = sigmoid_q15(lut, ls, pre[3u * hp + j]);         /* o, Q0.15 */
+        const int32_t ig = sigmoid_q15(lut, ls, pre[j]);             /* i, Q0.15 */
+        const int32_t fg = sigmoid_q15(lut, ls, pre[hp + j]);        /* f, Q0.15 */
+        const int32_t gg = elt_tanh2_q15(lut, ls, pre[2u * hp + j]); /* g = 2σ(2x) - 1 */
+        const int32_t og = sigmoid_q15(lut, ls, pre[3u * hp + j]);   /* o, Q0.15 */
         /* c = f·c + i·g at frac 15 + c_frac, one rounding back to c_frac; |c_t| <= t. The
          * left shift is a multiplication (no UB for negative i·g). */
         const int64_t cc =

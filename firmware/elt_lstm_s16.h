@@ -60,19 +60,19 @@ typedef struct {
      * u = [hs (Hp); p zero-weight pad columns; xs (F)]; per block and column its 16 rows in
      * order (4 columns of a block are 64 consecutive weights: one VLDM of 16 d-registers). */
     const int16_t *w;
-    const int32_t *bias;          /* [4 Hp] b_ih + b_hh at A fraction bits (int32) */
-    const int32_t *neg_shift;     /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
-    const int16_t *sigmoid_lut;   /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
+    const int32_t *bias;        /* [4 Hp] b_ih + b_hh at A fraction bits (int32) */
+    const int32_t *neg_shift;   /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
+    const int16_t *sigmoid_lut; /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
     /* [65536] elt_sigmoid_q15(sigmoid_lut, lut_shift, v) at index v + 32768 (NEON: one
      * halfword gather per σ; the compiler tabulates the function above exhaustively) */
     const int16_t *sigmoid_full;
-    int32_t pool_recip;           /* mean pooling: round(2^pool_shift / T) */
+    int32_t pool_recip; /* mean pooling: round(2^pool_shift / T) */
     uint8_t pool_shift; /* mean pooling: z = sat16(rshift_round(Σ h_t · recip, shift)) */
 } elt_lstm_s16_params_t;
 
 typedef struct {
-    /* [T F + cols - Hp - F] rounded operands of every frame (+ zero tail); the
-     * ELT_LSTM_XS_SLACK int16 before xs[0] must be readable */
+    /* [T F] rounded operands of every frame; the ELT_LSTM_XS_SLACK int16 before xs[0] must
+     * be readable */
     int16_t *xs;
     int16_t *hs;  /* [Hp] rounded hidden state, the operand of W_hh */
     int16_t *h;   /* [Hp] hidden state, Q0.15 */
