@@ -18,7 +18,7 @@ import jinja2
 import numpy as np
 
 from codegen import __version__
-from codegen.intref.activations import sigmoid_lut
+from codegen.fixed import sigmoid_lut
 from codegen.ir import GATES, POOL_SHIFT, QLstm, QModel, QTensor
 from codegen.resources import jinja_env
 
@@ -119,9 +119,9 @@ class LstmLayout:
     u = [hs (Hp); p pad columns; xs (F)], p = (−F) mod 4: column k < Hp is W_hh[:, k], column
     K − F + j is W_ih[:, j]. The pad columns come first so that the kernel can enter the input
     columns' unrolled code at the first real column (its operands there are whatever precedes
-    the frame: they meet zero weights, or are skipped). ``w`` is [R/16][K][16]: for each block of 16 rows, every column's
-    16 weights in row order, so 4 consecutive columns of a block are 64 consecutive int16 (one
-    VLDM of 16 d-registers, each d-register 4 rows of one column).
+    the frame: they meet zero weights, or are skipped). ``w`` is [R/16][K][16]: for each block
+    of 16 rows, every column's 16 weights in row order, so 4 consecutive columns of a block are
+    64 consecutive int16 (one VLDM of 16 d-registers, each d-register 4 rows of one column).
 
     ``sigmoid_full`` is σ (`codegen.intref.activations.sigmoid_lut`) evaluated at every int16
     input v, at index v + 32768: the kernel's σ is one halfword gather per value instead of two
@@ -205,8 +205,8 @@ def _lstm_views(L: QLstm, lay: Any, sym: dict[str, str], layer: int) -> list[Any
             lay.w.shape,
             f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = 4 x Hp = {R} gate rows "
             f"g·Hp + j, gates i,f,g,o, Hp = {Hp}; K = {K} columns u = [hs (Hp); "
-            f"{K - Hp - F} pad; xs (F = {F})]; per column the block's 16 rows in order, so 4 columns "
-            f"are one VLDM of 16 d-registers; pad rows and columns 0)",
+            f"{K - Hp - F} pad; xs (F = {F})]; per column the block's 16 rows in order, so "
+            f"4 columns are one VLDM of 16 d-registers; pad rows and columns 0)",
             f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
             f"{K - F}..{K - 1} (16-bit)",
             min(wl, il),
