@@ -264,17 +264,81 @@ static inline int32x4_t sigmoid_mid(const elt_lstm_s16_params_t *p)
     return vdupq_n_s32((int32_t)(uintptr_t)(p->sigmoid_full + 32768));
 }
 
-/* tanh(x) = 2σ(2x) - 1 from σ: 2s - 32768 as int16 = (2s mod 2^16) with bit 15 flipped. */
-static inline __attribute__((always_inline)) int16x8_t tanh_from_sigmoid8(int16x8_t s)
-{
-    return veorq_s16(vshlq_n_s16(s, 1), vdupq_n_s16(INT16_MIN));
-}
+/* clang-format off */
+/* σ of 8 Q4.11 values in d-registers lo, hi, in place: lane k = mid[x_k], %[mid] = the address
+ * of sigmoid_full[32768] in every lane. VSHLL.S16 #1 sign-extends and doubles x, VADD forms
+ * the 8 addresses (q12, q13), each VMOV moves two of them to core registers and VLD1.16 loads
+ * one lane from each (16 instructions; gcc would move the addresses one by one). */
+#define ELT_SIGMOID8(lo, hi)                                                                       \
+    "vshll.s16 q12, " lo ", #1\n\t"                                                                \
+    "vshll.s16 q13, " hi ", #1\n\t"                                                                \
+    "vadd.i32  q12, q12, %q[mid]\n\t"                                                              \
+    "vadd.i32  q13, q13, %q[mid]\n\t"                                                              \
+    "vmov      %[a0], %[a1], d24\n\t"                                                              \
+    "vmov      %[a2], %[a3], d25\n\t"                                                              \
+    "vld1.16   {" lo "[0]}, [%[a0]]\n\t"                                                           \
+    "vld1.16   {" lo "[1]}, [%[a1]]\n\t"                                                           \
+    "vld1.16   {" lo "[2]}, [%[a2]]\n\t"                                                           \
+    "vld1.16   {" lo "[3]}, [%[a3]]\n\t"                                                           \
+    "vmov      %[a0], %[a1], d26\n\t"                                                              \
+    "vmov      %[a2], %[a3], d27\n\t"                                                              \
+    "vld1.16   {" hi "[0]}, [%[a0]]\n\t"                                                           \
+    "vld1.16   {" hi "[1]}, [%[a1]]\n\t"                                                           \
+    "vld1.16   {" hi "[2]}, [%[a2]]\n\t"                                                           \
+    "vld1.16   {" hi "[3]}, [%[a3]]\n\t"
 
-/* The gate activations, c, h and hs of 8 units per iteration:
- *   i, f, o = σ(pre), g = 2σ(pre) - 1 (its pre is 2x),
- *   f·c: VMULL.S32 (int64), + (i·g)·2^L: VMULL.S16 then VMLAL.S32 by 2^L,
- *   c = VQRSHRN.S64 #15 = sat32(rshift_round(cc, 15)),
- *   h = VQRDMULH(o, tanh c) = sat16((2·o·tc + 2^15) >> 16) = sat16(rshift_round(o·tc, 15)). */
+/* The cell of 8 units per iteration (q8-q11: i, f, g, o; q12-q13: c; q4-q7: int64):
+ *   i, f, o = σ(pre), g = 2σ(pre) - 1 (its pre is 2x; 2s - 32768 as int16 is 2s with bit 15
+ *   flipped), f·c: VMULL.S32 (int64), + (i·g)·2^L: VMULL.S16 then VMLAL.S32 by 2^L,
+ *   c = VQRSHRN.S64 #15 = sat32(rshift_round(cc, 15)), 2c = VQMOVN(VRSHL(c, -cell_tanh_rshift)),
+ *   h = VQRDMULH(o, tanh c) = sat16((2·o·tc + 2^15) >> 16) = sat16(rshift_round(o·tc, 15)),
+ *   hs = VRSHL(h, -h_opshift). */
+#define ELT_CELL_LOOP                                                                              \
+    "1:\n\t"                                                                                       \
+    "vld1.16   {d16, d17}, [%[pre]], %[rs]\n\t"                                                    \
+    "vld1.16   {d18, d19}, [%[pre]], %[rs]\n\t"                                                    \
+    "vld1.16   {d20, d21}, [%[pre]], %[rs]\n\t"                                                    \
+    "vld1.16   {d22, d23}, [%[pre]], %[rb]\n\t"                                                    \
+    ELT_SIGMOID8("d16", "d17")                                                                     \
+    ELT_SIGMOID8("d18", "d19")                                                                     \
+    ELT_SIGMOID8("d20", "d21")                                                                     \
+    ELT_SIGMOID8("d22", "d23")                                                                     \
+    "vshl.i16  q10, q10, #1\n\t"                                                                   \
+    "veor      q10, q10, %q[k8]\n\t"                                                               \
+    "vmull.s16 q4, d16, d20\n\t"                                                                   \
+    "vmull.s16 q5, d17, d21\n\t"                                                                   \
+    "vmovl.s16 q8, d18\n\t"                                                                        \
+    "vmovl.s16 q10, d19\n\t"                                                                       \
+    "vld1.32   {d24-d27}, [%[c]]\n\t"                                                              \
+    "vmull.s32 q6, d16, d24\n\t"                                                                   \
+    "vmull.s32 q7, d17, d25\n\t"                                                                   \
+    "vmlal.s32 q6, d8, %P[powl]\n\t"                                                               \
+    "vmlal.s32 q7, d9, %P[powl]\n\t"                                                               \
+    "vqrshrn.s64 d24, q6, #15\n\t"                                                                 \
+    "vqrshrn.s64 d25, q7, #15\n\t"                                                                 \
+    "vmull.s32 q6, d20, d26\n\t"                                                                   \
+    "vmull.s32 q7, d21, d27\n\t"                                                                   \
+    "vmlal.s32 q6, d10, %P[powl]\n\t"                                                              \
+    "vmlal.s32 q7, d11, %P[powl]\n\t"                                                              \
+    "vqrshrn.s64 d26, q6, #15\n\t"                                                                 \
+    "vqrshrn.s64 d27, q7, #15\n\t"                                                                 \
+    "vst1.32   {d24-d27}, [%[c]]!\n\t"                                                             \
+    "vrshl.s32 q6, q12, %q[nct]\n\t"                                                               \
+    "vrshl.s32 q7, q13, %q[nct]\n\t"                                                               \
+    "vqmovn.s32 d16, q6\n\t"                                                                       \
+    "vqmovn.s32 d17, q7\n\t"                                                                       \
+    ELT_SIGMOID8("d16", "d17")                                                                     \
+    "vshl.i16  q8, q8, #1\n\t"                                                                     \
+    "veor      q8, q8, %q[k8]\n\t"                                                                 \
+    "vqrdmulh.s16 q8, q11, q8\n\t"                                                                 \
+    "vst1.16   {d16, d17}, [%[h]]!\n\t"                                                            \
+    "vrshl.s16 q8, q8, %q[nh]\n\t"                                                                 \
+    "vst1.16   {d16, d17}, [%[hs]]!\n\t"                                                           \
+    "subs      %[n], %[n], #1\n\t"                                                                 \
+    "bne       1b"
+/* clang-format on */
+
+/* The gate activations, c, h and hs of every unit, 8 per iteration (ELT_CELL_LOOP). */
 static inline __attribute__((always_inline)) void
 cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c, int16_t *h, int16_t *hs)
 {
@@ -282,37 +346,20 @@ cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c, int16_t *h,
     const int32x2_t pow_l = vdup_n_s32((int32_t)1 << p->cell_ig_lshift);
     const int32x4_t neg_ct = vdupq_n_s32(-(int32_t)p->cell_tanh_rshift);
     const int16x8_t neg_h = vdupq_n_s16((int16_t) - (int16_t)p->h_opshift);
+    const int16x8_t k8 = vdupq_n_s16(INT16_MIN);
     const int32x4_t mid = sigmoid_mid(p);
-    uint32_t j;
-    for (j = 0; j < hp; j += 8u) {
-        const int16x8_t i = sigmoid8(vld1q_s16(pre + j), mid);
-        const int16x8_t f = sigmoid8(vld1q_s16(pre + hp + j), mid);
-        const int16x8_t g = tanh_from_sigmoid8(sigmoid8(vld1q_s16(pre + 2u * hp + j), mid));
-        const int16x8_t o = sigmoid8(vld1q_s16(pre + 3u * hp + j), mid);
-        const int32x4_t c0 = vld1q_s32(c + j);
-        const int32x4_t c1 = vld1q_s32(c + j + 4u);
-        const int32x4_t f0 = vmovl_s16(vget_low_s16(f));
-        const int32x4_t f1 = vmovl_s16(vget_high_s16(f));
-        const int32x4_t ig0 = vmull_s16(vget_low_s16(i), vget_low_s16(g));
-        const int32x4_t ig1 = vmull_s16(vget_high_s16(i), vget_high_s16(g));
-        const int64x2_t cc0 =
-            vmlal_s32(vmull_s32(vget_low_s32(f0), vget_low_s32(c0)), vget_low_s32(ig0), pow_l);
-        const int64x2_t cc1 =
-            vmlal_s32(vmull_s32(vget_high_s32(f0), vget_high_s32(c0)), vget_high_s32(ig0), pow_l);
-        const int64x2_t cc2 =
-            vmlal_s32(vmull_s32(vget_low_s32(f1), vget_low_s32(c1)), vget_low_s32(ig1), pow_l);
-        const int64x2_t cc3 =
-            vmlal_s32(vmull_s32(vget_high_s32(f1), vget_high_s32(c1)), vget_high_s32(ig1), pow_l);
-        const int32x4_t n0 = vcombine_s32(vqrshrn_n_s64(cc0, 15), vqrshrn_n_s64(cc1, 15));
-        const int32x4_t n1 = vcombine_s32(vqrshrn_n_s64(cc2, 15), vqrshrn_n_s64(cc3, 15));
-        const int16x8_t c2 =
-            vcombine_s16(vqmovn_s32(vrshlq_s32(n0, neg_ct)), vqmovn_s32(vrshlq_s32(n1, neg_ct)));
-        const int16x8_t hv = vqrdmulhq_s16(o, tanh_from_sigmoid8(sigmoid8(c2, mid)));
-        vst1q_s32(c + j, n0);
-        vst1q_s32(c + j + 4u, n1);
-        vst1q_s16(h + j, hv);
-        vst1q_s16(hs + j, vrshlq_s16(hv, neg_h));
-    }
+    /* pre advances by one gate (2 Hp bytes) three times, then back to the next 8 units */
+    const int32_t rs = (int32_t)(2u * hp);
+    const int32_t rb = 16 - 3 * rs;
+    uint32_t n = hp / 8u;
+    uint32_t a0, a1, a2, a3;
+    __asm__ volatile(ELT_CELL_LOOP
+                     : [pre] "+r"(pre), [c] "+r"(c), [h] "+r"(h), [hs] "+r"(hs), [n] "+r"(n),
+                       [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
+                     : [rs] "r"(rs), [rb] "r"(rb), [mid] "w"(mid), [nct] "w"(neg_ct),
+                       [nh] "w"(neg_h), [k8] "w"(k8), [powl] "w"(pow_l)
+                     : "cc", "memory", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", "d16",
+                       "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "d26", "d27");
 }
 
 #else /* scalar */
