@@ -8,6 +8,7 @@ executed-instruction counts per function and per instruction class (NEON, VFP, A
 multiply, branch). One instruction = 1 ns under `-icount shift=0`; a global-timer tick is 10 ns.
 
     python bench/profile.py --build out/build/kws --data out/data/demo [--mode strict] [--top 25]
+        [--mnemonics elt_lstm_s16_run]
 
 Slow (QEMU logs every block): one sample per mode, a few seconds each.
 """
@@ -144,6 +145,7 @@ def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[
     addrs, names, _ = symbols(elf)
     by_fn: collections.Counter[str] = collections.Counter()
     by_cls: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    by_mn: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for pc, n in execs.items():
         body = blocks.get(pc)
         if body is None:
@@ -153,10 +155,12 @@ def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[
         by_fn[fn] += n * len(body)
         for mnem in body:
             by_cls[fn][insn_class(mnem)] += n
+            by_mn[fn][mnem] += n
     return {
         "ticks": (res.ticks_encoder, res.ticks_adapt, res.ticks_total),
         "by_fn": by_fn,
         "by_cls": by_cls,
+        "by_mn": by_mn,
     }
 
 
@@ -171,6 +175,13 @@ def main() -> int:
     ap.add_argument("--data", type=Path, required=True, help="`codegen data` directory")
     ap.add_argument("--mode", action="append", help="modes (default: no_adapt, strict)")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument(
+        "--mnemonics",
+        action="append",
+        default=[],
+        metavar="FUNCTION",
+        help="also list the executed instructions of FUNCTION by mnemonic (repeatable)",
+    )
     a = ap.parse_args()
     from elatta_host.plan import load_build
 
@@ -198,6 +209,18 @@ def main() -> int:
                 f"| {fn} | {n} | {100 * n / total:.1f} | {c['neon']} | {c['vfp']} | "
                 f"{c['alu']} | {c['multiply']} | {c['load/store']} | {c['branch']} |"
             )
+        by_mn = r["by_mn"]
+        assert isinstance(by_mn, dict)
+        for fn in a.mnemonics:
+            mn = by_mn.get(fn, collections.Counter())
+            if not mn:
+                print(f"\n{fn}: no instructions executed (is it inlined or misspelt?)")
+                continue
+            print(f"\n### {fn} by mnemonic ({sum(mn.values())} instructions)\n")
+            print("| mnemonic | instructions | % |")
+            print("|---|---:|---:|")
+            for m, k in mn.most_common():
+                print(f"| {m} | {k} | {100 * k / sum(mn.values()):.1f} |")
     return 0
 
 

@@ -18,14 +18,15 @@ import jinja2
 import numpy as np
 
 from codegen import __version__
+from codegen.fixed import sigmoid_lut
 from codegen.ir import GATES, POOL_SHIFT, QLstm, QModel, QTensor
 from codegen.resources import jinja_env
 
 VALUES_PER_LINE = 12
-# Kernel layout of the LSTM weights (firmware/elt_lstm_s16.c): 32 gate rows per block (eight
-# int32x4 accumulators), hidden units padded to 8 (one int16x8 vector), operand columns to 4
-# (one int16x4 d-register of vmlal_lane_s16 scalars).
-ROW_BLOCK = 32
+# Kernel layout of the LSTM weights (firmware/elt_lstm_s16.c): 16 gate rows per block (four
+# int32x4 accumulators; one VLDM of 16 d-registers loads 4 columns of a block), hidden units
+# padded to 8 (one int16x8 vector), operand columns to 4 (one d-register of VMLAL scalars).
+ROW_BLOCK = 16
 HIDDEN_ALIGN = 8
 COL_GROUP = 4
 
@@ -109,23 +110,22 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def block_lane(row: int) -> int:
-    """Position of row ``row`` (0..31) of a block among the 32 int16 of one packed column: in
-    each half of 16, rows 0-7 at the even positions and 8-15 at the odd ones, so one VLD2.16
-    {4 d-regs} de-interleaves a half into rows 0-7 and rows 8-15."""
-    base, r = row - row % 16, row % 16
-    return base + (2 * r if r < 8 else 2 * (r - 8) + 1)
-
-
 @dataclass(frozen=True)
 class LstmLayout:
     """The integer LSTM in the kernel's layout (every integer from the fixed IR, rearranged).
 
     Gate rows r = g·Hp + j (gate g in torch order i, f, g, o, unit j < H; units H..Hp−1 are
     padding with zero weights and bias, so their c and h stay exactly 0). Operand vector
-    u = [hs (Hp); xs (F); zero pad to a multiple of 4]: column k < Hp is W_hh[:, k], column
-    Hp + j is W_ih[:, j]. ``w`` is [R/32][K][32]: for each block of 32 rows, every column's
-    32 weights, interleaved by `block_lane`.
+    u = [hs (Hp); p pad columns; xs (F)], p = (−F) mod 4: column k < Hp is W_hh[:, k], column
+    K − F + j is W_ih[:, j]. The pad columns come first so that the kernel can enter the input
+    columns' unrolled code at the first real column (its operands there are whatever precedes
+    the frame: they meet zero weights, or are skipped). ``w`` is [R/16][K][16]: for each block
+    of 16 rows, every column's 16 weights in row order, so 4 consecutive columns of a block are
+    64 consecutive int16 (one VLDM of 16 d-registers, each d-register 4 rows of one column).
+
+    ``sigmoid_full`` is σ (`codegen.intref.activations.sigmoid_lut`) evaluated at every int16
+    input v, at index v + 32768: the kernel's σ is one halfword gather per value instead of two
+    table reads and the interpolation (the same function, tabulated exhaustively).
     """
 
     hidden_pad: int  # Hp
@@ -134,17 +134,11 @@ class LstmLayout:
     w: np.ndarray  # [R/16, K, 16] int16
     bias: np.ndarray  # [R] int32 at A fraction bits
     neg_shift: np.ndarray  # [R] −(final shift of the row), for VRSHL
-    lut2: np.ndarray  # [256] lut[j] | lut[j+1] << 16
+    sigmoid_full: np.ndarray  # [65536] σ(v), index v + 32768
 
     @property
     def row_blocks(self) -> int:
         return self.rows // ROW_BLOCK
-
-    @property
-    def x_pad(self) -> int:
-        """Operand columns beyond F (zero weights): the kernel reads that many int16 past the
-        last frame's features."""
-        return self.cols - self.hidden_pad
 
 
 def lstm_layout(L: QLstm) -> LstmLayout:
@@ -160,17 +154,14 @@ def lstm_layout(L: QLstm) -> LstmLayout:
         src = slice(g * H, (g + 1) * H)
         dst = slice(g * Hp, g * Hp + H)
         dense[dst, :H] = L.w_hh.raw[src]
-        dense[dst, Hp : Hp + F] = L.w_ih.raw[src]
+        dense[dst, K - F :] = L.w_ih.raw[src]
         bias[dst] = L.bias.raw[src]
         shift[g * Hp : (g + 1) * Hp] = s[g * H]
-    blocks = dense.reshape(R // ROW_BLOCK, ROW_BLOCK, K).transpose(0, 2, 1)  # [B][K][row]
-    # R = 4·Hp is a multiple of 32 because Hp is a multiple of 8
-    order = [block_lane(r) for r in range(ROW_BLOCK)]
-    w = np.zeros_like(blocks)
-    w[:, :, order] = blocks
-    lut = L.lut.table.raw
-    lut2 = lut[:-1] | (lut[1:] << 16)
-    return LstmLayout(Hp, K, R, w, bias, -shift, lut2)
+    # R = 4·Hp is a multiple of 16 because Hp is a multiple of 8
+    w = np.ascontiguousarray(dense.reshape(R // ROW_BLOCK, ROW_BLOCK, K).transpose(0, 2, 1))
+    v = np.arange(-32768, 32768, dtype=np.int64)
+    full = sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
+    return LstmLayout(Hp, K, R, w, bias, -shift, full)
 
 
 def _view(
@@ -214,10 +205,10 @@ def _lstm_views(L: QLstm, lay: Any, sym: dict[str, str], layer: int) -> list[Any
             lay.w.shape,
             f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = 4 x Hp = {R} gate rows "
             f"g·Hp + j, gates i,f,g,o, Hp = {Hp}; K = {K} columns u = [hs (Hp); "
-            f"xs (F = {F}); 0 pad]; per column each half of 16 rows interleaved "
-            f"r0,r8,r1,r9,... for one VLD2.16; pad rows and columns 0)",
+            f"{K - Hp - F} pad; xs (F = {F})]; per column the block's 16 rows in order, so "
+            f"4 columns are one VLDM of 16 d-registers; pad rows and columns 0)",
             f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
-            f"{Hp}..{Hp + F - 1} (16-bit)",
+            f"{K - F}..{K - 1} (16-bit)",
             min(wl, il),
             max(wh, ih),
             max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
@@ -265,7 +256,7 @@ def _layer2_context(q: QModel) -> dict[str, Any] | None:
         "shifts": L2.shifts,
         "sym": sym,
         "tensors": _lstm_views(L2, lay, sym, 1),
-        "xs_size": L2.num_frames * L2.input_size + lay.x_pad - L2.input_size,
+        "xs_size": L2.num_frames * L2.input_size,
         "acc_frac": L2.proof.acc_frac,
         "margin_text": f"{L2.acc_gate.margin_bits:.2f}",
     }
@@ -356,7 +347,7 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "bias": f"{p}lstm_bias",
         "neg_shift": f"{p}lstm_neg_shift",
         "lut": f"{p}sigmoid_lut",
-        "lut2": f"{p}sigmoid_lut2",
+        "full": f"{p}sigmoid_full",
     }
     lut_lo, lut_hi = L.lut.table.float_range
     tensors = [
@@ -369,17 +360,17 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
             f"{L.lut.in_fmt.name})",
         ),
         _view(
-            "sigmoid_lut2",
-            sym["lut2"],
-            "uint32_t",
-            lay.lut2.shape,
-            f" (pairs lut[j] | lut[j+1] << 16, j = 0..{lay.lut2.size - 1}: one load per "
-            f"interpolated σ)",
-            f"2 x {L.lut.table.fmt.name} (2 x 16-bit)",
+            "sigmoid_full",
+            sym["full"],
+            "int16_t",
+            lay.sigmoid_full.shape,
+            " (σ of every Q4.11 input v at index v + 32768: the interpolated table above "
+            "evaluated exhaustively, one halfword gather per σ in the NEON kernel)",
+            f"{L.lut.table.fmt.name} (16-bit)",
             lut_lo,
             lut_hi,
             L.lut.table.max_abs_error,
-            lay.lut2,
+            lay.sigmoid_full,
         ),
     ]
     pr = L.proof
@@ -402,7 +393,7 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "tensors": tensors,
         "proof": proof,
         "layout": lay,
-        "xs_size": L.num_frames * F + lay.x_pad - F,
+        "xs_size": L.num_frames * F,
         "layer2": _layer2_context(q),
         "sym": sym,
     }

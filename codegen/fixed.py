@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 INT16_MIN = -32768
 INT16_MAX = 32767
@@ -46,3 +47,26 @@ def div_pos(num: T, den: T) -> T:
     elif num < 0 or den <= 0:
         raise ValueError(f"div_pos needs num >= 0 and den > 0, got {num} / {den}")
     return num // den
+
+
+IntArray = npt.NDArray[np.int64]
+
+
+def sigmoid_lut(lut: IntArray, index_shift: int, v: IntArray) -> IntArray:
+    """elt_sigmoid_q15 (firmware/elt_lstm_s16.c): v Q4.11 raw (int16) -> σ Q0.15 by table +
+    linear interpolation. Here beside the rounding rule because both sides use it: the emitter
+    tabulates it at every int16 input for the NEON kernel, the integer reference replays it.
+
+    a = min(|v|, 32767); j = a >> s; frac = a & (2^s − 1);
+    σ⁺ = T[j] + ((T[j+1] − T[j])·frac + 2^(s−1)) >> s   (floor shift, as ARM ASR);
+    σ = σ⁺ for v ≥ 0, 32768 − σ⁺ for v < 0 (σ(−x) = 1 − σ(x), exact mirror).
+    """
+    vv = np.asarray(v, dtype=np.int64)
+    a = np.minimum(np.abs(vv), 32767)
+    j = a >> index_shift
+    frac = a & ((1 << index_shift) - 1)
+    lo = lut[j]
+    hi = lut[j + 1]
+    pos = lo + (((hi - lo) * frac + (1 << (index_shift - 1))) >> index_shift)
+    out: IntArray = np.where(vv < 0, 32768 - pos, pos)
+    return out

@@ -53,123 +53,27 @@ int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2)
 
 #if ELT_LSTM_NEON
 _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresses in uint32 lanes");
-/* Lane k of a vector of addresses, as a pointer to a table pair. */
-#define ELT_LANE_PTR(v, k) ((const uint32_t *)(uintptr_t)vgetq_lane_u32((v), (k)))
 
 /*
- * Cortex-A9 NEON, integer only. Instructions per step for T = 49, F = 10, H = 32 (Hp = 32,
- * K = 44, 4 blocks of 32 rows), counted in the arm-none-eabi-gcc 12 -O2 objdump (QEMU -icount
- * charges one per instruction, ~10 per global-timer tick):
- *   gates, per block of 32 rows:
- *     10 groups of 4 columns x 43 (1 VLD1 operands, 8 VLD2 weights, 32 VMLAL, CMP, B)   430
- *     F mod 4 = 2 tail columns (1 VLD1, 4 VLD2, 16 VMLAL) and branches                   ~25
- *     bias (8 VLD1), loop and pointer upkeep                                              ~25
- *     4 x (2 VLD1 shifts, 2 VRSHL, 2 VQMOVN, σ8 ~31, VST1)                              ~160
- *     => ~650 per block, 4 blocks                                                      ~2,600
- *   cell, 4 x 82 per 8 units (VMULL/VMLAL.S32, 4 VQRSHRN, VRSHL/VQMOVN, σ8, VQRDMULH)    ~330
- *   => ~2,950 per step, ~145,000 per sequence: 14,661 QEMU icount ticks measured (was 143,000
- *   with int64 accumulators and scalar activations).
+ * Cortex-A9 NEON, integer only. QEMU -icount charges one unit per guest instruction whatever
+ * it does (ten per global-timer tick; ticks are instructions, not cycles), so the kernel is
+ * written for the fewest instructions per multiply-accumulate:
+ *   gates: per block of 16 rows, four int32x4 accumulators (q4-q7) start at the bias, and every
+ *     4 packed columns are one VLDMIA of 16 d-registers (64 weights) and 16 VMLAL.S16 by the
+ *     lanes of one d-register of operands; then VRSHL/VQMOVN to the Q4.11 pre-activations.
+ *     The VMLALs are the floor: R·K/4 per step, four multiply-accumulates each.
+ *   cell: σ is a halfword gather from the exhaustive table (sigmoid_full, elt_lstm_s16.h): per
+ *     8 values VSHLL/VADD form the 8 addresses, 4 VMOV move them to core registers in pairs,
+ *     8 VLD1.16 load the lanes (16 instructions, against ~31 for the interpolated table).
+ * T = 49, F = 10, H = 32 (bench/profile.py --mnemonics elt_lstm_s16_run): 106,154 instructions
+ * per sequence, 10,656 ticks; 65,856 of them VMLAL.S16, ~15,700 the 7,840 σ gathers, 5,488
+ * VLDM, ~3,900 the gate narrowing, ~3,100 the int64 cell, the rest loads, stores and control.
  */
-/* σ of 8 Q4.11 inputs, lane for lane equal to sigmoid_q15 (ELT_LSTM_LUT_SHIFT = 7):
- *   a = min(|x|, 32767)                              VQABS (saturating: |-32768| -> 32767)
- *   lo, hi = lut[a >> 7], lut[(a >> 7) + 1]          the pair lut2[a >> 7], VUZP splits them
- *   pos = lo + (((hi - lo)·(a & 127) + 64) >> 7)     = lo + VQRDMULH(hi - lo, (a & 127) << 8):
- *         VQRDMULH(d, m) = (2·d·m + 2^15) >> 16 = (d·(a & 127) + 64) >> 7 for m = (a & 127)·2^8
- *         (numerator and denominator times 2^9; floor shift for negative d too; |m| < 2^15,
- *         so it never saturates)
- *   σ = x < 0 ? 32768 - pos : pos                    int16 wrap of -32768 - pos, VBSL
- * The gather: the 8 addresses lut2 + 4j are formed in NEON (32-bit pointers), then per lane one
- * VMOV to a core register and one VLD1.32 straight into the lane (16 of ~31 instructions). */
-static inline __attribute__((always_inline)) int16x8_t sigmoid8(int16x8_t x, const uint32_t *lut2)
-{
-    const int16x8_t a = vqabsq_s16(x);
-    const uint16x8_t j = vshrq_n_u16(vreinterpretq_u16_s16(a), ELT_LSTM_LUT_SHIFT);
-    const int16x8_t m = vandq_s16(vshlq_n_s16(a, 15 - ELT_LSTM_LUT_SHIFT), vdupq_n_s16(0x7f00));
-    const uint32x4_t base = vdupq_n_u32((uint32_t)(uintptr_t)lut2);
-    const uint32x4_t p0 = vaddq_u32(base, vshll_n_u16(vget_low_u16(j), 2));
-    const uint32x4_t p1 = vaddq_u32(base, vshll_n_u16(vget_high_u16(j), 2));
-    uint32x4_t q0 = vreinterpretq_u32_u16(j); /* every lane is overwritten below */
-    uint32x4_t q1 = vreinterpretq_u32_s16(a);
-    int16x8x2_t t;
-    int16x8_t pos;
-    q0 = vld1q_lane_u32(ELT_LANE_PTR(p0, 0), q0, 0);
-    q0 = vld1q_lane_u32(ELT_LANE_PTR(p0, 1), q0, 1);
-    q0 = vld1q_lane_u32(ELT_LANE_PTR(p0, 2), q0, 2);
-    q0 = vld1q_lane_u32(ELT_LANE_PTR(p0, 3), q0, 3);
-    q1 = vld1q_lane_u32(ELT_LANE_PTR(p1, 0), q1, 0);
-    q1 = vld1q_lane_u32(ELT_LANE_PTR(p1, 1), q1, 1);
-    q1 = vld1q_lane_u32(ELT_LANE_PTR(p1, 2), q1, 2);
-    q1 = vld1q_lane_u32(ELT_LANE_PTR(p1, 3), q1, 3);
-    /* [lo0 hi0 lo1 hi1 ...] -> val[0] = lo (lut[j]), val[1] = hi (lut[j + 1]) */
-    t = vuzpq_s16(vreinterpretq_s16_u32(q0), vreinterpretq_s16_u32(q1));
-    pos = vaddq_s16(t.val[0], vqrdmulhq_s16(vsubq_s16(t.val[1], t.val[0]), m));
-    return vbslq_s16(vcltq_s16(x, vdupq_n_s16(0)), vsubq_s16(vdupq_n_s16(INT16_MIN), pos), pos);
-}
-
-/* The next 16 packed weights. The empty asm keeps the pointer a plain register increment, which
- * gcc folds into the load's post-increment (VLD2 {..}, [rN]!) instead of an ADD per load. */
-static inline __attribute__((always_inline)) const int16_t *next16(const int16_t *w)
-{
-    w += 16;
-    __asm__("" : "+r"(w));
-    return w;
-}
-
-/* One packed column into the 32 rows of a block: two VLD2.16 {4 d-regs} (rows 0-7 | 8-15 and
- * 16-23 | 24-31) and eight VMLAL.S16 by lane `lane` of the operands u4 (4 rows each). Works on
- * the locals of gates(): the weight pointer w, the operands u4 and the accumulators a0..a7
- * (macros, because the lane of VMLAL_LANE must be a constant). */
-#define ELT_MAC_COLUMN(lane)                                                                       \
-    do {                                                                                           \
-        const int16x8x2_t c0 = vld2q_s16(w);                                                       \
-        const int16x8x2_t c1 = vld2q_s16(w = next16(w));                                           \
-        w = next16(w);                                                                             \
-        a0 = vmlal_lane_s16(a0, vget_low_s16(c0.val[0]), u4, (lane));                              \
-        a1 = vmlal_lane_s16(a1, vget_high_s16(c0.val[0]), u4, (lane));                             \
-        a2 = vmlal_lane_s16(a2, vget_low_s16(c0.val[1]), u4, (lane));                              \
-        a3 = vmlal_lane_s16(a3, vget_high_s16(c0.val[1]), u4, (lane));                             \
-        a4 = vmlal_lane_s16(a4, vget_low_s16(c1.val[0]), u4, (lane));                              \
-        a5 = vmlal_lane_s16(a5, vget_high_s16(c1.val[0]), u4, (lane));                             \
-        a6 = vmlal_lane_s16(a6, vget_low_s16(c1.val[1]), u4, (lane));                              \
-        a7 = vmlal_lane_s16(a7, vget_high_s16(c1.val[1]), u4, (lane));                             \
-    } while (0)
-
-/* Four packed columns (one group of 4 operands from u) into the 32 rows of a block. */
-#define ELT_MAC_GROUP(u)                                                                           \
-    do {                                                                                           \
-        const int16x4_t u4 = vld1_s16(u);                                                          \
-        ELT_MAC_COLUMN(0);                                                                         \
-        ELT_MAC_COLUMN(1);                                                                         \
-        ELT_MAC_COLUMN(2);                                                                         \
-        ELT_MAC_COLUMN(3);                                                                         \
-    } while (0)
-
-/* The next 4 int32 (bias, shift vectors), with the same post-increment trick as next16. */
-static inline __attribute__((always_inline)) const int32_t *next4(const int32_t *p)
-{
-    p += 4;
-    __asm__("" : "+r"(p));
-    return p;
-}
-
-/* pre = sat16(rshift_round(acc, s)) = VQMOVN(VRSHL(acc, -s)) for 8 rows, then σ; *ns advances
- * by 8 rows. */
-static inline __attribute__((always_inline)) int16x8_t gate8(int32x4_t lo, int32x4_t hi,
-                                                             const int32_t **ns,
-                                                             const uint32_t *lut2)
-{
-    const int32x4_t s0 = vld1q_s32(*ns);
-    const int32x4_t s1 = vld1q_s32(*ns = next4(*ns));
-    *ns = next4(*ns);
-    return sigmoid8(vcombine_s16(vqmovn_s32(vrshlq_s32(lo, s0)), vqmovn_s32(vrshlq_s32(hi, s1))),
-                    lut2);
-}
 
 /* xs = rshift_round(x, x_opshift) for all T frames: VRSHL by -x_opshift (0: identity). */
 static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *xs)
 {
     const uint32_t n = (uint32_t)p->num_frames * p->input_size;
-    const uint32_t tail = (uint32_t)p->cols - p->hidden_pad - p->input_size;
     const int16x8_t neg = vdupq_n_s16((int16_t) - (int16_t)p->x_opshift);
     uint32_t k = 0;
     for (; k + 8u <= n; k += 8u) {
@@ -178,142 +82,304 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
     for (; k < n; ++k) {
         xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
     }
-    for (k = 0; k < tail; ++k) {
-        xs[n + k] = 0; /* read by the last frame's padded column group, times zero weights */
-    }
 }
 
-/* act = σ(pre) for every gate row: acc = bias + W [hs; xs_t], pre = sat16(rshift_round(acc,
- * s_r)) = VQMOVN(VRSHL(acc, -s_r)) (VRSHL by a negative amount is the rounding right shift,
- * VQMOVN the saturating narrow). */
-static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt,
-                  int16_t *act)
+/* clang-format off */
+/* Four VMLAL.S16 of one column of a 16-row block (weights in d-registers r0..r3) by the
+ * operand scalar s, into the accumulators q4-q7 (rows 0-3, 4-7, 8-11, 12-15). */
+#define ELT_VMLAL_COL(r0, r1, r2, r3, s)                                                           \
+    "vmlal.s16 q4, " r0 ", " s "\n\t"                                                              \
+    "vmlal.s16 q5, " r1 ", " s "\n\t"                                                              \
+    "vmlal.s16 q6, " r2 ", " s "\n\t"                                                              \
+    "vmlal.s16 q7, " r3 ", " s "\n\t"
+
+/* Four columns held in d16-d31 (one VLDMIA) by the four lanes of operand register s. */
+#define ELT_VMLAL_GROUP(s)                                                                         \
+    ELT_VMLAL_COL("d16", "d17", "d18", "d19", s "[0]")                                             \
+    ELT_VMLAL_COL("d20", "d21", "d22", "d23", s "[1]")                                             \
+    ELT_VMLAL_COL("d24", "d25", "d26", "d27", s "[2]")                                             \
+    ELT_VMLAL_COL("d28", "d29", "d30", "d31", s "[3]")
+
+/* The asm of gates() shared by its two forms. Per block of 16 rows: acc = bias; the hidden
+ * columns, Hp / 32 chunks of 32 (operands d0-d7, one VLDM) and (Hp mod 32) / 8 steps of 8. */
+#define ELT_GATES_HIDDEN                                                                           \
+    "0:\n\t"                                                                                       \
+    "vldmia    %[bias]!, {d8-d15}\n\t"                                                             \
+    "mov       %[u], %[hs]\n\t"                                                                    \
+    "movs      %[n], %[hp], lsr #5\n\t"                                                            \
+    "beq       5f\n"                                                                               \
+    "1:\n\t"                                                                                       \
+    "vldmia    %[u]!, {d0-d7}\n\t"                                                                 \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d0")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d1")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d2")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d3")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d4")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d5")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d6")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d7")                                                                          \
+    "subs      %[n], %[n], #1\n\t"                                                                 \
+    "bne       1b\n"                                                                               \
+    "5:\n\t"                                                                                       \
+    "ands      %[n], %[hp], #24\n\t"                                                               \
+    "beq       6f\n"                                                                               \
+    "7:\n\t"                                                                                       \
+    "vld1.16   {d0, d1}, [%[u]]!\n\t"                                                              \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d0")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d1")                                                                          \
+    "subs      %[n], %[n], #8\n\t"                                                                 \
+    "bne       7b\n"                                                                               \
+    "6:\n\t"
+
+/* pre = VQMOVN(VRSHL(acc, -s)) for the block's 16 rows, then the next block. */
+#define ELT_GATES_NARROW                                                                           \
+    "vldmia    %[ns]!, {d16-d23}\n\t"                                                              \
+    "vrshl.s32 q4, q4, q8\n\t"                                                                     \
+    "vrshl.s32 q5, q5, q9\n\t"                                                                     \
+    "vrshl.s32 q6, q6, q10\n\t"                                                                    \
+    "vrshl.s32 q7, q7, q11\n\t"                                                                    \
+    "vqmovn.s32 d16, q4\n\t"                                                                       \
+    "vqmovn.s32 d17, q5\n\t"                                                                       \
+    "vqmovn.s32 d18, q6\n\t"                                                                       \
+    "vqmovn.s32 d19, q7\n\t"                                                                       \
+    "vst1.16   {d16-d19}, [%[pre]]!\n\t"                                                           \
+    "subs      %[blocks], %[blocks], #1\n\t"                                                       \
+    "bne       0b"
+
+/* F <= 16: the input groups unrolled (operands d4-d7), entered by BX at %[e] (an offset from
+ * label 8, made an address once per call). */
+#define ELT_GATES_X_UNROLLED                                                                       \
+    "adrl      %[n], 8f\n\t"                                                                       \
+    "add       %[e], %[e], %[n]\n\t"                                                               \
+    ELT_GATES_HIDDEN                                                                               \
+    "vld1.16   {d4-d7}, [%[xo]]\n\t"                                                               \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    "bx        %[e]\n"                                                                             \
+    "8:\n\t"                                                                                       \
+    ELT_VMLAL_GROUP("d4")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d5")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d6")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d7")                                                                          \
+    ELT_GATES_NARROW
+
+/* F > 16: a loop over the %[g] input groups from %[xo]. */
+#define ELT_GATES_X_LOOP                                                                           \
+    ELT_GATES_HIDDEN                                                                               \
+    "mov       %[u], %[xo]\n\t"                                                                    \
+    "mov       %[n], %[g]\n"                                                                       \
+    "2:\n\t"                                                                                       \
+    "vld1.16   {d0}, [%[u]]!\n\t"                                                                  \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d0")                                                                          \
+    "subs      %[n], %[n], #1\n\t"                                                                 \
+    "bne       2b\n\t"                                                                             \
+    ELT_GATES_NARROW
+/* clang-format on */
+
+#define ELT_GATES_CLOBBER                                                                          \
+    "cc", "memory", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11",      \
+        "d12", "d13", "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", \
+        "d25", "d26", "d27", "d28", "d29", "d30", "d31"
+
+/* pre[r] = sat16(rshift_round(acc_r, s_r)) for every gate row, acc = bias + W u,
+ * u = [hs; pad; xs_t]: VRSHL by -s_r is the rounding right shift, VQMOVN the saturating narrow.
+ * The int32 sum is exact in any order (the compiler's bound), so VMLAL's wrapping adds never
+ * wrap. The input columns, g = (F + p) / 4 groups whose first p (= (-F) mod 4) are zero-weight
+ * pad columns, read their operands from xo = xs_t - p - 4 (4 - g) on (into d4-d7 for g <= 4,
+ * one VLD1): the pad lanes and the lanes before hold the previous frame (or the slack before
+ * the first one) and meet zero weights or are skipped. F <= 16: the unrolled input groups are
+ * entered (one BX, its target computed once per call) at group 4 - g, column p, so no pad
+ * column costs a VMLAL and no loop runs; larger F: a loop over the g groups. */
+static inline __attribute__((always_inline)) void
+gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt, int16_t *pre)
 {
-    const int16_t *const hs_end = hs + p->hidden_pad;
-    /* x columns: full groups of 4, then F mod 4 single columns; the zero pad columns of the
-     * packed weights are skipped */
-    const uint32_t xtail = p->input_size % ELT_LSTM_COL_GROUP;
-    const int16_t *const xt_end = xt + (p->input_size - xtail);
-    const uint32_t xskip = xtail ? (ELT_LSTM_COL_GROUP - xtail) * ELT_LSTM_ROW_BLOCK : 0u;
-    const uint32_t blocks = p->row_blocks;
+    const int16_t *w = p->w;
     const int32_t *bias = p->bias;
     const int32_t *ns = p->neg_shift;
-    const uint32_t *lut2 = p->sigmoid_lut2;
-    const int16_t *w = p->w;
-    uint32_t b;
-    for (b = 0; b < blocks; ++b) {
-        /* eight accumulators of 4 rows each, starting at the bias */
-        int32x4_t a0 = vld1q_s32(bias);
-        int32x4_t a1 = vld1q_s32(bias = next4(bias));
-        int32x4_t a2 = vld1q_s32(bias = next4(bias));
-        int32x4_t a3 = vld1q_s32(bias = next4(bias));
-        int32x4_t a4 = vld1q_s32(bias = next4(bias));
-        int32x4_t a5 = vld1q_s32(bias = next4(bias));
-        int32x4_t a6 = vld1q_s32(bias = next4(bias));
-        int32x4_t a7 = vld1q_s32(bias = next4(bias));
-        const int16_t *u;
-        bias = next4(bias);
-        for (u = hs; u < hs_end; u += ELT_LSTM_COL_GROUP) {
-            ELT_MAC_GROUP(u);
-        }
-        for (u = xt; u < xt_end; u += ELT_LSTM_COL_GROUP) {
-            ELT_MAC_GROUP(u);
-        }
-        if (xtail) {
-            const int16x4_t u4 = vld1_s16(u); /* lanes >= xtail: next frame or zero tail */
-            ELT_MAC_COLUMN(0);
-            if (xtail > 1u) {
-                ELT_MAC_COLUMN(1);
-                if (xtail > 2u) {
-                    ELT_MAC_COLUMN(2);
-                }
-            }
-            w += xskip;
-        }
-        vst1q_s16(act, gate8(a0, a1, &ns, lut2));
-        vst1q_s16(act + 8, gate8(a2, a3, &ns, lut2));
-        vst1q_s16(act + 16, gate8(a4, a5, &ns, lut2));
-        vst1q_s16(act + 24, gate8(a6, a7, &ns, lut2));
-        act += ELT_LSTM_ROW_BLOCK;
+    const uint32_t hp = p->hidden_pad; /* a multiple of 8, >= 8 */
+    const uint32_t F = p->input_size;
+    const uint32_t pad = (uint32_t)p->cols - hp - F;
+    const uint32_t g = (F + pad) / ELT_LSTM_COL_GROUP;
+    uint32_t blocks = p->row_blocks; /* >= 2 */
+    const int16_t *u;
+    uint32_t n;
+    if (g <= 4u) {
+        const int16_t *xo = xt - pad - ELT_LSTM_COL_GROUP * (4u - g);
+        /* entry: 16 VMLAL + 1 VLDM (68 bytes) per skipped group, 4 VMLAL per pad column */
+        uint32_t e = (4u - g) * 68u + pad * 16u;
+        __asm__ volatile(ELT_GATES_X_UNROLLED
+                         : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre),
+                           [blocks] "+r"(blocks), [e] "+r"(e), [u] "=&r"(u), [n] "=&r"(n)
+                         : [hs] "r"(hs), [hp] "r"(hp), [xo] "r"(xo)
+                         : ELT_GATES_CLOBBER);
+    } else {
+        const int16_t *xo = xt - pad;
+        __asm__ volatile(ELT_GATES_X_LOOP
+                         : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre),
+                           [blocks] "+r"(blocks), [u] "=&r"(u), [n] "=&r"(n)
+                         : [hs] "r"(hs), [hp] "r"(hp), [xo] "r"(xo), [g] "r"(g)
+                         : ELT_GATES_CLOBBER);
     }
 }
 
-/* tanh(x) = 2σ(2x) - 1 from σ: 2s - 32768 as int16 = (2s mod 2^16) with bit 15 flipped. */
-static inline __attribute__((always_inline)) int16x8_t tanh_from_sigmoid8(int16x8_t s)
+/* σ of 8 Q4.11 inputs: lane k = mid[x_k], `mid` = the address of sigmoid_full[32768] in every
+ * lane. VSHLL.S16 #1 sign-extends and doubles x, VADD forms the 8 addresses; each VMOV moves
+ * two of them to core registers and VLD1.16 loads one lane from each (gcc would move them one
+ * by one, hence the asm). */
+static inline __attribute__((always_inline)) int16x8_t sigmoid8(int16x8_t x, int32x4_t mid)
 {
-    return veorq_s16(vshlq_n_s16(s, 1), vdupq_n_s16(INT16_MIN));
+    const int32x4_t a0 = vaddq_s32(mid, vshll_n_s16(vget_low_s16(x), 1));
+    const int32x4_t a1 = vaddq_s32(mid, vshll_n_s16(vget_high_s16(x), 1));
+    int16x8_t y;
+    uint32_t r0, r1, r2, r3;
+    __asm__("vmov      %[r0], %[r1], %e[a0]\n\t"
+            "vmov      %[r2], %[r3], %f[a0]\n\t"
+            "vld1.16   {%e[y][0]}, [%[r0]]\n\t"
+            "vld1.16   {%e[y][1]}, [%[r1]]\n\t"
+            "vld1.16   {%e[y][2]}, [%[r2]]\n\t"
+            "vld1.16   {%e[y][3]}, [%[r3]]\n\t"
+            "vmov      %[r0], %[r1], %e[a1]\n\t"
+            "vmov      %[r2], %[r3], %f[a1]\n\t"
+            "vld1.16   {%f[y][0]}, [%[r0]]\n\t"
+            "vld1.16   {%f[y][1]}, [%[r1]]\n\t"
+            "vld1.16   {%f[y][2]}, [%[r2]]\n\t"
+            "vld1.16   {%f[y][3]}, [%[r3]]"
+            : [y] "=&w"(y), [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2), [r3] "=&r"(r3)
+            : [a0] "w"(a0), [a1] "w"(a1)); /* reads only the constant table */
+    return y;
 }
 
-/* c, h and hs of 8 units per iteration:
- *   f·c: VMULL.S32 (int64), + (i·g)·2^L: VMULL.S16 then VMLAL.S32 by 2^L,
- *   c = VQRSHRN.S64 #15 = sat32(rshift_round(cc, 15)),
- *   h = VQRDMULH(o, tanh c) = sat16((2·o·tc + 2^15) >> 16) = sat16(rshift_round(o·tc, 15)). */
-static void cell(const elt_lstm_s16_params_t *p, const int16_t *act, int32_t *c, int16_t *h,
-                 int16_t *hs)
+static inline int32x4_t sigmoid_mid(const elt_lstm_s16_params_t *p)
+{
+    return vdupq_n_s32((int32_t)(uintptr_t)(p->sigmoid_full + 32768));
+}
+
+/* clang-format off */
+/* σ of 8 Q4.11 values in d-registers lo, hi, in place: lane k = mid[x_k], %[mid] = the address
+ * of sigmoid_full[32768] in every lane. VSHLL.S16 #1 sign-extends and doubles x, VADD forms
+ * the 8 addresses (q12, q13), each VMOV moves two of them to core registers and VLD1.16 loads
+ * one lane from each (16 instructions; gcc would move the addresses one by one). */
+#define ELT_SIGMOID8(lo, hi)                                                                       \
+    "vshll.s16 q12, " lo ", #1\n\t"                                                                \
+    "vshll.s16 q13, " hi ", #1\n\t"                                                                \
+    "vadd.i32  q12, q12, %q[mid]\n\t"                                                              \
+    "vadd.i32  q13, q13, %q[mid]\n\t"                                                              \
+    "vmov      %[a0], %[a1], d24\n\t"                                                              \
+    "vmov      %[a2], %[a3], d25\n\t"                                                              \
+    "vld1.16   {" lo "[0]}, [%[a0]]\n\t"                                                           \
+    "vld1.16   {" lo "[1]}, [%[a1]]\n\t"                                                           \
+    "vld1.16   {" lo "[2]}, [%[a2]]\n\t"                                                           \
+    "vld1.16   {" lo "[3]}, [%[a3]]\n\t"                                                           \
+    "vmov      %[a0], %[a1], d26\n\t"                                                              \
+    "vmov      %[a2], %[a3], d27\n\t"                                                              \
+    "vld1.16   {" hi "[0]}, [%[a0]]\n\t"                                                           \
+    "vld1.16   {" hi "[1]}, [%[a1]]\n\t"                                                           \
+    "vld1.16   {" hi "[2]}, [%[a2]]\n\t"                                                           \
+    "vld1.16   {" hi "[3]}, [%[a3]]\n\t"
+
+/* The cell of 8 units per iteration (q8-q11: i, f, g, o; q12-q13: c; q4-q7: int64):
+ *   i, f, o = σ(pre), g = 2σ(pre) - 1 (its pre is 2x; 2s - 32768 as int16 is 2s with bit 15
+ *   flipped), f·c: VMULL.S32 (int64), + (i·g)·2^L: VMULL.S16 then VMLAL.S32 by 2^L,
+ *   c = VQRSHRN.S64 #15 = sat32(rshift_round(cc, 15)), 2c = VQMOVN(VRSHL(c, -cell_tanh_rshift)),
+ *   h = VQRDMULH(o, tanh c) = sat16((2·o·tc + 2^15) >> 16) = sat16(rshift_round(o·tc, 15)),
+ *   hs = VRSHL(h, -h_opshift). */
+#define ELT_CELL_LOOP                                                                              \
+    "1:\n\t"                                                                                       \
+    "vld1.16   {d16, d17}, [%[pre]], %[rs]\n\t"                                                    \
+    "vld1.16   {d18, d19}, [%[pre]], %[rs]\n\t"                                                    \
+    "vld1.16   {d20, d21}, [%[pre]], %[rs]\n\t"                                                    \
+    "vld1.16   {d22, d23}, [%[pre]], %[rb]\n\t"                                                    \
+    ELT_SIGMOID8("d16", "d17")                                                                     \
+    ELT_SIGMOID8("d18", "d19")                                                                     \
+    ELT_SIGMOID8("d20", "d21")                                                                     \
+    ELT_SIGMOID8("d22", "d23")                                                                     \
+    "vshl.i16  q10, q10, #1\n\t"                                                                   \
+    "veor      q10, q10, %q[k8]\n\t"                                                               \
+    "vmull.s16 q4, d16, d20\n\t"                                                                   \
+    "vmull.s16 q5, d17, d21\n\t"                                                                   \
+    "vmovl.s16 q8, d18\n\t"                                                                        \
+    "vmovl.s16 q10, d19\n\t"                                                                       \
+    "vld1.32   {d24-d27}, [%[c]]\n\t"                                                              \
+    "vmull.s32 q6, d16, d24\n\t"                                                                   \
+    "vmull.s32 q7, d17, d25\n\t"                                                                   \
+    "vmlal.s32 q6, d8, %P[powl]\n\t"                                                               \
+    "vmlal.s32 q7, d9, %P[powl]\n\t"                                                               \
+    "vqrshrn.s64 d24, q6, #15\n\t"                                                                 \
+    "vqrshrn.s64 d25, q7, #15\n\t"                                                                 \
+    "vmull.s32 q6, d20, d26\n\t"                                                                   \
+    "vmull.s32 q7, d21, d27\n\t"                                                                   \
+    "vmlal.s32 q6, d10, %P[powl]\n\t"                                                              \
+    "vmlal.s32 q7, d11, %P[powl]\n\t"                                                              \
+    "vqrshrn.s64 d26, q6, #15\n\t"                                                                 \
+    "vqrshrn.s64 d27, q7, #15\n\t"                                                                 \
+    "vst1.32   {d24-d27}, [%[c]]!\n\t"                                                             \
+    "vrshl.s32 q6, q12, %q[nct]\n\t"                                                               \
+    "vrshl.s32 q7, q13, %q[nct]\n\t"                                                               \
+    "vqmovn.s32 d16, q6\n\t"                                                                       \
+    "vqmovn.s32 d17, q7\n\t"                                                                       \
+    ELT_SIGMOID8("d16", "d17")                                                                     \
+    "vshl.i16  q8, q8, #1\n\t"                                                                     \
+    "veor      q8, q8, %q[k8]\n\t"                                                                 \
+    "vqrdmulh.s16 q8, q11, q8\n\t"                                                                 \
+    "vst1.16   {d16, d17}, [%[h]]!\n\t"                                                            \
+    "vrshl.s16 q8, q8, %q[nh]\n\t"                                                                 \
+    "vst1.16   {d16, d17}, [%[hs]]!\n\t"                                                           \
+    "subs      %[n], %[n], #1\n\t"                                                                 \
+    "bne       1b"
+/* clang-format on */
+
+/* The gate activations, c, h and hs of every unit, 8 per iteration (ELT_CELL_LOOP). */
+static inline __attribute__((always_inline)) void
+cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c, int16_t *h, int16_t *hs)
 {
     const uint32_t hp = p->hidden_pad;
     const int32x2_t pow_l = vdup_n_s32((int32_t)1 << p->cell_ig_lshift);
     const int32x4_t neg_ct = vdupq_n_s32(-(int32_t)p->cell_tanh_rshift);
     const int16x8_t neg_h = vdupq_n_s16((int16_t) - (int16_t)p->h_opshift);
-    const uint32_t *lut2 = p->sigmoid_lut2;
-    uint32_t j;
-    for (j = 0; j < hp; j += 8u) {
-        const int16x8_t i = vld1q_s16(act + j);
-        const int16x8_t f = vld1q_s16(act + hp + j);
-        const int16x8_t g = tanh_from_sigmoid8(vld1q_s16(act + 2u * hp + j));
-        const int16x8_t o = vld1q_s16(act + 3u * hp + j);
-        const int32x4_t c0 = vld1q_s32(c + j);
-        const int32x4_t c1 = vld1q_s32(c + j + 4u);
-        const int32x4_t f0 = vmovl_s16(vget_low_s16(f));
-        const int32x4_t f1 = vmovl_s16(vget_high_s16(f));
-        const int32x4_t ig0 = vmull_s16(vget_low_s16(i), vget_low_s16(g));
-        const int32x4_t ig1 = vmull_s16(vget_high_s16(i), vget_high_s16(g));
-        const int64x2_t cc0 =
-            vmlal_s32(vmull_s32(vget_low_s32(f0), vget_low_s32(c0)), vget_low_s32(ig0), pow_l);
-        const int64x2_t cc1 =
-            vmlal_s32(vmull_s32(vget_high_s32(f0), vget_high_s32(c0)), vget_high_s32(ig0), pow_l);
-        const int64x2_t cc2 =
-            vmlal_s32(vmull_s32(vget_low_s32(f1), vget_low_s32(c1)), vget_low_s32(ig1), pow_l);
-        const int64x2_t cc3 =
-            vmlal_s32(vmull_s32(vget_high_s32(f1), vget_high_s32(c1)), vget_high_s32(ig1), pow_l);
-        const int32x4_t n0 = vcombine_s32(vqrshrn_n_s64(cc0, 15), vqrshrn_n_s64(cc1, 15));
-        const int32x4_t n1 = vcombine_s32(vqrshrn_n_s64(cc2, 15), vqrshrn_n_s64(cc3, 15));
-        const int16x8_t c2 =
-            vcombine_s16(vqmovn_s32(vrshlq_s32(n0, neg_ct)), vqmovn_s32(vrshlq_s32(n1, neg_ct)));
-        const int16x8_t hv = vqrdmulhq_s16(o, tanh_from_sigmoid8(sigmoid8(c2, lut2)));
-        vst1q_s32(c + j, n0);
-        vst1q_s32(c + j + 4u, n1);
-        vst1q_s16(h + j, hv);
-        vst1q_s16(hs + j, vrshlq_s16(hv, neg_h));
-    }
+    const int16x8_t k8 = vdupq_n_s16(INT16_MIN);
+    const int32x4_t mid = sigmoid_mid(p);
+    /* pre advances by one gate (2 Hp bytes) three times, then back to the next 8 units */
+    const int32_t rs = (int32_t)(2u * hp);
+    const int32_t rb = 16 - 3 * rs;
+    uint32_t n = hp / 8u;
+    uint32_t a0, a1, a2, a3;
+    __asm__ volatile(ELT_CELL_LOOP
+                     : [pre] "+r"(pre), [c] "+r"(c), [h] "+r"(h), [hs] "+r"(hs), [n] "+r"(n),
+                       [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
+                     : [rs] "r"(rs), [rb] "r"(rb), [mid] "w"(mid), [nct] "w"(neg_ct),
+                       [nh] "w"(neg_h), [k8] "w"(k8), [powl] "w"(pow_l)
+                     : "cc", "memory", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", "d16",
+                       "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "d26", "d27");
 }
 
 #else /* scalar */
 
-/* Position of row r (0..15) of a block among a packed column's 16 weights (elt_lstm_s16.h). */
-static inline uint32_t block_lane(uint32_t r)
-{
-    const uint32_t half = r & 15u; /* row within its 16-row half of the block */
-    return (r & ~15u) + (half < 8u ? 2u * half : 2u * (half - 8u) + 1u);
-}
-
-/* xs = rshift_round(x, x_opshift) for all T frames, then the zero tail. */
+/* xs = rshift_round(x, x_opshift) for all T frames. */
 static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *xs)
 {
     const uint32_t n = (uint32_t)p->num_frames * p->input_size;
-    const uint32_t tail = (uint32_t)p->cols - p->hidden_pad - p->input_size;
     uint32_t k;
     for (k = 0; k < n; ++k) {
         xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
     }
-    for (k = 0; k < tail; ++k) {
-        xs[n + k] = 0;
-    }
 }
 
-/* act[r] = σ(sat16(rshift_round(bias[r] + Σ W[r][k] u[k], s_r))), u = [hs; xs_t]. */
+/* pre[r] = sat16(rshift_round(bias[r] + Σ W[r][k] u[k], s_r)), u = [hs; pad; xs_t]. */
 static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt,
-                  int16_t *act)
+                  int16_t *pre)
 {
     const uint32_t hp = p->hidden_pad;
     const uint32_t F = p->input_size;
@@ -323,31 +389,33 @@ static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16
         for (r = 0; r < ELT_LSTM_ROW_BLOCK; ++r) {
             const uint32_t row = b * ELT_LSTM_ROW_BLOCK + r;
             /* column k of this row is wr[k * 16] */
-            const int16_t *wr = p->w + b * K * ELT_LSTM_ROW_BLOCK + block_lane(r);
+            const int16_t *wr = p->w + b * K * ELT_LSTM_ROW_BLOCK + r;
             int32_t acc = p->bias[row]; /* every partial sum within the proven int32 bound */
             for (k = 0; k < hp; ++k) {
                 acc += (int32_t)wr[k * ELT_LSTM_ROW_BLOCK] * hs[k];
             }
             for (k = 0; k < F; ++k) {
-                acc += (int32_t)wr[(hp + k) * ELT_LSTM_ROW_BLOCK] * xt[k];
+                acc += (int32_t)wr[(K - F + k) * ELT_LSTM_ROW_BLOCK] * xt[k];
             }
-            act[row] = sigmoid_q15(p->sigmoid_lut, p->lut_shift,
-                                   fx_sat16(fx_rshift_round32(acc, -p->neg_shift[row])));
+            pre[row] = fx_sat16(fx_rshift_round32(acc, -p->neg_shift[row]));
         }
     }
 }
 
-/* c, h and hs of every (padded) unit; g = 2σ(2x) - 1 from the g rows' σ. */
-static void cell(const elt_lstm_s16_params_t *p, const int16_t *act, int32_t *c, int16_t *h,
+/* The gate activations, c, h and hs of every (padded) unit; g = 2σ(2x) - 1 from the g rows'
+ * pre-activation 2x. */
+static void cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c, int16_t *h,
                  int16_t *hs)
 {
     const uint32_t hp = p->hidden_pad;
+    const int16_t *lut = p->sigmoid_lut;
+    const uint8_t ls = p->lut_shift;
     uint32_t j;
     for (j = 0; j < hp; ++j) {
-        const int32_t ig = act[j];                                /* i, Q0.15 */
-        const int32_t fg = act[hp + j];                           /* f, Q0.15 */
-        const int32_t gg = 2 * (int32_t)act[2u * hp + j] - 32768; /* g = 2σ(2x) - 1 */
-        const int32_t og = act[3u * hp + j];                      /* o, Q0.15 */
+        const int32_t ig = sigmoid_q15(lut, ls, pre[j]);             /* i, Q0.15 */
+        const int32_t fg = sigmoid_q15(lut, ls, pre[hp + j]);        /* f, Q0.15 */
+        const int32_t gg = elt_tanh2_q15(lut, ls, pre[2u * hp + j]); /* g = 2σ(2x) - 1 */
+        const int32_t og = sigmoid_q15(lut, ls, pre[3u * hp + j]);   /* o, Q0.15 */
         /* c = f·c + i·g at frac 15 + c_frac, one rounding back to c_frac; |c_t| <= t. The
          * left shift is a multiplication (no UB for negative i·g). */
         const int64_t cc =
@@ -355,8 +423,7 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *act, int32_t *c,
         int32_t tc;
         c[j] = fx_sat32_64(fx_rshift_round64(cc, 15));
         /* tanh(c) = 2σ(2c) - 1, 2c in Q4.11 */
-        tc = elt_tanh2_q15(p->sigmoid_lut, p->lut_shift,
-                           fx_sat16(fx_rshift_round32(c[j], p->cell_tanh_rshift)));
+        tc = elt_tanh2_q15(lut, ls, fx_sat16(fx_rshift_round32(c[j], p->cell_tanh_rshift)));
         h[j] = fx_sat16(fx_rshift_round32(og * tc, 15));
         hs[j] = (int16_t)fx_rshift_round32(h[j], p->h_opshift);
     }
@@ -367,8 +434,9 @@ void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int1
 {
     uint32_t k = 0;
 #if ELT_LSTM_NEON
+    const int32x4_t mid = sigmoid_mid(p);
     for (; k + 8u <= n; k += 8u) {
-        vst1q_s16(y + k, sigmoid8(vld1q_s16(x + k), p->sigmoid_lut2));
+        vst1q_s16(y + k, sigmoid8(vld1q_s16(x + k), mid));
     }
 #endif
     for (; k < n; ++k) {
@@ -400,7 +468,7 @@ void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
     }
 #endif
     for (t = 0; t < p->num_frames; ++t) {
-        /* all 4 Hp gate activations from the old h, then the cell and the new h */
+        /* all 4 Hp gate pre-activations from the old h, then the cell and the new h */
         gates(p, s->hs, s->xs + t * F, s->act);
         cell(p, s->act, s->c, s->h, s->hs);
         ELT_TRACE_S32("lstm.c", t, s->c, H);

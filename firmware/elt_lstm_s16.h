@@ -20,15 +20,19 @@
 
 /* Gate order of the weight rows: torch.nn.LSTM's i, f, g, o. */
 #define ELT_LSTM_GATES 4u
-/* Gate rows per block of the packed weights (eight int32x4 accumulators). */
-#define ELT_LSTM_ROW_BLOCK 32u
+/* Gate rows per block of the packed weights (four int32x4 accumulators). */
+#define ELT_LSTM_ROW_BLOCK 16u
 /* Hidden units are padded to a multiple of this (one int16x8 vector). */
 #define ELT_LSTM_HIDDEN_ALIGN 8u
 /* Operand columns are padded to a multiple of this (one int16x4 of by-lane scalars). */
 #define ELT_LSTM_COL_GROUP 4u
+/* Readable int16 before the first frame of xs (the NEON kernel's input columns load whole
+ * operand groups that start up to 15 values before a frame; those lanes meet zero weights). */
+#define ELT_LSTM_XS_SLACK 16u
 /* σ table: index = min(|x|, 32767) >> 7, 256 intervals of 1/16 over [0, 16]. */
 #define ELT_LSTM_LUT_SHIFT 7u
-#define ELT_LSTM_LUT2_SIZE 256u
+/* The same σ tabulated at every int16 input (sigmoid_full). */
+#define ELT_LSTM_SIGMOID_FULL_SIZE 65536u
 
 /* What the encoder hands on as z (the input of the final Linear), a compile-time choice
  * (-DELT_LSTM_POOL, codegen/hostlib.py model_cflags): the last step's hidden state h_T, the mean
@@ -45,31 +49,35 @@ typedef struct {
     uint16_t hidden_size;     /* H */
     uint16_t num_frames;      /* T */
     uint16_t hidden_pad;      /* Hp: H rounded up to ELT_LSTM_HIDDEN_ALIGN */
-    uint16_t cols;            /* K = Hp + F rounded up to ELT_LSTM_COL_GROUP */
+    uint16_t cols;            /* K = Hp + p + F, p = (-F) mod ELT_LSTM_COL_GROUP pad columns */
     uint16_t row_blocks;      /* 4 Hp / ELT_LSTM_ROW_BLOCK (Hp % 8 = 0: exact) */
     uint8_t x_opshift;        /* xs = rshift_round(x, x_opshift) (0: identity) */
     uint8_t h_opshift;        /* hs = rshift_round(h, h_opshift) */
     uint8_t cell_ig_lshift;   /* i·g (frac 30) -> frac 15 + c_frac, beside f·c */
     uint8_t cell_tanh_rshift; /* c (c_frac) -> 2c in Q4.11 */
     uint8_t lut_shift;        /* σ table index shift: ELT_LSTM_LUT_SHIFT */
-    /* [row_blocks][cols][32] int16: gate rows g·Hp + j, columns u = [hs (Hp); xs (F); 0], each
-     * half of 16 rows of a column stored r0, r8, r1, r9, ... (one VLD2.16 of a half gives its
-     * rows 0-7 and 8-15). */
+    /* [row_blocks][cols][16] int16, 16-byte aligned: gate rows g·Hp + j, columns
+     * u = [hs (Hp); p zero-weight pad columns; xs (F)]; per block and column its 16 rows in
+     * order (4 columns of a block are 64 consecutive weights: one VLDM of 16 d-registers). */
     const int16_t *w;
-    const int32_t *bias;          /* [4 Hp] b_ih + b_hh at A fraction bits (int32) */
-    const int32_t *neg_shift;     /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
-    const int16_t *sigmoid_lut;   /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
-    const uint32_t *sigmoid_lut2; /* [256] sigmoid_lut[j] | sigmoid_lut[j + 1] << 16 */
-    int32_t pool_recip;           /* mean pooling: round(2^pool_shift / T) */
+    const int32_t *bias;        /* [4 Hp] b_ih + b_hh at A fraction bits (int32) */
+    const int32_t *neg_shift;   /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
+    const int16_t *sigmoid_lut; /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
+    /* [65536] elt_sigmoid_q15(sigmoid_lut, lut_shift, v) at index v + 32768 (NEON: one
+     * halfword gather per σ; the compiler tabulates the function above exhaustively) */
+    const int16_t *sigmoid_full;
+    int32_t pool_recip; /* mean pooling: round(2^pool_shift / T) */
     uint8_t pool_shift; /* mean pooling: z = sat16(rshift_round(Σ h_t · recip, shift)) */
 } elt_lstm_s16_params_t;
 
 typedef struct {
-    int16_t *xs;  /* [T F + cols - Hp - F] rounded operands of every frame (+ zero tail) */
+    /* [T F] rounded operands of every frame; the ELT_LSTM_XS_SLACK int16 before xs[0] must
+     * be readable */
+    int16_t *xs;
     int16_t *hs;  /* [Hp] rounded hidden state, the operand of W_hh */
     int16_t *h;   /* [Hp] hidden state, Q0.15 */
     int32_t *c;   /* [Hp] cell state, int32 c format (|c_t| <= t, proven) */
-    int16_t *act; /* [4 Hp] gate activations σ(pre), Q0.15 (g rows hold σ(2x)) */
+    int16_t *act; /* [4 Hp] gate pre-activations, Q4.11 (g rows hold 2x) */
     int32_t *acc; /* [Hp] mean pooling: Σ_t h_t (NULL otherwise) */
 } elt_lstm_s16_scratch_t;
 
@@ -81,7 +89,7 @@ int16_t elt_sigmoid_q15(const int16_t *lut, uint8_t lut_shift, int16_t x);
 int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2);
 
 /* y[k] = σ(x[k]) for n Q4.11 inputs with the kernel's own σ (NEON: 8 lanes at a time from
- * sigmoid_lut2; equal to elt_sigmoid_q15 for every input). */
+ * sigmoid_full; equal to elt_sigmoid_q15 for every input). */
 void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n);
 
 /* Run the LSTM over x [T][F] (int16 features) from h = c = 0; write z [H] (Q0.15): h_T, or the

@@ -71,24 +71,26 @@ def test_batched_reference_equals_the_contract_row_by_row(built) -> None:  # typ
 
 
 def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: ignore[no-untyped-def]
-    """The emitted arrays (rows g·Hp + j, columns [hs; xs; 0], VLD2-interleaved blocks) hold the
-    same integers: the gate sums formed from them equal W_ih xs + W_hh hs + bias."""
-    from codegen.emit import ROW_BLOCK, block_lane, lstm_layout
+    """The emitted arrays (rows g·Hp + j, columns [hs; 0 pad; xs], blocks of 16 rows stored column
+    by column) hold the same integers: the gate sums formed from them equal
+    W_ih xs + W_hh hs + bias; the exhaustive σ table is σ at every int16 input."""
+    from codegen.emit import ROW_BLOCK, lstm_layout
 
     kit, qm, _ = built
     L = qm.lstm
     lay = lstm_layout(L)
     H, F, Hp = L.hidden_size, L.input_size, lay.hidden_pad
     assert Hp % 8 == 0 and lay.cols % 4 == 0 and lay.rows % ROW_BLOCK == 0
+    assert lay.w.shape == (lay.rows // ROW_BLOCK, lay.cols, ROW_BLOCK)
     dense = np.zeros((lay.rows, lay.cols), dtype=np.int64)
     for r in range(lay.rows):
-        dense[r] = lay.w[r // ROW_BLOCK, :, block_lane(r % ROW_BLOCK)]
+        dense[r] = lay.w[r // ROW_BLOCK, :, r % ROW_BLOCK]
     rng = np.random.default_rng(2)
     xs = rng.integers(-32768, 32768, size=F)
     hs = rng.integers(-32768, 32768, size=H)
     u = np.zeros(lay.cols, dtype=np.int64)
-    u[:H], u[Hp : Hp + F] = hs, xs
-    u[Hp + F :] = 12345  # pad operands meet zero weights
+    u[:H], u[lay.cols - F :] = hs, xs
+    u[Hp : lay.cols - F] = 12345  # pad operands meet zero weights
     got = dense @ u + lay.bias
     want = L.w_ih.raw @ xs + L.w_hh.raw @ hs + L.bias.raw
     for g in range(4):
@@ -98,9 +100,12 @@ def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: i
             -lay.neg_shift[g * Hp : (g + 1) * Hp]
             == (L.shifts.tanh_rshift if g == 2 else L.shifts.sig_rshift)
         )
-    lut = L.lut.table.raw
-    np.testing.assert_array_equal(lay.lut2 & 0xFFFF, lut[:-1])
-    np.testing.assert_array_equal(lay.lut2 >> 16, lut[1:])
+    v = np.arange(-32768, 32768)
+    assert lay.sigmoid_full.shape == (65536,)
+    np.testing.assert_array_equal(
+        lay.sigmoid_full, sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
+    )
+    assert lay.sigmoid_full[32768] == 16384  # index v + 32768: σ(0) = 1/2
 
 
 def test_c_equals_python_on_extreme_inputs(built) -> None:  # type: ignore[no-untyped-def]
@@ -236,15 +241,18 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
         (13, 48, 30, 3.0),  # tail of 1 column, Hp = 48
         (7, 3, 9, 3.0),  # tail of 3 columns, Hp = 8 > H
         (1, 3, 3, 1.0),  # one feature
-        (10, 64, 12, 10.0),  # two blocks per gate
+        (10, 64, 12, 10.0),  # two 32-column chunks of hidden operands, 4 blocks per gate
+        (40, 100, 6, 3.0),  # Hp = 104: three 32-column chunks, one 8-column step; F = 40
+        (6, 24, 4, 3.0),  # Hp = 24: 8-column steps only; tail of 2 columns
         (10, 32, 12, -3.0),  # operands at full precision (x_opshift = h_opshift = 0)
     ],
 )
 def test_neon_kernel_other_shapes_under_qemu(
     tmp_path: Path, F: int, H: int, T: int, scale: float
 ) -> None:
-    """The Cortex-A9 NEON encoder on other shapes (hidden padding, F mod 4 tails, more blocks)
-    equals the Python reference on random and extreme inputs."""
+    """The Cortex-A9 NEON encoder on other shapes (hidden padding, 32- and 8-column hidden
+    operand steps, F mod 4 tails, more blocks) equals the Python reference on random and
+    extreme inputs."""
     from codegen.emit import carray, render_model, write_sources
     from codegen.frontend import read_model
     from codegen.quantize import quantize_lstm

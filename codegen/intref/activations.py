@@ -8,6 +8,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+# σ of the contract lives beside rshift_round in codegen.fixed (the emitter tabulates it too);
+# re-exported here as the encoders' twin of elt_sigmoid_q15.
+from codegen.fixed import sigmoid_lut  # noqa: F401
+
 IntArray = npt.NDArray[np.int64]
 
 TraceFn = Callable[[str, int, np.ndarray], None]
@@ -15,24 +19,6 @@ TraceFn = Callable[[str, int, np.ndarray], None]
 TRACE_H = "lstm.h"  # h[t] after step t, Q0.15
 TRACE_C = "lstm.c"  # c[t] after step t, c format
 TRACE_Z = "z"  # z_t = h_T, Q0.15: the hand-off to the adaptation core
-
-
-def sigmoid_lut(lut: IntArray, index_shift: int, v: IntArray) -> IntArray:
-    """elt_sigmoid_q15: v Q4.11 raw (int16) -> σ Q0.15 by table + linear interpolation.
-
-    a = min(|v|, 32767); j = a >> s; frac = a & (2^s − 1);
-    σ⁺ = T[j] + ((T[j+1] − T[j])·frac + 2^(s−1)) >> s   (floor shift, as ARM ASR);
-    σ = σ⁺ for v ≥ 0, 32768 − σ⁺ for v < 0 (σ(−x) = 1 − σ(x), exact mirror).
-    """
-    vv = np.asarray(v, dtype=np.int64)
-    a = np.minimum(np.abs(vv), 32767)
-    j = a >> index_shift
-    frac = a & ((1 << index_shift) - 1)
-    lo = lut[j]
-    hi = lut[j + 1]
-    pos = lo + (((hi - lo) * frac + (1 << (index_shift - 1))) >> index_shift)
-    out: IntArray = np.where(vv < 0, 32768 - pos, pos)
-    return out
 
 
 def tanh_from_sigmoid(s: IntArray) -> IntArray:
