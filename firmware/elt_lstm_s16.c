@@ -65,9 +65,10 @@ _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresse
  *   cell: σ is a halfword gather from the exhaustive table (sigmoid_full, elt_lstm_s16.h): per
  *     8 values VSHLL/VADD form the 8 addresses, 4 VMOV move them to core registers in pairs,
  *     8 VLD1.16 load the lanes (16 instructions, against ~31 for the interpolated table).
- * T = 49, F = 10, H = 32 (bench/profile.py --mnemonics elt_lstm_s16_run): 106,154 instructions
- * per sequence, 10,656 ticks; 65,856 of them VMLAL.S16, ~15,700 the 7,840 σ gathers, 5,488
- * VLDM, ~3,900 the gate narrowing, ~3,100 the int64 cell, the rest loads, stores and control.
+ * T = 49, F = 10, H = 32 (bench/profile.py --mnemonics elt_lstm_s16_run): ~104,300 instructions
+ * per sequence, 10,474 ticks; 65,856 of them VMLAL.S16, 15,680 the 7,840 σ gathers, ~5,500
+ * VLDM, 3,920 narrowing (VRSHL + VQMOVN), 2,352 the int64 cell, the rest loads, stores and
+ * control.
  */
 
 /* xs = rshift_round(x, x_opshift) for all T frames: VRSHL by -x_opshift (0: identity). */
