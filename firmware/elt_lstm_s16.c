@@ -65,9 +65,10 @@ _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresse
  *   cell: σ is a halfword gather from the exhaustive table (sigmoid_full, elt_lstm_s16.h): per
  *     8 values VSHLL/VADD form the 8 addresses, 4 VMOV move them to core registers in pairs,
  *     8 VLD1.16 load the lanes (16 instructions, against ~31 for the interpolated table).
- * T = 49, F = 10, H = 32 (bench/profile.py --mnemonics elt_lstm_s16_run): 106,154 instructions
- * per sequence, 10,656 ticks; 65,856 of them VMLAL.S16, ~15,700 the 7,840 σ gathers, 5,488
- * VLDM, ~3,900 the gate narrowing, ~3,100 the int64 cell, the rest loads, stores and control.
+ * T = 49, F = 10, H = 32 (bench/profile.py --mnemonics elt_lstm_s16_run): ~104,300 instructions
+ * per sequence, 10,474 ticks; 65,856 of them VMLAL.S16, 15,680 the 7,840 σ gathers, ~5,500
+ * VLDM, 3,920 narrowing (VRSHL + VQMOVN), 2,352 the int64 cell, the rest loads, stores and
+ * control.
  */
 
 /* xs = rshift_round(x, x_opshift) for all T frames: VRSHL by -x_opshift (0: identity). */
@@ -175,6 +176,48 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
     ELT_VMLAL_GROUP("d7")                                                                          \
     ELT_GATES_NARROW
 
+/* Hp <= 32 and F <= 16: both operand groups unrolled and entered by BX, the hidden ones at
+ * %[eh] (operands d0-d7 from %[ho], 32 - Hp values before hs), the input ones at %[ex]; no
+ * loop runs inside a block. */
+#define ELT_GATES_SMALL                                                                            \
+    "adrl      %[n], 9f\n\t"                                                                       \
+    "add       %[eh], %[eh], %[n]\n\t"                                                             \
+    "adrl      %[n], 8f\n\t"                                                                       \
+    "add       %[ex], %[ex], %[n]\n"                                                               \
+    "0:\n\t"                                                                                       \
+    "vldmia    %[bias]!, {d8-d15}\n\t"                                                             \
+    "vldmia    %[ho], {d0-d7}\n\t"                                                                 \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    "bx        %[eh]\n"                                                                            \
+    "9:\n\t"                                                                                       \
+    ELT_VMLAL_GROUP("d0")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d1")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d2")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d3")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d4")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d5")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d6")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d7")                                                                          \
+    "vld1.16   {d4-d7}, [%[xo]]\n\t"                                                               \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    "bx        %[ex]\n"                                                                            \
+    "8:\n\t"                                                                                       \
+    ELT_VMLAL_GROUP("d4")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d5")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d6")                                                                          \
+    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
+    ELT_VMLAL_GROUP("d7")                                                                          \
+    ELT_GATES_NARROW
+
 /* F > 16: a loop over the %[g] input groups from %[xo]. */
 #define ELT_GATES_X_LOOP                                                                           \
     ELT_GATES_HIDDEN                                                                               \
@@ -202,7 +245,9 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
  * one VLD1): the pad lanes and the lanes before hold the previous frame (or the slack before
  * the first one) and meet zero weights or are skipped. F <= 16: the unrolled input groups are
  * entered (one BX, its target computed once per call) at group 4 - g, column p, so no pad
- * column costs a VMLAL and no loop runs; larger F: a loop over the g groups. */
+ * column costs a VMLAL and no loop runs; larger F: a loop over the g groups. Hp <= 32: the
+ * hidden groups are entered the same way, their operands read from 32 - Hp values before hs
+ * (the ELT_LSTM_HS_SLACK before it, meeting skipped groups only). */
 static inline __attribute__((always_inline)) void
 gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt, int16_t *pre)
 {
@@ -216,7 +261,18 @@ gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt, int1
     uint32_t blocks = p->row_blocks; /* >= 2 */
     const int16_t *u;
     uint32_t n;
-    if (g <= 4u) {
+    if (hp <= 32u && g <= 4u) {
+        const int16_t *ho = hs - (32u - hp);
+        const int16_t *xo = xt - pad - ELT_LSTM_COL_GROUP * (4u - g);
+        /* entries: 16 VMLAL + 1 VLDM (68 bytes) per skipped group, 4 VMLAL per pad column */
+        uint32_t eh = (8u - hp / ELT_LSTM_COL_GROUP) * 68u;
+        uint32_t ex = (4u - g) * 68u + pad * 16u;
+        __asm__ volatile(ELT_GATES_SMALL
+                         : [w] "+r"(w), [bias] "+r"(bias), [ns] "+r"(ns), [pre] "+r"(pre),
+                           [blocks] "+r"(blocks), [eh] "+r"(eh), [ex] "+r"(ex), [n] "=&r"(n)
+                         : [ho] "r"(ho), [xo] "r"(xo)
+                         : ELT_GATES_CLOBBER);
+    } else if (g <= 4u) {
         const int16_t *xo = xt - pad - ELT_LSTM_COL_GROUP * (4u - g);
         /* entry: 16 VMLAL + 1 VLDM (68 bytes) per skipped group, 4 VMLAL per pad column */
         uint32_t e = (4u - g) * 68u + pad * 16u;

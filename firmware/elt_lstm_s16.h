@@ -29,6 +29,9 @@
 /* Readable int16 before the first frame of xs (the NEON kernel's input columns load whole
  * operand groups that start up to 15 values before a frame; those lanes meet zero weights). */
 #define ELT_LSTM_XS_SLACK 16u
+/* Readable int16 before hs (hidden sizes Hp < 32 load all 32 hidden operands of a block from
+ * hs - (32 - Hp); those lanes belong to skipped column groups). */
+#define ELT_LSTM_HS_SLACK 24u
 /* σ table: index = min(|x|, 32767) >> 7, 256 intervals of 1/16 over [0, 16]. */
 #define ELT_LSTM_LUT_SHIFT 7u
 /* The same σ tabulated at every int16 input (sigmoid_full). */
@@ -74,7 +77,9 @@ typedef struct {
     /* [T F] rounded operands of every frame; the ELT_LSTM_XS_SLACK int16 before xs[0] must
      * be readable */
     int16_t *xs;
-    int16_t *hs;  /* [Hp] rounded hidden state, the operand of W_hh */
+    /* [Hp] rounded hidden state, the operand of W_hh; the ELT_LSTM_HS_SLACK int16 before hs[0]
+     * must be readable */
+    int16_t *hs;
     int16_t *h;   /* [Hp] hidden state, Q0.15 */
     int32_t *c;   /* [Hp] cell state, int32 c format (|c_t| <= t, proven) */
     int16_t *act; /* [4 Hp] gate pre-activations, Q4.11 (g rows hold 2x) */
