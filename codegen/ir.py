@@ -512,11 +512,13 @@ class CmaesIntParams:
     active: bool
     w: tuple[int, ...]  # [μ] positive recombination weights, Q1.30
     wc: tuple[int, ...]  # [λ] cμ·w_i (i < μ) and cμ·w_i·k (negative), Q1.30
+    wc_sqrt: tuple[int, ...]  # [λ] √|wc_i| (the covariance terms' vector scale), Q1.30
     one_minus_cs: int  # Q1.30
     gain_s: int  # √(c_σ(2−c_σ)μ_eff), Q3.28
     one_minus_cc: int  # Q1.30
     gain_c: int  # √(c_c(2−c_c)μ_eff), Q3.28
     c1: int  # Q1.30
+    c1_sqrt: int  # √c1, Q1.30
     decay_h1: int  # 1 − c1 − cμΣw (h_σ = 1), Q1.30
     decay_h0: int  # 1 − c1(1 − c_c(2−c_c)) − cμΣw (h_σ = 0), Q1.30
     cs_over_ds: int  # c_σ/d_σ, Q1.30

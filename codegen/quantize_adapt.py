@@ -144,7 +144,11 @@ def quantize_adapt(
     for arr in (Wq, bq, Vq):
         h.update(np.ascontiguousarray(arr, dtype="<i8").tobytes())
     h.update(repr((cfg, w_fmt, b_fmt, v_fmt, latent_fmt, logit_fmt, head_shift)).encode())
-    h.update(repr(tuple(getattr(cm, f) for f in ("w", "wc", "hsig_thr", "ln_sigma0"))).encode())
+    h.update(
+        repr(
+            tuple(getattr(cm, f) for f in ("w", "wc", "wc_sqrt", "c1_sqrt", "hsig_thr", "ln_sigma0"))
+        ).encode()
+    )
     for t in (EXP2_LUT, LOG2_LUT, GAUSS_LUT):
         h.update(table_hash(t).encode())
 
@@ -218,6 +222,25 @@ def cmaes_constants(p: CmaesParams, n_iter: int, sigma0: float) -> CmaesIntParam
         )
         for g in range(1, n_iter + 1)
     )
+    wc_sqrt = tuple(q_round(math.sqrt(abs(x)), RATE_FRAC, "sqrt|c_mu*w|") for x in wc)
+    c1_sqrt = q_round(math.sqrt(p.c1), RATE_FRAC, "sqrt c1")
+    decay = [q_round(x, RATE_FRAC, "C decay") for x in (1 - (p.c1 + p.cmu * sum_w),
+                                                         1 - (p.c1 * (1 - ccc) + p.cmu * sum_w))]
+    # The covariance update sums every term exactly in int64 (docs/cmaes.md §6 step 9): the
+    # decayed C (|decay·C| / 2^2 in Q.54) plus one product of two scaled vectors per term,
+    # |ỹ| ≤ 2·√|wc_i| + 1 LSB (|ŷ| < 2^31 raw), plus the final rounding constant 2^27.
+    # pycma's active weights keep Σ|wc_i| + c1 near 1 (α⁻ caps cμ·k·Σ|w⁻| at 1 − c1 − cμ).
+    worst = (
+        max(abs(d) for d in decay) * (1 << 31) // 4
+        + 1
+        + sum((2 * s + 1) ** 2 for s in (*wc_sqrt, c1_sqrt))
+        + (1 << 27)
+    )
+    if worst >= 1 << 63:
+        raise ConfigError(
+            f"k={k}, lam={p.lam}: the covariance update's int64 sum can reach {worst} >= 2^63 "
+            "(sum of |c_mu*w_i| + c1 too large); use the pycma default weights"
+        )
     return CmaesIntParams(
         k=k,
         lam=p.lam,
@@ -226,11 +249,13 @@ def cmaes_constants(p: CmaesParams, n_iter: int, sigma0: float) -> CmaesIntParam
         active=p.active,
         w=tuple(q_round(x, RATE_FRAC, "w") for x in w[: p.mu]),
         wc=tuple(q_round(x, RATE_FRAC, "c_mu*w") for x in wc),
+        wc_sqrt=wc_sqrt,
         one_minus_cs=q_round(1 - p.cs, RATE_FRAC, "1-c_sigma"),
         gain_s=q_round(math.sqrt(p.cs * (2 - p.cs) * p.mueff), GAIN_FRAC, "sigma-path gain"),
         one_minus_cc=q_round(1 - p.cc, RATE_FRAC, "1-c_c"),
         gain_c=q_round(math.sqrt(ccc * p.mueff), GAIN_FRAC, "c-path gain"),
         c1=q_round(p.c1, RATE_FRAC, "c1"),
+        c1_sqrt=c1_sqrt,
         decay_h1=q_round(1 - (p.c1 + p.cmu * sum_w), RATE_FRAC, "C decay"),
         decay_h0=q_round(1 - (p.c1 * (1 - ccc) + p.cmu * sum_w), RATE_FRAC, "C decay"),
         cs_over_ds=q_round(p.cs / p.damps, RATE_FRAC, "c_sigma/d_sigma"),

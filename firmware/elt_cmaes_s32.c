@@ -40,37 +40,63 @@ void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, cons
     s->g = 0;
 }
 
+/* Normalised reciprocal of 0 < d < 2^31 (cmaes_int.recip_norm): e = bit length of d,
+ * r = floor(2^(e+29) / d) in (2^29, 2^30]; then num 2^s / d = rshift_round(num r, e + 29 - s).
+ * One exact division (quotient < 2^32: elt_udiv64's fast path) instead of one per numerator. */
+static inline int32_t elt_recip_norm(uint32_t d, int *e)
+{
+    *e = 32 - __builtin_clz(d);
+    return (int32_t)elt_udiv64_inline((uint64_t)1 << (*e + 29), d);
+}
+
+/* sum_l round(x_l y_l / 2^26), l < n: each product rounded (elt_mul_rr), the sum exact */
+static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n)
+{
+    int64_t s = 0;
+    int32_t l = 0;
+#if ELT_NEON
+    if (n >= 2) {
+        int64x2_t acc = vdupq_n_s64(0);
+        for (; l + 2 <= n; l += 2) {
+            acc = vrsraq_n_s64(acc, vmull_s32(vld1_s32(x + l), vld1_s32(y + l)), ELT_C_FRAC);
+        }
+        s = vgetq_lane_s64(acc, 0) + vgetq_lane_s64(acc, 1);
+    }
+#endif
+    for (; l < n; l++) {
+        s += elt_mul_rr(x[l], y[l], ELT_C_FRAC);
+    }
+    return s;
+}
+
 /* docs/cmaes.md §6 step 1: A_jj = isqrt(max(C_jj - sum A_jl^2, eps) 2^26),
- * A_ij = (C_ij - sum A_il A_jl) / A_jj (numerator saturated to int32, rounded division). */
+ * A_ij = (C_ij - sum A_il A_jl) / A_jj: numerator saturated to int32, the quotient by the
+ * column's normalised reciprocal, num 2^26 / A_jj = rshift_round(num r, e + 3), |num r| < 2^61.
+ * Packed rows are contiguous, so every sum is a dot product of two row prefixes. */
 int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
 {
-    elt_recip_t rc;
     int32_t nfix = 0;
     int32_t i;
     int32_t j;
-    int32_t l;
     for (j = 0; j < k; j++) {
-        int64_t piv = c[ELT_TRI(j, j)];
+        const int32_t *aj = &a[ELT_TRI(j, 0)];
+        int64_t piv = c[ELT_TRI(j, j)] - elt_dot_rr26(aj, aj, j);
         int32_t ajj;
-        for (l = 0; l < j; l++) {
-            piv -= elt_mul_rr(a[ELT_TRI(j, l)], a[ELT_TRI(j, l)], ELT_C_FRAC);
-        }
+        int32_t r;
+        int e;
         if (piv < ELT_PIVOT_EPS) {
             piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
             nfix++;
         }
         ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
         a[ELT_TRI(j, j)] = ajj;
-        if (j + 1 < k) {
-            elt_recip_init(&rc, (uint64_t)ajj); /* one reciprocal for the column */
+        if (j + 1 == k) {
+            break;
         }
+        r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
         for (i = j + 1; i < k; i++) {
-            int64_t num = c[ELT_TRI(i, j)];
-            for (l = 0; l < j; l++) {
-                num -= elt_mul_rr(a[ELT_TRI(i, l)], a[ELT_TRI(j, l)], ELT_C_FRAC);
-            }
-            num = elt_sat32(num) * ((int64_t)1 << ELT_C_FRAC);       /* |num| < 2^57 */
-            a[ELT_TRI(i, j)] = elt_sat32(elt_div_round_r(num, &rc)); /* elt_div_round_s64 */
+            const int64_t num = elt_sat32(c[ELT_TRI(i, j)] - elt_dot_rr26(&a[ELT_TRI(i, 0)], aj, j));
+            a[ELT_TRI(i, j)] = elt_sat32(fx_rshift_round64(num * r, e + 3));
         }
     }
     return nfix;
@@ -271,7 +297,6 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
     int32_t nps;
     int32_t ratio;
     int64_t dl;
-    elt_recip_t rc;
     int32_t i;
     int32_t a;
     int32_t b;
@@ -327,115 +352,92 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         }
         s->pc[a] = elt_sat32(v);
     }
-    /* 6a. active weights: y_hat = y / ||z|| (pycma's k / ||C^-1/2 y||^2, k folded into wc) */
+    /* 6a. active weights: y_hat = y / ||z|| (pycma's k / ||C^-1/2 y||^2, k folded into wc),
+     * y 2^25 / ||z|| by the normalised reciprocal of ||z|| (Q.25): rshift_round(y r, e + 4) */
     for (i = p->mu; i < p->lam; i++) {
-        int32_t r = order[i];
+        int32_t *yr = w->y[order[i]];
+        const int32_t *zr = w->z[order[i]];
         int64_t nz2 = 0;
-        int64_t nz;
+        int32_t nz;
+        int32_t rn;
+        int en;
         if (p->wc[i] == 0) {
             continue;
         }
         for (a = 0; a < k; a++) {
-            nz2 += elt_mul_rr(w->z[r][a], w->z[r][a], 2 * ELT_Z_FRAC - 50); /* Q.50 */
+            nz2 += elt_mul_rr(zr[a], zr[a], 2 * ELT_Z_FRAC - 50); /* Q.50 */
         }
-        nz = elt_isqrt64((uint64_t)nz2); /* Q.25 */
+        nz = (int32_t)elt_isqrt64((uint64_t)nz2); /* Q.25, < 2^31 */
         if (nz < 1) {
             nz = 1;
         }
-        /* y * 2^25 / nz rounded half away from zero (elt_div_round_s64), one reciprocal */
-        elt_recip_init(&rc, (uint64_t)nz);
-        for (a = 0; a < k; a++) { /* |y 2^25| < 2^56 */
-            w->y[r][a] = elt_sat32(elt_div_round_r((int64_t)w->y[r][a] * ((int64_t)1 << 25), &rc));
+        rn = elt_recip_norm((uint32_t)nz, &en);
+        for (a = 0; a < k; a++) { /* |y r| < 2^61 */
+            yr[a] = elt_sat32(fx_rshift_round64((int64_t)yr[a] * rn, en + 4));
         }
     }
-    /* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (docs/cmaes.md §1.2 step 6) */
+    /* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (docs/cmaes.md §1.2 step 6)
+     * with every term one outer product of a scaled vector (y~ = sqrt|wc_i| y_hat in place,
+     * p~ = sqrt(c1) p_c), the products summed exactly in int64 (Q.54, |sum| < 2^63 proven by
+     * codegen.quantize_adapt.cmaes_constants), one rounding and saturation per entry. */
     decay = hsig ? p->decay_h1 : p->decay_h0;
-#if ELT_NEON && ELT_K_MAX >= 2
-    if (k == 2) {
-        /* C00, C10 in one int64x2, C11 in lane 1 of another: every product formed by
-         * VMULL, rounded and saturated by VQRSHRN #27 (t, u) or rounded by VRSRA #30 */
-        const int32x2_t pcv = vld1_s32(s->pc);
-        const int32x2_t cv = vld1_s32(s->C);
-        int32x2_t t01 = vqrshrn_n_s64(vmull_lane_s32(pcv, pcv, 0), 2 * ELT_X_FRAC - ELT_C_FRAC);
-        int32x2_t t2 = vqrshrn_n_s64(vmull_lane_s32(pcv, pcv, 1), 2 * ELT_X_FRAC - ELT_C_FRAC);
-        int64x2_t acc01 = vrshrq_n_s64(vmull_n_s32(cv, decay), ELT_RATE_FRAC);
-        int64x2_t acc2 = vrshrq_n_s64(vmull_n_s32(vdup_n_s32(s->C[2]), decay), ELT_RATE_FRAC);
-        acc01 = vrsraq_n_s64(acc01, vmull_n_s32(t01, p->c1), ELT_RATE_FRAC);
-        acc2 = vrsraq_n_s64(acc2, vmull_n_s32(t2, p->c1), ELT_RATE_FRAC);
+    {
+        const int32_t *vp[ELT_LAM_MAX + 1]; /* the positive terms, then the negative ones */
+        int32_t pt[ELT_K_MAX];
+        int32_t npos = 1;
+        int32_t nt;
+        int32_t t;
+        for (a = 0; a < k; a++) {
+            pt[a] = elt_sat32(elt_mul_rr(p->c1_sqrt, s->pc[a], ELT_RATE_FRAC));
+        }
+        vp[0] = pt;
+        nt = 1;
         for (i = 0; i < p->lam; i++) {
-            const int32_t wci = p->wc[i];
-            int32x2_t yv;
-            if (wci == 0) {
+            int32_t *yr = w->y[order[i]];
+            const int32_t sq = p->wc_sqrt[i];
+            if (p->wc[i] == 0) {
                 continue;
             }
-            yv = vld1_s32(w->y[order[i]]);
-            t01 = vqrshrn_n_s64(vmull_lane_s32(yv, yv, 0), 2 * ELT_X_FRAC - ELT_C_FRAC);
-            t2 = vqrshrn_n_s64(vmull_lane_s32(yv, yv, 1), 2 * ELT_X_FRAC - ELT_C_FRAC);
-            acc01 = vrsraq_n_s64(acc01, vmull_n_s32(t01, wci), ELT_RATE_FRAC);
-            acc2 = vrsraq_n_s64(acc2, vmull_n_s32(t2, wci), ELT_RATE_FRAC);
+            for (a = 0; a < k; a++) {
+                yr[a] = elt_sat32(elt_mul_rr(sq, yr[a], ELT_RATE_FRAC));
+            }
+            vp[nt++] = yr;
+            if (p->wc[i] > 0) {
+                npos = nt;
+            }
         }
-        vst1_s32(s->C, vqmovn_s64(acc01));
-        s->C[2] = vget_lane_s32(vqmovn_s64(acc2), 1);
-        a = k; /* done */
-    } else {
-        a = 0;
-    }
-#else
-    a = 0;
-#endif
+        for (a = 0; a < k; a++) {
+            int32_t sa[ELT_LAM_MAX + 1]; /* the row's scalar of every term */
+            int32_t *crow = &s->C[ELT_TRI(a, 0)];
+            for (t = 0; t < nt; t++) {
+                sa[t] = vp[t][a];
+            }
+            b = 0;
 #if ELT_NEON
-    /* any k: two entries (a, b), (a, b + 1) of a packed row per step, the same products */
-    for (; a < k; a++) {
-        const int32_t pca = s->pc[a];
-        for (b = 0; b + 2 <= a + 1; b += 2) {
-            int32_t *ce = &s->C[ELT_TRI(a, b)];
-            int64x2_t acc = vrshrq_n_s64(vmull_n_s32(vld1_s32(ce), decay), ELT_RATE_FRAC);
-            int32x2_t t =
-                vqrshrn_n_s64(vmull_n_s32(vld1_s32(&s->pc[b]), pca), 2 * ELT_X_FRAC - ELT_C_FRAC);
-            acc = vrsraq_n_s64(acc, vmull_n_s32(t, p->c1), ELT_RATE_FRAC);
-            for (i = 0; i < p->lam; i++) {
-                const int32_t *yr = w->y[order[i]];
-                if (p->wc[i] == 0) {
-                    continue;
+            /* two entries (a, b), (a, b + 1) per step: VMULL by decay, VRSHR #2, VMLAL / VMLSL
+             * by the row's scalar, VRSHR #28 and VQMOVN (sat32) */
+            for (; b + 2 <= a + 1; b += 2) {
+                int64x2_t acc = vrshrq_n_s64(vmull_n_s32(vld1_s32(crow + b), decay),
+                                             ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+                for (t = 0; t < npos; t++) {
+                    acc = vmlal_n_s32(acc, vld1_s32(vp[t] + b), sa[t]);
                 }
-                t = vqrshrn_n_s64(vmull_n_s32(vld1_s32(&yr[b]), yr[a]),
-                                  2 * ELT_X_FRAC - ELT_C_FRAC);
-                acc = vrsraq_n_s64(acc, vmull_n_s32(t, p->wc[i]), ELT_RATE_FRAC);
-            }
-            vst1_s32(ce, vqmovn_s64(acc));
-        }
-        if (b == a) { /* the diagonal entry of an even row */
-            int32_t t = elt_sat32(elt_mul_rr(pca, pca, 2 * ELT_X_FRAC - ELT_C_FRAC));
-            int64_t acc = elt_mul_rr(decay, s->C[ELT_TRI(a, a)], ELT_RATE_FRAC) +
-                          elt_mul_rr(p->c1, t, ELT_RATE_FRAC);
-            for (i = 0; i < p->lam; i++) {
-                const int32_t *yr = w->y[order[i]];
-                int32_t u;
-                if (p->wc[i] == 0) {
-                    continue;
+                for (; t < nt; t++) {
+                    acc = vmlsl_n_s32(acc, vld1_s32(vp[t] + b), sa[t]);
                 }
-                u = elt_sat32(elt_mul_rr(yr[a], yr[a], 2 * ELT_X_FRAC - ELT_C_FRAC));
-                acc += elt_mul_rr(p->wc[i], u, ELT_RATE_FRAC);
+                vst1_s32(crow + b, vqmovn_s64(vrshrq_n_s64(acc, 2 * ELT_X_FRAC - ELT_C_FRAC)));
             }
-            s->C[ELT_TRI(a, a)] = elt_sat32(acc);
-        }
-    }
 #endif
-    for (; a < k; a++) {
-        for (b = 0; b <= a; b++) {
-            int32_t t = elt_sat32(elt_mul_rr(s->pc[a], s->pc[b], 2 * ELT_X_FRAC - ELT_C_FRAC));
-            int64_t acc = elt_mul_rr(decay, s->C[ELT_TRI(a, b)], ELT_RATE_FRAC) +
-                          elt_mul_rr(p->c1, t, ELT_RATE_FRAC);
-            for (i = 0; i < p->lam; i++) {
-                int32_t r = order[i];
-                int32_t u;
-                if (p->wc[i] == 0) {
-                    continue;
+            for (; b <= a; b++) {
+                int64_t acc = elt_mul_rr(decay, crow[b], ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+                for (t = 0; t < npos; t++) {
+                    acc += (int64_t)vp[t][b] * sa[t];
                 }
-                u = elt_sat32(elt_mul_rr(w->y[r][a], w->y[r][b], 2 * ELT_X_FRAC - ELT_C_FRAC));
-                acc += elt_mul_rr(p->wc[i], u, ELT_RATE_FRAC);
+                for (; t < nt; t++) {
+                    acc -= (int64_t)vp[t][b] * sa[t];
+                }
+                crow[b] = elt_sat32(fx_rshift_round64(acc, 2 * ELT_X_FRAC - ELT_C_FRAC));
             }
-            s->C[ELT_TRI(a, b)] = elt_sat32(acc);
         }
     }
     /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (docs/cmaes.md §1.2) */

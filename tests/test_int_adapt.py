@@ -283,7 +283,7 @@ def test_emission_is_deterministic_and_documents_every_array() -> None:
         r"\nstatic const (int16_t|int32_t|int64_t) (\w+)\[(\d+)\]",
         c,
     )
-    assert len(decls) == 9, decls
+    assert len(decls) == 10, decls
     assert {d[5] for d in decls} >= {"kws_adapt_W", "kws_adapt_V", "kws_adapt_gauss_lut"}
     assert "ELT_MODE_STRICT" in c and "QELaTTA-V2 8b4" in c
     assert "extern const elt_adapt_params_t kws_adapt_params;" in a["kws_adapt_params.h"]

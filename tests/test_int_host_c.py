@@ -145,6 +145,8 @@ def test_generated_params_equal_python(fast_harness: Harness) -> None:
         }
         want |= {f"w.{j}": v for j, v in enumerate(cm.w)}
         want |= {f"wc.{j}": v for j, v in enumerate(cm.wc)}
+        want |= {f"wc_sqrt.{j}": v for j, v in enumerate(cm.wc_sqrt)}
+        want["c1_sqrt"] = cm.c1_sqrt
         want |= {f"hsig_thr.{j}": v for j, v in enumerate(cm.hsig_thr)}
         want |= {f"W.{j}": int(v) for j, v in enumerate(P.W.reshape(-1))}
         want |= {f"b.{j}": int(v) for j, v in enumerate(P.b)}

@@ -244,8 +244,10 @@ static void cmd_params(void)
         printf("w.%" PRId32 " %" PRId32 "\n", i, e->w[i]);
     }
     for (i = 0; i < e->lam; i++) {
-        printf("wc.%" PRId32 " %" PRId32 "\n", i, e->wc[i]);
+        printf("wc.%" PRId32 " %" PRId32 "\nwc_sqrt.%" PRId32 " %" PRId32 "\n", i, e->wc[i], i,
+               e->wc_sqrt[i]);
     }
+    printf("c1_sqrt %" PRId32 "\n", e->c1_sqrt);
     for (i = 0; i < e->n_iter; i++) {
         printf("hsig_thr.%" PRId32 " %" PRId64 "\n", i, e->hsig_thr[i]);
     }
