@@ -86,6 +86,7 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
     cfg, cm = params.cfg, params.cmaes
     src = cm.source
     C, D, k = params.n_classes, params.dim, params.k
+    g_frac = params.g_shift + params.b_fmt.frac_bits - X_FRAC  # G p in Q.(g_frac + 27)
     grid = params.grid
     pfx = prefix
     wq = f"{params.w_fmt.name}"
@@ -109,13 +110,14 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             "head bias b in the accumulator format",
         ),
         _array(
-            f"{pfx}adapt_V",
-            "int16_t",
-            params.V.T,
-            (k, D),
-            params.v_fmt.name,
-            _rng(*params.v_range),
-            "latent basis V_k transposed (row l = basis vector l; orthonormal)",
+            f"{pfx}adapt_G",
+            "int32_t",
+            params.G.T,
+            (k, C),
+            f"Q.{g_frac}",
+            _rng(float(params.G.min()) / 2**g_frac, float(params.G.max()) / 2**g_frac),
+            "head folded onto the basis, (W V_k)^T (row l = the logits of basis vector l; "
+            "docs/numeric.md §5.1)",
         ),
         _array(
             f"{pfx}adapt_w",
@@ -231,9 +233,9 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             f"|acc| <= {params.head_bound}",
         ),
         _field("logit_frac", params.logit_fmt.frac_bits, f"logits {params.logit_fmt.name}"),
-        _field("V", f"{pfx}adapt_V", ""),
+        _field("G", f"{pfx}adapt_G", ""),
         _field("zt_shift", params.zt_shift, f"z_t Q0.15 -> latent {params.latent_fmt.name}"),
-        _field("v_shift", params.v_shift, f"V p Q.{params.v_fmt.frac_bits + X_FRAC} -> latent"),
+        _field("g_shift", params.g_shift, f"G p Q.{g_frac + X_FRAC} -> accumulator"),
         _field("beta", params.beta_q30, f"Q1.30 beta = {cfg.beta!r}"),
         _field("radius", params.radius_q23, f"Q8.23 radius = {cfg.radius!r}"),
         _field("qv1", int(cfg.qelatta_v1), "QELaTTA-V1 two-level p"),
@@ -252,7 +254,7 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             ("latent z", params.latent_fmt.name),
             ("W", params.w_fmt.name),
             ("b / accumulator", params.b_fmt.name),
-            ("V", params.v_fmt.name),
+            ("G = W V", f"Q.{g_frac}"),
             ("logits", params.logit_fmt.name),
             ("H", H_FMT.name),
             ("p, m, x", P_FMT.name),

@@ -659,6 +659,8 @@ class AdaptParams:
     zt_shift: int  # Q0.15 → latent: 15 − latent frac
     v_shift: int  # V·p (Q.(fv+27)) → latent frac
     head_shift: int  # accumulator → logit frac
+    G: IntArray  # [C, k] int32: the head folded onto the basis, W·V with g_drop low bits dropped
+    g_shift: int  # G·p (Q.(fw+fv−g_drop+27)) → accumulator frac: v_shift − g_drop
     cmaes: CmaesIntParams
     beta_q30: int
     radius_q23: int

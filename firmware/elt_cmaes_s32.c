@@ -95,7 +95,8 @@ int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
         }
         r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
         for (i = j + 1; i < k; i++) {
-            const int64_t num = elt_sat32(c[ELT_TRI(i, j)] - elt_dot_rr26(&a[ELT_TRI(i, 0)], aj, j));
+            const int64_t num =
+                elt_sat32(c[ELT_TRI(i, j)] - elt_dot_rr26(&a[ELT_TRI(i, 0)], aj, j));
             a[ELT_TRI(i, j)] = elt_sat32(fx_rshift_round64(num * r, e + 3));
         }
     }
@@ -429,7 +430,8 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
             }
 #endif
             for (; b <= a; b++) {
-                int64_t acc = elt_mul_rr(decay, crow[b], ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+                int64_t acc =
+                    elt_mul_rr(decay, crow[b], ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
                 for (t = 0; t < npos; t++) {
                     acc += (int64_t)vp[t][b] * sa[t];
                 }
