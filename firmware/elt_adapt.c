@@ -178,36 +178,63 @@ void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits
 #endif
 }
 
-void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
-                         int16_t *logits)
+#if ELT_NEON
+/* Classes c .. c + 4nb of two candidates pa, pb (nb = 1, 2): per basis vector j, row j of G^T
+ * (one or two VLD1.32 q, shared by both candidates) times p_j by VMLAL.S32 into int64x2
+ * accumulators (exact: |G p| < 2^62), then VRSHL by -g_shift, + acc0 (VADDW), VRSHL by
+ * -head_shift, VQMOVN twice (sat32 then sat16 = sat16). */
+static inline __attribute__((always_inline)) void
+elt_cand_blk(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa, const int32_t *pb,
+             int16_t *la, int16_t *lb, int32_t c, const int nb)
 {
     const int32_t ncls = p->n_classes;
     const int32_t k = p->es.k;
-    int32_t c = 0;
-    int32_t j;
-#if ELT_NEON
-    /* four classes per step: G^T row j (classes c .. c + 3) times p_j by VMLAL.S32 into two
-     * int64x2 (exact: |G p| < 2^62), VRSHL by -g_shift, + acc0 (VADDW), VRSHL by -head_shift,
-     * VQMOVN twice (sat32 then sat16 = sat16) */
     const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
     const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));
-    for (; c + 4 <= ncls; c += 4) {
-        const int32_t *g = p->G + c;
-        int64x2_t a0 = vdupq_n_s64(0);
-        int64x2_t a1 = a0;
-        int32x4_t a0v;
-        for (j = 0; j < k; j++, g += ncls) {
-            const int32x4_t gv = vld1q_s32(g);
-            const int32x2_t pj = vld1_dup_s32(pv + j);
-            a0 = vmlal_s32(a0, vget_low_s32(gv), pj);
-            a1 = vmlal_s32(a1, vget_high_s32(gv), pj);
-        }
-        a0v = vld1q_s32(acc0 + c);
-        a0 = vrshlq_s64(vaddw_s32(vrshlq_s64(a0, gsh), vget_low_s32(a0v)), hsh);
-        a1 = vrshlq_s64(vaddw_s32(vrshlq_s64(a1, gsh), vget_high_s32(a0v)), hsh);
-        vst1_s16(logits + c, vqmovn_s32(vcombine_s32(vqmovn_s64(a0), vqmovn_s64(a1))));
+    const int32_t *g = p->G + c;
+    int64x2_t xa[4];
+    int64x2_t xb[4];
+    int h;
+    int32_t j;
+#pragma GCC unroll 4
+    for (h = 0; h < 2 * nb; h++) {
+        xa[h] = vdupq_n_s64(0);
+        xb[h] = xa[h];
     }
+    for (j = 0; j < k; j++, g += ncls) {
+        const int32x2_t pja = vld1_dup_s32(pa + j);
+        const int32x2_t pjb = vld1_dup_s32(pb + j);
+#pragma GCC unroll 2
+        for (h = 0; h < nb; h++) {
+            const int32x4_t gv = vld1q_s32(g + 4 * h);
+            xa[2 * h] = vmlal_s32(xa[2 * h], vget_low_s32(gv), pja);
+            xa[2 * h + 1] = vmlal_s32(xa[2 * h + 1], vget_high_s32(gv), pja);
+            xb[2 * h] = vmlal_s32(xb[2 * h], vget_low_s32(gv), pjb);
+            xb[2 * h + 1] = vmlal_s32(xb[2 * h + 1], vget_high_s32(gv), pjb);
+        }
+    }
+#pragma GCC unroll 2
+    for (h = 0; h < nb; h++) {
+        const int32x4_t a0 = vld1q_s32(acc0 + c + 4 * h);
+        const int64x2_t a0l = vmovl_s32(vget_low_s32(a0));
+        const int64x2_t a0h = vmovl_s32(vget_high_s32(a0));
+        int64x2_t r0 = vrshlq_s64(vaddq_s64(vrshlq_s64(xa[2 * h], gsh), a0l), hsh);
+        int64x2_t r1 = vrshlq_s64(vaddq_s64(vrshlq_s64(xa[2 * h + 1], gsh), a0h), hsh);
+        vst1_s16(la + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
+        r0 = vrshlq_s64(vaddq_s64(vrshlq_s64(xb[2 * h], gsh), a0l), hsh);
+        r1 = vrshlq_s64(vaddq_s64(vrshlq_s64(xb[2 * h + 1], gsh), a0h), hsh);
+        vst1_s16(lb + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
+    }
+}
 #endif
+
+/* Classes c .. C - 1 of one candidate, scalar. */
+static void elt_cand_rows(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
+                          int16_t *logits, int32_t c)
+{
+    const int32_t ncls = p->n_classes;
+    const int32_t k = p->es.k;
+    int32_t j;
     for (; c < ncls; c++) {
         int64_t acc = 0;
         for (j = 0; j < k; j++) {
@@ -216,6 +243,38 @@ void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const
         acc = acc0[c] + fx_rshift_round64(acc, p->g_shift);
         logits[c] = fx_sat16_64(fx_rshift_round64(acc, p->head_shift));
     }
+}
+
+void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa,
+                          const int32_t *pb, int16_t *la, int16_t *lb)
+{
+    int32_t c = 0;
+#if ELT_NEON
+    const int32_t ncls = p->n_classes;
+    for (; c + 8 <= ncls; c += 8) {
+        elt_cand_blk(p, acc0, pa, pb, la, lb, c, 2);
+    }
+    if (c + 4 <= ncls) {
+        elt_cand_blk(p, acc0, pa, pb, la, lb, c, 1);
+        c += 4;
+    }
+#endif
+    elt_cand_rows(p, acc0, pa, la, c);
+    elt_cand_rows(p, acc0, pb, lb, c);
+}
+
+void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
+                         int16_t *logits)
+{
+    int32_t c = 0;
+#if ELT_NEON
+    int16_t twin[ELT_C_MAX]; /* the pair's second candidate is the same one */
+    const int32_t ncls = p->n_classes;
+    for (; c + 4 <= ncls; c += 4) {
+        elt_cand_blk(p, acc0, pv, pv, logits, twin, c, 1);
+    }
+#endif
+    elt_cand_rows(p, acc0, pv, logits, c);
 }
 
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,
@@ -334,7 +393,10 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             }
         }
         /* logits of z_t + V p by the folded head: acc0 + G p (docs/numeric.md §5.1) */
-        for (i = 0; i < ep->lam; i++) {
+        for (i = 0; i + 2 <= ep->lam; i += 2) {
+            elt_cand_logits2_s16(p, st->acc0, pe[i], pe[i + 1], st->logits[i], st->logits[i + 1]);
+        }
+        if (i < ep->lam) {
             elt_cand_logits_s16(p, st->acc0, pe[i], st->logits[i]);
         }
         for (i = 0; i < ep->lam; i++) {

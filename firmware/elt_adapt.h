@@ -76,6 +76,10 @@ void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits
 void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
                          int16_t *logits);
 
+/* The same for two candidates (one pass over G). */
+void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa,
+                          const int32_t *pb, int16_t *la, int16_t *lb);
+
 /* Adapt one sample (z_q15: D int16 Q0.15 = LSTM h_T) and fill every result field. */
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,
                    uint32_t sample_id, elt_adapt_result_t *res);

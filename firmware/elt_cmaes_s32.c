@@ -94,7 +94,42 @@ int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
             break;
         }
         r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
-        for (i = j + 1; i < k; i++) {
+        i = j + 1;
+#if ELT_NEON
+        /* rows i, i + 1 together: one load of row j's prefix for both dot products, the two
+         * numerators in one int64x2 (VQMOVN = sat32), the quotients by VMULL by r, VRSHL by
+         * -(e + 3), VQMOVN */
+        {
+            const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
+            for (; i + 2 <= k; i += 2) {
+                const int32_t *ai = &a[ELT_TRI(i, 0)];
+                const int32_t *ai1 = ai + i + 1; /* row i + 1 follows row i */
+                int64x2_t acc_i = vdupq_n_s64(0);
+                int64x2_t acc_i1 = acc_i;
+                int64x2_t sum;
+                int32x2_t num;
+                int32_t l = 0;
+                for (; l + 2 <= j; l += 2) {
+                    const int32x2_t ajv = vld1_s32(aj + l);
+                    acc_i = vrsraq_n_s64(acc_i, vmull_s32(vld1_s32(ai + l), ajv), ELT_C_FRAC);
+                    acc_i1 = vrsraq_n_s64(acc_i1, vmull_s32(vld1_s32(ai1 + l), ajv), ELT_C_FRAC);
+                }
+                sum = vcombine_s64(vadd_s64(vget_low_s64(acc_i), vget_high_s64(acc_i)),
+                                   vadd_s64(vget_low_s64(acc_i1), vget_high_s64(acc_i1)));
+                if (l < j) {
+                    const int32x2_t al = vset_lane_s32(ai1[l], vdup_n_s32(ai[l]), 1);
+                    sum = vrsraq_n_s64(sum, vmull_n_s32(al, aj[l]), ELT_C_FRAC);
+                }
+                num = vqmovn_s64(vsubq_s64(
+                    vmovl_s32(vset_lane_s32(c[ELT_TRI(i + 1, j)], vdup_n_s32(c[ELT_TRI(i, j)]), 1)),
+                    sum));
+                num = vqmovn_s64(vrshlq_s64(vmull_n_s32(num, r), esh));
+                a[ELT_TRI(i, j)] = vget_lane_s32(num, 0);
+                a[ELT_TRI(i + 1, j)] = vget_lane_s32(num, 1);
+            }
+        }
+#endif
+        for (; i < k; i++) {
             const int64_t num =
                 elt_sat32(c[ELT_TRI(i, j)] - elt_dot_rr26(&a[ELT_TRI(i, 0)], aj, j));
             a[ELT_TRI(i, j)] = elt_sat32(fx_rshift_round64(num * r, e + 3));
@@ -231,35 +266,59 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
     }
 #endif
 #if ELT_NEON
-    /* any k: row a of A (packed, contiguous) times z two products per VMULL, each rounded
-     * (VRSRA #27); x two dimensions per step as above */
+    /* any k: two candidates per pass over A (each row of A loaded once for both); row a of A
+     * (packed, contiguous) times z four products per step (two VMULL per candidate), each
+     * rounded (VRSRA #27), the two lanes summed, VQMOVN; x two dimensions per step as above */
     {
         const int32x2_t md = vdup_n_s32(mant);
         const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
-        for (; i < lam; i++) {
-            const int32_t *zi = w->z[i];
+        for (; i + 2 <= lam; i += 2) {
+            const int32_t *za = w->z[i];
+            const int32_t *zb = w->z[i + 1];
+            const int32_t *ar = w->A;
             for (a = 0; a < k; a++) {
-                const int32_t *ar = &w->A[ELT_TRI(a, 0)];
-                int64x2_t acc = vdupq_n_s64(0);
-                int64_t sum;
-                for (l = 0; l + 2 <= a + 1; l += 2) {
-                    acc = vrsraq_n_s64(acc, vmull_s32(vld1_s32(ar + l), vld1_s32(zi + l)),
+                int64x2_t acc_a = vdupq_n_s64(0);
+                int64x2_t acc_b = acc_a;
+                int64x2_t sum;
+                for (l = 0; l + 4 <= a + 1; l += 4) {
+                    const int32x4_t av = vld1q_s32(ar + l);
+                    const int32x4_t zav = vld1q_s32(za + l);
+                    const int32x4_t zbv = vld1q_s32(zb + l);
+                    acc_a = vrsraq_n_s64(acc_a, vmull_s32(vget_low_s32(av), vget_low_s32(zav)),
+                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                    acc_b = vrsraq_n_s64(acc_b, vmull_s32(vget_low_s32(av), vget_low_s32(zbv)),
+                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                    acc_a = vrsraq_n_s64(acc_a, vmull_s32(vget_high_s32(av), vget_high_s32(zav)),
+                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                    acc_b = vrsraq_n_s64(acc_b, vmull_s32(vget_high_s32(av), vget_high_s32(zbv)),
+                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                }
+                if (l + 2 <= a + 1) {
+                    const int32x2_t av = vld1_s32(ar + l);
+                    acc_a = vrsraq_n_s64(acc_a, vmull_s32(av, vld1_s32(za + l)),
+                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                    acc_b = vrsraq_n_s64(acc_b, vmull_s32(av, vld1_s32(zb + l)),
+                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                    l += 2;
+                }
+                /* (sum of a's lanes, sum of b's lanes) */
+                sum = vcombine_s64(vadd_s64(vget_low_s64(acc_a), vget_high_s64(acc_a)),
+                                   vadd_s64(vget_low_s64(acc_b), vget_high_s64(acc_b)));
+                if (l == a) {
+                    const int32x2_t zl = vset_lane_s32(zb[a], vdup_n_s32(za[a]), 1);
+                    sum = vrsraq_n_s64(sum, vmull_n_s32(zl, ar[a]),
                                        ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
                 }
-                sum = vgetq_lane_s64(acc, 0) + vgetq_lane_s64(acc, 1);
-                if (l == a) {
-                    sum += elt_mul_rr(ar[a], zi[a], ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                {
+                    const int32x2_t yv = vqmovn_s64(sum);
+                    const int32x2_t xv = vqmovn_s64(
+                        vaddq_s64(vdupq_n_s64(s->m[a]), vrshlq_s64(vmull_s32(yv, md), shv)));
+                    w->y[i][a] = vget_lane_s32(yv, 0);
+                    w->y[i + 1][a] = vget_lane_s32(yv, 1);
+                    w->x[i][a] = vget_lane_s32(xv, 0);
+                    w->x[i + 1][a] = vget_lane_s32(xv, 1);
                 }
-                w->y[i][a] = elt_sat32(sum);
-            }
-            for (a = 0; a + 2 <= k; a += 2) {
-                vst1_s32(&w->x[i][a], vqmovn_s64(vaddq_s64(
-                                          vmovl_s32(vld1_s32(&s->m[a])),
-                                          vrshlq_s64(vmull_s32(vld1_s32(&w->y[i][a]), md), shv))));
-            }
-            for (; a < k; a++) {
-                w->x[i][a] = elt_sat32((int64_t)s->m[a] +
-                                       fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
+                ar += a + 1;
             }
         }
     }
@@ -284,6 +343,45 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
         }
     }
 }
+
+#if ELT_NEON
+/* 2nh consecutive entries ce[0 .. 2nh) of row a of C (nh = 1, 2, 4 int64x2 accumulators):
+ * VMULL by decay, VRSHR #2 (Q.54), then per term one VMLAL (positive weights) or VMLSL
+ * (negative) of the term's entries b.. by its row scalar sa[t], VRSHR #28, VQMOVN (sat32).
+ * tb points at entry b of the first term row (rows ELT_K_MAX apart), pb at p~_b. */
+static inline __attribute__((always_inline)) void
+elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *sa, int32_t npos,
+            int32_t nt, int32_t decay, int32_t pa, const int nh)
+{
+    int64x2_t acc[4];
+    int h;
+    int32_t t;
+#pragma GCC unroll 4
+    for (h = 0; h < nh; h++) {
+        acc[h] = vrshrq_n_s64(vmull_n_s32(vld1_s32(ce + 2 * h), decay),
+                              ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        acc[h] = vmlal_n_s32(acc[h], vld1_s32(pb + 2 * h), pa);
+    }
+    for (t = 0; t < npos; t++, tb += ELT_K_MAX) {
+        const int32_t st = sa[t];
+#pragma GCC unroll 4
+        for (h = 0; h < nh; h++) {
+            acc[h] = vmlal_n_s32(acc[h], vld1_s32(tb + 2 * h), st);
+        }
+    }
+    for (; t < nt; t++, tb += ELT_K_MAX) {
+        const int32_t st = sa[t];
+#pragma GCC unroll 4
+        for (h = 0; h < nh; h++) {
+            acc[h] = vmlsl_n_s32(acc[h], vld1_s32(tb + 2 * h), st);
+        }
+    }
+#pragma GCC unroll 4
+    for (h = 0; h < nh; h++) {
+        vst1_s32(ce + 2 * h, vqmovn_s64(vrshrq_n_s64(acc[h], 2 * ELT_X_FRAC - ELT_C_FRAC)));
+    }
+}
+#endif
 
 int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
                            const uint8_t *order)
@@ -378,65 +476,62 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         }
     }
     /* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (docs/cmaes.md §1.2 step 6)
-     * with every term one outer product of a scaled vector (y~ = sqrt|wc_i| y_hat in place,
-     * p~ = sqrt(c1) p_c), the products summed exactly in int64 (Q.54, |sum| < 2^63 proven by
+     * with every term one outer product of a scaled vector (p~ = sqrt(c1) p_c; y~ = sqrt|wc_i|
+     * y_hat, written over w->z in term order, positive weights first: z is not read again),
+     * the products summed exactly in int64 (Q.54, |sum| < 2^63 proven by
      * codegen.quantize_adapt.cmaes_constants), one rounding and saturation per entry. */
     decay = hsig ? p->decay_h1 : p->decay_h0;
     {
-        const int32_t *vp[ELT_LAM_MAX + 1]; /* the positive terms, then the negative ones */
-        int32_t pt[ELT_K_MAX];
-        int32_t npos = 1;
-        int32_t nt;
+        int32_t pt[ELT_K_MAX] = {0};
+        int32_t npos = 0;
+        int32_t nt = 0;
         int32_t t;
         for (a = 0; a < k; a++) {
             pt[a] = elt_sat32(elt_mul_rr(p->c1_sqrt, s->pc[a], ELT_RATE_FRAC));
         }
-        vp[0] = pt;
-        nt = 1;
         for (i = 0; i < p->lam; i++) {
-            int32_t *yr = w->y[order[i]];
+            const int32_t *yr = w->y[order[i]];
             const int32_t sq = p->wc_sqrt[i];
             if (p->wc[i] == 0) {
                 continue;
             }
             for (a = 0; a < k; a++) {
-                yr[a] = elt_sat32(elt_mul_rr(sq, yr[a], ELT_RATE_FRAC));
+                w->z[nt][a] = elt_sat32(elt_mul_rr(sq, yr[a], ELT_RATE_FRAC));
             }
-            vp[nt++] = yr;
+            nt++;
             if (p->wc[i] > 0) {
                 npos = nt;
             }
         }
         for (a = 0; a < k; a++) {
-            int32_t sa[ELT_LAM_MAX + 1]; /* the row's scalar of every term */
+            int32_t sa[ELT_LAM_MAX]; /* the row's scalar of every term */
             int32_t *crow = &s->C[ELT_TRI(a, 0)];
             for (t = 0; t < nt; t++) {
-                sa[t] = vp[t][a];
+                sa[t] = w->z[t][a];
             }
             b = 0;
 #if ELT_NEON
-            /* two entries (a, b), (a, b + 1) per step: VMULL by decay, VRSHR #2, VMLAL / VMLSL
-             * by the row's scalar, VRSHR #28 and VQMOVN (sat32) */
-            for (; b + 2 <= a + 1; b += 2) {
-                int64x2_t acc = vrshrq_n_s64(vmull_n_s32(vld1_s32(crow + b), decay),
-                                             ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
-                for (t = 0; t < npos; t++) {
-                    acc = vmlal_n_s32(acc, vld1_s32(vp[t] + b), sa[t]);
-                }
-                for (; t < nt; t++) {
-                    acc = vmlsl_n_s32(acc, vld1_s32(vp[t] + b), sa[t]);
-                }
-                vst1_s32(crow + b, vqmovn_s64(vrshrq_n_s64(acc, 2 * ELT_X_FRAC - ELT_C_FRAC)));
+            for (; b + 8 <= a + 1; b += 8) {
+                elt_cov_blk(crow + b, pt + b, &w->z[0][b], sa, npos, nt, decay, pt[a], 4);
+            }
+            if (b + 4 <= a + 1) {
+                elt_cov_blk(crow + b, pt + b, &w->z[0][b], sa, npos, nt, decay, pt[a], 2);
+                b += 4;
+            }
+            if (b + 2 <= a + 1) {
+                elt_cov_blk(crow + b, pt + b, &w->z[0][b], sa, npos, nt, decay, pt[a], 1);
+                b += 2;
             }
 #endif
             for (; b <= a; b++) {
                 int64_t acc =
-                    elt_mul_rr(decay, crow[b], ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+                    elt_mul_rr(decay, crow[b], ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC) +
+                    (int64_t)pt[b] * pt[a];
                 for (t = 0; t < npos; t++) {
-                    acc += (int64_t)vp[t][b] * sa[t];
+                    acc += (int64_t)w->z[t][b] * sa[t];
                 }
                 for (; t < nt; t++) {
-                    acc -= (int64_t)vp[t][b] * sa[t];
+                    acc -= (int64_t)w->z[t][b] * sa[t];
                 }
                 crow[b] = elt_sat32(fx_rshift_round64(acc, 2 * ELT_X_FRAC - ELT_C_FRAC));
             }

@@ -73,8 +73,8 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
                           elt_cmaes_work_t *w, elt_rng_t *rng, const int32_t *gauss_lut);
 
 /* One update in pycma tell2 order; order[] ranks the candidates by (f, index). Overwrites
- * w->y of every candidate with a non-zero weight (by the scaled vector of its covariance
- * term). Returns h_sigma. */
+ * w->y of the negative-weight candidates (y / ||z||) and w->z (the covariance terms' scaled
+ * vectors). Returns h_sigma. */
 int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
                            const uint8_t *order);
 
