@@ -114,8 +114,8 @@ int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
                     acc_i = vrsraq_n_s64(acc_i, vmull_s32(vld1_s32(ai + l), ajv), ELT_C_FRAC);
                     acc_i1 = vrsraq_n_s64(acc_i1, vmull_s32(vld1_s32(ai1 + l), ajv), ELT_C_FRAC);
                 }
-                sum = vcombine_s64(vadd_s64(vget_low_s64(acc_i), vget_high_s64(acc_i)),
-                                   vadd_s64(vget_low_s64(acc_i1), vget_high_s64(acc_i1)));
+                sum = vaddq_s64(vcombine_s64(vget_low_s64(acc_i), vget_low_s64(acc_i1)),
+                                vcombine_s64(vget_high_s64(acc_i), vget_high_s64(acc_i1)));
                 if (l < j) {
                     const int32x2_t al = vset_lane_s32(ai1[l], vdup_n_s32(ai[l]), 1);
                     sum = vrsraq_n_s64(sum, vmull_n_s32(al, aj[l]), ELT_C_FRAC);
@@ -301,9 +301,9 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
                                          ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
                     l += 2;
                 }
-                /* (sum of a's lanes, sum of b's lanes) */
-                sum = vcombine_s64(vadd_s64(vget_low_s64(acc_a), vget_high_s64(acc_a)),
-                                   vadd_s64(vget_low_s64(acc_b), vget_high_s64(acc_b)));
+                /* (sum of a's lanes, sum of b's lanes): the low halves plus the high halves */
+                sum = vaddq_s64(vcombine_s64(vget_low_s64(acc_a), vget_low_s64(acc_b)),
+                                vcombine_s64(vget_high_s64(acc_a), vget_high_s64(acc_b)));
                 if (l == a) {
                     const int32x2_t zl = vset_lane_s32(zb[a], vdup_n_s32(za[a]), 1);
                     sum = vrsraq_n_s64(sum, vmull_n_s32(zl, ar[a]),
@@ -346,14 +346,16 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
 
 #if ELT_NEON
 /* 2nh consecutive entries ce[0 .. 2nh) of row a of C (nh = 1, 2, 4 int64x2 accumulators):
- * VMULL by decay, VRSHR #2 (Q.54), then per term one VMLAL (positive weights) or VMLSL
- * (negative) of the term's entries b.. by its row scalar sa[t], VRSHR #28, VQMOVN (sat32).
- * tb points at entry b of the first term row (rows ELT_K_MAX apart), pb at p~_b. */
+ * VMULL by decay, VRSHR #2 (Q.54), + p~_a p~_b.., then per term one VMLAL (positive weights)
+ * or VMLSL (negative) by lane of the term's entries b.. times its entry a (VLD1 dup), VRSHR
+ * #28, VQMOVN (sat32). tb points at entry b of the first term row (rows ELT_K_MAX apart),
+ * ta at its entry a, pb at p~_b. */
 static inline __attribute__((always_inline)) void
-elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *sa, int32_t npos,
+elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta, int32_t npos,
             int32_t nt, int32_t decay, int32_t pa, const int nh)
 {
     int64x2_t acc[4];
+    int32x2_t v[4];
     int h;
     int32_t t;
 #pragma GCC unroll 4
@@ -362,20 +364,38 @@ elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *sa
                               ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
         acc[h] = vmlal_n_s32(acc[h], vld1_s32(pb + 2 * h), pa);
     }
-    for (t = 0; t < npos; t++, tb += ELT_K_MAX) {
-        const int32_t st = sa[t];
+#define ELT_COV_LOAD()                                                                             \
+    do {                                                                                           \
+        if (nh == 1) {                                                                             \
+            v[0] = vld1_s32(tb);                                                                   \
+        } else {                                                                                   \
+            const int32x4_t q0 = vld1q_s32(tb);                                                    \
+            v[0] = vget_low_s32(q0);                                                               \
+            v[1] = vget_high_s32(q0);                                                              \
+            if (nh == 4) {                                                                         \
+                const int32x4_t q1 = vld1q_s32(tb + 4);                                            \
+                v[2] = vget_low_s32(q1);                                                           \
+                v[3] = vget_high_s32(q1);                                                          \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+    for (t = 0; t < npos; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        const int32x2_t sv = vld1_dup_s32(ta);
+        ELT_COV_LOAD();
 #pragma GCC unroll 4
         for (h = 0; h < nh; h++) {
-            acc[h] = vmlal_n_s32(acc[h], vld1_s32(tb + 2 * h), st);
+            acc[h] = vmlal_lane_s32(acc[h], v[h], sv, 0);
         }
     }
-    for (; t < nt; t++, tb += ELT_K_MAX) {
-        const int32_t st = sa[t];
+    for (; t < nt; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        const int32x2_t sv = vld1_dup_s32(ta);
+        ELT_COV_LOAD();
 #pragma GCC unroll 4
         for (h = 0; h < nh; h++) {
-            acc[h] = vmlsl_n_s32(acc[h], vld1_s32(tb + 2 * h), st);
+            acc[h] = vmlsl_lane_s32(acc[h], v[h], sv, 0);
         }
     }
+#undef ELT_COV_LOAD
 #pragma GCC unroll 4
     for (h = 0; h < nh; h++) {
         vst1_s32(ce + 2 * h, vqmovn_s64(vrshrq_n_s64(acc[h], 2 * ELT_X_FRAC - ELT_C_FRAC)));
@@ -463,7 +483,18 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         if (p->wc[i] == 0) {
             continue;
         }
-        for (a = 0; a < k; a++) {
+        a = 0;
+#if ELT_NEON
+        if (k >= 2) {
+            int64x2_t n2v = vdupq_n_s64(0);
+            for (; a + 2 <= k; a += 2) {
+                const int32x2_t zv = vld1_s32(zr + a);
+                n2v = vrsraq_n_s64(n2v, vmull_s32(zv, zv), 2 * ELT_Z_FRAC - 50);
+            }
+            nz2 = vgetq_lane_s64(n2v, 0) + vgetq_lane_s64(n2v, 1);
+        }
+#endif
+        for (; a < k; a++) {
             nz2 += elt_mul_rr(zr[a], zr[a], 2 * ELT_Z_FRAC - 50); /* Q.50 */
         }
         nz = (int32_t)elt_isqrt64((uint64_t)nz2); /* Q.25, < 2^31 */
@@ -471,7 +502,16 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
             nz = 1;
         }
         rn = elt_recip_norm((uint32_t)nz, &en);
-        for (a = 0; a < k; a++) { /* |y r| < 2^61 */
+        a = 0;
+#if ELT_NEON
+        {
+            const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(en + 4)));
+            for (; a + 2 <= k; a += 2) { /* |y r| < 2^61 */
+                vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_n_s32(vld1_s32(yr + a), rn), esh)));
+            }
+        }
+#endif
+        for (; a < k; a++) { /* |y r| < 2^61 */
             yr[a] = elt_sat32(fx_rshift_round64((int64_t)yr[a] * rn, en + 4));
         }
     }
@@ -495,7 +535,14 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
             if (p->wc[i] == 0) {
                 continue;
             }
-            for (a = 0; a < k; a++) {
+            a = 0;
+#if ELT_NEON
+            for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
+                vst1_s32(&w->z[nt][a],
+                         vqrshrn_n_s64(vmull_n_s32(vld1_s32(yr + a), sq), ELT_RATE_FRAC));
+            }
+#endif
+            for (; a < k; a++) {
                 w->z[nt][a] = elt_sat32(elt_mul_rr(sq, yr[a], ELT_RATE_FRAC));
             }
             nt++;
@@ -504,22 +551,18 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
             }
         }
         for (a = 0; a < k; a++) {
-            int32_t sa[ELT_LAM_MAX]; /* the row's scalar of every term */
             int32_t *crow = &s->C[ELT_TRI(a, 0)];
-            for (t = 0; t < nt; t++) {
-                sa[t] = w->z[t][a];
-            }
             b = 0;
 #if ELT_NEON
             for (; b + 8 <= a + 1; b += 8) {
-                elt_cov_blk(crow + b, pt + b, &w->z[0][b], sa, npos, nt, decay, pt[a], 4);
+                elt_cov_blk(crow + b, pt + b, &w->z[0][b], &w->z[0][a], npos, nt, decay, pt[a], 4);
             }
             if (b + 4 <= a + 1) {
-                elt_cov_blk(crow + b, pt + b, &w->z[0][b], sa, npos, nt, decay, pt[a], 2);
+                elt_cov_blk(crow + b, pt + b, &w->z[0][b], &w->z[0][a], npos, nt, decay, pt[a], 2);
                 b += 4;
             }
             if (b + 2 <= a + 1) {
-                elt_cov_blk(crow + b, pt + b, &w->z[0][b], sa, npos, nt, decay, pt[a], 1);
+                elt_cov_blk(crow + b, pt + b, &w->z[0][b], &w->z[0][a], npos, nt, decay, pt[a], 1);
                 b += 2;
             }
 #endif
@@ -528,10 +571,10 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
                     elt_mul_rr(decay, crow[b], ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC) +
                     (int64_t)pt[b] * pt[a];
                 for (t = 0; t < npos; t++) {
-                    acc += (int64_t)w->z[t][b] * sa[t];
+                    acc += (int64_t)w->z[t][b] * w->z[t][a];
                 }
                 for (; t < nt; t++) {
-                    acc -= (int64_t)w->z[t][b] * sa[t];
+                    acc -= (int64_t)w->z[t][b] * w->z[t][a];
                 }
                 crow[b] = elt_sat32(fx_rshift_round64(acc, 2 * ELT_X_FRAC - ELT_C_FRAC));
             }
