@@ -16,6 +16,7 @@
 #endif
 
 #define ELT_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
+#define ELT_ZR_FRAC 23 /* z rounded to Q3.23 for the sampler's exact sums (cmaes_int.ZR_FRAC) */
 
 static inline int32_t elt_sat32(int64_t x)
 {
@@ -242,83 +243,77 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
     rng->s[1] = st[1];
     rng->s[2] = st[2];
     rng->s[3] = st[3];
+    /* y = A z from z rounded to Q3.23 (zr = rshift_round(z, 5), |zr| < 2^25.7), the products
+     * Q5.26 x Q3.23 summed exactly in int64 (< 32 2^31 2^25.7 < 2^61.7 for any A) and rounded
+     * once to Q.27: y = sat32(rshift_round(sum, 22)); x = sat32(m + round(y mant / 2^shift)) */
     i = 0;
-#if ELT_NEON && ELT_K_MAX >= 2
-    if (k == 2) {
-        /* y = A z with each product rounded to Q.27 (VRSHR / VRSRA #27), sat32 (VQMOVN);
-         * x = sat32(m + round(y mant / 2^shift)) (VRSHL by -shift, VQMOVN) */
-        const int32x2_t a0 = vld1_s32(w->A);                           /* A00, A10 */
-        const int32x2_t a1 = vset_lane_s32(w->A[2], vdup_n_s32(0), 1); /* 0, A11 */
-        const int64x2_t m64 = vmovl_s32(vld1_s32(s->m));
-        const int32x2_t md = vdup_n_s32(mant);
-        const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
-        for (; i < lam; i++) {
-            const int32x2_t zv = vld1_s32(w->z[i]);
-            int64x2_t acc =
-                vrshrq_n_s64(vmull_lane_s32(a0, zv, 0), ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-            int32x2_t y;
-            acc =
-                vrsraq_n_s64(acc, vmull_lane_s32(a1, zv, 1), ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-            y = vqmovn_s64(acc);
-            vst1_s32(w->y[i], y);
-            vst1_s32(w->x[i], vqmovn_s64(vaddq_s64(m64, vrshlq_s64(vmull_s32(y, md), shv))));
-        }
-    }
-#endif
 #if ELT_NEON
-    /* any k: two candidates per pass over A (each row of A loaded once for both); row a of A
-     * (packed, contiguous) times z four products per step (two VMULL per candidate), each
-     * rounded (VRSRA #27), the two lanes summed, VQMOVN; x two dimensions per step as above */
     {
         const int32x2_t md = vdup_n_s32(mant);
         const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+        int32_t zr[2][ELT_K_MAX]; /* the pair's zr */
+        /* two candidates per pass over A (each row of A loaded once for both): row a of A
+         * (packed, contiguous) times zr, VMLAL.S32 four products per candidate and step */
         for (; i + 2 <= lam; i += 2) {
-            const int32_t *za = w->z[i];
-            const int32_t *zb = w->z[i + 1];
             const int32_t *ar = w->A;
+            for (a = 0; a + 4 <= k; a += 4) { /* VRSHR #5 */
+                vst1q_s32(&zr[0][a],
+                          vrshrq_n_s32(vld1q_s32(&w->z[i][a]), ELT_Z_FRAC - ELT_ZR_FRAC));
+                vst1q_s32(&zr[1][a],
+                          vrshrq_n_s32(vld1q_s32(&w->z[i + 1][a]), ELT_Z_FRAC - ELT_ZR_FRAC));
+            }
+            for (; a < k; a++) {
+                zr[0][a] = fx_rshift_round32(w->z[i][a], ELT_Z_FRAC - ELT_ZR_FRAC);
+                zr[1][a] = fx_rshift_round32(w->z[i + 1][a], ELT_Z_FRAC - ELT_ZR_FRAC);
+            }
             for (a = 0; a < k; a++) {
                 int64x2_t acc_a = vdupq_n_s64(0);
                 int64x2_t acc_b = acc_a;
                 int64x2_t sum;
                 for (l = 0; l + 4 <= a + 1; l += 4) {
                     const int32x4_t av = vld1q_s32(ar + l);
-                    const int32x4_t zav = vld1q_s32(za + l);
-                    const int32x4_t zbv = vld1q_s32(zb + l);
-                    acc_a = vrsraq_n_s64(acc_a, vmull_s32(vget_low_s32(av), vget_low_s32(zav)),
-                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-                    acc_b = vrsraq_n_s64(acc_b, vmull_s32(vget_low_s32(av), vget_low_s32(zbv)),
-                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-                    acc_a = vrsraq_n_s64(acc_a, vmull_s32(vget_high_s32(av), vget_high_s32(zav)),
-                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-                    acc_b = vrsraq_n_s64(acc_b, vmull_s32(vget_high_s32(av), vget_high_s32(zbv)),
-                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                    const int32x4_t zav = vld1q_s32(&zr[0][l]);
+                    const int32x4_t zbv = vld1q_s32(&zr[1][l]);
+                    acc_a = vmlal_s32(acc_a, vget_low_s32(av), vget_low_s32(zav));
+                    acc_b = vmlal_s32(acc_b, vget_low_s32(av), vget_low_s32(zbv));
+                    acc_a = vmlal_s32(acc_a, vget_high_s32(av), vget_high_s32(zav));
+                    acc_b = vmlal_s32(acc_b, vget_high_s32(av), vget_high_s32(zbv));
                 }
                 if (l + 2 <= a + 1) {
                     const int32x2_t av = vld1_s32(ar + l);
-                    acc_a = vrsraq_n_s64(acc_a, vmull_s32(av, vld1_s32(za + l)),
-                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-                    acc_b = vrsraq_n_s64(acc_b, vmull_s32(av, vld1_s32(zb + l)),
-                                         ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                    acc_a = vmlal_s32(acc_a, av, vld1_s32(&zr[0][l]));
+                    acc_b = vmlal_s32(acc_b, av, vld1_s32(&zr[1][l]));
                     l += 2;
                 }
                 /* (sum of a's lanes, sum of b's lanes): the low halves plus the high halves */
                 sum = vaddq_s64(vcombine_s64(vget_low_s64(acc_a), vget_low_s64(acc_b)),
                                 vcombine_s64(vget_high_s64(acc_a), vget_high_s64(acc_b)));
                 if (l == a) {
-                    const int32x2_t zl = vset_lane_s32(zb[a], vdup_n_s32(za[a]), 1);
-                    sum = vrsraq_n_s64(sum, vmull_n_s32(zl, ar[a]),
-                                       ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+                    const int32x2_t zl = vset_lane_s32(zr[1][a], vdup_n_s32(zr[0][a]), 1);
+                    sum = vmlal_n_s32(sum, zl, ar[a]);
                 }
                 {
-                    const int32x2_t yv = vqmovn_s64(sum);
-                    const int32x2_t xv = vqmovn_s64(
-                        vaddq_s64(vdupq_n_s64(s->m[a]), vrshlq_s64(vmull_s32(yv, md), shv)));
+                    const int32x2_t yv =
+                        vqmovn_s64(vrshrq_n_s64(sum, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
                     w->y[i][a] = vget_lane_s32(yv, 0);
                     w->y[i + 1][a] = vget_lane_s32(yv, 1);
-                    w->x[i][a] = vget_lane_s32(xv, 0);
-                    w->x[i + 1][a] = vget_lane_s32(xv, 1);
                 }
                 ar += a + 1;
+            }
+            for (a = 0; a + 2 <= k; a += 2) { /* x two dimensions per step */
+                const int64x2_t m64 = vmovl_s32(vld1_s32(&s->m[a]));
+                vst1_s32(&w->x[i][a],
+                         vqmovn_s64(vaddq_s64(
+                             m64, vrshlq_s64(vmull_s32(vld1_s32(&w->y[i][a]), md), shv))));
+                vst1_s32(&w->x[i + 1][a],
+                         vqmovn_s64(vaddq_s64(
+                             m64, vrshlq_s64(vmull_s32(vld1_s32(&w->y[i + 1][a]), md), shv))));
+            }
+            for (; a < k; a++) {
+                w->x[i][a] = elt_sat32((int64_t)s->m[a] +
+                                       fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
+                w->x[i + 1][a] = elt_sat32(
+                    (int64_t)s->m[a] + fx_rshift_round64((int64_t)w->y[i + 1][a] * mant, shift));
             }
         }
     }
@@ -326,11 +321,11 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
     for (; i < lam; i++) {
         for (a = 0; a < k; a++) {
             int64_t acc = 0;
-            for (l = 0; l <= a; l++) { /* y = A z: Q5.26 x Q3.28 -> Q.27 */
-                acc += elt_mul_rr(w->A[ELT_TRI(a, l)], w->z[i][l],
-                                  ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+            for (l = 0; l <= a; l++) { /* Q5.26 x Q3.23, exact */
+                acc += (int64_t)w->A[ELT_TRI(a, l)] *
+                       fx_rshift_round32(w->z[i][l], ELT_Z_FRAC - ELT_ZR_FRAC);
             }
-            w->y[i][a] = elt_sat32(acc);
+            w->y[i][a] = elt_sat32(fx_rshift_round64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
             w->x[i][a] =
                 elt_sat32((int64_t)s->m[a] + fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
         }
