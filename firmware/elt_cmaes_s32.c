@@ -181,6 +181,94 @@ static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
 }
 #endif
 
+#if ELT_NEON
+/* y = A z and x = m + sigma y of ng = 2 or 4 candidates i.. (elt_cmaes_sample_s32's
+ * arithmetic): each row of A (packed, contiguous) loaded once for all of them, times zr by
+ * VMLAL.S32 four products per candidate and step, the lanes summed pairwise, VRSHR #22,
+ * VQMOVN; then x two dimensions per step (VMULL by the mantissa, VRSHL, VQMOVN). */
+static inline __attribute__((always_inline)) void elt_sample_group(const elt_cmaes_state_t *s,
+                                                                   elt_cmaes_work_t *w, int32_t i,
+                                                                   int32_t k, int32_t mant,
+                                                                   int shift, const int ng)
+{
+    const int32x2_t md = vdup_n_s32(mant);
+    const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+    int32_t zr[4][ELT_K_MAX];
+    const int32_t *ar = w->A;
+    int32_t a;
+    int32_t l;
+    int g;
+#pragma GCC unroll 4
+    for (g = 0; g < ng; g++) {
+        for (a = 0; a + 4 <= k; a += 4) { /* VRSHR #5 */
+            vst1q_s32(&zr[g][a],
+                      vrshrq_n_s32(vld1q_s32(&w->z[i + g][a]), ELT_Z_FRAC - ELT_ZR_FRAC));
+        }
+        for (; a < k; a++) {
+            zr[g][a] = fx_rshift_round32(w->z[i + g][a], ELT_Z_FRAC - ELT_ZR_FRAC);
+        }
+    }
+    for (a = 0; a < k; a++) {
+        int64x2_t acc[4];
+        int64x2_t sum[2];
+#pragma GCC unroll 4
+        for (g = 0; g < ng; g++) {
+            acc[g] = vdupq_n_s64(0);
+        }
+        for (l = 0; l + 4 <= a + 1; l += 4) {
+            const int32x4_t av = vld1q_s32(ar + l);
+#pragma GCC unroll 4
+            for (g = 0; g < ng; g++) {
+                const int32x4_t zv = vld1q_s32(&zr[g][l]);
+                acc[g] = vmlal_s32(acc[g], vget_low_s32(av), vget_low_s32(zv));
+                acc[g] = vmlal_s32(acc[g], vget_high_s32(av), vget_high_s32(zv));
+            }
+        }
+        if (l + 2 <= a + 1) {
+            const int32x2_t av = vld1_s32(ar + l);
+#pragma GCC unroll 4
+            for (g = 0; g < ng; g++) {
+                acc[g] = vmlal_s32(acc[g], av, vld1_s32(&zr[g][l]));
+            }
+            l += 2;
+        }
+        /* (sum of g's lanes, sum of g + 1's lanes): the low halves plus the high halves */
+#pragma GCC unroll 2
+        for (g = 0; g < ng; g += 2) {
+            sum[g / 2] = vaddq_s64(vcombine_s64(vget_low_s64(acc[g]), vget_low_s64(acc[g + 1])),
+                                   vcombine_s64(vget_high_s64(acc[g]), vget_high_s64(acc[g + 1])));
+            if (l == a) {
+                const int32x2_t zl = vset_lane_s32(zr[g + 1][a], vdup_n_s32(zr[g][a]), 1);
+                sum[g / 2] = vmlal_n_s32(sum[g / 2], zl, ar[a]);
+            }
+            {
+                const int32x2_t yv =
+                    vqmovn_s64(vrshrq_n_s64(sum[g / 2], ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+                w->y[i + g][a] = vget_lane_s32(yv, 0);
+                w->y[i + g + 1][a] = vget_lane_s32(yv, 1);
+            }
+        }
+        ar += a + 1;
+    }
+    for (a = 0; a + 2 <= k; a += 2) {
+        const int64x2_t m64 = vmovl_s32(vld1_s32(&s->m[a]));
+#pragma GCC unroll 4
+        for (g = 0; g < ng; g++) {
+            vst1_s32(&w->x[i + g][a],
+                     vqmovn_s64(vaddq_s64(
+                         m64, vrshlq_s64(vmull_s32(vld1_s32(&w->y[i + g][a]), md), shv))));
+        }
+    }
+    for (; a < k; a++) {
+#pragma GCC unroll 4
+        for (g = 0; g < ng; g++) {
+            w->x[i + g][a] = elt_sat32((int64_t)s->m[a] +
+                                       fx_rshift_round64((int64_t)w->y[i + g][a] * mant, shift));
+        }
+    }
+}
+#endif
+
 void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s,
                           elt_cmaes_work_t *w, elt_rng_t *rng, const int32_t *gauss_lut)
 {
@@ -248,74 +336,31 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
      * once to Q.27: y = sat32(rshift_round(sum, 22)); x = sat32(m + round(y mant / 2^shift)) */
     i = 0;
 #if ELT_NEON
-    {
+#if ELT_K_MAX >= 2
+    if (k == 2) {
+        /* the KWS setting: y0 = A00 zr0, y1 = A10 zr0 + A11 zr1 by VMULL / VMLAL by lane,
+         * VRSHR #22, VQMOVN; x as below */
+        const int32x2_t a0 = vld1_s32(w->A);                           /* A00, A10 */
+        const int32x2_t a1 = vset_lane_s32(w->A[2], vdup_n_s32(0), 1); /* 0, A11 */
+        const int64x2_t m64 = vmovl_s32(vld1_s32(s->m));
         const int32x2_t md = vdup_n_s32(mant);
         const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
-        int32_t zr[2][ELT_K_MAX]; /* the pair's zr */
-        /* two candidates per pass over A (each row of A loaded once for both): row a of A
-         * (packed, contiguous) times zr, VMLAL.S32 four products per candidate and step */
-        for (; i + 2 <= lam; i += 2) {
-            const int32_t *ar = w->A;
-            for (a = 0; a + 4 <= k; a += 4) { /* VRSHR #5 */
-                vst1q_s32(&zr[0][a],
-                          vrshrq_n_s32(vld1q_s32(&w->z[i][a]), ELT_Z_FRAC - ELT_ZR_FRAC));
-                vst1q_s32(&zr[1][a],
-                          vrshrq_n_s32(vld1q_s32(&w->z[i + 1][a]), ELT_Z_FRAC - ELT_ZR_FRAC));
-            }
-            for (; a < k; a++) {
-                zr[0][a] = fx_rshift_round32(w->z[i][a], ELT_Z_FRAC - ELT_ZR_FRAC);
-                zr[1][a] = fx_rshift_round32(w->z[i + 1][a], ELT_Z_FRAC - ELT_ZR_FRAC);
-            }
-            for (a = 0; a < k; a++) {
-                int64x2_t acc_a = vdupq_n_s64(0);
-                int64x2_t acc_b = acc_a;
-                int64x2_t sum;
-                for (l = 0; l + 4 <= a + 1; l += 4) {
-                    const int32x4_t av = vld1q_s32(ar + l);
-                    const int32x4_t zav = vld1q_s32(&zr[0][l]);
-                    const int32x4_t zbv = vld1q_s32(&zr[1][l]);
-                    acc_a = vmlal_s32(acc_a, vget_low_s32(av), vget_low_s32(zav));
-                    acc_b = vmlal_s32(acc_b, vget_low_s32(av), vget_low_s32(zbv));
-                    acc_a = vmlal_s32(acc_a, vget_high_s32(av), vget_high_s32(zav));
-                    acc_b = vmlal_s32(acc_b, vget_high_s32(av), vget_high_s32(zbv));
-                }
-                if (l + 2 <= a + 1) {
-                    const int32x2_t av = vld1_s32(ar + l);
-                    acc_a = vmlal_s32(acc_a, av, vld1_s32(&zr[0][l]));
-                    acc_b = vmlal_s32(acc_b, av, vld1_s32(&zr[1][l]));
-                    l += 2;
-                }
-                /* (sum of a's lanes, sum of b's lanes): the low halves plus the high halves */
-                sum = vaddq_s64(vcombine_s64(vget_low_s64(acc_a), vget_low_s64(acc_b)),
-                                vcombine_s64(vget_high_s64(acc_a), vget_high_s64(acc_b)));
-                if (l == a) {
-                    const int32x2_t zl = vset_lane_s32(zr[1][a], vdup_n_s32(zr[0][a]), 1);
-                    sum = vmlal_n_s32(sum, zl, ar[a]);
-                }
-                {
-                    const int32x2_t yv =
-                        vqmovn_s64(vrshrq_n_s64(sum, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
-                    w->y[i][a] = vget_lane_s32(yv, 0);
-                    w->y[i + 1][a] = vget_lane_s32(yv, 1);
-                }
-                ar += a + 1;
-            }
-            for (a = 0; a + 2 <= k; a += 2) { /* x two dimensions per step */
-                const int64x2_t m64 = vmovl_s32(vld1_s32(&s->m[a]));
-                vst1_s32(&w->x[i][a],
-                         vqmovn_s64(vaddq_s64(
-                             m64, vrshlq_s64(vmull_s32(vld1_s32(&w->y[i][a]), md), shv))));
-                vst1_s32(&w->x[i + 1][a],
-                         vqmovn_s64(vaddq_s64(
-                             m64, vrshlq_s64(vmull_s32(vld1_s32(&w->y[i + 1][a]), md), shv))));
-            }
-            for (; a < k; a++) {
-                w->x[i][a] = elt_sat32((int64_t)s->m[a] +
-                                       fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
-                w->x[i + 1][a] = elt_sat32(
-                    (int64_t)s->m[a] + fx_rshift_round64((int64_t)w->y[i + 1][a] * mant, shift));
-            }
+        for (; i < lam; i++) {
+            const int32x2_t zv = vrshr_n_s32(vld1_s32(w->z[i]), ELT_Z_FRAC - ELT_ZR_FRAC);
+            const int32x2_t y =
+                vqmovn_s64(vrshrq_n_s64(vmlal_lane_s32(vmull_lane_s32(a0, zv, 0), a1, zv, 1),
+                                        ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+            vst1_s32(w->y[i], y);
+            vst1_s32(w->x[i], vqmovn_s64(vaddq_s64(m64, vrshlq_s64(vmull_s32(y, md), shv))));
         }
+    }
+#endif
+    for (; i + 4 <= lam; i += 4) {
+        elt_sample_group(s, w, i, k, mant, shift, 4);
+    }
+    if (i + 2 <= lam) {
+        elt_sample_group(s, w, i, k, mant, shift, 2);
+        i += 2;
     }
 #endif
     for (; i < lam; i++) {
