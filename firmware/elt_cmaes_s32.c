@@ -50,6 +50,16 @@ static inline int32_t elt_recip_norm(uint32_t d, int *e)
     return (int32_t)elt_udiv64_inline((uint64_t)1 << (*e + 29), d);
 }
 
+#if ELT_NEON
+/* (a0 + a1, b0 + b1) of two int64x2 by VEXT (a1, b0) + VBSL (a0, b1), all in NEON registers
+ * (combining d halves makes GCC copy them with VMOV.F64, a floating-point mnemonic) */
+static inline int64x2_t elt_hadd2_s64(int64x2_t a, int64x2_t b)
+{
+    const uint64x2_t lo = vreinterpretq_u64_s64(vcombine_s64(vcreate_s64(~0ULL), vcreate_s64(0)));
+    return vaddq_s64(vextq_s64(a, b, 1), vbslq_s64(lo, a, b));
+}
+#endif
+
 /* sum_l round(x_l y_l / 2^26), l < n: each product rounded (elt_mul_rr), the sum exact */
 static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n)
 {
@@ -115,8 +125,7 @@ int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
                     acc_i = vrsraq_n_s64(acc_i, vmull_s32(vld1_s32(ai + l), ajv), ELT_C_FRAC);
                     acc_i1 = vrsraq_n_s64(acc_i1, vmull_s32(vld1_s32(ai1 + l), ajv), ELT_C_FRAC);
                 }
-                sum = vaddq_s64(vcombine_s64(vget_low_s64(acc_i), vget_low_s64(acc_i1)),
-                                vcombine_s64(vget_high_s64(acc_i), vget_high_s64(acc_i1)));
+                sum = elt_hadd2_s64(acc_i, acc_i1);
                 if (l < j) {
                     const int32x2_t al = vset_lane_s32(ai1[l], vdup_n_s32(ai[l]), 1);
                     sum = vrsraq_n_s64(sum, vmull_n_s32(al, aj[l]), ELT_C_FRAC);
@@ -235,8 +244,7 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
         /* (sum of g's lanes, sum of g + 1's lanes): the low halves plus the high halves */
 #pragma GCC unroll 2
         for (g = 0; g < ng; g += 2) {
-            sum[g / 2] = vaddq_s64(vcombine_s64(vget_low_s64(acc[g]), vget_low_s64(acc[g + 1])),
-                                   vcombine_s64(vget_high_s64(acc[g]), vget_high_s64(acc[g + 1])));
+            sum[g / 2] = elt_hadd2_s64(acc[g], acc[g + 1]);
             if (l == a) {
                 const int32x2_t zl = vset_lane_s32(zr[g + 1][a], vdup_n_s32(zr[g][a]), 1);
                 sum[g / 2] = vmlal_n_s32(sum[g / 2], zl, ar[a]);
