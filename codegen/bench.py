@@ -35,8 +35,8 @@ RAM: ``ram_bytes`` = .data + .bss + the other modes' reserved stacks (manifest) 
 high-water mark from INFO (stack painting) after the measurement; the manifest's
 ``static_ram_bytes`` counts the whole reserved main stack instead. ``elatta_state_bytes`` =
 sizeof(elt_adapt_state_t) (continual p_prev, CMA-ES state and work, candidates) + G = W V_k
-(C x k int32, the device's only form of V_k), sizeof taken by compiling a probe with this build's flags (arm-none-eabi-gcc,
-``nm -S``), because the manifest does not record it.
+(C x k int32, the device's only form of V_k), sizeof taken by compiling a probe with this
+build's flags (arm-none-eabi-gcc, ``nm -S``), because the manifest does not record it.
 
 Baselines (``baselines``, ``ratios``): the default build (``neon``) against builds of this
 repo's own code, measured in the same run on the same QEMU with the same clips:
