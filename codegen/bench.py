@@ -34,9 +34,9 @@ meaningless. (k = 2, n = 2) is the default build itself (shipped basis).
 RAM: ``ram_bytes`` = .data + .bss + the other modes' reserved stacks (manifest) + the main stack
 high-water mark from INFO (stack painting) after the measurement; the manifest's
 ``static_ram_bytes`` counts the whole reserved main stack instead. ``elatta_state_bytes`` =
-sizeof(elt_adapt_state_t) (continual p_prev, CMA-ES state and work, candidates) + V_k
-(D x k int16), sizeof taken by compiling a probe with this build's flags (arm-none-eabi-gcc,
-``nm -S``), because the manifest does not record it.
+sizeof(elt_adapt_state_t) (continual p_prev, CMA-ES state and work, candidates) + G = W V_k
+(C x k int32, the device's only form of V_k), sizeof taken by compiling a probe with this
+build's flags (arm-none-eabi-gcc, ``nm -S``), because the manifest does not record it.
 
 Baselines (``baselines``, ``ratios``): the default build (``neon``) against builds of this
 repo's own code, measured in the same run on the same QEMU with the same clips:
@@ -229,7 +229,7 @@ def measure(
 
 
 def state_bytes(build_dir: Path, q: Any) -> int:
-    """sizeof(elt_adapt_state_t) + D k int16 (V_k), by compiling a probe with the build's -D
+    """sizeof(elt_adapt_state_t) + C k int32 (G = W V_k), by compiling a probe with the build's -D
     flags and reading the probe symbol's size (the manifest does not record it)."""
     from codegen.hostlib import model_cflags
     from codegen.resources import firmware_dir
@@ -261,7 +261,7 @@ def state_bytes(build_dir: Path, q: Any) -> int:
         parts = line.split()
         if parts and parts[-1] == "bench_state_size":
             size = int(parts[1], 16) if len(parts) == 4 else int(parts[0], 16)
-            return size + 2 * q.adapt.dim * q.adapt.k
+            return size + 4 * q.adapt.n_classes * q.adapt.k
     raise BenchError(f"bench_state_size not found in `nm -S {obj}`")
 
 
@@ -629,7 +629,9 @@ def run_bench(
         "baselines": bl,
         "ratios": ratios(bl),
         "host_reference": host,
-        "cost_model": cost_model_fit([*sweep, lam_pt], base["head_entropy_ticks"], q0.adapt.dim),
+        "cost_model": cost_model_fit(
+            [*sweep, lam_pt], base["head_entropy_ticks"], q0.adapt.dim, q0.adapt.n_classes
+        ),
         "frontend": (
             frontend_bench(q0, data_dir, out / "frontend", frontend_clips, cmsis_cache)
             if frontend_clips > 0
@@ -653,17 +655,18 @@ def run_bench(
     return doc
 
 
-# The forms fitted to the sweep: name -> (formula, the two terms' coefficients of λ, n, D, k).
+# The forms fitted to the sweep: name -> (formula, the two terms' coefficients of λ, n, D, C, k).
 COST_FORMS = {
     "paper": (
         "adapt = c0 + λn·F_Cls + a·λnDk + b·λnk²",
-        lambda lam, n, D, k: (lam * n * D * k, lam * n * k * k),
+        lambda lam, n, D, C, k: (lam * n * D * k, lam * n * k * k),
     ),
-    # the firmware skips the first Cholesky (C = I) and the last tell (nothing reads it), so the
-    # O(k²) update work runs in n − 1 iterations
+    # the firmware folds the linear head onto the basis (a candidate's latent term is G p, C·k
+    # multiply-adds, not D·k), skips the first Cholesky (C = I) and the last tell (nothing reads
+    # it), so the O(k²) update work runs in n − 1 iterations
     "as_built": (
-        "adapt = c0 + λn·F_Cls + a·λnDk + b·λ(n−1)k²",
-        lambda lam, n, D, k: (lam * n * D * k, lam * (n - 1) * k * k),
+        "adapt = c0 + λn·F_Cls + a·λnCk + b·λ(n−1)k²",
+        lambda lam, n, D, C, k: (lam * n * C * k, lam * (n - 1) * k * k),
     ),
 }
 
@@ -731,7 +734,9 @@ def family_costs(out: Path, data_dir: Path, n_samples: int, reps: int) -> list[d
     return rows
 
 
-def cost_model_fit(points: list[dict[str, Any]], fcls: int, dim: int) -> dict[str, Any] | None:
+def cost_model_fit(
+    points: list[dict[str, Any]], fcls: int, dim: int, n_classes: int
+) -> dict[str, Any] | None:
     """Constants of the paper's cost model fitted to the sweep's adapt ticks, F_Cls measured
     (not fitted): non-negative least squares on relative errors (so the small points weigh as
     much as the large ones), for the paper's form and for the form the firmware runs
@@ -744,7 +749,7 @@ def cost_model_fit(points: list[dict[str, Any]], fcls: int, dim: int) -> dict[st
     base = np.array([p["lam"] * p["n"] * fcls for p in points], dtype=np.float64)
     fits = {}
     for name, (form, terms) in COST_FORMS.items():
-        A = np.array([(1.0, *terms(p["lam"], p["n"], dim, p["k"])) for p in points])
+        A = np.array([(1.0, *terms(p["lam"], p["n"], dim, n_classes, p["k"])) for p in points])
         coef = nnls(A / y[:, None], (y - base) / y)[0]
         fit = A @ coef + base
         fits[name] = {
@@ -758,6 +763,7 @@ def cost_model_fit(points: list[dict[str, Any]], fcls: int, dim: int) -> dict[st
     return {
         "F_Cls": fcls,
         "D": dim,
+        "C": n_classes,
         "points": [{k: p[k] for k in ("k", "n", "lam", "adapt_ticks")} for p in points],
         "fits": fits,
     }
@@ -783,10 +789,11 @@ def fit_md(f: dict[str, Any] | None) -> list[str]:
         "## The cost model's constants, fitted",
         "",
         f"Non-negative least squares on relative error over every sweep point, F_Cls = "
-        f"{f['F_Cls']} measured, D = {f['D']}; c0 is the per-inference set-up, a the latent "
-        "z_t + V p per candidate and dimension, b the sampling and update per k². `as_built` "
-        "counts the update terms over n − 1 iterations: the firmware skips the first Cholesky "
-        "(C = I) and the last tell (nothing reads it).",
+        f"{f['F_Cls']} measured, D = {f['D']}, C = {f['C']}; c0 is the per-inference set-up, "
+        "a the latent term per candidate and dimension (the paper's z_t + V p, D·k; as built "
+        "the head folded onto the basis, G p, C·k), b the sampling and update per k². "
+        "`as_built` counts the update terms over n − 1 iterations: the firmware skips the "
+        "first Cholesky (C = I) and the last tell (nothing reads it).",
         "",
         *forms,
         "",
@@ -892,15 +899,16 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         f"painting). Manifest static_ram_bytes (whole reserved stacks) = {x['static_ram_bytes']}; "
         "budget 65,536.",
         f"- elatta_state_bytes = {d['elatta_state_bytes']}: sizeof(elt_adapt_state_t) (arm-none-"
-        "eabi-gcc probe with the build's -DELT_*_MAX flags, `nm -S`) + V_k as D·k int16 "
-        "(target ≤ 1,024 for k = 2).",
+        "eabi-gcc probe with the build's -DELT_*_MAX flags, `nm -S`) + G = W V_k as C·k int32 "
+        "(the device's only form of V_k; target ≤ 1,024 for k = 2).",
         f"- .text {x['firmware']['text']}, .rodata {x['firmware']['rodata']} bytes.",
         "",
         "## Sweep and the paper's cost model",
         "",
         "Prediction = F_Enc + λ·n·F_Cls with F_Enc = encoder ticks and F_Cls = head + entropy "
         f"ticks of the default build ({enc} and {fcls}); measured = strict total. The residual "
-        "is what the model's O(λnDk) + O(λnk²) terms (latent V p, sampling, Cholesky, update), "
+        "is what the model's O(λnDk) + O(λnk²) terms (latent V p — as built the folded head G p, "
+        "O(λnCk) —, sampling, Cholesky, update), "
         "the no-adapt evaluation and the request's I/O add. k ≠ 2 uses a synthetic random "
         "orthonormal basis (costs only).",
         "",
@@ -994,10 +1002,11 @@ def growth_table(sweep: list[dict[str, Any]], fcls: int) -> list[str]:
         "## Growth with k (per candidate and iteration)",
         "",
         "c(k) = (adapt(n_max) − adapt(n_min)) / ((n_max − n_min)·λ): everything one "
-        "candidate costs in one iteration (latent z_t + V p: O(Dk); head + entropy: F_Cls; "
+        "candidate costs in one iteration (its logits by the head folded onto the basis, "
+        "W z_t + b + G p: O(Ck), and the entropy; "
         "its share of sampling O(k²) and of Cholesky/update O(k³)/λ). The paper's model "
-        f"charges F_Cls = {fcls} for it; the excess is its O(Dk) + O(k²) terms (plus the "
-        "per-iteration Cholesky/update, O(k³), spread over λ).",
+        f"charges F_Cls = {fcls} for it; the excess is the CMA-ES work (sampling, O(k²) per "
+        "candidate, and the per-iteration Cholesky/update, O(k³), spread over λ).",
         "",
         "| k | λ | c(k) ticks | c(k) − F_Cls | c(k) / F_Cls |",
         "|---:|---:|---:|---:|---:|",

@@ -86,6 +86,7 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
     cfg, cm = params.cfg, params.cmaes
     src = cm.source
     C, D, k = params.n_classes, params.dim, params.k
+    g_frac = params.g_shift + params.b_fmt.frac_bits - X_FRAC  # G p in Q.(g_frac + 27)
     grid = params.grid
     pfx = prefix
     wq = f"{params.w_fmt.name}"
@@ -109,13 +110,14 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             "head bias b in the accumulator format",
         ),
         _array(
-            f"{pfx}adapt_V",
-            "int16_t",
-            params.V.T,
-            (k, D),
-            params.v_fmt.name,
-            _rng(*params.v_range),
-            "latent basis V_k transposed (row l = basis vector l; orthonormal)",
+            f"{pfx}adapt_G",
+            "int32_t",
+            params.G.T,
+            (k, C),
+            f"Q.{g_frac}",
+            _rng(float(params.G.min()) / 2**g_frac, float(params.G.max()) / 2**g_frac),
+            "head folded onto the basis, (W V_k)^T (row l = the logits of basis vector l; "
+            "docs/numeric.md §5.1)",
         ),
         _array(
             f"{pfx}adapt_w",
@@ -134,6 +136,16 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             "Q1.30",
             _rng(*(lambda v: (min(v), max(v)))([x / 2**30 for x in cm.wc])),
             "c_mu*w_i (i < mu), c_mu*w_i*k (active negative weights) (docs/cmaes.md §1.2 step 6)",
+        ),
+        _array(
+            f"{pfx}adapt_wc_sqrt",
+            "int32_t",
+            cm.wc_sqrt,
+            (cm.lam,),
+            "Q1.30",
+            _rng(min(cm.wc_sqrt) / 2**30, max(cm.wc_sqrt) / 2**30),
+            "sqrt|wc_i|: the covariance terms as outer products of scaled vectors "
+            "(docs/cmaes.md §6 step 9)",
         ),
         _array(
             f"{pfx}adapt_hsig_thr",
@@ -184,11 +196,13 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
         _field("n_iter", cm.n_iter, "iterations per sample"),
         _field("w", f"{pfx}adapt_w", ""),
         _field("wc", f"{pfx}adapt_wc", ""),
+        _field("wc_sqrt", f"{pfx}adapt_wc_sqrt", ""),
         _field("one_minus_cs", cm.one_minus_cs, f"Q1.30 1 - c_s = {1 - src.cs:.17g}"),
         _field("gain_s", cm.gain_s, f"Q3.28 sqrt(c_s(2-c_s)mu_eff), mu_eff = {src.mueff:.17g}"),
         _field("one_minus_cc", cm.one_minus_cc, f"Q1.30 1 - c_c = {1 - src.cc:.17g}"),
         _field("gain_c", cm.gain_c, "Q3.28 sqrt(c_c(2-c_c)mu_eff)"),
         _field("c1", cm.c1, f"Q1.30 c1 = {src.c1:.17g}"),
+        _field("c1_sqrt", cm.c1_sqrt, "Q1.30 sqrt(c1)"),
         _field("decay_h1", cm.decay_h1, f"Q1.30 1 - c1 - c_mu sum(w), c_mu = {src.cmu:.17g}"),
         _field("decay_h0", cm.decay_h0, "Q1.30 1 - c1(1 - c_c(2-c_c)) - c_mu sum(w)"),
         _field("cs_over_ds", cm.cs_over_ds, f"Q1.30 c_s/d_s, d_s = {src.damps:.17g}"),
@@ -219,9 +233,9 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             f"|acc| <= {params.head_bound}",
         ),
         _field("logit_frac", params.logit_fmt.frac_bits, f"logits {params.logit_fmt.name}"),
-        _field("V", f"{pfx}adapt_V", ""),
+        _field("G", f"{pfx}adapt_G", ""),
         _field("zt_shift", params.zt_shift, f"z_t Q0.15 -> latent {params.latent_fmt.name}"),
-        _field("v_shift", params.v_shift, f"V p Q.{params.v_fmt.frac_bits + X_FRAC} -> latent"),
+        _field("g_shift", params.g_shift, f"G p Q.{g_frac + X_FRAC} -> accumulator"),
         _field("beta", params.beta_q30, f"Q1.30 beta = {cfg.beta!r}"),
         _field("radius", params.radius_q23, f"Q8.23 radius = {cfg.radius!r}"),
         _field("qv1", int(cfg.qelatta_v1), "QELaTTA-V1 two-level p"),
@@ -240,7 +254,7 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             ("latent z", params.latent_fmt.name),
             ("W", params.w_fmt.name),
             ("b / accumulator", params.b_fmt.name),
-            ("V", params.v_fmt.name),
+            ("G = W V", f"Q.{g_frac}"),
             ("logits", params.logit_fmt.name),
             ("H", H_FMT.name),
             ("p, m, x", P_FMT.name),

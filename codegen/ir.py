@@ -519,11 +519,13 @@ class CmaesIntParams:
     active: bool
     w: tuple[int, ...]  # [μ] positive recombination weights, Q1.30
     wc: tuple[int, ...]  # [λ] cμ·w_i (i < μ) and cμ·w_i·k (negative), Q1.30
+    wc_sqrt: tuple[int, ...]  # [λ] √|wc_i| (the covariance terms' vector scale), Q1.30
     one_minus_cs: int  # Q1.30
     gain_s: int  # √(c_σ(2−c_σ)μ_eff), Q3.28
     one_minus_cc: int  # Q1.30
     gain_c: int  # √(c_c(2−c_c)μ_eff), Q3.28
     c1: int  # Q1.30
+    c1_sqrt: int  # √c1, Q1.30
     decay_h1: int  # 1 − c1 − cμΣw (h_σ = 1), Q1.30
     decay_h0: int  # 1 − c1(1 − c_c(2−c_c)) − cμΣw (h_σ = 0), Q1.30
     cs_over_ds: int  # c_σ/d_σ, Q1.30
@@ -664,6 +666,8 @@ class AdaptParams:
     zt_shift: int  # Q0.15 → latent: 15 − latent frac
     v_shift: int  # V·p (Q.(fv+27)) → latent frac
     head_shift: int  # accumulator → logit frac
+    G: IntArray  # [C, k] int32: the head folded onto the basis, W·V with g_drop low bits dropped
+    g_shift: int  # G·p (Q.(fw+fv−g_drop+27)) → accumulator frac: v_shift − g_drop
     cmaes: CmaesIntParams
     beta_q30: int
     radius_q23: int

@@ -32,7 +32,7 @@ from codegen.errors import CodegenError
 MANIFEST_FORMAT = "elatta-build"
 MANIFEST_VERSION = 1
 PROGRAM_FORMAT = "elatta-program"
-PROGRAM_VERSION = 1
+PROGRAM_VERSION = 2
 JSON_NAME = "program.json"
 NPZ_NAME = "program.npz"
 

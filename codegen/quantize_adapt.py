@@ -28,7 +28,7 @@ from codegen.contract import (
 )
 from codegen.elatta.cmaes import CmaesParams
 from codegen.errors import ConfigError
-from codegen.fixed import INT32_MAX
+from codegen.fixed import INT32_MAX, rshift_round
 from codegen.ir import (
     BETA_FRAC,
     LATENT_FMT,
@@ -97,8 +97,9 @@ def quantize_adapt(
     fz = latent_fmt.frac_bits
     v_fmt = QFormat.for_range(float(np.max(np.abs(Vf))))
     Vq = v_fmt.quantize(Vf)
-    # |round(V p)| <= k·2^15·2^31 / 2^v_shift must stay below 2^30: the NEON latent narrows it
-    # to int32 before adding z_t (elt_latent_s16); an orthonormal V (Q0.15) gives k·2^17
+    # |round(V p)| <= k·2^15·2^31 / 2^v_shift must stay below 2^30 latent LSB (2^17 in value):
+    # a basis that moves the latent that far is not a basis of latent directions (an
+    # orthonormal V, Q0.15, gives k·2^17 LSB)
     v_shift = v_fmt.frac_bits + X_FRAC - fz
     if cfg.k * 2.0 ** (46 - v_shift) >= 2**30:
         raise ConfigError(
@@ -135,6 +136,23 @@ def quantize_adapt(
             f"accumulator (2^31 - 1) in every int16 format; scale the head down"
         )
     w_fmt, Wq, b_fmt, bq, head_shift, head_bound = head
+    # The head folded onto the basis (docs/numeric.md §5.1): the head is linear, so the logits
+    # of z_t + V p are W z_t + b + (W V) p and a candidate costs C·k multiplies instead of
+    # D·k + D·C. G = W V exactly in int64 (|G| ≤ D·2^30), then the fewest low bits dropped
+    # (one rounding) so that every row's Σ_j |G_cj| ≤ 2^31 − 1: with |p| < 2^31 the int64 sum
+    # G p stays below 2^62.
+    g_exact = np.asarray(Wq, np.int64) @ np.asarray(Vq, np.int64)  # [C, k]
+    g_drop = 0
+    Gq = g_exact
+    while int(np.max(np.sum(np.abs(Gq), axis=1))) > INT32_MAX:
+        g_drop += 1
+        Gq = rshift_round(g_exact, g_drop)
+    g_shift = v_shift - g_drop
+    if g_shift < 1:
+        raise ConfigError(
+            f"head W x basis V: W V needs {g_drop} dropped bits, more than V p's shift "
+            f"{v_shift} to the accumulator; scale the head down"
+        )
     cm = cmaes_constants(
         CmaesParams.for_dim(cfg.k, cfg.lam, cfg.active), cfg.n_iter, float(cfg.sigma0)
     )
@@ -143,8 +161,9 @@ def quantize_adapt(
     h = hashlib.sha256()
     for arr in (Wq, bq, Vq):
         h.update(np.ascontiguousarray(arr, dtype="<i8").tobytes())
-    h.update(repr((cfg, w_fmt, b_fmt, v_fmt, latent_fmt, logit_fmt, head_shift)).encode())
-    h.update(repr(tuple(getattr(cm, f) for f in ("w", "wc", "hsig_thr", "ln_sigma0"))).encode())
+    h.update(repr((cfg, w_fmt, b_fmt, v_fmt, latent_fmt, logit_fmt, head_shift, g_shift)).encode())
+    cm_fields = ("w", "wc", "wc_sqrt", "c1_sqrt", "hsig_thr", "ln_sigma0")
+    h.update(repr(tuple(getattr(cm, f) for f in cm_fields)).encode())
     for t in (EXP2_LUT, LOG2_LUT, GAUSS_LUT):
         h.update(table_hash(t).encode())
 
@@ -166,6 +185,8 @@ def quantize_adapt(
         zt_shift=zt_fmt.frac_bits - fz,
         v_shift=v_shift,
         head_shift=head_shift,
+        G=ro(Gq),
+        g_shift=g_shift,
         cmaes=cm,
         beta_q30=beta_q30,
         radius_q23=radius_q23,
@@ -218,6 +239,27 @@ def cmaes_constants(p: CmaesParams, n_iter: int, sigma0: float) -> CmaesIntParam
         )
         for g in range(1, n_iter + 1)
     )
+    wc_sqrt = tuple(q_round(math.sqrt(abs(x)), RATE_FRAC, "sqrt|c_mu*w|") for x in wc)
+    c1_sqrt = q_round(math.sqrt(p.c1), RATE_FRAC, "sqrt c1")
+    decay = [
+        q_round(x, RATE_FRAC, "C decay")
+        for x in (1 - (p.c1 + p.cmu * sum_w), 1 - (p.c1 * (1 - ccc) + p.cmu * sum_w))
+    ]
+    # The covariance update sums every term exactly in int64 (docs/cmaes.md §6 step 9): the
+    # decayed C (|decay·C| / 2^2 in Q.54) plus one product of two scaled vectors per term,
+    # |ỹ| ≤ 2·√|wc_i| + 1 LSB (|ŷ| < 2^31 raw), plus the final rounding constant 2^27.
+    # pycma's active weights keep Σ|wc_i| + c1 near 1 (α⁻ caps cμ·k·Σ|w⁻| at 1 − c1 − cμ).
+    worst = (
+        max(abs(d) for d in decay) * (1 << 31) // 4
+        + 1
+        + sum((2 * s + 1) ** 2 for s in (*wc_sqrt, c1_sqrt))
+        + (1 << 27)
+    )
+    if worst >= 1 << 63:
+        raise ConfigError(
+            f"k={k}, lam={p.lam}: the covariance update's int64 sum can reach {worst} >= 2^63 "
+            "(sum of |c_mu*w_i| + c1 too large); use the pycma default weights"
+        )
     return CmaesIntParams(
         k=k,
         lam=p.lam,
@@ -226,11 +268,13 @@ def cmaes_constants(p: CmaesParams, n_iter: int, sigma0: float) -> CmaesIntParam
         active=p.active,
         w=tuple(q_round(x, RATE_FRAC, "w") for x in w[: p.mu]),
         wc=tuple(q_round(x, RATE_FRAC, "c_mu*w") for x in wc),
+        wc_sqrt=wc_sqrt,
         one_minus_cs=q_round(1 - p.cs, RATE_FRAC, "1-c_sigma"),
         gain_s=q_round(math.sqrt(p.cs * (2 - p.cs) * p.mueff), GAIN_FRAC, "sigma-path gain"),
         one_minus_cc=q_round(1 - p.cc, RATE_FRAC, "1-c_c"),
         gain_c=q_round(math.sqrt(ccc * p.mueff), GAIN_FRAC, "c-path gain"),
         c1=q_round(p.c1, RATE_FRAC, "c1"),
+        c1_sqrt=c1_sqrt,
         decay_h1=q_round(1 - (p.c1 + p.cmu * sum_w), RATE_FRAC, "C decay"),
         decay_h0=q_round(1 - (p.c1 * (1 - ccc) + p.cmu * sum_w), RATE_FRAC, "C decay"),
         cs_over_ds=q_round(p.cs / p.damps, RATE_FRAC, "c_sigma/d_sigma"),

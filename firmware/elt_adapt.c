@@ -46,163 +46,36 @@ void elt_adapt_reset(elt_adapt_state_t *st)
 }
 
 #if ELT_NEON
-/* 8 latents of one candidate for k = 2: rows v0, v1 of V^T, p = (p0, p1) in one register */
-static inline __attribute__((always_inline)) void
-elt_latent8_k2(int16x8_t v0, int16x8_t v1, int16x8_t zv, int32x2_t pp, int64x2_t sh, int16_t *z)
-{
-    const int32x4_t v0l = vmovl_s16(vget_low_s16(v0));
-    const int32x4_t v0h = vmovl_s16(vget_high_s16(v0));
-    const int32x4_t v1l = vmovl_s16(vget_low_s16(v1));
-    const int32x4_t v1h = vmovl_s16(vget_high_s16(v1));
-    /* V p = V0 p0 + V1 p1 per latent, |.| <= 2^47 */
-    int64x2_t a0 = vmull_lane_s32(vget_low_s32(v0l), pp, 0);
-    int64x2_t a1 = vmull_lane_s32(vget_high_s32(v0l), pp, 0);
-    int64x2_t a2 = vmull_lane_s32(vget_low_s32(v0h), pp, 0);
-    int64x2_t a3 = vmull_lane_s32(vget_high_s32(v0h), pp, 0);
-    a0 = vmlal_lane_s32(a0, vget_low_s32(v1l), pp, 1);
-    a1 = vmlal_lane_s32(a1, vget_high_s32(v1l), pp, 1);
-    a2 = vmlal_lane_s32(a2, vget_low_s32(v1h), pp, 1);
-    a3 = vmlal_lane_s32(a3, vget_high_s32(v1h), pp, 1);
-    int32x4_t r0 = vcombine_s32(vmovn_s64(vrshlq_s64(a0, sh)), vmovn_s64(vrshlq_s64(a1, sh)));
-    int32x4_t r1 = vcombine_s32(vmovn_s64(vrshlq_s64(a2, sh)), vmovn_s64(vrshlq_s64(a3, sh)));
-    r0 = vaddw_s16(r0, vget_low_s16(zv));
-    r1 = vaddw_s16(r1, vget_high_s16(zv));
-    vst1q_s16(z, vcombine_s16(vqmovn_s32(r0), vqmovn_s32(r1)));
-}
-#endif
-
-void elt_latent_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pv, int16_t *z)
-{
-    const int32_t k = p->es.k;
-    const int32_t dim = p->dim;
-    const int16_t *V = p->V; /* V^T: [k][D] */
-    int32_t d = 0;
-    int32_t l;
-#if ELT_NEON
-    /* 8 latents per step: V p in four int64x2 (VMULL/VMLAL.S32), VRSHL by -v_shift (the one
-     * rounding rule), narrowed exactly (|round(V p)| < 2^30, quantize_adapt), + z_t, VQMOVN. */
-    /* VRSHL reads the signed shift from the bottom byte of each 64-bit lane */
-    const int64x2_t sh = vreinterpretq_s64_s32(vdupq_n_s32(-p->v_shift));
-    if (k == 2) { /* the KWS setting: both basis vectors in one step */
-        const int32x2_t pp = vld1_s32(pv);
-        for (; d + 8 <= dim; d += 8) {
-            const int16x8_t v0 = vld1q_s16(V + d);
-            const int16x8_t v1 = vld1q_s16(V + dim + d);
-            elt_latent8_k2(v0, v1, vld1q_s16(zt + d), pp, sh, z + d);
-        }
-    }
-    for (; d + 8 <= dim; d += 8) {
-        const int16_t *vl = V + d;
-        int16x8_t v = vld1q_s16(vl);
-        int32x4_t lo = vmovl_s16(vget_low_s16(v));
-        int32x4_t hi = vmovl_s16(vget_high_s16(v));
-        int32x2_t pl = vld1_dup_s32(pv);
-        int64x2_t a0 = vmull_s32(vget_low_s32(lo), pl);
-        int64x2_t a1 = vmull_s32(vget_high_s32(lo), pl);
-        int64x2_t a2 = vmull_s32(vget_low_s32(hi), pl);
-        int64x2_t a3 = vmull_s32(vget_high_s32(hi), pl);
-        int16x8_t zv = vld1q_s16(zt + d);
-        int32x4_t r0;
-        int32x4_t r1;
-        for (l = 1; l < k; l++) {
-            vl += dim;
-            v = vld1q_s16(vl);
-            lo = vmovl_s16(vget_low_s16(v));
-            hi = vmovl_s16(vget_high_s16(v));
-            pl = vld1_dup_s32(pv + l);
-            a0 = vmlal_s32(a0, vget_low_s32(lo), pl);
-            a1 = vmlal_s32(a1, vget_high_s32(lo), pl);
-            a2 = vmlal_s32(a2, vget_low_s32(hi), pl);
-            a3 = vmlal_s32(a3, vget_high_s32(hi), pl);
-        }
-        r0 = vcombine_s32(vmovn_s64(vrshlq_s64(a0, sh)), vmovn_s64(vrshlq_s64(a1, sh)));
-        r1 = vcombine_s32(vmovn_s64(vrshlq_s64(a2, sh)), vmovn_s64(vrshlq_s64(a3, sh)));
-        r0 = vaddw_s16(r0, vget_low_s16(zv));
-        r1 = vaddw_s16(r1, vget_high_s16(zv));
-        vst1q_s16(z + d, vcombine_s16(vqmovn_s32(r0), vqmovn_s32(r1)));
-    }
-#endif
-    for (; d < dim; d++) {
-        int64_t acc = 0; /* |V p| <= k 2^46 */
-        for (l = 0; l < k; l++) {
-            acc += (int64_t)V[l * dim + d] * pv[l];
-        }
-        z[d] = fx_sat16_64((int64_t)zt[d] + fx_rshift_round64(acc, p->v_shift));
-    }
-}
-
-void elt_latent2_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pa,
-                     const int32_t *pb, int16_t *za, int16_t *zb)
-{
-#if ELT_NEON && ELT_K_MAX >= 2
-    const int32_t dim = p->dim;
-    if (p->es.k == 2 && (dim & 7) == 0) { /* one load of V and z_t for both candidates */
-        const int16_t *V = p->V;
-        const int64x2_t sh = vreinterpretq_s64_s32(vdupq_n_s32(-p->v_shift));
-        const int32x2_t ppa = vld1_s32(pa);
-        const int32x2_t ppb = vld1_s32(pb);
-        int32_t d;
-        for (d = 0; d < dim; d += 8) {
-            const int16x8_t v0 = vld1q_s16(V + d);
-            const int16x8_t v1 = vld1q_s16(V + dim + d);
-            const int16x8_t zv = vld1q_s16(zt + d);
-            elt_latent8_k2(v0, v1, zv, ppa, sh, za + d);
-            elt_latent8_k2(v0, v1, zv, ppb, sh, zb + d);
-        }
-        return;
-    }
-#endif
-    elt_latent_s16(p, zt, pa, za);
-    elt_latent_s16(p, zt, pb, zb);
-}
-
-#if ELT_NEON
 /* Keeps one running pointer (GCC otherwise splits a walk through W^T into one base register
  * and one ADD per load; with it every load is a post-incremented VLD1). No code emitted. */
 #define ELT_PTR_BARRIER(ptr) __asm__("" : "+r"(ptr))
 
-/* logits[c0 .. c0 + 4nb) of the head for one latent (two: za, zb share every load of W^T),
- * W^T [D][C]: per latent element d, VMLAL.S16 by scalar (lane) of row d of W^T into nb int32x4
- * accumulators, one lane per class (each lane the full dot product of one row, started at b:
- * the proven int32 bound), VRSHL by -head_shift, VQMOVN (sat16). dim is a multiple of 4. */
+/* logits[c0 .. c0 + 4nb) of the head for one latent, W^T [D][C]: per latent element d,
+ * VMLAL.S16 by scalar (lane) of row d of W^T into nb int32x4 accumulators, one lane per class
+ * (each lane the full dot product of one row, started at b: the proven int32 bound), stored
+ * (the folded candidates start from them), VRSHL by -head_shift, VQMOVN (sat16). dim is a
+ * multiple of 4. */
 static inline __attribute__((always_inline)) void elt_head_blk(const elt_adapt_params_t *p,
-                                                               const int16_t *za, const int16_t *zb,
-                                                               int16_t *la, int16_t *lb, int32_t c0,
-                                                               const int nb, const int two)
+                                                               const int16_t *za, int16_t *la,
+                                                               int32_t *acc_out, int32_t c0,
+                                                               const int nb)
 {
     const int16_t *w = p->W + c0;
     const int32_t skip = p->n_classes - (nb >= 2 ? 8 : 4); /* to the next row, same classes */
     const int16_t *zend = za + p->dim;
     const int32x4_t sh = vdupq_n_s32(-p->head_shift);
     int32x4_t acc[4];
-    int32x4_t bcc[4];
     int b;
 #pragma GCC unroll 4
     for (b = 0; b < nb; b++) {
         acc[b] = vld1q_s32(p->b + c0 + 4 * b);
-        bcc[b] = acc[b];
     }
     while (za < zend) {
         const int16x4_t zv = vld1_s16(za);
-        const int16x4_t yv = two ? vld1_s16(zb) : zv;
         int16x8_t x01 = vdupq_n_s16(0);
         int16x8_t x23 = x01;
         za += 4;
-        zb += two ? 4 : 0;
         /* one row of W^T: classes c0 .. c0 + 4nb in one or two VLD1 (q, q / q, d / q / d) */
-#define ELT_HEAD_MAC(a, x, v, lane)                                                                \
-    do {                                                                                           \
-        (a)[0] = vmlal_lane_s16((a)[0], vget_low_s16(x##01), v, lane);                             \
-        if (nb >= 2) {                                                                             \
-            (a)[1] = vmlal_lane_s16((a)[1], vget_high_s16(x##01), v, lane);                        \
-        }                                                                                          \
-        if (nb >= 3) {                                                                             \
-            (a)[2] = vmlal_lane_s16((a)[2], vget_low_s16(x##23), v, lane);                         \
-        }                                                                                          \
-        if (nb == 4) {                                                                             \
-            (a)[3] = vmlal_lane_s16((a)[3], vget_high_s16(x##23), v, lane);                        \
-        }                                                                                          \
-    } while (0)
 #define ELT_HEAD_STEP(lane)                                                                        \
     do {                                                                                           \
         if (nb >= 2) {                                                                             \
@@ -221,9 +94,15 @@ static inline __attribute__((always_inline)) void elt_head_blk(const elt_adapt_p
         }                                                                                          \
         w += skip;                                                                                 \
         ELT_PTR_BARRIER(w);                                                                        \
-        ELT_HEAD_MAC(acc, x, zv, lane);                                                            \
-        if (two) {                                                                                 \
-            ELT_HEAD_MAC(bcc, x, yv, lane);                                                        \
+        acc[0] = vmlal_lane_s16(acc[0], vget_low_s16(x01), zv, lane);                              \
+        if (nb >= 2) {                                                                             \
+            acc[1] = vmlal_lane_s16(acc[1], vget_high_s16(x01), zv, lane);                         \
+        }                                                                                          \
+        if (nb >= 3) {                                                                             \
+            acc[2] = vmlal_lane_s16(acc[2], vget_low_s16(x23), zv, lane);                          \
+        }                                                                                          \
+        if (nb == 4) {                                                                             \
+            acc[3] = vmlal_lane_s16(acc[3], vget_high_s16(x23), zv, lane);                         \
         }                                                                                          \
     } while (0)
         ELT_HEAD_STEP(0);
@@ -231,23 +110,19 @@ static inline __attribute__((always_inline)) void elt_head_blk(const elt_adapt_p
         ELT_HEAD_STEP(2);
         ELT_HEAD_STEP(3);
 #undef ELT_HEAD_STEP
-#undef ELT_HEAD_MAC
     }
 #pragma GCC unroll 4
     for (b = 0; b < nb; b++) {
+        vst1q_s32(acc_out + c0 + 4 * b, acc[b]);
         vst1_s16(la + c0 + 4 * b, vqmovn_s32(vrshlq_s32(acc[b], sh)));
-        if (two) {
-            vst1_s16(lb + c0 + 4 * b, vqmovn_s32(vrshlq_s32(bcc[b], sh)));
-        }
     }
 }
 
-/* Every block of 4 classes of one or two latents; returns the first class left to the scalar
- * loop (C mod 4 classes, or all of them if D is not a multiple of 4). */
+/* Every block of 4 classes; returns the first class left to the scalar loop (C mod 4 classes,
+ * or all of them if D is not a multiple of 4). */
 static inline __attribute__((always_inline)) int32_t elt_head_neon(const elt_adapt_params_t *p,
-                                                                   const int16_t *za,
-                                                                   const int16_t *zb, int16_t *la,
-                                                                   int16_t *lb, const int two)
+                                                                   const int16_t *za, int16_t *la,
+                                                                   int32_t *acc_out)
 {
     const int32_t ncls = p->n_classes;
     int32_t c = 0;
@@ -255,17 +130,17 @@ static inline __attribute__((always_inline)) int32_t elt_head_neon(const elt_ada
         return 0;
     }
     for (; c + 16 <= ncls; c += 16) {
-        elt_head_blk(p, za, zb, la, lb, c, 4, two);
+        elt_head_blk(p, za, la, acc_out, c, 4);
     }
     switch ((ncls - c) >> 2) {
     case 3:
-        elt_head_blk(p, za, zb, la, lb, c, 3, two);
+        elt_head_blk(p, za, la, acc_out, c, 3);
         return c + 12;
     case 2:
-        elt_head_blk(p, za, zb, la, lb, c, 2, two);
+        elt_head_blk(p, za, la, acc_out, c, 2);
         return c + 8;
     case 1:
-        elt_head_blk(p, za, zb, la, lb, c, 1, two);
+        elt_head_blk(p, za, la, acc_out, c, 1);
         return c + 4;
     default:
         return c;
@@ -274,7 +149,8 @@ static inline __attribute__((always_inline)) int32_t elt_head_neon(const elt_ada
 #endif
 
 /* The scalar head from class c on: one row of W^T per latent element. */
-static void elt_head_rows(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits, int32_t c)
+static void elt_head_rows(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits,
+                          int32_t *acc_out, int32_t c)
 {
     const int32_t dim = p->dim;
     const int32_t ncls = p->n_classes;
@@ -285,35 +161,120 @@ static void elt_head_rows(const elt_adapt_params_t *p, const int16_t *z, int16_t
         for (d = 0; d < dim; d++) {
             acc += (int32_t)w[d * ncls] * z[d];
         }
+        acc_out[c] = acc;
         logits[c] = fx_sat16(fx_rshift_round32(acc, p->head_shift));
     }
 }
 
-void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits)
+void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits, int32_t *acc)
 {
 #if ELT_NEON
-    const int32_t c = elt_head_neon(p, z, z, logits, logits, 0);
+    const int32_t c = elt_head_neon(p, z, logits, acc);
     if (c < p->n_classes) {
-        elt_head_rows(p, z, logits, c);
+        elt_head_rows(p, z, logits, acc, c);
     }
 #else
-    elt_head_rows(p, z, logits, 0);
+    elt_head_rows(p, z, logits, acc, 0);
 #endif
 }
 
-void elt_head2_s16(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb, int16_t *la,
-                   int16_t *lb)
-{
 #if ELT_NEON
-    const int32_t c = elt_head_neon(p, za, zb, la, lb, 1);
-    if (c < p->n_classes) {
-        elt_head_rows(p, za, la, c);
-        elt_head_rows(p, zb, lb, c);
+/* Classes c .. c + 4nb of two candidates pa, pb (nb = 1, 2): per basis vector j, row j of G^T
+ * (one or two VLD1.32 q, shared by both candidates) times p_j by VMLAL.S32 into int64x2
+ * accumulators (exact: |G p| < 2^62), then VRSHL by -g_shift, + acc0 (VADDW), VRSHL by
+ * -head_shift, VQMOVN twice (sat32 then sat16 = sat16). */
+static inline __attribute__((always_inline)) void
+elt_cand_blk(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa, const int32_t *pb,
+             int16_t *la, int16_t *lb, int32_t c, const int nb)
+{
+    const int32_t ncls = p->n_classes;
+    const int32_t k = p->es.k;
+    const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
+    const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));
+    const int32_t *g = p->G + c;
+    int64x2_t xa[4];
+    int64x2_t xb[4];
+    int h;
+    int32_t j;
+#pragma GCC unroll 4
+    for (h = 0; h < 2 * nb; h++) {
+        xa[h] = vdupq_n_s64(0);
+        xb[h] = xa[h];
     }
-#else
-    elt_head_rows(p, za, la, 0);
-    elt_head_rows(p, zb, lb, 0);
+    for (j = 0; j < k; j++, g += ncls) {
+        const int32x2_t pja = vld1_dup_s32(pa + j);
+        const int32x2_t pjb = vld1_dup_s32(pb + j);
+#pragma GCC unroll 2
+        for (h = 0; h < nb; h++) {
+            const int32x4_t gv = vld1q_s32(g + 4 * h);
+            xa[2 * h] = vmlal_s32(xa[2 * h], vget_low_s32(gv), pja);
+            xa[2 * h + 1] = vmlal_s32(xa[2 * h + 1], vget_high_s32(gv), pja);
+            xb[2 * h] = vmlal_s32(xb[2 * h], vget_low_s32(gv), pjb);
+            xb[2 * h + 1] = vmlal_s32(xb[2 * h + 1], vget_high_s32(gv), pjb);
+        }
+    }
+#pragma GCC unroll 2
+    for (h = 0; h < nb; h++) {
+        const int32x4_t a0 = vld1q_s32(acc0 + c + 4 * h);
+        const int64x2_t a0l = vmovl_s32(vget_low_s32(a0));
+        const int64x2_t a0h = vmovl_s32(vget_high_s32(a0));
+        int64x2_t r0 = vrshlq_s64(vaddq_s64(vrshlq_s64(xa[2 * h], gsh), a0l), hsh);
+        int64x2_t r1 = vrshlq_s64(vaddq_s64(vrshlq_s64(xa[2 * h + 1], gsh), a0h), hsh);
+        vst1_s16(la + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
+        r0 = vrshlq_s64(vaddq_s64(vrshlq_s64(xb[2 * h], gsh), a0l), hsh);
+        r1 = vrshlq_s64(vaddq_s64(vrshlq_s64(xb[2 * h + 1], gsh), a0h), hsh);
+        vst1_s16(lb + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
+    }
+}
 #endif
+
+/* Classes c .. C - 1 of one candidate, scalar. */
+static void elt_cand_rows(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
+                          int16_t *logits, int32_t c)
+{
+    const int32_t ncls = p->n_classes;
+    const int32_t k = p->es.k;
+    int32_t j;
+    for (; c < ncls; c++) {
+        int64_t acc = 0;
+        for (j = 0; j < k; j++) {
+            acc += (int64_t)p->G[j * ncls + c] * pv[j];
+        }
+        acc = acc0[c] + fx_rshift_round64(acc, p->g_shift);
+        logits[c] = fx_sat16_64(fx_rshift_round64(acc, p->head_shift));
+    }
+}
+
+void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa,
+                          const int32_t *pb, int16_t *la, int16_t *lb)
+{
+    int32_t c = 0;
+#if ELT_NEON
+    const int32_t ncls = p->n_classes;
+    for (; c + 8 <= ncls; c += 8) {
+        elt_cand_blk(p, acc0, pa, pb, la, lb, c, 2);
+    }
+    if (c + 4 <= ncls) {
+        elt_cand_blk(p, acc0, pa, pb, la, lb, c, 1);
+        c += 4;
+    }
+#endif
+    elt_cand_rows(p, acc0, pa, la, c);
+    elt_cand_rows(p, acc0, pb, lb, c);
+}
+
+void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
+                         int16_t *logits)
+{
+    int32_t c = 0;
+#if ELT_NEON
+    int16_t twin[ELT_C_MAX]; /* the pair's second candidate is the same one */
+    const int32_t ncls = p->n_classes;
+    for (; c + 4 <= ncls; c += 4) {
+        elt_cand_blk(p, acc0, pv, pv, logits, twin, c, 1);
+    }
+#endif
+    elt_cand_rows(p, acc0, pv, logits, c);
 }
 
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,
@@ -347,7 +308,7 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
     for (; i < p->dim; i++) {
         st->zt[i] = fx_sat16(fx_rshift_round32(z_q15[i], p->zt_shift));
     }
-    elt_head_s16(p, st->zt, res->logits_noadapt);
+    elt_head_s16(p, st->zt, res->logits_noadapt, st->acc0);
     res->H_noadapt =
         elt_entropy_s16(res->logits_noadapt, ncls, p->logit_frac, ep->exp2_lut, p->log2_lut);
     res->pred_noadapt = elt_argmax_s16(res->logits_noadapt, ncls);
@@ -431,14 +392,12 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
                 }
             }
         }
-        /* latents and logits two candidates at a time (one pass over W), then H */
+        /* logits of z_t + V p by the folded head: acc0 + G p (docs/numeric.md §5.1) */
         for (i = 0; i + 2 <= ep->lam; i += 2) {
-            elt_latent2_s16(p, st->zt, pe[i], pe[i + 1], st->latent[0], st->latent[1]);
-            elt_head2_s16(p, st->latent[0], st->latent[1], st->logits[i], st->logits[i + 1]);
+            elt_cand_logits2_s16(p, st->acc0, pe[i], pe[i + 1], st->logits[i], st->logits[i + 1]);
         }
         if (i < ep->lam) {
-            elt_latent_s16(p, st->zt, pe[i], st->latent[0]);
-            elt_head_s16(p, st->latent[0], st->logits[i]);
+            elt_cand_logits_s16(p, st->acc0, pe[i], st->logits[i]);
         }
         for (i = 0; i < ep->lam; i++) {
             st->H[i] =

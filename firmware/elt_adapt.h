@@ -29,9 +29,9 @@ typedef struct {
     const int32_t *b;         /* [C] bias in the accumulator format */
     int32_t head_shift;       /* accumulator -> logits */
     int32_t logit_frac;       /* logits Q(15-f).f */
-    const int16_t *V;         /* [k][D] basis, transposed (V^T: one row per basis vector) */
+    const int32_t *G;         /* [k][C] head folded onto the basis, (W V)^T */
     int32_t zt_shift;         /* z_t Q0.15 -> latent */
-    int32_t v_shift;          /* V p -> latent */
+    int32_t g_shift;          /* G p -> accumulator */
     int32_t beta;             /* continual_bounded forgetting factor, Q1.30 */
     int32_t radius;           /* continual_bounded radius, Q8.23 */
     int32_t qv1;              /* QELaTTA-V1 */
@@ -49,7 +49,7 @@ typedef struct {
     int32_t H[ELT_LAM_MAX];                 /* entropies, Q5.26 */
     int16_t logits[ELT_LAM_MAX][ELT_C_MAX]; /* candidate logits */
     int16_t zt[ELT_D_MAX];                  /* z_t in the latent format */
-    int16_t latent[2][ELT_D_MAX];           /* candidate latents z_t + V p (two) */
+    int32_t acc0[ELT_C_MAX];                /* head accumulators of z_t, W z_t + b */
     uint8_t order[ELT_LAM_MAX];             /* ranking by (H, index) */
 } elt_adapt_state_t;
 
@@ -67,19 +67,18 @@ typedef struct {
 /* Start a new stream: p_prev = 0 (continual modes). */
 void elt_adapt_reset(elt_adapt_state_t *st);
 
-/* Latent of one candidate: z = sat16(z_t + round(V p)). */
-void elt_latent_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pv, int16_t *z);
+/* Linear head: logits = sat16(round((W z + b) / 2^head_shift)), int32 accumulator (proven),
+ * the accumulators W z + b also stored in acc[C]. */
+void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits, int32_t *acc);
 
-/* The same for two candidates (one pass over V). */
-void elt_latent2_s16(const elt_adapt_params_t *p, const int16_t *zt, const int32_t *pa,
-                     const int32_t *pb, int16_t *za, int16_t *zb);
+/* Logits of the candidate latent z_t + V p by the head folded onto the basis (the head is
+ * linear): sat16(round((acc0 + round(G p / 2^g_shift)) / 2^head_shift)), acc0 = W z_t + b. */
+void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
+                         int16_t *logits);
 
-/* Linear head: logits = sat16(round((W z + b) / 2^head_shift)), int32 accumulator (proven). */
-void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits);
-
-/* The same for two latents in one pass over W (the candidates of an iteration, in pairs). */
-void elt_head2_s16(const elt_adapt_params_t *p, const int16_t *za, const int16_t *zb, int16_t *la,
-                   int16_t *lb);
+/* The same for two candidates (one pass over G). */
+void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa,
+                          const int32_t *pb, int16_t *la, int16_t *lb);
 
 /* Adapt one sample (z_q15: D int16 Q0.15 = LSTM h_T) and fill every result field. */
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,

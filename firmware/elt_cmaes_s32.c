@@ -16,6 +16,7 @@
 #endif
 
 #define ELT_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
+#define ELT_ZR_FRAC 23 /* z rounded to Q3.23 for the sampler's exact sums (cmaes_int.ZR_FRAC) */
 
 static inline int32_t elt_sat32(int64_t x)
 {
@@ -40,37 +41,108 @@ void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, cons
     s->g = 0;
 }
 
+/* Normalised reciprocal of 0 < d < 2^31 (cmaes_int.recip_norm): e = bit length of d,
+ * r = floor(2^(e+29) / d) in (2^29, 2^30]; then num 2^s / d = rshift_round(num r, e + 29 - s).
+ * One exact division (quotient < 2^32: elt_udiv64's fast path) instead of one per numerator. */
+static inline int32_t elt_recip_norm(uint32_t d, int *e)
+{
+    *e = 32 - __builtin_clz(d);
+    return (int32_t)elt_udiv64_inline((uint64_t)1 << (*e + 29), d);
+}
+
+#if ELT_NEON
+/* (a0 + a1, b0 + b1) of two int64x2 by VEXT (a1, b0) + VBSL (a0, b1), all in NEON registers
+ * (combining d halves makes GCC copy them with VMOV.F64, a floating-point mnemonic) */
+static inline int64x2_t elt_hadd2_s64(int64x2_t a, int64x2_t b)
+{
+    const uint64x2_t lo = vreinterpretq_u64_s64(vcombine_s64(vcreate_s64(~0ULL), vcreate_s64(0)));
+    return vaddq_s64(vextq_s64(a, b, 1), vbslq_s64(lo, a, b));
+}
+#endif
+
+/* sum_l round(x_l y_l / 2^26), l < n: each product rounded (elt_mul_rr), the sum exact */
+static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n)
+{
+    int64_t s = 0;
+    int32_t l = 0;
+#if ELT_NEON
+    if (n >= 2) {
+        int64x2_t acc = vdupq_n_s64(0);
+        for (; l + 2 <= n; l += 2) {
+            acc = vrsraq_n_s64(acc, vmull_s32(vld1_s32(x + l), vld1_s32(y + l)), ELT_C_FRAC);
+        }
+        s = vgetq_lane_s64(acc, 0) + vgetq_lane_s64(acc, 1);
+    }
+#endif
+    for (; l < n; l++) {
+        s += elt_mul_rr(x[l], y[l], ELT_C_FRAC);
+    }
+    return s;
+}
+
 /* docs/cmaes.md §6 step 1: A_jj = isqrt(max(C_jj - sum A_jl^2, eps) 2^26),
- * A_ij = (C_ij - sum A_il A_jl) / A_jj (numerator saturated to int32, rounded division). */
+ * A_ij = (C_ij - sum A_il A_jl) / A_jj: numerator saturated to int32, the quotient by the
+ * column's normalised reciprocal, num 2^26 / A_jj = rshift_round(num r, e + 3), |num r| < 2^61.
+ * Packed rows are contiguous, so every sum is a dot product of two row prefixes. */
 int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
 {
-    elt_recip_t rc;
     int32_t nfix = 0;
     int32_t i;
     int32_t j;
-    int32_t l;
     for (j = 0; j < k; j++) {
-        int64_t piv = c[ELT_TRI(j, j)];
+        const int32_t *aj = &a[ELT_TRI(j, 0)];
+        int64_t piv = c[ELT_TRI(j, j)] - elt_dot_rr26(aj, aj, j);
         int32_t ajj;
-        for (l = 0; l < j; l++) {
-            piv -= elt_mul_rr(a[ELT_TRI(j, l)], a[ELT_TRI(j, l)], ELT_C_FRAC);
-        }
+        int32_t r;
+        int e;
         if (piv < ELT_PIVOT_EPS) {
             piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
             nfix++;
         }
         ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
         a[ELT_TRI(j, j)] = ajj;
-        if (j + 1 < k) {
-            elt_recip_init(&rc, (uint64_t)ajj); /* one reciprocal for the column */
+        if (j + 1 == k) {
+            break;
         }
-        for (i = j + 1; i < k; i++) {
-            int64_t num = c[ELT_TRI(i, j)];
-            for (l = 0; l < j; l++) {
-                num -= elt_mul_rr(a[ELT_TRI(i, l)], a[ELT_TRI(j, l)], ELT_C_FRAC);
+        r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
+        i = j + 1;
+#if ELT_NEON
+        /* rows i, i + 1 together: one load of row j's prefix for both dot products, the two
+         * numerators in one int64x2 (VQMOVN = sat32), the quotients by VMULL by r, VRSHL by
+         * -(e + 3), VQMOVN */
+        {
+            const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
+            for (; i + 2 <= k; i += 2) {
+                const int32_t *ai = &a[ELT_TRI(i, 0)];
+                const int32_t *ai1 = ai + i + 1; /* row i + 1 follows row i */
+                int64x2_t acc_i = vdupq_n_s64(0);
+                int64x2_t acc_i1 = acc_i;
+                int64x2_t sum;
+                int32x2_t num;
+                int32_t l = 0;
+                for (; l + 2 <= j; l += 2) {
+                    const int32x2_t ajv = vld1_s32(aj + l);
+                    acc_i = vrsraq_n_s64(acc_i, vmull_s32(vld1_s32(ai + l), ajv), ELT_C_FRAC);
+                    acc_i1 = vrsraq_n_s64(acc_i1, vmull_s32(vld1_s32(ai1 + l), ajv), ELT_C_FRAC);
+                }
+                sum = elt_hadd2_s64(acc_i, acc_i1);
+                if (l < j) {
+                    const int32x2_t al = vset_lane_s32(ai1[l], vdup_n_s32(ai[l]), 1);
+                    sum = vrsraq_n_s64(sum, vmull_n_s32(al, aj[l]), ELT_C_FRAC);
+                }
+                num = vqmovn_s64(vsubq_s64(
+                    vmovl_s32(vset_lane_s32(c[ELT_TRI(i + 1, j)], vdup_n_s32(c[ELT_TRI(i, j)]), 1)),
+                    sum));
+                num = vqmovn_s64(vrshlq_s64(vmull_n_s32(num, r), esh));
+                a[ELT_TRI(i, j)] = vget_lane_s32(num, 0);
+                a[ELT_TRI(i + 1, j)] = vget_lane_s32(num, 1);
             }
-            num = elt_sat32(num) * ((int64_t)1 << ELT_C_FRAC);       /* |num| < 2^57 */
-            a[ELT_TRI(i, j)] = elt_sat32(elt_div_round_r(num, &rc)); /* elt_div_round_s64 */
+        }
+#endif
+        for (; i < k; i++) {
+            const int64_t num =
+                elt_sat32(c[ELT_TRI(i, j)] - elt_dot_rr26(&a[ELT_TRI(i, 0)], aj, j));
+            a[ELT_TRI(i, j)] = elt_sat32(fx_rshift_round64(num * r, e + 3));
         }
     }
     return nfix;
@@ -115,6 +187,93 @@ static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
         vcombine_s32(vrshrn_n_s64(vmull_s32(vget_low_s32(dt), vget_low_s32(frac)), 16),
                      vrshrn_n_s64(vmull_s32(vget_high_s32(dt), vget_high_s32(frac)), 16)));
     return vsubq_s32(veorq_s32(mag, neg), neg); /* -mag where the sign bit is set */
+}
+#endif
+
+#if ELT_NEON
+/* y = A z and x = m + sigma y of ng = 2 or 4 candidates i.. (elt_cmaes_sample_s32's
+ * arithmetic): each row of A (packed, contiguous) loaded once for all of them, times zr by
+ * VMLAL.S32 four products per candidate and step, the lanes summed pairwise, VRSHR #22,
+ * VQMOVN; then x two dimensions per step (VMULL by the mantissa, VRSHL, VQMOVN). */
+static inline __attribute__((always_inline)) void elt_sample_group(const elt_cmaes_state_t *s,
+                                                                   elt_cmaes_work_t *w, int32_t i,
+                                                                   int32_t k, int32_t mant,
+                                                                   int shift, const int ng)
+{
+    const int32x2_t md = vdup_n_s32(mant);
+    const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+    int32_t zr[4][ELT_K_MAX];
+    const int32_t *ar = w->A;
+    int32_t a;
+    int32_t l;
+    int g;
+#pragma GCC unroll 4
+    for (g = 0; g < ng; g++) {
+        for (a = 0; a + 4 <= k; a += 4) { /* VRSHR #5 */
+            vst1q_s32(&zr[g][a],
+                      vrshrq_n_s32(vld1q_s32(&w->z[i + g][a]), ELT_Z_FRAC - ELT_ZR_FRAC));
+        }
+        for (; a < k; a++) {
+            zr[g][a] = fx_rshift_round32(w->z[i + g][a], ELT_Z_FRAC - ELT_ZR_FRAC);
+        }
+    }
+    for (a = 0; a < k; a++) {
+        int64x2_t acc[4];
+        int64x2_t sum[2];
+#pragma GCC unroll 4
+        for (g = 0; g < ng; g++) {
+            acc[g] = vdupq_n_s64(0);
+        }
+        for (l = 0; l + 4 <= a + 1; l += 4) {
+            const int32x4_t av = vld1q_s32(ar + l);
+#pragma GCC unroll 4
+            for (g = 0; g < ng; g++) {
+                const int32x4_t zv = vld1q_s32(&zr[g][l]);
+                acc[g] = vmlal_s32(acc[g], vget_low_s32(av), vget_low_s32(zv));
+                acc[g] = vmlal_s32(acc[g], vget_high_s32(av), vget_high_s32(zv));
+            }
+        }
+        if (l + 2 <= a + 1) {
+            const int32x2_t av = vld1_s32(ar + l);
+#pragma GCC unroll 4
+            for (g = 0; g < ng; g++) {
+                acc[g] = vmlal_s32(acc[g], av, vld1_s32(&zr[g][l]));
+            }
+            l += 2;
+        }
+        /* (sum of g's lanes, sum of g + 1's lanes): the low halves plus the high halves */
+#pragma GCC unroll 2
+        for (g = 0; g < ng; g += 2) {
+            sum[g / 2] = elt_hadd2_s64(acc[g], acc[g + 1]);
+            if (l == a) {
+                const int32x2_t zl = vset_lane_s32(zr[g + 1][a], vdup_n_s32(zr[g][a]), 1);
+                sum[g / 2] = vmlal_n_s32(sum[g / 2], zl, ar[a]);
+            }
+            {
+                const int32x2_t yv =
+                    vqmovn_s64(vrshrq_n_s64(sum[g / 2], ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+                w->y[i + g][a] = vget_lane_s32(yv, 0);
+                w->y[i + g + 1][a] = vget_lane_s32(yv, 1);
+            }
+        }
+        ar += a + 1;
+    }
+    for (a = 0; a + 2 <= k; a += 2) {
+        const int64x2_t m64 = vmovl_s32(vld1_s32(&s->m[a]));
+#pragma GCC unroll 4
+        for (g = 0; g < ng; g++) {
+            vst1_s32(&w->x[i + g][a],
+                     vqmovn_s64(vaddq_s64(
+                         m64, vrshlq_s64(vmull_s32(vld1_s32(&w->y[i + g][a]), md), shv))));
+        }
+    }
+    for (; a < k; a++) {
+#pragma GCC unroll 4
+        for (g = 0; g < ng; g++) {
+            w->x[i + g][a] = elt_sat32((int64_t)s->m[a] +
+                                       fx_rshift_round64((int64_t)w->y[i + g][a] * mant, shift));
+        }
+    }
 }
 #endif
 
@@ -180,71 +339,46 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
     rng->s[1] = st[1];
     rng->s[2] = st[2];
     rng->s[3] = st[3];
+    /* y = A z from z rounded to Q3.23 (zr = rshift_round(z, 5), |zr| < 2^25.7), the products
+     * Q5.26 x Q3.23 summed exactly in int64 (< 32 2^31 2^25.7 < 2^61.7 for any A) and rounded
+     * once to Q.27: y = sat32(rshift_round(sum, 22)); x = sat32(m + round(y mant / 2^shift)) */
     i = 0;
-#if ELT_NEON && ELT_K_MAX >= 2
+#if ELT_NEON
+#if ELT_K_MAX >= 2
     if (k == 2) {
-        /* y = A z with each product rounded to Q.27 (VRSHR / VRSRA #27), sat32 (VQMOVN);
-         * x = sat32(m + round(y mant / 2^shift)) (VRSHL by -shift, VQMOVN) */
+        /* the KWS setting: y0 = A00 zr0, y1 = A10 zr0 + A11 zr1 by VMULL / VMLAL by lane,
+         * VRSHR #22, VQMOVN; x as below */
         const int32x2_t a0 = vld1_s32(w->A);                           /* A00, A10 */
         const int32x2_t a1 = vset_lane_s32(w->A[2], vdup_n_s32(0), 1); /* 0, A11 */
         const int64x2_t m64 = vmovl_s32(vld1_s32(s->m));
         const int32x2_t md = vdup_n_s32(mant);
         const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
         for (; i < lam; i++) {
-            const int32x2_t zv = vld1_s32(w->z[i]);
-            int64x2_t acc =
-                vrshrq_n_s64(vmull_lane_s32(a0, zv, 0), ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-            int32x2_t y;
-            acc =
-                vrsraq_n_s64(acc, vmull_lane_s32(a1, zv, 1), ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-            y = vqmovn_s64(acc);
+            const int32x2_t zv = vrshr_n_s32(vld1_s32(w->z[i]), ELT_Z_FRAC - ELT_ZR_FRAC);
+            const int32x2_t y =
+                vqmovn_s64(vrshrq_n_s64(vmlal_lane_s32(vmull_lane_s32(a0, zv, 0), a1, zv, 1),
+                                        ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
             vst1_s32(w->y[i], y);
             vst1_s32(w->x[i], vqmovn_s64(vaddq_s64(m64, vrshlq_s64(vmull_s32(y, md), shv))));
         }
     }
 #endif
-#if ELT_NEON
-    /* any k: row a of A (packed, contiguous) times z two products per VMULL, each rounded
-     * (VRSRA #27); x two dimensions per step as above */
-    {
-        const int32x2_t md = vdup_n_s32(mant);
-        const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
-        for (; i < lam; i++) {
-            const int32_t *zi = w->z[i];
-            for (a = 0; a < k; a++) {
-                const int32_t *ar = &w->A[ELT_TRI(a, 0)];
-                int64x2_t acc = vdupq_n_s64(0);
-                int64_t sum;
-                for (l = 0; l + 2 <= a + 1; l += 2) {
-                    acc = vrsraq_n_s64(acc, vmull_s32(vld1_s32(ar + l), vld1_s32(zi + l)),
-                                       ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-                }
-                sum = vgetq_lane_s64(acc, 0) + vgetq_lane_s64(acc, 1);
-                if (l == a) {
-                    sum += elt_mul_rr(ar[a], zi[a], ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
-                }
-                w->y[i][a] = elt_sat32(sum);
-            }
-            for (a = 0; a + 2 <= k; a += 2) {
-                vst1_s32(&w->x[i][a], vqmovn_s64(vaddq_s64(
-                                          vmovl_s32(vld1_s32(&s->m[a])),
-                                          vrshlq_s64(vmull_s32(vld1_s32(&w->y[i][a]), md), shv))));
-            }
-            for (; a < k; a++) {
-                w->x[i][a] = elt_sat32((int64_t)s->m[a] +
-                                       fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
-            }
-        }
+    for (; i + 4 <= lam; i += 4) {
+        elt_sample_group(s, w, i, k, mant, shift, 4);
+    }
+    if (i + 2 <= lam) {
+        elt_sample_group(s, w, i, k, mant, shift, 2);
+        i += 2;
     }
 #endif
     for (; i < lam; i++) {
         for (a = 0; a < k; a++) {
             int64_t acc = 0;
-            for (l = 0; l <= a; l++) { /* y = A z: Q5.26 x Q3.28 -> Q.27 */
-                acc += elt_mul_rr(w->A[ELT_TRI(a, l)], w->z[i][l],
-                                  ELT_C_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+            for (l = 0; l <= a; l++) { /* Q5.26 x Q3.23, exact */
+                acc += (int64_t)w->A[ELT_TRI(a, l)] *
+                       fx_rshift_round32(w->z[i][l], ELT_Z_FRAC - ELT_ZR_FRAC);
             }
-            w->y[i][a] = elt_sat32(acc);
+            w->y[i][a] = elt_sat32(fx_rshift_round64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
             w->x[i][a] =
                 elt_sat32((int64_t)s->m[a] + fx_rshift_round64((int64_t)w->y[i][a] * mant, shift));
         }
@@ -257,6 +391,65 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
         }
     }
 }
+
+#if ELT_NEON
+/* 2nh consecutive entries ce[0 .. 2nh) of row a of C (nh = 1, 2, 4 int64x2 accumulators):
+ * VMULL by decay, VRSHR #2 (Q.54), + p~_a p~_b.., then per term one VMLAL (positive weights)
+ * or VMLSL (negative) by lane of the term's entries b.. times its entry a (VLD1 dup), VRSHR
+ * #28, VQMOVN (sat32). tb points at entry b of the first term row (rows ELT_K_MAX apart),
+ * ta at its entry a, pb at p~_b. */
+static inline __attribute__((always_inline)) void
+elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta, int32_t npos,
+            int32_t nt, int32_t decay, int32_t pa, const int nh)
+{
+    int64x2_t acc[4];
+    int32x2_t v[4];
+    int h;
+    int32_t t;
+#pragma GCC unroll 4
+    for (h = 0; h < nh; h++) {
+        acc[h] = vrshrq_n_s64(vmull_n_s32(vld1_s32(ce + 2 * h), decay),
+                              ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        acc[h] = vmlal_n_s32(acc[h], vld1_s32(pb + 2 * h), pa);
+    }
+#define ELT_COV_LOAD()                                                                             \
+    do {                                                                                           \
+        if (nh == 1) {                                                                             \
+            v[0] = vld1_s32(tb);                                                                   \
+        } else {                                                                                   \
+            const int32x4_t q0 = vld1q_s32(tb);                                                    \
+            v[0] = vget_low_s32(q0);                                                               \
+            v[1] = vget_high_s32(q0);                                                              \
+            if (nh == 4) {                                                                         \
+                const int32x4_t q1 = vld1q_s32(tb + 4);                                            \
+                v[2] = vget_low_s32(q1);                                                           \
+                v[3] = vget_high_s32(q1);                                                          \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+    for (t = 0; t < npos; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        const int32x2_t sv = vld1_dup_s32(ta);
+        ELT_COV_LOAD();
+#pragma GCC unroll 4
+        for (h = 0; h < nh; h++) {
+            acc[h] = vmlal_lane_s32(acc[h], v[h], sv, 0);
+        }
+    }
+    for (; t < nt; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        const int32x2_t sv = vld1_dup_s32(ta);
+        ELT_COV_LOAD();
+#pragma GCC unroll 4
+        for (h = 0; h < nh; h++) {
+            acc[h] = vmlsl_lane_s32(acc[h], v[h], sv, 0);
+        }
+    }
+#undef ELT_COV_LOAD
+#pragma GCC unroll 4
+    for (h = 0; h < nh; h++) {
+        vst1_s32(ce + 2 * h, vqmovn_s64(vrshrq_n_s64(acc[h], 2 * ELT_X_FRAC - ELT_C_FRAC)));
+    }
+}
+#endif
 
 int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
                            const uint8_t *order)
@@ -271,7 +464,6 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
     int32_t nps;
     int32_t ratio;
     int64_t dl;
-    elt_recip_t rc;
     int32_t i;
     int32_t a;
     int32_t b;
@@ -327,115 +519,113 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         }
         s->pc[a] = elt_sat32(v);
     }
-    /* 6a. active weights: y_hat = y / ||z|| (pycma's k / ||C^-1/2 y||^2, k folded into wc) */
+    /* 6a. active weights: y_hat = y / ||z|| (pycma's k / ||C^-1/2 y||^2, k folded into wc),
+     * y 2^25 / ||z|| by the normalised reciprocal of ||z|| (Q.25): rshift_round(y r, e + 4) */
     for (i = p->mu; i < p->lam; i++) {
-        int32_t r = order[i];
+        int32_t *yr = w->y[order[i]];
+        const int32_t *zr = w->z[order[i]];
         int64_t nz2 = 0;
-        int64_t nz;
+        int32_t nz;
+        int32_t rn;
+        int en;
         if (p->wc[i] == 0) {
             continue;
         }
-        for (a = 0; a < k; a++) {
-            nz2 += elt_mul_rr(w->z[r][a], w->z[r][a], 2 * ELT_Z_FRAC - 50); /* Q.50 */
+        a = 0;
+#if ELT_NEON
+        if (k >= 2) {
+            int64x2_t n2v = vdupq_n_s64(0);
+            for (; a + 2 <= k; a += 2) {
+                const int32x2_t zv = vld1_s32(zr + a);
+                n2v = vrsraq_n_s64(n2v, vmull_s32(zv, zv), 2 * ELT_Z_FRAC - 50);
+            }
+            nz2 = vgetq_lane_s64(n2v, 0) + vgetq_lane_s64(n2v, 1);
         }
-        nz = elt_isqrt64((uint64_t)nz2); /* Q.25 */
+#endif
+        for (; a < k; a++) {
+            nz2 += elt_mul_rr(zr[a], zr[a], 2 * ELT_Z_FRAC - 50); /* Q.50 */
+        }
+        nz = (int32_t)elt_isqrt64((uint64_t)nz2); /* Q.25, < 2^31 */
         if (nz < 1) {
             nz = 1;
         }
-        /* y * 2^25 / nz rounded half away from zero (elt_div_round_s64), one reciprocal */
-        elt_recip_init(&rc, (uint64_t)nz);
-        for (a = 0; a < k; a++) { /* |y 2^25| < 2^56 */
-            w->y[r][a] = elt_sat32(elt_div_round_r((int64_t)w->y[r][a] * ((int64_t)1 << 25), &rc));
+        rn = elt_recip_norm((uint32_t)nz, &en);
+        a = 0;
+#if ELT_NEON
+        {
+            const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(en + 4)));
+            for (; a + 2 <= k; a += 2) { /* |y r| < 2^61 */
+                vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_n_s32(vld1_s32(yr + a), rn), esh)));
+            }
+        }
+#endif
+        for (; a < k; a++) { /* |y r| < 2^61 */
+            yr[a] = elt_sat32(fx_rshift_round64((int64_t)yr[a] * rn, en + 4));
         }
     }
-    /* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (docs/cmaes.md §1.2 step 6) */
+    /* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (docs/cmaes.md §1.2 step 6)
+     * with every term one outer product of a scaled vector (p~ = sqrt(c1) p_c; y~ = sqrt|wc_i|
+     * y_hat, written over w->z in term order, positive weights first: z is not read again),
+     * the products summed exactly in int64 (Q.54, |sum| < 2^63 proven by
+     * codegen.quantize_adapt.cmaes_constants), one rounding and saturation per entry. */
     decay = hsig ? p->decay_h1 : p->decay_h0;
-#if ELT_NEON && ELT_K_MAX >= 2
-    if (k == 2) {
-        /* C00, C10 in one int64x2, C11 in lane 1 of another: every product formed by
-         * VMULL, rounded and saturated by VQRSHRN #27 (t, u) or rounded by VRSRA #30 */
-        const int32x2_t pcv = vld1_s32(s->pc);
-        const int32x2_t cv = vld1_s32(s->C);
-        int32x2_t t01 = vqrshrn_n_s64(vmull_lane_s32(pcv, pcv, 0), 2 * ELT_X_FRAC - ELT_C_FRAC);
-        int32x2_t t2 = vqrshrn_n_s64(vmull_lane_s32(pcv, pcv, 1), 2 * ELT_X_FRAC - ELT_C_FRAC);
-        int64x2_t acc01 = vrshrq_n_s64(vmull_n_s32(cv, decay), ELT_RATE_FRAC);
-        int64x2_t acc2 = vrshrq_n_s64(vmull_n_s32(vdup_n_s32(s->C[2]), decay), ELT_RATE_FRAC);
-        acc01 = vrsraq_n_s64(acc01, vmull_n_s32(t01, p->c1), ELT_RATE_FRAC);
-        acc2 = vrsraq_n_s64(acc2, vmull_n_s32(t2, p->c1), ELT_RATE_FRAC);
+    {
+        int32_t pt[ELT_K_MAX] = {0};
+        int32_t npos = 0;
+        int32_t nt = 0;
+        int32_t t;
+        for (a = 0; a < k; a++) {
+            pt[a] = elt_sat32(elt_mul_rr(p->c1_sqrt, s->pc[a], ELT_RATE_FRAC));
+        }
         for (i = 0; i < p->lam; i++) {
-            const int32_t wci = p->wc[i];
-            int32x2_t yv;
-            if (wci == 0) {
+            const int32_t *yr = w->y[order[i]];
+            const int32_t sq = p->wc_sqrt[i];
+            if (p->wc[i] == 0) {
                 continue;
             }
-            yv = vld1_s32(w->y[order[i]]);
-            t01 = vqrshrn_n_s64(vmull_lane_s32(yv, yv, 0), 2 * ELT_X_FRAC - ELT_C_FRAC);
-            t2 = vqrshrn_n_s64(vmull_lane_s32(yv, yv, 1), 2 * ELT_X_FRAC - ELT_C_FRAC);
-            acc01 = vrsraq_n_s64(acc01, vmull_n_s32(t01, wci), ELT_RATE_FRAC);
-            acc2 = vrsraq_n_s64(acc2, vmull_n_s32(t2, wci), ELT_RATE_FRAC);
-        }
-        vst1_s32(s->C, vqmovn_s64(acc01));
-        s->C[2] = vget_lane_s32(vqmovn_s64(acc2), 1);
-        a = k; /* done */
-    } else {
-        a = 0;
-    }
-#else
-    a = 0;
-#endif
+            a = 0;
 #if ELT_NEON
-    /* any k: two entries (a, b), (a, b + 1) of a packed row per step, the same products */
-    for (; a < k; a++) {
-        const int32_t pca = s->pc[a];
-        for (b = 0; b + 2 <= a + 1; b += 2) {
-            int32_t *ce = &s->C[ELT_TRI(a, b)];
-            int64x2_t acc = vrshrq_n_s64(vmull_n_s32(vld1_s32(ce), decay), ELT_RATE_FRAC);
-            int32x2_t t =
-                vqrshrn_n_s64(vmull_n_s32(vld1_s32(&s->pc[b]), pca), 2 * ELT_X_FRAC - ELT_C_FRAC);
-            acc = vrsraq_n_s64(acc, vmull_n_s32(t, p->c1), ELT_RATE_FRAC);
-            for (i = 0; i < p->lam; i++) {
-                const int32_t *yr = w->y[order[i]];
-                if (p->wc[i] == 0) {
-                    continue;
-                }
-                t = vqrshrn_n_s64(vmull_n_s32(vld1_s32(&yr[b]), yr[a]),
-                                  2 * ELT_X_FRAC - ELT_C_FRAC);
-                acc = vrsraq_n_s64(acc, vmull_n_s32(t, p->wc[i]), ELT_RATE_FRAC);
+            for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
+                vst1_s32(&w->z[nt][a],
+                         vqrshrn_n_s64(vmull_n_s32(vld1_s32(yr + a), sq), ELT_RATE_FRAC));
             }
-            vst1_s32(ce, vqmovn_s64(acc));
-        }
-        if (b == a) { /* the diagonal entry of an even row */
-            int32_t t = elt_sat32(elt_mul_rr(pca, pca, 2 * ELT_X_FRAC - ELT_C_FRAC));
-            int64_t acc = elt_mul_rr(decay, s->C[ELT_TRI(a, a)], ELT_RATE_FRAC) +
-                          elt_mul_rr(p->c1, t, ELT_RATE_FRAC);
-            for (i = 0; i < p->lam; i++) {
-                const int32_t *yr = w->y[order[i]];
-                int32_t u;
-                if (p->wc[i] == 0) {
-                    continue;
-                }
-                u = elt_sat32(elt_mul_rr(yr[a], yr[a], 2 * ELT_X_FRAC - ELT_C_FRAC));
-                acc += elt_mul_rr(p->wc[i], u, ELT_RATE_FRAC);
-            }
-            s->C[ELT_TRI(a, a)] = elt_sat32(acc);
-        }
-    }
 #endif
-    for (; a < k; a++) {
-        for (b = 0; b <= a; b++) {
-            int32_t t = elt_sat32(elt_mul_rr(s->pc[a], s->pc[b], 2 * ELT_X_FRAC - ELT_C_FRAC));
-            int64_t acc = elt_mul_rr(decay, s->C[ELT_TRI(a, b)], ELT_RATE_FRAC) +
-                          elt_mul_rr(p->c1, t, ELT_RATE_FRAC);
-            for (i = 0; i < p->lam; i++) {
-                int32_t r = order[i];
-                int32_t u;
-                if (p->wc[i] == 0) {
-                    continue;
-                }
-                u = elt_sat32(elt_mul_rr(w->y[r][a], w->y[r][b], 2 * ELT_X_FRAC - ELT_C_FRAC));
-                acc += elt_mul_rr(p->wc[i], u, ELT_RATE_FRAC);
+            for (; a < k; a++) {
+                w->z[nt][a] = elt_sat32(elt_mul_rr(sq, yr[a], ELT_RATE_FRAC));
             }
-            s->C[ELT_TRI(a, b)] = elt_sat32(acc);
+            nt++;
+            if (p->wc[i] > 0) {
+                npos = nt;
+            }
+        }
+        for (a = 0; a < k; a++) {
+            int32_t *crow = &s->C[ELT_TRI(a, 0)];
+            b = 0;
+#if ELT_NEON
+            for (; b + 8 <= a + 1; b += 8) {
+                elt_cov_blk(crow + b, pt + b, &w->z[0][b], &w->z[0][a], npos, nt, decay, pt[a], 4);
+            }
+            if (b + 4 <= a + 1) {
+                elt_cov_blk(crow + b, pt + b, &w->z[0][b], &w->z[0][a], npos, nt, decay, pt[a], 2);
+                b += 4;
+            }
+            if (b + 2 <= a + 1) {
+                elt_cov_blk(crow + b, pt + b, &w->z[0][b], &w->z[0][a], npos, nt, decay, pt[a], 1);
+                b += 2;
+            }
+#endif
+            for (; b <= a; b++) {
+                int64_t acc =
+                    elt_mul_rr(decay, crow[b], ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC) +
+                    (int64_t)pt[b] * pt[a];
+                for (t = 0; t < npos; t++) {
+                    acc += (int64_t)w->z[t][b] * w->z[t][a];
+                }
+                for (; t < nt; t++) {
+                    acc -= (int64_t)w->z[t][b] * w->z[t][a];
+                }
+                crow[b] = elt_sat32(fx_rshift_round64(acc, 2 * ELT_X_FRAC - ELT_C_FRAC));
+            }
         }
     }
     /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (docs/cmaes.md §1.2) */

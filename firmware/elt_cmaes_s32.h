@@ -19,11 +19,13 @@ typedef struct {
     int32_t n_iter;          /* iterations per sample */
     const int32_t *w;        /* [mu] positive recombination weights, Q1.30 */
     const int32_t *wc;       /* [lam] c_mu w_i (i < mu), c_mu w_i k (negative), Q1.30 */
+    const int32_t *wc_sqrt;  /* [lam] sqrt|wc_i|, Q1.30 */
     int32_t one_minus_cs;    /* Q1.30 */
     int32_t gain_s;          /* sqrt(c_s(2-c_s)mu_eff), Q3.28 */
     int32_t one_minus_cc;    /* Q1.30 */
     int32_t gain_c;          /* sqrt(c_c(2-c_c)mu_eff), Q3.28 */
     int32_t c1;              /* Q1.30 */
+    int32_t c1_sqrt;         /* sqrt(c1), Q1.30 */
     int32_t decay_h1;        /* 1 - c1 - c_mu sum w, Q1.30 */
     int32_t decay_h0;        /* 1 - c1 (1 - c_c(2-c_c)) - c_mu sum w, Q1.30 */
     int32_t cs_over_ds;      /* c_s / d_s, Q1.30 */
@@ -71,7 +73,8 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
                           elt_cmaes_work_t *w, elt_rng_t *rng, const int32_t *gauss_lut);
 
 /* One update in pycma tell2 order; order[] ranks the candidates by (f, index). Overwrites
- * w->y of the negative-weight candidates. Returns h_sigma. */
+ * w->y of the negative-weight candidates (y / ||z||) and w->z (the covariance terms' scaled
+ * vectors). Returns h_sigma. */
 int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
                            const uint8_t *order);
 

@@ -339,7 +339,7 @@ def test_cost_model_fit_recovers_constants() -> None:
     """Ticks made from known c0, a, b in either form come back from that form's fit exactly."""
 
     def ticks(k: int, n: int, lam: int, upd: int) -> int:
-        return 300 + lam * n * 76 + 16 * lam * n * k + 3 * lam * upd * k * k  # a = 0.5, D = 32
+        return 300 + lam * n * 76 + 16 * lam * n * k + 3 * lam * upd * k * k  # a = 0.5, D = C = 32
 
     grid = [(k, n, lam) for k, lam in ((2, 6), (8, 10), (16, 12)) for n in (2, 8)]
     for name, upd in (("paper", 0), ("as_built", -1)):
@@ -347,13 +347,13 @@ def test_cost_model_fit_recovers_constants() -> None:
             {"k": k, "n": n, "lam": lam, "adapt_ticks": ticks(k, n, lam, n + upd)}
             for k, n, lam in grid
         ]
-        f = cost_model_fit(pts, 76, 32)
+        f = cost_model_fit(pts, 76, 32, 32)
         assert f is not None
         fit = f["fits"][name]
         assert (fit["c0"], fit["a"], fit["b"]) == (300.0, 0.5, 3.0), fit
         assert fit["max_rel_err"] == 0.0
         assert fit["fitted_ticks"] == [p["adapt_ticks"] for p in pts]
-    assert cost_model_fit([p for p in pts if p["k"] == 2], 76, 32) is None
+    assert cost_model_fit([p for p in pts if p["k"] == 2], 76, 32, 32) is None
 
 
 def test_host_throughput_worker_failure_is_reported() -> None:

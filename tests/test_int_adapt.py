@@ -100,6 +100,30 @@ def test_quantize_errors_name_the_tensor() -> None:
     assert quantize_adapt(W, b, V * 4.0, cfg, zc).v_shift >= 27  # |V| < 4: still fine
 
 
+def test_folded_head_is_w_times_v_and_fits_int64() -> None:
+    """G = W V exactly, with the fewest low bits dropped that keep every row's Σ|G| < 2^31
+    (so G p < 2^62 for any int32 p); the folded logits equal the float head of z_t + V p."""
+    from codegen.fixed import rshift_round
+    from codegen.intref.adapt import cand_logits_s16, head_acc_s16, latent_zt
+
+    P, W, b, V, _ = setup()
+    exact = P.W.astype(np.int64) @ P.V.astype(np.int64)
+    drop = P.v_shift - P.g_shift
+    np.testing.assert_array_equal(P.G, rshift_round(exact, drop))
+    assert int(np.sum(np.abs(P.G), axis=1).max()) <= 2**31 - 1
+    if drop > 0:
+        assert int(np.sum(np.abs(rshift_round(exact, drop - 1)), axis=1).max()) > 2**31 - 1
+    rng = np.random.default_rng(5)
+    zq = rng.integers(-20000, 20000, size=(50, P.dim))
+    p = rng.normal(0, 0.5, size=(50, 3, P.k))
+    pq = np.round(p * 2**27).astype(np.int64)
+    zt = latent_zt(zq, P)
+    got = cand_logits_s16(head_acc_s16(zt, P), pq, P) / 2.0**P.logit_fmt.frac_bits
+    zf = zt / 2.0**P.latent_fmt.frac_bits
+    want = (zf[:, None, :] + p @ V.T) @ W.T + b
+    assert np.abs(got - want).max() < 4e-3  # W's int16 rounding and the logit LSB
+
+
 def test_head_accumulator_proof_holds_at_the_worst_latent() -> None:
     P, *_ = setup()
     worst = np.sum(np.abs(P.W), axis=1) * 32768 + np.abs(P.b)
@@ -283,8 +307,8 @@ def test_emission_is_deterministic_and_documents_every_array() -> None:
         r"\nstatic const (int16_t|int32_t|int64_t) (\w+)\[(\d+)\]",
         c,
     )
-    assert len(decls) == 9, decls
-    assert {d[5] for d in decls} >= {"kws_adapt_W", "kws_adapt_V", "kws_adapt_gauss_lut"}
+    assert len(decls) == 10, decls
+    assert {d[5] for d in decls} >= {"kws_adapt_W", "kws_adapt_G", "kws_adapt_gauss_lut"}
     assert "ELT_MODE_STRICT" in c and "QELaTTA-V2 8b4" in c
     assert "extern const elt_adapt_params_t kws_adapt_params;" in a["kws_adapt_params.h"]
     with pytest.raises(ConfigError, match="prefix="):

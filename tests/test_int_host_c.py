@@ -122,7 +122,7 @@ def test_generated_params_equal_python(fast_harness: Harness) -> None:
             "head_shift": P.head_shift,
             "logit_frac": P.logit_fmt.frac_bits,
             "zt_shift": P.zt_shift,
-            "v_shift": P.v_shift,
+            "g_shift": P.g_shift,
             "beta": P.beta_q30,
             "radius": P.radius_q23,
             "qv1": int(P.cfg.qelatta_v1),
@@ -145,10 +145,12 @@ def test_generated_params_equal_python(fast_harness: Harness) -> None:
         }
         want |= {f"w.{j}": v for j, v in enumerate(cm.w)}
         want |= {f"wc.{j}": v for j, v in enumerate(cm.wc)}
+        want |= {f"wc_sqrt.{j}": v for j, v in enumerate(cm.wc_sqrt)}
+        want["c1_sqrt"] = cm.c1_sqrt
         want |= {f"hsig_thr.{j}": v for j, v in enumerate(cm.hsig_thr)}
         want |= {f"W.{j}": int(v) for j, v in enumerate(P.W.reshape(-1))}
         want |= {f"b.{j}": int(v) for j, v in enumerate(P.b)}
-        want |= {f"V.{j}": int(v) for j, v in enumerate(P.V.reshape(-1))}
+        want |= {f"G.{j}": int(v) for j, v in enumerate(P.G.reshape(-1))}
         if P.grid is not None:
             want |= {"grid_frac": P.grid.frac, "grid_lo": P.grid.lo, "grid_hi": P.grid.hi}
         for key, v in want.items():
@@ -209,8 +211,8 @@ def test_state_fits_design_budget(tmp_path: Path) -> None:
     state, result = map(
         int, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
     )
-    v_bytes = P.V.size * 2
-    print(f"elt_adapt_state_t {state} B + V {v_bytes} B = {state + v_bytes} B; result {result} B")
+    v_bytes = P.G.size * 4  # the device reads V only through G = W V (int32 [C, k])
+    print(f"elt_adapt_state_t {state} B + G {v_bytes} B = {state + v_bytes} B; result {result} B")
     assert state + v_bytes <= 1024
 
 

@@ -5,8 +5,9 @@ Per sample (paper Algorithm 1; float reference `codegen.elatta.float_ref.adapt`)
 * no-adapt: latent z = z_t in the latent format, logits = W z + b, H, argmax;
 * adapting modes: per-sample seed → xoshiro128** (`rng`), fresh integer CMA-ES (`cmaes_int`) from
   m⁰ (strict: 0; continual: previous best p; continual_bounded: β·p_prev clipped to the radius),
-  n iterations of λ candidates z = sat(z_t + V p), logits, entropy (`entropy`), ranking by
-  (H, index); the output is the best *sampled* p over all iterations, ties by
+  n iterations of λ candidates p, the logits of z_t + V p by the head folded onto the basis
+  (W z_t + b once, then (W V) p per candidate: the head is linear), entropy (`entropy`),
+  ranking by (H, index); the output is the best *sampled* p over all iterations, ties by
   (H, iteration, index), exactly the rule of ``float_ref.adapt``.
 * QELaTTA-V1: candidates are evaluated after the two-level quantiser, CMA-ES is told the
   continuous candidates, the mean is quantised after each tell (float_ref's reading).
@@ -15,8 +16,8 @@ Per sample (paper Algorithm 1; float reference `codegen.elatta.float_ref.adapt`)
 
 Formats (docs/numeric.md §5): z_t int16 Q0.15 (LSTM h_T); latent int16 Q2.13; V int16; W int16
 with the finest format that keeps the int32 head accumulator provably in range; b int32 in the
-accumulator format; logits int16, format calibrated on clean source latents; H int32 Q5.26;
-p int32 Q4.27.
+accumulator format; G = W V int32 (row sums of |G| < 2^31); logits int16, format calibrated on
+clean source latents; H int32 Q5.26; p int32 Q4.27.
 """
 
 from __future__ import annotations
@@ -101,23 +102,26 @@ def _rshift_round_f64(x: npt.NDArray[np.float64], s: int) -> npt.NDArray[np.floa
     return np.floor(x, out=x) if s > 0 else x
 
 
-def latent_s16(zt: I64, P: I64, params: AdaptParams) -> npt.NDArray[np.float64]:
-    """``elt_latent_s16``: z = sat16(z_t + round(V p)); zt [B, D], P [B, λ, k] → [B, λ, D], as
-    float64 arrays of integers (the head's operand, without a round trip through int64)."""
-    # |V p| ≤ k·2^46 < 2^53 (k ≤ K_MAX): float64 BLAS is exact in any summation order
-    vp = np.asarray(P, np.float64) @ params.V.T.astype(np.float64)
-    vp = _rshift_round_f64(vp, params.v_shift)
-    vp += zt[:, None, :]
-    return np.clip(vp, -32768.0, 32767.0, out=vp)
+def head_acc_s16(z: npt.ArrayLike, params: AdaptParams) -> I64:
+    """The head's int32 accumulators W z + b (``elt_head_s16``'s ``acc``; the proven bound)."""
+    # |W z + b| ≤ the proven int32 head bound < 2^53: float64 BLAS is exact in any order
+    acc = np.asarray(z, np.float64) @ params.W.T.astype(np.float64)
+    acc += params.b
+    return acc.astype(np.int64)
 
 
 def head_s16(z: npt.ArrayLike, params: AdaptParams) -> I64:
     """``elt_head_s16``: logits = sat16(round((W z + b)/2^s)); int32 accumulator (proven)."""
-    # |W z + b| ≤ the proven int32 head bound < 2^53: float64 BLAS is exact in any order
-    acc = np.asarray(z, np.float64) @ params.W.T.astype(np.float64)
-    acc += params.b
-    acc = _rshift_round_f64(acc, params.head_shift)
-    return np.clip(acc, -32768.0, 32767.0, out=acc).astype(np.int64)
+    return np.asarray(sat16(rshift_round(head_acc_s16(z, params), params.head_shift)))
+
+
+def cand_logits_s16(acc0: I64, P: I64, params: AdaptParams) -> I64:
+    """``elt_cand_logits_s16``: logits of the candidates z_t + V p by the folded head,
+    sat16(round((acc0 + round(G p / 2^g_shift)) / 2^head_shift)), acc0 = W z_t + b [B, C],
+    P [B, λ, k] → [B, λ, C]. Σ_j |G_cj| < 2^31 and |p| < 2^31: G p < 2^62 in int64."""
+    gp = np.einsum("blk,ck->blc", np.asarray(P, np.int64), params.G)
+    acc = acc0[:, None, :] + rshift_round(gp, params.g_shift)
+    return np.asarray(sat16(rshift_round(acc, params.head_shift)))
 
 
 def _emit(trace: TraceFn | None, idx: npt.ArrayLike, stage: str, it: int, data: I64) -> None:
@@ -147,6 +151,7 @@ def _search(
     zt: I64,
     m0: I64,
     L0: I64,
+    acc0: I64,
     trace: TraceFn | None,
     normals: I64 | None = None,
 ) -> tuple[I64, I64, I64, I64]:
@@ -193,7 +198,7 @@ def _search(
         if grid is not None and cfg.qelatta_v1:
             P = grid.requant(P, X_FRAC)
         # evaluate: z = sat(z_t + V p), logits, H; rank by (H, index) (docs/cmaes.md §5, §6 step 3)
-        L = head_s16(latent_s16(zt, P, params), params)  # [B, λ, C]
+        L = cand_logits_s16(acc0, P, params)  # [B, λ, C]
         H = entropy_s16(L, params.logit_fmt.frac_bits)  # [B, λ]
         order = rank_by_h(H)
         j = order[:, 0]
@@ -263,7 +268,8 @@ def adapt_int(
     N, k = Z.shape[0], cfg.k
     idx = np.arange(N)
     zt = latent_zt(Z, params)
-    L0 = head_s16(zt, params)
+    acc0 = head_acc_s16(zt, params)
+    L0 = np.asarray(sat16(rshift_round(acc0, params.head_shift)))
     H0 = entropy_s16(L0, params.logit_fmt.frac_bits)
     pred0 = argmax_s16(L0)
     _emit(trace, idx, "logits_noadapt", -1, L0)
@@ -280,7 +286,7 @@ def adapt_int(
         return _result(params, pred0, L0, H0, pred0, L0, H0, p_best, np.zeros(N, np.int64))
     if cfg.mode == "strict":
         m0 = _initial_mean(params, np.zeros((N, k), np.int64))
-        bp, bH, bL, nfix = _search(params, idx, ids, zt, m0, L0, trace)
+        bp, bH, bL, nfix = _search(params, idx, ids, zt, m0, L0, acc0, trace)
     else:
         bp = np.zeros((N, k), np.int64)
         bH = np.zeros(N, np.int64)
@@ -298,7 +304,7 @@ def adapt_int(
                 m0 = _initial_mean(params, p_prev)
                 own = normals[i - c0 : i - c0 + 1]
                 bp[sl], bH[sl], bL[sl], nfix[sl] = _search(
-                    params, idx[sl], ids[sl], zt[sl], m0, L0[sl], trace, own
+                    params, idx[sl], ids[sl], zt[sl], m0, L0[sl], acc0[sl], trace, own
                 )
                 p_prev = bp[sl].copy()
     return _result(params, pred0, L0, H0, argmax_s16(bL), bL, bH, bp, nfix)

@@ -70,6 +70,9 @@ from codegen.tables import EXP2_LUT
 I64 = npt.NDArray[np.int64]
 
 
+ZR_FRAC = 23  # z rounded for the sampler's exact int64 sums (`sample_s32`)
+
+
 def tri(i: int, j: int) -> int:
     """Index of (i, j), j ≤ i, in the packed lower triangle (row-major): i(i+1)/2 + j."""
     return i * (i + 1) // 2 + j
@@ -138,12 +141,27 @@ class CmaesIntState:
         self.ln_sigma = grid.requant(self.ln_sigma, LNSIG_FRAC)
 
 
+def recip_norm(d: npt.ArrayLike) -> tuple[I64, I64]:
+    """``elt_recip_norm``: a normalised reciprocal of 0 < d < 2³¹ for division by
+    multiplication: e = bit length of d, r = ⌊2^(e+29)/d⌋ ∈ (2²⁹, 2³⁰] (one exact division).
+    Then n/d ≈ n·r/2^(e+29) with relative error below 2⁻²⁹ (the numerator scaled by 2^s is
+    rounded with ``rshift_round(n·r, e + 29 − s)``)."""
+    a = np.asarray(d, dtype=np.int64)
+    if np.any(a <= 0) or np.any(a >= 1 << 31):
+        raise ValueError("recip_norm needs 0 < d < 2^31")
+    e = np.zeros_like(a)
+    for b in range(31):  # bit length without float rounding
+        e += (a >> b) > 0
+    return np.asarray((np.int64(1) << (e + 29)) // a, dtype=np.int64), e
+
+
 def chol_s32(Cp: I64, k: int) -> tuple[I64, I64]:
     """``elt_cmaes_chol_s32``: lower Cholesky factor A of packed C (docs/cmaes.md §6 step 1).
 
     A_jj = isqrt(max(C_jj − Σ_l A_jl², ε)·2²⁶); A_ij = (C_ij − Σ_l A_il A_jl)/A_jj, each product
-    rounded to Q.26, the numerator saturated to int32 before the (rounded) division. Returns
-    (A packed, number of raised pivots per run).
+    rounded to Q.26, the numerator saturated to int32, the quotient by one normalised
+    reciprocal of A_jj per column (`recip_norm`: num·2²⁶/A_jj = rshift_round(num·r, e + 3),
+    |num·r| < 2⁶¹) instead of a division per entry. Returns (A packed, raised pivots per run).
     """
     B = Cp.shape[0]
     A = np.zeros_like(Cp)
@@ -157,12 +175,14 @@ def chol_s32(Cp: I64, k: int) -> tuple[I64, I64]:
         s = np.where(low, PIVOT_EPS, s)  # s ≤ C_jj < 2^31
         ajj = isqrt64(s << C_FRAC)  # Q5.26, ≥ 2^16
         A[:, tri(j, j)] = ajj
+        if j + 1 == k:
+            break
+        r, e = recip_norm(ajj)
         for i in range(j + 1, k):
             num = Cp[:, tri(i, j)].copy()
             for lcol in range(j):
                 num -= mul_rr(A[:, tri(i, lcol)], A[:, tri(j, lcol)], C_FRAC)
-            num = sat32a(num)
-            A[:, tri(i, j)] = sat32a(div_round(num * (np.int64(1) << C_FRAC), ajj))
+            A[:, tri(i, j)] = sat32a(rshift_round_var(sat32a(num) * r, e + 3))
     return A, nfix
 
 
@@ -198,12 +218,14 @@ def unpack_tri(P: I64, k: int) -> I64:
 def sample_s32(m: I64, A: I64, z: I64, mant: I64, e: I64, k: int) -> tuple[I64, I64]:
     """``elt_cmaes_sample_s32``: y_i = A z_i (Q4.27), x_i = m + σ y_i (Q4.27); z [B, λ, k].
 
-    Each product A_al·z_l is rounded to Q.27 (Q5.26 × Q3.28 = Q.54, shift 27); the zero upper
-    triangle contributes round(0) = 0, so the sum equals the C loop over l ≤ a.
+    z is first rounded to Q3.23 (zr = rshift_round(z, 5): the Gaussian table is accurate to
+    5e-5 ≈ 2⁻¹⁴, so nothing is lost); the products Q5.26 × Q3.23 are summed exactly in int64
+    (|zr| < 2^25.7, so < 32·2³¹·2^25.7 < 2^61.7 for any int32 A) and rounded once to Q.27.
     """
-    Af = unpack_tri(A, k)  # [B, k, k]
-    prod = mul_rr(Af[:, None, :, :], z[:, :, None, :], C_FRAC + Z_FRAC - X_FRAC)  # [B,λ,k,k]
-    y = sat32a(np.sum(prod, axis=3))
+    Af = unpack_tri(A, k)  # [B, k, k], zero above the diagonal
+    zr = rshift_round(np.asarray(z, np.int64), Z_FRAC - ZR_FRAC)
+    acc = np.einsum("bal,bil->bia", Af, zr)  # [B, λ, k], exact int64
+    y = sat32a(rshift_round(acc, C_FRAC + ZR_FRAC - X_FRAC))
     shift = (RATE_FRAC - 1) - e  # σy = y·mant·2^(e+1)/2^30: Q.57 → Q.27, shift 29 − e ∈ [25, 50]
     sy = rshift_round_var(y * mant[:, None, None], shift[:, None, None])
     x = sat32a(m[:, None, :] + sy)
@@ -240,25 +262,32 @@ def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order
         mul_rr(p.one_minus_cc, st.pc, RATE_FRAC) + hsig[:, None] * mul_rr(p.gain_c, yw, GAIN_FRAC)
     )
     # 6. C ← decay_h·C + c1 p_c p_cᵀ + Σ wc_i ŷ_i ŷ_iᵀ (docs/cmaes.md §1.2 step 6); ŷ = y/‖z‖ for
-    # the active negative weights (pycma's k/‖C^{-1/2}y‖², k folded into wc_i)
+    # the active negative weights (pycma's k/‖C^{-1/2}y‖², k folded into wc_i), by one normalised
+    # reciprocal of ‖z‖ per candidate: y·2²⁵/‖z‖ = rshift_round(y·r, e + 4)
     wc = np.asarray(p.wc, dtype=np.int64)
     yh = ys.copy()
     neg = np.flatnonzero((np.arange(p.lam) >= mu) & (wc != 0))
     if neg.size:
         zn = zs[:, neg]  # [B, n, k]
         nz2 = np.sum(mul_rr(zn, zn, 2 * Z_FRAC - 50), axis=2)  # Q.50
-        nz = np.maximum(isqrt64(nz2), 1)  # ‖z_i‖ in Q.25, ≥ 1 LSB
-        yh[:, neg] = sat32a(div_round(ys[:, neg] * (np.int64(1) << 25), nz[:, :, None]))
+        nz = np.maximum(isqrt64(nz2), 1)  # ‖z_i‖ in Q.25, ≥ 1 LSB, < 2^31
+        r, e = recip_norm(nz)
+        yh[:, neg] = sat32a(rshift_round_var(ys[:, neg] * r[:, :, None], e[:, :, None] + 4))
+    # every term as an outer product of one scaled vector: ỹ_i = √|wc_i|·ŷ_i, p̃ = √c1·p_c
+    # (Q4.27), summed exactly in int64 and rounded once (docs/cmaes.md §6 step 9)
+    live = np.flatnonzero(wc != 0)
+    sq = np.asarray(p.wc_sqrt, dtype=np.int64)[live]
+    sgn = np.where(wc[live] < 0, -1, 1).astype(np.int64)
+    yt = sat32a(mul_rr(sq[None, :, None], yh[:, live], RATE_FRAC))  # [B, n, k]
+    pt = sat32a(mul_rr(p.c1_sqrt, pc, RATE_FRAC))  # [B, k]
     decay = np.where(hsig == 1, p.decay_h1, p.decay_h0)
     ra, cb = _tri_index(k)
-    t = sat32a(mul_rr(pc[:, ra], pc[:, cb], 2 * X_FRAC - C_FRAC))  # [B, T]
-    u = sat32a(mul_rr(yh[:, :, ra], yh[:, :, cb], 2 * X_FRAC - C_FRAC))  # [B, λ, T]
-    acc = (
-        mul_rr(decay[:, None], st.C, RATE_FRAC)
-        + mul_rr(p.c1, t, RATE_FRAC)
-        + np.sum(mul_rr(wc[None, :, None], u, RATE_FRAC), axis=1)  # wc_i = 0 adds round(0) = 0
-    )
-    C = sat32a(acc)
+    # Q1.30·Q5.26 → Q.54, the format of the products of two Q4.27; |acc| < 2^63 is proven by
+    # `codegen.quantize_adapt.cmaes_constants` from the constants alone
+    acc = mul_rr(decay[:, None], st.C, RATE_FRAC + C_FRAC - 2 * X_FRAC)
+    acc = acc + pt[:, ra] * pt[:, cb]
+    acc = acc + np.sum((sgn[None, :, None] * yt[:, :, ra]) * yt[:, :, cb], axis=1)
+    C = sat32a(rshift_round(acc, 2 * X_FRAC - C_FRAC))
     # 7. ln σ += clip((c_σ/d_σ)(‖p_σ‖/χ − 1), −1, 1) (docs/cmaes.md §1.2 step 7; log
     # domain, §6 there)
     nps = isqrt64(n2)  # Q.23

@@ -226,9 +226,9 @@ static void cmd_params(void)
     int32_t i;
     printf("n_classes %" PRId32 "\ndim %" PRId32 "\nmode %" PRId32 "\nseed %" PRIu64 "\n",
            p->n_classes, p->dim, p->mode, p->seed);
-    printf("head_shift %" PRId32 "\nlogit_frac %" PRId32 "\nzt_shift %" PRId32 "\nv_shift %" PRId32
+    printf("head_shift %" PRId32 "\nlogit_frac %" PRId32 "\nzt_shift %" PRId32 "\ng_shift %" PRId32
            "\n",
-           p->head_shift, p->logit_frac, p->zt_shift, p->v_shift);
+           p->head_shift, p->logit_frac, p->zt_shift, p->g_shift);
     printf("beta %" PRId32 "\nradius %" PRId32 "\nqv1 %" PRId32 "\n", p->beta, p->radius, p->qv1);
     printf("k %" PRId32 "\nlam %" PRId32 "\nmu %" PRId32 "\nn_iter %" PRId32 "\n", e->k, e->lam,
            e->mu, e->n_iter);
@@ -244,8 +244,10 @@ static void cmd_params(void)
         printf("w.%" PRId32 " %" PRId32 "\n", i, e->w[i]);
     }
     for (i = 0; i < e->lam; i++) {
-        printf("wc.%" PRId32 " %" PRId32 "\n", i, e->wc[i]);
+        printf("wc.%" PRId32 " %" PRId32 "\nwc_sqrt.%" PRId32 " %" PRId32 "\n", i, e->wc[i], i,
+               e->wc_sqrt[i]);
     }
+    printf("c1_sqrt %" PRId32 "\n", e->c1_sqrt);
     for (i = 0; i < e->n_iter; i++) {
         printf("hsig_thr.%" PRId32 " %" PRId64 "\n", i, e->hsig_thr[i]);
     }
@@ -255,8 +257,8 @@ static void cmd_params(void)
     for (i = 0; i < p->n_classes; i++) {
         printf("b.%" PRId32 " %" PRId32 "\n", i, p->b[i]);
     }
-    for (i = 0; i < p->dim * e->k; i++) { /* V^T [k][D] in the params, V [D][k] printed */
-        printf("V.%" PRId32 " %d\n", i, p->V[(i % e->k) * p->dim + i / e->k]);
+    for (i = 0; i < p->n_classes * e->k; i++) { /* G^T [k][C] in the params, G [C][k] printed */
+        printf("G.%" PRId32 " %" PRId32 "\n", i, p->G[(i % e->k) * p->n_classes + i / e->k]);
     }
 }
 
