@@ -15,8 +15,6 @@ check of the ARM build against `codegen.intref.mfcc` (tests/test_mfcc_int.py).
 
 from __future__ import annotations
 
-import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -32,6 +30,7 @@ from codegen.emit import carray
 from codegen.emit_mfcc import emit_mfcc_c, mfcc_cflags
 from codegen.errors import CodegenError
 from codegen.mfcc_ir import QMfcc
+from codegen.qemu_probe import qemu_probe_lines
 from codegen.resources import firmware_dir
 from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool
 
@@ -89,17 +88,8 @@ CMSIS_CFLAGS: tuple[str, ...] = (
     "-D__GNUC_PYTHON__",
 )
 
-OUR_MAIN = r"""
-/* codegen/bench_frontend.py: every frame of the embedded clips through elt_mfcc_frame_s16;
- * "F clip frame ticks x0 .. x(n-1)" per frame on UART0. */
-#include <stdint.h>
-#include "fw_timer.h"
-#include "fw_uart.h"
-#include "bfe_mfcc_params.h"
-#include "bfe_data.h"
-int main(void);
-static elt_mfcc_work_t work;
-static int16_t feat[BFE_MFCC_N_MFCC];
+# Both probes print decimal numbers the same way (what `_run_qemu` parses).
+PUT_S = r"""
 static void put_s(int32_t v)
 {
     char b[12];
@@ -117,6 +107,20 @@ static void put_s(int32_t v)
     }
     fw_uart_putc(' ');
 }
+"""
+
+OUR_MAIN = r"""
+/* codegen/bench_frontend.py: every frame of the embedded clips through elt_mfcc_frame_s16;
+ * "F clip frame ticks x0 .. x(n-1)" per frame on UART0. */
+#include <stdint.h>
+#include "fw_timer.h"
+#include "fw_uart.h"
+#include "bfe_mfcc_params.h"
+#include "bfe_data.h"
+int main(void);
+static elt_mfcc_work_t work;
+static int16_t feat[BFE_MFCC_N_MFCC];
+@PUT_S@
 int main(void)
 {
     uint32_t c, t, j;
@@ -164,23 +168,7 @@ static q31_t tmp[2 * CM_FFT + 2];
 #if defined(ARM_MATH_NEON)
 static q15_t tmp_rfft[2 * CM_FFT + 2];
 #endif
-static void put_s(int32_t v)
-{
-    char b[12];
-    int n = 0;
-    uint32_t u = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
-    if (v < 0) {
-        fw_uart_putc('-');
-    }
-    do {
-        b[n++] = (char)('0' + u % 10u);
-        u /= 10u;
-    } while (u);
-    while (n) {
-        fw_uart_putc((uint8_t)b[--n]);
-    }
-    fw_uart_putc(' ');
-}
+@PUT_S@
 int main(void)
 {
     uint32_t c, t, j;
@@ -260,45 +248,14 @@ def _fw_config(inc: Path) -> None:
     (inc / "fw_config.h").write_text(render_config(FirmwareConfig(), "fw-bench-fe", "0" * 64))
 
 
-def _run_qemu(elf: Path, tag: str, timeout: float = 600.0) -> list[list[int]]:
-    proc = subprocess.Popen(
-        [
-            find_tool("qemu-system-arm"),
-            "-M",
-            "xilinx-zynq-a9",
-            "-nographic",
-            "-monitor",
-            "none",
-            "-icount",
-            "shift=0",
-            "-kernel",
-            str(elf),
-            "-serial",
-            "stdio",
-            "-serial",
-            "null",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+def _run_qemu(elf: Path, tag: str) -> list[list[int]]:
     rows: list[list[int]] = []
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("END"):
-                break
-            if line.startswith("INIT FAILED"):
-                raise CodegenError(f"{elf.name}: arm_mfcc_init_q15 failed")
-            parts = line.split()
-            if parts and parts[0] == tag:
-                rows.append([int(v) for v in parts[1:]])
-        else:
-            raise CodegenError(f"{elf.name}: QEMU ended before END")
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
+    for line in qemu_probe_lines(elf, icount=True):
+        if line.startswith("INIT FAILED"):
+            raise CodegenError(f"{elf.name}: arm_mfcc_init_q15 failed")
+        parts = line.split()
+        if parts and parts[0] == tag:
+            rows.append([int(v) for v in parts[1:]])
     return rows
 
 
@@ -334,7 +291,7 @@ def run_probe(q: QMfcc, pcm: np.ndarray, work: Path, *, scalar: bool = False) ->
     for name, text in emit_mfcc_c(q, "bfe_").items():
         (src / name).write_text(text)
     (src / "bfe_data.h").write_text(_data_header(x, frames))
-    (src / "bfe_main.c").write_text(OUR_MAIN)
+    (src / "bfe_main.c").write_text(OUR_MAIN.replace("@PUT_S@", PUT_S))
     inc = work / "include"
     _fw_config(inc)
     fw = firmware_dir()
@@ -476,7 +433,7 @@ def run_cmsis(q: QMfcc, pcm: np.ndarray, work: Path, cache: Path, *, neon: bool)
     tables, _ = cmsis_tables(q)
     (src / "cmsis_tables.h").write_text(tables)
     (src / "bfe_data.h").write_text(_data_header(x, frames))
-    (src / "cmsis_main.c").write_text(CMSIS_MAIN)
+    (src / "cmsis_main.c").write_text(CMSIS_MAIN.replace("@PUT_S@", PUT_S))
     inc = work / "include"
     _fw_config(inc)
     fw = firmware_dir()

@@ -227,11 +227,10 @@ def run_arm_probe(
     """Link a probe main with the firmware runtime (startup, UART) for the Cortex-A9 as fw.elf
     is built (ARM_CFLAGS), boot it in qemu-system-arm -M xilinx-zynq-a9 and return the lines
     its UART prints up to "END"."""
-    import os
-    import signal
     import subprocess
 
     from codegen.firmware_build import FirmwareConfig, render_config
+    from codegen.qemu_probe import qemu_probe_lines
     from codegen.resources import firmware_dir
     from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool
 
@@ -261,34 +260,4 @@ def run_arm_probe(
         ],
         check=True,
     )
-    proc = subprocess.Popen(
-        [
-            find_tool("qemu-system-arm"),
-            "-M",
-            "xilinx-zynq-a9",
-            "-nographic",
-            "-monitor",
-            "none",
-            "-kernel",
-            str(elf),
-            "-serial",
-            "stdio",
-            "-serial",
-            "null",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("END"):
-                break
-            lines.append(line.rstrip("\n"))
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
-    return lines
+    return qemu_probe_lines(elf)

@@ -12,8 +12,6 @@ isqrt, entropy and argmax kernels are checked on their own edge cases too."""
 from __future__ import annotations
 
 import math
-import os
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ from codegen.firmware_build import FirmwareConfig, render_config
 from codegen.intref.adapt import adapt_int
 from codegen.intref.entropy import argmax_s16, entropy_s16
 from codegen.ir import AdaptConfig, AdaptParams
+from codegen.qemu_probe import qemu_probe_lines
 from codegen.quantize_adapt import quantize_adapt
 from codegen.resources import firmware_dir
 from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool
@@ -273,37 +272,10 @@ def run_probe(
         ).stdout
         for insn in ("vmlal.s16", "vld2.32", "vqmovn.s64", "vrsra.s64", "vclz.i32"):
             assert f"\t{insn}" in dis, insn
-    proc = subprocess.Popen(
-        [
-            find_tool("qemu-system-arm"),
-            "-M",
-            "xilinx-zynq-a9",
-            "-nographic",
-            "-monitor",
-            "none",
-            "-kernel",
-            str(elf),
-            "-serial",
-            "stdio",
-            "-serial",
-            "null",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
     lines: dict[str, list[list[int]]] = {"A": [], "E": [], "D": [], "S": []}
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("END"):
-                break
-            tag, *vals = line.split()
-            lines[tag].append([int(v) for v in vals])
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
+    for line in qemu_probe_lines(elf):
+        tag, *vals = line.split()
+        lines[tag].append([int(v) for v in vals])
     return params, lines, {"z": zs, "ids": ids, "ent": ent, "num": num, "den": den, "sq": sq}
 
 
