@@ -88,39 +88,18 @@ CMSIS_CFLAGS: tuple[str, ...] = (
     "-D__GNUC_PYTHON__",
 )
 
-# Both probes print decimal numbers the same way (what `_run_qemu` parses).
-PUT_S = r"""
-static void put_s(int32_t v)
-{
-    char b[12];
-    int n = 0;
-    uint32_t u = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
-    if (v < 0) {
-        fw_uart_putc('-');
-    }
-    do {
-        b[n++] = (char)('0' + u % 10u);
-        u /= 10u;
-    } while (u);
-    while (n) {
-        fw_uart_putc((uint8_t)b[--n]);
-    }
-    fw_uart_putc(' ');
-}
-"""
-
 OUR_MAIN = r"""
 /* codegen/bench_frontend.py: every frame of the embedded clips through elt_mfcc_frame_s16;
  * "F clip frame ticks x0 .. x(n-1)" per frame on UART0. */
 #include <stdint.h>
 #include "fw_timer.h"
+#include "fw_probe_print.h"
 #include "fw_uart.h"
 #include "bfe_mfcc_params.h"
 #include "bfe_data.h"
 int main(void);
 static elt_mfcc_work_t work;
 static int16_t feat[BFE_MFCC_N_MFCC];
-@PUT_S@
 int main(void)
 {
     uint32_t c, t, j;
@@ -157,6 +136,7 @@ CMSIS_MAIN = r"""
 #include <string.h>
 #include "arm_math.h"
 #include "fw_timer.h"
+#include "fw_probe_print.h"
 #include "fw_uart.h"
 #include "bfe_data.h"
 #include "cmsis_tables.h"
@@ -168,7 +148,6 @@ static q31_t tmp[2 * CM_FFT + 2];
 #if defined(ARM_MATH_NEON)
 static q15_t tmp_rfft[2 * CM_FFT + 2];
 #endif
-@PUT_S@
 int main(void)
 {
     uint32_t c, t, j;
@@ -291,7 +270,7 @@ def run_probe(q: QMfcc, pcm: np.ndarray, work: Path, *, scalar: bool = False) ->
     for name, text in emit_mfcc_c(q, "bfe_").items():
         (src / name).write_text(text)
     (src / "bfe_data.h").write_text(_data_header(x, frames))
-    (src / "bfe_main.c").write_text(OUR_MAIN.replace("@PUT_S@", PUT_S))
+    (src / "bfe_main.c").write_text(OUR_MAIN)
     inc = work / "include"
     _fw_config(inc)
     fw = firmware_dir()
@@ -433,7 +412,7 @@ def run_cmsis(q: QMfcc, pcm: np.ndarray, work: Path, cache: Path, *, neon: bool)
     tables, _ = cmsis_tables(q)
     (src / "cmsis_tables.h").write_text(tables)
     (src / "bfe_data.h").write_text(_data_header(x, frames))
-    (src / "cmsis_main.c").write_text(CMSIS_MAIN.replace("@PUT_S@", PUT_S))
+    (src / "cmsis_main.c").write_text(CMSIS_MAIN)
     inc = work / "include"
     _fw_config(inc)
     fw = firmware_dir()

@@ -246,7 +246,6 @@ def run_arm_probe(
             *cflags,
             f"-I{inc}",
             *(f"-I{d}" for d in includes),
-            f"-I{Path(__file__).parent / 'neonprobe'}",
             f"-I{fw}",
             f"-T{fw / 'link.ld'}",
             *ARM_LDFLAGS,

@@ -234,7 +234,7 @@ PROBE_MAIN = r"""
 /* Test probe (tests/test_build.py): run the generated model on embedded samples, print fields. */
 #include <stdint.h>
 #include "fw_uart.h"
-#include "probe_print.h"
+#include "fw_probe_print.h"
 #include "kws_model.h"
 #include "probe_data.h"
 int main(void);

@@ -85,7 +85,7 @@ PROBE_MAIN = r"""
 /* tests/test_int_qemu.py: the ELaTTA kernels on embedded inputs; every result on the UART. */
 #include <stdint.h>
 #include "fw_uart.h"
-#include "probe_print.h"
+#include "fw_probe_print.h"
 #include "elt_adapt.h"
 #include "elt_entropy_s16.h"
 #include "probe_data.h"
@@ -253,7 +253,6 @@ def run_probe(
             f"-I{inc}",
             f"-I{src}",
             f"-I{fw}",
-            f"-I{Path(__file__).parent / 'neonprobe'}",  # probe_print.h
             f"-T{fw / 'link.ld'}",
             *ARM_LDFLAGS,
             "-o",

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "fw_uart.h"
-#include "probe_print.h"
+#include "fw_probe_print.h"
 #include "kws_model.h"
 #include "probe_data.h"
 

@@ -11,7 +11,7 @@
 #include "fw_fixed.h"
 #include "fw_uart.h"
 #include "kws_model.h"
-#include "probe_print.h"
+#include "fw_probe_print.h"
 
 int main(void);
 

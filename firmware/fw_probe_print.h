@@ -1,7 +1,8 @@
-/* Decimal printing for the test probes that run in qemu-system-arm (tests/buildkit.py
- * run_arm_probe puts this directory on the include path): no libc in the firmware. */
-#ifndef PROBE_PRINT_H
-#define PROBE_PRINT_H
+/* Decimal printing for probes that run in qemu-system-arm and print their results on UART0
+ * (codegen/bench_frontend.py, the kernel probes of tests/): no libc in the firmware. The
+ * firmware itself speaks the binary protocol and does not use it. */
+#ifndef FW_PROBE_PRINT_H
+#define FW_PROBE_PRINT_H
 
 #include <stdint.h>
 
@@ -41,4 +42,4 @@ static inline void put_u64(uint64_t u)
     fw_uart_putc(' ');
 }
 
-#endif /* PROBE_PRINT_H */
+#endif /* FW_PROBE_PRINT_H */
