@@ -133,9 +133,8 @@ _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresse
 /* clang-format on */
 
 /* Every gate row of one step from hs and the frame's operands xt (Fp values). */
-static inline __attribute__((always_inline)) void gates(const elt_gru_s16_params_t *p,
-                                                        const elt_gru_s16_scratch_t *s,
-                                                        const int16_t *xt)
+static inline __attribute__((always_inline)) void
+gates(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, const int16_t *xt)
 {
     const uint32_t hp = p->hidden_pad;
     const uint32_t hg = hp / ELT_LSTM_COL_GROUP;
@@ -158,8 +157,8 @@ static inline __attribute__((always_inline)) void gates(const elt_gru_s16_params
                      : ELT_GRU_CLOBBER);
     blocks = (uint32_t)p->n_rows / ELT_LSTM_ROW_BLOCK;
     __asm__ volatile(ELT_GRU_N
-                     : [w] "+r"(w), [bias] "+r"(bias), [bx] "+r"(bx), [ah] "+r"(ah),
-                       [ax] "+r"(ax), [blocks] "+r"(blocks), [u] "=&r"(u), [n] "=&r"(n)
+                     : [w] "+r"(w), [bias] "+r"(bias), [bx] "+r"(bx), [ah] "+r"(ah), [ax] "+r"(ax),
+                       [blocks] "+r"(blocks), [u] "=&r"(u), [n] "=&r"(n)
                      : [hs] "r"(hs), [xt] "r"(xt), [hg] "r"(hg), [xg] "r"(xg)
                      : ELT_GRU_CLOBBER);
 }
@@ -210,8 +209,8 @@ static inline __attribute__((always_inline)) void cell(const elt_gru_s16_params_
         const int16x8_t r = sigmoid8(vld1q_s16(s->pre + j), mid);
         const int16x8_t zg = sigmoid8(vld1q_s16(s->pre + hp + j), mid);
         /* 2x = sat16(rshift_round(ax + rshift_round(r·ah, 15), A - 12)) */
-        const int32x4_t p0 = vaddq_s32(vld1q_s32(s->ax + j),
-                                       mul_q15(vld1q_s32(s->ah + j), vget_low_s16(r)));
+        const int32x4_t p0 =
+            vaddq_s32(vld1q_s32(s->ax + j), mul_q15(vld1q_s32(s->ah + j), vget_low_s16(r)));
         const int32x4_t p1 = vaddq_s32(vld1q_s32(s->ax + j + 4u),
                                        mul_q15(vld1q_s32(s->ah + j + 4u), vget_high_s16(r)));
         const int16x8_t x2 =
@@ -233,8 +232,7 @@ static inline __attribute__((always_inline)) void cell(const elt_gru_s16_params_
 #else /* scalar */
 
 /* pre (r, z rows), ah and ax (n rows), every sum over the packed columns u = [hs; xs_t]. */
-static void gates(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s,
-                  const int16_t *xt)
+static void gates(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, const int16_t *xt)
 {
     const uint32_t hp = p->hidden_pad;
     const uint32_t fp = p->input_pad;
@@ -243,8 +241,8 @@ static void gates(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s,
     uint32_t row, k;
     for (row = 0; row < R; ++row) {
         /* column k of this row is wr[k * 16] */
-        const int16_t *wr = p->w + (row / ELT_LSTM_ROW_BLOCK) * K * ELT_LSTM_ROW_BLOCK +
-                            row % ELT_LSTM_ROW_BLOCK;
+        const int16_t *wr =
+            p->w + (row / ELT_LSTM_ROW_BLOCK) * K * ELT_LSTM_ROW_BLOCK + row % ELT_LSTM_ROW_BLOCK;
         int32_t a = p->bias[row]; /* every partial sum within the proven int32 bound */
         for (k = 0; k < hp; ++k) {
             a += (int32_t)wr[k * ELT_LSTM_ROW_BLOCK] * s->hs[k];

@@ -17,20 +17,20 @@
 #include "elt_trace.h"
 
 typedef struct {
-    uint16_t input_size;        /* F */
-    uint16_t hidden_size;       /* H */
-    uint16_t num_frames;        /* T */
-    uint16_t hidden_pad;        /* Hp: H rounded up to ELT_LSTM_HIDDEN_ALIGN */
-    uint16_t input_pad;         /* Fp: F rounded up to ELT_LSTM_COL_GROUP */
-    uint16_t n_rows;            /* Rn: Hp rounded up to ELT_LSTM_ROW_BLOCK */
-    uint8_t x_opshift;          /* xs = rshift_round(x, x_opshift) */
-    uint8_t h_opshift;          /* hs = rshift_round(h, h_opshift) */
-    uint8_t sig_rshift;         /* r, z rows: acc (A frac bits) -> Q4.11 */
-    uint8_t tanh_rshift;        /* n rows: acc -> 2x in Q4.11 */
-    uint8_t lut_shift;          /* σ table index shift */
-    uint8_t pool;               /* ELT_LSTM_POOL_LAST / _MEAN / _MAX */
-    uint8_t pool_shift;         /* mean: z = sat16(rshift_round(Σ h_t · pool_recip, shift)) */
-    int32_t pool_recip;         /* mean: round(2^pool_shift / T) */
+    uint16_t input_size;  /* F */
+    uint16_t hidden_size; /* H */
+    uint16_t num_frames;  /* T */
+    uint16_t hidden_pad;  /* Hp: H rounded up to ELT_LSTM_HIDDEN_ALIGN */
+    uint16_t input_pad;   /* Fp: F rounded up to ELT_LSTM_COL_GROUP */
+    uint16_t n_rows;      /* Rn: Hp rounded up to ELT_LSTM_ROW_BLOCK */
+    uint8_t x_opshift;    /* xs = rshift_round(x, x_opshift) */
+    uint8_t h_opshift;    /* hs = rshift_round(h, h_opshift) */
+    uint8_t sig_rshift;   /* r, z rows: acc (A frac bits) -> Q4.11 */
+    uint8_t tanh_rshift;  /* n rows: acc -> 2x in Q4.11 */
+    uint8_t lut_shift;    /* σ table index shift */
+    uint8_t pool;         /* ELT_LSTM_POOL_LAST / _MEAN / _MAX */
+    uint8_t pool_shift;   /* mean: z = sat16(rshift_round(Σ h_t · pool_recip, shift)) */
+    int32_t pool_recip;   /* mean: round(2^pool_shift / T) */
     /* [R/16][Hp + Fp][16], R = 2 Hp + Rn: rows r (j), z (Hp + j), n (2 Hp + j); 16-byte
      * aligned */
     const int16_t *w;
