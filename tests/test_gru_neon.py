@@ -93,6 +93,7 @@ def _check(lines: list[str], want: np.ndarray, what: str) -> None:
         (40, 100, 5, 1, "last", 3.0),  # Hp = 104: half n block, F = 40
         (6, 24, 4, 2, "max", 3.0),  # two layers, Hp = 24, tail of 2 columns
         (10, 17, 6, 2, "mean", 10.0),  # two layers, odd H, saturating weights
+        (40, 255, 3, 1, "mean", 3.0),  # the largest H: Hp = Rn = 256, 16 n blocks
     ],
 )
 def test_gru_neon_kernel_shapes_under_qemu(
