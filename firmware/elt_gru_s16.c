@@ -59,8 +59,9 @@ _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresse
  * elt_lstm_s16.c):
  *   gates: per block of 16 rows, four int32x4 accumulators (q4-q7) start at the bias; every 4
  *     packed columns are one VLDMIA of 16 d-registers (64 weights) and 16 VMLAL.S16 by the lanes
- *     of one d-register of operands. r, z blocks run all columns, then VRSHL/VQMOVN to Q4.11;
- *     n blocks store W_hh hs + b_hh, then restart at b_ih for the input columns.
+ *     of one d-register of operands (hidden operands loaded 32 at a time, one VLDM of d0-d7).
+ *     r, z blocks run all columns, then VRSHL/VQMOVN to Q4.11; n blocks store W_hh hs + b_hh,
+ *     then restart at b_ih for the input columns.
  *   cell: σ is a halfword gather from sigmoid_full; r·ah and z·(h - n) are VQRDMULH.S32 by
  *     the Q0.15 factor shifted to bits 16..30: (2·a·(f·2^16) + 2^31) >> 32 = (a·f + 2^14) >> 15
  *     = rshift_round(a·f, 15), no saturation as f·2^16 < 2^31.
@@ -75,33 +76,65 @@ _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresse
     "vmlal.s16 q6, " r2 ", " s "\n\t"                                                              \
     "vmlal.s16 q7, " r3 ", " s "\n\t"
 
-/* One loop (label L) over %[n] groups of 4 columns from operands at %[u]: per group one VLD1
- * of 4 operands (d0), one VLDMIA of 64 weights (d16-d31), 16 VMLAL. */
-#define ELT_GRU_COLS(L)                                                                            \
-    L ":\n\t"                                                                                      \
-    "vld1.16   {d0}, [%[u]]!\n\t"                                                                  \
+/* Four columns held in d16-d31 (one VLDMIA of 64 weights) by the four lanes of operands s. */
+#define ELT_GRU_GROUP(s)                                                                           \
     "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
-    ELT_GRU_VMLAL_COL("d16", "d17", "d18", "d19", "d0[0]")                                         \
-    ELT_GRU_VMLAL_COL("d20", "d21", "d22", "d23", "d0[1]")                                         \
-    ELT_GRU_VMLAL_COL("d24", "d25", "d26", "d27", "d0[2]")                                         \
-    ELT_GRU_VMLAL_COL("d28", "d29", "d30", "d31", "d0[3]")                                         \
-    "subs      %[n], %[n], #1\n\t"                                                                 \
-    "bne       " L "b\n\t"
+    ELT_GRU_VMLAL_COL("d16", "d17", "d18", "d19", s "[0]")                                         \
+    ELT_GRU_VMLAL_COL("d20", "d21", "d22", "d23", s "[1]")                                         \
+    ELT_GRU_VMLAL_COL("d24", "d25", "d26", "d27", s "[2]")                                         \
+    ELT_GRU_VMLAL_COL("d28", "d29", "d30", "d31", s "[3]")
 
-/* The r and z blocks: acc = b_ih + b_hh, all hidden then input columns, pre = sat16(VRSHL). */
+/* The hidden columns from hs: Hp / 32 chunks of 32 (operands d0-d7, one VLDM), then
+ * (Hp mod 32) / 8 steps of 8 (operands d0-d1). */
+#define ELT_GRU_HIDDEN                                                                             \
+    "mov       %[u], %[hs]\n\t"                                                                    \
+    "movs      %[n], %[hp], lsr #5\n\t"                                                            \
+    "beq       5f\n"                                                                               \
+    "1:\n\t"                                                                                       \
+    "vldmia    %[u]!, {d0-d7}\n\t"                                                                 \
+    ELT_GRU_GROUP("d0")                                                                            \
+    ELT_GRU_GROUP("d1")                                                                            \
+    ELT_GRU_GROUP("d2")                                                                            \
+    ELT_GRU_GROUP("d3")                                                                            \
+    ELT_GRU_GROUP("d4")                                                                            \
+    ELT_GRU_GROUP("d5")                                                                            \
+    ELT_GRU_GROUP("d6")                                                                            \
+    ELT_GRU_GROUP("d7")                                                                            \
+    "subs      %[n], %[n], #1\n\t"                                                                 \
+    "bne       1b\n"                                                                               \
+    "5:\n\t"                                                                                       \
+    "ands      %[n], %[hp], #24\n\t"                                                               \
+    "beq       6f\n"                                                                               \
+    "7:\n\t"                                                                                       \
+    "vld1.16   {d0, d1}, [%[u]]!\n\t"                                                              \
+    ELT_GRU_GROUP("d0")                                                                            \
+    ELT_GRU_GROUP("d1")                                                                            \
+    "subs      %[n], %[n], #8\n\t"                                                                 \
+    "bne       7b\n"                                                                               \
+    "6:\n\t"
+
+/* The input columns: %[xg] groups of 4 operands (d0) from the frame. */
+#define ELT_GRU_INPUT                                                                              \
+    "mov       %[u], %[xt]\n\t"                                                                    \
+    "mov       %[n], %[xg]\n"                                                                      \
+    "2:\n\t"                                                                                       \
+    "vld1.16   {d0}, [%[u]]!\n\t"                                                                  \
+    ELT_GRU_GROUP("d0")                                                                            \
+    "subs      %[n], %[n], #1\n\t"                                                                 \
+    "bne       2b\n\t"
+
+/* The r and z blocks: acc = b_ih + b_hh, all hidden then input columns, pre = sat16(VRSHL by
+ * -(A - 11)). */
 #define ELT_GRU_RZ                                                                                 \
     "0:\n\t"                                                                                       \
     "vldmia    %[bias]!, {d8-d15}\n\t"                                                             \
-    "mov       %[u], %[hs]\n\t"                                                                    \
-    "mov       %[n], %[hg]\n\t"                                                                    \
-    ELT_GRU_COLS("1")                                                                              \
-    "mov       %[u], %[xt]\n\t"                                                                    \
-    "mov       %[n], %[xg]\n\t"                                                                    \
-    ELT_GRU_COLS("2")                                                                              \
-    "vrshl.s32 q4, q4, %q[ns]\n\t"                                                                 \
-    "vrshl.s32 q5, q5, %q[ns]\n\t"                                                                 \
-    "vrshl.s32 q6, q6, %q[ns]\n\t"                                                                 \
-    "vrshl.s32 q7, q7, %q[ns]\n\t"                                                                 \
+    ELT_GRU_HIDDEN                                                                                 \
+    ELT_GRU_INPUT                                                                                  \
+    "vdup.32   q0, %[ns]\n\t"                                                                      \
+    "vrshl.s32 q4, q4, q0\n\t"                                                                     \
+    "vrshl.s32 q5, q5, q0\n\t"                                                                     \
+    "vrshl.s32 q6, q6, q0\n\t"                                                                     \
+    "vrshl.s32 q7, q7, q0\n\t"                                                                     \
     "vqmovn.s32 d0, q4\n\t"                                                                        \
     "vqmovn.s32 d1, q5\n\t"                                                                        \
     "vqmovn.s32 d2, q6\n\t"                                                                        \
@@ -114,20 +147,16 @@ _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresse
 #define ELT_GRU_N                                                                                  \
     "0:\n\t"                                                                                       \
     "vldmia    %[bias]!, {d8-d15}\n\t"                                                             \
-    "mov       %[u], %[hs]\n\t"                                                                    \
-    "mov       %[n], %[hg]\n\t"                                                                    \
-    ELT_GRU_COLS("1")                                                                              \
+    ELT_GRU_HIDDEN                                                                                 \
     "vstmia    %[ah]!, {d8-d15}\n\t"                                                               \
     "vldmia    %[bx]!, {d8-d15}\n\t"                                                               \
-    "mov       %[u], %[xt]\n\t"                                                                    \
-    "mov       %[n], %[xg]\n\t"                                                                    \
-    ELT_GRU_COLS("2")                                                                              \
+    ELT_GRU_INPUT                                                                                  \
     "vstmia    %[ax]!, {d8-d15}\n\t"                                                               \
     "subs      %[blocks], %[blocks], #1\n\t"                                                       \
     "bne       0b"
 
 #define ELT_GRU_CLOBBER                                                                            \
-    "cc", "memory", "d0", "d1", "d2", "d3", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", \
+    "cc", "memory", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", \
         "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "d26", "d27", "d28", \
         "d29", "d30", "d31"
 /* clang-format on */
@@ -137,9 +166,8 @@ static inline __attribute__((always_inline)) void
 gates(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, const int16_t *xt)
 {
     const uint32_t hp = p->hidden_pad;
-    const uint32_t hg = hp / ELT_LSTM_COL_GROUP;
     const uint32_t xg = (uint32_t)p->input_pad / ELT_LSTM_COL_GROUP;
-    const int32x4_t ns = vdupq_n_s32(-(int32_t)p->sig_rshift);
+    const int32_t ns = -(int32_t)p->sig_rshift;
     const int16_t *hs = s->hs;
     const int16_t *w = p->w;
     const int32_t *bias = p->bias;
@@ -153,13 +181,13 @@ gates(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, const int16
     __asm__ volatile(ELT_GRU_RZ
                      : [w] "+r"(w), [bias] "+r"(bias), [pre] "+r"(pre), [blocks] "+r"(blocks),
                        [u] "=&r"(u), [n] "=&r"(n)
-                     : [hs] "r"(hs), [xt] "r"(xt), [hg] "r"(hg), [xg] "r"(xg), [ns] "w"(ns)
+                     : [hs] "r"(hs), [xt] "r"(xt), [hp] "r"(hp), [xg] "r"(xg), [ns] "r"(ns)
                      : ELT_GRU_CLOBBER);
     blocks = (uint32_t)p->n_rows / ELT_LSTM_ROW_BLOCK;
     __asm__ volatile(ELT_GRU_N
                      : [w] "+r"(w), [bias] "+r"(bias), [bx] "+r"(bx), [ah] "+r"(ah), [ax] "+r"(ax),
                        [blocks] "+r"(blocks), [u] "=&r"(u), [n] "=&r"(n)
-                     : [hs] "r"(hs), [xt] "r"(xt), [hg] "r"(hg), [xg] "r"(xg)
+                     : [hs] "r"(hs), [xt] "r"(xt), [hp] "r"(hp), [xg] "r"(xg)
                      : ELT_GRU_CLOBBER);
 }
 
