@@ -810,7 +810,7 @@ def family_md(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     out = [
-        "## Encoder families (F = 10, H = 32, random weights; the GRU kernel is plain C)",
+        "## Encoder families (F = 10, H = 32, random weights)",
         "",
         "| cell | layers | pooling | encoder ticks | no-adapt ticks |",
         "|---|---:|---|---:|---:|",

@@ -308,19 +308,92 @@ def _common_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class GruLayout:
+    """One integer GRU layer in the NEON kernel's layout (firmware/elt_gru_s16.h; every integer
+    from the fixed IR, rearranged).
+
+    Hidden units padded to Hp (a multiple of 8; pad units have zero weights and bias, so their
+    h stays exactly 0). Gate rows: r at j, z at Hp + j, n at 2 Hp + j, the n rows padded to
+    Rn = round_up(Hp, 16) so every block of 16 rows lies within r, z or n. Operand columns
+    u = [hs (Hp); xs (F); Fp − F zero-weight pad], Fp = round_up(F, 4): the kernel reads xs
+    frames padded to Fp. ``w`` is [R/16][K][16] like the LSTM's (4 consecutive columns of a
+    block are 64 consecutive int16). The r and z rows sum both operands in one accumulator from
+    b_ih + b_hh (ax + ah, the proof bounds it); the n rows keep W_hh hs + b_hh (bias rows
+    2 Hp..R) apart from W_ih xs + b_ih (bias rows R..R + Rn), as r ⊙ (W_hn h + b_hn) needs."""
+
+    hidden_pad: int  # Hp
+    input_pad: int  # Fp
+    cols: int  # K = Hp + Fp
+    n_rows: int  # Rn
+    rows: int  # R = 2 Hp + Rn
+    w: np.ndarray  # [R/16, K, 16] int16
+    bias: np.ndarray  # [R + Rn] int32 at A fraction bits
+
+
+def gru_layout(L: QLstm) -> GruLayout:
+    assert L.bias_hh is not None
+    H, F = L.hidden_size, L.input_size
+    Hp, Fp = _round_up(H, HIDDEN_ALIGN), _round_up(F, COL_GROUP)
+    Rn = _round_up(Hp, ROW_BLOCK)
+    K, R = Hp + Fp, 2 * Hp + Rn
+    dense = np.zeros((R, K), dtype=np.int64)
+    bias = np.zeros(R + Rn, dtype=np.int64)
+    b_ih, b_hh = L.bias.raw.astype(np.int64), L.bias_hh.raw.astype(np.int64)
+    for g in range(3):
+        src = slice(g * H, (g + 1) * H)
+        dense[g * Hp : g * Hp + H, :H] = L.w_hh.raw[src]
+        dense[g * Hp : g * Hp + H, Hp : Hp + F] = L.w_ih.raw[src]
+    bias[0:H] = b_ih[0:H] + b_hh[0:H]
+    bias[Hp : Hp + H] = b_ih[H : 2 * H] + b_hh[H : 2 * H]
+    bias[2 * Hp : 2 * Hp + H] = b_hh[2 * H :]
+    bias[R : R + H] = b_ih[2 * H :]
+    w = np.ascontiguousarray(dense.reshape(R // ROW_BLOCK, ROW_BLOCK, K).transpose(0, 2, 1))
+    return GruLayout(Hp, Fp, K, Rn, R, w, bias)
+
+
 def _gru_layer(q: QModel, L: QLstm, n: int) -> dict[str, Any]:
-    """One GRU layer's arrays (plain row-major, rows r, z, n) and parameters."""
+    """One GRU layer's arrays in the kernel's layout (`gru_layout`) and parameters."""
     assert L.bias_hh is not None
     tag = "gru" if n == 1 else f"gru{n}"
-    sym = {k: f"{q.prefix}{tag}_{k}" for k in ("w_ih", "w_hh", "b_ih", "b_hh")}
+    sym = {k: f"{q.prefix}{tag}_{k}" for k in ("w", "bias")}
     sh = L.shifts
+    lay = gru_layout(L)
+    H, F, Hp, K = L.hidden_size, L.input_size, lay.hidden_pad, lay.cols
+    wl, wh = L.w_hh.float_range
+    il, ih = L.w_ih.float_range
+    bl, bh = L.bias.float_range
     views = [
-        tensor_view(L.w_ih, sym["w_ih"], " (rows r, z, n of W_ih, row-major [3H][F])"),
-        tensor_view(L.w_hh, sym["w_hh"], " (rows r, z, n of W_hh, row-major [3H][H])"),
-        tensor_view(L.bias, sym["b_ih"], f" (b_ih at A = {sh.acc_frac} fraction bits)"),
-        tensor_view(L.bias_hh, sym["b_hh"], f" (b_hh at A = {sh.acc_frac} fraction bits)"),
+        _view(
+            f"{tag}.weight_hh | {tag}.weight_ih",
+            sym["w"],
+            "int16_t",
+            lay.w.shape,
+            f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = {lay.rows} gate rows, r at j, "
+            f"z at Hp + j, n at 2 Hp + j, Hp = {Hp}; K = {K} columns u = [hs (Hp); xs (F = {F}); "
+            f"{K - Hp - F} pad]; pad rows and columns 0)",
+            f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
+            f"{Hp}..{Hp + F - 1} (16-bit)",
+            min(wl, il),
+            max(wh, ih),
+            max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
+            lay.w,
+        ),
+        _view(
+            f"{tag}.bias",
+            sym["bias"],
+            "int32_t",
+            lay.bias.shape,
+            f" (at A = {sh.acc_frac} fraction bits: rows r, z b_ih + b_hh, rows n b_hh, then "
+            f"the {lay.n_rows} n rows' b_ih; pad rows 0)",
+            f"{L.bias.fmt.name} (32-bit)",
+            bl,
+            bh,
+            max(L.bias.max_abs_error, L.bias_hh.max_abs_error),
+            lay.bias,
+        ),
     ]
-    return {"L": L, "tag": tag, "sym": sym, "tensors": views, "shifts": sh,
+    return {"L": L, "tag": tag, "sym": sym, "tensors": views, "shifts": sh, "layout": lay,
             "margin_text": f"{L.acc_gate.margin_bits:.2f}"}  # fmt: skip
 
 
@@ -329,13 +402,38 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         layers = [_gru_layer(q, q.lstm, 1)]
         if q.lstm2 is not None:
             layers.append(_gru_layer(q, q.lstm2, 2))
-        lut = tensor_view(q.lstm.lut.table, f"{q.prefix}sigmoid_lut", " (σ over [0, 16])")
+        L = q.lstm
+        lut = tensor_view(L.lut.table, f"{q.prefix}sigmoid_lut", " (σ over [0, 16])")
+        v = np.arange(-32768, 32768, dtype=np.int64)
+        full = sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
+        full_view = _view(
+            "sigmoid_full",
+            f"{q.prefix}sigmoid_full",
+            "int16_t",
+            full.shape,
+            " (σ of every Q4.11 input v at index v + 32768: the interpolated table above "
+            "evaluated exhaustively, one halfword gather per σ in the NEON kernel)",
+            f"{L.lut.table.fmt.name} (16-bit)",
+            *L.lut.table.float_range,
+            L.lut.table.max_abs_error,
+            full,
+        )
+        lays = [la["layout"] for la in layers]
+        # one scratch serves both layers: every buffer at the larger layer's size
+        scratch = {
+            "hp": max(la.hidden_pad for la in lays),
+            "xs": max(la["L"].num_frames * la["layout"].input_pad for la in layers),
+            "pre": max(2 * la.hidden_pad for la in lays),
+            "nr": max(la.n_rows for la in lays),
+        }
         return {
             **_common_context(q, adapt_headers),
             "cell": "gru",
             "gru_layers": layers,
             "lut_view": lut,
-            "sym": {"lut": f"{q.prefix}sigmoid_lut"},
+            "full_view": full_view,
+            "gru_scratch": scratch,
+            "sym": {"lut": f"{q.prefix}sigmoid_lut", "full": f"{q.prefix}sigmoid_full"},
         }
     p = q.prefix
     L = q.lstm
