@@ -160,6 +160,14 @@ void elt_cmaes_sigma_s32(int32_t ln_sigma, const int32_t *exp2_lut, int32_t *man
 }
 
 #if ELT_NEON
+/* elt_xoshiro_out on four words s1 (one stream's consecutive steps): VMUL #5, VSHL #7 + VSRI
+ * #25 (rotate), VMUL #9. The draws are the single stream's, unchanged. */
+static inline uint32x4_t elt_xoshiro_out4(uint32x4_t s1)
+{
+    const uint32x4_t a = vmulq_n_u32(s1, 5u);
+    return vmulq_n_u32(vsriq_n_u32(vshlq_n_u32(a, 7), a, 25), 9u);
+}
+
 /* elt_gauss_from_u32 on four draws: VCLZ octave, VSHL mantissa, the knot pair (T[s], T[s+1])
  * by one VLD2 lane load per lane, VRSHRN #16 interpolation, sign by XOR / subtract. */
 static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
@@ -295,26 +303,27 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
     st[2] = rng->s[2];
     st[3] = rng->s[3];
 #if ELT_NEON
-    /* the 32-bit draws first, then the normals four at a time (two rows of k = 2, or runs of
-     * four within a row), the rest one by one */
+    /* the state updates first (each step's s1 stored), then the output function and the
+     * normals four at a time (two rows of k = 2, or runs of four within a row), the rest one
+     * by one: the same draws in the same order as elt_xoshiro_next */
     for (i = 0; i < lam; i++) {
 #if ELT_K_MAX >= 2
         if (k == 2) {
-            w->z[i][0] = (int32_t)elt_xoshiro_next(st);
-            w->z[i][1] = (int32_t)elt_xoshiro_next(st);
+            w->z[i][0] = (int32_t)elt_xoshiro_step(st);
+            w->z[i][1] = (int32_t)elt_xoshiro_step(st);
             continue;
         }
 #endif
         for (a = 0; a < k; a++) {
-            w->z[i][a] = (int32_t)elt_xoshiro_next(st);
+            w->z[i][a] = (int32_t)elt_xoshiro_step(st);
         }
     }
     i = 0;
 #if ELT_K_MAX >= 2
     for (; k == 2 && i + 2 <= lam; i += 2) {
-        const int32x4_t g = elt_gauss4(
-            vreinterpretq_u32_s32(vcombine_s32(vld1_s32(w->z[i]), vld1_s32(w->z[i + 1]))),
-            gauss_lut);
+        const int32x4_t g = elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(
+                                           vcombine_s32(vld1_s32(w->z[i]), vld1_s32(w->z[i + 1])))),
+                                       gauss_lut);
         vst1_s32(w->z[i], vget_low_s32(g));
         vst1_s32(w->z[i + 1], vget_high_s32(g));
     }
@@ -322,10 +331,11 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
     for (; i < lam; i++) {
         for (a = 0; a + 4 <= k; a += 4) {
             vst1q_s32(&w->z[i][a],
-                      elt_gauss4(vreinterpretq_u32_s32(vld1q_s32(&w->z[i][a])), gauss_lut));
+                      elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(vld1q_s32(&w->z[i][a]))),
+                                 gauss_lut));
         }
         for (; a < k; a++) {
-            w->z[i][a] = elt_gauss_from_u32((uint32_t)w->z[i][a], gauss_lut);
+            w->z[i][a] = elt_gauss_from_u32(elt_xoshiro_out((uint32_t)w->z[i][a]), gauss_lut);
         }
     }
 #else

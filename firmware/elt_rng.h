@@ -32,17 +32,30 @@ static inline uint32_t elt_rotl32(uint32_t x, int r)
     return (x << r) | (x >> (32 - r));
 }
 
-static inline uint32_t elt_xoshiro_next(uint32_t *s)
+/* xoshiro128**'s output function (the "**" scrambler) of the word s1 it reads */
+static inline uint32_t elt_xoshiro_out(uint32_t s1)
 {
-    uint32_t result = elt_rotl32(s[1] * 5u, 7) * 9u;
-    uint32_t t = s[1] << 9;
+    return elt_rotl32(s1 * 5u, 7) * 9u;
+}
+
+/* xoshiro128**'s state update; returns the s1 the output function reads (before the update),
+ * so that a caller can apply elt_xoshiro_out later, four at a time in NEON lanes. */
+static inline uint32_t elt_xoshiro_step(uint32_t *s)
+{
+    const uint32_t s1 = s[1];
+    const uint32_t t = s1 << 9;
     s[2] ^= s[0];
-    s[3] ^= s[1];
+    s[3] ^= s1;
     s[1] ^= s[2];
     s[0] ^= s[3];
     s[2] ^= t;
     s[3] = elt_rotl32(s[3], 11);
-    return result;
+    return s1;
+}
+
+static inline uint32_t elt_xoshiro_next(uint32_t *s)
+{
+    return elt_xoshiro_out(elt_xoshiro_step(s));
 }
 
 static inline int32_t elt_gauss_from_u32(uint32_t u, const int32_t *lut)
