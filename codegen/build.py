@@ -193,17 +193,16 @@ def with_streaming(q: QModel) -> tuple[QModel, str | None]:
     return q, why
 
 
-def ram_split(elf: Path, prefix: str, stack_bytes: int) -> dict[str, int]:
+def ram_split(elf: Path, prefix: str, stack_bytes: int, total: int) -> dict[str, int]:
     """Static RAM of a firmware by role, bytes, from the ELF's symbol sizes
     (``arm-none-eabi-nm -S``): the protocol server's frame buffers, the encoder's state (every
     ``<prefix>lstm*``/``<prefix>step*`` buffer, z_t), the front end's stream and work area, the
     model runtime (adaptation parameters, state and scratch, the feature buffer of INFER), the
-    stacks, and the rest."""
+    stacks, and the rest (other variables, alignment padding) up to ``total``."""
     from codegen.toolchain import find_tool, run_tool
 
     out = run_tool([find_tool("arm-none-eabi-nm"), "-S", str(elf)], what="nm")
     split = {"frame buffers": 0, "encoder state": 0, "front end": 0, "model runtime": 0}
-    other = 0
     for line in out.splitlines():
         parts = line.split()
         if len(parts) != 4 or parts[2] not in "bBdD":
@@ -217,9 +216,7 @@ def ram_split(elf: Path, prefix: str, stack_bytes: int) -> dict[str, int]:
             split["front end"] += size
         elif name == "app":
             split["model runtime"] += size
-        else:
-            other += size
-    return split | {"stacks": stack_bytes, "other": other}
+    return split | {"stacks": stack_bytes, "other": total - stack_bytes - sum(split.values())}
 
 
 def streaming_summary(q: QModel, why_not: str | None, fw: Any) -> dict[str, Any]:
@@ -238,7 +235,7 @@ def streaming_summary(q: QModel, why_not: str | None, fw: Any) -> dict[str, Any]
     if fw is not None:
         stacks = fw.sections.get(".stack", (0, 0))[0]
         doc["ram_bytes"] = fw.static_ram
-        doc["ram_split_bytes"] = ram_split(fw.elf, q.prefix, stacks)
+        doc["ram_split_bytes"] = ram_split(fw.elf, q.prefix, stacks, fw.static_ram)
     return doc
 
 

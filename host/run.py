@@ -138,7 +138,7 @@ class Recorder:
         self.mask = {s.key: np.zeros(len(s), dtype=bool) for s in plan.streams}
         self.pred = {s.key: np.zeros(len(s), dtype=np.int64) for s in plan.streams}
         self.pred0 = {s.key: np.zeros(len(s), dtype=np.int64) for s in plan.streams}
-        self.ticks = {s.key: np.zeros((len(s), 3), dtype=np.int64) for s in plan.streams}
+        self.ticks = {s.key: np.zeros((len(s), 4), dtype=np.int64) for s in plan.streams}
         self.p_best = {s.key: np.zeros_like(s.ref["p_best"], dtype=np.int64) for s in plan.streams}
         self.count = 0
         self.mismatches = 0
@@ -170,7 +170,12 @@ class Recorder:
         self.mask[s.key][i] = True
         self.pred[s.key][i] = res.pred
         self.pred0[s.key][i] = res.pred_noadapt
-        self.ticks[s.key][i] = (res.ticks_encoder, res.ticks_adapt, res.ticks_total)
+        self.ticks[s.key][i] = (
+            res.ticks_encoder,
+            res.ticks_adapt,
+            res.ticks_total,
+            res.ticks_frontend or 0,
+        )
         self.p_best[s.key][i] = res.p_best
         self.count += 1
         self.mismatches += bool(mismatches)
