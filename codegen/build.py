@@ -241,7 +241,9 @@ def streaming_summary(q: QModel, why_not: str | None, fw: Any) -> dict[str, Any]
 
 def streaming_line(doc: dict[str, Any]) -> str:
     """One line for the build's screen: the input paths and the RAM split."""
-    paths = [n for n, on in (("feature INFER", doc["feature_infer"]), ("audio", doc["audio_mode"])) if on]
+    paths = [
+        n for n, on in (("feature INFER", doc["feature_infer"]), ("audio", doc["audio_mode"])) if on
+    ]
     text = f"input: {' + '.join(paths) or 'none'}"
     if "unavailable" in doc:
         text += f" (no audio mode: {doc['unavailable']})"

@@ -471,7 +471,10 @@ def app_description(q: QModel) -> str:
         ("p", fm.get("p", {}).get("name", "-")),
         ("cmvn", "-" if q.cmvn is None else f"a{q.cmvn.alpha_shift}w{q.cmvn.weight_shift}"),
         # input paths: "features" (INFER), "pcm" (the audio mode), "features,pcm"
-        ("input", ",".join(n for n, on in (("features", q.feature_infer), ("pcm", q.stream)) if on)),
+        (
+            "input",
+            ",".join(n for n, on in (("features", q.feature_infer), ("pcm", q.stream)) if on),
+        ),
     ]
     return " ".join(f"{k}={v}" for k, v in pairs)
 

@@ -60,6 +60,7 @@ class BuildConfig:
 # [target] input: feature INFER only, the streaming audio mode only, or both.
 TARGET_INPUTS: tuple[str, ...] = ("features", "pcm", "both")
 
+
 def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
     unknown = sorted(set(table) - set(allowed))
     if unknown:

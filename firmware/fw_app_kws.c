@@ -178,9 +178,9 @@ static app_stream_t app_stream;
 /* Frames that n samples complete: frame t covers [t hop, t hop + win). */
 static uint32_t frames_of(uint32_t n)
 {
-    return n < (uint32_t)FW_APP_MFCC_WIN ? 0u
-                                         : 1u + (n - (uint32_t)FW_APP_MFCC_WIN) /
-                                                    (uint32_t)FW_APP_MFCC_HOP;
+    return n < (uint32_t)FW_APP_MFCC_WIN
+               ? 0u
+               : 1u + (n - (uint32_t)FW_APP_MFCC_WIN) / (uint32_t)FW_APP_MFCC_HOP;
 }
 
 static void audio_ack(const app_stream_t *s, uint8_t *out, uint16_t *out_len)

@@ -188,7 +188,7 @@ def make_plan(
             why = manifest.get("streaming", {}).get("unavailable", "built before the audio mode")
             raise RunError(
                 f"--input pcm: the build {build_dir} does not serve the streaming audio mode "
-                f"({why}); rebuild with [target] input = \"both\" or \"pcm\", or use "
+                f'({why}); rebuild with [target] input = "both" or "pcm", or use '
                 "--input features"
             )
         if "cmvn" in modes:

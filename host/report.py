@@ -40,6 +40,7 @@ METHOD_NAMES = {
 # Timed stages of a RESULT; "frontend" (the integer MFCC) only in the audio mode.
 STAGES: tuple[str, ...] = ("encoder", "adapt", "total", "frontend")
 
+
 @dataclass(frozen=True, eq=False)
 class Answered:
     """What the report needs of the answered samples, per stream key (not the records)."""
@@ -173,8 +174,7 @@ def build_report(
         "ticks": {
             **{w: _stats(ticks[w]) for w in stages},
             "per_mode": {
-                m: {w: _stats(ticks[f"{m}.{w}"]) for w in stages}
-                for m in plan.selection.modes
+                m: {w: _stats(ticks[f"{m}.{w}"]) for w in stages} for m in plan.selection.modes
             },
             "unit": target.get("ticks"),
         },

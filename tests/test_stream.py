@@ -10,7 +10,6 @@ build with 3 clips. Slow layer: >= 1,000 samples over chunk sizes 1, 160, 511 an
 
 from __future__ import annotations
 
-import json
 import struct
 from pathlib import Path
 from typing import Any
@@ -233,7 +232,9 @@ def default_with_payload(data: Path, out: Path, max_payload: int) -> Path:
     cfg = (ROOT / "configs/default.toml").read_text()
     assert "max_payload = 2048" in cfg
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.toml").write_text(cfg.replace("max_payload = 2048", f"max_payload = {max_payload}"))
+    (out / "config.toml").write_text(
+        cfg.replace("max_payload = 2048", f"max_payload = {max_payload}")
+    )
     res = build(
         ROOT / "models/default/model.pt",
         ROOT / "models/default/basis.npz",

@@ -151,7 +151,7 @@ def stream_infer_int(
     if q.mfcc is None:
         raise ConfigError(
             "this build does not serve the streaming audio mode (see the manifest's "
-            "'streaming' entry); rebuild with [target] input = \"pcm\" or \"both\""
+            '\'streaming\' entry); rebuild with [target] input = "pcm" or "both"'
         )
     x = mfcc_int(np.asarray(pcm), q.mfcc)
     T = q.lstm.num_frames
