@@ -587,6 +587,7 @@ void elt_lstm_s16_step_end(const elt_lstm_s16_params_t *p, const elt_lstm_s16_sc
     const uint32_t H = p->hidden_size;
     uint32_t j;
     (void)s;
+    (void)H; /* max pooling without traces: z is already the running maximum */
 #if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
     for (j = 0; j < H; ++j) {
         z[j] = fx_sat16_64(fx_rshift_round64((int64_t)s->acc[j] * p->pool_recip, p->pool_shift));
