@@ -53,7 +53,7 @@
 _Static_assert(APP_INFER_SIZE <= FW_MAX_PAYLOAD,
                "INFER of this model does not fit FW_MAX_PAYLOAD: raise [target] max_payload");
 #endif
-_Static_assert(APP_RESULT_SIZE <= FW_MAX_PAYLOAD, "RESULT does not fit FW_MAX_PAYLOAD");
+_Static_assert(APP_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
 _Static_assert(FW_APP_F <= ELT_CMVN_F_MAX, "the cmvn state holds fewer coefficients than F");
 _Static_assert(FW_APP_C <= 255u && FW_APP_K <= 255u && FW_APP_H <= 255u,
                "RESULT carries C, k and H in one byte each");
@@ -154,7 +154,8 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
 /* PCM samples copied out of the (unaligned) payload at a time. */
 #define APP_PCM_BLOCK 64u
 
-_Static_assert(APP_STREAM_RESULT_SIZE <= FW_MAX_PAYLOAD, "RESULT does not fit FW_MAX_PAYLOAD");
+_Static_assert(APP_STREAM_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
+_Static_assert(APP_ACK_SIZE <= FW_REPLY_MAX, "AUDIO_ACK does not fit FW_REPLY_MAX");
 _Static_assert(FW_APP_MFCC_N == FW_APP_F, "the front end's coefficients are the model's input");
 _Static_assert(FW_APP_MFCC_WIN <= ELT_MFCC_WIN_MAX, "the frame window exceeds ELT_MFCC_WIN_MAX");
 
