@@ -232,6 +232,10 @@ def streaming_summary(q: QModel, why_not: str | None, fw: Any) -> dict[str, Any]
     if q.stream:
         mp = q.source.target.max_payload
         doc["max_chunk_samples"] = (mp - 4) // 2
+        m = q.mfcc
+        # elt_mfcc_work_t at its -DELT_MFCC_*_MAX sizes: scratch of one AUDIO request, on the
+        # main stack (part of "stacks" below; INFO's stack high-water mark measures it)
+        doc["front_end_work_on_stack_bytes"] = 8 * m.n_cfft + 8 * m.n_bins + 4 * m.params.n_mels + 4
     if fw is not None:
         stacks = fw.sections.get(".stack", (0, 0))[0]
         doc["ram_bytes"] = fw.static_ram
@@ -252,6 +256,9 @@ def streaming_line(doc: dict[str, Any]) -> str:
     if "ram_split_bytes" in doc:
         parts = ", ".join(f"{k} {v}" for k, v in doc["ram_split_bytes"].items())
         text += f"\nstatic RAM {doc['ram_bytes']} B of 65536: {parts}"
+        if "front_end_work_on_stack_bytes" in doc:
+            work = doc["front_end_work_on_stack_bytes"]
+            text += f" (the front end's {work} B work area is on the stack)"
     return text
 
 

@@ -161,7 +161,6 @@ _Static_assert(FW_APP_MFCC_WIN <= ELT_MFCC_WIN_MAX, "the frame window exceeds EL
 
 typedef struct {
     elt_mfcc_stream_t st; /* the samples of the frame being filled (the overlap) */
-    elt_mfcc_work_t work;
     int16_t frame[FW_APP_F] __attribute__((aligned(16))); /* the newest feature frame */
     int16_t pcm[APP_PCM_BLOCK];
     uint32_t sample_id;
@@ -230,6 +229,10 @@ static int32_t audio(app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     const uint8_t *src = &in[APP_AUDIO_HDR];
+    /* The front end's work area is scratch of one frame (FFT data, power, log mel): on the
+     * main stack, whose reserve the other requests leave idle, not in static RAM (INFO's stack
+     * high-water mark measures it). */
+    elt_mfcc_work_t work;
     for (uint32_t done = 0; done < n;) {
         const uint32_t m = n - done < APP_PCM_BLOCK ? n - done : APP_PCM_BLOCK;
         for (uint32_t i = 0; i < m; i++) {
@@ -240,7 +243,7 @@ static int32_t audio(app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *
             int32_t used = 0;
             uint64_t tf = fw_timer_now();
             int32_t got = elt_mfcc_stream_push(&FW_APP_MFCC_PARAMS, &s->st, s->pcm + pos,
-                                               (int32_t)m - pos, &s->work, s->frame, 1, &used);
+                                               (int32_t)m - pos, &work, s->frame, 1, &used);
             uint64_t te = fw_timer_now();
             s->t_front += te - tf;
             pos += used;

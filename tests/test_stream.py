@@ -42,6 +42,9 @@ def run_pcm(
     be = outcome.report["bit_exact"]
     assert be == {"compared": plan.total, "mismatches": 0, "fields": {}, "first_mismatch": None}
     assert outcome.report["ticks"]["frontend"]["median"] > 0
+    # the front end's work area lives on the main stack: its high-water mark stays inside it
+    mem = outcome.report["memory"]
+    assert 0 < mem["stack_high_water_bytes"] < 16384
     recs = read_results(out / "results.jsonl")
     assert len(recs) == plan.total
     # keyed by stream (mode and condition) and sample id: the same clip in every run
@@ -135,6 +138,31 @@ def test_audio_protocol_checks(kws_build: tuple[Path, Path]) -> None:
             link.request(Msg.INFER, encode_infer(sid, 1, feats), expect=Msg.RESULT).payload
         )
         assert r2.compared() == s.expected(0)
+
+
+def test_default_audio_only_ram_within_feature_only(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The default model: the audio-only firmware's static RAM is at most the feature-only
+    firmware's (no T x F buffers; the front end's work area on the stack), the split adds up."""
+    _, data = kws_build
+    ram = {}
+    for kind in ("features", "pcm"):
+        cfg = (ROOT / "configs/default.toml").read_text()
+        cfg = cfg.replace('prefix = "kws_"', f'prefix = "kws_"\ninput = "{kind}"')
+        (tmp_path / f"{kind}.toml").write_text(cfg)
+        res = build(
+            ROOT / "models/default/model.pt",
+            ROOT / "models/default/basis.npz",
+            tmp_path / f"{kind}.toml",
+            tmp_path / kind,
+            data_dir=data,
+        )
+        st = res.manifest["streaming"]
+        assert st["audio_mode"] == (kind == "pcm") and st["feature_infer"] == (kind != "pcm")
+        assert sum(st["ram_split_bytes"].values()) == st["ram_bytes"]
+        ram[kind] = st["ram_bytes"]
+    assert ram["pcm"] <= ram["features"], ram
 
 
 def long_window_build(tmp: Path, data: Path, input_kind: str) -> Any:
