@@ -271,3 +271,49 @@ def default_with_payload(data: Path, out: Path, max_payload: int) -> Path:
         data_dir=data,
     )
     return res.out_dir
+
+
+def test_cmvn_and_feature_only_builds_are_refused_by_name(kws_build: tuple[Path, Path]) -> None:
+    """cmvn needs the whole clip's statistics: the reference and `codegen run --input pcm`
+    refuse it, naming why (the device's ERROR(PAYLOAD) is in test_audio_protocol_checks)."""
+    from elatta_host.plan import RunError, load_build
+
+    from codegen.errors import ConfigError
+    from codegen.intref.model import stream_infer_int
+
+    build_dir, data = kws_build
+    _, q = load_build(build_dir)
+    pcm = np.zeros((1, 16000), np.int16)
+    with pytest.raises(ConfigError, match="whole clip's statistics"):
+        stream_infer_int(pcm, q, np.array([1]), mode="cmvn")
+    with pytest.raises(RunError, match="--mode cmvn"):
+        make_plan(build_dir, data, ("strict", "cmvn"), 2, input_kind="pcm")
+    with pytest.raises(ConfigError, match="exactly T = 49"):
+        stream_infer_int(np.zeros((1, 8000), np.int16), q, np.array([1]), mode="strict")
+
+
+def test_audio_payload_codec() -> None:
+    from elatta_host.infer import (
+        decode_audio_ack,
+        decode_result,
+        encode_audio,
+        encode_audio_begin,
+        encode_audio_end,
+        max_chunk_samples,
+    )
+
+    assert encode_audio_begin(0x1_0000_0005, 3) == b"\x05\0\0\0\x03"
+    assert encode_audio(7, np.array([1, -2], np.int16)) == b"\x07\0\0\0\x01\0\xfe\xff"
+    assert encode_audio_end(16000) == (16000).to_bytes(4, "little")
+    assert decode_audio_ack((5).to_bytes(4, "little") + (2).to_bytes(4, "little")) == (5, 2)
+    assert max_chunk_samples(2048) == 1022 and max_chunk_samples(8192) == 4094
+    with pytest.raises(ValueError, match="int16"):
+        encode_audio(0, np.array([1.0]))
+    C, k, H = 2, 1, 1
+    body = struct.pack("<IBBBBiiiiiIII", 9, 1, C, k, H, 0, 1, 2, 3, 0, 10, 20, 30)
+    body += struct.pack("<i2h2hh", 4, 5, 6, 7, 8, 9)
+    res = decode_result(body + struct.pack("<I", 99), stream=True)
+    assert res.ticks_frontend == 99 and res.z == (9,) and res.logits == (7, 8)
+    with pytest.raises(ValueError, match="expected"):
+        decode_result(body, stream=True)
+    assert decode_result(body).ticks_frontend is None
