@@ -270,6 +270,7 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     FW_APP_STREAM_END(a->z);
+    a->params.mode = (int32_t)s->mode; /* AUDIO_BEGIN's mode, whatever ran since */
     uint64_t t1 = fw_timer_now();
     elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
     uint64_t t2 = fw_timer_now();
