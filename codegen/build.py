@@ -16,6 +16,7 @@ runtime"), bound to this model by the generated ``DIR/src/fw_app_model.h``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,8 @@ def firmware_sources(q: QModel, src_files: list[Path]) -> list[Path]:
     fw = firmware_dir()
     kernels = [fw / s for s in sources.kernels(True)]
     app = [fw / s for s in sources.APP] if q.adapt is not None else []
+    if q.stream:
+        app = [fw / s for s in sources.MFCC] + app
     return [p for p in src_files if p.suffix == ".c"] + kernels + app
 
 
@@ -150,12 +153,113 @@ def mfcc_frontend(q: QModel, files: dict[str, str]) -> dict[str, Any]:
     from codegen.quantize_mfcc import quantize_mfcc_for
 
     try:
-        qm = quantize_mfcc_for(q)
+        qm = q.mfcc if q.mfcc is not None else quantize_mfcc_for(q)
     except (ConfigError, CodegenError) as exc:
         return {"unavailable": str(exc)}
     emitted = emit_mfcc_c(qm, q.prefix)
     files.update(emitted)
     return qm.summary() | {"files": sorted(emitted), "sha256": mfcc_hash(qm)}
+
+
+def with_streaming(q: QModel) -> tuple[QModel, str | None]:
+    """Attach the integer front end when the firmware serves the streaming audio mode
+    (docs/protocol.md, "Audio mode"): [target] input "pcm" or "both", an LSTM encoder (the
+    per-step kernel, elt_lstm_s16_step) and an adaptation core. Returns the model and, when
+    streaming is off, why. input = "pcm" without streaming is refused, naming the reason."""
+    from codegen.errors import ConfigError
+    from codegen.quantize_mfcc import quantize_mfcc_for
+
+    want = q.source.target.input
+    if want == "features":
+        return q, '[target] input = "features"'
+    why = None
+    if q.lstm.cell != "lstm":
+        why = (
+            f"the encoder is a {q.lstm.cell.upper()}: the per-step streaming kernel exists for "
+            "the LSTM only (elt_lstm_s16_step)"
+        )
+    elif q.adapt is None:
+        why = "an encoder-only build has no model runtime"
+    else:
+        try:
+            return dataclasses.replace(q, mfcc=quantize_mfcc_for(q)), None
+        except (ConfigError, CodegenError) as exc:
+            why = f"the integer MFCC front end cannot take this model's features ({exc})"
+    if want == "pcm":
+        raise CodegenError(
+            f'[target] input = "pcm" (streaming audio only) cannot be built: {why}; use '
+            'input = "features"'
+        )
+    return q, why
+
+
+def ram_split(elf: Path, prefix: str, stack_bytes: int, total: int) -> dict[str, int]:
+    """Static RAM of a firmware by role, bytes, from the ELF's symbol sizes
+    (``arm-none-eabi-nm -S``): the protocol server's frame buffers, the encoder's state (every
+    ``<prefix>lstm*``/``<prefix>step*`` buffer, z_t), the front end's stream and work area, the
+    model runtime (adaptation parameters, state and scratch, the feature buffer of INFER), the
+    stacks, and the rest (other variables, alignment padding) up to ``total``."""
+    from codegen.toolchain import find_tool, run_tool
+
+    out = run_tool([find_tool("arm-none-eabi-nm"), "-S", str(elf)], what="nm")
+    split = {"frame buffers": 0, "encoder state": 0, "front end": 0, "model runtime": 0}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) != 4 or parts[2] not in "bBdD":
+            continue
+        size, name = int(parts[1], 16), parts[3]
+        if name == "server":
+            split["frame buffers"] += size
+        elif name.startswith((f"{prefix}lstm", f"{prefix}step", f"{prefix}z_t")):
+            split["encoder state"] += size
+        elif name == "app_stream":
+            split["front end"] += size
+        elif name == "app":
+            split["model runtime"] += size
+    return split | {"stacks": stack_bytes, "other": total - stack_bytes - sum(split.values())}
+
+
+def streaming_summary(q: QModel, why_not: str | None, fw: Any) -> dict[str, Any]:
+    """The manifest's ``streaming`` entry: whether the firmware serves the audio mode, why not,
+    and the RAM split of the firmware (docs/protocol.md, "Audio mode")."""
+    doc: dict[str, Any] = {
+        "audio_mode": q.stream,
+        "feature_infer": q.feature_infer,
+        "input": q.source.target.input,
+    }
+    if why_not is not None:
+        doc["unavailable"] = why_not
+    if q.stream:
+        mp = q.source.target.max_payload
+        doc["max_chunk_samples"] = (mp - 4) // 2
+        m = q.mfcc
+        # elt_mfcc_work_t at its -DELT_MFCC_*_MAX sizes: scratch of one AUDIO request, on the
+        # main stack (part of "stacks" below; INFO's stack high-water mark measures it)
+        doc["front_end_work_on_stack_bytes"] = 8 * m.n_cfft + 8 * m.n_bins + 4 * m.params.n_mels + 4
+    if fw is not None:
+        stacks = fw.sections.get(".stack", (0, 0))[0]
+        doc["ram_bytes"] = fw.static_ram
+        doc["ram_split_bytes"] = ram_split(fw.elf, q.prefix, stacks, fw.static_ram)
+    return doc
+
+
+def streaming_line(doc: dict[str, Any]) -> str:
+    """One line for the build's screen: the input paths and the RAM split."""
+    paths = [
+        n for n, on in (("feature INFER", doc["feature_infer"]), ("audio", doc["audio_mode"])) if on
+    ]
+    text = f"input: {' + '.join(paths) or 'none'}"
+    if "unavailable" in doc:
+        text += f" (no audio mode: {doc['unavailable']})"
+    if "max_chunk_samples" in doc:
+        text += f"; audio chunks <= {doc['max_chunk_samples']} samples"
+    if "ram_split_bytes" in doc:
+        parts = ", ".join(f"{k} {v}" for k, v in doc["ram_split_bytes"].items())
+        text += f"\nstatic RAM {doc['ram_bytes']} B of 65536: {parts}"
+        if "front_end_work_on_stack_bytes" in doc:
+            work = doc["front_end_work_on_stack_bytes"]
+            text += f" (the front end's {work} B work area is on the stack)"
+    return text
 
 
 def prepare_out_dir(out: Path) -> None:
@@ -234,6 +338,7 @@ def build(
     user, user_logits = user_agreement(imported, feats)
     search = search_weight_formats(model, feats, source)
     q = quantize_model(model, feats, source, weight_shifts=search.weight_shifts)
+    q, no_stream = with_streaming(q)
     src_dir = out / "src"
     files = render_model(q)
     if q.adapt is not None:
@@ -262,6 +367,7 @@ def build(
     program = write_program(q, out)
     doc = manifest(q, sources, fw, quality, program)
     doc["mfcc_frontend"] = frontend
+    doc["streaming"] = streaming_summary(q, no_stream, fw)
     write_manifest(doc, out)
     return BuildResult(out, q, sources, doc, None if fw is None else fw.elf)
 
@@ -307,6 +413,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(format_manifest(res.manifest, brief=True))
     print(user_model_line(res.manifest))
+    print(streaming_line(res.manifest["streaming"]))
     line = weight_format_line(res.manifest)
     if line:
         print(line)

@@ -429,6 +429,7 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         return {
             **_common_context(q, adapt_headers),
             "cell": "gru",
+            "stream": False,  # no per-step GRU kernel (codegen.build.with_streaming)
             "gru_layers": layers,
             "lut_view": lut,
             "full_view": full_view,
@@ -494,6 +495,10 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "xs_size": L.num_frames * F,
         "layer2": _layer2_context(q),
         "sym": sym,
+        "stream": q.stream,
+        # one frame's operands (elt_lstm_s16_step), rounded up to whole int16x8 vectors
+        "step_xs": -(-F // 8) * 8,
+        "step2_xs": -(-L.hidden_size // 8) * 8,
     }
 
 
@@ -563,6 +568,11 @@ def app_description(q: QModel) -> str:
         ("entropy", fm.get("entropy", {}).get("name", "-")),
         ("p", fm.get("p", {}).get("name", "-")),
         ("cmvn", "-" if q.cmvn is None else f"a{q.cmvn.alpha_shift}w{q.cmvn.weight_shift}"),
+        # input paths: "features" (INFER), "pcm" (the audio mode), "features,pcm"
+        (
+            "input",
+            ",".join(n for n, on in (("features", q.feature_infer), ("pcm", q.stream)) if on),
+        ),
     ]
     return " ".join(f"{k}={v}" for k, v in pairs)
 
@@ -585,6 +595,8 @@ def render_app_header(q: QModel) -> str:
             M=q.prefix.upper(),
             x_fmt=q.lstm.x_fmt.name,
             cmvn=q.cmvn,
+            features=q.feature_infer,
+            stream=q.stream,
             description=app_description(q).replace("\\", "\\\\").replace('"', '\\"'),
         )
     )

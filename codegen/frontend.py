@@ -57,6 +57,10 @@ class BuildConfig:
 # ------------------------------------------------------------------------------------- config
 
 
+# [target] input: feature INFER only, the streaming audio mode only, or both.
+TARGET_INPUTS: tuple[str, ...] = ("features", "pcm", "both")
+
+
 def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
     unknown = sorted(set(table) - set(allowed))
     if unknown:
@@ -180,6 +184,12 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
         raise ConfigError(
             f"[target].prefix = {target.prefix!r}: use 1-16 characters [a-z0-9_] starting with a "
             "letter (e.g. 'kws_'); it prefixes every generated C symbol"
+        )
+    if target.input not in TARGET_INPUTS:
+        raise ConfigError(
+            f"[target].input = {target.input!r}: allowed values are "
+            f"{', '.join(repr(v) for v in TARGET_INPUTS)} (feature INFER, the streaming audio "
+            "mode, or both)"
         )
     from codegen.firmware_build import FirmwareConfig
 
@@ -403,7 +413,7 @@ def check_limits(m: Any, cfg: BuildConfig) -> None:
             f"has at most D = {D} directions; use k <= {min(D, K_MAX)}"
         )
     infer = 9 + 2 * T * F
-    if infer > cfg.target.max_payload:
+    if cfg.target.input != "pcm" and infer > cfg.target.max_payload:
         lo, hi = MAX_PAYLOAD_RANGE
         way = (
             f"raise [target] max_payload to >= {infer}"
@@ -412,7 +422,8 @@ def check_limits(m: Any, cfg: BuildConfig) -> None:
         )
         raise CodegenError(
             f"{where}: one INFER carries T x F = {T} x {F} int16 features = {infer} bytes, above "
-            f"[target] max_payload = {cfg.target.max_payload}; {way}"
+            f"[target] max_payload = {cfg.target.max_payload}; {way}, or stream audio "
+            '(input = "pcm": no feature INFER)'
         )
 
 

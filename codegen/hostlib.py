@@ -56,7 +56,16 @@ def model_cflags(q: QModel) -> tuple[str, ...]:
     from codegen.emit_adapt import adapt_cflags
 
     cmvn = () if q.cmvn is None else (f"-DELT_CMVN_F_MAX={q.cmvn.features}",)
-    return (*adapt_cflags(q.adapt), *cmvn, *pool[last.pool])
+    # the audio mode's front end: its work area sized exactly for this model's features
+    mfcc: tuple[str, ...] = ()
+    if q.mfcc is not None:
+        from codegen.emit_mfcc import mfcc_cflags
+
+        mfcc = mfcc_cflags(q.mfcc)
+    # the protocol server's reply record holds the largest reply of the model runtime: the
+    # audio mode's RESULT (docs/protocol.md): 40 + 4k + 4C + 2H bytes, + 4 front-end ticks
+    reply = 40 + 4 * q.adapt.cfg.k + 4 * len(q.source.classes) + 2 * q.latent_size + 4
+    return (*adapt_cflags(q.adapt), *cmvn, *pool[last.pool], *mfcc, f"-DFW_REPLY_MAX={reply}u")
 
 
 def build_for(

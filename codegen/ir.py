@@ -161,6 +161,9 @@ class TargetOptions:
     uart_ref_hz: int = 100_000_000
     max_payload: int = 2048
     prefix: str = "kws_"
+    # Input paths of the firmware (docs/protocol.md): "features" (INFER), "pcm" (the streaming
+    # audio mode only: no T x F feature buffers, so long windows fit), "both".
+    input: str = "both"
 
 
 @dataclass(frozen=True)
@@ -425,6 +428,19 @@ class QModel:
     cmvn: CmvnParams | None = None  # mode "cmvn"; None in an encoder-only build
     lstm2: QLstm | None = None  # the second stacked layer (input: the first's h_t, Q0.15)
     mlp: tuple[QDense, ...] = ()  # hidden Linear + ReLU layers before the head
+    # The integer MFCC front end (codegen.mfcc_ir.QMfcc) when the device serves the streaming
+    # audio mode (docs/numeric.md §7.6); None: feature input only.
+    mfcc: Any = None
+
+    @property
+    def stream(self) -> bool:
+        """The firmware serves the streaming audio mode (AUDIO_BEGIN/AUDIO/AUDIO_END)."""
+        return self.mfcc is not None
+
+    @property
+    def feature_infer(self) -> bool:
+        """The firmware serves feature INFER ([target] input = "features" or "both")."""
+        return self.source.target.input != "pcm"
 
     @property
     def latent_size(self) -> int:

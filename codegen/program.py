@@ -47,6 +47,8 @@ def _types() -> dict[str, type]:
     nothing else."""
     from codegen import ir
     from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
+    from codegen.features import MfccParams
+    from codegen.mfcc_ir import QMfcc
     from codegen.model import ModelMeta
     from codegen.qformat import QFormat
 
@@ -76,6 +78,8 @@ def _types() -> dict[str, type]:
         "AdaptParams": ir.AdaptParams,
         "CmvnParams": ir.CmvnParams,
         "QDense": ir.QDense,
+        "MfccParams": MfccParams,
+        "QMfcc": QMfcc,
     }
 
 

@@ -575,3 +575,86 @@ void elt_lstm_s16_run_seq(const elt_lstm_s16_params_t *p, const int16_t *x,
         }
     }
 }
+
+/*
+ * Streaming: the same recurrence one step per call, for a caller that receives the frames one at
+ * a time (the device's audio mode computes a feature frame per hop, docs/numeric.md §7.6). The
+ * caller carries h, hs, c and the pooling state in s between calls; s->xs holds one frame's
+ * operands (ELT_LSTM_XS_SLACK readable values before it, as for elt_lstm_s16_run). Step t of a
+ * stream equals step t of elt_lstm_s16_run over the concatenated frames: the same gates() and
+ * cell() on the same operands, the same pooling sums in the same order.
+ */
+void elt_lstm_s16_step_begin(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s,
+                             int16_t *z)
+{
+    const uint32_t hp = p->hidden_pad;
+    uint32_t j;
+    for (j = 0; j < hp; ++j) {
+        s->h[j] = 0;
+        s->hs[j] = 0;
+        s->c[j] = 0;
+    }
+    if (z == 0) {
+        return;
+    }
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+    for (j = 0; j < p->hidden_size; ++j) {
+        s->acc[j] = 0;
+    }
+#elif ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
+    for (j = 0; j < p->hidden_size; ++j) {
+        z[j] = INT16_MIN;
+    }
+#endif
+}
+
+void elt_lstm_s16_step(const elt_lstm_s16_params_t *p, const int16_t *x,
+                       const elt_lstm_s16_scratch_t *s, uint32_t t, int16_t *z)
+{
+    const uint32_t F = p->input_size;
+    const uint32_t H = p->hidden_size;
+    uint32_t k;
+    (void)t; /* trace index only */
+    (void)H;
+    for (k = 0; k < F; ++k) {
+        s->xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
+    }
+    gates(p, s->hs, s->xs, s->act);
+    cell(p, s->act, s->c, s->h, s->hs);
+    ELT_TRACE_S32("lstm.c", t, s->c, H);
+    ELT_TRACE_S16("lstm.h", t, s->h, H);
+    if (z == 0) {
+        return;
+    }
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+    for (k = 0; k < H; ++k) {
+        s->acc[k] += s->h[k];
+    }
+#elif ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
+    for (k = 0; k < H; ++k) {
+        z[k] = s->h[k] > z[k] ? s->h[k] : z[k];
+    }
+#endif
+}
+
+void elt_lstm_s16_step_end(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s,
+                           int16_t *z)
+{
+    const uint32_t H = p->hidden_size;
+    uint32_t j;
+    (void)s;
+    (void)H; /* max pooling without traces: z is already the running maximum */
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+    for (j = 0; j < H; ++j) {
+        z[j] = fx_sat16_64(fx_rshift_round64((int64_t)s->acc[j] * p->pool_recip, p->pool_shift));
+    }
+#elif ELT_LSTM_POOL == ELT_LSTM_POOL_LAST
+    for (j = 0; j < H; ++j) {
+        z[j] = s->h[j];
+    }
+#else
+    (void)j;
+    (void)z;
+#endif
+    ELT_TRACE_S16("z", 0u, z, H);
+}

@@ -108,4 +108,17 @@ void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
 void elt_lstm_s16_run_seq(const elt_lstm_s16_params_t *p, const int16_t *x,
                           const elt_lstm_s16_scratch_t *s, int16_t *seq);
 
+/* Streaming, one step per call (the caller carries h, hs, c and the pooling state in s; s->xs
+ * holds one frame's operands with ELT_LSTM_XS_SLACK readable values before it). begin: h = c = 0
+ * and the pooling state cleared; step: frame x [F] (int16 features), step index t (traces);
+ * end: z [H] as elt_lstm_s16_run writes it after the same frames. z NULL in begin and step: no
+ * pooling (the first of two stacked layers). The steps of a stream of T frames give the same
+ * integers as elt_lstm_s16_run over them. */
+void elt_lstm_s16_step_begin(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s,
+                             int16_t *z);
+void elt_lstm_s16_step(const elt_lstm_s16_params_t *p, const int16_t *x,
+                       const elt_lstm_s16_scratch_t *s, uint32_t t, int16_t *z);
+void elt_lstm_s16_step_end(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s,
+                           int16_t *z);
+
 #endif /* ELT_LSTM_S16_H */

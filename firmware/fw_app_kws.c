@@ -13,6 +13,17 @@
  * values, sets p_prev (host `--resume`). The protocol server's replay rule keeps a retried INFER
  * from advancing the continual state twice. No heap: every buffer is static and sized by the
  * model's constants.
+ *
+ * Audio mode (FW_APP_STREAM, docs/protocol.md "Audio mode"): AUDIO_BEGIN opens an utterance,
+ * every AUDIO chunk of int16 PCM goes through the integer MFCC front end (elt_mfcc_s16.c keeps
+ * the window overlap across chunks of any size) and each completed frame advances the encoder
+ * one step (elt_lstm_s16_step), so RAM does not grow with T; AUDIO_END pools, runs the head and
+ * the adaptation and answers RESULT with the front-end ticks appended. A chunk carries its
+ * offset in the utterance and is taken only at the next expected offset, so a chunk is never
+ * consumed twice even outside the server's replay rule. Mode cmvn normalises with the whole
+ * clip's statistics before the encoder runs (elt_cmvn_s16.c), which a one-pass stream cannot:
+ * AUDIO_BEGIN refuses it with ERROR(PAYLOAD). INFER and RESET close an open utterance (the
+ * feature path shares the encoder's state buffers).
  */
 #include <stdint.h>
 
@@ -38,9 +49,11 @@
 #define APP_RESULT_FIXED 40u
 #define APP_RESULT_SIZE (APP_RESULT_FIXED + 4u * FW_APP_K + 4u * FW_APP_C + 2u * FW_APP_H)
 
+#if FW_APP_FEATURE_INFER
 _Static_assert(APP_INFER_SIZE <= FW_MAX_PAYLOAD,
                "INFER of this model does not fit FW_MAX_PAYLOAD: raise [target] max_payload");
-_Static_assert(APP_RESULT_SIZE <= FW_MAX_PAYLOAD, "RESULT does not fit FW_MAX_PAYLOAD");
+#endif
+_Static_assert(APP_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
 _Static_assert(FW_APP_F <= ELT_CMVN_F_MAX, "the cmvn state holds fewer coefficients than F");
 _Static_assert(FW_APP_C <= 255u && FW_APP_K <= 255u && FW_APP_H <= 255u,
                "RESULT carries C, k and H in one byte each");
@@ -49,14 +62,49 @@ typedef struct {
     elt_adapt_params_t params; /* RAM copy of the generated params; .mode set per request */
     elt_adapt_state_t state;   /* continual p_prev and all scratch of the adaptation core */
     elt_adapt_result_t res;
-    elt_cmvn_state_t cmvn;   /* mode cmvn: running input statistics */
+    elt_cmvn_state_t cmvn; /* mode cmvn: running input statistics */
+#if FW_APP_FEATURE_INFER
     int16_t x[APP_FEATURES]; /* features [T][F], copied out of the (unaligned) payload */
-    int16_t z[FW_APP_H];     /* z_t, Q0.15 */
+#endif
+    int16_t z[FW_APP_H]; /* z_t, Q0.15 */
 } app_ctx_t;
 
 static app_ctx_t app;
 static const elt_cmvn_params_t app_cmvn = FW_APP_CMVN_PARAMS;
 
+/* The RESULT fields after the encoder: the adaptation's result, z_t and the ticks. */
+static void pack_result(const app_ctx_t *a, uint32_t sample_id, uint8_t mode, uint32_t t_enc,
+                        uint32_t t_adapt, uint8_t *out)
+{
+    const elt_adapt_result_t *r = &a->res;
+    fw_put_u32(&out[0], sample_id);
+    out[4] = mode;
+    out[5] = (uint8_t)FW_APP_C;
+    out[6] = (uint8_t)FW_APP_K;
+    out[7] = (uint8_t)FW_APP_H;
+    fw_put_u32(&out[8], (uint32_t)r->pred_noadapt);
+    fw_put_u32(&out[12], (uint32_t)r->pred);
+    fw_put_u32(&out[16], (uint32_t)r->H_noadapt);
+    fw_put_u32(&out[20], (uint32_t)r->H_best);
+    fw_put_u32(&out[24], (uint32_t)r->n_pivot_fix);
+    fw_put_u32(&out[28], t_enc);
+    fw_put_u32(&out[32], t_adapt);
+    uint32_t o = APP_RESULT_FIXED;
+    for (uint32_t j = 0; j < FW_APP_K; j++, o += 4u) {
+        fw_put_u32(&out[o], (uint32_t)r->p_best[j]);
+    }
+    for (uint32_t j = 0; j < FW_APP_C; j++, o += 2u) {
+        fw_put_u16(&out[o], (uint16_t)r->logits_noadapt[j]);
+    }
+    for (uint32_t j = 0; j < FW_APP_C; j++, o += 2u) {
+        fw_put_u16(&out[o], (uint16_t)r->logits[j]);
+    }
+    for (uint32_t j = 0; j < FW_APP_H; j++, o += 2u) {
+        fw_put_u16(&out[o], (uint16_t)a->z[j]);
+    }
+}
+
+#if FW_APP_FEATURE_INFER
 static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out, uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
@@ -84,38 +132,158 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     uint64_t t2 = fw_timer_now();
     elt_adapt_run(&a->params, &a->state, a->z, sample_id, &a->res);
     uint64_t t3 = fw_timer_now();
-
-    const elt_adapt_result_t *r = &a->res;
-    fw_put_u32(&out[0], sample_id);
-    out[4] = mode;
-    out[5] = (uint8_t)FW_APP_C;
-    out[6] = (uint8_t)FW_APP_K;
-    out[7] = (uint8_t)FW_APP_H;
-    fw_put_u32(&out[8], (uint32_t)r->pred_noadapt);
-    fw_put_u32(&out[12], (uint32_t)r->pred);
-    fw_put_u32(&out[16], (uint32_t)r->H_noadapt);
-    fw_put_u32(&out[20], (uint32_t)r->H_best);
-    fw_put_u32(&out[24], (uint32_t)r->n_pivot_fix);
-    fw_put_u32(&out[28], (uint32_t)(t2 - t1));
-    fw_put_u32(&out[32], (uint32_t)(t_cmvn + (t3 - t2)));
-    uint32_t o = APP_RESULT_FIXED;
-    for (uint32_t j = 0; j < FW_APP_K; j++, o += 4u) {
-        fw_put_u32(&out[o], (uint32_t)r->p_best[j]);
-    }
-    for (uint32_t j = 0; j < FW_APP_C; j++, o += 2u) {
-        fw_put_u16(&out[o], (uint16_t)r->logits_noadapt[j]);
-    }
-    for (uint32_t j = 0; j < FW_APP_C; j++, o += 2u) {
-        fw_put_u16(&out[o], (uint16_t)r->logits[j]);
-    }
-    for (uint32_t j = 0; j < FW_APP_H; j++, o += 2u) {
-        fw_put_u16(&out[o], (uint16_t)a->z[j]);
-    }
+    pack_result(a, sample_id, mode, (uint32_t)(t2 - t1), (uint32_t)(t_cmvn + (t3 - t2)), out);
     /* Total: payload checks and copy, encoder, adaptation, result packing. */
     fw_put_u32(&out[36], (uint32_t)(fw_timer_now() - t0));
     *out_len = (uint16_t)APP_RESULT_SIZE;
     return (int32_t)FW_MSG_RESULT;
 }
+#endif
+
+#if FW_APP_STREAM
+#include "elt_mfcc_s16.h"
+
+/* AUDIO_BEGIN: sample_id:u32 mode:u8. AUDIO: offset:u32 pcm:i16[n]. AUDIO_END: samples:u32.
+ * AUDIO_ACK: samples:u32 frames:u32 (both so far). RESULT of AUDIO_END: INFER's RESULT, then
+ * the front end's ticks (u32). */
+#define APP_BEGIN_SIZE 5u
+#define APP_AUDIO_HDR 4u
+#define APP_END_SIZE 4u
+#define APP_ACK_SIZE 8u
+#define APP_STREAM_RESULT_SIZE (APP_RESULT_SIZE + 4u)
+/* PCM samples copied out of the (unaligned) payload at a time. */
+#define APP_PCM_BLOCK 64u
+
+_Static_assert(APP_STREAM_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
+_Static_assert(APP_ACK_SIZE <= FW_REPLY_MAX, "AUDIO_ACK does not fit FW_REPLY_MAX");
+_Static_assert(FW_APP_MFCC_N == FW_APP_F, "the front end's coefficients are the model's input");
+_Static_assert(FW_APP_MFCC_WIN <= ELT_MFCC_WIN_MAX, "the frame window exceeds ELT_MFCC_WIN_MAX");
+
+typedef struct {
+    elt_mfcc_stream_t st; /* the samples of the frame being filled (the overlap) */
+    int16_t frame[FW_APP_F] __attribute__((aligned(16))); /* the newest feature frame */
+    int16_t pcm[APP_PCM_BLOCK];
+    uint32_t sample_id;
+    uint32_t samples; /* received in this utterance */
+    uint32_t frames;  /* encoder steps run */
+    uint64_t t_front; /* front end, encoder and every request of the utterance so far */
+    uint64_t t_enc;
+    uint64_t t_total;
+    uint8_t mode;
+    uint8_t open;
+} app_stream_t;
+
+static app_stream_t app_stream;
+
+/* Frames that n samples complete: frame t covers [t hop, t hop + win). */
+static uint32_t frames_of(uint32_t n)
+{
+    return n < (uint32_t)FW_APP_MFCC_WIN
+               ? 0u
+               : 1u + (n - (uint32_t)FW_APP_MFCC_WIN) / (uint32_t)FW_APP_MFCC_HOP;
+}
+
+static void audio_ack(const app_stream_t *s, uint8_t *out, uint16_t *out_len)
+{
+    fw_put_u32(&out[0], s->samples);
+    fw_put_u32(&out[4], s->frames);
+    *out_len = (uint16_t)APP_ACK_SIZE;
+}
+
+static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len,
+                           uint8_t *out, uint16_t *out_len)
+{
+    uint64_t t0 = fw_timer_now();
+    /* cmvn needs the whole clip's statistics before the first encoder step: refused */
+    if (len != APP_BEGIN_SIZE || in[4] >= APP_MODE_CMVN) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    s->sample_id = fw_get_u32(&in[0]);
+    s->mode = in[4];
+    a->params.mode = (int32_t)s->mode;
+    s->samples = 0;
+    s->frames = 0;
+    s->t_front = 0;
+    s->t_enc = 0;
+    elt_mfcc_stream_reset(&s->st);
+    uint64_t t1 = fw_timer_now();
+    FW_APP_STREAM_BEGIN();
+    uint64_t t2 = fw_timer_now();
+    s->t_enc = t2 - t1;
+    s->open = 1u;
+    audio_ack(s, out, out_len);
+    s->t_total = fw_timer_now() - t0;
+    return (int32_t)FW_MSG_AUDIO_ACK;
+}
+
+static int32_t audio(app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *out,
+                     uint16_t *out_len)
+{
+    uint64_t t0 = fw_timer_now();
+    if (!s->open || len < APP_AUDIO_HDR || ((len - APP_AUDIO_HDR) & 1u) != 0u) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    const uint32_t n = (uint32_t)(len - APP_AUDIO_HDR) / 2u;
+    /* only the next chunk is taken; more audio than T frames is refused before any is used */
+    if (fw_get_u32(&in[0]) != s->samples || frames_of(s->samples + n) > FW_APP_T) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    const uint8_t *src = &in[APP_AUDIO_HDR];
+    /* The front end's work area is scratch of one frame (FFT data, power, log mel): on the
+     * main stack, whose reserve the other requests leave idle, not in static RAM (INFO's stack
+     * high-water mark measures it). */
+    elt_mfcc_work_t work;
+    for (uint32_t done = 0; done < n;) {
+        const uint32_t m = n - done < APP_PCM_BLOCK ? n - done : APP_PCM_BLOCK;
+        for (uint32_t i = 0; i < m; i++) {
+            s->pcm[i] = (int16_t)fw_get_u16(&src[2u * (done + i)]);
+        }
+        /* one frame at a time: each completed frame is one encoder step */
+        for (int32_t pos = 0; pos < (int32_t)m;) {
+            int32_t used = 0;
+            uint64_t tf = fw_timer_now();
+            int32_t got = elt_mfcc_stream_push(&FW_APP_MFCC_PARAMS, &s->st, s->pcm + pos,
+                                               (int32_t)m - pos, &work, s->frame, 1, &used);
+            uint64_t te = fw_timer_now();
+            s->t_front += te - tf;
+            pos += used;
+            if (got > 0) {
+                FW_APP_STREAM_STEP(s->frame);
+                s->frames++;
+                s->t_enc += fw_timer_now() - te;
+            }
+        }
+        done += m;
+    }
+    s->samples += n;
+    audio_ack(s, out, out_len);
+    s->t_total += fw_timer_now() - t0;
+    return (int32_t)FW_MSG_AUDIO_ACK;
+}
+
+static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len,
+                         uint8_t *out, uint16_t *out_len)
+{
+    uint64_t t0 = fw_timer_now();
+    if (!s->open || len != APP_END_SIZE || fw_get_u32(&in[0]) != s->samples ||
+        s->frames != FW_APP_T) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    FW_APP_STREAM_END(a->z);
+    a->params.mode = (int32_t)s->mode; /* AUDIO_BEGIN's mode, whatever ran since */
+    uint64_t t1 = fw_timer_now();
+    elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
+    uint64_t t2 = fw_timer_now();
+    s->open = 0u;
+    pack_result(a, s->sample_id, s->mode, (uint32_t)(s->t_enc + (t1 - t0)), (uint32_t)(t2 - t1),
+                out);
+    fw_put_u32(&out[APP_RESULT_SIZE], (uint32_t)s->t_front);
+    /* Total: every request of the utterance, payload checks and copies included. */
+    fw_put_u32(&out[36], (uint32_t)(s->t_total + (fw_timer_now() - t0)));
+    *out_len = (uint16_t)APP_STREAM_RESULT_SIZE;
+    return (int32_t)FW_MSG_RESULT;
+}
+#endif
 
 static int32_t reset(app_ctx_t *a, const uint8_t *in, uint16_t len, uint16_t *out_len)
 {
@@ -137,9 +305,25 @@ static int32_t handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t 
                       uint16_t *out_len)
 {
     app_ctx_t *a = (app_ctx_t *)ctx;
+#if FW_APP_STREAM
+    if (type == FW_MSG_AUDIO_BEGIN) {
+        return audio_begin(a, &app_stream, payload, len, out, out_len);
+    }
+    if (type == FW_MSG_AUDIO) {
+        return audio(&app_stream, payload, len, out, out_len);
+    }
+    if (type == FW_MSG_AUDIO_END) {
+        return audio_end(a, &app_stream, payload, len, out, out_len);
+    }
+    if (type == FW_MSG_INFER || type == FW_MSG_RESET) {
+        app_stream.open = 0u; /* the feature path reuses the encoder's state */
+    }
+#endif
     switch (type) {
+#if FW_APP_FEATURE_INFER
     case FW_MSG_INFER:
         return infer(a, payload, len, out, out_len);
+#endif
     case FW_MSG_RESET:
         return reset(a, payload, len, out_len);
     default:

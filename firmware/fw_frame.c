@@ -8,15 +8,19 @@ static const uint32_t crc32_nibble[16] = {
     0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu,
 };
 
-uint32_t fw_crc32(const uint8_t *data, size_t len)
+uint32_t fw_crc32_update(uint32_t crc, const uint8_t *data, size_t len)
 {
-    uint32_t crc = 0xFFFFFFFFu;
     for (size_t i = 0; i < len; i++) {
         crc ^= data[i];
         crc = (crc >> 4) ^ crc32_nibble[crc & 0x0Fu];
         crc = (crc >> 4) ^ crc32_nibble[crc & 0x0Fu];
     }
-    return crc ^ 0xFFFFFFFFu;
+    return crc;
+}
+
+uint32_t fw_crc32(const uint8_t *data, size_t len)
+{
+    return fw_crc32_update(0xFFFFFFFFu, data, len) ^ 0xFFFFFFFFu;
 }
 
 size_t fw_cobs_encode(const uint8_t *src, size_t len, uint8_t *dst)

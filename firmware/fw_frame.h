@@ -11,6 +11,10 @@
 /* CRC-32/IEEE 802.3 (reflected 0xEDB88320, init and xor-out 0xFFFFFFFF), equal to zlib.crc32. */
 uint32_t fw_crc32(const uint8_t *data, size_t len);
 
+/* The same CRC over data given in pieces: crc = 0xFFFFFFFF, then update per piece, then xor
+ * 0xFFFFFFFF (fw_crc32(d, n) == fw_crc32_update(0xFFFFFFFF, d, n) ^ 0xFFFFFFFF). */
+uint32_t fw_crc32_update(uint32_t crc, const uint8_t *data, size_t len);
+
 /* COBS-encode len bytes of src into dst (capacity FW_COBS_MAX(len), no trailing 0x00).
  * Returns the encoded length. */
 size_t fw_cobs_encode(const uint8_t *src, size_t len, uint8_t *dst);

@@ -26,6 +26,12 @@
 #define FW_MSG_RESET 0x04u
 #define FW_MSG_RESULT 0x83u
 #define FW_MSG_RESET_ACK 0x84u
+/* The streaming audio mode (docs/protocol.md, "Audio mode"): an utterance is AUDIO_BEGIN, AUDIO
+ * chunks of int16 PCM, AUDIO_END (answered with RESULT). */
+#define FW_MSG_AUDIO_BEGIN 0x05u
+#define FW_MSG_AUDIO 0x06u
+#define FW_MSG_AUDIO_END 0x07u
+#define FW_MSG_AUDIO_ACK 0x85u
 
 /* ERROR codes (docs/protocol.md, "How the device treats a frame"). */
 #define FW_ERR_CRC 1u

@@ -14,26 +14,53 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     s->frames_replayed = 0;
     s->session = 0;
     s->last_valid = 0;
+    s->tx_n = 0;
 }
 
-/* Body = header + payload + CRC, then COBS, then the 0x00 delimiter, in one write. */
+/* COBS, one block at a time: the same bytes as fw_cobs_encode over the whole body. A zero ends
+ * the block (its code byte = 1 + data bytes); 254 data bytes make a full block (code 0xFF, no
+ * implicit zero). */
+static void tx_block(fw_server_t *s)
+{
+    s->tx_blk[0] = (uint8_t)(s->tx_n + 1u);
+    s->platform->write(s->platform->ctx, s->tx_blk, s->tx_n + 1u);
+    s->tx_n = 0;
+}
+
+static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t crc)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] == 0u) {
+            tx_block(s);
+        } else {
+            s->tx_blk[1u + s->tx_n++] = p[i];
+            if (s->tx_n == FW_COBS_BLOCK - 1u) {
+                tx_block(s);
+            }
+        }
+    }
+    return fw_crc32_update(crc, p, len);
+}
+
+/* Body = header + payload + CRC, COBS-encoded as it goes out, then the 0x00 delimiter. The
+ * payload may lie anywhere (the reply record, the received frame, a local). */
 static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
                        uint16_t len)
 {
-    uint8_t *b = s->tx_body;
-    b[0] = (uint8_t)FW_PROTO_VERSION;
-    b[1] = type;
-    fw_put_u32(&b[2], seq);
-    fw_put_u16(&b[6], len);
-    for (uint16_t i = 0; i < len; i++) {
-        b[FW_HDR_SIZE + i] = payload[i];
-    }
-    size_t body_len = FW_HDR_SIZE + (size_t)len;
-    fw_put_u32(&b[body_len], fw_crc32(b, body_len));
-    body_len += FW_CRC_SIZE;
-    size_t n = fw_cobs_encode(b, body_len, s->tx_enc);
-    s->tx_enc[n++] = 0u;
-    s->platform->write(s->platform->ctx, s->tx_enc, n);
+    static const uint8_t delim = 0u;
+    uint8_t hdr[FW_HDR_SIZE];
+    uint8_t tail[FW_CRC_SIZE];
+    hdr[0] = (uint8_t)FW_PROTO_VERSION;
+    hdr[1] = type;
+    fw_put_u32(&hdr[2], seq);
+    fw_put_u16(&hdr[6], len);
+    s->tx_n = 0;
+    uint32_t crc = tx_bytes(s, hdr, sizeof hdr, 0xFFFFFFFFu);
+    crc = tx_bytes(s, payload, len, crc);
+    fw_put_u32(tail, crc ^ 0xFFFFFFFFu);
+    (void)tx_bytes(s, tail, sizeof tail, 0u);
+    tx_block(s);
+    s->platform->write(s->platform->ctx, &delim, 1u);
 }
 
 static void send_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
@@ -46,8 +73,9 @@ static void send_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
 static void send_info(fw_server_t *s, uint32_t seq)
 {
     static const char build_id[] = FW_BUILD_ID;
-    /* Built in place in the transmit body: send_frame's copy is then a no-op. */
-    uint8_t *p = &s->tx_body[FW_HDR_SIZE];
+    /* Built in place of the HELLO request (read already): the received frame's buffer holds a
+     * whole payload. */
+    uint8_t *p = &s->enc[FW_HDR_SIZE];
     for (uint32_t i = 0; i < FW_INFO_SIZE; i++) {
         p[i] = 0u;
     }
@@ -103,7 +131,7 @@ static void serve_app(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t 
         s->last_seq = seq;
         s->last_session = s->session;
         s->last_reply_type = (uint8_t)r;
-        s->last_len = out_len <= FW_MAX_PAYLOAD ? out_len : (uint16_t)FW_MAX_PAYLOAD;
+        s->last_len = out_len <= FW_REPLY_MAX ? out_len : (uint16_t)FW_REPLY_MAX;
         send_frame(s, s->last_reply_type, seq, s->reply, s->last_len);
     }
 }
@@ -111,8 +139,9 @@ static void serve_app(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t 
 static void handle_frame(fw_server_t *s)
 {
     size_t n = 0;
-    int status = fw_cobs_decode(s->enc, s->enc_len, s->body, sizeof s->body, &n);
-    const uint8_t *b = s->body;
+    /* In place: each decoded byte is written at or before the encoded byte just read. */
+    int status = fw_cobs_decode(s->enc, s->enc_len, s->enc, FW_BODY_MAX, &n);
+    const uint8_t *b = s->enc;
 
     /* Steps 1-2: without version, type and seq there is nobody to answer. */
     if (n < FW_SEQ_READABLE) {

@@ -14,10 +14,18 @@
 
 #define FW_BODY_MAX (FW_HDR_SIZE + FW_MAX_PAYLOAD + FW_CRC_SIZE)
 #define FW_ENC_MAX FW_COBS_MAX(FW_BODY_MAX)
+/* The largest application reply payload: the replay record keeps one. A model build passes the
+ * size of its RESULT (-DFW_REPLY_MAX, codegen.hostlib.model_cflags); default: a payload. */
+#ifndef FW_REPLY_MAX
+#define FW_REPLY_MAX FW_MAX_PAYLOAD
+#endif
+_Static_assert(FW_REPLY_MAX <= FW_MAX_PAYLOAD, "a reply is a frame payload");
+/* COBS block: a code byte and up to 254 data bytes (Cheshire & Baker 1999). */
+#define FW_COBS_BLOCK 255u
 
 /*
  * Application messages (INFER, RESET, ...): once a frame passed every check, a type the server
- * does not serve itself goes to handle(), which writes a reply payload of at most FW_MAX_PAYLOAD
+ * does not serve itself goes to handle(), which writes a reply payload of at most FW_REPLY_MAX
  * bytes to out and returns the reply type (> 0), or returns -FW_ERR_* for an ERROR reply, or 0
  * when the type is unknown (ERROR TYPE). describe() appends the application's part of INFO.
  */
@@ -59,11 +67,14 @@ typedef struct {
     uint16_t last_len;
     uint32_t last_seq;
     uint32_t last_session;
-    uint8_t reply[FW_MAX_PAYLOAD];
+    uint8_t reply[FW_REPLY_MAX];
+    /* Two frame-sized buffers in all (RAM, docs/protocol.md "Audio mode"): the received frame is
+     * COBS-decoded in place (a decoded byte never overtakes the encoded byte being read), HELLO's
+     * INFO is built in place of the request and ECHO answers from it; replies are COBS-encoded
+     * one block at a time on their way to the link, with the CRC computed as they go. */
     uint8_t enc[FW_ENC_MAX];
-    uint8_t body[FW_BODY_MAX];
-    uint8_t tx_body[FW_BODY_MAX];
-    uint8_t tx_enc[FW_ENC_MAX + 1u];
+    uint8_t tx_blk[FW_COBS_BLOCK];
+    uint32_t tx_n; /* data bytes in tx_blk after its code byte */
 } fw_server_t;
 
 void fw_server_init(fw_server_t *s, const fw_platform_t *platform);

@@ -6,6 +6,11 @@ RESULT  ``sample_id:u32 mode:u8 C:u8 k:u8 H:u8 pred_noadapt:i32 pred:i32 H_noada
         H_best:i32 n_pivot_fix:i32 ticks_encoder:u32 ticks_adapt:u32 ticks_total:u32
         p_best:i32[k] logits_noadapt:i16[C] logits:i16[C] z:i16[H]``
 RESET   empty (p_prev = 0) or ``p_prev:i32[k]`` (resume a continual stream)
+
+Audio mode (docs/protocol.md, "Audio mode"): ``AUDIO_BEGIN sample_id:u32 mode:u8``, then
+``AUDIO offset:u32 pcm:i16[n]`` chunks, then ``AUDIO_END samples:u32``, answered with RESULT
+followed by ``ticks_frontend:u32``; AUDIO_BEGIN and AUDIO are answered with
+``AUDIO_ACK samples:u32 frames:u32``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,13 @@ from codegen.ir import DEVICE_MODES
 # stateful modes carry any state (cmvn: the running input statistics).
 CONTINUAL_MODES: frozenset[str] = frozenset({"continual", "continual_bounded"})
 INFER_HDR = struct.Struct("<IBHH")
+AUDIO_BEGIN = struct.Struct("<IB")
+AUDIO_HDR = struct.Struct("<I")
+AUDIO_END = struct.Struct("<I")
+AUDIO_ACK = struct.Struct("<II")
+# Modes the audio mode serves: cmvn normalises with the whole clip's statistics before the
+# encoder's first step, which a one-pass stream cannot (the device answers ERROR(PAYLOAD)).
+STREAM_MODES: tuple[str, ...] = tuple(m for m in DEVICE_MODES if m != "cmvn")
 RESULT_FIXED = struct.Struct("<IBBBBiiiiiIII")
 # Fields compared bit-exactly with the integer reference (every field but the timer ticks).
 COMPARED_FIELDS: tuple[str, ...] = (
@@ -79,6 +91,7 @@ class InferResult:
     logits_noadapt: tuple[int, ...]
     logits: tuple[int, ...]
     z: tuple[int, ...]
+    ticks_frontend: int | None = None  # audio mode: the integer MFCC front end's ticks
 
     def compared(self) -> dict[str, int | tuple[int, ...]]:
         return {name: getattr(self, name) for name in COMPARED_FIELDS}
@@ -99,7 +112,7 @@ class InferResult:
             "logits_noadapt": list(self.logits_noadapt),
             "logits": list(self.logits),
             "z": list(self.z),
-        }
+        } | ({} if self.ticks_frontend is None else {"ticks_frontend": self.ticks_frontend})
 
     @classmethod
     def from_json(cls, d: dict[str, object]) -> InferResult:
@@ -128,14 +141,47 @@ class InferResult:
             tup("logits_noadapt"),
             tup("logits"),
             tup("z"),
+            None if d.get("ticks_frontend") is None else num("ticks_frontend"),
         )
 
 
-def decode_result(payload: bytes) -> InferResult:
+def encode_audio_begin(sample_id: int, mode: int) -> bytes:
+    """AUDIO_BEGIN payload: opens an utterance (cmvn is not served in the audio mode)."""
+    return AUDIO_BEGIN.pack(sample_id & 0xFFFFFFFF, mode)
+
+
+def encode_audio(offset: int, pcm: npt.ArrayLike) -> bytes:
+    """AUDIO payload: int16 samples pcm, the first being sample ``offset`` of the utterance."""
+    x = np.asarray(pcm)
+    if x.ndim != 1 or x.dtype != np.int16:
+        raise ValueError(f"audio chunks must be int16 [n], got {x.dtype} {x.shape}")
+    return AUDIO_HDR.pack(offset) + x.astype("<i2").tobytes()
+
+
+def encode_audio_end(samples: int) -> bytes:
+    """AUDIO_END payload: the utterance's sample count (the device checks it)."""
+    return AUDIO_END.pack(samples)
+
+
+def decode_audio_ack(payload: bytes) -> tuple[int, int]:
+    """AUDIO_ACK -> (samples received, frames encoded) so far in the utterance."""
+    if len(payload) != AUDIO_ACK.size:
+        raise ValueError(f"AUDIO_ACK of {len(payload)} bytes, expected {AUDIO_ACK.size}")
+    samples, frames = AUDIO_ACK.unpack(payload)
+    return int(samples), int(frames)
+
+
+def max_chunk_samples(max_payload: int) -> int:
+    """The most samples one AUDIO frame carries under a device's MAX_PAYLOAD."""
+    return (max_payload - AUDIO_HDR.size) // 2
+
+
+def decode_result(payload: bytes, *, stream: bool = False) -> InferResult:
+    """A RESULT; ``stream``: the answer to AUDIO_END (the front end's ticks appended)."""
     if len(payload) < RESULT_FIXED.size:
         raise ValueError(f"RESULT of {len(payload)} bytes, expected >= {RESULT_FIXED.size}")
     (sid, mode, C, k, H, pred0, pred, h0, hb, piv, te, ta, tt) = RESULT_FIXED.unpack_from(payload)
-    want = RESULT_FIXED.size + 4 * k + 4 * C + 2 * H
+    want = RESULT_FIXED.size + 4 * k + 4 * C + 2 * H + (4 if stream else 0)
     if len(payload) != want:
         raise ValueError(f"RESULT of {len(payload)} bytes, expected {want} for C={C} k={k} H={H}")
     o = RESULT_FIXED.size
@@ -146,6 +192,8 @@ def decode_result(payload: bytes) -> InferResult:
     lg = struct.unpack_from(f"<{C}h", payload, o)
     o += 2 * C
     z = struct.unpack_from(f"<{H}h", payload, o)
+    o += 2 * H
+    front = struct.unpack_from("<I", payload, o)[0] if stream else None
     return InferResult(
         sid,
         mode,
@@ -161,6 +209,7 @@ def decode_result(payload: bytes) -> InferResult:
         tuple(l0),
         tuple(lg),
         tuple(z),
+        front,
     )
 
 

@@ -52,6 +52,9 @@ class Stream:
     float_pred: np.ndarray  # float64 reference: adapted class
     float_pred0: np.ndarray  # float64 reference: no-adapt class
     fixed_pred0: np.ndarray  # integer reference: no-adapt class (in cmvn, without cmvn)
+    # int16 [n, samples]: the clips' mixed audio when the run streams PCM (the audio mode),
+    # None for feature input
+    pcm: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -148,6 +151,7 @@ def make_plan(
     modes: tuple[str, ...],
     limit: int | None,
     stream: StreamSpec | None = None,
+    input_kind: str = "features",
 ) -> Plan:
     """Load the build, deal the clips over the conditions (`codegen.selection.deal`) and
     compute every reference. ``stream``: play each mode as one continual stream of segments
@@ -179,7 +183,25 @@ def make_plan(
         plays = [("stream", whole)]
     else:
         plays = [(f"{g.noises[0]}/{g.snrs[0]:g}", g) for g in groups]
-    streams = [_stream(q, mode, name, clips) for mode in modes for name, clips in plays]
+    if input_kind == "pcm":
+        if q.mfcc is None:
+            why = manifest.get("streaming", {}).get("unavailable", "built before the audio mode")
+            raise RunError(
+                f"--input pcm: the build {build_dir} does not serve the streaming audio mode "
+                f'({why}); rebuild with [target] input = "both" or "pcm", or use '
+                "--input features"
+            )
+        if "cmvn" in modes:
+            raise RunError(
+                "--input pcm --mode cmvn: cmvn normalises every frame with the whole clip's "
+                "statistics before the encoder's first step, which the one-pass audio mode "
+                "cannot (the device refuses it); stream another mode or use --input features"
+            )
+    streams = [
+        _stream(q, mode, name, clips, pcm=input_kind == "pcm")
+        for mode in modes
+        for name, clips in plays
+    ]
     sel = ClipSelection(
         modes,
         tuple(
@@ -208,6 +230,7 @@ class _Clips:
     ids: np.ndarray
     labels: np.ndarray
     xf: np.ndarray  # float64 normalised features [n, T, F]
+    pcm: np.ndarray  # int16 [n, samples]: the mixed audio the features come from
 
     @classmethod
     def of(cls, cond: Any, split: Any, rows: np.ndarray, q: Any) -> _Clips:
@@ -221,6 +244,7 @@ class _Clips:
             split.ids[rows].astype(np.int64),
             split.labels[rows].astype(np.int64),
             features_for(split.pcm[rows], q.source.meta),
+            np.asarray(split.pcm[rows], dtype=np.int16),
         )
 
     def take(self, rows: Any) -> _Clips:
@@ -233,17 +257,24 @@ class _Clips:
         )
 
 
-def _stream(q: Any, mode: str, name: str, c: _Clips) -> Stream:
-    """One stream's integer reference (`codegen.intref.model.infer_int`) and float classes."""
+def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> Stream:
+    """One stream's integer reference (`codegen.intref.model.infer_int`; with ``pcm``, the
+    audio mode's whole chain `codegen.intref.model.stream_infer_int`: integer MFCC, encoder,
+    head and adaptation) and float classes."""
     from codegen.elatta.float_ref import adapt, encode_float, head_logits
     from codegen.elatta.methods import cmvn_normalised
     from codegen.features import quantize_features
-    from codegen.intref.model import infer_int
+    from codegen.intref.mfcc import mfcc_int
+    from codegen.intref.model import infer_int, stream_infer_int
 
     model = q.source
     W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
-    xi = quantize_features(c.xf, q.lstm.x_fmt)
-    ref = infer_int(xi, q, c.ids, mode=mode).fields()
+    if pcm:
+        xi = mfcc_int(c.pcm, q.mfcc)
+        ref = stream_infer_int(c.pcm, q, c.ids, mode=mode).fields()
+    else:
+        xi = quantize_features(c.xf, q.lstm.x_fmt)
+        ref = infer_int(xi, q, c.ids, mode=mode).fields()
     z_f = encode_float(c.xf, model)
     el = model.adapt.to_float()  # the float reference's view of the same settings
     fres = adapt(z_f, W, b, V, c.ids, el.replace(mode=_elatta_mode(mode)))
@@ -267,6 +298,7 @@ def _stream(q: Any, mode: str, name: str, c: _Clips) -> Stream:
         float_pred=pred,
         float_pred0=np.asarray(fres.pred_noadapt),
         fixed_pred0=pred0,
+        pcm=c.pcm if pcm else None,
     )
 
 

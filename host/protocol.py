@@ -32,6 +32,10 @@ class Msg(IntEnum):
     ECHO_REPLY = 0x82
     RESULT = 0x83
     RESET_ACK = 0x84
+    AUDIO_BEGIN = 0x05
+    AUDIO = 0x06
+    AUDIO_END = 0x07
+    AUDIO_ACK = 0x85
     ERROR = 0x7F
 
 

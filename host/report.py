@@ -37,6 +37,10 @@ METHOD_NAMES = {
 }
 
 
+# Timed stages of a RESULT; "frontend" (the integer MFCC) only in the audio mode.
+STAGES: tuple[str, ...] = ("encoder", "adapt", "total", "frontend")
+
+
 @dataclass(frozen=True, eq=False)
 class Answered:
     """What the report needs of the answered samples, per stream key (not the records)."""
@@ -44,7 +48,7 @@ class Answered:
     mask: dict[str, np.ndarray]  # bool [n]: answered
     pred: dict[str, np.ndarray]  # int64 [n]: the device's class
     pred_noadapt: dict[str, np.ndarray]  # int64 [n]
-    ticks: dict[str, np.ndarray]  # int64 [n, 3]: encoder, adapt, total
+    ticks: dict[str, np.ndarray]  # int64 [n, 4]: encoder, adapt, total, frontend (audio mode)
     mismatches: int
     fields: dict[str, int]  # field -> samples where it differs
     first_mismatch: str | None
@@ -109,9 +113,12 @@ def build_report(
                     acc[tgt][("no_adapt", *cond)].append(bool(hit0[i]))
                     pos[tgt][("no_adapt", head)].append(bool(hit0[i]))
         t = answered.ticks[s.key][rows]
-        for j, what in enumerate(("encoder", "adapt", "total")):
+        for j, what in enumerate(STAGES):
+            if what == "frontend" and s.pcm is None:
+                continue  # feature input: the host computed the features
             ticks[what].append(t[:, j])
             ticks[f"{s.mode}.{what}"].append(t[:, j])
+    stages = [w for w in STAGES if ticks.get(w)]
     fw = plan.manifest.get("firmware", {})
     memory = {
         k: fw.get(k)
@@ -165,10 +172,9 @@ def build_report(
             for t in TARGETS
         },
         "ticks": {
-            **{w: _stats(ticks[w]) for w in ("encoder", "adapt", "total")},
+            **{w: _stats(ticks[w]) for w in stages},
             "per_mode": {
-                m: {w: _stats(ticks[f"{m}.{w}"]) for w in ("encoder", "adapt", "total")}
-                for m in plan.selection.modes
+                m: {w: _stats(ticks[f"{m}.{w}"]) for w in stages} for m in plan.selection.modes
             },
             "unit": target.get("ticks"),
         },
@@ -280,7 +286,7 @@ def format_markdown(rep: dict[str, Any]) -> str:
         "",
         "| stage | median | max |",
         "|---|---:|---:|",
-        *(f"| {w} | {t[w]['median']} | {t[w]['max']} |" for w in ("encoder", "adapt", "total")),
+        *(f"| {w} | {t[w]['median']} | {t[w]['max']} |" for w in STAGES if w in t),
         "",
         f"Memory: .text {mem.get('text')} B, .rodata {mem.get('rodata')} B, static RAM "
         f"{mem.get('static_ram_bytes')} of {mem.get('ram_budget_bytes')} B, stack high-water "

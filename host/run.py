@@ -60,9 +60,14 @@ from elatta_host.infer import (
     DEVICE_MODES,
     AppInfo,
     InferResult,
+    decode_audio_ack,
     decode_result,
+    encode_audio,
+    encode_audio_begin,
+    encode_audio_end,
     encode_infer,
     encode_reset,
+    max_chunk_samples,
     mode_index,
     parse_description,
 )
@@ -133,7 +138,7 @@ class Recorder:
         self.mask = {s.key: np.zeros(len(s), dtype=bool) for s in plan.streams}
         self.pred = {s.key: np.zeros(len(s), dtype=np.int64) for s in plan.streams}
         self.pred0 = {s.key: np.zeros(len(s), dtype=np.int64) for s in plan.streams}
-        self.ticks = {s.key: np.zeros((len(s), 3), dtype=np.int64) for s in plan.streams}
+        self.ticks = {s.key: np.zeros((len(s), 4), dtype=np.int64) for s in plan.streams}
         self.p_best = {s.key: np.zeros_like(s.ref["p_best"], dtype=np.int64) for s in plan.streams}
         self.count = 0
         self.mismatches = 0
@@ -165,7 +170,12 @@ class Recorder:
         self.mask[s.key][i] = True
         self.pred[s.key][i] = res.pred
         self.pred0[s.key][i] = res.pred_noadapt
-        self.ticks[s.key][i] = (res.ticks_encoder, res.ticks_adapt, res.ticks_total)
+        self.ticks[s.key][i] = (
+            res.ticks_encoder,
+            res.ticks_adapt,
+            res.ticks_total,
+            res.ticks_frontend or 0,
+        )
         self.p_best[s.key][i] = res.p_best
         self.count += 1
         self.mismatches += bool(mismatches)
@@ -310,6 +320,47 @@ def what_failed(exc: LinkError) -> str:
     return "failed"
 
 
+def stream_audio(link: Any, sample_id: int, mode: int, pcm: np.ndarray, chunk: int) -> InferResult:
+    """One clip through the audio mode (docs/protocol.md, "Audio mode"): AUDIO_BEGIN, the PCM in
+    AUDIO chunks of ``chunk`` samples (each with its offset; every AUDIO_ACK must confirm the
+    samples so far), AUDIO_END -> RESULT. Re-sends keep their seq, and the device takes a chunk
+    only at its expected offset, so no chunk is consumed twice."""
+    from elatta_host.protocol import Msg
+
+    link.request(Msg.AUDIO_BEGIN, encode_audio_begin(sample_id, mode), expect=Msg.AUDIO_ACK)
+    n = len(pcm)
+    for off in range(0, n, chunk):
+        part = pcm[off : off + chunk]
+        reply = link.request(Msg.AUDIO, encode_audio(off, part), expect=Msg.AUDIO_ACK)
+        got, _ = decode_audio_ack(reply.payload)
+        if got != off + len(part):
+            raise RunError(
+                f"AUDIO_ACK says {got} samples received after the chunk at {off} of "
+                f"{len(part)} samples (expected {off + len(part)})"
+            )
+    reply = link.request(Msg.AUDIO_END, encode_audio_end(n), expect=Msg.RESULT)
+    return decode_result(reply.payload, stream=True)
+
+
+def check_audio(app: AppInfo, max_payload: int, chunk: int | None) -> int:
+    """The device must serve the audio mode and take the chunk size; returns the chunk."""
+    paths = (app.get("input") or "features").split(",")
+    if "pcm" not in paths:
+        raise RunError(
+            f"--input pcm: the device's firmware serves input={','.join(paths)} only (no audio "
+            'mode); rebuild with [target] input = "both" or "pcm"'
+        )
+    most = max_chunk_samples(max_payload)
+    c = most if chunk is None else chunk
+    if not 1 <= c <= most:
+        raise RunError(
+            f"--chunk {c}: the device takes 1..{most} samples per AUDIO frame (MAX_PAYLOAD "
+            f"{max_payload} bytes = 4-byte offset + 2 bytes per sample); raise [target] "
+            "max_payload or send smaller chunks"
+        )
+    return c
+
+
 def run_device(
     spec: DeviceSpec,
     streams: list[Stream],
@@ -317,6 +368,7 @@ def run_device(
     plan: Plan,
     stop: threading.Event,
     stats: LinkStats,
+    chunk: int | None = None,
 ) -> None:
     from elatta_host.device import Device
     from elatta_host.protocol import Msg
@@ -332,7 +384,11 @@ def run_device(
             info = dev.hello()
             replayed0 = info.frames_replayed
             stats.stack_used, stats.stack_size = info.stack_used, info.stack_size
-            check_device(parse_description(info.app), plan.manifest)
+            app = parse_description(info.app)
+            check_device(app, plan.manifest)
+            audio = any(s.pcm is not None for s in streams)
+            if audio:
+                chunk = check_audio(app, info.max_payload, chunk)
             for s in streams:
                 start = rec.done(s.key)
                 if start == len(s) or stop.is_set():
@@ -355,11 +411,16 @@ def run_device(
                 for i in range(start, len(s)):
                     if stop.is_set():
                         break
-                    reply = link.request(
-                        Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]), expect=Msg.RESULT
-                    )
                     try:
-                        res = decode_result(reply.payload)
+                        if s.pcm is not None and chunk is not None:
+                            res = stream_audio(link, int(s.ids[i]), mode, s.pcm[i], chunk)
+                        else:
+                            reply = link.request(
+                                Msg.INFER,
+                                encode_infer(int(s.ids[i]), mode, s.x[i]),
+                                expect=Msg.RESULT,
+                            )
+                            res = decode_result(reply.payload)
                     except ValueError as exc:
                         raise RunError(f"{spec.name}: bad RESULT for {s.key} #{i}: {exc}") from exc
                     rec.add(s, i, spec.name, res)
@@ -411,8 +472,10 @@ class RunOutcome:
     errors: tuple[str, ...]
 
 
-def run_config(plan: Plan, args_target: dict[str, Any]) -> dict[str, Any]:
-    return {
+def run_config(plan: Plan, args_target: dict[str, Any], chunk: int | None = None) -> dict[str, Any]:
+    audio = any(s.pcm is not None for s in plan.streams)
+    extra = {"input": "pcm", "chunk": chunk} if audio else {}
+    return extra | {
         "format": RUN_FORMAT,
         "build_id": plan.manifest.get("firmware", {}).get("build_id"),
         "inputs": plan.manifest["inputs"],
@@ -488,13 +551,14 @@ def execute(
     target: dict[str, Any],
     progress: bool = True,
     force_restart: bool = False,
+    chunk: int | None = None,
 ) -> RunOutcome:
     from elatta_host.report import build_report, write_report
     from tqdm import tqdm
 
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
-    cfg = run_config(plan, target)
+    cfg = run_config(plan, target, chunk)
     prepare_output(out, cfg, resume=resume, force_restart=force_restart)
     if not resume:  # no results recorded (checked above): no earlier session belongs to this run
         (out / SESSIONS).unlink(missing_ok=True)
@@ -519,7 +583,7 @@ def execute(
         try:
             with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
                 futs = [
-                    pool.submit(run_device, spec, block, rec, plan, stop, st)
+                    pool.submit(run_device, spec, block, rec, plan, stop, st, chunk)
                     for spec, block, st in zip(specs, blocks, stats, strict=False)
                 ]
                 try:
@@ -603,6 +667,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "as many distinct test utterances as possible (default: every clip)",
     )
     add_stream_arguments(p)
+    p.add_argument(
+        "--input",
+        choices=("features", "pcm"),
+        default="features",
+        help="features: INFER with the host's integer features (default); pcm: stream each "
+        "clip's mixed audio through the device's audio mode (integer MFCC and one encoder step "
+        "per frame on the device; every mode but cmvn)",
+    )
+    p.add_argument(
+        "--chunk",
+        type=int,
+        metavar="N",
+        help="--input pcm: samples per AUDIO frame (default: the most MAX_PAYLOAD allows)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="QEMU instances (with --qemu)")
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --report after an interruption"
@@ -643,6 +721,10 @@ def run(args: argparse.Namespace) -> int:
         raise RunError("--jobs must be >= 1")
     if args.limit is not None and args.limit < 1:
         raise RunError("--limit must be >= 1")
+    if args.chunk is not None and args.input != "pcm":
+        raise RunError("--chunk sets the audio chunk size: it needs --input pcm")
+    if args.chunk is not None and args.chunk < 1:
+        raise RunError(f"--chunk {args.chunk}: must be >= 1 sample")
     for flag, v in (("--timeout", args.timeout), ("--budget", args.budget)):
         if not v > 0:
             raise RunError(f"{flag} {v}: must be a positive number of seconds")
@@ -684,7 +766,9 @@ def run(args: argparse.Namespace) -> int:
 
         stop_on_signals()  # SIGTERM/SIGHUP take the QEMU children down with this process
     print(f"preparing: reference for {', '.join(modes)} on {args.data} ...", file=sys.stderr)
-    plan = make_plan(args.build, args.data, modes, args.limit, stream_from_args(args))
+    plan = make_plan(
+        args.build, args.data, modes, args.limit, stream_from_args(args), input_kind=args.input
+    )
     target["build_id"] = plan.manifest.get("firmware", {}).get("build_id")
     print(
         f"{plan.total} samples in {len(plan.streams)} streams over {len(specs)} device(s)",
@@ -698,6 +782,7 @@ def run(args: argparse.Namespace) -> int:
         force_restart=args.force_restart,
         target=target,
         progress=args.progress and os.environ.get("CODEGEN_NO_PROGRESS") is None,
+        chunk=args.chunk,
     )
     from elatta_host.report import format_summary
 

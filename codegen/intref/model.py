@@ -129,3 +129,34 @@ def infer_int(
     for a in merged.values():
         a.setflags(write=False)
     return IntInferResult(z=z, adapt=dataclasses.replace(parts[0], **merged))
+
+
+def stream_infer_int(
+    pcm: npt.ArrayLike, q: QModel, sample_ids: npt.ArrayLike, mode: str | None = None
+) -> IntInferResult:
+    """The device's streaming audio mode (docs/protocol.md, "Audio mode"), int16 PCM
+    [N, samples] -> all per-sample outputs: the integer MFCC front end (`codegen.intref.mfcc`,
+    frames as `MfccStream` yields them whatever the chunking), then `infer_int`. The encoder's
+    one-step-per-frame run gives the same integers as the whole-sequence LSTM. Mode cmvn is
+    refused as the device refuses it: it normalises with the whole clip's statistics before the
+    encoder's first step, which a one-pass stream cannot."""
+    from codegen.intref.mfcc import mfcc_int
+
+    if (mode or q.adapt_params.cfg.mode) == "cmvn":
+        raise ConfigError(
+            "mode 'cmvn' is not served by the streaming audio mode: it normalises every frame "
+            "with the whole clip's statistics before the encoder runs; stream another mode or "
+            "use feature input"
+        )
+    if q.mfcc is None:
+        raise ConfigError(
+            "this build does not serve the streaming audio mode (see the manifest's "
+            '\'streaming\' entry); rebuild with [target] input = "pcm" or "both"'
+        )
+    x = mfcc_int(np.asarray(pcm), q.mfcc)
+    T = q.lstm.num_frames
+    if x.ndim != 3 or x.shape[1] != T:
+        raise ConfigError(
+            f"the clips give {x.shape[-2]} feature frames; the model takes exactly T = {T}"
+        )
+    return infer_int(x, q, sample_ids, mode=mode)

@@ -1,0 +1,320 @@
+"""The streaming audio mode end to end through QEMU (docs/protocol.md, "Audio mode"): int16 PCM
+in chunks of any size, the integer MFCC and one LSTM step per frame on the device, every RESULT
+field equal to the Python integer reference of the whole chain (integer MFCC -> encoder -> head
+and adaptation), the same RESULTs for every chunking; the app's checks (offsets, retried
+chunks, cmvn refused, sample counts); a 40-MFCC x 98-frame model that only fits RAM in the
+audio-only build.
+
+Fast layer: 10 clips x 2 chunk sizes of the default model, the protocol checks and the 40 x 98
+build with 3 clips. Slow layer: >= 1,000 samples over chunk sizes 1, 160, 511 and 4,000."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from elatta_host.plan import make_plan
+from elatta_host.run import DeviceSpec, execute, read_results
+
+from codegen.build import build
+
+pytestmark = pytest.mark.qemu
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = {"kind": "qemu", "machine": "xilinx-zynq-a9", "icount": True}
+
+
+def run_pcm(
+    build_dir: Path,
+    data: Path,
+    out: Path,
+    modes: tuple[str, ...],
+    limit: int,
+    chunk: int,
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """codegen run --input pcm --chunk N; returns every sample's compared fields."""
+    plan = make_plan(build_dir, data, modes, limit, input_kind="pcm")
+    spec = DeviceSpec("qemu0", elf=build_dir / "fw.elf", icount=True, timeout=5.0)
+    outcome = execute(plan, [spec], out, resume=False, target=TARGET, progress=False, chunk=chunk)
+    assert not outcome.errors, outcome.errors
+    be = outcome.report["bit_exact"]
+    assert be == {"compared": plan.total, "mismatches": 0, "fields": {}, "first_mismatch": None}
+    assert outcome.report["ticks"]["frontend"]["median"] > 0
+    # the front end's work area lives on the main stack: its high-water mark stays inside it
+    mem = outcome.report["memory"]
+    assert 0 < mem["stack_high_water_bytes"] < 16384
+    recs = read_results(out / "results.jsonl")
+    assert len(recs) == plan.total
+    # keyed by stream (mode and condition) and sample id: the same clip in every run
+    return {(r.stream, r.result.sample_id): r.result.compared() for r in recs}
+
+
+def test_audio_mode_bit_exact_and_chunking_invariant(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    build_dir, data = kws_build
+    a = run_pcm(build_dir, data, tmp_path / "c160", ("continual",), 10, 160)
+    b = run_pcm(build_dir, data, tmp_path / "c511", ("continual",), 10, 511)
+    assert len(a) >= 10 and a == b
+
+
+def test_audio_protocol_checks(kws_build: tuple[Path, Path]) -> None:
+    """AUDIO without AUDIO_BEGIN, cmvn, a wrong offset, too much audio and a wrong END count are
+    ERROR(PAYLOAD) and change nothing; a retried chunk (same seq) is answered from the replay
+    record and not consumed twice; the utterance then still gives the reference's RESULT, and
+    feature INFER keeps working."""
+    from elatta_host.device import Device
+    from elatta_host.errors import DeviceError
+    from elatta_host.infer import (
+        decode_audio_ack,
+        decode_result,
+        encode_audio,
+        encode_audio_begin,
+        encode_audio_end,
+        encode_infer,
+        parse_description,
+    )
+    from elatta_host.protocol import Err, Frame, Msg
+    from elatta_host.qemu import Qemu
+
+    build_dir, data = kws_build
+    plan = make_plan(build_dir, data, ("strict",), 2, input_kind="pcm")
+    s = plan.streams[0]
+    assert s.pcm is not None
+    pcm = s.pcm[0]
+    sid = int(s.ids[0])
+
+    def refused(link: Any, type_: Msg, payload: bytes) -> None:
+        with pytest.raises(DeviceError) as err:
+            link.request(type_, payload, expect=Msg.AUDIO_ACK)
+        assert err.value.code == Err.PAYLOAD
+
+    with Qemu(build_dir / "fw.elf", icount=False, link_timeout=5.0) as link:
+        dev = Device(link)
+        dev.hello(sync_timeout=10)
+        app = parse_description(dev.hello().app)
+        assert app.get("input") == "features,pcm"
+        link.request(Msg.RESET, b"", expect=Msg.RESET_ACK)
+        refused(link, Msg.AUDIO, encode_audio(0, pcm[:100]))  # no utterance open
+        refused(link, Msg.AUDIO_BEGIN, encode_audio_begin(sid, 4))  # cmvn
+        refused(link, Msg.AUDIO_BEGIN, encode_audio_begin(sid, 1) + b"\0")  # size
+        begin = link.request(Msg.AUDIO_BEGIN, encode_audio_begin(sid, 1), expect=Msg.AUDIO_ACK)
+        assert decode_audio_ack(begin.payload) == (0, 0)
+        first = link.request(Msg.AUDIO, encode_audio(0, pcm[:700]), expect=Msg.AUDIO_ACK)
+        assert decode_audio_ack(first.payload) == (700, 1)  # one 640-sample window complete
+        replayed0 = dev.hello().frames_replayed
+        link.send(Frame(Msg.AUDIO, first.seq, encode_audio(0, pcm[:700])))  # a host retry
+        again = link.recv(5.0)
+        assert again is not None and again.payload == first.payload
+        assert dev.hello().frames_replayed == replayed0 + 1
+        refused(link, Msg.AUDIO, encode_audio(0, pcm[:700]))  # new seq, old offset
+        refused(link, Msg.AUDIO, encode_audio(701, pcm[701:800]))  # a gap
+        refused(link, Msg.AUDIO, encode_audio(700, pcm[700:701]) + b"\0")  # odd byte count
+        got = 700
+        for off in range(700, len(pcm), 1000):
+            part = pcm[off : off + 1000]
+            ack = link.request(Msg.AUDIO, encode_audio(got, part), expect=Msg.AUDIO_ACK)
+            got += len(part)
+            assert decode_audio_ack(ack.payload)[0] == got
+        assert decode_audio_ack(ack.payload)[1] == 49
+        refused(link, Msg.AUDIO, encode_audio(got, pcm[:320]))  # a 50th frame: more than T
+        with pytest.raises(DeviceError) as err:
+            link.request(Msg.AUDIO_END, encode_audio_end(got + 1), expect=Msg.RESULT)
+        assert err.value.code == Err.PAYLOAD
+        res = decode_result(
+            link.request(Msg.AUDIO_END, encode_audio_end(got), expect=Msg.RESULT).payload,
+            stream=True,
+        )
+        assert res.compared() == s.expected(0)
+        assert res.ticks_frontend is not None and res.ticks_frontend > 0
+        refused(link, Msg.AUDIO, encode_audio(got, pcm[:10]))  # closed by AUDIO_END
+        # feature INFER of the same clip's integer features: the same answer
+        x = struct.unpack(f"<{s.x[0].size}h", s.x[0].astype("<i2").tobytes())
+        feats = np.asarray(x, np.int16).reshape(s.x[0].shape)
+        link.request(Msg.RESET, b"", expect=Msg.RESET_ACK)
+        r2 = decode_result(
+            link.request(Msg.INFER, encode_infer(sid, 1, feats), expect=Msg.RESULT).payload
+        )
+        assert r2.compared() == s.expected(0)
+
+
+def test_default_audio_only_ram_within_feature_only(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The default model: the audio-only firmware's static RAM is at most the feature-only
+    firmware's (no T x F buffers; the front end's work area on the stack), the split adds up."""
+    _, data = kws_build
+    ram = {}
+    for kind in ("features", "pcm"):
+        cfg = (ROOT / "configs/default.toml").read_text()
+        cfg = cfg.replace('prefix = "kws_"', f'prefix = "kws_"\ninput = "{kind}"')
+        (tmp_path / f"{kind}.toml").write_text(cfg)
+        res = build(
+            ROOT / "models/default/model.pt",
+            ROOT / "models/default/basis.npz",
+            tmp_path / f"{kind}.toml",
+            tmp_path / kind,
+            data_dir=data,
+        )
+        st = res.manifest["streaming"]
+        assert st["audio_mode"] == (kind == "pcm") and st["feature_infer"] == (kind != "pcm")
+        assert sum(st["ram_split_bytes"].values()) == st["ram_bytes"]
+        ram[kind] = st["ram_bytes"]
+    assert ram["pcm"] <= ram["features"], ram
+
+
+def long_window_build(tmp: Path, data: Path, input_kind: str) -> Any:
+    """A randomly initialised 40-MFCC x 98-frame model (25 ms window, 10 ms hop over 1 s clips,
+    normalised with the statistics of the data set's clean train clips), built with
+    [target] input = ``input_kind``."""
+    import torch
+    from buildkit import config_text
+
+    from codegen.basis import Basis, compute_basis, save_basis
+    from codegen.data import dataset_info, load_split
+    from codegen.features import MfccParams, mfcc
+    from codegen.model import KwsLstm, ModelMeta, file_sha256, save_checkpoint
+
+    F, H, k = 40, 32, 2
+    mp = MfccParams(n_mfcc=F, win_ms=25.0, hop_ms=10.0)
+    T = mp.n_frames
+    assert T == 98
+    classes = tuple(dataset_info(str(data))["classes"])
+    feats = np.asarray(mfcc(load_split(str(data), "train").pcm[:64], mp), np.float64)
+    mean, std = feats.mean(axis=(0, 1)), feats.std(axis=(0, 1)) + 1e-3
+    torch.manual_seed(3)
+    m = KwsLstm(F, H, len(classes))
+    tmp.mkdir(parents=True, exist_ok=True)
+    meta = ModelMeta(
+        input_size=F,
+        hidden_size=H,
+        num_classes=len(classes),
+        num_frames=T,
+        classes=classes,
+        features=mp.to_dict(),
+        norm_mean=tuple(float(v) for v in mean),
+        norm_std=tuple(float(v) for v in std),
+        seed=3,
+    )
+    save_checkpoint(tmp / "model.pt", m, meta)
+    z = np.tanh(np.random.default_rng(3).standard_normal((20, H)))
+    V, sv, zm, ev = compute_basis(z, k)
+    save_basis(tmp / "basis.npz", Basis(V, sv, zm, 20, k, 3, file_sha256(tmp / "model.pt"), ev))
+    (tmp / "config.toml").write_text(config_text(k=k) + f'input = "{input_kind}"\n')
+    return build(tmp / "model.pt", tmp / "basis.npz", tmp / "config.toml", tmp / "b", data_dir=data)
+
+
+def test_long_window_streams_bit_exact_within_64k(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """40 x 98 (7,840 features per clip): the audio-only build fits the 64 KiB RAM budget and
+    streams bit-exactly; the manifest states the RAM split."""
+    _, data = kws_build
+    res = long_window_build(tmp_path / "m", data, "pcm")
+    st = res.manifest["streaming"]
+    assert st["audio_mode"] and not st["feature_infer"]
+    assert st["ram_bytes"] <= 65536
+    split = st["ram_split_bytes"]
+    assert sum(split.values()) == st["ram_bytes"]
+    assert split["front end"] > 0 and split["frame buffers"] > 0 and split["stacks"] > 0
+    run_pcm(res.out_dir, data, tmp_path / "r", ("strict",), 3, 511)
+
+
+def test_feature_infer_of_40x98_does_not_fit_and_says_so(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The same model with feature INFER: 9 + 2 T F = 15,689 payload bytes, above the largest
+    max_payload (8,192); the build names the audio-only way out."""
+    from codegen.errors import CodegenError
+
+    _, data = kws_build
+    with pytest.raises(CodegenError, match='input = "pcm"'):
+        long_window_build(tmp_path / "m", data, "both")
+
+
+@pytest.mark.slow
+def test_audio_mode_1000_samples_every_chunking(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """>= 1,000 samples in all over chunk sizes 1, 160, 511 and 4,000 samples, every mode the
+    audio mode serves; identical RESULTs for every chunking (chunk 1: one request per sample, so
+    few clips, in the stateless strict mode, compared clip by clip)."""
+    _, data = kws_build
+    big = default_with_payload(data, tmp_path / "big", 8192)
+    modes = ("no_adapt", "strict", "continual", "continual_bounded")
+    runs = {
+        chunk: run_pcm(big, data, tmp_path / f"c{chunk}", modes, 80, chunk)
+        for chunk in (4000, 511, 160)
+    }
+    one = run_pcm(big, data, tmp_path / "c1", ("strict",), 2, 1)
+    assert sum(len(r) for r in runs.values()) + len(one) >= 1000
+    assert runs[4000] == runs[511] == runs[160]
+    # the same selection in whole 4,000-sample chunks: the same RESULTs
+    assert one == run_pcm(big, data, tmp_path / "c1-4000", ("strict",), 2, 4000)
+
+
+def default_with_payload(data: Path, out: Path, max_payload: int) -> Path:
+    """The default model rebuilt with another max_payload (a 4,000-sample chunk is 8,004 bytes
+    of payload)."""
+    cfg = (ROOT / "configs/default.toml").read_text()
+    assert "max_payload = 2048" in cfg
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.toml").write_text(
+        cfg.replace("max_payload = 2048", f"max_payload = {max_payload}")
+    )
+    res = build(
+        ROOT / "models/default/model.pt",
+        ROOT / "models/default/basis.npz",
+        out / "config.toml",
+        out / "b",
+        data_dir=data,
+    )
+    return res.out_dir
+
+
+def test_cmvn_and_feature_only_builds_are_refused_by_name(kws_build: tuple[Path, Path]) -> None:
+    """cmvn needs the whole clip's statistics: the reference and `codegen run --input pcm`
+    refuse it, naming why (the device's ERROR(PAYLOAD) is in test_audio_protocol_checks)."""
+    from elatta_host.plan import RunError, load_build
+
+    from codegen.errors import ConfigError
+    from codegen.intref.model import stream_infer_int
+
+    build_dir, data = kws_build
+    _, q = load_build(build_dir)
+    pcm = np.zeros((1, 16000), np.int16)
+    with pytest.raises(ConfigError, match="whole clip's statistics"):
+        stream_infer_int(pcm, q, np.array([1]), mode="cmvn")
+    with pytest.raises(RunError, match="--mode cmvn"):
+        make_plan(build_dir, data, ("strict", "cmvn"), 2, input_kind="pcm")
+    with pytest.raises(ConfigError, match="exactly T = 49"):
+        stream_infer_int(np.zeros((1, 8000), np.int16), q, np.array([1]), mode="strict")
+
+
+def test_audio_payload_codec() -> None:
+    from elatta_host.infer import (
+        decode_audio_ack,
+        decode_result,
+        encode_audio,
+        encode_audio_begin,
+        encode_audio_end,
+        max_chunk_samples,
+    )
+
+    assert encode_audio_begin(0x1_0000_0005, 3) == b"\x05\0\0\0\x03"
+    assert encode_audio(7, np.array([1, -2], np.int16)) == b"\x07\0\0\0\x01\0\xfe\xff"
+    assert encode_audio_end(16000) == (16000).to_bytes(4, "little")
+    assert decode_audio_ack((5).to_bytes(4, "little") + (2).to_bytes(4, "little")) == (5, 2)
+    assert max_chunk_samples(2048) == 1022 and max_chunk_samples(8192) == 4094
+    with pytest.raises(ValueError, match="int16"):
+        encode_audio(0, np.array([1.0]))
+    C, k, H = 2, 1, 1
+    body = struct.pack("<IBBBBiiiiiIII", 9, 1, C, k, H, 0, 1, 2, 3, 0, 10, 20, 30)
+    body += struct.pack("<i2h2hh", 4, 5, 6, 7, 8, 9)
+    res = decode_result(body + struct.pack("<I", 99), stream=True)
+    assert res.ticks_frontend == 99 and res.z == (9,) and res.logits == (7, 8)
+    with pytest.raises(ValueError, match="expected"):
+        decode_result(body, stream=True)
+    assert decode_result(body).ticks_frontend is None
