@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen.cliargs import add_model_arguments
-from codegen.errors import CodegenError
+from codegen.errors import BuildError, CodegenError
 from codegen.ir import QModel
 
 HELP = "compile model + V_k + ELaTTA config into quantized C, a firmware ELF and a manifest"
@@ -219,6 +219,43 @@ def ram_split(elf: Path, prefix: str, stack_bytes: int, total: int) -> dict[str,
     return split | {"stacks": stack_bytes, "other": total - stack_bytes - sum(split.values())}
 
 
+def over_budget_message(
+    q: QModel, cfg: Any, src_files: list[Path], src_dir: Path, probe_dir: Path
+) -> str:
+    """The linker refused the firmware (data + bss + stacks > 64 KiB): link it once more without
+    the budget, to say by how much and where (`ram_split`), and name the ways out."""
+    import shutil
+
+    from codegen.firmware_build import build_firmware
+    from codegen.hostlib import model_cflags
+
+    try:
+        fw = build_firmware(
+            cfg,
+            probe_dir,
+            extra_sources=firmware_sources(q, src_files),
+            extra_includes=[src_dir],
+            extra_ldflags=["-Wl,--defsym=RAM_BUDGET=0x1000000"],
+            extra_cflags=model_cflags(q),
+        )
+        stacks = fw.sections.get(".stack", (0, 0))[0]
+        split = ram_split(fw.elf, q.prefix, stacks, fw.static_ram)
+        total = fw.static_ram
+    finally:
+        shutil.rmtree(probe_dir, ignore_errors=True)
+    parts = ", ".join(f"{k} {v} B" for k, v in split.items())
+    t = q.source.target
+    ways = []
+    if t.input != "pcm":
+        ways.append('stream audio instead of feature INFER ([target] input = "pcm")')
+    ways.append(f"lower [target] max_payload (now {t.max_payload})")
+    ways.append("use fewer frames, features or hidden units")
+    return (
+        f"static RAM {total} B exceeds the 65536 B budget by {total - 65536} B "
+        f"(docs/targets.md §1): {parts}; {'; or '.join(ways)}"
+    )
+
+
 def streaming_summary(q: QModel, why_not: str | None, fw: Any) -> dict[str, Any]:
     """The manifest's ``streaming`` entry: whether the firmware serves the audio mode, why not,
     and the RAM split of the firmware (docs/protocol.md, "Audio mode")."""
@@ -349,16 +386,24 @@ def build(
     fw = None
     if compile_elf:
         t = model.target
-        fw = build_firmware(
-            FirmwareConfig(
-                uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz, max_payload=t.max_payload
-            ),
-            out,
-            extra_sources=firmware_sources(q, sources),
-            extra_includes=[src_dir],
-            extra_ldflags=[],
-            extra_cflags=model_cflags(q),
+        fw_cfg = FirmwareConfig(
+            uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz, max_payload=t.max_payload
         )
+        try:
+            fw = build_firmware(
+                fw_cfg,
+                out,
+                extra_sources=firmware_sources(q, sources),
+                extra_includes=[src_dir],
+                extra_ldflags=[],
+                extra_cflags=model_cflags(q),
+            )
+        except BuildError as exc:
+            if "exceed the RAM budget" not in str(exc):
+                raise
+            raise CodegenError(
+                over_budget_message(q, fw_cfg, sources, src_dir, out / "ram-probe")
+            ) from None
     quality = float_vs_fixed(q, feats)
     quality["weight_format_search"] = search.to_dict()
     quality["user_model"] = user | integer_agreement(q, user_logits, feats)

@@ -193,6 +193,24 @@ def test_fixed_eval_report_layout(cli_build: tuple[Kit, Path], tiny_data: Path) 
     assert all(v >= 0.9 for v in cmp.same_class["no_adapt"].values())
 
 
+def test_firmware_over_the_ram_budget_is_refused_with_the_split(tmp_path: Path) -> None:
+    """A model whose firmware the linker refuses (data + bss + stacks > 64 KiB): the build says
+    by how much, where the bytes are, and the ways out, and leaves no probe behind."""
+    from codegen.errors import CodegenError
+
+    cfg = config_text(k=32).replace("[target]\n", "[target]\nmax_payload = 8192\n")
+    kit = make_kit(tmp_path / "kit", F=40, H=255, C=200, T=98, k=32, config=cfg)
+    with pytest.raises(CodegenError) as exc:
+        build(kit.model, kit.basis, kit.config, tmp_path / "b", calib_features=calib(kit, n=8))
+    msg = str(exc.value)
+    m = re.search(r"static RAM (\d+) B exceeds the 65536 B budget by (\d+) B", msg)
+    assert m and int(m.group(1)) - 65536 == int(m.group(2)) > 0, msg
+    for part in ("frame buffers", "encoder state", "model runtime", "stacks 17408 B"):
+        assert part in msg, msg
+    assert 'input = "pcm"' in msg and "max_payload (now 8192)" in msg
+    assert not (tmp_path / "b" / "ram-probe").exists()
+
+
 def test_generated_c_is_deterministic_and_names_its_inputs(tmp_path: Path) -> None:
     kit = make_kit(tmp_path / "kit", H=16, C=4)
     x = calib(kit, n=32)
