@@ -219,6 +219,28 @@ def ram_split(elf: Path, prefix: str, stack_bytes: int, total: int) -> dict[str,
     return split | {"stacks": stack_bytes, "other": total - stack_bytes - sum(split.values())}
 
 
+def link_firmware(
+    q: QModel,
+    cfg: Any,
+    src_files: list[Path],
+    src_dir: Path,
+    out: Path,
+    ldflags: tuple[str, ...] = (),
+) -> Any:
+    """fw.elf of this model: the runtime, the generated sources and the kernels they need."""
+    from codegen.firmware_build import build_firmware
+    from codegen.hostlib import model_cflags
+
+    return build_firmware(
+        cfg,
+        out,
+        extra_sources=firmware_sources(q, src_files),
+        extra_includes=[src_dir],
+        extra_ldflags=list(ldflags),
+        extra_cflags=model_cflags(q),
+    )
+
+
 def over_budget_message(
     q: QModel, cfg: Any, src_files: list[Path], src_dir: Path, probe_dir: Path
 ) -> str:
@@ -226,17 +248,9 @@ def over_budget_message(
     the budget, to say by how much and where (`ram_split`), and name the ways out."""
     import shutil
 
-    from codegen.firmware_build import build_firmware
-    from codegen.hostlib import model_cflags
-
     try:
-        fw = build_firmware(
-            cfg,
-            probe_dir,
-            extra_sources=firmware_sources(q, src_files),
-            extra_includes=[src_dir],
-            extra_ldflags=["-Wl,--defsym=RAM_BUDGET=0x1000000"],
-            extra_cflags=model_cflags(q),
+        fw = link_firmware(
+            q, cfg, src_files, src_dir, probe_dir, ldflags=("-Wl,--defsym=RAM_BUDGET=0x1000000",)
         )
         stacks = fw.sections.get(".stack", (0, 0))[0]
         split = ram_split(fw.elf, q.prefix, stacks, fw.static_ram)
@@ -341,10 +355,9 @@ def build(
     tests and the Python API, directly as normalised float features [N, T, F]. The float twin
     is checked against the user's own forward pass on them (`codegen.importer`)."""
     from codegen.emit import render_app_header, render_model, write_sources
-    from codegen.firmware_build import FirmwareConfig, build_firmware
+    from codegen.firmware_build import FirmwareConfig
     from codegen.format_search import search_weight_formats
     from codegen.frontend import read_model
-    from codegen.hostlib import model_cflags
     from codegen.importer import ImportedModel, load_model, resolve_pooling
     from codegen.manifest import manifest, write_manifest
     from codegen.program import write_program
@@ -390,14 +403,7 @@ def build(
             uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz, max_payload=t.max_payload
         )
         try:
-            fw = build_firmware(
-                fw_cfg,
-                out,
-                extra_sources=firmware_sources(q, sources),
-                extra_includes=[src_dir],
-                extra_ldflags=[],
-                extra_cflags=model_cflags(q),
-            )
+            fw = link_firmware(q, fw_cfg, sources, src_dir, out)
         except BuildError as exc:
             if "exceed the RAM budget" not in str(exc):
                 raise
