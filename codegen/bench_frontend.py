@@ -30,9 +30,9 @@ from codegen.emit import carray
 from codegen.emit_mfcc import emit_mfcc_c, mfcc_cflags
 from codegen.errors import CodegenError
 from codegen.mfcc_ir import QMfcc
-from codegen.qemu_probe import qemu_probe_lines
+from codegen.qemu_probe import link_probe, qemu_probe_lines
 from codegen.resources import firmware_dir
-from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool
+from codegen.toolchain import ARM_CFLAGS, find_tool
 
 CMSIS_VERSION = "1.10.3"
 CMSIS_SDIST = f"cmsisdsp-{CMSIS_VERSION}"
@@ -275,28 +275,11 @@ def run_probe(q: QMfcc, pcm: np.ndarray, work: Path, *, scalar: bool = False) ->
     _fw_config(inc)
     fw = firmware_dir()
     elf = work / "fe.elf"
-    _gcc(
-        [
-            find_tool("arm-none-eabi-gcc"),
-            *ARM_CFLAGS,
-            *mfcc_cflags(q),
-            *(["-DELT_SCALAR"] if scalar else []),
-            f"-I{inc}",
-            f"-I{src}",
-            f"-I{fw}",
-            f"-T{fw / 'link.ld'}",
-            *ARM_LDFLAGS,
-            "-o",
-            str(elf),
-            str(fw / "startup.S"),
-            str(fw / "fw_uart.c"),
-            str(fw / "fw_timer.c"),
-            str(fw / "fw_rt.c"),
-            str(src / "bfe_main.c"),
-            str(src / "bfe_mfcc_params.c"),
-            *(str(fw / s) for s in sources.MFCC),
-            "-lgcc",
-        ]
+    link_probe(
+        elf,
+        [src / "bfe_main.c", src / "bfe_mfcc_params.c", *(fw / s for s in sources.MFCC)],
+        cflags=[*mfcc_cflags(q), *(["-DELT_SCALAR"] if scalar else [])],
+        includes=[inc, src],
     )
     rows = _run_qemu(elf, "F")
     if len(rows) != x.shape[0] * frames:
@@ -415,7 +398,6 @@ def run_cmsis(q: QMfcc, pcm: np.ndarray, work: Path, cache: Path, *, neon: bool)
     (src / "cmsis_main.c").write_text(CMSIS_MAIN)
     inc = work / "include"
     _fw_config(inc)
-    fw = firmware_dir()
     cm_src = [root / "Source" / s for s in CMSIS_SOURCES]
     if neon:
         cm_src += [root / "Source" / "CommonTables" / "arm_neon_tables.c"]
@@ -444,31 +426,12 @@ def run_cmsis(q: QMfcc, pcm: np.ndarray, work: Path, cache: Path, *, neon: bool)
         )
         objs.append(str(o))
     elf = work / ("cmsis_neon.elf" if neon else "cmsis_c.elf")
-    _gcc(
-        [
-            find_tool("arm-none-eabi-gcc"),
-            *ARM_CFLAGS,
-            "-Wno-error",
-            "-D__GNUC_PYTHON__",
-            *defines,
-            f"-I{inc}",
-            f"-I{src}",
-            f"-I{fw}",
-            *includes,
-            f"-T{fw / 'link.ld'}",
-            *ARM_LDFLAGS,
-            "-o",
-            str(elf),
-            str(fw / "startup.S"),
-            str(fw / "fw_uart.c"),
-            str(fw / "fw_timer.c"),
-            str(fw / "fw_rt.c"),
-            str(src / "cmsis_main.c"),
-            *objs,
-            "-lgcc",
-            "-lc",
-            "-lm",
-        ]
+    link_probe(
+        elf,
+        [src / "cmsis_main.c", *objs],
+        cflags=["-Wno-error", "-D__GNUC_PYTHON__", *defines],
+        includes=[inc, src, *(i[2:] for i in includes)],
+        libs=("-lc", "-lm"),
     )
     rows = _run_qemu(elf, "C")
     if len(rows) != x.shape[0] * frames:

@@ -10,10 +10,49 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from codegen.errors import CodegenError
-from codegen.toolchain import find_tool
+from codegen.resources import firmware_dir
+from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_tool
+
+# What every probe links besides its own sources: reset vectors, UART0, the global timer and
+# the runtime (firmware/); the linker drops what a probe does not call (--gc-sections).
+RUNTIME = ("startup.S", "fw_uart.c", "fw_timer.c", "fw_rt.c")
+
+
+def link_probe(
+    elf: Path,
+    sources: Sequence[str | Path],
+    *,
+    cflags: Sequence[str] = (),
+    includes: Sequence[str | Path] = (),
+    libs: Sequence[str] = (),
+) -> Path:
+    """Compile and link a probe for the Cortex-A9 as fw.elf is built (ARM_CFLAGS, link.ld with
+    its RAM checks): the firmware runtime plus ``sources``; BuildError with the compiler's
+    output on failure."""
+    fw = firmware_dir()
+    run_tool(
+        [
+            find_tool("arm-none-eabi-gcc"),
+            *ARM_CFLAGS,
+            *cflags,
+            *(f"-I{d}" for d in includes),
+            f"-I{fw}",
+            f"-T{fw / 'link.ld'}",
+            *ARM_LDFLAGS,
+            "-o",
+            str(elf),
+            *(str(fw / r) for r in RUNTIME),
+            *map(str, sources),
+            "-lgcc",
+            *libs,
+        ],
+        what="arm-none-eabi-gcc",
+    )
+    return elf
 
 
 def qemu_probe_lines(elf: Path, *, icount: bool = False) -> list[str]:

@@ -227,36 +227,11 @@ def run_arm_probe(
     """Link a probe main with the firmware runtime (startup, UART) for the Cortex-A9 as fw.elf
     is built (ARM_CFLAGS), boot it in qemu-system-arm -M xilinx-zynq-a9 and return the lines
     its UART prints up to "END"."""
-    import subprocess
-
     from codegen.firmware_build import FirmwareConfig, render_config
-    from codegen.qemu_probe import qemu_probe_lines
-    from codegen.resources import firmware_dir
-    from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool
+    from codegen.qemu_probe import link_probe, qemu_probe_lines
 
-    fw = firmware_dir()
     inc = tmp / "include"
     inc.mkdir(parents=True, exist_ok=True)
     (inc / "fw_config.h").write_text(render_config(FirmwareConfig(), "fw-probe", "0" * 64))
-    elf = tmp / "probe.elf"
-    subprocess.run(
-        [
-            find_tool("arm-none-eabi-gcc"),
-            *ARM_CFLAGS,
-            *cflags,
-            f"-I{inc}",
-            *(f"-I{d}" for d in includes),
-            f"-I{fw}",
-            f"-T{fw / 'link.ld'}",
-            *ARM_LDFLAGS,
-            "-o",
-            str(elf),
-            str(fw / "startup.S"),
-            str(fw / "fw_uart.c"),
-            str(fw / "fw_rt.c"),
-            *map(str, sources),
-            "-lgcc",
-        ],
-        check=True,
-    )
+    elf = link_probe(tmp / "probe.elf", list(sources), cflags=cflags, includes=[inc, *includes])
     return qemu_probe_lines(elf)

@@ -27,10 +27,10 @@ from codegen.firmware_build import FirmwareConfig, render_config
 from codegen.intref.adapt import adapt_int
 from codegen.intref.entropy import argmax_s16, entropy_s16
 from codegen.ir import AdaptConfig, AdaptParams
-from codegen.qemu_probe import qemu_probe_lines
+from codegen.qemu_probe import link_probe, qemu_probe_lines
 from codegen.quantize_adapt import quantize_adapt
 from codegen.resources import firmware_dir
-from codegen.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool
+from codegen.toolchain import find_tool
 
 pytestmark = pytest.mark.qemu
 
@@ -237,30 +237,15 @@ def run_probe(
     )
     elf = tmp / "probe.elf"
     srcs = [
-        fw / "startup.S",
         src / "probe_main.c",
-        fw / "fw_uart.c",
-        fw / "fw_rt.c",
         *sorted(src.glob("t*_adapt_params.c")),
         *(fw / s for s in sources.ADAPT),
     ]
-    subprocess.run(
-        [
-            find_tool("arm-none-eabi-gcc"),
-            *ARM_CFLAGS,
-            *sizes,
-            *(["-DELT_SCALAR"] if scalar else []),
-            f"-I{inc}",
-            f"-I{src}",
-            f"-I{fw}",
-            f"-T{fw / 'link.ld'}",
-            *ARM_LDFLAGS,
-            "-o",
-            str(elf),
-            *map(str, srcs),
-            "-lgcc",
-        ],
-        check=True,
+    link_probe(
+        elf,
+        srcs,
+        cflags=[*sizes, *(["-DELT_SCALAR"] if scalar else [])],
+        includes=[inc, src],
     )
     if not scalar:  # the device build really takes the NEON paths
         dis = subprocess.run(
