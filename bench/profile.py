@@ -115,6 +115,7 @@ def parse_log(path: Path) -> tuple[dict[int, list[str]], collections.Counter[int
 
 
 def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[str, object]:
+    from elatta_host.device import Device
     from elatta_host.infer import decode_result, encode_infer, mode_index
     from elatta_host.protocol import Msg
     from elatta_host.qemu import Qemu
@@ -131,6 +132,8 @@ def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[
         )
         link = q.start()
         try:
+            # Protocol v2: the device answers INFER only inside a session opened by HELLO.
+            Device(link).hello(sync_timeout=30)
             # One INFER only: boot and the idle loop add a few hundred instructions.
             reply = link.request(
                 Msg.INFER,
