@@ -56,6 +56,12 @@ Each records encoder and no-adapt ticks, .text/.rodata bytes, the fraction of th
 device no-adapt class equals the Python float model's (``float_class_agreement``), and a
 static instruction mix (``arm-none-eabi-objdump -d``) of the encoder's call tree.
 
+Goals (``goals``): the performance targets of docs/targets.md §1, each with the figure of this run
+it is judged on, the target and whether it is met — the encoder against 1.25x its MAC floor
+(T·4H·(F+H) multiply-accumulates at four per VMLAL.S16, ten instructions per tick), c(k) − F_Cls at
+k = 8 and 16, the k = 16 / n = 8 / λ = 12 adaptation against the no-adapt inference of the same
+build, the host reference (strict, all processes) and the front end against CMSIS-DSP.
+
 Front end (``frontend``, codegen/bench_frontend.py): ticks per hop and per second of audio of the
 integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and -DELT_SCALAR) on every frame of a few
 mixed test clips, and in the same run CMSIS-DSP 1.10.3's ``arm_mfcc_q15`` (Neon and portable C)
@@ -98,6 +104,7 @@ JSON_KEYS = (
     "host_reference",
     "cost_model",
     "frontend",
+    "goals",
 )
 SCALAR_KEYS = JSON_KEYS[:10]
 BASELINES = ("scalar", "float32", "float32_fastmath")
@@ -650,9 +657,111 @@ def run_bench(
         },
         "build_id": res0.manifest["firmware"]["build_id"],
     }
+    doc["goals"] = goals(doc, q0.lstm)
     (out / "bench.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / "bench.md").write_text(render_md(doc, extra))
     return doc
+
+
+def mac_floor_ticks(lstm: Any) -> float:
+    """The encoder's multiply-accumulates at four per VMLAL.S16 (ARMv7-A has no wider 16-bit
+    MAC), one instruction each, ten instructions per global-timer tick under -icount shift=0."""
+    macs = lstm.num_frames * 4 * lstm.hidden_size * (lstm.input_size + lstm.hidden_size)
+    return macs / 4 / 10
+
+
+def c_of_k(sweep: list[dict[str, Any]], k: int) -> tuple[float, int] | None:
+    """c(k) from the n slope at k (growth_table's definition) and that build's λ."""
+    pts = sorted((s for s in sweep if s["k"] == k), key=lambda s: s["n"])
+    if len(pts) < 2 or pts[-1]["n"] == pts[0]["n"]:
+        return None
+    lo, hi = pts[0], pts[-1]
+    return (hi["adapt_ticks"] - lo["adapt_ticks"]) / ((hi["n"] - lo["n"]) * lo["lam"]), lo["lam"]
+
+
+def goals(d: dict[str, Any], lstm: Any) -> list[dict[str, Any]]:
+    """The performance targets of docs/targets.md §1 judged on this run's figures."""
+    out: list[dict[str, Any]] = []
+
+    def goal(name: str, measured: float, target: float, how: str, sense: str = "<=") -> None:
+        out.append(
+            {
+                "goal": name,
+                "measured": round(float(measured), 3),
+                "sense": sense,
+                "target": float(target),
+                "met": bool(measured <= target if sense == "<=" else measured >= target),
+                "how": how,
+            }
+        )
+
+    floor = mac_floor_ticks(lstm)
+    goal(
+        "encoder ticks",
+        d["encoder_ticks"],
+        8000,
+        f"default model; MAC floor {floor:.0f} ticks, measured / floor "
+        f"{d['encoder_ticks'] / floor:.2f}",
+    )
+    fcls = d["head_entropy_ticks"]
+    for k, target in ((8, 100), (16, 300)):
+        ck = c_of_k(d["sweep"], k)
+        if ck is not None:
+            goal(
+                f"c({k}) − F_Cls ticks",
+                ck[0] - fcls,
+                target,
+                f"λ = {ck[1]}, c({k}) = {ck[0]:.0f}, F_Cls = {fcls}",
+            )
+    big = [s for s in d["sweep"] if (s["k"], s["n"], s["lam"]) == (16, 8, 12)]
+    if big:
+        s = big[0]
+        goal(
+            "k 16 / n 8 / λ 12 adaptation ÷ no-adapt inference",
+            s["adapt_ticks"] / s["no_adapt_ticks"],
+            1.0,
+            f"adapt {s['adapt_ticks']} / no-adapt {s['no_adapt_ticks']} ticks",
+        )
+    h = d.get("host_reference")
+    if h is not None:
+        goal(
+            f"host reference, strict, samples/s on {h['workers']} processes",
+            h["strict"]["samples_per_s"],
+            50000,
+            f"median of {h.get('repeats', 1)} passes; {h['strict']['samples_per_s_1']:.0f} "
+            "on 1 process",
+            sense=">=",
+        )
+    fe = d.get("frontend")
+    if fe is not None and fe.get("ours_over_cmsis_neon") is not None:
+        goal(
+            "front end ÷ CMSIS-DSP arm_mfcc_q15 (Neon) per hop",
+            fe["ours_over_cmsis_neon"],
+            1.0,
+            "ticks per 20 ms hop, same run",
+        )
+    return out
+
+
+def goals_md(g: list[dict[str, Any]] | None) -> list[str]:
+    if not g:
+        return []
+    return [
+        "## Performance goals (this run)",
+        "",
+        "Each target judged on a figure of this run (docs/targets.md §1); ticks are QEMU icount "
+        "ticks, ratios are taken within the run.",
+        "",
+        "| goal | measured | target | met | from |",
+        "|---|---:|---:|---|---|",
+        *(
+            f"| {r['goal']} | {r['measured']:g} | {'≤' if r['sense'] == '<=' else '≥'} "
+            f"{r['target']:g} | "
+            f"{'yes' if r['met'] else 'NO'} | {r['how']} |"
+            for r in g
+        ),
+        "",
+    ]
 
 
 # The forms fitted to the sweep: name -> (formula, the two terms' coefficients of λ, n, D, C, k).
@@ -865,6 +974,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         "Default model and configs/default.toml; "
         f"calibration and samples from `{x['data']}`. Build id {x['build_id']}.",
         "",
+        *goals_md(d.get("goals")),
         "## Default build (k = 2, n = 2, λ = 6)",
         "",
         "| figure | ticks | how |",

@@ -156,6 +156,14 @@ def test_bench_reduced(tmp_path: Path) -> None:
         assert len(h[mode]["runs"]) == h["repeats"] == 3
         assert h[mode]["samples_per_s"] == sorted(h[mode]["runs"])[1]  # the median pass
     assert "## Host integer reference" in md
+    # the goals table: judged on this run's own figures (the reduced sweep has no k = 8 / 16)
+    g = {r["goal"]: r for r in doc["goals"]}
+    enc = g["encoder ticks"]
+    assert enc["measured"] == doc["encoder_ticks"] and enc["met"] == (enc["measured"] <= 8000)
+    host = [r for r in doc["goals"] if r["goal"].startswith("host reference")]
+    assert host and host[0]["measured"] == h["strict"]["samples_per_s"]
+    assert not any(r["goal"].startswith("c(") for r in doc["goals"])
+    assert "## Performance goals (this run)" in md
 
     # a second boot of the default build: the same medians
     from codegen.build import build
@@ -325,6 +333,43 @@ def test_instruction_classifier() -> None:
         ("bl", "100abc <expf>", "arm"),
     ]:
         assert classify(mn, ops) == want, (mn, ops)
+
+
+def test_goals_judged_on_the_run() -> None:
+    """Each goal reads its figure from the bench document: c(k) from the n slope, the big
+    configuration against its own no-adapt ticks, the host reference as 'at least'."""
+    from types import SimpleNamespace
+
+    from codegen.bench import goals
+
+    def pt(k: int, n: int, lam: int, adapt: int) -> dict[str, int]:
+        return {"k": k, "n": n, "lam": lam, "adapt_ticks": adapt, "no_adapt_ticks": 10000}
+
+    d = {
+        "encoder_ticks": 9000,
+        "head_entropy_ticks": 80,
+        "sweep": [
+            pt(8, 2, 10, 3000),
+            pt(8, 8, 10, 13800),
+            pt(16, 2, 12, 3000),
+            pt(16, 8, 12, 9000),
+        ],
+        "host_reference": {
+            "workers": 2,
+            "strict": {"samples_per_s": 40000.0, "samples_per_s_1": 1},
+        },
+        "frontend": {"ours_over_cmsis_neon": 0.5},
+    }
+    lstm = SimpleNamespace(num_frames=49, hidden_size=32, input_size=10)
+    g = {r["goal"]: r for r in goals(d, lstm)}
+    assert g["encoder ticks"]["met"] is False and "MAC floor 6586" in g["encoder ticks"]["how"]
+    assert g["c(8) − F_Cls ticks"]["measured"] == 100.0 and g["c(8) − F_Cls ticks"]["met"]
+    assert g["c(16) − F_Cls ticks"]["measured"] == round(6000 / 72 - 80, 3)
+    big = g["k 16 / n 8 / λ 12 adaptation ÷ no-adapt inference"]
+    assert big["measured"] == 0.9 and big["met"]
+    host = g["host reference, strict, samples/s on 2 processes"]
+    assert host["sense"] == ">=" and not host["met"]
+    assert g["front end ÷ CMSIS-DSP arm_mfcc_q15 (Neon) per hop"]["met"]
 
 
 def test_variants_are_known_flags() -> None:
