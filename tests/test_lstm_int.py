@@ -71,41 +71,43 @@ def test_batched_reference_equals_the_contract_row_by_row(built) -> None:  # typ
 
 
 def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: ignore[no-untyped-def]
-    """The emitted arrays (rows g·Hp + j, columns [hs; 0 pad; xs], blocks of 16 rows stored column
-    by column) hold the same integers: the gate sums formed from them equal
-    W_ih xs + W_hh hs + bias; the exhaustive σ table is σ at every int16 input."""
+    """The emitted arrays (rows by groups of 8 units: i, f rows, then g, o; columns
+    u = [hs; xs] in the kernel's order per block, blocks of 16 rows stored column by column)
+    hold the same integers: the gate sums formed from them equal W_ih xs + W_hh hs + bias; the
+    exhaustive tables are σ and 2σ − 32768 at every int16 input."""
     from codegen.emit import ROW_BLOCK, lstm_layout
+    from codegen.lstm_neon import column_order, row_gate_unit
 
     kit, qm, _ = built
     L = qm.lstm
     lay = lstm_layout(L)
     H, F, Hp = L.hidden_size, L.input_size, lay.hidden_pad
-    assert Hp % 8 == 0 and lay.cols % 4 == 0 and lay.rows % ROW_BLOCK == 0
+    assert Hp % 8 == 0 and lay.cols == H + F and lay.rows == 4 * Hp
     assert lay.w.shape == (lay.rows // ROW_BLOCK, lay.cols, ROW_BLOCK)
     dense = np.zeros((lay.rows, lay.cols), dtype=np.int64)
     for r in range(lay.rows):
-        dense[r] = lay.w[r // ROW_BLOCK, :, r % ROW_BLOCK]
+        b = r // ROW_BLOCK
+        dense[r, column_order(H, F, b)] = lay.w[b, :, r % ROW_BLOCK]
+    assert column_order(H, F, 1) == column_order(H, F, 0)[::-1] == list(range(H + F))[::-1]
     rng = np.random.default_rng(2)
     xs = rng.integers(-32768, 32768, size=F)
     hs = rng.integers(-32768, 32768, size=H)
-    u = np.zeros(lay.cols, dtype=np.int64)
-    u[:H], u[lay.cols - F :] = hs, xs
-    u[Hp : lay.cols - F] = 12345  # pad operands meet zero weights
-    got = dense @ u + lay.bias
+    got = dense @ np.concatenate([hs, xs]) + lay.bias
     want = L.w_ih.raw @ xs + L.w_hh.raw @ hs + L.bias.raw
-    for g in range(4):
-        np.testing.assert_array_equal(got[g * Hp : g * Hp + H], want[g * H : (g + 1) * H])
-        np.testing.assert_array_equal(got[g * Hp + H : (g + 1) * Hp], 0)
-        assert np.all(
-            -lay.neg_shift[g * Hp : (g + 1) * Hp]
-            == (L.shifts.tanh_rshift if g == 2 else L.shifts.sig_rshift)
-        )
+    seen = set()
+    for r in range(lay.rows):
+        g, j = row_gate_unit(r)
+        assert 0 <= g < 4 and 0 <= j < Hp and (g, j) not in seen
+        seen.add((g, j))
+        assert got[r] == (want[g * H + j] if j < H else 0), (r, g, j)
     v = np.arange(-32768, 32768)
-    assert lay.sigmoid_full.shape == (65536,)
+    assert lay.sigmoid_full.shape == lay.tanh_full.shape == (65536,)
     np.testing.assert_array_equal(
         lay.sigmoid_full, sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
     )
+    np.testing.assert_array_equal(lay.tanh_full, tanh_from_sigmoid(lay.sigmoid_full))
     assert lay.sigmoid_full[32768] == 16384  # index v + 32768: σ(0) = 1/2
+    assert lay.tanh_full[32768] == 0
 
 
 def test_c_equals_python_on_extreme_inputs(built) -> None:  # type: ignore[no-untyped-def]
