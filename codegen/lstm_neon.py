@@ -42,9 +42,10 @@ WEIGHT_REGS = 16  # d16-d31: one VLDM of at most 16 d-registers
 # runs the gate rows and the cell in loops over groups of 8 units instead.
 UNROLL_LIMIT = 5000
 ROLES = ("last", "seq", "mean", "max")
-# Byte offsets in elt_lstm_s16_kargs_t (firmware/elt_lstm_s16.h; the generated C asserts them).
-KARGS = {"tables": 0, "xs": 16, "hs": 20, "c": 24, "act": 28, "out": 32, "steps": 36, "w": 40,
-         "bias": 44}  # fmt: skip
+# Byte offsets in elt_lstm_s16_kargs_t and elt_lstm_s16_kconst_t (firmware/elt_lstm_s16.h; the
+# generated C asserts them).
+KARGS = {"xs": 0, "hs": 4, "c": 8, "act": 12, "out": 16, "steps": 20}
+KCONST = {"tables": 0, "w": 64, "bias": 68}
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class KernelSpec:
     ig_lshift: int  # (i·g) << ig_lshift beside f·c
     tanh_rshift: int  # 2c = sat16(rshift_round(c, tanh_rshift))
     role: str  # ROLES: what the kernel writes per step (h, the sequence, Σh or max h)
-    tanh_table: bool  # g and tanh(c) gathered from tanh_full (else 2σ − 32768 from σ)
+    kconst: str  # the C symbol of the layer's elt_lstm_s16_kconst_t
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -161,16 +162,19 @@ def estimate_step(spec: KernelSpec) -> int:
 
 
 class _Kernel:
-    """One kernel's program text (see the module docstring for the register plan)."""
+    """One kernel's program text (see the module docstring for the register plan).
+
+    Core registers: r1 weights, r2 bias, r3 gate pre-activations (written downwards by the
+    gates, read upwards by the cell), r4 the frame's operands, r5 hs, r6 c, r7 out, r8 steps
+    left, r9 the layer's constants (elt_lstm_s16_kconst_t), r10-r12 and lr the gather's addresses (r10 also scratch), r0 the
+    group counter (loops) or 2F (unrolled: the last operand load steps to the next frame).
+    """
 
     def __init__(self, spec: KernelSpec) -> None:
         self.s = spec
         self.a = _Asm()
         self.chunks = chunks(spec.hidden, spec.inputs)
         self.unrolled = estimate_step(spec) <= UNROLL_LIMIT
-        # hs of cell group j < 4 written straight into q_j = d2j, d2j+1: the first chunk's h
-        # groups 2j, 2j+1 (every chunk starts at d0, and h groups come first)
-        self.keep_hs = self.unrolled
         self.wpos = 0  # position in the weight stream, in d-registers
         self.wlen = 0  # d-registers of the current stream segment (a step or a group)
 
@@ -222,9 +226,10 @@ class _Kernel:
         self.wpos += 4
         return r
 
-    def block(self, half: int) -> None:
+    def block(self, half: int, last: bool = False) -> None:
         """One block of 16 gate rows (half 0: i, f rows; half 1: g, o) of the current group;
-        the first chunk it needs is in place, and so is the last when it returns."""
+        the first chunk it needs is in place, and so is the last when it returns. The last
+        block of an unrolled step keeps its gates in d8-d11 for the cell."""
         s, a = self.s, self.a
         a("vldmia r2!, {d8-d15}")
         order = range(len(self.chunks)) if half == 0 else range(len(self.chunks) - 1, -1, -1)
@@ -236,9 +241,8 @@ class _Kernel:
             regs = list(enumerate(self.chunks[ci]))
             if half:
                 regs = regs[::-1]
-            for reg, (_, _) in regs:
+            for reg, (src, g) in regs:
                 lanes = range(COL_GROUP) if half == 0 else range(COL_GROUP - 1, -1, -1)
-                src, g = self.chunks[ci][reg]
                 n_real = (s.hidden if src == "h" else s.inputs) - COL_GROUP * g
                 for lane in lanes:
                     if lane >= n_real:
@@ -254,20 +258,26 @@ class _Kernel:
             else:
                 a(f"vrshr.s32 q{4 + k}, q{4 + k}, #{sh}")
                 a(f"vqmovn.s32 d{8 + k}, q{4 + k}")
-        a("vstmdb r3!, {d8-d11}")
+        if not last:
+            a("vstmdb r3!, {d8-d11}")
 
     # -- cell ----------------------------------------------------------------------------------
-    def gather(self, lo: int, hi: int, mid: int, qa: int, qb: int) -> None:
-        """d_lo, d_hi (8 Q4.11 values) := table[v] in place; table base (entry 0) in q_mid."""
+    def gather(self, lo: int, hi: int, table: int, qa: int, qb: int,
+               dst: list[tuple[int, int]] | None = None) -> None:  # fmt: skip
+        """8 Q4.11 values in d_lo, d_hi := table[v], the table's entry 0 in every lane of
+        q_table; into the same lanes, or into dst (d-register, lane) per value."""
         a = self.a
+        if dst is None:
+            dst = [(lo, k) for k in range(4)] + [(hi, k) for k in range(4)]
         a(f"vshll.s16 q{qa}, d{lo}, #1")
         a(f"vshll.s16 q{qb}, d{hi}, #1")
-        a(f"vadd.i32 q{qa}, q{qa}, q{mid}")
-        a(f"vadd.i32 q{qb}, q{qb}, q{mid}")
-        for d, q in ((lo, qa), (hi, qb)):
+        a(f"vadd.i32 q{qa}, q{qa}, q{table}")
+        a(f"vadd.i32 q{qb}, q{qb}, q{table}")
+        for half, q in enumerate((qa, qb)):
             a(f"vmov r10, r11, d{2 * q}")
             a(f"vmov r12, lr, d{2 * q + 1}")
-            for lane, r in enumerate(("r10", "r11", "r12", "lr")):
+            for k, r in enumerate(("r10", "r11", "r12", "lr")):
+                d, lane = dst[4 * half + k]
                 a(f"vld1.16 {{d{d}[{lane}]}}, [{r}]")
 
     def narrow(self, dst: int, src: int, sh: int, tmp: int) -> None:
@@ -281,121 +291,157 @@ class _Kernel:
             a(f"vrshr.s32 q{tmp}, q{src}, #{sh}")
             a(f"vqmovn.s32 d{dst}, q{tmp}")
 
-    def cell(self, j: int | None) -> None:
-        """The cell of one group of 8 units (j: its index when unrolled, to keep hs in q_j)."""
+    def cell(self, in_regs: bool, store_h: bool) -> None:
+        """The cell of one group of 8 units. Gates from memory (the blocks were stored
+        downwards: g d16-17, o d18-19, i d20-21, f d22-23) or, in_regs, g and o still in d8-d11
+        from the step's last block and only i, f from memory. q0, q1 hold 0 in every odd int16
+        lane (f is gathered into the even ones: int32 lanes), q2 the σ table, q3 tanh's."""
         s, a = self.s, self.a
-        tq = 15 if s.tanh_table else 14  # table of g and tanh(c)
-        # gates of the group (the blocks were stored downwards): g q8, o q9, i q10, f q11
-        a("vldmia r3!, {d16-d23}")
-        self.gather(20, 21, 14, 12, 13)  # i = σ
-        self.gather(22, 23, 14, 12, 13)  # f = σ
-        self.gather(16, 17, tq, 12, 13)  # g = tanh (pre is 2x)
-        self.gather(18, 19, 14, 12, 13)  # o = σ
-        if not s.tanh_table:
-            # tanh = 2σ − 32768: as int16, 2σ with bit 15 flipped (q15 = 0x8000 per lane)
-            a("vshl.i16 q8, q8, #1")
-            a("veor q8, q8, q15")
-        a("vmull.s16 q12, d20, d16")  # i·g, units 0-3 (int32)
-        a("vmull.s16 q13, d21, d17")  # units 4-7
-        a("vmovl.s16 q10, d22")  # f, units 0-3 (int32)
-        a("vmovl.s16 q8, d23")  # units 4-7
-        a("vldmdb r6!, {d8-d11}")  # c, units 0-3 in q4, 4-7 in q5
-        # c = sat32(rshift_round(f·c + (i·g)·2^L, 15)): int64 lanes, two units per instruction
-        for ig, f, c in ((24, 20, 8), (25, 21, 9), (26, 16, 10), (27, 17, 11)):
-            q = 6 + (ig % 2)
-            if s.ig_lshift:
-                a(f"vshll.s32 q{q}, d{ig}, #{s.ig_lshift}")
-            else:
-                a(f"vmovl.s32 q{q}, d{ig}")
-            a(f"vmlal.s32 q{q}, d{f}, d{c}")
-            a(f"vqrshrn.s64 d{c}, q{q}, #15")
-        a("vstmia r6, {d8-d11}")
-        # 2c = sat16(rshift_round(c, tanh_rshift)), then tanh(c) from the table
-        self.narrow(24, 4, s.tanh_rshift, 6)
-        self.narrow(25, 5, s.tanh_rshift, 7)
-        self.gather(24, 25, tq, 6, 7)
-        if not s.tanh_table:
-            a("vshl.i16 q12, q12, #1")
-            a("veor q12, q12, q15")
-        # h = sat16(rshift_round(o·tanh(c), 15)) = VQRDMULH (A8.8.375)
-        hs_q = j if self.keep_hs and j is not None and j < 4 else 12
-        h_q = hs_q if s.h_opshift == 0 else 12
-        a(f"vqrdmulh.s16 q{h_q}, q9, q12")
-        if s.role in ("last", "seq"):
-            a(f"vstmdb r7!, {{d{2 * h_q}, d{2 * h_q + 1}}}")
-        elif s.role == "mean":
-            a("vldmdb r7!, {d8-d11}")
-            a(f"vaddw.s16 q4, q4, d{2 * h_q}")
-            a(f"vaddw.s16 q5, q5, d{2 * h_q + 1}")
-            a("vstmia r7, {d8-d11}")
+        if in_regs:
+            g, o, c0 = (8, 9), (10, 11), 8  # c into q8, q9
+            a("vldmia r3!, {d20-d23}")
         else:
-            a("vldmdb r7!, {d8, d9}")
-            a(f"vmax.s16 q4, q4, q{h_q}")
-            a("vstmia r7, {d8, d9}")
+            g, o, c0 = (16, 17), (18, 19), 4  # c into q4, q5
+            a("vldmia r3!, {d16-d23}")
+        i, f = (20, 21), (22, 23)
+        cd = [2 * c0, 2 * c0 + 1, 2 * c0 + 2, 2 * c0 + 3]  # c of units 0-1, 2-3, 4-5, 6-7
+        self.gather(*i, 2, 12, 13)  # i = σ
+        # f = σ into the even int16 lanes of q0, q1: int32 f of units 0-3, 4-7 for VMLAL.S32
+        self.gather(*f, 2, 12, 13, [(d, lane) for d in range(4) for lane in (0, 2)])
+        self.gather(*g, 3, 12, 13)  # g = tanh (its pre-activation is 2x)
+        self.gather(*o, 2, 12, 13)  # o = σ
+        a(f"vmull.s16 q12, d{i[0]}, d{g[0]}")  # i·g, units 0-3 (int32)
+        a(f"vmull.s16 q13, d{i[1]}, d{g[1]}")  # units 4-7
+        a(f"vldmdb r6!, {{{_dlist(cd[0], 4)}}}")  # c
+        # c = sat32(rshift_round(f·c + (i·g)·2^L, 15)): int64 lanes, two units per instruction
+        for k in range(4):
+            q = 6 + k % 2
+            if s.ig_lshift:
+                a(f"vshll.s32 q{q}, d{24 + k}, #{s.ig_lshift}")
+            else:
+                a(f"vmovl.s32 q{q}, d{24 + k}")
+            a(f"vmlal.s32 q{q}, d{k}, d{cd[k]}")
+            a(f"vqrshrn.s64 d{cd[k]}, q{q}, #15")
+        a(f"vstmia r6, {{{_dlist(cd[0], 4)}}}")
+        # 2c = sat16(rshift_round(c, tanh_rshift)), then tanh(c) from the table
+        self.narrow(24, c0, s.tanh_rshift, 6)
+        self.narrow(25, c0 + 1, s.tanh_rshift, 7)
+        self.gather(24, 25, 3, 6, 7)
+        # h = sat16(rshift_round(o·tanh(c), 15)) = VQRDMULH (A8.8.375)
+        a(f"vqrdmulh.s16 q12, q{o[0] // 2}, q12")
+        if s.role in ("last", "seq"):
+            if store_h:
+                a("vstmdb r7!, {d24, d25}")
+        elif s.role == "mean":
+            a(f"vldmdb r7!, {{{_dlist(cd[0], 4)}}}")
+            a(f"vaddw.s16 q{c0}, q{c0}, d24")
+            a(f"vaddw.s16 q{c0 + 1}, q{c0 + 1}, d25")
+            a(f"vstmia r7, {{{_dlist(cd[0], 4)}}}")
+        else:
+            a(f"vldmdb r7!, {{d{cd[0]}, d{cd[1]}}}")
+            a(f"vmax.s16 q{c0}, q{c0}, q12")
+            a(f"vstmia r7, {{d{cd[0]}, d{cd[1]}}}")
         if s.h_opshift > 16:
-            a(f"vmov.i16 q{hs_q}, #0")  # |h| <= 2^15 < 2^(s - 1): rshift_round(h, s) = 0
+            a("vmov.i16 q12, #0")  # |h| <= 2^15 < 2^(s - 1): rshift_round(h, s) = 0
         elif s.h_opshift:
-            a(f"vrshr.s16 q{hs_q}, q{h_q}, #{s.h_opshift}")
-        a(f"vstmdb r5!, {{d{2 * hs_q}, d{2 * hs_q + 1}}}")
+            a(f"vrshr.s16 q12, q12, #{s.h_opshift}")
+        a("vstmdb r5!, {d24, d25}")
+
+    def cells(self, store_h: bool) -> None:
+        """The cell of every group (downwards: the last block's group first)."""
+        a, n = self.a, self.s.groups
+        if self.unrolled:
+            for j in range(n):
+                self.cell(j == 0, store_h)
+        else:
+            a(f"mov r0, #{n}")
+            loop = a.label()
+            a(f"{loop}:")
+            self.cell(False, store_h)
+            a("subs r0, r0, #1")
+            a(f"bne {loop}b")
 
     # -- program -------------------------------------------------------------------------------
+    def gates(self) -> list[str]:
+        """One step's gate rows, from the step's first operand load to the last block's
+        narrowing (as a list, so the last operand load can be made to step the frame)."""
+        s = self.s
+        outer, self.a = self.a, _Asm()
+        self.a.labels = outer.labels
+        n = s.groups
+        self.load_chunk(0)
+        col_regs = 2 * ROW_BLOCK * s.cols // 4  # weight d-registers of one group
+        if self.unrolled:
+            self.wpos, self.wlen = 0, n * col_regs
+            for u in range(n):
+                self.block(0)
+                self.block(1, last=u == n - 1)
+        else:
+            self.a(f"mov r0, #{n}")
+            loop = self.a.label()
+            self.a(f"{loop}:")
+            self.wpos, self.wlen = 0, col_regs
+            self.block(0)
+            self.block(1)
+            self.a("subs r0, r0, #1")
+            self.a(f"bne {loop}b")
+        lines, self.a = self.a.lines, outer
+        self.a.labels += len([ln for ln in lines if ln.endswith(":")])
+        return lines
+
     def program(self) -> list[str]:
         s, a = self.s, self.a
-        hp, n = s.hidden_pad, s.groups
+        hp = s.hidden_pad
         a("push {r4-r11, lr}")
         a("vpush {d8-d15}")
-        a("mov r9, r0")
         for reg, field in (("r4", "xs"), ("r5", "hs"), ("r6", "c"), ("r3", "act"), ("r7", "out"),
-                           ("r8", "steps"), ("r1", "w"), ("r2", "bias")):  # fmt: skip
-            a(f"ldr {reg}, [r9, #{KARGS[field]}]")
+                           ("r8", "steps")):  # fmt: skip
+            a(f"ldr {reg}, [r0, #{KARGS[field]}]")
+        a(f"movw r9, #:lower16:{s.kconst}")
+        a(f"movt r9, #:upper16:{s.kconst}")
+        a(f"ldr r1, [r9, #{KCONST['w']}]")
+        a(f"ldr r2, [r9, #{KCONST['bias']}]")
         # the cell walks act upwards and c, hs and out downwards from their ends
         a.add_imm("r3", "r3", 8 * hp)
         a.add_imm("r6", "r6", 4 * hp)
         a.add_imm("r7", "r7", (4 if s.role == "mean" else 2) * hp)
-        if self.keep_hs:
-            self.load_segments(self.chunks[0], "h")
+        step_x = False
+        if self.unrolled:
+            a(f"mov r0, #{2 * s.inputs}")
         top = a.label()
         a(f"{top}:")
-        self.load_segments(self.chunks[0], "x")
-        if not self.keep_hs:
-            self.load_segments(self.chunks[0], "h")
-        col_regs = 2 * ROW_BLOCK * s.cols // 4  # weight d-registers of one group
+        gates = self.gates()
         if self.unrolled:
-            self.wpos, self.wlen = 0, n * col_regs
-            for _ in range(n):
-                self.block(0)
-                self.block(1)
-        else:
-            a(f"mov r0, #{n}")
-            loop = a.label()
-            a(f"{loop}:")
-            self.wpos, self.wlen = 0, col_regs
-            self.block(0)
-            self.block(1)
-            a("subs r0, r0, #1")
-            a(f"bne {loop}b")
-        # the tables' bases (σ, σ; tanh or 0x8000 twice) in every lane of q14, q15
-        a(f"vld4.32 {{d28[], d29[], d30[], d31[]}}, [r9]")
+            # the step's last use of the frame pointer, a load at offset 0, steps to the next frame
+            uses = [k for k, ln in enumerate(gates) if "r4" in ln]
+            if uses and gates[uses[-1]].startswith("vld1.16") and gates[uses[-1]].endswith("[r4]"):
+                gates[uses[-1]] += ", r0"
+                step_x = True
+        a.lines += gates
+        # zeros (q0, q1) and the tables' entry 0 (σ q2, tanh q3)
+        a("vldmia r9, {d0-d7}")
         a.add_imm("r5", "r5", 2 * hp)
-        if self.unrolled:
-            for j in range(n - 1, -1, -1):
-                self.cell(j)
-        else:
-            a(f"mov r0, #{n}")
-            loop = a.label()
-            a(f"{loop}:")
-            self.cell(None)
-            a("subs r0, r0, #1")
-            a(f"bne {loop}b")
+        peel = s.role == "last"  # only the last step's h is the encoder's output
+        last = a.label()
+        if peel:
+            a("subs r8, r8, #1")
+            a(f"beq {last}f")
+        self.cells(store_h=not peel)
         # the next step: weights and bias from the start, c and out back to their ends
-        a(f"ldr r1, [r9, #{KARGS['w']}]")
+        a(f"ldr r1, [r9, #{KCONST['w']}]")
         a.add_imm("r2", "r2", -16 * hp)
         a.add_imm("r6", "r6", 4 * hp)
-        out_step = {"last": 2 * hp, "seq": 2 * hp + 2 * s.hidden, "mean": 4 * hp, "max": 2 * hp}
+        out_step = {"last": 0, "seq": 2 * hp + 2 * s.hidden, "mean": 4 * hp, "max": 2 * hp}
         a.add_imm("r7", "r7", out_step[s.role])
-        a.add_imm("r4", "r4", 2 * s.inputs)
-        a("subs r8, r8, #1")
-        a(f"bne {top}b")
+        if not step_x:
+            a.add_imm("r4", "r4", 2 * s.inputs)
+        if peel:
+            a(f"b {top}b")
+            a(f"{last}:")
+            self.cells(store_h=True)
+        else:
+            a("subs r8, r8, #1")
+            a(f"bne {top}b")
         a("vpop {d8-d15}")
         a("pop {r4-r11, pc}")
         return a.lines

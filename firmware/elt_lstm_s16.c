@@ -124,29 +124,40 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
 #endif
 
 #if ELT_LSTM_KERNEL
-/* `steps` steps of the layer's NEON kernel from the state in s, writing per step to out (what
- * the layer's role writes: elt_lstm_s16_kargs_t). */
+/* `steps` steps of the layer's NEON kernel from the state in s, frames xs F apart, writing per
+ * step to out (what the layer's role writes: elt_lstm_s16_kargs_t). */
 static void kernel_steps(const elt_lstm_s16_params_t *p, const int16_t *xs,
                          const elt_lstm_s16_scratch_t *s, void *out, uint32_t steps)
 {
-    const uint32_t sig = (uint32_t)(uintptr_t)(p->sigmoid_full + 32768);
-    /* without a tanh table the kernel's q15 holds INT16_MIN in every int16 lane */
-    const uint32_t tnh =
-        p->tanh_full != 0 ? (uint32_t)(uintptr_t)(p->tanh_full + 32768) : 0x80008000u;
-    elt_lstm_s16_kargs_t a;
-    a.tables[0] = sig;
-    a.tables[1] = sig;
-    a.tables[2] = tnh;
-    a.tables[3] = tnh;
-    a.xs = xs;
-    a.hs = s->hs;
-    a.c = s->c;
-    a.act = s->act;
-    a.out = out;
-    a.steps = steps;
-    a.w = p->w;
-    a.bias = p->bias;
+    const elt_lstm_s16_kargs_t a = {xs, s->hs, s->c, s->act, out, steps};
     p->kernel(&a);
+}
+
+/* The kernel over T frames of x. Shift 0 makes the operands x itself: the kernel reads the
+ * frames in place, but for the last one when F % 4 != 0 (its whole groups of 4 would read up to
+ * 3 values past x): that frame is copied to s->xs, which has the slack. `seq` (the role of the
+ * first of two layers): out advances by H per step. */
+static void kernel_frames(const elt_lstm_s16_params_t *p, const int16_t *x,
+                          const elt_lstm_s16_scratch_t *s, void *out, int seq)
+{
+    const uint32_t F = p->input_size;
+    const uint32_t T = p->num_frames;
+    uint32_t k;
+    if (p->x_opshift != 0u) {
+        operands_x(p, x, s->xs, T * F);
+        kernel_steps(p, s->xs, s, out, T);
+    } else if (F % ELT_LSTM_COL_GROUP == 0u) {
+        kernel_steps(p, x, s, out, T);
+    } else {
+        if (T > 1u) {
+            kernel_steps(p, x, s, out, T - 1u);
+        }
+        for (k = 0; k < F; ++k) {
+            s->xs[k] = x[(T - 1u) * F + k];
+        }
+        kernel_steps(p, s->xs, s, seq ? (void *)((int16_t *)out + (T - 1u) * p->hidden_size) : out,
+                     1u);
+    }
 }
 #endif
 
@@ -219,12 +230,18 @@ void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int1
     }
 }
 
-/* h = hs = c = 0 over the padded units. */
+/* hs = c = 0 over the padded units (h is written before it is read). */
 static void state_clear(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s)
 {
-    uint32_t j;
-    for (j = 0; j < p->hidden_pad; ++j) {
-        s->h[j] = 0;
+    uint32_t j = 0;
+#if ELT_LSTM_NEON
+    for (; j < p->hidden_pad; j += ELT_LSTM_HIDDEN_ALIGN) {
+        vst1q_s16(s->hs + j, vdupq_n_s16(0));
+        vst1q_s32(s->c + j, vdupq_n_s32(0));
+        vst1q_s32(s->c + j + 4u, vdupq_n_s32(0));
+    }
+#endif
+    for (; j < p->hidden_pad; ++j) {
         s->hs[j] = 0;
         s->c[j] = 0;
     }
@@ -281,16 +298,26 @@ static void step_c(const elt_lstm_s16_params_t *p, const int16_t *xt,
 static void pool_end(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s, int16_t *z)
 {
     const uint32_t H = p->hidden_size;
-    uint32_t j;
-    for (j = 0; j < H; ++j) {
+    uint32_t j = 0;
 #if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+    for (; j < H; ++j) {
         z[j] = fx_sat16_64(fx_rshift_round64((int64_t)s->acc[j] * p->pool_recip, p->pool_shift));
-#elif ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
-        z[j] = s->hmax[j];
-#else
-        z[j] = s->h[j];
-#endif
     }
+#else
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
+    const int16_t *src = s->hmax;
+#else
+    const int16_t *src = s->h;
+#endif
+#if ELT_LSTM_NEON
+    for (; j + 8u <= H; j += 8u) {
+        vst1q_s16(z + j, vld1q_s16(src + j));
+    }
+#endif
+    for (; j < H; ++j) {
+        z[j] = src[j];
+    }
+#endif
     ELT_TRACE_S16("z", 0u, z, H);
 }
 
@@ -315,16 +342,16 @@ void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
     const uint32_t T = p->num_frames;
     uint32_t t;
 
-    operands_x(p, x, s->xs, T * F);
     state_clear(p, s);
     pool_clear(p, s);
 #if ELT_LSTM_KERNEL
     if (p->kernel != 0) {
-        kernel_steps(p, s->xs, s, pool_out(s), T);
+        kernel_frames(p, x, s, pool_out(s), 0);
         pool_end(p, s, z);
         return;
     }
 #endif
+    operands_x(p, x, s->xs, T * F);
     for (t = 0; t < T; ++t) {
         /* all 4 Hp gate pre-activations from the old h, then the cell and the new h */
         step_c(p, s->xs + t * F, s, t, 1);
@@ -340,14 +367,14 @@ void elt_lstm_s16_run_seq(const elt_lstm_s16_params_t *p, const int16_t *x,
     const uint32_t T = p->num_frames;
     uint32_t t, j;
 
-    operands_x(p, x, s->xs, T * F);
     state_clear(p, s);
 #if ELT_LSTM_KERNEL
     if (p->kernel != 0) {
-        kernel_steps(p, s->xs, s, seq, T);
+        kernel_frames(p, x, s, seq, 1);
         return;
     }
 #endif
+    operands_x(p, x, s->xs, T * F);
     for (t = 0; t < T; ++t) {
         step_c(p, s->xs + t * F, s, t, 0);
         for (j = 0; j < H; ++j) {

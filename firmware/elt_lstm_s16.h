@@ -57,22 +57,29 @@
 #define ELT_LSTM_POOL ELT_LSTM_POOL_LAST
 #endif
 
-/* The arguments of a layer's NEON kernel (r0 points here; codegen/lstm_neon.py KARGS holds the
- * byte offsets and the generated source asserts them). */
+/* The constants of a layer's NEON kernel (the model source emits one per layer beside the
+ * kernel; codegen/lstm_neon.py KCONST holds the byte offsets, the generated source asserts
+ * them). */
 typedef struct {
-    /* every lane of q14, q15 (one VLD4 to all lanes): sigmoid_full + 32768 twice, then
-     * tanh_full + 32768 twice (or 0x80008000 twice: tanh = 2σ - 32768 from the σ table) */
-    uint32_t tables[4];
+    /* d0-d7 of the kernel's cell (one VLDM): 8 words 0 (q0, q1: f is gathered into their even
+     * int16 lanes, so they hold it as int32), &sigmoid_full[32768] four times (q2), then
+     * &tanh_full[32768] four times (q3) */
+    const int16_t *tables[16];
+    const int16_t *w;
+    const int32_t *bias;
+} elt_lstm_s16_kconst_t;
+
+/* The arguments of a layer's NEON kernel (r0 points here; codegen/lstm_neon.py KARGS). */
+typedef struct {
     const int16_t *xs; /* the first frame's operands, frames F apart */
     int16_t *hs;       /* [Hp] operand state, updated */
     int32_t *c;        /* [Hp] cell state, updated */
     int16_t *act;      /* [4 Hp] scratch: the gate pre-activations of one step */
-    /* per step, by the layer's role: h [Hp] (last), the sequence [T][H] with Hp - H values of
-     * slack after it (first of two layers), Σ h int32 [Hp] (mean), max h int16 [Hp] (max) */
+    /* per step, by the layer's role: h [Hp] (last; the last step's only), the sequence [T][H]
+     * with Hp - H values of slack after it (first of two layers), Σ h int32 [Hp] (mean),
+     * max h int16 [Hp] (max) */
     void *out;
     uint32_t steps; /* >= 1 */
-    const int16_t *w;
-    const int32_t *bias;
 } elt_lstm_s16_kargs_t;
 
 typedef void (*elt_lstm_s16_kernel_t)(const elt_lstm_s16_kargs_t *a);
@@ -100,7 +107,7 @@ typedef struct {
     /* [65536] elt_sigmoid_q15(sigmoid_lut, lut_shift, v) at index v + 32768 (NEON: one
      * halfword gather per σ; the compiler tabulates the function above exhaustively) */
     const int16_t *sigmoid_full;
-    /* [65536] elt_tanh2_q15 at index v + 32768, or NULL (the kernel derives it from σ) */
+    /* [65536] elt_tanh2_q15 at index v + 32768 (the NEON kernel's g gate and tanh(c)) */
     const int16_t *tanh_full;
     /* the layer's NEON kernel (ELT_LSTM_NEON builds; NULL otherwise: the plain C runs) */
     elt_lstm_s16_kernel_t kernel;

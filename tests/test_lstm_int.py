@@ -237,26 +237,34 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
 
 @pytest.mark.qemu
 @pytest.mark.parametrize(
-    "F, H, T, scale",
+    "F, H, T, scale, pool",
     [
-        (4, 8, 5, 3.0),  # F % 4 = 0: no tail columns
-        (13, 48, 30, 3.0),  # tail of 1 column, Hp = 48
-        (7, 3, 9, 3.0),  # tail of 3 columns, Hp = 8 > H
-        (1, 3, 3, 1.0),  # one feature
-        (10, 64, 12, 10.0),  # two 32-column chunks of hidden operands, 4 blocks per gate
-        (40, 100, 6, 3.0),  # Hp = 104: three 32-column chunks, one 8-column step; F = 40
-        (6, 24, 4, 3.0),  # Hp = 24: 8-column steps only; tail of 2 columns
-        (10, 32, 12, -3.0),  # operands at full precision (x_opshift = h_opshift = 0)
+        (4, 8, 5, 3.0, "last"),  # F % 4 = 0: the kernel reads the frames in place
+        (13, 48, 30, 3.0, "last"),  # tail of 1 column, Hp = 48, three operand chunks
+        (7, 3, 9, 3.0, "last"),  # tail of 3 columns, Hp = 8 > H, one operand chunk
+        (1, 3, 3, 1.0, "last"),  # one feature
+        (10, 64, 12, 10.0, "last"),  # a kernel looping over groups of 8 units
+        (40, 100, 6, 3.0, "last"),  # Hp = 104, F = 40: looping, x in two chunks
+        (6, 24, 4, 3.0, "last"),  # Hp = 24, operands h and x in one chunk
+        (10, 32, 12, -3.0, "last"),  # operands at full precision (x_opshift = h_opshift = 0)
+        (13, 20, 11, 3.0, "mean"),  # Hp = 24 > H: pad units in the sum
+        (10, 32, 12, 3.0, "max"),
+        (10, 64, 7, 10.0, "mean"),  # looping kernel, mean
+        (40, 100, 5, 3.0, "max"),  # looping kernel, max
     ],
 )
 def test_neon_kernel_other_shapes_under_qemu(
-    tmp_path: Path, F: int, H: int, T: int, scale: float
+    tmp_path: Path, F: int, H: int, T: int, scale: float, pool: str
 ) -> None:
-    """The Cortex-A9 NEON encoder on other shapes (hidden padding, 32- and 8-column hidden
-    operand steps, F mod 4 tails, more blocks) equals the Python reference on random and
-    extreme inputs."""
+    """The Cortex-A9 NEON encoder on other shapes (hidden padding, one to three operand
+    chunks, F mod 4 tails, unrolled and looping kernels, last/mean/max pooling) equals the
+    Python reference on random and extreme inputs."""
+    import dataclasses
+
     from codegen.emit import carray, render_model, write_sources
     from codegen.frontend import read_model
+    from codegen.hostlib import model_cflags
+    from codegen.lstm_neon import KernelSpec, is_unrolled
     from codegen.quantize import quantize_lstm
     from codegen.resources import firmware_dir
 
@@ -267,8 +275,13 @@ def test_neon_kernel_other_shapes_under_qemu(
         drop = (q.shifts.x_opshift, q.shifts.h_opshift)
         q, stats, _ = quantize_lstm(model.lstm, calib(kit, n=16), model.quant, weight_shift=drop)
         assert (q.shifts.x_opshift, q.shifts.h_opshift) == (0, 0)
+    q = dataclasses.replace(q, pool=pool)
+    hp = -(-H // 8) * 8
+    spec = KernelSpec(H, hp, F, 12, 11, 0, 10, 13, pool, "k")
+    assert is_unrolled(spec) == (H <= 48), "the cases cover both kernel forms"
+    qm = QModel(model, q, None, stats)
     src = tmp_path / "src"
-    write_sources(render_model(QModel(model, q, None, stats), adapt_files={}), src)
+    write_sources(render_model(qm, adapt_files={}), src)
     x = np.concatenate(
         [int16_inputs(np.random.default_rng(H), 12, T, F, q.x_fmt.frac_bits), extreme_inputs(T, F)]
     )
@@ -280,7 +293,10 @@ def test_neon_kernel_other_shapes_under_qemu(
     lines = [
         ln
         for ln in run_arm_probe(
-            tmp_path, [probe, *sorted(src.glob("*.c")), firmware_dir() / "elt_lstm_s16.c"], [src]
+            tmp_path,
+            [probe, *sorted(src.glob("*.c")), firmware_dir() / "elt_lstm_s16.c"],
+            [src],
+            model_cflags(qm),
         )
         if ln.startswith("R ")
     ]
