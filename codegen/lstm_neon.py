@@ -166,8 +166,9 @@ class _Kernel:
 
     Core registers: r1 weights, r2 bias, r3 gate pre-activations (written downwards by the
     gates, read upwards by the cell), r4 the frame's operands, r5 hs, r6 c, r7 out, r8 steps
-    left, r9 the layer's constants (elt_lstm_s16_kconst_t), r10-r12 and lr the gather's addresses (r10 also scratch), r0 the
-    group counter (loops) or 2F (unrolled: the last operand load steps to the next frame).
+    left, r9 the layer's constants (elt_lstm_s16_kconst_t), r10-r12 and lr the gather's
+    addresses (r10 also scratch), r0 the group counter (loops) or 2F (unrolled: the last
+    operand load steps to the next frame).
     """
 
     def __init__(self, spec: KernelSpec) -> None:

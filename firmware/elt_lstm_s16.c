@@ -175,8 +175,8 @@ static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16
             /* the block's k-th column of this row is wr[k * 16] */
             const int16_t *wr = p->w + b * K * ELT_LSTM_ROW_BLOCK + r;
             /* g rows: the second half of an odd block (i, f | g, o per group of 8 units) */
-            const uint8_t sh = (b & 1u) != 0u && r < ELT_LSTM_UNIT_GROUP ? p->g_rshift
-                                                                           : p->gate_rshift;
+            const uint8_t sh =
+                (b & 1u) != 0u && r < ELT_LSTM_UNIT_GROUP ? p->g_rshift : p->gate_rshift;
             int32_t acc = p->bias[row]; /* every partial sum within the proven int32 bound */
             for (k = 0; k < K; ++k) {
                 const uint32_t u = (b & 1u) == 0u ? k : K - 1u - k;
@@ -197,8 +197,8 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c,
     const uint8_t ls = p->lut_shift;
     uint32_t j;
     for (j = 0; j < hp; ++j) {
-        const int16_t *g = pre + 4u * ELT_LSTM_UNIT_GROUP * (j / ELT_LSTM_UNIT_GROUP) +
-                           j % ELT_LSTM_UNIT_GROUP;
+        const int16_t *g =
+            pre + 4u * ELT_LSTM_UNIT_GROUP * (j / ELT_LSTM_UNIT_GROUP) + j % ELT_LSTM_UNIT_GROUP;
         const int32_t ig = sigmoid_q15(lut, ls, g[0]);                          /* i, Q0.15 */
         const int32_t fg = sigmoid_q15(lut, ls, g[ELT_LSTM_UNIT_GROUP]);        /* f, Q0.15 */
         const int32_t gg = elt_tanh2_q15(lut, ls, g[2u * ELT_LSTM_UNIT_GROUP]); /* 2σ(2x) - 1 */

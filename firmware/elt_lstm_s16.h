@@ -118,11 +118,11 @@ typedef struct {
 typedef struct {
     /* [T F] rounded operands of every frame, ELT_LSTM_XS_SLACK readable int16 after them */
     int16_t *xs;
-    int16_t *hs;  /* [Hp] rounded hidden state, the operand of W_hh */
-    int16_t *h;   /* [Hp] hidden state, Q0.15 */
-    int32_t *c;   /* [Hp] cell state, int32 c format (|c_t| <= t, proven) */
-    int16_t *act; /* [4 Hp] gate pre-activations, Q4.11 (g rows hold 2x) */
-    int32_t *acc; /* [Hp] mean pooling: Σ_t h_t (NULL otherwise) */
+    int16_t *hs;   /* [Hp] rounded hidden state, the operand of W_hh */
+    int16_t *h;    /* [Hp] hidden state, Q0.15 */
+    int32_t *c;    /* [Hp] cell state, int32 c format (|c_t| <= t, proven) */
+    int16_t *act;  /* [4 Hp] gate pre-activations, Q4.11 (g rows hold 2x) */
+    int32_t *acc;  /* [Hp] mean pooling: Σ_t h_t (NULL otherwise) */
     int16_t *hmax; /* [Hp] max pooling: the running maximum of h_t (NULL otherwise) */
 } elt_lstm_s16_scratch_t;
 

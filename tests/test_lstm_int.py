@@ -203,8 +203,10 @@ def test_c_equals_python_10000_inputs_without_sanitizer(tmp_path: Path) -> None:
 
 @pytest.mark.qemu
 def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """The NEON forms the Cortex-A9 kernel uses equal the scalar contract (tests/neonprobe):
-    VQMOVN(VRSHL(acc, −s)) = sat16(rshift_round(acc, s)), VRSHL.S16 operand rounding,
+    """The NEON forms the Cortex-A9 kernels use equal the scalar contract (tests/neonprobe):
+    VQMOVN(VRSHL(acc, −s)) = sat16(rshift_round(acc, s)), VQRSHRN.S32 #s (s ≤ 16) and
+    VQMOVN(VRSHR.S32 #s) (s > 16) = the same for the generated kernel's immediates,
+    VRSHL.S16 operand rounding,
     VQRDMULH(hi − lo, f << 8) = ((hi − lo)·f + 64) >> 7, VQRDMULH(o, t) =
     sat16(rshift_round(o·t, 15)), VQRSHRN.S64 #15 = sat32(rshift_round(cc, 15)), the tanh tail,
     and the kernel's 8-lane σ = elt_sigmoid_q15 for all 65536 inputs."""
@@ -222,6 +224,7 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
     assert set(got) == {
         "gate_shift",
         "gate_shift_beyond",
+        "gate_narrow",
         "operand_shift",
         "interp",
         "h_mul",
