@@ -46,6 +46,10 @@ ROLES = ("last", "seq", "mean", "max")
 # generated C asserts them).
 KARGS = {"xs": 0, "hs": 4, "c": 8, "act": 12, "out": 16, "steps": 20}
 KCONST = {"tables": 0, "w": 64, "bias": 68}
+# The unrolled cell moves gather addresses to these core registers with one LDM (in ascending
+# register order, as LDM loads them), through ADDR_BUF bytes of stack.
+LDM_REGS = ("r0", "r1", "r2", "r4", "r8", "r10", "r11", "r12")
+ADDR_BUF = 128
 
 
 @dataclass(frozen=True)
@@ -292,11 +296,29 @@ class _Kernel:
             a(f"vrshr.s32 q{tmp}, q{src}, #{sh}")
             a(f"vqmovn.s32 d{dst}, q{tmp}")
 
-    def cell(self, in_regs: bool, store_h: bool) -> None:
+    def addresses(self, lo: int, hi: int, table: int, qa: int, qb: int) -> None:
+        """q_qa, q_qb := the table addresses of 8 Q4.11 values in d_lo, d_hi: VSHLL.S16 #1
+        sign-extends and doubles them, VADD adds the table's entry 0 (q_table, every lane)."""
+        a = self.a
+        a(f"vshll.s16 q{qa}, d{lo}, #1")
+        a(f"vshll.s16 q{qb}, d{hi}, #1")
+        a(f"vadd.i32 q{qa}, q{qa}, q{table}")
+        a(f"vadd.i32 q{qb}, q{qb}, q{table}")
+
+    def lanes(self, dst: list[tuple[int, int]]) -> None:
+        """One VLD1.16 lane load per value from the 8 addresses in LDM_REGS (walker lr)."""
+        self.a(f"ldmia lr!, {{{', '.join(LDM_REGS)}}}")
+        for (d, lane), r in zip(dst, LDM_REGS, strict=True):
+            self.a(f"vld1.16 {{d{d}[{lane}]}}, [{r}]")
+
+    def cell(self, in_regs: bool, store_h: bool, buf: int = 0) -> None:
         """The cell of one group of 8 units. Gates from memory (the blocks were stored
         downwards: g d16-17, o d18-19, i d20-21, f d22-23) or, in_regs, g and o still in d8-d11
         from the step's last block and only i, f from memory. q0, q1 hold 0 in every odd int16
-        lane (f is gathered into the even ones: int32 lanes), q2 the σ table, q3 tanh's."""
+        lane (f is gathered into the even ones: int32 lanes), q2 the σ table, q3 tanh's
+        (entry 0 of each, in every lane). Unrolled kernels move the gather's addresses to core
+        registers 8 at a time through the stack (VSTM, then LDM: two instructions per 8
+        instead of four VMOVs), at sp + buf; the loops move them with VMOV."""
         s, a = self.s, self.a
         if in_regs:
             g, o, c0 = (8, 9), (10, 11), 8  # c into q8, q9
@@ -306,11 +328,26 @@ class _Kernel:
             a("vldmia r3!, {d16-d23}")
         i, f = (20, 21), (22, 23)
         cd = [2 * c0, 2 * c0 + 1, 2 * c0 + 2, 2 * c0 + 3]  # c of units 0-1, 2-3, 4-5, 6-7
-        self.gather(*i, 2, 12, 13)  # i = σ
         # f = σ into the even int16 lanes of q0, q1: int32 f of units 0-3, 4-7 for VMLAL.S32
-        self.gather(*f, 2, 12, 13, [(d, lane) for d in range(4) for lane in (0, 2)])
-        self.gather(*g, 3, 12, 13)  # g = tanh (its pre-activation is 2x)
-        self.gather(*o, 2, 12, 13)  # o = σ
+        f_dst = [(d, lane) for d in range(4) for lane in (0, 2)]
+        if self.unrolled:
+            qi = 6 if in_regs else 4  # i, f addresses in q_qi..q_qi+3, g, o in q12-q15
+            self.addresses(*i, 2, qi, qi + 1)  # i = σ
+            self.addresses(*f, 2, qi + 2, qi + 3)  # f = σ
+            self.addresses(*g, 3, 12, 13)  # g = tanh (its pre-activation is 2x)
+            self.addresses(*o, 2, 14, 15)  # o = σ
+            a.add_imm("lr", "sp", buf)
+            a(f"vstmia lr, {{{_dlist(2 * qi, 8)}}}")
+            self.lanes([(i[0], k) for k in range(4)] + [(i[1], k) for k in range(4)])
+            self.lanes(f_dst)
+            a("vstmia lr, {d24-d31}")
+            self.lanes([(g[0], k) for k in range(4)] + [(g[1], k) for k in range(4)])
+            self.lanes([(o[0], k) for k in range(4)] + [(o[1], k) for k in range(4)])
+        else:
+            self.gather(*i, 2, 12, 13)  # i = σ
+            self.gather(*f, 2, 12, 13, f_dst)  # f = σ
+            self.gather(*g, 3, 12, 13)  # g = tanh (its pre-activation is 2x)
+            self.gather(*o, 2, 12, 13)  # o = σ
         a(f"vmull.s16 q12, d{i[0]}, d{g[0]}")  # i·g, units 0-3 (int32)
         a(f"vmull.s16 q13, d{i[1]}, d{g[1]}")  # units 4-7
         a(f"vldmdb r6!, {{{_dlist(cd[0], 4)}}}")  # c
@@ -327,7 +364,12 @@ class _Kernel:
         # 2c = sat16(rshift_round(c, tanh_rshift)), then tanh(c) from the table
         self.narrow(24, c0, s.tanh_rshift, 6)
         self.narrow(25, c0 + 1, s.tanh_rshift, 7)
-        self.gather(24, 25, 3, 6, 7)
+        if self.unrolled:
+            self.addresses(24, 25, 3, 6, 7)
+            a("vstmdb lr!, {d12-d15}")  # lr: the end of the 32 addresses above
+            self.lanes([(24, k) for k in range(4)] + [(25, k) for k in range(4)])
+        else:
+            self.gather(24, 25, 3, 6, 7)
         # h = sat16(rshift_round(o·tanh(c), 15)) = VQRDMULH (A8.8.375)
         a(f"vqrdmulh.s16 q12, q{o[0] // 2}, q12")
         if s.role in ("last", "seq"):
@@ -348,12 +390,12 @@ class _Kernel:
             a(f"vrshr.s16 q12, q12, #{s.h_opshift}")
         a("vstmdb r5!, {d24, d25}")
 
-    def cells(self, store_h: bool) -> None:
+    def cells(self, store_h: bool, buf: int = 0) -> None:
         """The cell of every group (downwards: the last block's group first)."""
         a, n = self.a, self.s.groups
         if self.unrolled:
             for j in range(n):
-                self.cell(j == 0, store_h)
+                self.cell(j == 0, store_h, buf)
         else:
             a(f"mov r0, #{n}")
             loop = a.label()
@@ -395,6 +437,8 @@ class _Kernel:
         hp = s.hidden_pad
         a("push {r4-r11, lr}")
         a("vpush {d8-d15}")
+        if self.unrolled:
+            a(f"sub sp, sp, #{ADDR_BUF}")  # the gather's addresses on their way to LDM
         for reg, field in (("r4", "xs"), ("r5", "hs"), ("r6", "c"), ("r3", "act"), ("r7", "out"),
                            ("r8", "steps")):  # fmt: skip
             a(f"ldr {reg}, [r0, #{KARGS[field]}]")
@@ -407,10 +451,10 @@ class _Kernel:
         a.add_imm("r6", "r6", 4 * hp)
         a.add_imm("r7", "r7", (4 if s.role == "mean" else 2) * hp)
         step_x = False
-        if self.unrolled:
-            a(f"mov r0, #{2 * s.inputs}")
         top = a.label()
         a(f"{top}:")
+        if self.unrolled:
+            a(f"mov r0, #{2 * s.inputs}")
         gates = self.gates()
         if self.unrolled:
             # the step's last use of the frame pointer, a load at offset 0, steps to the next frame
@@ -427,10 +471,15 @@ class _Kernel:
         if peel:
             a("subs r8, r8, #1")
             a(f"beq {last}f")
-        self.cells(store_h=not peel)
+        if self.unrolled:
+            a("push {r4, r8}")  # free for the gather's LDMs; the addresses at sp + 8
+            self.cells(store_h=not peel, buf=8)
+            a("pop {r4, r8}")
+        else:
+            self.cells(store_h=not peel)
         # the next step: weights and bias from the start, c and out back to their ends
         a(f"ldr r1, [r9, #{KCONST['w']}]")
-        a.add_imm("r2", "r2", -16 * hp)
+        a(f"ldr r2, [r9, #{KCONST['bias']}]")
         a.add_imm("r6", "r6", 4 * hp)
         out_step = {"last": 0, "seq": 2 * hp + 2 * s.hidden, "mean": 4 * hp, "max": 2 * hp}
         a.add_imm("r7", "r7", out_step[s.role])
@@ -439,10 +488,12 @@ class _Kernel:
         if peel:
             a(f"b {top}b")
             a(f"{last}:")
-            self.cells(store_h=True)
+            self.cells(store_h=True)  # r4, r8 are not needed after the last step
         else:
             a("subs r8, r8, #1")
             a(f"bne {top}b")
+        if self.unrolled:
+            a(f"add sp, sp, #{ADDR_BUF}")
         a("vpop {d8-d15}")
         a("pop {r4-r11, pc}")
         return a.lines
