@@ -8,13 +8,14 @@ operand re-moves that the shape decides. ``lstm_layout`` (codegen/emit.py) store
 in the order this program reads them (``column_order``, ``row_gate_unit``); the plain C of
 firmware/elt_lstm_s16.c reads the same arrays through the same two functions' rules.
 
-Register plan (ARM DDI 0406C, "ARM Architecture Reference Manual ARMv7-A and ARMv7-R"):
+Register plan (ARM DDI 0406C.c, "ARM Architecture Reference Manual ARMv7-A and ARMv7-R
+edition", section numbers of chapter A8):
 
 - q4-q7 (d8-d15): four int32x4 accumulators, the 16 gate rows of one block.
 - d16-d31: weights, one VLDM of 16 d-registers (A8.8.332 VLDM: at most 16 doubleword
   registers) = 4 columns × 16 rows.
 - d0-d7: the operands. VMLAL.S16 by scalar takes its 16-bit scalar from d0-d7 only
-  (A8.8.337 VMLA, VMLAL, VMLS, VMLSL (by scalar): Dm is Vm<2:0> for size 16, M:Vm<3> the
+  (A8.8.338 VMLA, VMLAL, VMLS, VMLSL (by scalar): Dm is Vm<2:0> for size 16, M:Vm<3> the
   lane), so at most 32 operands are in place at a time. The operand vector u = [hs (H); xs (F)]
   is cut into chunks of ≤ 8 d-registers; blocks alternate the direction in which they walk
   the chunks (even blocks forwards, odd blocks backwards) so that every block starts with the
@@ -23,10 +24,11 @@ Register plan (ARM DDI 0406C, "ARM Architecture Reference Manual ARMv7-A and ARM
 
 Rows are ordered by groups of 8 hidden units: block 2u holds the i and f rows of units
 8u..8u+7, block 2u+1 their g and o rows, so one block has one shift per int32x4 (VQRSHRN by
-immediate, A8.8.369) and the cell of 8 units reads its four gates with one VLDM. The cell
-gathers σ (and tanh) with one VLD1 lane load per value (A8.8.322 VLD1 single element to one
-lane) from the exhaustive tables, its addresses moved to core registers two per VMOV
-(A8.8.345 VMOV, two ARM core registers to/from a doubleword extension register).
+immediate, A8.8.378) and the cell of 8 units reads its four gates with one VLDM. The cell
+gathers σ and tanh with one VLD1 lane load per value (A8.8.321 VLD1 single element to one
+lane) from the exhaustive tables; the addresses reach the core registers 8 per LDM through
+the stack (looping kernels: two per VMOV, A8.8.345, between two ARM core registers and a
+doubleword extension register).
 """
 
 from __future__ import annotations
@@ -255,7 +257,7 @@ class _Kernel:
                     w = self.weights()
                     for k in range(4):
                         a(f"vmlal.s16 q{4 + k}, d{w + k}, d{reg}[{lane}]")
-        # pre = sat16(rshift_round(acc, s)) in place (VQRSHRN.S32 #s, A8.8.369: 1 <= s <= 16)
+        # pre = sat16(rshift_round(acc, s)) in place (VQRSHRN.S32 #s, A8.8.378: 1 <= s <= 16)
         for k in range(4):
             sh = s.g_rshift if half == 1 and k < 2 else s.gate_rshift
             if sh <= 16:
@@ -370,7 +372,7 @@ class _Kernel:
             self.lanes([(24, k) for k in range(4)] + [(25, k) for k in range(4)])
         else:
             self.gather(24, 25, 3, 6, 7)
-        # h = sat16(rshift_round(o·tanh(c), 15)) = VQRDMULH (A8.8.375)
+        # h = sat16(rshift_round(o·tanh(c), 15)) = VQRDMULH (A8.8.376)
         a(f"vqrdmulh.s16 q12, q{o[0] // 2}, q12")
         if s.role in ("last", "seq"):
             if store_h:
@@ -506,3 +508,36 @@ def kernel_asm(spec: KernelSpec) -> list[str]:
 
 def is_unrolled(spec: KernelSpec) -> bool:
     return estimate_step(spec) <= UNROLL_LIMIT
+
+
+def instruction_floor(frames: int, inputs: int, hidden: int, h_opshift: int) -> dict[str, int]:
+    """A lower bound on the instructions of the LSTM encoder under the numeric contract on
+    ARMv7-A NEON, term by term per sequence (docs/numeric.md §4, "Lower bound"). Every term
+    counts what the contract's arithmetic needs at the widest instruction that does it; address
+    arithmetic, operand and state traffic and control are left out (they only add)."""
+    T, F, H = frames, inputs, hidden
+    R, K = 4 * H, H + F
+
+    def up(a: int, b: int) -> int:
+        return -(-a // b)
+
+    return {
+        # R·K products into int32 sums: VMLAL.S16 does 4 (A8.8.338); none does more
+        "mac": T * up(R * K, 4),
+        # every weight every step; at most 32 d-registers (128 int16) could stay in place,
+        # one load moves at most 16 d-registers = 64 int16 (VLDM, A8.8.332)
+        "weights": T * up(max(R * K - 128, 0), 64),
+        # σ(i, f, o), tanh(g), tanh(c) from tables of > 32 bytes: no gather instruction, a
+        # VTBL/VTBX indexes at most 32 bytes (A8.8.419): one load per value (A8.8.321)
+        "lookups": T * 5 * H,
+        # each table index is sat16(rshift_round(int32, s)): at most 4 int32 lanes per
+        # narrowing instruction (VQRSHRN, A8.8.378); R gate rows and the H values 2c
+        "narrow": T * (up(R, 4) + up(H, 4)),
+        # c = sat32(rshift_round(f·c + (i·g)·2^L, 15)) in int64: the product, the second term
+        # and the narrowing are 64-bit-lane operations, 2 lanes each
+        "cell_int64": T * 3 * up(H, 2),
+        # i·g (16 x 16 -> 32 bits, 4 lanes) and h = o·tanh(c) (VQRDMULH.S16, 8 lanes, A8.8.376)
+        "cell_16bit": T * (up(H, 4) + up(H, 8)),
+        # hs = rshift_round(h, h_opshift), 8 lanes
+        "operand_round": T * up(H, 8) if h_opshift else 0,
+    }
