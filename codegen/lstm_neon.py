@@ -172,9 +172,10 @@ class _Kernel:
 
     Core registers: r1 weights, r2 bias, r3 gate pre-activations (written downwards by the
     gates, read upwards by the cell), r4 the frame's operands, r5 hs, r6 c, r7 out, r8 steps
-    left, r9 the layer's constants (elt_lstm_s16_kconst_t), r10-r12 and lr the gather's
-    addresses (r10 also scratch), r0 the group counter (loops) or 2F (unrolled: the last
-    operand load steps to the next frame).
+    left, r9 the layer's constants (elt_lstm_s16_kconst_t), r10 scratch, r0 the group counter
+    (loops) or 2F (unrolled: the last operand load steps to the next frame). The gather's
+    addresses: r10-r12 and lr (VMOV, loops) or LDM_REGS with lr walking the stack buffer
+    (unrolled; r1 and r2 are reloaded after the cell, r4 and r8 pushed around it).
     """
 
     def __init__(self, spec: KernelSpec) -> None:
@@ -272,14 +273,12 @@ class _Kernel:
     def gather(self, lo: int, hi: int, table: int, qa: int, qb: int,
                dst: list[tuple[int, int]] | None = None) -> None:  # fmt: skip
         """8 Q4.11 values in d_lo, d_hi := table[v], the table's entry 0 in every lane of
-        q_table; into the same lanes, or into dst (d-register, lane) per value."""
+        q_table; into the same lanes, or into dst (d-register, lane) per value. The addresses
+        go to core registers two per VMOV (the looping kernels)."""
         a = self.a
         if dst is None:
             dst = [(lo, k) for k in range(4)] + [(hi, k) for k in range(4)]
-        a(f"vshll.s16 q{qa}, d{lo}, #1")
-        a(f"vshll.s16 q{qb}, d{hi}, #1")
-        a(f"vadd.i32 q{qa}, q{qa}, q{table}")
-        a(f"vadd.i32 q{qb}, q{qb}, q{table}")
+        self.addresses(lo, hi, table, qa, qb)
         for half, q in enumerate((qa, qb)):
             a(f"vmov r10, r11, d{2 * q}")
             a(f"vmov r12, lr, d{2 * q + 1}")
@@ -456,7 +455,7 @@ class _Kernel:
         top = a.label()
         a(f"{top}:")
         if self.unrolled:
-            a(f"mov r0, #{2 * s.inputs}")
+            a(f"movw r0, #{2 * s.inputs}")
         gates = self.gates()
         if self.unrolled:
             # the step's last use of the frame pointer, a load at offset 0, steps to the next frame
