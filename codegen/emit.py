@@ -19,7 +19,6 @@ import numpy as np
 
 from codegen import __version__
 from codegen.fixed import sigmoid_lut
-from codegen.intref.activations import tanh_from_sigmoid
 from codegen.ir import GATES, POOL_SHIFT, QLstm, QModel, QTensor
 from codegen.lstm_neon import KARGS, KCONST, KernelSpec, column_order, kernel_asm, row_gate_unit
 from codegen.resources import jinja_env
@@ -166,7 +165,9 @@ def lstm_layout(L: QLstm) -> LstmLayout:
     )
     v = np.arange(-32768, 32768, dtype=np.int64)
     full = sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
-    return LstmLayout(Hp, K, R, np.ascontiguousarray(w), bias, full, tanh_from_sigmoid(full))
+    # the contract's tanh(x) = 2σ(2x) − 1 in Q0.15 (docs/numeric.md §4), at the same index
+    tanh = 2 * full - 32768
+    return LstmLayout(Hp, K, R, np.ascontiguousarray(w), bias, full, tanh)
 
 
 def kernel_spec(L: QLstm, role: str, kconst: str) -> KernelSpec:

@@ -162,25 +162,38 @@ static void kernel_frames(const elt_lstm_s16_params_t *p, const int16_t *x,
 #endif
 
 /* pre[r] = sat16(rshift_round(bias[r] + Σ W[r][k] u[k], s_r)), u = [hs (H); xs_t (F)], the
- * columns of block b in the packed order (even blocks ascending, odd blocks descending). */
+ * columns of block b in the packed order: even blocks hs then xs, odd blocks xs then hs, each
+ * backwards. */
 static void gates(const elt_lstm_s16_params_t *p, const int16_t *hs, const int16_t *xt,
                   int16_t *pre)
 {
     const uint32_t H = p->hidden_size;
+    const uint32_t F = p->input_size;
     const uint32_t K = p->cols;
     uint32_t b, r, k;
     for (b = 0; b < p->row_blocks; ++b) {
+        const int odd = (b & 1u) != 0u;
         for (r = 0; r < ELT_LSTM_ROW_BLOCK; ++r) {
             const uint32_t row = b * ELT_LSTM_ROW_BLOCK + r;
             /* the block's k-th column of this row is wr[k * 16] */
             const int16_t *wr = p->w + b * K * ELT_LSTM_ROW_BLOCK + r;
-            /* g rows: the second half of an odd block (i, f | g, o per group of 8 units) */
-            const uint8_t sh =
-                (b & 1u) != 0u && r < ELT_LSTM_UNIT_GROUP ? p->g_rshift : p->gate_rshift;
+            /* g rows: the first half of an odd block (i, f | g, o per group of 8 units) */
+            const uint8_t sh = odd && r < ELT_LSTM_UNIT_GROUP ? p->g_rshift : p->gate_rshift;
             int32_t acc = p->bias[row]; /* every partial sum within the proven int32 bound */
-            for (k = 0; k < K; ++k) {
-                const uint32_t u = (b & 1u) == 0u ? k : K - 1u - k;
-                acc += (int32_t)wr[k * ELT_LSTM_ROW_BLOCK] * (u < H ? hs[u] : xt[u - H]);
+            if (!odd) {
+                for (k = 0; k < H; ++k) {
+                    acc += (int32_t)wr[k * ELT_LSTM_ROW_BLOCK] * hs[k];
+                }
+                for (k = 0; k < F; ++k) {
+                    acc += (int32_t)wr[(H + k) * ELT_LSTM_ROW_BLOCK] * xt[k];
+                }
+            } else {
+                for (k = 0; k < F; ++k) {
+                    acc += (int32_t)wr[k * ELT_LSTM_ROW_BLOCK] * xt[F - 1u - k];
+                }
+                for (k = 0; k < H; ++k) {
+                    acc += (int32_t)wr[(F + k) * ELT_LSTM_ROW_BLOCK] * hs[H - 1u - k];
+                }
             }
             pre[row] = fx_sat16(fx_rshift_round32(acc, sh));
         }
