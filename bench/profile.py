@@ -8,7 +8,7 @@ executed-instruction counts per function and per instruction class (NEON, VFP, A
 multiply, branch). One instruction = 1 ns under `-icount shift=0`; a global-timer tick is 10 ns.
 
     python bench/profile.py --build out/build/kws --data out/data/demo [--mode strict] [--top 25]
-        [--mnemonics elt_lstm_s16_run]
+        [--mnemonics elt_lstm_s16_run,kws_lstm_kernel]
 
 Slow (QEMU logs every block): one sample per mode, a few seconds each.
 """
@@ -182,8 +182,10 @@ def main() -> int:
         "--mnemonics",
         action="append",
         default=[],
-        metavar="FUNCTION",
-        help="also list the executed instructions of FUNCTION by mnemonic (repeatable)",
+        metavar="FUNCTION[,FUNCTION...]",
+        help="also list the executed instructions of FUNCTION by mnemonic (repeatable; names "
+        "joined by commas are summed: the LSTM encoder is elt_lstm_s16_run and the kernels the "
+        "build generates, <prefix>lstm_kernel and <prefix>lstm2_kernel)",
     )
     a = ap.parse_args()
     from elatta_host.plan import load_build
@@ -215,7 +217,9 @@ def main() -> int:
         by_mn = r["by_mn"]
         assert isinstance(by_mn, dict)
         for fn in a.mnemonics:
-            mn = by_mn.get(fn, collections.Counter())
+            mn = collections.Counter()
+            for part in fn.split(","):
+                mn.update(by_mn.get(part, collections.Counter()))
             if not mn:
                 print(f"\n{fn}: no instructions executed (is it inlined or misspelt?)")
                 continue

@@ -20,12 +20,14 @@ import numpy as np
 from codegen import __version__
 from codegen.fixed import sigmoid_lut
 from codegen.ir import GATES, POOL_SHIFT, QLstm, QModel, QTensor
+from codegen.lstm_neon import KARGS, KCONST, KernelSpec, column_order, kernel_asm, row_gate_unit
 from codegen.resources import jinja_env
 
 VALUES_PER_LINE = 12
-# Kernel layout of the LSTM weights (firmware/elt_lstm_s16.c): 16 gate rows per block (four
-# int32x4 accumulators; one VLDM of 16 d-registers loads 4 columns of a block), hidden units
-# padded to 8 (one int16x8 vector), operand columns to 4 (one d-register of VMLAL scalars).
+# Kernel layout of the LSTM weights (firmware/elt_lstm_s16.c, codegen/lstm_neon.py): 16 gate
+# rows per block (four int32x4 accumulators; one VLDM of 16 d-registers loads 4 columns of a
+# block), hidden units padded to 8 (one int16x8 vector), the GRU's operand columns to 4 (one
+# d-register of VMLAL scalars).
 ROW_BLOCK = 16
 HIDDEN_ALIGN = 8
 COL_GROUP = 4
@@ -114,27 +116,28 @@ def _round_up(n: int, m: int) -> int:
 class LstmLayout:
     """The integer LSTM in the kernel's layout (every integer from the fixed IR, rearranged).
 
-    Gate rows r = g·Hp + j (gate g in torch order i, f, g, o, unit j < H; units H..Hp−1 are
-    padding with zero weights and bias, so their c and h stay exactly 0). Operand vector
-    u = [hs (Hp); p pad columns; xs (F)], p = (−F) mod 4: column k < Hp is W_hh[:, k], column
-    K − F + j is W_ih[:, j]. The pad columns come first so that the kernel can enter the input
-    columns' unrolled code at the first real column (its operands there are whatever precedes
-    the frame: they meet zero weights, or are skipped). ``w`` is [R/16][K][16]: for each block
-    of 16 rows, every column's 16 weights in row order, so 4 consecutive columns of a block are
-    64 consecutive int16 (one VLDM of 16 d-registers, each d-register 4 rows of one column).
+    Gate rows are grouped by 8 hidden units (``codegen.lstm_neon.row_gate_unit``): block 2u of
+    16 rows holds the i and f rows of units 8u..8u+7, block 2u + 1 their g and o rows; units
+    H..Hp−1 are padding with zero weights and bias, so their c and h stay exactly 0. Operand
+    columns u = [hs (H); xs (F)]: column k < H is W_hh[:, k], H + j is W_ih[:, j]. ``w`` is
+    [R/16][K][16]: for each block of 16 rows, its columns in the order the kernel takes them
+    (``column_order``: even blocks ascending, odd blocks descending) and every column's 16
+    weights in row order, so the weights are one stream that the kernel reads front to back,
+    16 d-registers (4 columns) per VLDM.
 
-    ``sigmoid_full`` is σ (`codegen.intref.activations.sigmoid_lut`) evaluated at every int16
-    input v, at index v + 32768: the kernel's σ is one halfword gather per value instead of two
-    table reads and the interpolation (the same function, tabulated exhaustively).
+    ``sigmoid_full`` is σ (`codegen.fixed.sigmoid_lut`) evaluated at every int16 input v, at
+    index v + 32768: the kernel's σ is one halfword gather per value instead of two table reads
+    and the interpolation (the same function, tabulated exhaustively); ``tanh_full`` is
+    2σ − 32768 = tanh(x/2) of the same table (the contract's tanh), for the g gate and tanh(c).
     """
 
     hidden_pad: int  # Hp
-    cols: int  # K = Hp + round_up(F, 4)
+    cols: int  # K = H + F
     rows: int  # R = 4·Hp
     w: np.ndarray  # [R/16, K, 16] int16
     bias: np.ndarray  # [R] int32 at A fraction bits
-    neg_shift: np.ndarray  # [R] −(final shift of the row), for VRSHL
     sigmoid_full: np.ndarray  # [65536] σ(v), index v + 32768
+    tanh_full: np.ndarray  # [65536] 2σ(v) − 32768, index v + 32768
 
     @property
     def row_blocks(self) -> int:
@@ -144,24 +147,49 @@ class LstmLayout:
 def lstm_layout(L: QLstm) -> LstmLayout:
     H, F = L.hidden_size, L.input_size
     Hp = _round_up(H, HIDDEN_ALIGN)
-    K = Hp + _round_up(F, COL_GROUP)
+    K = H + F
     R = len(GATES) * Hp
-    dense = np.zeros((R, K), dtype=np.int64)  # row-major [R][K] before the block packing
+    dense = np.zeros((R, K), dtype=np.int64)  # stored row order, columns u = [hs; xs]
     bias = np.zeros(R, dtype=np.int64)
-    shift = np.zeros(R, dtype=np.int64)
-    s = L.gate_row_shifts()
-    for g in range(len(GATES)):
-        src = slice(g * H, (g + 1) * H)
-        dst = slice(g * Hp, g * Hp + H)
-        dense[dst, :H] = L.w_hh.raw[src]
-        dense[dst, K - F :] = L.w_ih.raw[src]
-        bias[dst] = L.bias.raw[src]
-        shift[g * Hp : (g + 1) * Hp] = s[g * H]
-    # R = 4·Hp is a multiple of 16 because Hp is a multiple of 8
-    w = np.ascontiguousarray(dense.reshape(R // ROW_BLOCK, ROW_BLOCK, K).transpose(0, 2, 1))
+    for row in range(R):
+        g, j = row_gate_unit(row)
+        if j < H:
+            dense[row, :H] = L.w_hh.raw[g * H + j]
+            dense[row, H:] = L.w_ih.raw[g * H + j]
+            bias[row] = L.bias.raw[g * H + j]
+    w = np.stack(
+        [
+            dense[b * ROW_BLOCK : (b + 1) * ROW_BLOCK, column_order(H, F, b)].T
+            for b in range(R // ROW_BLOCK)
+        ]
+    )
     v = np.arange(-32768, 32768, dtype=np.int64)
     full = sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
-    return LstmLayout(Hp, K, R, w, bias, -shift, full)
+    # the contract's tanh(x) = 2σ(2x) − 1 in Q0.15 (docs/numeric.md §4), at the same index
+    tanh = 2 * full - 32768
+    return LstmLayout(Hp, K, R, np.ascontiguousarray(w), bias, full, tanh)
+
+
+def kernel_spec(L: QLstm, role: str, kconst: str) -> KernelSpec:
+    """The NEON kernel of one layer: its shapes and shifts, and what it writes per step."""
+    sh = L.shifts
+    return KernelSpec(
+        hidden=L.hidden_size,
+        hidden_pad=_round_up(L.hidden_size, HIDDEN_ALIGN),
+        inputs=L.input_size,
+        gate_rshift=sh.sig_rshift,
+        g_rshift=sh.tanh_rshift,
+        h_opshift=sh.h_opshift,
+        ig_lshift=sh.cell_ig_lshift,
+        tanh_rshift=sh.cell_tanh_rshift,
+        role=role,
+        kconst=kconst,
+    )
+
+
+def kernel_lines(L: QLstm, role: str, kconst: str) -> list[str]:
+    """The kernel's instructions as C string-literal lines of a basic asm statement."""
+    return [f'"{ins}\\n\\t"' for ins in kernel_asm(kernel_spec(L, role, kconst))]
 
 
 def _view(
@@ -192,7 +220,7 @@ def _view(
 
 
 def _lstm_views(L: QLstm, lay: Any, sym: dict[str, str], layer: int) -> list[Any]:
-    """The kernel-layout weights, bias and shift rows of one LSTM layer, documented."""
+    """The kernel-layout weights and bias rows of one LSTM layer, documented."""
     Hp, K, R = lay.hidden_pad, lay.cols, lay.rows
     H, F = L.hidden_size, L.input_size
     sh = L.shifts
@@ -204,11 +232,12 @@ def _lstm_views(L: QLstm, lay: Any, sym: dict[str, str], layer: int) -> list[Any
             "int16_t",
             lay.w.shape,
             f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = 4 x Hp = {R} gate rows "
-            f"g·Hp + j, gates i,f,g,o, Hp = {Hp}; K = {K} columns u = [hs (Hp); "
-            f"{K - Hp - F} pad; xs (F = {F})]; per column the block's 16 rows in order, so "
-            f"4 columns are one VLDM of 16 d-registers; pad rows and columns 0)",
+            f"by groups of 8 units (i, f rows of a group, then g, o), Hp = {Hp}; K = {K} "
+            f"columns u = [hs (H = {H}); xs (F = {F})], even blocks in u order, odd blocks "
+            f"reversed; per column the block's 16 rows in order, so 4 columns are one VLDM of "
+            f"16 d-registers; pad rows 0)",
             f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
-            f"{K - F}..{K - 1} (16-bit)",
+            f"{H}..{K - 1} (16-bit)",
             min(wl, il),
             max(wh, ih),
             max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
@@ -219,24 +248,11 @@ def _lstm_views(L: QLstm, lay: Any, sym: dict[str, str], layer: int) -> list[Any
             sym["bias"],
             "int32_t",
             (R,),
-            f" (b_ih + b_hh at A = {sh.acc_frac} frac bits, rows g·Hp + j, pad rows 0)",
+            f" (b_ih + b_hh at A = {sh.acc_frac} frac bits, rows as in the weights, pad rows 0)",
             f"{L.bias.fmt.name} (32-bit)",
             *L.bias.float_range,
             L.bias.max_abs_error,
             lay.bias,
-        ),
-        _view(
-            "lstm.neg_shift" if layer == 0 else f"lstm{layer + 1}.neg_shift",
-            sym["neg_shift"],
-            "int32_t",
-            (R,),
-            f" (-s_r per row for VRSHL, a rounding right shift: s_r = A - 11 = "
-            f"{sh.sig_rshift} for gates i, f, o, A - 12 = {sh.tanh_rshift} for g)",
-            "Q31.0 (32-bit shift counts)",
-            float(lay.neg_shift.min()),
-            float(lay.neg_shift.max()),
-            0.0,
-            lay.neg_shift,
         ),
     ]
 
@@ -249,13 +265,19 @@ def _layer2_context(q: QModel) -> dict[str, Any] | None:
         return None
     p = q.prefix
     lay = lstm_layout(L2)
-    sym = {"w": f"{p}lstm2_w", "bias": f"{p}lstm2_bias", "neg_shift": f"{p}lstm2_neg_shift"}
+    sym = {
+        "w": f"{p}lstm2_w",
+        "bias": f"{p}lstm2_bias",
+        "kernel": f"{p}lstm2_kernel",
+        "kconst": f"{p}lstm2_kconst",
+    }
     return {
         "lstm": L2,
         "layout": lay,
         "shifts": L2.shifts,
         "sym": sym,
         "tensors": _lstm_views(L2, lay, sym, 1),
+        "kernel": kernel_lines(L2, L2.pool, sym["kconst"]),
         "xs_size": L2.num_frames * L2.input_size,
         "acc_frac": L2.proof.acc_frac,
         "margin_text": f"{L2.acc_gate.margin_bits:.2f}",
@@ -444,9 +466,11 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
     sym = {
         "w": f"{p}lstm_w",
         "bias": f"{p}lstm_bias",
-        "neg_shift": f"{p}lstm_neg_shift",
+        "kernel": f"{p}lstm_kernel",
+        "kconst": f"{p}lstm_kconst",
         "lut": f"{p}sigmoid_lut",
         "full": f"{p}sigmoid_full",
+        "tanh": f"{p}tanh_full",
     }
     lut_lo, lut_hi = L.lut.table.float_range
     tensors = [
@@ -472,6 +496,23 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
             lay.sigmoid_full,
         ),
     ]
+    # g and tanh(c) gathered from their own exhaustive table (128 KiB of .rodata) instead of
+    # forming 2σ − 32768 from σ: two instructions fewer per 8 values (~120 ticks a sequence)
+    tensors.append(
+        _view(
+            "tanh_full",
+            sym["tanh"],
+            "int16_t",
+            lay.tanh_full.shape,
+            " (tanh(x) = 2σ(2x) − 1 of every Q4.11 input v = 2x at index v + 32768: "
+            "2·sigmoid_full − 32768, the NEON kernel's g gate and tanh(c))",
+            f"{L.lut.table.fmt.name} (16-bit)",
+            -1.0,
+            1.0,
+            2 * L.lut.table.max_abs_error,
+            lay.tanh_full,
+        )
+    )
     pr = L.proof
     proof = {
         "acc_frac": pr.acc_frac,
@@ -493,6 +534,11 @@ def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "proof": proof,
         "layout": lay,
         "xs_size": L.num_frames * F,
+        # the first of two layers writes the sequence, the last one its pooling
+        "kernel": kernel_lines(L, "seq" if q.lstm2 is not None else L.pool, sym["kconst"]),
+        "kargs": KARGS,
+        "kconst": KCONST,
+        "seq_size": L.num_frames * L.hidden_size + lay.hidden_pad - L.hidden_size,
         "layer2": _layer2_context(q),
         "sym": sym,
         "stream": q.stream,

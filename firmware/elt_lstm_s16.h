@@ -8,7 +8,8 @@
  * apart from caller-provided buffers, no heap). codegen/intref/lstm.py mirrors the arithmetic,
  * integer for integer.
  *
- * Cortex-A9 builds (__ARM_NEON) run the NEON kernel; host builds, other targets and builds with
+ * Cortex-A9 builds (ELT_LSTM_NEON) run each layer's build-specialised NEON kernel
+ * (codegen/lstm_neon.py, in the model source); host builds, other targets and builds with
  * -DELT_SCALAR run the plain scalar C of the same contract over the same arrays.
  */
 #ifndef ELT_LSTM_S16_H
@@ -22,20 +23,29 @@
 #define ELT_LSTM_GATES 4u
 /* Gate rows per block of the packed weights (four int32x4 accumulators). */
 #define ELT_LSTM_ROW_BLOCK 16u
+/* Hidden units per group: rows are stored by groups of 8 units, block 2u = the i and f rows of
+ * units 8u..8u+7, block 2u + 1 their g and o rows (codegen.lstm_neon.row_gate_unit). */
+#define ELT_LSTM_UNIT_GROUP 8u
 /* Hidden units are padded to a multiple of this (one int16x8 vector). */
 #define ELT_LSTM_HIDDEN_ALIGN 8u
-/* Operand columns are padded to a multiple of this (one int16x4 of by-lane scalars). */
+/* Operands per d-register of VMLAL scalars (the NEON kernel loads xs in whole groups). */
 #define ELT_LSTM_COL_GROUP 4u
-/* Readable int16 before the first frame of xs (the NEON kernel's input columns load whole
- * operand groups that start up to 15 values before a frame; those lanes meet zero weights). */
-#define ELT_LSTM_XS_SLACK 16u
-/* Readable int16 before hs (hidden sizes Hp < 32 load all 32 hidden operands of a block from
- * hs - (32 - Hp); those lanes belong to skipped column groups). */
-#define ELT_LSTM_HS_SLACK 24u
+/* Readable int16 after the last frame of xs: the NEON kernel loads a frame's operands in whole
+ * groups of 4, up to 3 values past the frame (they meet no weight). */
+#define ELT_LSTM_XS_SLACK 4u
 /* σ table: index = min(|x|, 32767) >> 7, 256 intervals of 1/16 over [0, 16]. */
 #define ELT_LSTM_LUT_SHIFT 7u
-/* The same σ tabulated at every int16 input (sigmoid_full). */
+/* The same σ tabulated at every int16 input (sigmoid_full), and 2σ - 32768 (tanh_full). */
 #define ELT_LSTM_SIGMOID_FULL_SIZE 65536u
+
+/* The Cortex-A9 NEON path: codegen/lstm_neon.py writes each layer's kernel into the model
+ * source; host builds, other targets and -DELT_SCALAR builds run the plain C of the same
+ * contract over the same arrays. */
+#if defined(__ARM_NEON) && !defined(__aarch64__) && !defined(ELT_SCALAR)
+#define ELT_LSTM_NEON 1
+#else
+#define ELT_LSTM_NEON 0
+#endif
 
 /* What the encoder hands on as z (the input of the final Linear), a compile-time choice
  * (-DELT_LSTM_POOL, codegen/hostlib.py model_cflags): the last step's hidden state h_T, the mean
@@ -47,43 +57,73 @@
 #define ELT_LSTM_POOL ELT_LSTM_POOL_LAST
 #endif
 
+/* The constants of a layer's NEON kernel (the model source emits one per layer beside the
+ * kernel; codegen/lstm_neon.py KCONST holds the byte offsets, the generated source asserts
+ * them). */
+typedef struct {
+    /* d0-d7 of the kernel's cell (one VLDM): 8 words 0 (q0, q1: f is gathered into their even
+     * int16 lanes, so they hold it as int32), &sigmoid_full[32768] four times (q2), then
+     * &tanh_full[32768] four times (q3) */
+    const int16_t *tables[16];
+    const int16_t *w;
+    const int32_t *bias;
+} elt_lstm_s16_kconst_t;
+
+/* The arguments of a layer's NEON kernel (r0 points here; codegen/lstm_neon.py KARGS). */
+typedef struct {
+    const int16_t *xs; /* the first frame's operands, frames F apart */
+    int16_t *hs;       /* [Hp] operand state, updated */
+    int32_t *c;        /* [Hp] cell state, updated */
+    int16_t *act;      /* [4 Hp] scratch: the gate pre-activations of one step */
+    /* per step, by the layer's role: h [Hp] (last; the last step's only), the sequence [T][H]
+     * with Hp - H values of slack after it (first of two layers), Σ h int32 [Hp] (mean),
+     * max h int16 [Hp] (max) */
+    void *out;
+    uint32_t steps; /* >= 1 */
+} elt_lstm_s16_kargs_t;
+
+typedef void (*elt_lstm_s16_kernel_t)(const elt_lstm_s16_kargs_t *a);
+
 typedef struct {
     uint16_t input_size;      /* F */
     uint16_t hidden_size;     /* H */
     uint16_t num_frames;      /* T */
     uint16_t hidden_pad;      /* Hp: H rounded up to ELT_LSTM_HIDDEN_ALIGN */
-    uint16_t cols;            /* K = Hp + p + F, p = (-F) mod ELT_LSTM_COL_GROUP pad columns */
+    uint16_t cols;            /* K = H + F operand columns u = [hs (H); xs (F)] */
     uint16_t row_blocks;      /* 4 Hp / ELT_LSTM_ROW_BLOCK (Hp % 8 = 0: exact) */
     uint8_t x_opshift;        /* xs = rshift_round(x, x_opshift) (0: identity) */
     uint8_t h_opshift;        /* hs = rshift_round(h, h_opshift) */
     uint8_t cell_ig_lshift;   /* i·g (frac 30) -> frac 15 + c_frac, beside f·c */
     uint8_t cell_tanh_rshift; /* c (c_frac) -> 2c in Q4.11 */
     uint8_t lut_shift;        /* σ table index shift: ELT_LSTM_LUT_SHIFT */
-    /* [row_blocks][cols][16] int16, 16-byte aligned: gate rows g·Hp + j, columns
-     * u = [hs (Hp); p zero-weight pad columns; xs (F)]; per block and column its 16 rows in
-     * order (4 columns of a block are 64 consecutive weights: one VLDM of 16 d-registers). */
+    uint8_t gate_rshift;      /* A - 11: rows of i, f, o -> Q4.11 */
+    uint8_t g_rshift;         /* A - 12: rows of g -> 2x in Q4.11 */
+    /* [row_blocks][cols][16] int16, 16-byte aligned: per block the columns in the kernel's
+     * order (even blocks u ascending, odd blocks descending), each column's 16 rows in order;
+     * rows grouped by 8 units (ELT_LSTM_UNIT_GROUP), pad units' rows 0 */
     const int16_t *w;
-    const int32_t *bias;        /* [4 Hp] b_ih + b_hh at A fraction bits (int32) */
-    const int32_t *neg_shift;   /* [4 Hp] -(A - 11) for i, f, o rows, -(A - 12) for g rows */
+    const int32_t *bias;        /* [4 Hp] b_ih + b_hh at A fraction bits, rows as in w */
     const int16_t *sigmoid_lut; /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
     /* [65536] elt_sigmoid_q15(sigmoid_lut, lut_shift, v) at index v + 32768 (NEON: one
      * halfword gather per σ; the compiler tabulates the function above exhaustively) */
     const int16_t *sigmoid_full;
+    /* [65536] elt_tanh2_q15 at index v + 32768 (the NEON kernel's g gate and tanh(c)) */
+    const int16_t *tanh_full;
+    /* the layer's NEON kernel (ELT_LSTM_NEON builds; NULL otherwise: the plain C runs) */
+    elt_lstm_s16_kernel_t kernel;
     int32_t pool_recip; /* mean pooling: round(2^pool_shift / T) */
     uint8_t pool_shift; /* mean pooling: z = sat16(rshift_round(Σ h_t · recip, shift)) */
 } elt_lstm_s16_params_t;
 
 typedef struct {
-    /* [T F] rounded operands of every frame; the ELT_LSTM_XS_SLACK int16 before xs[0] must
-     * be readable */
+    /* [T F] rounded operands of every frame, ELT_LSTM_XS_SLACK readable int16 after them */
     int16_t *xs;
-    /* [Hp] rounded hidden state, the operand of W_hh; the ELT_LSTM_HS_SLACK int16 before hs[0]
-     * must be readable */
-    int16_t *hs;
-    int16_t *h;   /* [Hp] hidden state, Q0.15 */
-    int32_t *c;   /* [Hp] cell state, int32 c format (|c_t| <= t, proven) */
-    int16_t *act; /* [4 Hp] gate pre-activations, Q4.11 (g rows hold 2x) */
-    int32_t *acc; /* [Hp] mean pooling: Σ_t h_t (NULL otherwise) */
+    int16_t *hs;   /* [Hp] rounded hidden state, the operand of W_hh */
+    int16_t *h;    /* [Hp] hidden state, Q0.15 */
+    int32_t *c;    /* [Hp] cell state, int32 c format (|c_t| <= t, proven) */
+    int16_t *act;  /* [4 Hp] gate pre-activations, Q4.11 (g rows hold 2x) */
+    int32_t *acc;  /* [Hp] mean pooling: Σ_t h_t (NULL otherwise) */
+    int16_t *hmax; /* [Hp] max pooling: the running maximum of h_t (NULL otherwise) */
 } elt_lstm_s16_scratch_t;
 
 /* σ(x) for x in Q4.11, Q0.15 result in [1, 32767]: table lookup with linear interpolation on
@@ -104,12 +144,13 @@ void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
                       const elt_lstm_s16_scratch_t *s, int16_t *z);
 
 /* The same recurrence, writing every step's hidden state h_t to seq [T][H] (Q0.15) instead of
- * z: the input of a second stacked layer. No pooling. */
+ * z: the input of a second stacked layer. No pooling. seq has Hp - H int16 of slack after it
+ * (the NEON kernel stores whole groups of 8 units; the pad units' h is 0). */
 void elt_lstm_s16_run_seq(const elt_lstm_s16_params_t *p, const int16_t *x,
                           const elt_lstm_s16_scratch_t *s, int16_t *seq);
 
 /* Streaming, one step per call (the caller carries h, hs, c and the pooling state in s; s->xs
- * holds one frame's operands with ELT_LSTM_XS_SLACK readable values before it). begin: h = c = 0
+ * holds one frame's operands with ELT_LSTM_XS_SLACK readable values after it). begin: h = c = 0
  * and the pooling state cleared; step: frame x [F] (int16 features), step index t (traces);
  * end: z [H] as elt_lstm_s16_run writes it after the same frames. z NULL in begin and step: no
  * pooling (the first of two stacked layers). The steps of a stream of T frames give the same

@@ -71,41 +71,43 @@ def test_batched_reference_equals_the_contract_row_by_row(built) -> None:  # typ
 
 
 def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: ignore[no-untyped-def]
-    """The emitted arrays (rows g·Hp + j, columns [hs; 0 pad; xs], blocks of 16 rows stored column
-    by column) hold the same integers: the gate sums formed from them equal
-    W_ih xs + W_hh hs + bias; the exhaustive σ table is σ at every int16 input."""
+    """The emitted arrays (rows by groups of 8 units: i, f rows, then g, o; columns
+    u = [hs; xs] in the kernel's order per block, blocks of 16 rows stored column by column)
+    hold the same integers: the gate sums formed from them equal W_ih xs + W_hh hs + bias; the
+    exhaustive tables are σ and 2σ − 32768 at every int16 input."""
     from codegen.emit import ROW_BLOCK, lstm_layout
+    from codegen.lstm_neon import column_order, row_gate_unit
 
     kit, qm, _ = built
     L = qm.lstm
     lay = lstm_layout(L)
     H, F, Hp = L.hidden_size, L.input_size, lay.hidden_pad
-    assert Hp % 8 == 0 and lay.cols % 4 == 0 and lay.rows % ROW_BLOCK == 0
+    assert Hp % 8 == 0 and lay.cols == H + F and lay.rows == 4 * Hp
     assert lay.w.shape == (lay.rows // ROW_BLOCK, lay.cols, ROW_BLOCK)
     dense = np.zeros((lay.rows, lay.cols), dtype=np.int64)
     for r in range(lay.rows):
-        dense[r] = lay.w[r // ROW_BLOCK, :, r % ROW_BLOCK]
+        b = r // ROW_BLOCK
+        dense[r, column_order(H, F, b)] = lay.w[b, :, r % ROW_BLOCK]
+    assert column_order(H, F, 1) == column_order(H, F, 0)[::-1] == list(range(H + F))[::-1]
     rng = np.random.default_rng(2)
     xs = rng.integers(-32768, 32768, size=F)
     hs = rng.integers(-32768, 32768, size=H)
-    u = np.zeros(lay.cols, dtype=np.int64)
-    u[:H], u[lay.cols - F :] = hs, xs
-    u[Hp : lay.cols - F] = 12345  # pad operands meet zero weights
-    got = dense @ u + lay.bias
+    got = dense @ np.concatenate([hs, xs]) + lay.bias
     want = L.w_ih.raw @ xs + L.w_hh.raw @ hs + L.bias.raw
-    for g in range(4):
-        np.testing.assert_array_equal(got[g * Hp : g * Hp + H], want[g * H : (g + 1) * H])
-        np.testing.assert_array_equal(got[g * Hp + H : (g + 1) * Hp], 0)
-        assert np.all(
-            -lay.neg_shift[g * Hp : (g + 1) * Hp]
-            == (L.shifts.tanh_rshift if g == 2 else L.shifts.sig_rshift)
-        )
+    seen = set()
+    for r in range(lay.rows):
+        g, j = row_gate_unit(r)
+        assert 0 <= g < 4 and 0 <= j < Hp and (g, j) not in seen
+        seen.add((g, j))
+        assert got[r] == (want[g * H + j] if j < H else 0), (r, g, j)
     v = np.arange(-32768, 32768)
-    assert lay.sigmoid_full.shape == (65536,)
+    assert lay.sigmoid_full.shape == lay.tanh_full.shape == (65536,)
     np.testing.assert_array_equal(
         lay.sigmoid_full, sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
     )
+    np.testing.assert_array_equal(lay.tanh_full, tanh_from_sigmoid(lay.sigmoid_full))
     assert lay.sigmoid_full[32768] == 16384  # index v + 32768: σ(0) = 1/2
+    assert lay.tanh_full[32768] == 0
 
 
 def test_c_equals_python_on_extreme_inputs(built) -> None:  # type: ignore[no-untyped-def]
@@ -201,8 +203,10 @@ def test_c_equals_python_10000_inputs_without_sanitizer(tmp_path: Path) -> None:
 
 @pytest.mark.qemu
 def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """The NEON forms the Cortex-A9 kernel uses equal the scalar contract (tests/neonprobe):
-    VQMOVN(VRSHL(acc, −s)) = sat16(rshift_round(acc, s)), VRSHL.S16 operand rounding,
+    """The NEON forms the Cortex-A9 kernels use equal the scalar contract (tests/neonprobe):
+    VQMOVN(VRSHL(acc, −s)) = sat16(rshift_round(acc, s)), VQRSHRN.S32 #s (s ≤ 16) and
+    VQMOVN(VRSHR.S32 #s) (s > 16) = the same for the generated kernel's immediates,
+    VRSHL.S16 operand rounding,
     VQRDMULH(hi − lo, f << 8) = ((hi − lo)·f + 64) >> 7, VQRDMULH(o, t) =
     sat16(rshift_round(o·t, 15)), VQRSHRN.S64 #15 = sat32(rshift_round(cc, 15)), the tanh tail,
     and the kernel's 8-lane σ = elt_sigmoid_q15 for all 65536 inputs."""
@@ -220,6 +224,7 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
     assert set(got) == {
         "gate_shift",
         "gate_shift_beyond",
+        "gate_narrow",
         "operand_shift",
         "interp",
         "h_mul",
@@ -235,26 +240,34 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
 
 @pytest.mark.qemu
 @pytest.mark.parametrize(
-    "F, H, T, scale",
+    "F, H, T, scale, pool",
     [
-        (4, 8, 5, 3.0),  # F % 4 = 0: no tail columns
-        (13, 48, 30, 3.0),  # tail of 1 column, Hp = 48
-        (7, 3, 9, 3.0),  # tail of 3 columns, Hp = 8 > H
-        (1, 3, 3, 1.0),  # one feature
-        (10, 64, 12, 10.0),  # two 32-column chunks of hidden operands, 4 blocks per gate
-        (40, 100, 6, 3.0),  # Hp = 104: three 32-column chunks, one 8-column step; F = 40
-        (6, 24, 4, 3.0),  # Hp = 24: 8-column steps only; tail of 2 columns
-        (10, 32, 12, -3.0),  # operands at full precision (x_opshift = h_opshift = 0)
+        (4, 8, 5, 3.0, "last"),  # F % 4 = 0: the kernel reads the frames in place
+        (13, 48, 30, 3.0, "last"),  # tail of 1 column, Hp = 48, three operand chunks
+        (7, 3, 9, 3.0, "last"),  # tail of 3 columns, Hp = 8 > H, one operand chunk
+        (1, 3, 3, 1.0, "last"),  # one feature
+        (10, 64, 12, 10.0, "last"),  # a kernel looping over groups of 8 units
+        (40, 100, 6, 3.0, "last"),  # Hp = 104, F = 40: looping, x in two chunks
+        (6, 24, 4, 3.0, "last"),  # Hp = 24, operands h and x in one chunk
+        (10, 32, 12, -3.0, "last"),  # operands at full precision (x_opshift = h_opshift = 0)
+        (13, 20, 11, 3.0, "mean"),  # Hp = 24 > H: pad units in the sum
+        (10, 32, 12, 3.0, "max"),
+        (10, 64, 7, 10.0, "mean"),  # looping kernel, mean
+        (40, 100, 5, 3.0, "max"),  # looping kernel, max
     ],
 )
 def test_neon_kernel_other_shapes_under_qemu(
-    tmp_path: Path, F: int, H: int, T: int, scale: float
+    tmp_path: Path, F: int, H: int, T: int, scale: float, pool: str
 ) -> None:
-    """The Cortex-A9 NEON encoder on other shapes (hidden padding, 32- and 8-column hidden
-    operand steps, F mod 4 tails, more blocks) equals the Python reference on random and
-    extreme inputs."""
+    """The Cortex-A9 NEON encoder on other shapes (hidden padding, one to three operand
+    chunks, F mod 4 tails, unrolled and looping kernels, last/mean/max pooling) equals the
+    Python reference on random and extreme inputs."""
+    import dataclasses
+
     from codegen.emit import carray, render_model, write_sources
     from codegen.frontend import read_model
+    from codegen.hostlib import model_cflags
+    from codegen.lstm_neon import KernelSpec, is_unrolled
     from codegen.quantize import quantize_lstm
     from codegen.resources import firmware_dir
 
@@ -265,8 +278,13 @@ def test_neon_kernel_other_shapes_under_qemu(
         drop = (q.shifts.x_opshift, q.shifts.h_opshift)
         q, stats, _ = quantize_lstm(model.lstm, calib(kit, n=16), model.quant, weight_shift=drop)
         assert (q.shifts.x_opshift, q.shifts.h_opshift) == (0, 0)
+    q = dataclasses.replace(q, pool=pool)
+    hp = -(-H // 8) * 8
+    spec = KernelSpec(H, hp, F, 12, 11, 0, 10, 13, pool, "k")
+    assert is_unrolled(spec) == (H <= 48), "the cases cover both kernel forms"
+    qm = QModel(model, q, None, stats)
     src = tmp_path / "src"
-    write_sources(render_model(QModel(model, q, None, stats), adapt_files={}), src)
+    write_sources(render_model(qm, adapt_files={}), src)
     x = np.concatenate(
         [int16_inputs(np.random.default_rng(H), 12, T, F, q.x_fmt.frac_bits), extreme_inputs(T, F)]
     )
@@ -278,7 +296,10 @@ def test_neon_kernel_other_shapes_under_qemu(
     lines = [
         ln
         for ln in run_arm_probe(
-            tmp_path, [probe, *sorted(src.glob("*.c")), firmware_dir() / "elt_lstm_s16.c"], [src]
+            tmp_path,
+            [probe, *sorted(src.glob("*.c")), firmware_dir() / "elt_lstm_s16.c"],
+            [src],
+            model_cflags(qm),
         )
         if ln.startswith("R ")
     ]

@@ -1,8 +1,8 @@
 /*
  * Cortex-A9 probe (tests/test_lstm_int.py, run under qemu-system-arm): the NEON identities the
- * LSTM kernel (firmware/elt_lstm_s16.c) relies on, each checked against the scalar contract
- * (fw_fixed.h, elt_sigmoid_q15) on edge and pseudo-random values. Prints one line per identity,
- * "<name> <checked> <mismatches>", then END.
+ * LSTM kernels (codegen/lstm_neon.py, firmware/elt_lstm_s16.c) rely on, each checked against the
+ * scalar contract (fw_fixed.h, elt_sigmoid_q15) on edge and pseudo-random values. Prints one line
+ * per identity, "<name> <checked> <mismatches>", then END.
  */
 #include <arm_neon.h>
 #include <stdint.h>
@@ -86,6 +86,73 @@ static void check_gate_shift(void)
     }
     report("gate_shift", checked[0], bad[0]);
     report("gate_shift_beyond", checked[1], bad[1]);
+}
+
+/* The generated kernel's gate narrowing by immediate: VQRSHRN.S32 #s == sat16(rshift_round(acc,
+ * s)) for s = 1..16, VRSHR.S32 #s then VQMOVN for s = 17..20, on edge values and their
+ * neighbours and random sums within the proof's range (acc + 2^(s-1) <= INT32_MAX). */
+#define NARROW_IMM(s)                                                                              \
+    case s:                                                                                        \
+        return (s) <= 16 ? vqrshrn_n_s32(v, (s) <= 16 ? (s) : 16)                                  \
+                         : vqmovn_s32(vrshrq_n_s32(v, (s) <= 16 ? 17 : (s)));
+static int16x4_t narrow_imm(int32x4_t v, int s)
+{
+    switch (s) {
+        NARROW_IMM(1)
+        NARROW_IMM(2)
+        NARROW_IMM(3)
+        NARROW_IMM(4)
+        NARROW_IMM(5)
+        NARROW_IMM(6)
+        NARROW_IMM(7)
+        NARROW_IMM(8)
+        NARROW_IMM(9)
+        NARROW_IMM(10)
+        NARROW_IMM(11)
+        NARROW_IMM(12)
+        NARROW_IMM(13)
+        NARROW_IMM(14)
+        NARROW_IMM(15)
+        NARROW_IMM(16)
+        NARROW_IMM(17)
+        NARROW_IMM(18)
+        NARROW_IMM(19)
+        NARROW_IMM(20)
+    default:
+        return vdup_n_s16(0);
+    }
+}
+
+static void check_gate_narrow(void)
+{
+    uint32_t checked = 0, bad = 0;
+    int s;
+    uint32_t k, e;
+    for (s = 1; s <= 20; ++s) {
+        const int64_t top = (int64_t)INT32_MAX - ((int64_t)1 << (s - 1));
+        for (k = 0; k < 4096u; ++k) {
+            int32_t v[4];
+            int16_t out[4];
+            for (e = 0; e < 4u; ++e) {
+                const uint32_t i = 4u * k + e;
+                int64_t w;
+                if (i < 64u) { /* the ends of the range and values around rounding ties */
+                    const int64_t base = i < 16u ? INT32_MIN : (i < 32u ? top : 0);
+                    w = base + (int64_t)(i % 16u) * ((int64_t)1 << (s - 1)) / 2 -
+                        (i < 32u && i >= 16u ? (int64_t)(i % 16u) << (s - 1) : 0);
+                } else {
+                    w = (int32_t)lcg() >> (lcg() & 15u);
+                }
+                v[e] = (int32_t)(w > top ? top : w);
+            }
+            vst1_s16(out, narrow_imm(vld1q_s32(v), s));
+            for (e = 0; e < 4u; ++e) {
+                ++checked;
+                bad += out[e] != fx_sat16_64(fx_rshift_round64(v[e], s));
+            }
+        }
+    }
+    report("gate_narrow", checked, bad);
 }
 
 /* Operand rounding VRSHL.S16 by -s == rshift_round(v, s) for every int16 v, s = 0..17. */
@@ -252,6 +319,7 @@ int main(void)
 {
     fw_uart_init();
     check_gate_shift();
+    check_gate_narrow();
     check_operand_shift();
     check_interp();
     check_h_mul();
