@@ -74,87 +74,114 @@ static inline int32_t elt_entropy_finish(uint64_t s, uint64_t t, const int32_t *
 }
 
 #if ELT_NEON
-/* NEON: four classes per step, the LUT pair (T[j], T[j+1]) gathered with one VLD2 lane load
- * per class; every other step is the scalar formula lane-wise:
- *   v = VRSHRN(a log2e, 30) (v < 31 2^26 log2e < 2^32: taken as uint32)
- *   interpolation VRSHRN((T[j+1] - T[j]) f, 18); 2^-q by VRSHL(t, -q) (0 for q >= 32, as
- *   elt_exp2neg_q30: t <= 2^30 rounds to 0); S by VPADAL, T by VRSRA(e a, 26). */
+/* NEON (docs/numeric.md §5.9), four classes per step, every step the scalar formula lane-wise:
+ *   d = min(max - l, 31 2^f) by VSUBL.S16 + VMIN; a = d 2^(26-f) by VSHL
+ *   v = rshift_round(a log2e, 30) = a + rshift_round(a L', 30), L' = log2e - 2^30 < 2^29: the
+ *       second term is VQRDMULH(a, 2L') = (2 a 2L' + 2^31) >> 32 (ARM DDI 0406C A8.8.374; a,
+ *       2L' < 2^31, so it never saturates); v < 31 2^26 log2e < 2^32, taken as uint32
+ *   the LUT pair (T[j], T[j+1]), j = (v >> 18) & 255: byte offsets 4j and the table address
+ *       added in NEON, two addresses per VMOV to core registers, one VLD2 lane load per class
+ *   interpolation T[j] + rshift_round((T[j+1] - T[j]) f, 18) = T[j] + VQRDMULH(dT, f 2^13)
+ *       (|dT| < 2^22, f 2^13 < 2^31)
+ *   2^-q, q = v >> 26, by VRSHL by -q (0 for q >= 32, as elt_exp2neg_q30: t <= 2^30 rounds
+ *       to 0); S by VPADAL, T by VMULL + VRSRA #26.
+ * Lanes past n hold INT16_MIN (no effect on the maximum) and their e is masked to 0. */
+#define ELT_L2E_FRAC2 ((int32_t)(2 * (ELT_LOG2E_Q30 - (1 << 30)))) /* 2L', 950680362 */
+
+typedef struct {
+    int32x4_t vlim;
+    int32x4_t sha;
+    uint32x4_t base;
+    uint64x2_t vs;
+    int64x2_t vt;
+} elt_ent_acc_t;
+
+static inline __attribute__((always_inline)) void elt_ent4(elt_ent_acc_t *acc, int16x4_t m4,
+                                                           int16x4_t l4, const int32_t r)
+{
+    const int32x4_t a =
+        vshlq_s32(vminq_s32(vsubl_s16(m4, l4), acc->vlim), acc->sha); /* Q5.26 */
+    const uint32x4_t v = vreinterpretq_u32_s32(
+        vaddq_s32(a, vqrdmulhq_s32(a, vdupq_n_s32(ELT_L2E_FRAC2))));
+    const int32x4_t nq = vnegq_s32(vreinterpretq_s32_u32(vshrq_n_u32(v, 26)));
+    const uint32x4_t adr = vaddq_u32(vandq_u32(vshrq_n_u32(v, 16), vdupq_n_u32(0x3FCu)), acc->base);
+    const int32x4_t f13 = vreinterpretq_s32_u32(vshrq_n_u32(vshlq_n_u32(v, 14), 1));
+    const uint64_t a01 = vgetq_lane_u64(vreinterpretq_u64_u32(adr), 0);
+    const uint64_t a23 = vgetq_lane_u64(vreinterpretq_u64_u32(adr), 1);
+    int32x4x2_t g;
+    int32x4_t e;
+    g.val[0] = vdupq_n_s32(0);
+    g.val[1] = g.val[0];
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a01, g, 0);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a01 >> 32), g, 1);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a23, g, 2);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a23 >> 32), g, 3);
+    e = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f13));
+    e = vrshlq_s32(e, nq); /* Q1.30 */
+    if (r) {
+        /* lanes r .. 3 are past the last class: e = 0 (then e a = 0) */
+        static const int32_t keep[7] = {-1, -1, -1, 0, 0, 0, 0};
+        e = vandq_s32(e, vld1q_s32(keep + 3 - r));
+    }
+    acc->vs = vpadalq_u32(acc->vs, vreinterpretq_u32_s32(e));
+    acc->vt = vrsraq_n_s64(acc->vt, vmull_s32(vget_low_s32(e), vget_low_s32(a)), 26);
+    acc->vt = vrsraq_n_s64(acc->vt, vmull_s32(vget_high_s32(e), vget_high_s32(a)), 26);
+}
+
+/* The last n mod 4 logits, the other lanes INT16_MIN. */
+static inline __attribute__((always_inline)) int16x4_t elt_ent_tail(const int16_t *x, int32_t r)
+{
+    int16x4_t l = vdup_n_s16(INT16_MIN);
+    l = vld1_lane_s16(x, l, 0);
+    if (r > 1) {
+        l = vld1_lane_s16(x + 1, l, 1);
+    }
+    if (r > 2) {
+        l = vld1_lane_s16(x + 2, l, 2);
+    }
+    return l;
+}
+
+/* n a compile-time constant where inlined for ELT_C_MAX: every loop unrolled. */
+static inline __attribute__((always_inline)) int32_t
+elt_entropy_neon(const int16_t *logits, const int32_t n, int32_t frac, const int32_t *exp2_lut,
+                 const int32_t *log2_lut)
+{
+    const int32_t nb = n >> 2;
+    const int32_t r = n & 3;
+    int16x4_t m4 = r ? elt_ent_tail(logits + 4 * nb, r) : vld1_s16(logits);
+    elt_ent_acc_t acc;
+    int32_t i;
+#pragma GCC unroll 64
+    for (i = 0; i < nb; i++) {
+        m4 = vmax_s16(m4, vld1_s16(logits + 4 * i));
+    }
+    m4 = vpmax_s16(m4, m4);
+    m4 = vdup_lane_s16(vpmax_s16(m4, m4), 0);
+    acc.vlim = vdupq_n_s32(ELT_D_CLAMP << frac);
+    acc.sha = vdupq_n_s32(26 - frac);
+    acc.base = vdupq_n_u32((uint32_t)(uintptr_t)exp2_lut);
+    acc.vs = vdupq_n_u64(0);
+    acc.vt = vdupq_n_s64(0);
+#pragma GCC unroll 64
+    for (i = 0; i < nb; i++) {
+        elt_ent4(&acc, m4, vld1_s16(logits + 4 * i), 0);
+    }
+    if (r) {
+        elt_ent4(&acc, m4, elt_ent_tail(logits + 4 * nb, r), r);
+    }
+    return elt_entropy_finish(vgetq_lane_u64(acc.vs, 0) + vgetq_lane_u64(acc.vs, 1),
+                              (uint64_t)(vgetq_lane_s64(acc.vt, 0) + vgetq_lane_s64(acc.vt, 1)),
+                              log2_lut);
+}
+
 int32_t elt_entropy_s16(const int16_t *logits, int32_t n, int32_t frac, const int32_t *exp2_lut,
                         const int32_t *log2_lut)
 {
-    int32_t lmax = logits[0];
-    int32_t dlim = ELT_D_CLAMP << frac;
-    uint64_t s;
-    uint64_t t;
-    int32_t i = 0;
-    if (n >= 4) {
-        int16x4_t m4 = vld1_s16(logits);
-        for (i = 4; i + 4 <= n; i += 4) {
-            m4 = vmax_s16(m4, vld1_s16(logits + i));
-        }
-        m4 = vpmax_s16(m4, m4);
-        m4 = vpmax_s16(m4, m4);
-        lmax = vget_lane_s16(m4, 0);
+    if (n == ELT_C_MAX) {
+        return elt_entropy_neon(logits, ELT_C_MAX, frac, exp2_lut, log2_lut);
     }
-    for (; i < n; i++) {
-        if (logits[i] > lmax) {
-            lmax = logits[i];
-        }
-    }
-    {
-        const int32x4_t vmax = vdupq_n_s32(lmax);
-        const int32x4_t vlim = vdupq_n_s32(dlim);
-        const int32x4_t sha = vdupq_n_s32(26 - frac);
-        const int32x2_t l2e = vdup_n_s32(ELT_LOG2E_Q30);
-        const uint32x4_t mask26 = vdupq_n_u32((1u << 26) - 1u);
-        const uint32x4_t mask18 = vdupq_n_u32((1u << ELT_SEG_SHIFT) - 1u);
-        uint64x2_t vs = vdupq_n_u64(0);
-        int64x2_t vt = vdupq_n_s64(0);
-        int32x4x2_t g;
-        g.val[0] = vdupq_n_s32(0);
-        g.val[1] = g.val[0];
-        for (i = 0; i + 4 <= n; i += 4) {
-            int32x4_t l = vmovl_s16(vld1_s16(logits + i));
-            int32x4_t a = vshlq_s32(vminq_s32(vsubq_s32(vmax, l), vlim), sha); /* Q5.26 */
-            uint32x4_t v = vreinterpretq_u32_s32(
-                vcombine_s32(vrshrn_n_s64(vmull_s32(vget_low_s32(a), l2e), 30),
-                             vrshrn_n_s64(vmull_s32(vget_high_s32(a), l2e), 30)));
-            int32x4_t q = vreinterpretq_s32_u32(vshrq_n_u32(v, 26));
-            uint32x4_t j = vshrq_n_u32(vandq_u32(v, mask26), ELT_SEG_SHIFT);
-            int32x4_t f = vreinterpretq_s32_u32(vandq_u32(v, mask18));
-            int32x4_t dt;
-            int32x4_t e;
-            g = vld2q_lane_s32(exp2_lut + vgetq_lane_u32(j, 0), g, 0);
-            g = vld2q_lane_s32(exp2_lut + vgetq_lane_u32(j, 1), g, 1);
-            g = vld2q_lane_s32(exp2_lut + vgetq_lane_u32(j, 2), g, 2);
-            g = vld2q_lane_s32(exp2_lut + vgetq_lane_u32(j, 3), g, 3);
-            dt = vsubq_s32(g.val[1], g.val[0]);
-            e = vaddq_s32(
-                g.val[0],
-                vcombine_s32(
-                    vrshrn_n_s64(vmull_s32(vget_low_s32(dt), vget_low_s32(f)), ELT_SEG_SHIFT),
-                    vrshrn_n_s64(vmull_s32(vget_high_s32(dt), vget_high_s32(f)), ELT_SEG_SHIFT)));
-            e = vrshlq_s32(e, vnegq_s32(q)); /* Q1.30 */
-            vs = vpadalq_u32(vs, vreinterpretq_u32_s32(e));
-            vt = vrsraq_n_s64(vt, vmull_s32(vget_low_s32(e), vget_low_s32(a)), 26);
-            vt = vrsraq_n_s64(vt, vmull_s32(vget_high_s32(e), vget_high_s32(a)), 26);
-        }
-        s = vgetq_lane_u64(vs, 0) + vgetq_lane_u64(vs, 1);
-        t = (uint64_t)(vgetq_lane_s64(vt, 0) + vgetq_lane_s64(vt, 1));
-    }
-    for (; i < n; i++) {
-        int32_t d = lmax - logits[i];
-        int32_t a;
-        int32_t e;
-        if (d > dlim) {
-            d = dlim;
-        }
-        a = d << (26 - frac);
-        e = elt_exp2neg_q30(elt_mul_rr(a, ELT_LOG2E_Q30, 30), exp2_lut);
-        s += (uint64_t)e;
-        t += (uint64_t)elt_mul_rr(e, a, 26);
-    }
-    return elt_entropy_finish(s, t, log2_lut);
+    return elt_entropy_neon(logits, n, frac, exp2_lut, log2_lut);
 }
 #else
 int32_t elt_entropy_s16(const int16_t *logits, int32_t n, int32_t frac, const int32_t *exp2_lut,
