@@ -179,51 +179,64 @@ void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits
 }
 
 #if ELT_NEON
-/* Classes c .. c + 4nb of two candidates pa, pb (nb = 1, 2): per basis vector j, row j of G^T
- * (one or two VLD1.32 q, shared by both candidates) times p_j by VMLAL.S32 into int64x2
- * accumulators (exact: |G p| < 2^62), then VRSHL by -g_shift, + acc0 (VADDW), VRSHL by
- * -head_shift, VQMOVN twice (sat32 then sat16 = sat16). */
+/* Classes c .. c + 4nb (nb = 1..3) of one candidate: per pair of basis vectors j, j + 1, the
+ * pair p_j, p_j+1 in one VLD1 and rows j, j + 1 of G^T (walked with one post-incremented
+ * pointer) times p_j by VMLAL.S32 by scalar into 2nb int64x2 accumulators (exact: |G p| <
+ * 2^62), then VRSHL by -g_shift, + acc0 (VADDW), VRSHL by -head_shift, VQMOVN twice (sat32
+ * then sat16 = sat16). k and C are the build's constants where inlined from
+ * elt_cand_logits_s16 (every loop unrolled). */
 static inline __attribute__((always_inline)) void
-elt_cand_blk(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa, const int32_t *pb,
-             int16_t *la, int16_t *lb, int32_t c, const int nb)
+elt_cand_blk(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv, int16_t *out,
+             int32_t c, const int nb, const int32_t ncls, const int32_t k)
 {
-    const int32_t ncls = p->n_classes;
-    const int32_t k = p->es.k;
     const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
     const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));
     const int32_t *g = p->G + c;
-    int64x2_t xa[4];
-    int64x2_t xb[4];
+    int64x2_t x[6];
     int h;
     int32_t j;
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (h = 0; h < 2 * nb; h++) {
-        xa[h] = vdupq_n_s64(0);
-        xb[h] = xa[h];
+        x[h] = vdupq_n_s64(0);
     }
-    for (j = 0; j < k; j++, g += ncls) {
-        const int32x2_t pja = vld1_dup_s32(pa + j);
-        const int32x2_t pjb = vld1_dup_s32(pb + j);
-#pragma GCC unroll 2
-        for (h = 0; h < nb; h++) {
-            const int32x4_t gv = vld1q_s32(g + 4 * h);
-            xa[2 * h] = vmlal_s32(xa[2 * h], vget_low_s32(gv), pja);
-            xa[2 * h + 1] = vmlal_s32(xa[2 * h + 1], vget_high_s32(gv), pja);
-            xb[2 * h] = vmlal_s32(xb[2 * h], vget_low_s32(gv), pjb);
-            xb[2 * h + 1] = vmlal_s32(xb[2 * h + 1], vget_high_s32(gv), pjb);
-        }
+#define ELT_CAND_ROW(pj, lane)                                                                     \
+    do {                                                                                           \
+        int32x4_t gv[3];                                                                           \
+        _Pragma("GCC unroll 3") for (h = 0; h < nb; h++)                                           \
+        {                                                                                          \
+            gv[h] = vld1q_s32(g);                                                                  \
+            g += 4;                                                                                \
+            ELT_PTR_BARRIER(g);                                                                    \
+        }                                                                                          \
+        if (ncls != 4 * nb) {                                                                      \
+            g += ncls - 4 * nb;                                                                    \
+            ELT_PTR_BARRIER(g);                                                                    \
+        }                                                                                          \
+        _Pragma("GCC unroll 3") for (h = 0; h < nb; h++)                                           \
+        {                                                                                          \
+            x[2 * h] = vmlal_lane_s32(x[2 * h], vget_low_s32(gv[h]), pj, lane);                    \
+            x[2 * h + 1] = vmlal_lane_s32(x[2 * h + 1], vget_high_s32(gv[h]), pj, lane);           \
+        }                                                                                          \
+    } while (0)
+#pragma GCC unroll 16
+    for (j = 0; j + 2 <= k; j += 2) {
+        const int32x2_t pj = vld1_s32(pv + j);
+        ELT_CAND_ROW(pj, 0);
+        ELT_CAND_ROW(pj, 1);
     }
-#pragma GCC unroll 2
+    if (k & 1) {
+        const int32x2_t pj = vld1_dup_s32(pv + k - 1);
+        ELT_CAND_ROW(pj, 0);
+    }
+#undef ELT_CAND_ROW
+#pragma GCC unroll 3
     for (h = 0; h < nb; h++) {
         const int32x4_t a0 = vld1q_s32(acc0 + c + 4 * h);
-        const int64x2_t a0l = vmovl_s32(vget_low_s32(a0));
-        const int64x2_t a0h = vmovl_s32(vget_high_s32(a0));
-        int64x2_t r0 = vrshlq_s64(vaddq_s64(vrshlq_s64(xa[2 * h], gsh), a0l), hsh);
-        int64x2_t r1 = vrshlq_s64(vaddq_s64(vrshlq_s64(xa[2 * h + 1], gsh), a0h), hsh);
-        vst1_s16(la + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
-        r0 = vrshlq_s64(vaddq_s64(vrshlq_s64(xb[2 * h], gsh), a0l), hsh);
-        r1 = vrshlq_s64(vaddq_s64(vrshlq_s64(xb[2 * h + 1], gsh), a0h), hsh);
-        vst1_s16(lb + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
+        const int64x2_t r0 =
+            vrshlq_s64(vaddw_s32(vrshlq_s64(x[2 * h], gsh), vget_low_s32(a0)), hsh);
+        const int64x2_t r1 =
+            vrshlq_s64(vaddw_s32(vrshlq_s64(x[2 * h + 1], gsh), vget_high_s32(a0)), hsh);
+        vst1_s16(out + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
     }
 }
 #endif
@@ -245,36 +258,48 @@ static void elt_cand_rows(const elt_adapt_params_t *p, const int32_t *acc0, cons
     }
 }
 
-void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa,
-                          const int32_t *pb, int16_t *la, int16_t *lb)
+#if ELT_NEON
+/* Every block of 12, then 8 or 4 classes; the C mod 4 classes left to elt_cand_rows. */
+static inline __attribute__((always_inline)) void
+elt_cand_neon(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv, int16_t *out,
+              const int32_t ncls, const int32_t k)
 {
     int32_t c = 0;
-#if ELT_NEON
-    const int32_t ncls = p->n_classes;
-    for (; c + 8 <= ncls; c += 8) {
-        elt_cand_blk(p, acc0, pa, pb, la, lb, c, 2);
+    for (; c + 12 <= ncls; c += 12) {
+        elt_cand_blk(p, acc0, pv, out, c, 3, ncls, k);
     }
-    if (c + 4 <= ncls) {
-        elt_cand_blk(p, acc0, pa, pb, la, lb, c, 1);
+    if (c + 8 <= ncls) {
+        elt_cand_blk(p, acc0, pv, out, c, 2, ncls, k);
+        c += 8;
+    } else if (c + 4 <= ncls) {
+        elt_cand_blk(p, acc0, pv, out, c, 1, ncls, k);
         c += 4;
     }
-#endif
-    elt_cand_rows(p, acc0, pa, la, c);
-    elt_cand_rows(p, acc0, pb, lb, c);
+    if (c < ncls) {
+        elt_cand_rows(p, acc0, pv, out, c);
+    }
 }
+#endif
 
 void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
                          int16_t *logits)
 {
-    int32_t c = 0;
 #if ELT_NEON
-    int16_t twin[ELT_C_MAX]; /* the pair's second candidate is the same one */
-    const int32_t ncls = p->n_classes;
-    for (; c + 4 <= ncls; c += 4) {
-        elt_cand_blk(p, acc0, pv, pv, logits, twin, c, 1);
+    if (p->n_classes == ELT_C_MAX && p->es.k == ELT_K_MAX) {
+        elt_cand_neon(p, acc0, pv, logits, ELT_C_MAX, ELT_K_MAX);
+    } else {
+        elt_cand_neon(p, acc0, pv, logits, p->n_classes, p->es.k);
     }
+#else
+    elt_cand_rows(p, acc0, pv, logits, 0);
 #endif
-    elt_cand_rows(p, acc0, pv, logits, c);
+}
+
+void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa,
+                          const int32_t *pb, int16_t *la, int16_t *lb)
+{
+    elt_cand_logits_s16(p, acc0, pa, la);
+    elt_cand_logits_s16(p, acc0, pb, lb);
 }
 
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,
@@ -283,7 +308,7 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
     const elt_cmaes_params_t *ep = &p->es;
     const int32_t k = ep->k;
     const int32_t ncls = p->n_classes;
-    int32_t m0[ELT_K_MAX] = {0};
+    int32_t m0[ELT_K_MAX]; /* elements 0 .. k - 1 set below (no memset of the whole array) */
     int32_t best_h = INT32_MAX;
     int32_t best_t = 0;
     int32_t best_i = 0;
@@ -363,7 +388,13 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
         if (st->es.g == 0) {
             /* C = I exactly (elt_cmaes_reset_s32) and chol(I) = I with no raised pivot:
              * isqrt(2^26 2^26) = 2^26, off-diagonal numerators 0 */
-            for (i = 0; i < k * (k + 1) / 2; i++) {
+            i = 0;
+#if ELT_NEON
+            for (; i + 4 <= k * (k + 1) / 2; i += 4) {
+                vst1q_s32(st->work.A + i, vld1q_s32(st->es.C + i));
+            }
+#endif
+            for (; i < k * (k + 1) / 2; i++) {
                 st->work.A[i] = st->es.C[i];
             }
         } else {
@@ -393,10 +424,7 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             }
         }
         /* logits of z_t + V p by the folded head: acc0 + G p (docs/numeric.md §5.1) */
-        for (i = 0; i + 2 <= ep->lam; i += 2) {
-            elt_cand_logits2_s16(p, st->acc0, pe[i], pe[i + 1], st->logits[i], st->logits[i + 1]);
-        }
-        if (i < ep->lam) {
+        for (i = 0; i < ep->lam; i++) {
             elt_cand_logits_s16(p, st->acc0, pe[i], st->logits[i]);
         }
         for (i = 0; i < ep->lam; i++) {

@@ -152,9 +152,15 @@ elt_entropy_neon(const int16_t *logits, const int32_t n, int32_t frac, const int
     int16x4_t m4 = r ? elt_ent_tail(logits + 4 * nb, r) : vld1_s16(logits);
     elt_ent_acc_t acc;
     int32_t i;
+    if (__builtin_constant_p(n)) {
 #pragma GCC unroll 64
-    for (i = 0; i < nb; i++) {
-        m4 = vmax_s16(m4, vld1_s16(logits + 4 * i));
+        for (i = 0; i < nb; i++) {
+            m4 = vmax_s16(m4, vld1_s16(logits + 4 * i));
+        }
+    } else {
+        for (i = 0; i < nb; i++) {
+            m4 = vmax_s16(m4, vld1_s16(logits + 4 * i));
+        }
     }
     m4 = vpmax_s16(m4, m4);
     m4 = vdup_lane_s16(vpmax_s16(m4, m4), 0);
@@ -163,9 +169,15 @@ elt_entropy_neon(const int16_t *logits, const int32_t n, int32_t frac, const int
     acc.base = vdupq_n_u32((uint32_t)(uintptr_t)exp2_lut);
     acc.vs = vdupq_n_u64(0);
     acc.vt = vdupq_n_s64(0);
+    if (__builtin_constant_p(n)) {
 #pragma GCC unroll 64
-    for (i = 0; i < nb; i++) {
-        elt_ent4(&acc, m4, vld1_s16(logits + 4 * i), 0);
+        for (i = 0; i < nb; i++) {
+            elt_ent4(&acc, m4, vld1_s16(logits + 4 * i), 0);
+        }
+    } else {
+        for (i = 0; i < nb; i++) {
+            elt_ent4(&acc, m4, vld1_s16(logits + 4 * i), 0);
+        }
     }
     if (r) {
         elt_ent4(&acc, m4, elt_ent_tail(logits + 4 * nb, r), r);
