@@ -295,6 +295,26 @@ void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const
 #endif
 }
 
+/* Logits of the candidates pv[0 .. rows), one call per iteration (the dispatch on the build's
+ * C and k once). */
+static void elt_cand_logits_rows(const elt_adapt_params_t *p, const int32_t *acc0,
+                                 const int32_t (*pv)[ELT_K_MAX], int32_t rows,
+                                 int16_t (*logits)[ELT_C_MAX])
+{
+    int32_t i;
+#if ELT_NEON
+    if (p->n_classes == ELT_C_MAX && p->es.k == ELT_K_MAX) {
+        for (i = 0; i < rows; i++) {
+            elt_cand_neon(p, acc0, pv[i], logits[i], ELT_C_MAX, ELT_K_MAX);
+        }
+        return;
+    }
+#endif
+    for (i = 0; i < rows; i++) {
+        elt_cand_logits_s16(p, acc0, pv[i], logits[i]);
+    }
+}
+
 void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa,
                           const int32_t *pb, int16_t *la, int16_t *lb)
 {
@@ -424,13 +444,9 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             }
         }
         /* logits of z_t + V p by the folded head: acc0 + G p (docs/numeric.md §5.1) */
-        for (i = 0; i < ep->lam; i++) {
-            elt_cand_logits_s16(p, st->acc0, pe[i], st->logits[i]);
-        }
-        for (i = 0; i < ep->lam; i++) {
-            st->H[i] =
-                elt_entropy_s16(st->logits[i], ncls, p->logit_frac, ep->exp2_lut, p->log2_lut);
-        }
+        elt_cand_logits_rows(p, st->acc0, pe, ep->lam, st->logits);
+        elt_entropy_s16_rows(st->logits[0], ELT_C_MAX, ep->lam, ncls, p->logit_frac, ep->exp2_lut,
+                             p->log2_lut, st->H);
         /* rank by (H, index): stable insertion sort */
         for (i = 0; i < ep->lam; i++) {
             j = i;

@@ -195,6 +195,22 @@ int32_t elt_entropy_s16(const int16_t *logits, int32_t n, int32_t frac, const in
     }
     return elt_entropy_neon(logits, n, frac, exp2_lut, log2_lut);
 }
+
+void elt_entropy_s16_rows(const int16_t *logits, int32_t stride, int32_t rows, int32_t n,
+                          int32_t frac, const int32_t *exp2_lut, const int32_t *log2_lut,
+                          int32_t *H)
+{
+    int32_t i;
+    if (n == ELT_C_MAX) {
+        for (i = 0; i < rows; i++) {
+            H[i] = elt_entropy_neon(logits + i * stride, ELT_C_MAX, frac, exp2_lut, log2_lut);
+        }
+        return;
+    }
+    for (i = 0; i < rows; i++) {
+        H[i] = elt_entropy_neon(logits + i * stride, n, frac, exp2_lut, log2_lut);
+    }
+}
 #else
 int32_t elt_entropy_s16(const int16_t *logits, int32_t n, int32_t frac, const int32_t *exp2_lut,
                         const int32_t *log2_lut)
@@ -222,6 +238,16 @@ int32_t elt_entropy_s16(const int16_t *logits, int32_t n, int32_t frac, const in
         t += (uint64_t)elt_mul_rr(e, a, 26); /* e a >= 0 */
     }
     return elt_entropy_finish(s, t, log2_lut);
+}
+
+void elt_entropy_s16_rows(const int16_t *logits, int32_t stride, int32_t rows, int32_t n,
+                          int32_t frac, const int32_t *exp2_lut, const int32_t *log2_lut,
+                          int32_t *H)
+{
+    int32_t i;
+    for (i = 0; i < rows; i++) {
+        H[i] = elt_entropy_s16(logits + i * stride, n, frac, exp2_lut, log2_lut);
+    }
 }
 #endif
 
