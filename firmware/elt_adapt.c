@@ -322,6 +322,53 @@ void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, cons
     elt_cand_logits_s16(p, acc0, pb, lb);
 }
 
+#if ELT_NEON
+/* The stable ranking by (H, index) by counting: candidate i goes to place
+ * #{j : H_j < H_i} + #{j < i : H_j = H_i}, i.e. the number of j with H_j < H_i + [j < i]
+ * (H < 2^29, docs/numeric.md §5.4: H_i + 1 does not overflow). Four j per VCGT.S32 against the
+ * row's thresholds; H is padded to a multiple of 4 with INT32_MAX, which no threshold exceeds.
+ * lam is the build's constant where inlined for ELT_LAM_MAX (both loops unrolled, the
+ * thresholds' [j < i] known per block). */
+static inline __attribute__((always_inline)) void elt_rank_neon(int32_t *H, const int32_t lam,
+                                                                uint8_t *order)
+{
+    static const int32_t step[8] = {1, 1, 1, 1, 0, 0, 0, 0};
+    const int32_t nb = (lam + 3) >> 2;
+    int32x4_t hb[(ELT_LAM_MAX + 3) >> 2];
+    int32_t i;
+    int32_t b;
+    for (i = lam; i < 4 * nb; i++) {
+        H[i] = INT32_MAX;
+    }
+#pragma GCC unroll 8
+    for (b = 0; b < ((ELT_LAM_MAX + 3) >> 2); b++) {
+        hb[b] = vld1q_s32(H + 4 * b); /* blocks from nb on are never compared */
+    }
+#pragma GCC unroll 32
+    for (i = 0; i < lam; i++) {
+        const int32x4_t hi = vld1q_dup_s32(H + i);
+        const int32x4_t hi1 = vaddq_s32(hi, vdupq_n_s32(1));
+        uint32x4_t cnt = vdupq_n_u32(0);
+        uint32x2_t c2;
+#pragma GCC unroll 8
+        for (b = 0; b < nb; b++) {
+            int32x4_t thr;
+            if (4 * b + 4 <= i) {
+                thr = hi1;
+            } else if (4 * b >= i) {
+                thr = hi;
+            } else {
+                thr = vaddq_s32(hi, vld1q_s32(step + 4 - (i - 4 * b)));
+            }
+            cnt = vsubq_u32(cnt, vcltq_s32(hb[b], thr));
+        }
+        c2 = vpadd_u32(vget_low_u32(cnt), vget_high_u32(cnt));
+        c2 = vpadd_u32(c2, c2);
+        order[vget_lane_u32(c2, 0)] = (uint8_t)i;
+    }
+}
+#endif
+
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,
                    uint32_t sample_id, elt_adapt_result_t *res)
 {
@@ -447,8 +494,16 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
         elt_cand_logits_rows(p, st->acc0, pe, ep->lam, st->logits);
         elt_entropy_s16_rows(st->logits[0], ELT_C_MAX, ep->lam, ncls, p->logit_frac, ep->exp2_lut,
                              p->log2_lut, st->H);
-        /* rank by (H, index): stable insertion sort */
+        /* rank by (H, index) */
+#if ELT_NEON
+        if (ep->lam == ELT_LAM_MAX) {
+            elt_rank_neon(st->H, ELT_LAM_MAX, st->order);
+        } else {
+            elt_rank_neon(st->H, ep->lam, st->order);
+        }
+#else
         for (i = 0; i < ep->lam; i++) {
+            /* stable insertion sort */
             j = i;
             while (j > 0 && st->H[st->order[j - 1]] > st->H[i]) {
                 st->order[j] = st->order[j - 1];
@@ -456,6 +511,7 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             }
             st->order[j] = (uint8_t)i;
         }
+#endif
         /* best sampled p over all iterations, ties by (H, iteration, index) */
         j = st->order[0];
         if (st->H[j] < best_h) {

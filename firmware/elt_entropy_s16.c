@@ -45,7 +45,7 @@ int32_t elt_exp2neg_q30(int64_t v, const int32_t *exp2_lut)
     return (int32_t)fx_rshift_round64(t, (int)q);
 }
 
-static inline int32_t elt_ln_s(int64_t s, const int32_t *log2_lut)
+static inline __attribute__((always_inline)) int32_t elt_ln_s(int64_t s, const int32_t *log2_lut)
 {
     /* s = 2^b (1 + x), b = 63 - z in [30, 38]. x 2^64 = s << (z + 1) (the leading one shifted
      * out); its top word hi gives rshift_round(s - 2^b, b - 26) = (hi + 2^5) >> 6 exactly (the
@@ -54,11 +54,30 @@ static inline int32_t elt_ln_s(int64_t s, const int32_t *log2_lut)
     const int z = __builtin_clzll((unsigned long long)u);
     const uint32_t hi = (uint32_t)((u << z) >> 31);
     const int32_t xf = (int32_t)((hi >> 6) + ((hi >> 5) & 1u)); /* x, Q.26, in [0, 2^26] */
+#if ELT_NEON
+    /* SMMULR a, b = rshift_round(a b, 32) (ARM DDI 0406C A8.8.194):
+     * the interpolation rshift_round(dT f, 18) = SMMULR(4 dT, 2^12 f) (|dT| < 2^23, f <= 2^18)
+     * and rshift_round(l2 ln2, 30) = SMMULR(2 l2, 2 ln2) (l2 < 9 2^26, ln2 < 2^30). */
+    int32_t j = xf >> ELT_SEG_SHIFT;
+    int32_t f;
+    int32_t r;
+    int32_t l2;
+    if (j > 255) {
+        j = 255;
+    }
+    f = xf - (j << ELT_SEG_SHIFT);
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"((log2_lut[j + 1] - log2_lut[j]) * 4), "r"(f << 12));
+    l2 = (int32_t)(63 - z - ELT_LUT_FRAC) * ((int32_t)1 << 26) +
+         ((log2_lut[j] + r + (1 << (ELT_LUT_FRAC - 27))) >> (ELT_LUT_FRAC - 26));
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(l2 * 2), "r"(2 * ELT_LN2_Q30));
+    return r;
+#else
     /* l2 = (b - 30) 2^26 + round(log2(1 + x) 2^30 / 2^4), Q.26, < 9 2^26: int32 */
     int32_t l2 =
         (int32_t)(63 - z - ELT_LUT_FRAC) * ((int32_t)1 << 26) +
         ((elt_interp_q26(log2_lut, xf) + (1 << (ELT_LUT_FRAC - 27))) >> (ELT_LUT_FRAC - 26));
     return (int32_t)elt_mul_rr(l2, ELT_LN2_Q30, 30);
+#endif
 }
 
 int32_t elt_ln_q26(int64_t s, const int32_t *log2_lut)
@@ -68,7 +87,7 @@ int32_t elt_ln_q26(int64_t s, const int32_t *log2_lut)
 
 /* H = ln S + (T 2^26) / S: T 2^26 < 2^63 because T < 2^37 for n <= 256; S >= 2^30 > 0; the
  * quotient (the softmax mean of d, <= ln n + rounding) fits 32 bits: elt_udiv64's fast path. */
-static inline int32_t elt_entropy_finish(uint64_t s, uint64_t t, const int32_t *log2_lut)
+static inline __attribute__((always_inline)) int32_t elt_entropy_finish(uint64_t s, uint64_t t, const int32_t *log2_lut)
 {
     return elt_ln_s((int64_t)s, log2_lut) + (int32_t)elt_udiv64_inline(t << 26, s);
 }
@@ -106,17 +125,24 @@ static inline __attribute__((always_inline)) void elt_ent4(elt_ent_acc_t *acc, i
     const int32x4_t nq = vnegq_s32(vreinterpretq_s32_u32(vshrq_n_u32(v, 26)));
     const uint32x4_t adr = vaddq_u32(vandq_u32(vshrq_n_u32(v, 16), vdupq_n_u32(0x3FCu)), acc->base);
     const int32x4_t f13 = vreinterpretq_s32_u32(vshrq_n_u32(vshlq_n_u32(v, 14), 1));
-    const uint64_t a01 = vgetq_lane_u64(vreinterpretq_u64_u32(adr), 0);
-    const uint64_t a23 = vgetq_lane_u64(vreinterpretq_u64_u32(adr), 1);
-    int32x4x2_t g;
+    uint32_t a0;
+    uint32_t a1;
+    uint32_t a2;
+    uint32_t a3;
+    int32x2x2_t glo;
+    int32x2x2_t ghi;
+    int32x4_t g0;
     int32x4_t e;
-    g.val[0] = vdupq_n_s32(0);
-    g.val[1] = g.val[0];
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a01, g, 0);
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a01 >> 32), g, 1);
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a23, g, 2);
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a23 >> 32), g, 3);
-    e = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f13));
+    /* two addresses per VMOV (GCC moves one S register at a time) */
+    __asm__("vmov %0, %1, %P2" : "=r"(a0), "=r"(a1) : "w"(vget_low_u32(adr)));
+    __asm__("vmov %0, %1, %P2" : "=r"(a2), "=r"(a3) : "w"(vget_high_u32(adr)));
+    /* lanes 0 and 2 by the all-lanes form (no register to clear first), 1 and 3 by lane */
+    glo = vld2_dup_s32((const int32_t *)(uintptr_t)a0);
+    ghi = vld2_dup_s32((const int32_t *)(uintptr_t)a2);
+    glo = vld2_lane_s32((const int32_t *)(uintptr_t)a1, glo, 1);
+    ghi = vld2_lane_s32((const int32_t *)(uintptr_t)a3, ghi, 1);
+    g0 = vcombine_s32(glo.val[0], ghi.val[0]);
+    e = vaddq_s32(g0, vqrdmulhq_s32(vsubq_s32(vcombine_s32(glo.val[1], ghi.val[1]), g0), f13));
     e = vrshlq_s32(e, nq); /* Q1.30 */
     if (r) {
         /* lanes r .. 3 are past the last class: e = 0 (then e a = 0) */
