@@ -260,9 +260,10 @@ static void elt_cand_rows(const elt_adapt_params_t *p, const int32_t *acc0, cons
 
 #if ELT_NEON
 /* Every block of 12, then 8 or 4 classes; the C mod 4 classes left to elt_cand_rows. */
-static inline __attribute__((always_inline)) void
-elt_cand_neon(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv, int16_t *out,
-              const int32_t ncls, const int32_t k)
+static inline __attribute__((always_inline)) void elt_cand_neon(const elt_adapt_params_t *p,
+                                                                const int32_t *acc0,
+                                                                const int32_t *pv, int16_t *out,
+                                                                const int32_t ncls, const int32_t k)
 {
     int32_t c = 0;
     for (; c + 12 <= ncls; c += 12) {
@@ -518,10 +519,20 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             best_h = st->H[j];
             best_t = t;
             best_i = j;
-            for (a = 0; a < k; a++) {
+            a = 0;
+            i = 0;
+#if ELT_NEON
+            for (; a + 4 <= k; a += 4) {
+                vst1q_s32(res->p_best + a, vld1q_s32(pe[j] + a));
+            }
+            for (; i + 4 <= ncls; i += 4) {
+                vst1_s16(res->logits + i, vld1_s16(st->logits[j] + i));
+            }
+#endif
+            for (; a < k; a++) {
                 res->p_best[a] = pe[j][a];
             }
-            for (i = 0; i < ncls; i++) {
+            for (; i < ncls; i++) {
                 res->logits[i] = st->logits[j][i];
             }
         }
