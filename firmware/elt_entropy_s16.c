@@ -329,6 +329,15 @@ int32_t elt_entropy_s16(const int16_t *logits, int32_t n, int32_t frac, const in
     return elt_entropy_neon(logits, n, frac, exp2_lut, log2_lut);
 }
 
+/* One row's sums for C = ELT_C_MAX, out of line: inlined into the four-row loop the hoisted
+ * constants of four rows spill (measured: 145 against 123 instructions a row). */
+static __attribute__((noinline)) void elt_entropy_sums_c(const int16_t *logits, int32_t frac,
+                                                         const int32_t *exp2_lut, uint64_t *s,
+                                                         uint64_t *t)
+{
+    elt_entropy_sums(logits, ELT_C_MAX, frac, exp2_lut, s, t);
+}
+
 void elt_entropy_s16_rows(const int16_t *logits, int32_t stride, int32_t rows, int32_t n,
                           int32_t frac, const int32_t *exp2_lut, const int32_t *log2_lut,
                           int32_t *H)
@@ -340,10 +349,9 @@ void elt_entropy_s16_rows(const int16_t *logits, int32_t stride, int32_t rows, i
     /* four rows' sums, then their ln S and divisions four lanes at a time */
     if (n == ELT_C_MAX) {
         for (; i + 4 <= rows; i += 4) {
-#pragma GCC unroll 1
+#pragma GCC unroll 4
             for (r = 0; r < 4; r++) {
-                elt_entropy_sums(logits + (i + r) * stride, ELT_C_MAX, frac, exp2_lut, S + r,
-                                 T + r);
+                elt_entropy_sums_c(logits + (i + r) * stride, frac, exp2_lut, S + r, T + r);
             }
             elt_entropy_finish4(S, T, log2_lut, H + i);
         }
