@@ -187,10 +187,9 @@ void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits
  * elt_cand_logits_s16 (every loop unrolled). */
 static inline __attribute__((always_inline)) void
 elt_cand_blk(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv, int16_t *out,
-             int32_t c, const int nb, const int32_t ncls, const int32_t k)
+             int32_t c, const int nb, const int32_t ncls, const int32_t k, const int64x2_t gsh,
+             const int64x2_t hsh)
 {
-    const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
-    const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));
     const int32_t *g = p->G + c;
     int64x2_t x[6];
     int h;
@@ -218,11 +217,26 @@ elt_cand_blk(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv
             x[2 * h + 1] = vmlal_lane_s32(x[2 * h + 1], vget_high_s32(gv[h]), pj, lane);           \
         }                                                                                          \
     } while (0)
-#pragma GCC unroll 16
-    for (j = 0; j + 2 <= k; j += 2) {
+    /* p four elements per post-incremented VLD1 (GCC otherwise forms each address by an ADD) */
+    j = 0;
+    if (k >= 4) {
+        const int32_t *pp = pv;
+#pragma GCC unroll 8
+        for (; j + 4 <= k; j += 4) {
+            const int32x4_t pq = vld1q_s32(pp);
+            pp += 4;
+            ELT_PTR_BARRIER(pp);
+            ELT_CAND_ROW(vget_low_s32(pq), 0);
+            ELT_CAND_ROW(vget_low_s32(pq), 1);
+            ELT_CAND_ROW(vget_high_s32(pq), 0);
+            ELT_CAND_ROW(vget_high_s32(pq), 1);
+        }
+    }
+    if (j + 2 <= k) {
         const int32x2_t pj = vld1_s32(pv + j);
         ELT_CAND_ROW(pj, 0);
         ELT_CAND_ROW(pj, 1);
+        j += 2;
     }
     if (k & 1) {
         const int32x2_t pj = vld1_dup_s32(pv + k - 1);
@@ -260,20 +274,19 @@ static void elt_cand_rows(const elt_adapt_params_t *p, const int32_t *acc0, cons
 
 #if ELT_NEON
 /* Every block of 12, then 8 or 4 classes; the C mod 4 classes left to elt_cand_rows. */
-static inline __attribute__((always_inline)) void elt_cand_neon(const elt_adapt_params_t *p,
-                                                                const int32_t *acc0,
-                                                                const int32_t *pv, int16_t *out,
-                                                                const int32_t ncls, const int32_t k)
+static inline __attribute__((always_inline)) void
+elt_cand_neon(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv, int16_t *out,
+              const int32_t ncls, const int32_t k, const int64x2_t gsh, const int64x2_t hsh)
 {
     int32_t c = 0;
     for (; c + 12 <= ncls; c += 12) {
-        elt_cand_blk(p, acc0, pv, out, c, 3, ncls, k);
+        elt_cand_blk(p, acc0, pv, out, c, 3, ncls, k, gsh, hsh);
     }
     if (c + 8 <= ncls) {
-        elt_cand_blk(p, acc0, pv, out, c, 2, ncls, k);
+        elt_cand_blk(p, acc0, pv, out, c, 2, ncls, k, gsh, hsh);
         c += 8;
     } else if (c + 4 <= ncls) {
-        elt_cand_blk(p, acc0, pv, out, c, 1, ncls, k);
+        elt_cand_blk(p, acc0, pv, out, c, 1, ncls, k, gsh, hsh);
         c += 4;
     }
     if (c < ncls) {
@@ -286,10 +299,12 @@ void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const
                          int16_t *logits)
 {
 #if ELT_NEON
+    const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
+    const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));
     if (p->n_classes == ELT_C_MAX && p->es.k == ELT_K_MAX) {
-        elt_cand_neon(p, acc0, pv, logits, ELT_C_MAX, ELT_K_MAX);
+        elt_cand_neon(p, acc0, pv, logits, ELT_C_MAX, ELT_K_MAX, gsh, hsh);
     } else {
-        elt_cand_neon(p, acc0, pv, logits, p->n_classes, p->es.k);
+        elt_cand_neon(p, acc0, pv, logits, p->n_classes, p->es.k, gsh, hsh);
     }
 #else
     elt_cand_rows(p, acc0, pv, logits, 0);
@@ -305,8 +320,11 @@ static void elt_cand_logits_rows(const elt_adapt_params_t *p, const int32_t *acc
     int32_t i;
 #if ELT_NEON
     if (p->n_classes == ELT_C_MAX && p->es.k == ELT_K_MAX) {
+        /* the shifts as VRSHL counts once (stores through logits may alias *p) */
+        const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
+        const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));
         for (i = 0; i < rows; i++) {
-            elt_cand_neon(p, acc0, pv[i], logits[i], ELT_C_MAX, ELT_K_MAX);
+            elt_cand_neon(p, acc0, pv[i], logits[i], ELT_C_MAX, ELT_K_MAX, gsh, hsh);
         }
         return;
     }
