@@ -179,51 +179,78 @@ void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits
 }
 
 #if ELT_NEON
-/* Classes c .. c + 4nb of two candidates pa, pb (nb = 1, 2): per basis vector j, row j of G^T
- * (one or two VLD1.32 q, shared by both candidates) times p_j by VMLAL.S32 into int64x2
- * accumulators (exact: |G p| < 2^62), then VRSHL by -g_shift, + acc0 (VADDW), VRSHL by
- * -head_shift, VQMOVN twice (sat32 then sat16 = sat16). */
+/* Classes c .. c + 4nb (nb = 1..3) of one candidate: per pair of basis vectors j, j + 1, the
+ * pair p_j, p_j+1 in one VLD1 and rows j, j + 1 of G^T (walked with one post-incremented
+ * pointer) times p_j by VMLAL.S32 by scalar into 2nb int64x2 accumulators (exact: |G p| <
+ * 2^62), then VRSHL by -g_shift, + acc0 (VADDW), VRSHL by -head_shift, VQMOVN twice (sat32
+ * then sat16 = sat16). k and C are the build's constants where inlined from
+ * elt_cand_logits_s16 (every loop unrolled). */
 static inline __attribute__((always_inline)) void
-elt_cand_blk(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa, const int32_t *pb,
-             int16_t *la, int16_t *lb, int32_t c, const int nb)
+elt_cand_blk(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv, int16_t *out,
+             int32_t c, const int nb, const int32_t ncls, const int32_t k, const int64x2_t gsh,
+             const int64x2_t hsh)
 {
-    const int32_t ncls = p->n_classes;
-    const int32_t k = p->es.k;
-    const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
-    const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));
     const int32_t *g = p->G + c;
-    int64x2_t xa[4];
-    int64x2_t xb[4];
+    int64x2_t x[6];
     int h;
     int32_t j;
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (h = 0; h < 2 * nb; h++) {
-        xa[h] = vdupq_n_s64(0);
-        xb[h] = xa[h];
+        x[h] = vdupq_n_s64(0);
     }
-    for (j = 0; j < k; j++, g += ncls) {
-        const int32x2_t pja = vld1_dup_s32(pa + j);
-        const int32x2_t pjb = vld1_dup_s32(pb + j);
-#pragma GCC unroll 2
-        for (h = 0; h < nb; h++) {
-            const int32x4_t gv = vld1q_s32(g + 4 * h);
-            xa[2 * h] = vmlal_s32(xa[2 * h], vget_low_s32(gv), pja);
-            xa[2 * h + 1] = vmlal_s32(xa[2 * h + 1], vget_high_s32(gv), pja);
-            xb[2 * h] = vmlal_s32(xb[2 * h], vget_low_s32(gv), pjb);
-            xb[2 * h + 1] = vmlal_s32(xb[2 * h + 1], vget_high_s32(gv), pjb);
+#define ELT_CAND_ROW(pj, lane)                                                                     \
+    do {                                                                                           \
+        int32x4_t gv[3];                                                                           \
+        _Pragma("GCC unroll 3") for (h = 0; h < nb; h++)                                           \
+        {                                                                                          \
+            gv[h] = vld1q_s32(g);                                                                  \
+            g += 4;                                                                                \
+            ELT_PTR_BARRIER(g);                                                                    \
+        }                                                                                          \
+        if (ncls != 4 * nb) {                                                                      \
+            g += ncls - 4 * nb;                                                                    \
+            ELT_PTR_BARRIER(g);                                                                    \
+        }                                                                                          \
+        _Pragma("GCC unroll 3") for (h = 0; h < nb; h++)                                           \
+        {                                                                                          \
+            x[2 * h] = vmlal_lane_s32(x[2 * h], vget_low_s32(gv[h]), pj, lane);                    \
+            x[2 * h + 1] = vmlal_lane_s32(x[2 * h + 1], vget_high_s32(gv[h]), pj, lane);           \
+        }                                                                                          \
+    } while (0)
+    /* p four elements per post-incremented VLD1 (GCC otherwise forms each address by an ADD) */
+    j = 0;
+    if (k >= 4) {
+        const int32_t *pp = pv;
+#pragma GCC unroll 8
+        for (; j + 4 <= k; j += 4) {
+            const int32x4_t pq = vld1q_s32(pp);
+            pp += 4;
+            ELT_PTR_BARRIER(pp);
+            ELT_CAND_ROW(vget_low_s32(pq), 0);
+            ELT_CAND_ROW(vget_low_s32(pq), 1);
+            ELT_CAND_ROW(vget_high_s32(pq), 0);
+            ELT_CAND_ROW(vget_high_s32(pq), 1);
         }
     }
-#pragma GCC unroll 2
+    if (j + 2 <= k) {
+        const int32x2_t pj = vld1_s32(pv + j);
+        ELT_CAND_ROW(pj, 0);
+        ELT_CAND_ROW(pj, 1);
+        j += 2;
+    }
+    if (k & 1) {
+        const int32x2_t pj = vld1_dup_s32(pv + k - 1);
+        ELT_CAND_ROW(pj, 0);
+    }
+#undef ELT_CAND_ROW
+#pragma GCC unroll 3
     for (h = 0; h < nb; h++) {
         const int32x4_t a0 = vld1q_s32(acc0 + c + 4 * h);
-        const int64x2_t a0l = vmovl_s32(vget_low_s32(a0));
-        const int64x2_t a0h = vmovl_s32(vget_high_s32(a0));
-        int64x2_t r0 = vrshlq_s64(vaddq_s64(vrshlq_s64(xa[2 * h], gsh), a0l), hsh);
-        int64x2_t r1 = vrshlq_s64(vaddq_s64(vrshlq_s64(xa[2 * h + 1], gsh), a0h), hsh);
-        vst1_s16(la + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
-        r0 = vrshlq_s64(vaddq_s64(vrshlq_s64(xb[2 * h], gsh), a0l), hsh);
-        r1 = vrshlq_s64(vaddq_s64(vrshlq_s64(xb[2 * h + 1], gsh), a0h), hsh);
-        vst1_s16(lb + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
+        const int64x2_t r0 =
+            vrshlq_s64(vaddw_s32(vrshlq_s64(x[2 * h], gsh), vget_low_s32(a0)), hsh);
+        const int64x2_t r1 =
+            vrshlq_s64(vaddw_s32(vrshlq_s64(x[2 * h + 1], gsh), vget_high_s32(a0)), hsh);
+        vst1_s16(out + c + 4 * h, vqmovn_s32(vcombine_s32(vqmovn_s64(r0), vqmovn_s64(r1))));
     }
 }
 #endif
@@ -245,37 +272,121 @@ static void elt_cand_rows(const elt_adapt_params_t *p, const int32_t *acc0, cons
     }
 }
 
-void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa,
-                          const int32_t *pb, int16_t *la, int16_t *lb)
+#if ELT_NEON
+/* Every block of 12, then 8 or 4 classes; the C mod 4 classes left to elt_cand_rows. */
+static inline __attribute__((always_inline)) void
+elt_cand_neon(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv, int16_t *out,
+              const int32_t ncls, const int32_t k, const int64x2_t gsh, const int64x2_t hsh)
 {
     int32_t c = 0;
-#if ELT_NEON
-    const int32_t ncls = p->n_classes;
-    for (; c + 8 <= ncls; c += 8) {
-        elt_cand_blk(p, acc0, pa, pb, la, lb, c, 2);
+    for (; c + 12 <= ncls; c += 12) {
+        elt_cand_blk(p, acc0, pv, out, c, 3, ncls, k, gsh, hsh);
     }
-    if (c + 4 <= ncls) {
-        elt_cand_blk(p, acc0, pa, pb, la, lb, c, 1);
+    if (c + 8 <= ncls) {
+        elt_cand_blk(p, acc0, pv, out, c, 2, ncls, k, gsh, hsh);
+        c += 8;
+    } else if (c + 4 <= ncls) {
+        elt_cand_blk(p, acc0, pv, out, c, 1, ncls, k, gsh, hsh);
         c += 4;
     }
-#endif
-    elt_cand_rows(p, acc0, pa, la, c);
-    elt_cand_rows(p, acc0, pb, lb, c);
+    if (c < ncls) {
+        elt_cand_rows(p, acc0, pv, out, c);
+    }
 }
+#endif
 
 void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
                          int16_t *logits)
 {
-    int32_t c = 0;
 #if ELT_NEON
-    int16_t twin[ELT_C_MAX]; /* the pair's second candidate is the same one */
-    const int32_t ncls = p->n_classes;
-    for (; c + 4 <= ncls; c += 4) {
-        elt_cand_blk(p, acc0, pv, pv, logits, twin, c, 1);
+    const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
+    const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));
+    if (p->n_classes == ELT_C_MAX && p->es.k == ELT_K_MAX) {
+        elt_cand_neon(p, acc0, pv, logits, ELT_C_MAX, ELT_K_MAX, gsh, hsh);
+    } else {
+        elt_cand_neon(p, acc0, pv, logits, p->n_classes, p->es.k, gsh, hsh);
+    }
+#else
+    elt_cand_rows(p, acc0, pv, logits, 0);
+#endif
+}
+
+/* Logits of the candidates pv[0 .. rows), one call per iteration (the dispatch on the build's
+ * C and k once). */
+static void elt_cand_logits_rows(const elt_adapt_params_t *p, const int32_t *acc0,
+                                 const int32_t (*pv)[ELT_K_MAX], int32_t rows,
+                                 int16_t (*logits)[ELT_C_MAX])
+{
+    int32_t i;
+#if ELT_NEON
+    if (p->n_classes == ELT_C_MAX && p->es.k == ELT_K_MAX) {
+        /* the shifts as VRSHL counts once (stores through logits may alias *p) */
+        const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
+        const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));
+        for (i = 0; i < rows; i++) {
+            elt_cand_neon(p, acc0, pv[i], logits[i], ELT_C_MAX, ELT_K_MAX, gsh, hsh);
+        }
+        return;
     }
 #endif
-    elt_cand_rows(p, acc0, pv, logits, c);
+    for (i = 0; i < rows; i++) {
+        elt_cand_logits_s16(p, acc0, pv[i], logits[i]);
+    }
 }
+
+void elt_cand_logits2_s16(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pa,
+                          const int32_t *pb, int16_t *la, int16_t *lb)
+{
+    elt_cand_logits_s16(p, acc0, pa, la);
+    elt_cand_logits_s16(p, acc0, pb, lb);
+}
+
+#if ELT_NEON
+/* The stable ranking by (H, index) by counting: candidate i goes to place
+ * #{j : H_j < H_i} + #{j < i : H_j = H_i}, i.e. the number of j with H_j < H_i + [j < i]
+ * (H < 2^29, docs/numeric.md §5.4: H_i + 1 does not overflow). Four j per VCGT.S32 against the
+ * row's thresholds; H is padded to a multiple of 4 with INT32_MAX, which no threshold exceeds.
+ * lam is the build's constant where inlined for ELT_LAM_MAX (both loops unrolled, the
+ * thresholds' [j < i] known per block). */
+static inline __attribute__((always_inline)) void elt_rank_neon(int32_t *H, const int32_t lam,
+                                                                uint8_t *order)
+{
+    static const int32_t step[8] = {1, 1, 1, 1, 0, 0, 0, 0};
+    const int32_t nb = (lam + 3) >> 2;
+    int32x4_t hb[(ELT_LAM_MAX + 3) >> 2];
+    int32_t i;
+    int32_t b;
+    for (i = lam; i < 4 * nb; i++) {
+        H[i] = INT32_MAX;
+    }
+#pragma GCC unroll 8
+    for (b = 0; b < ((ELT_LAM_MAX + 3) >> 2); b++) {
+        hb[b] = vld1q_s32(H + 4 * b); /* blocks from nb on are never compared */
+    }
+#pragma GCC unroll 32
+    for (i = 0; i < lam; i++) {
+        const int32x4_t hi = vld1q_dup_s32(H + i);
+        const int32x4_t hi1 = vaddq_s32(hi, vdupq_n_s32(1));
+        uint32x4_t cnt = vdupq_n_u32(0);
+        uint32x2_t c2;
+#pragma GCC unroll 8
+        for (b = 0; b < nb; b++) {
+            int32x4_t thr;
+            if (4 * b + 4 <= i) {
+                thr = hi1;
+            } else if (4 * b >= i) {
+                thr = hi;
+            } else {
+                thr = vaddq_s32(hi, vld1q_s32(step + 4 - (i - 4 * b)));
+            }
+            cnt = vsubq_u32(cnt, vcltq_s32(hb[b], thr));
+        }
+        c2 = vpadd_u32(vget_low_u32(cnt), vget_high_u32(cnt));
+        c2 = vpadd_u32(c2, c2);
+        order[vget_lane_u32(c2, 0)] = (uint8_t)i;
+    }
+}
+#endif
 
 void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,
                    uint32_t sample_id, elt_adapt_result_t *res)
@@ -283,7 +394,7 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
     const elt_cmaes_params_t *ep = &p->es;
     const int32_t k = ep->k;
     const int32_t ncls = p->n_classes;
-    int32_t m0[ELT_K_MAX] = {0};
+    int32_t m0[ELT_K_MAX]; /* elements 0 .. k - 1 set below (no memset of the whole array) */
     int32_t best_h = INT32_MAX;
     int32_t best_t = 0;
     int32_t best_i = 0;
@@ -363,7 +474,13 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
         if (st->es.g == 0) {
             /* C = I exactly (elt_cmaes_reset_s32) and chol(I) = I with no raised pivot:
              * isqrt(2^26 2^26) = 2^26, off-diagonal numerators 0 */
-            for (i = 0; i < k * (k + 1) / 2; i++) {
+            i = 0;
+#if ELT_NEON
+            for (; i + 4 <= k * (k + 1) / 2; i += 4) {
+                vst1q_s32(st->work.A + i, vld1q_s32(st->es.C + i));
+            }
+#endif
+            for (; i < k * (k + 1) / 2; i++) {
                 st->work.A[i] = st->es.C[i];
             }
         } else {
@@ -393,18 +510,19 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             }
         }
         /* logits of z_t + V p by the folded head: acc0 + G p (docs/numeric.md §5.1) */
-        for (i = 0; i + 2 <= ep->lam; i += 2) {
-            elt_cand_logits2_s16(p, st->acc0, pe[i], pe[i + 1], st->logits[i], st->logits[i + 1]);
+        elt_cand_logits_rows(p, st->acc0, pe, ep->lam, st->logits);
+        elt_entropy_s16_rows(st->logits[0], ELT_C_MAX, ep->lam, ncls, p->logit_frac, ep->exp2_lut,
+                             p->log2_lut, st->H);
+        /* rank by (H, index) */
+#if ELT_NEON
+        if (ep->lam == ELT_LAM_MAX) {
+            elt_rank_neon(st->H, ELT_LAM_MAX, st->order);
+        } else {
+            elt_rank_neon(st->H, ep->lam, st->order);
         }
-        if (i < ep->lam) {
-            elt_cand_logits_s16(p, st->acc0, pe[i], st->logits[i]);
-        }
+#else
         for (i = 0; i < ep->lam; i++) {
-            st->H[i] =
-                elt_entropy_s16(st->logits[i], ncls, p->logit_frac, ep->exp2_lut, p->log2_lut);
-        }
-        /* rank by (H, index): stable insertion sort */
-        for (i = 0; i < ep->lam; i++) {
+            /* stable insertion sort */
             j = i;
             while (j > 0 && st->H[st->order[j - 1]] > st->H[i]) {
                 st->order[j] = st->order[j - 1];
@@ -412,16 +530,27 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             }
             st->order[j] = (uint8_t)i;
         }
+#endif
         /* best sampled p over all iterations, ties by (H, iteration, index) */
         j = st->order[0];
         if (st->H[j] < best_h) {
             best_h = st->H[j];
             best_t = t;
             best_i = j;
-            for (a = 0; a < k; a++) {
+            a = 0;
+            i = 0;
+#if ELT_NEON
+            for (; a + 4 <= k; a += 4) {
+                vst1q_s32(res->p_best + a, vld1q_s32(pe[j] + a));
+            }
+            for (; i + 4 <= ncls; i += 4) {
+                vst1_s16(res->logits + i, vld1_s16(st->logits[j] + i));
+            }
+#endif
+            for (; a < k; a++) {
                 res->p_best[a] = pe[j][a];
             }
-            for (i = 0; i < ncls; i++) {
+            for (; i < ncls; i++) {
                 res->logits[i] = st->logits[j][i];
             }
         }

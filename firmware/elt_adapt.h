@@ -46,7 +46,7 @@ typedef struct {
     elt_cmaes_work_t work;                  /* per-iteration scratch */
     elt_rng_t rng;                          /* the sample's stream */
     int32_t p_eval[ELT_LAM_MAX][ELT_K_MAX]; /* evaluated p (after V1/V2), Q4.27 */
-    int32_t H[ELT_LAM_MAX];                 /* entropies, Q5.26 */
+    int32_t H[(ELT_LAM_MAX + 3) & ~3];      /* entropies, Q5.26 (padded for the NEON ranking) */
     int16_t logits[ELT_LAM_MAX][ELT_C_MAX]; /* candidate logits */
     int16_t zt[ELT_D_MAX];                  /* z_t in the latent format */
     int32_t acc0[ELT_C_MAX];                /* head accumulators of z_t, W z_t + b */

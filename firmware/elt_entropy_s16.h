@@ -21,6 +21,11 @@ int32_t elt_ln_q26(int64_t s, const int32_t *log2_lut);
 int32_t elt_entropy_s16(const int16_t *logits, int32_t n, int32_t frac, const int32_t *exp2_lut,
                         const int32_t *log2_lut);
 
+/* elt_entropy_s16 of `rows` rows of n logits, row i at logits + i stride, into H[0 .. rows). */
+void elt_entropy_s16_rows(const int16_t *logits, int32_t stride, int32_t rows, int32_t n,
+                          int32_t frac, const int32_t *exp2_lut, const int32_t *log2_lut,
+                          int32_t *H);
+
 /* Index of the first maximum (ties -> lowest index). */
 int32_t elt_argmax_s16(const int16_t *x, int32_t n);
 

@@ -79,7 +79,8 @@ PROBES = (
     Probe(12, 5, 2, "strict", 3, v2=(4, 2), saturate=0.5, scale=6.0, sigma0=16.0),
     Probe(10, 4, 2, "continual", 2, saturate=0.3, sigma0=4.0),  # D % 4 != 0: scalar head
 )
-ENTROPY_C = (2, 3, 4, 5, 8, 12, 13, 16, 17, 31)
+ENTROPY_C = (2, 3, 4, 5, 8, 10, 12, 13, 16, 17, 31, 35)
+ENTROPY_ROWS = 5  # cases per (C, frac): also run as one elt_entropy_s16_rows call
 
 PROBE_MAIN = r"""
 /* tests/test_int_qemu.py: the ELaTTA kernels on embedded inputs; every result on the UART. */
@@ -123,6 +124,16 @@ int main(void)
         put_s(elt_argmax_s16(l, probe_ec[i]));
         fw_uart_putc('\n');
         off += (uint32_t)probe_ec[i];
+    }
+    for (i = 0, off = 0; i < PROBE_NE; i += PROBE_ER) {
+        int32_t h[PROBE_ER];
+        elt_entropy_s16_rows(probe_logits + off, probe_ec[i], PROBE_ER, probe_ec[i], probe_ef[i],
+                             probe_params[0]->es.exp2_lut, probe_params[0]->log2_lut, h);
+        fw_uart_putc('R');
+        fw_uart_putc(' ');
+        for (j = 0; j < PROBE_ER; ++j) put_s(h[j]);
+        fw_uart_putc('\n');
+        off += PROBE_ER * (uint32_t)probe_ec[i];
     }
     for (i = 0; i < PROBE_ND; ++i) {
         elt_recip_t r;
@@ -212,6 +223,7 @@ def run_probe(
         "static const int16_t probe_z[] = {\n"
         f"{carray(np.concatenate([z.reshape(-1) for z in zs]))}\n}};",
         f"#define PROBE_NE {len(ent)}u",
+        f"#define PROBE_ER {ENTROPY_ROWS}u",
         f"static const int32_t probe_ec[] = {{\n{carray([c for c, _, _ in ent])}\n}};",
         f"static const int32_t probe_ef[] = {{\n{carray([f for _, f, _ in ent])}\n}};",
         "static const int16_t probe_logits[] = {\n"
@@ -256,7 +268,7 @@ def run_probe(
         ).stdout
         for insn in ("vmlal.s16", "vld2.32", "vqmovn.s64", "vrsra.s64", "vclz.i32"):
             assert f"\t{insn}" in dis, insn
-    lines: dict[str, list[list[int]]] = {"A": [], "E": [], "D": [], "S": []}
+    lines: dict[str, list[list[int]]] = {"A": [], "E": [], "R": [], "D": [], "S": []}
     for line in qemu_probe_lines(elf):
         tag, *vals = line.split()
         lines[tag].append([int(v) for v in vals])
@@ -294,6 +306,14 @@ def test_arm_kernels_equal_python_under_qemu(tmp_path: Path, scalar: bool) -> No
     for (C, frac, lg), (h, am) in zip(ent, lines["E"], strict=True):
         assert h == int(entropy_s16(lg[None, :], frac)[0]), (C, frac, lg)
         assert am == int(argmax_s16(lg[None, :])[0]), (C, frac, lg)
+    # the same cases ENTROPY_ROWS at a time through elt_entropy_s16_rows (four-row finish + tail)
+    assert len(lines["R"]) * ENTROPY_ROWS == len(ent)
+    for g, got in enumerate(lines["R"]):
+        group = ent[g * ENTROPY_ROWS : (g + 1) * ENTROPY_ROWS]
+        assert len({(C, frac) for C, frac, _ in group}) == 1
+        C, frac, _ = group[0]
+        want = entropy_s16(np.stack([lg for _, _, lg in group]), frac)
+        np.testing.assert_array_equal(got, want, err_msg=f"rows C={C} frac={frac}")
     num, den, sq = inp["num"], inp["den"], inp["sq"]
     assert isinstance(num, list) and isinstance(den, list) and isinstance(sq, list)
     assert len(lines["D"]) == len(num) and len(lines["S"]) == len(sq)
