@@ -84,7 +84,9 @@ static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n
  * A_ij = (C_ij - sum A_il A_jl) / A_jj: numerator saturated to int32, the quotient by the
  * column's normalised reciprocal, num 2^26 / A_jj = rshift_round(num r, e + 3), |num r| < 2^61.
  * Packed rows are contiguous, so every sum is a dot product of two row prefixes. */
-int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
+/* elt_cmaes_chol_s32 for one k (a constant where the caller knows it, so GCC unrolls) */
+static inline __attribute__((always_inline)) int32_t elt_chol_k(const int32_t *c, const int32_t k,
+                                                                int32_t *a)
 {
     int32_t nfix = 0;
     int32_t i;
@@ -146,6 +148,14 @@ int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
         }
     }
     return nfix;
+}
+
+int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
+{
+    if (k == ELT_K_MAX) {
+        return elt_chol_k(c, ELT_K_MAX, a);
+    }
+    return elt_chol_k(c, k, a);
 }
 
 /* log2 sigma = round(ln sigma log2 e) = e + f/2^23; 2^(e + f) = 2^(e+1) 2^-(1 - f). */
@@ -285,10 +295,11 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
 }
 #endif
 
-void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s,
-                          elt_cmaes_work_t *w, elt_rng_t *rng, const int32_t *gauss_lut)
+/* elt_cmaes_sample_s32 for one k (a constant where the caller knows it, so GCC unrolls) */
+static inline __attribute__((always_inline)) void
+elt_sample_k(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, elt_cmaes_work_t *w,
+             elt_rng_t *rng, const int32_t *gauss_lut, const int32_t k)
 {
-    const int32_t k = p->k;
     const int32_t lam = p->lam;
     const int32_t mant = w->sig_mant;
     /* sigma y = y mant 2^(e+1) / 2^30: Q.57 -> Q.27, shift 29 - e in [25, 50] */
@@ -402,6 +413,16 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
     }
 }
 
+void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s,
+                          elt_cmaes_work_t *w, elt_rng_t *rng, const int32_t *gauss_lut)
+{
+    if (p->k == ELT_K_MAX) {
+        elt_sample_k(p, s, w, rng, gauss_lut, ELT_K_MAX);
+    } else {
+        elt_sample_k(p, s, w, rng, gauss_lut, p->k);
+    }
+}
+
 #if ELT_NEON
 /* 2nh consecutive entries ce[0 .. 2nh) of row a of C (nh = 1, 2, 4 int64x2 accumulators):
  * VMULL by decay, VRSHR #2 (Q.54), + p~_a p~_b.., then per term one VMLAL (positive weights)
@@ -461,13 +482,93 @@ elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta
 }
 #endif
 
-int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
-                           const uint8_t *order)
+#if ELT_NEON
+/* One term of a 4 x 4 tile of C (rows a0.., columns b0..): the term's entries b0.. (bp) and
+ * a0.. (ap) as two quad loads, then one VMLAL (OP = vmlal_lane_s32) or VMLSL per pair of
+ * columns and row, the row's entry as the lane. A diagonal tile (b0 = a0) skips the pairs
+ * above the diagonal (rows 0 and 1, columns 2 and 3). */
+#define ELT_TILE_TERM(OP, bp, ap)                                                                  \
+    do {                                                                                           \
+        const int32x4_t bv = vld1q_s32(bp);                                                        \
+        const int32x4_t av = vld1q_s32(ap);                                                        \
+        const int32x2_t bl = vget_low_s32(bv);                                                     \
+        const int32x2_t bh = vget_high_s32(bv);                                                    \
+        const int32x2_t al = vget_low_s32(av);                                                     \
+        const int32x2_t ah = vget_high_s32(av);                                                    \
+        acc[0][0] = OP(acc[0][0], bl, al, 0);                                                      \
+        acc[1][0] = OP(acc[1][0], bl, al, 1);                                                      \
+        acc[2][0] = OP(acc[2][0], bl, ah, 0);                                                      \
+        acc[3][0] = OP(acc[3][0], bl, ah, 1);                                                      \
+        if (!diag) {                                                                               \
+            acc[0][1] = OP(acc[0][1], bh, al, 0);                                                  \
+            acc[1][1] = OP(acc[1][1], bh, al, 1);                                                  \
+        }                                                                                          \
+        acc[2][1] = OP(acc[2][1], bh, ah, 0);                                                      \
+        acc[3][1] = OP(acc[3][1], bh, ah, 1);                                                      \
+    } while (0)
+
+/* docs/cmaes.md §6 step 9 on a 4 x 4 tile of C (rows a0..a0+3, columns b0..b0+3, b0 <= a0):
+ * every entry's exact int64 sum in one of eight int64x2 accumulators (Q.54): decay C by VMULL
+ * and VRSHR #2, then the terms p~ and y~_t (rows of zt, ELT_K_MAX apart; the first npos
+ * positive, the rest up to nt negative), one quad load of each side per term shared by the
+ * tile's 16 (diagonal: 12) products; VQRSHRN #28 (sat32 of the rounded shift) at the store.
+ * The diagonal tile stores only the entries on or below the diagonal. */
+static inline __attribute__((always_inline)) void
+elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
+             int32_t decay, int32_t a0, int32_t b0, const int diag)
 {
-    const int32_t k = p->k;
-    int32_t zw[ELT_K_MAX] = {0};
-    int32_t yw[ELT_K_MAX] = {0};
-    int32_t mnew[ELT_K_MAX] = {0};
+    const int32x2_t dv = vdup_n_s32(decay);
+    int64x2_t acc[4][2];
+    int32_t *row[4];
+    const int32_t *tb = zt + b0;
+    const int32_t *ta = zt + a0;
+    int32_t t;
+    int r;
+#pragma GCC unroll 4
+    for (r = 0; r < 4; r++) {
+        row[r] = &C[ELT_TRI(a0 + r, b0)];
+        acc[r][0] = vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r]), dv, 0),
+                                 ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        acc[r][1] = (diag && r < 2) ? acc[r][0]
+                                    : vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r] + 2), dv, 0),
+                                                   ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+    }
+    ELT_TILE_TERM(vmlal_lane_s32, pt + b0, pt + a0);
+#pragma GCC unroll 2
+    for (t = 0; t < npos; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        ELT_TILE_TERM(vmlal_lane_s32, tb, ta);
+    }
+#pragma GCC unroll 2
+    for (; t < nt; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        ELT_TILE_TERM(vmlsl_lane_s32, tb, ta);
+    }
+    if (diag) {
+        vst1_lane_s32(row[0], vqrshrn_n_s64(acc[0][0], 2 * ELT_X_FRAC - ELT_C_FRAC), 0);
+        vst1_s32(row[1], vqrshrn_n_s64(acc[1][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_s32(row[2], vqrshrn_n_s64(acc[2][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_lane_s32(row[2] + 2, vqrshrn_n_s64(acc[2][1], 2 * ELT_X_FRAC - ELT_C_FRAC), 0);
+        vst1_s32(row[3], vqrshrn_n_s64(acc[3][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_s32(row[3] + 2, vqrshrn_n_s64(acc[3][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        return;
+    }
+#pragma GCC unroll 4
+    for (r = 0; r < 4; r++) {
+        vst1_s32(row[r], vqrshrn_n_s64(acc[r][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_s32(row[r] + 2, vqrshrn_n_s64(acc[r][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+    }
+}
+#undef ELT_TILE_TERM
+#endif
+
+/* elt_cmaes_tell_s32 for one k (a constant where the caller knows it, so GCC unrolls) */
+static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_params_t *p,
+                                                                elt_cmaes_state_t *s,
+                                                                elt_cmaes_work_t *w,
+                                                                const uint8_t *order, const int32_t k)
+{
+    int32_t zw[ELT_K_MAX];
+    int32_t yw[ELT_K_MAX];
+    int32_t mnew[ELT_K_MAX];
     int64_t n2 = 0;
     int32_t hsig;
     int32_t decay;
@@ -481,22 +582,34 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
     /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike (docs/cmaes.md §1.2 step 2, §3) */
     a = 0;
 #if ELT_NEON
-    /* two dimensions per step: VMULL by the scalar w_i, VRSRA #30 (each product rounded, the
-     * sum exact in int64), VQMOVN (sat32) */
-    for (; a + 2 <= k; a += 2) {
-        int64x2_t am = vdupq_n_s64(0);
-        int64x2_t az = am;
-        int64x2_t ay = am;
+    /* four dimensions per step: each parent's quad by VMULL by lane w_i, VRSRA #30 (each
+     * product rounded, the sum exact in int64), VQMOVN (sat32) */
+    for (; a + 4 <= k; a += 4) {
+        int64x2_t acc[6];
+        int h;
+#pragma GCC unroll 6
+        for (h = 0; h < 6; h++) {
+            acc[h] = vdupq_n_s64(0);
+        }
         for (i = 0; i < p->mu; i++) {
             const int32_t r = order[i];
-            const int32_t wi = p->w[i];
-            am = vrsraq_n_s64(am, vmull_n_s32(vld1_s32(&w->x[r][a]), wi), ELT_RATE_FRAC);
-            az = vrsraq_n_s64(az, vmull_n_s32(vld1_s32(&w->z[r][a]), wi), ELT_RATE_FRAC);
-            ay = vrsraq_n_s64(ay, vmull_n_s32(vld1_s32(&w->y[r][a]), wi), ELT_RATE_FRAC);
+            const int32x2_t wv = vld1_dup_s32(&p->w[i]);
+            const int32x4_t xv = vld1q_s32(&w->x[r][a]);
+            const int32x4_t zv = vld1q_s32(&w->z[r][a]);
+            const int32x4_t yv = vld1q_s32(&w->y[r][a]);
+            acc[0] = vrsraq_n_s64(acc[0], vmull_lane_s32(vget_low_s32(xv), wv, 0), ELT_RATE_FRAC);
+            acc[1] = vrsraq_n_s64(acc[1], vmull_lane_s32(vget_high_s32(xv), wv, 0), ELT_RATE_FRAC);
+            acc[2] = vrsraq_n_s64(acc[2], vmull_lane_s32(vget_low_s32(zv), wv, 0), ELT_RATE_FRAC);
+            acc[3] = vrsraq_n_s64(acc[3], vmull_lane_s32(vget_high_s32(zv), wv, 0), ELT_RATE_FRAC);
+            acc[4] = vrsraq_n_s64(acc[4], vmull_lane_s32(vget_low_s32(yv), wv, 0), ELT_RATE_FRAC);
+            acc[5] = vrsraq_n_s64(acc[5], vmull_lane_s32(vget_high_s32(yv), wv, 0), ELT_RATE_FRAC);
         }
-        vst1_s32(&mnew[a], vqmovn_s64(am));
-        vst1_s32(&zw[a], vqmovn_s64(az));
-        vst1_s32(&yw[a], vqmovn_s64(ay));
+        vst1_s32(&mnew[a], vqmovn_s64(acc[0]));
+        vst1_s32(&mnew[a + 2], vqmovn_s64(acc[1]));
+        vst1_s32(&zw[a], vqmovn_s64(acc[2]));
+        vst1_s32(&zw[a + 2], vqmovn_s64(acc[3]));
+        vst1_s32(&yw[a], vqmovn_s64(acc[4]));
+        vst1_s32(&yw[a + 2], vqmovn_s64(acc[5]));
     }
 #endif
     for (; a < k; a++) {
@@ -514,7 +627,26 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         yw[a] = elt_sat32(ay);
     }
     /* 3. p_s <- (1 - c_s) p_s + sqrt(c_s(2-c_s)mu_eff) z_w (docs/cmaes.md §1.2 step 3) */
-    for (a = 0; a < k; a++) {
+    a = 0;
+#if ELT_NEON
+    {
+        /* two dimensions per step: VMULL by lane, VRSHR #30 + VRSRA #29, VQMOVN; the squares
+         * by VMULL, VRSRA #8 */
+        const int32x2_t cs = vset_lane_s32(p->gain_s, vdup_n_s32(p->one_minus_cs), 1);
+        int64x2_t n2v = vdupq_n_s64(0);
+        for (; a + 2 <= k; a += 2) {
+            int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->ps[a]), cs, 0), ELT_RATE_FRAC);
+            int32x2_t ps;
+            v = vrsraq_n_s64(v, vmull_lane_s32(vld1_s32(&zw[a]), cs, 1),
+                             ELT_GAIN_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+            ps = vqmovn_s64(v);
+            vst1_s32(&s->ps[a], ps);
+            n2v = vrsraq_n_s64(n2v, vmull_s32(ps, ps), 2 * ELT_X_FRAC - ELT_NORM2_FRAC);
+        }
+        n2 = vgetq_lane_s64(n2v, 0) + vgetq_lane_s64(n2v, 1);
+    }
+#endif
+    for (; a < k; a++) {
         s->ps[a] = elt_sat32(elt_mul_rr(p->one_minus_cs, s->ps[a], ELT_RATE_FRAC) +
                              elt_mul_rr(p->gain_s, zw[a], ELT_GAIN_FRAC + ELT_Z_FRAC - ELT_X_FRAC));
         n2 += elt_mul_rr(s->ps[a], s->ps[a], 2 * ELT_X_FRAC - ELT_NORM2_FRAC);
@@ -522,7 +654,20 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
     /* 4. h_sigma <=> ||p_s||^2 < T_g (docs/cmaes.md §1.2 step 4, §6 step 6) */
     hsig = n2 < p->hsig_thr[s->g - 1] ? 1 : 0;
     /* 5. p_c <- (1 - c_c) p_c + h_sigma sqrt(c_c(2-c_c)mu_eff) y_w (docs/cmaes.md §1.2 step 5) */
-    for (a = 0; a < k; a++) {
+    a = 0;
+#if ELT_NEON
+    {
+        const int32x2_t cc = vset_lane_s32(p->gain_c, vdup_n_s32(p->one_minus_cc), 1);
+        for (; a + 2 <= k; a += 2) {
+            int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cc, 0), ELT_RATE_FRAC);
+            if (hsig) {
+                v = vrsraq_n_s64(v, vmull_lane_s32(vld1_s32(&yw[a]), cc, 1), ELT_GAIN_FRAC);
+            }
+            vst1_s32(&s->pc[a], vqmovn_s64(v));
+        }
+    }
+#endif
+    for (; a < k; a++) {
         int64_t v = elt_mul_rr(p->one_minus_cc, s->pc[a], ELT_RATE_FRAC);
         if (hsig) {
             v += elt_mul_rr(p->gain_c, yw[a], ELT_GAIN_FRAC);
@@ -580,12 +725,12 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
      * codegen.quantize_adapt.cmaes_constants), one rounding and saturation per entry. */
     decay = hsig ? p->decay_h1 : p->decay_h0;
     {
-        int32_t pt[ELT_K_MAX] = {0};
+        int32_t pt[ELT_K_MAX];
         int32_t npos = 0;
         int32_t nt = 0;
         int32_t t;
-        for (a = 0; a < k; a++) {
-            pt[a] = elt_sat32(elt_mul_rr(p->c1_sqrt, s->pc[a], ELT_RATE_FRAC));
+        for (a = 0; a < ELT_K_MAX; a++) { /* the whole array: k is ELT_K_MAX on the device */
+            pt[a] = a < k ? elt_sat32(elt_mul_rr(p->c1_sqrt, s->pc[a], ELT_RATE_FRAC)) : 0;
         }
         for (i = 0; i < p->lam; i++) {
             const int32_t *yr = w->y[order[i]];
@@ -608,7 +753,17 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
                 npos = nt;
             }
         }
+#if ELT_NEON
+        for (a = 0; a < (k & ~3); a += 4) { /* rows in fours by tiles, the rest by rows */
+            for (b = 0; b < a; b += 4) {
+                elt_cov_tile(s->C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
+            }
+            elt_cov_tile(s->C, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
+        }
+        for (a = k & ~3; a < k; a++) {
+#else
         for (a = 0; a < k; a++) {
+#endif
             int32_t *crow = &s->C[ELT_TRI(a, 0)];
             b = 0;
 #if ELT_NEON
@@ -654,6 +809,15 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         s->m[a] = mnew[a];
     }
     return hsig;
+}
+
+int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
+                           const uint8_t *order)
+{
+    if (p->k == ELT_K_MAX) {
+        return elt_tell_k(p, s, w, order, ELT_K_MAX);
+    }
+    return elt_tell_k(p, s, w, order, p->k);
 }
 
 int32_t elt_requant_s32(const elt_cmaes_params_t *p, int32_t v, int32_t frac_in)
