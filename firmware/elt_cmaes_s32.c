@@ -178,32 +178,35 @@ static inline uint32x4_t elt_xoshiro_out4(uint32x4_t s1)
     return vmulq_n_u32(vsriq_n_u32(vshlq_n_u32(a, 7), a, 25), 9u);
 }
 
-/* elt_gauss_from_u32 on four draws: VCLZ octave, VSHL mantissa, the knot pair (T[s], T[s+1])
- * by one VLD2 lane load per lane, VRSHRN #16 interpolation, sign by XOR / subtract. */
+/* elt_gauss_from_u32 on four draws: VSLI builds the odd v, VCLZ the octave, VSHL the mantissa;
+ * the knot pair's address lut + 4 (33 o + s) by VMLA and VSRA of the mantissa's top six bits
+ * (32 + s, the 32 taken off the base); the addresses to core registers two per VMOV, the pair
+ * (T[s], T[s+1]) by one VLD2 lane load per lane; the interpolation round(dt f / 2^16) by
+ * VQRDMULH with f 2^15 (= (2 dt f 2^15 + 2^31) >> 32, the same rounding; never saturates, as
+ * f 2^15 < 2^31); sign by XOR / subtract. */
 static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
 {
-    const uint32x4_t v = vorrq_u32(vshlq_n_u32(u, 1), vdupq_n_u32(1u));
+    const uint32x4_t v = vsliq_n_u32(vdupq_n_u32(1u), u, 1); /* (u << 1) | 1 */
     const uint32x4_t oct = vclzq_u32(v);
     const uint32x4_t mn = vshlq_u32(v, vreinterpretq_s32_u32(oct));
-    const uint32x4_t idx =
-        vmlaq_n_u32(vandq_u32(vshrq_n_u32(mn, 26), vdupq_n_u32(31u)), oct, ELT_GAUSS_KNOTS);
-    const int32x4_t frac =
-        vreinterpretq_s32_u32(vandq_u32(vshrq_n_u32(mn, 10), vdupq_n_u32(0xFFFFu)));
+    const uint32x4_t base = vdupq_n_u32((uint32_t)(uintptr_t)lut - 4u * 32u);
+    const uint32x4_t addr =
+        vsraq_n_u32(vmlaq_u32(base, oct, vdupq_n_u32(4u * ELT_GAUSS_KNOTS)),
+                    vandq_u32(mn, vdupq_n_u32(0xFC000000u)), 24); /* (mn >> 26) 4 */
+    const int32x4_t f15 =
+        vreinterpretq_s32_u32(vandq_u32(vshlq_n_u32(mn, 5), vdupq_n_u32(0x7FFF8000u)));
     const int32x4_t neg = vshrq_n_s32(vreinterpretq_s32_u32(u), 31); /* 0 or -1 */
+    const uint64_t a01 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 0);
+    const uint64_t a23 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 1);
     int32x4x2_t g;
-    int32x4_t dt;
     int32x4_t mag;
-    g.val[0] = vdupq_n_s32(0);
-    g.val[1] = g.val[0];
-    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 0), g, 0);
-    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 1), g, 1);
-    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 2), g, 2);
-    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 3), g, 3);
-    dt = vsubq_s32(g.val[1], g.val[0]);
-    mag = vaddq_s32(
-        g.val[0],
-        vcombine_s32(vrshrn_n_s64(vmull_s32(vget_low_s32(dt), vget_low_s32(frac)), 16),
-                     vrshrn_n_s64(vmull_s32(vget_high_s32(dt), vget_high_s32(frac)), 16)));
+    g.val[0] = neg; /* every lane is loaded below */
+    g.val[1] = neg;
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a01, g, 0);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a01 >> 32), g, 1);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a23, g, 2);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a23 >> 32), g, 3);
+    mag = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f15));
     return vsubq_s32(veorq_s32(mag, neg), neg); /* -mag where the sign bit is set */
 }
 #endif
@@ -317,7 +320,42 @@ elt_sample_k(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, elt_cmaes_
     /* the state updates first (each step's s1 stored), then the output function and the
      * normals four at a time (two rows of k = 2, or runs of four within a row), the rest one
      * by one: the same draws in the same order as elt_xoshiro_next */
-    for (i = 0; i < lam; i++) {
+    if (k % 4 == 0) {
+        /* xoshiro128** four steps at a time in core registers (s3 kept unrotated: the rotation
+         * folds into the next step's EOR as a ROR operand), the four s1 into NEON by two VMOV,
+         * then the output function and the normals in lanes: the same draws in the same order */
+        uint32_t x0 = st[0];
+        uint32_t x1 = st[1];
+        uint32_t x2 = st[2];
+        uint32_t xq = elt_rotl32(st[3], 21); /* rotl(xq, 11) is s3 */
+        uint32_t o[4];
+        int r;
+        for (i = 0; i < lam; i++) {
+            for (a = 0; a < k; a += 4) {
+#pragma GCC unroll 4
+                for (r = 0; r < 4; r++) {
+                    o[r] = x1;
+                    x2 ^= x0;
+                    xq = elt_rotl32(xq, 11) ^ x1;
+                    x1 ^= x2;
+                    x0 ^= xq;
+                    x2 ^= o[r] << 9;
+                }
+                vst1q_s32(&w->z[i][a],
+                          elt_gauss4(elt_xoshiro_out4(vsetq_lane_u32(
+                                         o[3],
+                                         vsetq_lane_u32(
+                                             o[2], vsetq_lane_u32(o[1], vdupq_n_u32(o[0]), 1), 2),
+                                         3)),
+                                     gauss_lut));
+            }
+        }
+        st[0] = x0;
+        st[1] = x1;
+        st[2] = x2;
+        st[3] = elt_rotl32(xq, 11);
+    }
+    for (i = 0; k % 4 != 0 && i < lam; i++) {
 #if ELT_K_MAX >= 2
         if (k == 2) {
             w->z[i][0] = (int32_t)elt_xoshiro_step(st);
@@ -329,7 +367,7 @@ elt_sample_k(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, elt_cmaes_
             w->z[i][a] = (int32_t)elt_xoshiro_step(st);
         }
     }
-    i = 0;
+    i = k % 4 == 0 ? lam : 0;
 #if ELT_K_MAX >= 2
     for (; k == 2 && i + 2 <= lam; i += 2) {
         const int32x4_t g = elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(
