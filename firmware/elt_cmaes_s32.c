@@ -150,12 +150,120 @@ static inline __attribute__((always_inline)) int32_t elt_chol_k(const int32_t *c
     return nfix;
 }
 
+#if ELT_NEON
+/* elt_chol_k's arithmetic column by column with the rows in NEON lanes: column j's numerators
+ * C_ij - sum_l round(A_il A_jl / 2^26) for rows i > j four at a time, each product by VMULL by
+ * the scalar A_jl and VRSRA #26 into the row's int64 lane (no horizontal sums), the factor's
+ * columns read from a transposed copy at[l][i] = A_il (contiguous over rows); the quotients by
+ * VQMOVN (sat32), VMULL by r, VRSHL by -(e + 3), VQMOVN. Lanes past the last row compute on
+ * the zeroed padding and are never stored into A. */
+static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t *c,
+                                                                   const int32_t k, int32_t *a)
+{
+    /* at least 2 rows: for ELT_K_MAX = 1 the pair loop is dead code that -Warray-bounds reads */
+    int32_t at[ELT_K_MAX > 1 ? ELT_K_MAX : 2][ELT_K_MAX + 4];
+    int32_t nfix = 0;
+    int32_t i;
+    int32_t j;
+    int32_t l;
+    for (l = 0; l < k; l++) {
+        vst1q_s32(&at[l][k], vdupq_n_s32(0));
+    }
+    for (j = 0; j < k; j++) {
+        const int32_t *aj = &a[ELT_TRI(j, 0)];
+        int64_t piv = c[ELT_TRI(j, j)] - elt_dot_rr26(aj, aj, j);
+        const int32_t *cp;
+        int32_t *ap;
+        int64x2_t esh;
+        int32x2_t rv;
+        int32_t ajj;
+        int32_t r;
+        int e;
+        if (piv < ELT_PIVOT_EPS) {
+            piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
+            nfix++;
+        }
+        ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
+        a[ELT_TRI(j, j)] = ajj;
+        if (j + 1 == k) {
+            break;
+        }
+        r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
+        esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
+        rv = vdup_n_s32(r);
+        cp = &c[ELT_TRI(j + 1, j)];
+        ap = &a[ELT_TRI(j + 1, j)];
+        for (i = j + 1; i < k; i += 4) {
+            /* entry (i, j) of a packed lower triangle: the next row's is i + 1 further */
+            const int32_t d1 = i + 1;
+            const int32_t d2 = d1 + i + 2;
+            const int32_t d3 = d2 + i + 3;
+            int64x2_t lo = vdupq_n_s64(0);
+            int64x2_t hi = lo;
+            int32x4_t cv = vdupq_n_s32(0);
+            int32x2_t qlo;
+            int32x2_t qhi;
+            for (l = 0; l + 2 <= j; l += 2) {
+                const int32x2_t ajl = vld1_s32(aj + l);
+                const int32x4_t v0 = vld1q_s32(&at[l][i]);
+                const int32x4_t v1 = vld1q_s32(&at[l + 1][i]);
+                lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
+                hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
+                lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v1), ajl, 1), ELT_C_FRAC);
+                hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v1), ajl, 1), ELT_C_FRAC);
+            }
+            if (l < j) {
+                const int32x4_t v0 = vld1q_s32(&at[l][i]);
+                const int32x2_t ajl = vld1_dup_s32(aj + l);
+                lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
+                hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
+            }
+            cv = vld1q_lane_s32(cp, cv, 0);
+            if (i + 1 < k) {
+                cv = vld1q_lane_s32(cp + d1, cv, 1);
+            }
+            if (i + 2 < k) {
+                cv = vld1q_lane_s32(cp + d2, cv, 2);
+            }
+            if (i + 3 < k) {
+                cv = vld1q_lane_s32(cp + d3, cv, 3);
+            }
+            qlo = vqmovn_s64(vsubq_s64(vmovl_s32(vget_low_s32(cv)), lo));
+            qhi = vqmovn_s64(vsubq_s64(vmovl_s32(vget_high_s32(cv)), hi));
+            qlo = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qlo, rv, 0), esh));
+            qhi = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qhi, rv, 0), esh));
+            vst1q_s32(&at[j][i], vcombine_s32(qlo, qhi));
+            vst1_lane_s32(ap, qlo, 0);
+            if (i + 1 < k) {
+                vst1_lane_s32(ap + d1, qlo, 1);
+            }
+            if (i + 2 < k) {
+                vst1_lane_s32(ap + d2, qhi, 0);
+            }
+            if (i + 3 < k) {
+                vst1_lane_s32(ap + d3, qhi, 1);
+            }
+            cp += d3 + i + 4;
+            ap += d3 + i + 4;
+        }
+    }
+    return nfix;
+}
+#endif
+
 int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
 {
+#if ELT_NEON
+    if (k == ELT_K_MAX) {
+        return elt_chol_cols(c, ELT_K_MAX, a);
+    }
+    return elt_chol_cols(c, k, a);
+#else
     if (k == ELT_K_MAX) {
         return elt_chol_k(c, ELT_K_MAX, a);
     }
     return elt_chol_k(c, k, a);
+#endif
 }
 
 /* log2 sigma = round(ln sigma log2 e) = e + f/2^23; 2^(e + f) = 2^(e+1) 2^-(1 - f). */
