@@ -162,16 +162,28 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
 {
     /* at least 2 rows: for ELT_K_MAX = 1 the pair loop is dead code that -Warray-bounds reads */
     int32_t at[ELT_K_MAX > 1 ? ELT_K_MAX : 2][ELT_K_MAX + 4];
+    /* dsum[i] = sum over the finished columns l of round(A_il^2 / 2^26): row i's pivot sum,
+     * added when column l is stored (exact in int64, so the order is free) */
+    int64_t dsum[ELT_K_MAX + 4];
     int32_t nfix = 0;
     int32_t i;
     int32_t j;
     int32_t l;
+    if (k < 1 || k > ELT_K_MAX) {
+        __builtin_unreachable(); /* the state is sized by ELT_K_MAX; tells GCC the unrolled range */
+    }
     for (l = 0; l < k; l++) {
         vst1q_s32(&at[l][k], vdupq_n_s32(0));
     }
+    for (l = 0; l < k + 4; l += 2) {
+        vst1q_s64(&dsum[l], vdupq_n_s64(0));
+    }
+#if ELT_K_MAX <= 16 /* fully unrolled: every bound and offset a constant */
+#pragma GCC unroll 16
+#endif
     for (j = 0; j < k; j++) {
         const int32_t *aj = &a[ELT_TRI(j, 0)];
-        int64_t piv = c[ELT_TRI(j, j)] - elt_dot_rr26(aj, aj, j);
+        int64_t piv = c[ELT_TRI(j, j)] - dsum[j];
         const int32_t *cp;
         int32_t *ap;
         int64x2_t esh;
@@ -193,6 +205,9 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
         rv = vdup_n_s32(r);
         cp = &c[ELT_TRI(j + 1, j)];
         ap = &a[ELT_TRI(j + 1, j)];
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 4
+#endif
         for (i = j + 1; i < k; i += 4) {
             /* entry (i, j) of a packed lower triangle: the next row's is i + 1 further */
             const int32_t d1 = i + 1;
@@ -203,6 +218,9 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
             int32x4_t cv = vdupq_n_s32(0);
             int32x2_t qlo;
             int32x2_t qhi;
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 8
+#endif
             for (l = 0; l + 2 <= j; l += 2) {
                 const int32x2_t ajl = vld1_s32(aj + l);
                 const int32x4_t v0 = vld1q_s32(&at[l][i]);
@@ -233,6 +251,9 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
             qlo = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qlo, rv, 0), esh));
             qhi = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qhi, rv, 0), esh));
             vst1q_s32(&at[j][i], vcombine_s32(qlo, qhi));
+            vst1q_s64(&dsum[i], vrsraq_n_s64(vld1q_s64(&dsum[i]), vmull_s32(qlo, qlo), ELT_C_FRAC));
+            vst1q_s64(&dsum[i + 2],
+                      vrsraq_n_s64(vld1q_s64(&dsum[i + 2]), vmull_s32(qhi, qhi), ELT_C_FRAC));
             vst1_lane_s32(ap, qlo, 0);
             if (i + 1 < k) {
                 vst1_lane_s32(ap + d1, qlo, 1);
@@ -257,7 +278,7 @@ int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
     if (k == ELT_K_MAX) {
         return elt_chol_cols(c, ELT_K_MAX, a);
     }
-    return elt_chol_cols(c, k, a);
+    return elt_chol_k(c, k, a);
 #else
     if (k == ELT_K_MAX) {
         return elt_chol_k(c, ELT_K_MAX, a);
