@@ -367,6 +367,12 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
             zr[g][a] = fx_rshift_round32(w->z[i + g][a], ELT_Z_FRAC - ELT_ZR_FRAC);
         }
     }
+    if (k < 1 || k > ELT_K_MAX) {
+        __builtin_unreachable(); /* the work arrays are sized by ELT_K_MAX */
+    }
+#if ELT_K_MAX <= 16 /* fully unrolled: every bound and offset a constant */
+#pragma GCC unroll 16
+#endif
     for (a = 0; a < k; a++) {
         int64x2_t acc[4];
         int64x2_t sum[2];
@@ -374,6 +380,9 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
         for (g = 0; g < ng; g++) {
             acc[g] = vdupq_n_s64(0);
         }
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 4
+#endif
         for (l = 0; l + 4 <= a + 1; l += 4) {
             const int32x4_t av = vld1q_s32(ar + l);
 #pragma GCC unroll 4
