@@ -18,6 +18,14 @@
 #define ELT_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
 #define ELT_ZR_FRAC 23 /* z rounded to Q3.23 for the sampler's exact sums (cmaes_int.ZR_FRAC) */
 
+/* Loops over the dimension fully unrolled where k is a small build-time constant (the
+ * k = ELT_K_MAX instances), so that every bound and offset is a constant. */
+#if ELT_K_MAX <= 16
+#define ELT_UNROLL_K _Pragma("GCC unroll 16")
+#else
+#define ELT_UNROLL_K
+#endif
+
 static inline int32_t elt_sat32(int64_t x)
 {
     return fx_sat32_64(x);
@@ -754,12 +762,16 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
     int32_t i;
     int32_t a;
     int32_t b;
+    if (k < 1 || k > ELT_K_MAX) {
+        __builtin_unreachable(); /* the state is sized by ELT_K_MAX */
+    }
     s->g += 1; /* pycma countiter, incremented before the update */
     /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike (docs/cmaes.md §1.2 step 2, §3) */
     a = 0;
 #if ELT_NEON
     /* four dimensions per step: each parent's quad by VMULL by lane w_i, VRSRA #30 (each
      * product rounded, the sum exact in int64), VQMOVN (sat32) */
+    ELT_UNROLL_K
     for (; a + 4 <= k; a += 4) {
         int64x2_t acc[6];
         int h;
@@ -810,6 +822,7 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
          * by VMULL, VRSRA #8 */
         const int32x2_t cs = vset_lane_s32(p->gain_s, vdup_n_s32(p->one_minus_cs), 1);
         int64x2_t n2v = vdupq_n_s64(0);
+        ELT_UNROLL_K
         for (; a + 2 <= k; a += 2) {
             int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->ps[a]), cs, 0), ELT_RATE_FRAC);
             int32x2_t ps;
@@ -834,6 +847,7 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
 #if ELT_NEON
     {
         const int32x2_t cc = vset_lane_s32(p->gain_c, vdup_n_s32(p->one_minus_cc), 1);
+        ELT_UNROLL_K
         for (; a + 2 <= k; a += 2) {
             int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cc, 0), ELT_RATE_FRAC);
             if (hsig) {
@@ -866,6 +880,14 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
 #if ELT_NEON
         if (k >= 2) {
             int64x2_t n2v = vdupq_n_s64(0);
+            ELT_UNROLL_K
+            for (; a + 4 <= k; a += 4) {
+                const int32x4_t zv = vld1q_s32(zr + a);
+                n2v = vrsraq_n_s64(n2v, vmull_s32(vget_low_s32(zv), vget_low_s32(zv)),
+                                   2 * ELT_Z_FRAC - 50);
+                n2v = vrsraq_n_s64(n2v, vmull_s32(vget_high_s32(zv), vget_high_s32(zv)),
+                                   2 * ELT_Z_FRAC - 50);
+            }
             for (; a + 2 <= k; a += 2) {
                 const int32x2_t zv = vld1_s32(zr + a);
                 n2v = vrsraq_n_s64(n2v, vmull_s32(zv, zv), 2 * ELT_Z_FRAC - 50);
@@ -885,8 +907,18 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
 #if ELT_NEON
         {
             const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(en + 4)));
-            for (; a + 2 <= k; a += 2) { /* |y r| < 2^61 */
-                vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_n_s32(vld1_s32(yr + a), rn), esh)));
+            const int32x2_t rv = vdup_n_s32(rn);
+            ELT_UNROLL_K
+            for (; a + 4 <= k; a += 4) { /* |y r| < 2^61 */
+                const int32x4_t yv = vld1q_s32(yr + a);
+                vst1q_s32(yr + a,
+                          vcombine_s32(
+                              vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)),
+                              vqmovn_s64(
+                                  vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh))));
+            }
+            for (; a + 2 <= k; a += 2) {
+                vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
             }
         }
 #endif
@@ -905,7 +937,18 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
         int32_t npos = 0;
         int32_t nt = 0;
         int32_t t;
-        for (a = 0; a < ELT_K_MAX; a++) { /* the whole array: k is ELT_K_MAX on the device */
+        a = 0;
+#if ELT_NEON
+        {
+            const int32x2_t cv = vdup_n_s32(p->c1_sqrt);
+            ELT_UNROLL_K
+            for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
+                vst1_s32(&pt[a],
+                         vqrshrn_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cv, 0), ELT_RATE_FRAC));
+            }
+        }
+#endif
+        for (; a < ELT_K_MAX; a++) { /* the whole array: k is ELT_K_MAX on the device */
             pt[a] = a < k ? elt_sat32(elt_mul_rr(p->c1_sqrt, s->pc[a], ELT_RATE_FRAC)) : 0;
         }
         for (i = 0; i < p->lam; i++) {
@@ -916,9 +959,21 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
             }
             a = 0;
 #if ELT_NEON
-            for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
-                vst1_s32(&w->z[nt][a],
-                         vqrshrn_n_s64(vmull_n_s32(vld1_s32(yr + a), sq), ELT_RATE_FRAC));
+            {
+                const int32x2_t sv = vdup_n_s32(sq);
+                ELT_UNROLL_K
+                for (; a + 4 <= k; a += 4) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
+                    const int32x4_t yv = vld1q_s32(yr + a);
+                    vst1q_s32(&w->z[nt][a],
+                              vcombine_s32(vqrshrn_n_s64(vmull_lane_s32(vget_low_s32(yv), sv, 0),
+                                                         ELT_RATE_FRAC),
+                                           vqrshrn_n_s64(vmull_lane_s32(vget_high_s32(yv), sv, 0),
+                                                         ELT_RATE_FRAC)));
+                }
+                for (; a + 2 <= k; a += 2) {
+                    vst1_s32(&w->z[nt][a], vqrshrn_n_s64(vmull_lane_s32(vld1_s32(yr + a), sv, 0),
+                                                         ELT_RATE_FRAC));
+                }
             }
 #endif
             for (; a < k; a++) {
@@ -930,7 +985,9 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
             }
         }
 #if ELT_NEON
+        ELT_UNROLL_K
         for (a = 0; a < (k & ~3); a += 4) { /* rows in fours by tiles, the rest by rows */
+            ELT_UNROLL_K
             for (b = 0; b < a; b += 4) {
                 elt_cov_tile(s->C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
             }
