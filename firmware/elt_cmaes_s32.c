@@ -824,7 +824,8 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
 static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_params_t *p,
                                                                 elt_cmaes_state_t *s,
                                                                 elt_cmaes_work_t *w,
-                                                                const uint8_t *order, const int32_t k)
+                                                                const uint8_t *order,
+                                                                const int32_t k)
 {
     int32_t zw[ELT_K_MAX];
     int32_t yw[ELT_K_MAX];
@@ -987,14 +988,15 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
             ELT_UNROLL_K
             for (; a + 4 <= k; a += 4) { /* |y r| < 2^61 */
                 const int32x4_t yv = vld1q_s32(yr + a);
-                vst1q_s32(yr + a,
-                          vcombine_s32(
-                              vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)),
-                              vqmovn_s64(
-                                  vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh))));
+                vst1q_s32(
+                    yr + a,
+                    vcombine_s32(
+                        vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)),
+                        vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh))));
             }
             for (; a + 2 <= k; a += 2) {
-                vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
+                vst1_s32(yr + a,
+                         vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
             }
         }
 #endif
@@ -1047,8 +1049,8 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
                                                          ELT_RATE_FRAC)));
                 }
                 for (; a + 2 <= k; a += 2) {
-                    vst1_s32(&w->z[nt][a], vqrshrn_n_s64(vmull_lane_s32(vld1_s32(yr + a), sv, 0),
-                                                         ELT_RATE_FRAC));
+                    vst1_s32(&w->z[nt][a],
+                             vqrshrn_n_s64(vmull_lane_s32(vld1_s32(yr + a), sv, 0), ELT_RATE_FRAC));
                 }
             }
 #endif
