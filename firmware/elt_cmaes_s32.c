@@ -51,11 +51,28 @@ void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, cons
 
 /* Normalised reciprocal of 0 < d < 2^31 (cmaes_int.recip_norm): e = bit length of d,
  * r = floor(2^(e+29) / d) in (2^29, 2^30]; then num 2^s / d = rshift_round(num r, e + 29 - s).
- * One exact division (quotient < 2^32: elt_udiv64's fast path) instead of one per numerator. */
+ * With dn = d 2^(32-e) in [2^31, 2^32), r = floor(2^61 / dn): y <= 2^63 / dn from below by the
+ * seed table and two Newton steps (elt_recip_set's, exact here as dn has no low word), r = y / 4,
+ * then the remainder 2^61 - r dn (never negative) corrects r upwards to the exact floor. */
 static inline int32_t elt_recip_norm(uint32_t d, int *e)
 {
-    *e = 32 - __builtin_clz(d);
-    return (int32_t)elt_udiv64_inline((uint64_t)1 << (*e + 29), d);
+    const int z = __builtin_clz(d);
+    const uint32_t dn = d << z;
+    uint32_t y = (uint32_t)elt_recip_seed[(dn >> 23) & 0xFFu] << 16;
+    uint32_t r;
+    uint64_t rem;
+    y += (uint32_t)(((uint64_t)y * (uint32_t)((((uint64_t)1 << 63) - (uint64_t)dn * y) >> 32)) >>
+                    31);
+    y += (uint32_t)(((uint64_t)y * (uint32_t)((((uint64_t)1 << 63) - (uint64_t)dn * y) >> 32)) >>
+                    31);
+    r = y >> 2;
+    rem = ((uint64_t)1 << 61) - (uint64_t)r * dn;
+    while (rem >= dn) {
+        rem -= dn;
+        r++;
+    }
+    *e = 32 - z;
+    return (int32_t)r;
 }
 
 #if ELT_NEON

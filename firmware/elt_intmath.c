@@ -104,12 +104,11 @@ uint32_t elt_isqrt64(uint64_t n)
     y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * e) >> 27);
     /* sqrt(m) = sqrt(x) 2^32 ~ x y 2^32 = mh y / 2^29, then one residual step
      * s += (m - s^2) / (2 s) = (m - s^2) y / 2^62 (|m - s^2| < 2^40 here, so rho / 2^16 fits a
-     * word); back to n by the shift, clamped to the largest possible root 2^31 - 1 */
+     * word); back to n by the shift */
     r2 = ((uint64_t)mh * y) >> 29;
     rho = (int64_t)(m - r2 * r2);
     r2 = (uint64_t)((int64_t)r2 + (((int64_t)(int32_t)(rho >> 16) * (int64_t)(int32_t)y) >> 46));
-    r2 >>= sh >> 1;
-    s = r2 > 0x7FFFFFFFu ? 0x7FFFFFFFu : (uint32_t)r2;
+    s = (uint32_t)(r2 >> 1) >> ((sh >> 1) - 1); /* sh >= 2; r2 < 2^33, so s < 2^32 */
     /* exact: s^2 <= n < (s + 1)^2 (at most a step or two either way) */
     while ((uint64_t)s * s > n) {
         s--;
