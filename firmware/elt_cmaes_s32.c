@@ -463,10 +463,10 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
 
 #if ELT_NEON
 /* y = A z and x = m + sigma y of candidates i, i + 1 when k = ELT_K_MAX is a multiple of 4
- * and at most 16 (every loop unrolled): both candidates' zr (VRSHR #5) stay in NEON registers
- * for all rows, so each row of A (packed, read once in order with post-increment) costs its
- * loads and VMLAL.S32 only; the lanes summed pairwise into (y_i, y_i+1) of the row, the
- * diagonal term of an even row by VMLAL of the pair (zr_i, zr_i+1) (VTRN) by the scalar A_aa,
+ * and at most 16 (every loop unrolled): the two candidates' zr (VRSHR #5) interleaved by VZIP
+ * into pairs (zr_i[l], zr_i+1[l]) that stay in NEON registers for all rows; row a of A (packed,
+ * quad loads; the last quad may read into the next row, whose lanes are not used) then costs one
+ * VMLAL.S32 by lane per entry into the row's (y_i, y_i+1) accumulator: no horizontal sums;
  * VRSHR #22, VQMOVN; two rows' pairs transposed by VTRN into each candidate's (y_a, y_a+1),
  * stored, and x = sat32(m + round(y mant / 2^shift)) from them (VMULL, VRSHL, VADDW, VQMOVN). */
 static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes_state_t *s,
@@ -476,47 +476,40 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
 {
     const int32x2_t md = vdup_n_s32(mant);
     const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
-    int32x4_t z0[ELT_K_MAX / 4 + 1];
-    int32x4_t z1[ELT_K_MAX / 4 + 1];
+    int32x2_t zp[ELT_K_MAX + 4]; /* zp[l] = (zr_i[l], zr_i+1[l]) */
     int32x2_t yprev = vdup_n_s32(0);
     const int32_t *ar = w->A;
     int32_t a;
     int32_t l;
 #pragma GCC unroll 4
-    for (l = 0; l < k / 4; l++) {
-        z0[l] = vrshrq_n_s32(vld1q_s32(&w->z[i][4 * l]), ELT_Z_FRAC - ELT_ZR_FRAC);
-        z1[l] = vrshrq_n_s32(vld1q_s32(&w->z[i + 1][4 * l]), ELT_Z_FRAC - ELT_ZR_FRAC);
+    for (l = 0; l < k; l += 4) {
+        const int32x4x2_t zz =
+            vzipq_s32(vrshrq_n_s32(vld1q_s32(&w->z[i][l]), ELT_Z_FRAC - ELT_ZR_FRAC),
+                      vrshrq_n_s32(vld1q_s32(&w->z[i + 1][l]), ELT_Z_FRAC - ELT_ZR_FRAC));
+        zp[l] = vget_low_s32(zz.val[0]);
+        zp[l + 1] = vget_high_s32(zz.val[0]);
+        zp[l + 2] = vget_low_s32(zz.val[1]);
+        zp[l + 3] = vget_high_s32(zz.val[1]);
     }
 #pragma GCC unroll 16
     for (a = 0; a < k; a++) {
-        int64x2_t acc0 = vdupq_n_s64(0);
-        int64x2_t acc1 = acc0;
-        int64x2_t sum;
+        int64x2_t acc = vdupq_n_s64(0);
         int32x2_t yv;
 #pragma GCC unroll 4
-        for (l = 0; l + 4 <= a + 1; l += 4) {
-            const int32x4_t av = vld1q_s32(ar);
-            ar += 4;
-            acc0 = vmlal_s32(acc0, vget_low_s32(av), vget_low_s32(z0[l / 4]));
-            acc0 = vmlal_s32(acc0, vget_high_s32(av), vget_high_s32(z0[l / 4]));
-            acc1 = vmlal_s32(acc1, vget_low_s32(av), vget_low_s32(z1[l / 4]));
-            acc1 = vmlal_s32(acc1, vget_high_s32(av), vget_high_s32(z1[l / 4]));
+        for (l = 0; l <= a; l += 4) {
+            const int32x4_t av = vld1q_s32(ar + l);
+            acc = vmlal_lane_s32(acc, zp[l], vget_low_s32(av), 0);
+            if (l + 1 <= a) {
+                acc = vmlal_lane_s32(acc, zp[l + 1], vget_low_s32(av), 1);
+            }
+            if (l + 2 <= a) {
+                acc = vmlal_lane_s32(acc, zp[l + 2], vget_high_s32(av), 0);
+            }
+            if (l + 3 <= a) {
+                acc = vmlal_lane_s32(acc, zp[l + 3], vget_high_s32(av), 1);
+            }
         }
-        if (l + 2 <= a + 1) { /* l is a multiple of 4: the low half of the next quad */
-            const int32x2_t av = vld1_s32(ar);
-            ar += 2;
-            acc0 = vmlal_s32(acc0, av, vget_low_s32(z0[l / 4]));
-            acc1 = vmlal_s32(acc1, av, vget_low_s32(z1[l / 4]));
-            l += 2;
-        }
-        sum = elt_hadd2_s64(acc0, acc1);
-        if (l == a) { /* a even: zr of both candidates at a is lane 0 of a VTRN of the halves */
-            const int32x2_t h0 = (a % 4 == 0) ? vget_low_s32(z0[a / 4]) : vget_high_s32(z0[a / 4]);
-            const int32x2_t h1 = (a % 4 == 0) ? vget_low_s32(z1[a / 4]) : vget_high_s32(z1[a / 4]);
-            sum = vmlal_s32(sum, vtrn_s32(h0, h1).val[0], vld1_dup_s32(ar));
-            ar += 1;
-        }
-        yv = vqmovn_s64(vrshrq_n_s64(sum, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+        yv = vqmovn_s64(vrshrq_n_s64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
         if (a % 2 == 1) { /* rows a - 1, a: (y_i[a-1], y_i[a]) and (y_i+1[a-1], y_i+1[a]) */
             const int32x2x2_t yt = vtrn_s32(yprev, yv);
             const int32x2_t mv = vld1_s32(&s->m[a - 1]);
@@ -528,6 +521,7 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
                      vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[1], md), shv), mv)));
         }
         yprev = yv;
+        ar += a + 1;
     }
 }
 #endif
