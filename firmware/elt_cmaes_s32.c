@@ -187,9 +187,6 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
 {
     /* at least 2 rows: for ELT_K_MAX = 1 the pair loop is dead code that -Warray-bounds reads */
     int32_t at[ELT_K_MAX > 1 ? ELT_K_MAX : 2][ELT_K_MAX + 4];
-    /* dsum[i] = sum over the finished columns l of round(A_il^2 / 2^26): row i's pivot sum,
-     * added when column l is stored (exact in int64, so the order is free) */
-    int64_t dsum[ELT_K_MAX + 4];
     int32_t nfix = 0;
     int32_t i;
     int32_t j;
@@ -200,15 +197,12 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
     for (l = 0; l < k; l++) {
         vst1q_s32(&at[l][k], vdupq_n_s32(0));
     }
-    for (l = 0; l < k + 4; l += 2) {
-        vst1q_s64(&dsum[l], vdupq_n_s64(0));
-    }
 #if ELT_K_MAX <= 16 /* fully unrolled: every bound and offset a constant */
 #pragma GCC unroll 16
 #endif
     for (j = 0; j < k; j++) {
         const int32_t *aj = &a[ELT_TRI(j, 0)];
-        int64_t piv = c[ELT_TRI(j, j)] - dsum[j];
+        int64_t piv = c[ELT_TRI(j, j)];
         const int32_t *cp;
         int32_t *ap;
         int64x2_t esh;
@@ -216,6 +210,20 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
         int32_t ajj;
         int32_t r;
         int e;
+        { /* the pivot's sum: row j's prefix, two squares per VMULL, VRSRA #26 */
+            int64x2_t dv = vdupq_n_s64(0);
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 8
+#endif
+            for (l = 0; l + 2 <= j; l += 2) {
+                const int32x2_t v = vld1_s32(aj + l);
+                dv = vrsraq_n_s64(dv, vmull_s32(v, v), ELT_C_FRAC);
+            }
+            piv -= vgetq_lane_s64(dv, 0) + vgetq_lane_s64(dv, 1);
+            if (l < j) {
+                piv -= elt_mul_rr(aj[l], aj[l], ELT_C_FRAC);
+            }
+        }
         if (piv < ELT_PIVOT_EPS) {
             piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
             nfix++;
@@ -276,9 +284,6 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
             qlo = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qlo, rv, 0), esh));
             qhi = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qhi, rv, 0), esh));
             vst1q_s32(&at[j][i], vcombine_s32(qlo, qhi));
-            vst1q_s64(&dsum[i], vrsraq_n_s64(vld1q_s64(&dsum[i]), vmull_s32(qlo, qlo), ELT_C_FRAC));
-            vst1q_s64(&dsum[i + 2],
-                      vrsraq_n_s64(vld1q_s64(&dsum[i + 2]), vmull_s32(qhi, qhi), ELT_C_FRAC));
             vst1_lane_s32(ap, qlo, 0);
             if (i + 1 < k) {
                 vst1_lane_s32(ap + d1, qlo, 1);
