@@ -18,6 +18,14 @@
 #define ELT_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
 #define ELT_ZR_FRAC 23 /* z rounded to Q3.23 for the sampler's exact sums (cmaes_int.ZR_FRAC) */
 
+/* Loops over the dimension fully unrolled where k is a small build-time constant (the
+ * k = ELT_K_MAX instances), so that every bound and offset is a constant. */
+#if ELT_K_MAX <= 16
+#define ELT_UNROLL_K _Pragma("GCC unroll 16")
+#else
+#define ELT_UNROLL_K
+#endif
+
 static inline int32_t elt_sat32(int64_t x)
 {
     return fx_sat32_64(x);
@@ -43,11 +51,28 @@ void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, cons
 
 /* Normalised reciprocal of 0 < d < 2^31 (cmaes_int.recip_norm): e = bit length of d,
  * r = floor(2^(e+29) / d) in (2^29, 2^30]; then num 2^s / d = rshift_round(num r, e + 29 - s).
- * One exact division (quotient < 2^32: elt_udiv64's fast path) instead of one per numerator. */
+ * With dn = d 2^(32-e) in [2^31, 2^32), r = floor(2^61 / dn): y <= 2^63 / dn from below by the
+ * seed table and two Newton steps (elt_recip_set's, exact here as dn has no low word), r = y / 4,
+ * then the remainder 2^61 - r dn (never negative) corrects r upwards to the exact floor. */
 static inline int32_t elt_recip_norm(uint32_t d, int *e)
 {
-    *e = 32 - __builtin_clz(d);
-    return (int32_t)elt_udiv64_inline((uint64_t)1 << (*e + 29), d);
+    const int z = __builtin_clz(d);
+    const uint32_t dn = d << z;
+    uint32_t y = (uint32_t)elt_recip_seed[(dn >> 23) & 0xFFu] << 16;
+    uint32_t r;
+    uint64_t rem;
+    y += (uint32_t)(((uint64_t)y * (uint32_t)((((uint64_t)1 << 63) - (uint64_t)dn * y) >> 32)) >>
+                    31);
+    y += (uint32_t)(((uint64_t)y * (uint32_t)((((uint64_t)1 << 63) - (uint64_t)dn * y) >> 32)) >>
+                    31);
+    r = y >> 2;
+    rem = ((uint64_t)1 << 61) - (uint64_t)r * dn;
+    while (rem >= dn) {
+        rem -= dn;
+        r++;
+    }
+    *e = 32 - z;
+    return (int32_t)r;
 }
 
 #if ELT_NEON
@@ -84,7 +109,9 @@ static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n
  * A_ij = (C_ij - sum A_il A_jl) / A_jj: numerator saturated to int32, the quotient by the
  * column's normalised reciprocal, num 2^26 / A_jj = rshift_round(num r, e + 3), |num r| < 2^61.
  * Packed rows are contiguous, so every sum is a dot product of two row prefixes. */
-int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
+/* elt_cmaes_chol_s32 for one k (a constant where the caller knows it, so GCC unrolls) */
+static inline __attribute__((always_inline)) int32_t elt_chol_k(const int32_t *c, const int32_t k,
+                                                                int32_t *a)
 {
     int32_t nfix = 0;
     int32_t i;
@@ -148,6 +175,148 @@ int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
     return nfix;
 }
 
+#if ELT_NEON
+/* elt_chol_k's arithmetic column by column with the rows in NEON lanes: column j's numerators
+ * C_ij - sum_l round(A_il A_jl / 2^26) for rows i > j four at a time, each product by VMULL by
+ * the scalar A_jl and VRSRA #26 into the row's int64 lane (no horizontal sums), the factor's
+ * columns read from a transposed copy at[l][i] = A_il (contiguous over rows); the quotients by
+ * VQMOVN (sat32), VMULL by r, VRSHL by -(e + 3), VQMOVN. Lanes past the last row compute on
+ * the zeroed padding and are never stored into A. */
+static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t *c,
+                                                                   const int32_t k, int32_t *a)
+{
+    /* at least 2 rows: for ELT_K_MAX = 1 the pair loop is dead code that -Warray-bounds reads */
+    int32_t at[ELT_K_MAX > 1 ? ELT_K_MAX : 2][ELT_K_MAX + 4];
+    int32_t nfix = 0;
+    int32_t i;
+    int32_t j;
+    int32_t l;
+    if (k < 1 || k > ELT_K_MAX) {
+        __builtin_unreachable(); /* the state is sized by ELT_K_MAX; tells GCC the unrolled range */
+    }
+    for (l = 0; l < k; l++) {
+        vst1q_s32(&at[l][k], vdupq_n_s32(0));
+    }
+#if ELT_K_MAX <= 16 /* fully unrolled: every bound and offset a constant */
+#pragma GCC unroll 16
+#endif
+    for (j = 0; j < k; j++) {
+        const int32_t *aj = &a[ELT_TRI(j, 0)];
+        int64_t piv = c[ELT_TRI(j, j)];
+        const int32_t *cp;
+        int32_t *ap;
+        int64x2_t esh;
+        int32x2_t rv;
+        int32_t ajj;
+        int32_t r;
+        int e;
+        { /* the pivot's sum: row j's prefix, two squares per VMULL, VRSRA #26 */
+            int64x2_t dv = vdupq_n_s64(0);
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 8
+#endif
+            for (l = 0; l + 2 <= j; l += 2) {
+                const int32x2_t v = vld1_s32(aj + l);
+                dv = vrsraq_n_s64(dv, vmull_s32(v, v), ELT_C_FRAC);
+            }
+            piv -= vgetq_lane_s64(dv, 0) + vgetq_lane_s64(dv, 1);
+            if (l < j) {
+                piv -= elt_mul_rr(aj[l], aj[l], ELT_C_FRAC);
+            }
+        }
+        if (piv < ELT_PIVOT_EPS) {
+            piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
+            nfix++;
+        }
+        ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
+        a[ELT_TRI(j, j)] = ajj;
+        if (j + 1 == k) {
+            break;
+        }
+        r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
+        esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
+        rv = vdup_n_s32(r);
+        cp = &c[ELT_TRI(j + 1, j)];
+        ap = &a[ELT_TRI(j + 1, j)];
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 4
+#endif
+        for (i = j + 1; i < k; i += 4) {
+            /* entry (i, j) of a packed lower triangle: the next row's is i + 1 further */
+            const int32_t d1 = i + 1;
+            const int32_t d2 = d1 + i + 2;
+            const int32_t d3 = d2 + i + 3;
+            int64x2_t lo = vdupq_n_s64(0);
+            int64x2_t hi = lo;
+            int32x4_t cv = vdupq_n_s32(0);
+            int32x2_t qlo;
+            int32x2_t qhi;
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 8
+#endif
+            for (l = 0; l + 2 <= j; l += 2) {
+                const int32x2_t ajl = vld1_s32(aj + l);
+                const int32x4_t v0 = vld1q_s32(&at[l][i]);
+                const int32x4_t v1 = vld1q_s32(&at[l + 1][i]);
+                lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
+                hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
+                lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v1), ajl, 1), ELT_C_FRAC);
+                hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v1), ajl, 1), ELT_C_FRAC);
+            }
+            if (l < j) {
+                const int32x4_t v0 = vld1q_s32(&at[l][i]);
+                const int32x2_t ajl = vld1_dup_s32(aj + l);
+                lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
+                hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
+            }
+            cv = vld1q_lane_s32(cp, cv, 0);
+            if (i + 1 < k) {
+                cv = vld1q_lane_s32(cp + d1, cv, 1);
+            }
+            if (i + 2 < k) {
+                cv = vld1q_lane_s32(cp + d2, cv, 2);
+            }
+            if (i + 3 < k) {
+                cv = vld1q_lane_s32(cp + d3, cv, 3);
+            }
+            qlo = vqmovn_s64(vsubq_s64(vmovl_s32(vget_low_s32(cv)), lo));
+            qhi = vqmovn_s64(vsubq_s64(vmovl_s32(vget_high_s32(cv)), hi));
+            qlo = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qlo, rv, 0), esh));
+            qhi = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qhi, rv, 0), esh));
+            vst1q_s32(&at[j][i], vcombine_s32(qlo, qhi));
+            vst1_lane_s32(ap, qlo, 0);
+            if (i + 1 < k) {
+                vst1_lane_s32(ap + d1, qlo, 1);
+            }
+            if (i + 2 < k) {
+                vst1_lane_s32(ap + d2, qhi, 0);
+            }
+            if (i + 3 < k) {
+                vst1_lane_s32(ap + d3, qhi, 1);
+            }
+            cp += d3 + i + 4;
+            ap += d3 + i + 4;
+        }
+    }
+    return nfix;
+}
+#endif
+
+int32_t elt_cmaes_chol_s32(const int32_t *c, int32_t k, int32_t *a)
+{
+#if ELT_NEON
+    if (k == ELT_K_MAX) {
+        return elt_chol_cols(c, ELT_K_MAX, a);
+    }
+    return elt_chol_k(c, k, a);
+#else
+    if (k == ELT_K_MAX) {
+        return elt_chol_k(c, ELT_K_MAX, a);
+    }
+    return elt_chol_k(c, k, a);
+#endif
+}
+
 /* log2 sigma = round(ln sigma log2 e) = e + f/2^23; 2^(e + f) = 2^(e+1) 2^-(1 - f). */
 void elt_cmaes_sigma_s32(int32_t ln_sigma, const int32_t *exp2_lut, int32_t *mant, int32_t *e)
 {
@@ -168,32 +337,35 @@ static inline uint32x4_t elt_xoshiro_out4(uint32x4_t s1)
     return vmulq_n_u32(vsriq_n_u32(vshlq_n_u32(a, 7), a, 25), 9u);
 }
 
-/* elt_gauss_from_u32 on four draws: VCLZ octave, VSHL mantissa, the knot pair (T[s], T[s+1])
- * by one VLD2 lane load per lane, VRSHRN #16 interpolation, sign by XOR / subtract. */
+/* elt_gauss_from_u32 on four draws: VSLI builds the odd v, VCLZ the octave, VSHL the mantissa;
+ * the knot pair's address lut + 4 (33 o + s) by VMLA and VSRA of the mantissa's top six bits
+ * (32 + s, the 32 taken off the base); the addresses to core registers two per VMOV, the pair
+ * (T[s], T[s+1]) by one VLD2 lane load per lane; the interpolation round(dt f / 2^16) by
+ * VQRDMULH with f 2^15 (= (2 dt f 2^15 + 2^31) >> 32, the same rounding; never saturates, as
+ * f 2^15 < 2^31); sign by XOR / subtract. */
 static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
 {
-    const uint32x4_t v = vorrq_u32(vshlq_n_u32(u, 1), vdupq_n_u32(1u));
+    const uint32x4_t v = vsliq_n_u32(vdupq_n_u32(1u), u, 1); /* (u << 1) | 1 */
     const uint32x4_t oct = vclzq_u32(v);
     const uint32x4_t mn = vshlq_u32(v, vreinterpretq_s32_u32(oct));
-    const uint32x4_t idx =
-        vmlaq_n_u32(vandq_u32(vshrq_n_u32(mn, 26), vdupq_n_u32(31u)), oct, ELT_GAUSS_KNOTS);
-    const int32x4_t frac =
-        vreinterpretq_s32_u32(vandq_u32(vshrq_n_u32(mn, 10), vdupq_n_u32(0xFFFFu)));
+    const uint32x4_t base = vdupq_n_u32((uint32_t)(uintptr_t)lut - 4u * 32u);
+    const uint32x4_t addr =
+        vsraq_n_u32(vmlaq_u32(base, oct, vdupq_n_u32(4u * ELT_GAUSS_KNOTS)),
+                    vandq_u32(mn, vdupq_n_u32(0xFC000000u)), 24); /* (mn >> 26) 4 */
+    const int32x4_t f15 =
+        vreinterpretq_s32_u32(vandq_u32(vshlq_n_u32(mn, 5), vdupq_n_u32(0x7FFF8000u)));
     const int32x4_t neg = vshrq_n_s32(vreinterpretq_s32_u32(u), 31); /* 0 or -1 */
+    const uint64_t a01 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 0);
+    const uint64_t a23 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 1);
     int32x4x2_t g;
-    int32x4_t dt;
     int32x4_t mag;
-    g.val[0] = vdupq_n_s32(0);
-    g.val[1] = g.val[0];
-    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 0), g, 0);
-    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 1), g, 1);
-    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 2), g, 2);
-    g = vld2q_lane_s32(lut + vgetq_lane_u32(idx, 3), g, 3);
-    dt = vsubq_s32(g.val[1], g.val[0]);
-    mag = vaddq_s32(
-        g.val[0],
-        vcombine_s32(vrshrn_n_s64(vmull_s32(vget_low_s32(dt), vget_low_s32(frac)), 16),
-                     vrshrn_n_s64(vmull_s32(vget_high_s32(dt), vget_high_s32(frac)), 16)));
+    g.val[0] = neg; /* every lane is loaded below */
+    g.val[1] = neg;
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a01, g, 0);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a01 >> 32), g, 1);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a23, g, 2);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a23 >> 32), g, 3);
+    mag = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f15));
     return vsubq_s32(veorq_s32(mag, neg), neg); /* -mag where the sign bit is set */
 }
 #endif
@@ -225,6 +397,12 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
             zr[g][a] = fx_rshift_round32(w->z[i + g][a], ELT_Z_FRAC - ELT_ZR_FRAC);
         }
     }
+    if (k < 1 || k > ELT_K_MAX) {
+        __builtin_unreachable(); /* the work arrays are sized by ELT_K_MAX */
+    }
+#if ELT_K_MAX <= 16 /* fully unrolled: every bound and offset a constant */
+#pragma GCC unroll 16
+#endif
     for (a = 0; a < k; a++) {
         int64x2_t acc[4];
         int64x2_t sum[2];
@@ -232,6 +410,9 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
         for (g = 0; g < ng; g++) {
             acc[g] = vdupq_n_s64(0);
         }
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 4
+#endif
         for (l = 0; l + 4 <= a + 1; l += 4) {
             const int32x4_t av = vld1q_s32(ar + l);
 #pragma GCC unroll 4
@@ -285,10 +466,76 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
 }
 #endif
 
-void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s,
-                          elt_cmaes_work_t *w, elt_rng_t *rng, const int32_t *gauss_lut)
+#if ELT_NEON
+/* y = A z and x = m + sigma y of candidates i, i + 1 when k = ELT_K_MAX is a multiple of 4
+ * and at most 16 (every loop unrolled): the two candidates' zr (VRSHR #5) interleaved by VZIP
+ * into pairs (zr_i[l], zr_i+1[l]) that stay in NEON registers for all rows; row a of A (packed,
+ * quad loads; the last quad may read into the next row, whose lanes are not used) then costs one
+ * VMLAL.S32 by lane per entry into the row's (y_i, y_i+1) accumulator: no horizontal sums;
+ * VRSHR #22, VQMOVN; two rows' pairs transposed by VTRN into each candidate's (y_a, y_a+1),
+ * stored, and x = sat32(m + round(y mant / 2^shift)) from them (VMULL, VRSHL, VADDW, VQMOVN). */
+static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes_state_t *s,
+                                                                 elt_cmaes_work_t *w, int32_t i,
+                                                                 const int32_t k, int32_t mant,
+                                                                 int shift)
 {
-    const int32_t k = p->k;
+    const int32x2_t md = vdup_n_s32(mant);
+    const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+    int32x2_t zp[ELT_K_MAX + 4]; /* zp[l] = (zr_i[l], zr_i+1[l]) */
+    int32x2_t yprev = vdup_n_s32(0);
+    const int32_t *ar = w->A;
+    int32_t a;
+    int32_t l;
+#pragma GCC unroll 4
+    for (l = 0; l < k; l += 4) {
+        const int32x4x2_t zz =
+            vzipq_s32(vrshrq_n_s32(vld1q_s32(&w->z[i][l]), ELT_Z_FRAC - ELT_ZR_FRAC),
+                      vrshrq_n_s32(vld1q_s32(&w->z[i + 1][l]), ELT_Z_FRAC - ELT_ZR_FRAC));
+        zp[l] = vget_low_s32(zz.val[0]);
+        zp[l + 1] = vget_high_s32(zz.val[0]);
+        zp[l + 2] = vget_low_s32(zz.val[1]);
+        zp[l + 3] = vget_high_s32(zz.val[1]);
+    }
+#pragma GCC unroll 16
+    for (a = 0; a < k; a++) {
+        int64x2_t acc = vdupq_n_s64(0);
+        int32x2_t yv;
+#pragma GCC unroll 4
+        for (l = 0; l <= a; l += 4) {
+            const int32x4_t av = vld1q_s32(ar + l);
+            acc = vmlal_lane_s32(acc, zp[l], vget_low_s32(av), 0);
+            if (l + 1 <= a) {
+                acc = vmlal_lane_s32(acc, zp[l + 1], vget_low_s32(av), 1);
+            }
+            if (l + 2 <= a) {
+                acc = vmlal_lane_s32(acc, zp[l + 2], vget_high_s32(av), 0);
+            }
+            if (l + 3 <= a) {
+                acc = vmlal_lane_s32(acc, zp[l + 3], vget_high_s32(av), 1);
+            }
+        }
+        yv = vqmovn_s64(vrshrq_n_s64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+        if (a % 2 == 1) { /* rows a - 1, a: (y_i[a-1], y_i[a]) and (y_i+1[a-1], y_i+1[a]) */
+            const int32x2x2_t yt = vtrn_s32(yprev, yv);
+            const int32x2_t mv = vld1_s32(&s->m[a - 1]);
+            vst1_s32(&w->y[i][a - 1], yt.val[0]);
+            vst1_s32(&w->y[i + 1][a - 1], yt.val[1]);
+            vst1_s32(&w->x[i][a - 1],
+                     vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[0], md), shv), mv)));
+            vst1_s32(&w->x[i + 1][a - 1],
+                     vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[1], md), shv), mv)));
+        }
+        yprev = yv;
+        ar += a + 1;
+    }
+}
+#endif
+
+/* elt_cmaes_sample_s32 for one k (a constant where the caller knows it, so GCC unrolls) */
+static inline __attribute__((always_inline)) void
+elt_sample_k(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, elt_cmaes_work_t *w,
+             elt_rng_t *rng, const int32_t *gauss_lut, const int32_t k)
+{
     const int32_t lam = p->lam;
     const int32_t mant = w->sig_mant;
     /* sigma y = y mant 2^(e+1) / 2^30: Q.57 -> Q.27, shift 29 - e in [25, 50] */
@@ -306,7 +553,42 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
     /* the state updates first (each step's s1 stored), then the output function and the
      * normals four at a time (two rows of k = 2, or runs of four within a row), the rest one
      * by one: the same draws in the same order as elt_xoshiro_next */
-    for (i = 0; i < lam; i++) {
+    if (k % 4 == 0) {
+        /* xoshiro128** four steps at a time in core registers (s3 kept unrotated: the rotation
+         * folds into the next step's EOR as a ROR operand), the four s1 into NEON by two VMOV,
+         * then the output function and the normals in lanes: the same draws in the same order */
+        uint32_t x0 = st[0];
+        uint32_t x1 = st[1];
+        uint32_t x2 = st[2];
+        uint32_t xq = elt_rotl32(st[3], 21); /* rotl(xq, 11) is s3 */
+        uint32_t o[4];
+        int r;
+        for (i = 0; i < lam; i++) {
+            for (a = 0; a < k; a += 4) {
+#pragma GCC unroll 4
+                for (r = 0; r < 4; r++) {
+                    o[r] = x1;
+                    x2 ^= x0;
+                    xq = elt_rotl32(xq, 11) ^ x1;
+                    x1 ^= x2;
+                    x0 ^= xq;
+                    x2 ^= o[r] << 9;
+                }
+                vst1q_s32(&w->z[i][a],
+                          elt_gauss4(elt_xoshiro_out4(vsetq_lane_u32(
+                                         o[3],
+                                         vsetq_lane_u32(
+                                             o[2], vsetq_lane_u32(o[1], vdupq_n_u32(o[0]), 1), 2),
+                                         3)),
+                                     gauss_lut));
+            }
+        }
+        st[0] = x0;
+        st[1] = x1;
+        st[2] = x2;
+        st[3] = elt_rotl32(xq, 11);
+    }
+    for (i = 0; k % 4 != 0 && i < lam; i++) {
 #if ELT_K_MAX >= 2
         if (k == 2) {
             w->z[i][0] = (int32_t)elt_xoshiro_step(st);
@@ -318,7 +600,7 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
             w->z[i][a] = (int32_t)elt_xoshiro_step(st);
         }
     }
-    i = 0;
+    i = k % 4 == 0 ? lam : 0;
 #if ELT_K_MAX >= 2
     for (; k == 2 && i + 2 <= lam; i += 2) {
         const int32x4_t g = elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(
@@ -373,6 +655,11 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
         }
     }
 #endif
+    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
+        for (; i + 2 <= lam; i += 2) {
+            elt_sample_two(s, w, i, k, mant, shift);
+        }
+    }
     for (; i + 4 <= lam; i += 4) {
         elt_sample_group(s, w, i, k, mant, shift, 4);
     }
@@ -399,6 +686,16 @@ void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *
                 w->x[i][a] = elt_requant_s32(p, w->x[i][a], ELT_X_FRAC);
             }
         }
+    }
+}
+
+void elt_cmaes_sample_s32(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s,
+                          elt_cmaes_work_t *w, elt_rng_t *rng, const int32_t *gauss_lut)
+{
+    if (p->k == ELT_K_MAX) {
+        elt_sample_k(p, s, w, rng, gauss_lut, ELT_K_MAX);
+    } else {
+        elt_sample_k(p, s, w, rng, gauss_lut, p->k);
     }
 }
 
@@ -461,13 +758,94 @@ elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta
 }
 #endif
 
-int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
-                           const uint8_t *order)
+#if ELT_NEON
+/* One term of a 4 x 4 tile of C (rows a0.., columns b0..): the term's entries b0.. (bp) and
+ * a0.. (ap) as two quad loads, then one VMLAL (OP = vmlal_lane_s32) or VMLSL per pair of
+ * columns and row, the row's entry as the lane. A diagonal tile (b0 = a0) skips the pairs
+ * above the diagonal (rows 0 and 1, columns 2 and 3). */
+#define ELT_TILE_TERM(OP, bp, ap)                                                                  \
+    do {                                                                                           \
+        const int32x4_t bv = vld1q_s32(bp);                                                        \
+        const int32x4_t av = vld1q_s32(ap);                                                        \
+        const int32x2_t bl = vget_low_s32(bv);                                                     \
+        const int32x2_t bh = vget_high_s32(bv);                                                    \
+        const int32x2_t al = vget_low_s32(av);                                                     \
+        const int32x2_t ah = vget_high_s32(av);                                                    \
+        acc[0][0] = OP(acc[0][0], bl, al, 0);                                                      \
+        acc[1][0] = OP(acc[1][0], bl, al, 1);                                                      \
+        acc[2][0] = OP(acc[2][0], bl, ah, 0);                                                      \
+        acc[3][0] = OP(acc[3][0], bl, ah, 1);                                                      \
+        if (!diag) {                                                                               \
+            acc[0][1] = OP(acc[0][1], bh, al, 0);                                                  \
+            acc[1][1] = OP(acc[1][1], bh, al, 1);                                                  \
+        }                                                                                          \
+        acc[2][1] = OP(acc[2][1], bh, ah, 0);                                                      \
+        acc[3][1] = OP(acc[3][1], bh, ah, 1);                                                      \
+    } while (0)
+
+/* docs/cmaes.md §6 step 9 on a 4 x 4 tile of C (rows a0..a0+3, columns b0..b0+3, b0 <= a0):
+ * every entry's exact int64 sum in one of eight int64x2 accumulators (Q.54): decay C by VMULL
+ * and VRSHR #2, then the terms p~ and y~_t (rows of zt, ELT_K_MAX apart; the first npos
+ * positive, the rest up to nt negative), one quad load of each side per term shared by the
+ * tile's 16 (diagonal: 12) products; VQRSHRN #28 (sat32 of the rounded shift) at the store.
+ * The diagonal tile stores only the entries on or below the diagonal. */
+static inline __attribute__((always_inline)) void
+elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
+             int32_t decay, int32_t a0, int32_t b0, const int diag)
 {
-    const int32_t k = p->k;
-    int32_t zw[ELT_K_MAX] = {0};
-    int32_t yw[ELT_K_MAX] = {0};
-    int32_t mnew[ELT_K_MAX] = {0};
+    const int32x2_t dv = vdup_n_s32(decay);
+    int64x2_t acc[4][2];
+    int32_t *row[4];
+    const int32_t *tb = zt + b0;
+    const int32_t *ta = zt + a0;
+    int32_t t;
+    int r;
+#pragma GCC unroll 4
+    for (r = 0; r < 4; r++) {
+        row[r] = &C[ELT_TRI(a0 + r, b0)];
+        acc[r][0] = vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r]), dv, 0),
+                                 ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        acc[r][1] = (diag && r < 2) ? acc[r][0]
+                                    : vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r] + 2), dv, 0),
+                                                   ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+    }
+    ELT_TILE_TERM(vmlal_lane_s32, pt + b0, pt + a0);
+#pragma GCC unroll 2
+    for (t = 0; t < npos; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        ELT_TILE_TERM(vmlal_lane_s32, tb, ta);
+    }
+#pragma GCC unroll 2
+    for (; t < nt; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        ELT_TILE_TERM(vmlsl_lane_s32, tb, ta);
+    }
+    if (diag) {
+        vst1_lane_s32(row[0], vqrshrn_n_s64(acc[0][0], 2 * ELT_X_FRAC - ELT_C_FRAC), 0);
+        vst1_s32(row[1], vqrshrn_n_s64(acc[1][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_s32(row[2], vqrshrn_n_s64(acc[2][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_lane_s32(row[2] + 2, vqrshrn_n_s64(acc[2][1], 2 * ELT_X_FRAC - ELT_C_FRAC), 0);
+        vst1_s32(row[3], vqrshrn_n_s64(acc[3][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_s32(row[3] + 2, vqrshrn_n_s64(acc[3][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        return;
+    }
+#pragma GCC unroll 4
+    for (r = 0; r < 4; r++) {
+        vst1_s32(row[r], vqrshrn_n_s64(acc[r][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_s32(row[r] + 2, vqrshrn_n_s64(acc[r][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+    }
+}
+#undef ELT_TILE_TERM
+#endif
+
+/* elt_cmaes_tell_s32 for one k (a constant where the caller knows it, so GCC unrolls) */
+static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_params_t *p,
+                                                                elt_cmaes_state_t *s,
+                                                                elt_cmaes_work_t *w,
+                                                                const uint8_t *order,
+                                                                const int32_t k)
+{
+    int32_t zw[ELT_K_MAX];
+    int32_t yw[ELT_K_MAX];
+    int32_t mnew[ELT_K_MAX];
     int64_t n2 = 0;
     int32_t hsig;
     int32_t decay;
@@ -477,26 +855,42 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
     int32_t i;
     int32_t a;
     int32_t b;
+    if (k < 1 || k > ELT_K_MAX) {
+        __builtin_unreachable(); /* the state is sized by ELT_K_MAX */
+    }
     s->g += 1; /* pycma countiter, incremented before the update */
     /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike (docs/cmaes.md §1.2 step 2, §3) */
     a = 0;
 #if ELT_NEON
-    /* two dimensions per step: VMULL by the scalar w_i, VRSRA #30 (each product rounded, the
-     * sum exact in int64), VQMOVN (sat32) */
-    for (; a + 2 <= k; a += 2) {
-        int64x2_t am = vdupq_n_s64(0);
-        int64x2_t az = am;
-        int64x2_t ay = am;
+    /* four dimensions per step: each parent's quad by VMULL by lane w_i, VRSRA #30 (each
+     * product rounded, the sum exact in int64), VQMOVN (sat32) */
+    ELT_UNROLL_K
+    for (; a + 4 <= k; a += 4) {
+        int64x2_t acc[6];
+        int h;
+#pragma GCC unroll 6
+        for (h = 0; h < 6; h++) {
+            acc[h] = vdupq_n_s64(0);
+        }
         for (i = 0; i < p->mu; i++) {
             const int32_t r = order[i];
-            const int32_t wi = p->w[i];
-            am = vrsraq_n_s64(am, vmull_n_s32(vld1_s32(&w->x[r][a]), wi), ELT_RATE_FRAC);
-            az = vrsraq_n_s64(az, vmull_n_s32(vld1_s32(&w->z[r][a]), wi), ELT_RATE_FRAC);
-            ay = vrsraq_n_s64(ay, vmull_n_s32(vld1_s32(&w->y[r][a]), wi), ELT_RATE_FRAC);
+            const int32x2_t wv = vld1_dup_s32(&p->w[i]);
+            const int32x4_t xv = vld1q_s32(&w->x[r][a]);
+            const int32x4_t zv = vld1q_s32(&w->z[r][a]);
+            const int32x4_t yv = vld1q_s32(&w->y[r][a]);
+            acc[0] = vrsraq_n_s64(acc[0], vmull_lane_s32(vget_low_s32(xv), wv, 0), ELT_RATE_FRAC);
+            acc[1] = vrsraq_n_s64(acc[1], vmull_lane_s32(vget_high_s32(xv), wv, 0), ELT_RATE_FRAC);
+            acc[2] = vrsraq_n_s64(acc[2], vmull_lane_s32(vget_low_s32(zv), wv, 0), ELT_RATE_FRAC);
+            acc[3] = vrsraq_n_s64(acc[3], vmull_lane_s32(vget_high_s32(zv), wv, 0), ELT_RATE_FRAC);
+            acc[4] = vrsraq_n_s64(acc[4], vmull_lane_s32(vget_low_s32(yv), wv, 0), ELT_RATE_FRAC);
+            acc[5] = vrsraq_n_s64(acc[5], vmull_lane_s32(vget_high_s32(yv), wv, 0), ELT_RATE_FRAC);
         }
-        vst1_s32(&mnew[a], vqmovn_s64(am));
-        vst1_s32(&zw[a], vqmovn_s64(az));
-        vst1_s32(&yw[a], vqmovn_s64(ay));
+        vst1_s32(&mnew[a], vqmovn_s64(acc[0]));
+        vst1_s32(&mnew[a + 2], vqmovn_s64(acc[1]));
+        vst1_s32(&zw[a], vqmovn_s64(acc[2]));
+        vst1_s32(&zw[a + 2], vqmovn_s64(acc[3]));
+        vst1_s32(&yw[a], vqmovn_s64(acc[4]));
+        vst1_s32(&yw[a + 2], vqmovn_s64(acc[5]));
     }
 #endif
     for (; a < k; a++) {
@@ -514,7 +908,27 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         yw[a] = elt_sat32(ay);
     }
     /* 3. p_s <- (1 - c_s) p_s + sqrt(c_s(2-c_s)mu_eff) z_w (docs/cmaes.md §1.2 step 3) */
-    for (a = 0; a < k; a++) {
+    a = 0;
+#if ELT_NEON
+    {
+        /* two dimensions per step: VMULL by lane, VRSHR #30 + VRSRA #29, VQMOVN; the squares
+         * by VMULL, VRSRA #8 */
+        const int32x2_t cs = vset_lane_s32(p->gain_s, vdup_n_s32(p->one_minus_cs), 1);
+        int64x2_t n2v = vdupq_n_s64(0);
+        ELT_UNROLL_K
+        for (; a + 2 <= k; a += 2) {
+            int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->ps[a]), cs, 0), ELT_RATE_FRAC);
+            int32x2_t ps;
+            v = vrsraq_n_s64(v, vmull_lane_s32(vld1_s32(&zw[a]), cs, 1),
+                             ELT_GAIN_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+            ps = vqmovn_s64(v);
+            vst1_s32(&s->ps[a], ps);
+            n2v = vrsraq_n_s64(n2v, vmull_s32(ps, ps), 2 * ELT_X_FRAC - ELT_NORM2_FRAC);
+        }
+        n2 = vgetq_lane_s64(n2v, 0) + vgetq_lane_s64(n2v, 1);
+    }
+#endif
+    for (; a < k; a++) {
         s->ps[a] = elt_sat32(elt_mul_rr(p->one_minus_cs, s->ps[a], ELT_RATE_FRAC) +
                              elt_mul_rr(p->gain_s, zw[a], ELT_GAIN_FRAC + ELT_Z_FRAC - ELT_X_FRAC));
         n2 += elt_mul_rr(s->ps[a], s->ps[a], 2 * ELT_X_FRAC - ELT_NORM2_FRAC);
@@ -522,7 +936,21 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
     /* 4. h_sigma <=> ||p_s||^2 < T_g (docs/cmaes.md §1.2 step 4, §6 step 6) */
     hsig = n2 < p->hsig_thr[s->g - 1] ? 1 : 0;
     /* 5. p_c <- (1 - c_c) p_c + h_sigma sqrt(c_c(2-c_c)mu_eff) y_w (docs/cmaes.md §1.2 step 5) */
-    for (a = 0; a < k; a++) {
+    a = 0;
+#if ELT_NEON
+    {
+        const int32x2_t cc = vset_lane_s32(p->gain_c, vdup_n_s32(p->one_minus_cc), 1);
+        ELT_UNROLL_K
+        for (; a + 2 <= k; a += 2) {
+            int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cc, 0), ELT_RATE_FRAC);
+            if (hsig) {
+                v = vrsraq_n_s64(v, vmull_lane_s32(vld1_s32(&yw[a]), cc, 1), ELT_GAIN_FRAC);
+            }
+            vst1_s32(&s->pc[a], vqmovn_s64(v));
+        }
+    }
+#endif
+    for (; a < k; a++) {
         int64_t v = elt_mul_rr(p->one_minus_cc, s->pc[a], ELT_RATE_FRAC);
         if (hsig) {
             v += elt_mul_rr(p->gain_c, yw[a], ELT_GAIN_FRAC);
@@ -545,6 +973,14 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
 #if ELT_NEON
         if (k >= 2) {
             int64x2_t n2v = vdupq_n_s64(0);
+            ELT_UNROLL_K
+            for (; a + 4 <= k; a += 4) {
+                const int32x4_t zv = vld1q_s32(zr + a);
+                n2v = vrsraq_n_s64(n2v, vmull_s32(vget_low_s32(zv), vget_low_s32(zv)),
+                                   2 * ELT_Z_FRAC - 50);
+                n2v = vrsraq_n_s64(n2v, vmull_s32(vget_high_s32(zv), vget_high_s32(zv)),
+                                   2 * ELT_Z_FRAC - 50);
+            }
             for (; a + 2 <= k; a += 2) {
                 const int32x2_t zv = vld1_s32(zr + a);
                 n2v = vrsraq_n_s64(n2v, vmull_s32(zv, zv), 2 * ELT_Z_FRAC - 50);
@@ -564,8 +1000,19 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
 #if ELT_NEON
         {
             const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(en + 4)));
-            for (; a + 2 <= k; a += 2) { /* |y r| < 2^61 */
-                vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_n_s32(vld1_s32(yr + a), rn), esh)));
+            const int32x2_t rv = vdup_n_s32(rn);
+            ELT_UNROLL_K
+            for (; a + 4 <= k; a += 4) { /* |y r| < 2^61 */
+                const int32x4_t yv = vld1q_s32(yr + a);
+                vst1q_s32(
+                    yr + a,
+                    vcombine_s32(
+                        vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)),
+                        vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh))));
+            }
+            for (; a + 2 <= k; a += 2) {
+                vst1_s32(yr + a,
+                         vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
             }
         }
 #endif
@@ -580,12 +1027,23 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
      * codegen.quantize_adapt.cmaes_constants), one rounding and saturation per entry. */
     decay = hsig ? p->decay_h1 : p->decay_h0;
     {
-        int32_t pt[ELT_K_MAX] = {0};
+        int32_t pt[ELT_K_MAX];
         int32_t npos = 0;
         int32_t nt = 0;
         int32_t t;
-        for (a = 0; a < k; a++) {
-            pt[a] = elt_sat32(elt_mul_rr(p->c1_sqrt, s->pc[a], ELT_RATE_FRAC));
+        a = 0;
+#if ELT_NEON
+        {
+            const int32x2_t cv = vdup_n_s32(p->c1_sqrt);
+            ELT_UNROLL_K
+            for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
+                vst1_s32(&pt[a],
+                         vqrshrn_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cv, 0), ELT_RATE_FRAC));
+            }
+        }
+#endif
+        for (; a < ELT_K_MAX; a++) { /* the whole array: k is ELT_K_MAX on the device */
+            pt[a] = a < k ? elt_sat32(elt_mul_rr(p->c1_sqrt, s->pc[a], ELT_RATE_FRAC)) : 0;
         }
         for (i = 0; i < p->lam; i++) {
             const int32_t *yr = w->y[order[i]];
@@ -595,9 +1053,21 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
             }
             a = 0;
 #if ELT_NEON
-            for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
-                vst1_s32(&w->z[nt][a],
-                         vqrshrn_n_s64(vmull_n_s32(vld1_s32(yr + a), sq), ELT_RATE_FRAC));
+            {
+                const int32x2_t sv = vdup_n_s32(sq);
+                ELT_UNROLL_K
+                for (; a + 4 <= k; a += 4) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
+                    const int32x4_t yv = vld1q_s32(yr + a);
+                    vst1q_s32(&w->z[nt][a],
+                              vcombine_s32(vqrshrn_n_s64(vmull_lane_s32(vget_low_s32(yv), sv, 0),
+                                                         ELT_RATE_FRAC),
+                                           vqrshrn_n_s64(vmull_lane_s32(vget_high_s32(yv), sv, 0),
+                                                         ELT_RATE_FRAC)));
+                }
+                for (; a + 2 <= k; a += 2) {
+                    vst1_s32(&w->z[nt][a],
+                             vqrshrn_n_s64(vmull_lane_s32(vld1_s32(yr + a), sv, 0), ELT_RATE_FRAC));
+                }
             }
 #endif
             for (; a < k; a++) {
@@ -608,7 +1078,19 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
                 npos = nt;
             }
         }
+#if ELT_NEON
+        ELT_UNROLL_K
+        for (a = 0; a < (k & ~3); a += 4) { /* rows in fours by tiles, the rest by rows */
+            ELT_UNROLL_K
+            for (b = 0; b < a; b += 4) {
+                elt_cov_tile(s->C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
+            }
+            elt_cov_tile(s->C, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
+        }
+        for (a = k & ~3; a < k; a++) {
+#else
         for (a = 0; a < k; a++) {
+#endif
             int32_t *crow = &s->C[ELT_TRI(a, 0)];
             b = 0;
 #if ELT_NEON
@@ -654,6 +1136,15 @@ int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, el
         s->m[a] = mnew[a];
     }
     return hsig;
+}
+
+int32_t elt_cmaes_tell_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
+                           const uint8_t *order)
+{
+    if (p->k == ELT_K_MAX) {
+        return elt_tell_k(p, s, w, order, ELT_K_MAX);
+    }
+    return elt_tell_k(p, s, w, order, p->k);
 }
 
 int32_t elt_requant_s32(const elt_cmaes_params_t *p, int32_t v, int32_t frac_in)

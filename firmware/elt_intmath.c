@@ -78,13 +78,12 @@ uint32_t elt_isqrt64(uint64_t n)
 {
     int sh;
     uint64_t m;
-    uint64_t s;
-    uint64_t t;
+    uint64_t r2;
     int64_t rho;
-    int64_t e;
     uint32_t mh;
     uint32_t y;
-    uint32_t y2;
+    uint32_t s;
+    int32_t e;
     if (n == 0) {
         return 0;
     }
@@ -92,29 +91,30 @@ uint32_t elt_isqrt64(uint64_t n)
     sh = __builtin_clzll((unsigned long long)n) & 62;
     m = n << sh;
     mh = (uint32_t)(m >> 32);
-    /* y = 1/sqrt(x) in Q.30 from below: seed, then two Newton steps y += y (1 - x y^2) / 2,
-     * e = (1 - x y^2) 2^60 (may be slightly negative after truncation; |e| < 2^54) */
-    y = (uint32_t)elt_rsqrt_seed[(mh >> 24) - 64u] << 15;
-    y2 = (uint32_t)(((uint64_t)y * y) >> 32); /* y^2, Q.28 */
-    e = (int64_t)(((uint64_t)1 << 60) - (uint64_t)mh * y2);
-    y = (uint32_t)((int64_t)y + (((int64_t)y * (e >> 29)) >> 32));
-    y2 = (uint32_t)(((uint64_t)y * y) >> 32);
-    e = (int64_t)(((uint64_t)1 << 60) - (uint64_t)mh * y2);
-    y = (uint32_t)((int64_t)y + (((int64_t)y * (e >> 29)) >> 32));
-    /* s = x y 2^32 ~ sqrt(m) (< 2^32 + 4), one residual step s += (m - s^2) / (2 s)
-     * (= (m - s^2) y / 2^63; the residual is exact modulo 2^64 and |m - s^2| < 2^47) */
-    s = ((uint64_t)mh * y) >> 30;
-    t = m - s * s;
-    rho = (int64_t)t;
-    s = (uint64_t)((int64_t)s + (((rho >> 16) * (int64_t)y) >> 47));
-    /* back to n, then exact: s^2 <= n < (s + 1)^2 (at most one step either way; sh >= 2 for
-     * n < 2^62, so s < 2^31 + 1 and the squares below fit) */
-    s >>= sh >> 1;
-    while (s * s > n) {
+    /* y = 1/sqrt(x) in Q.29 (in (2^29, 2^30]) from below: seed, then two Newton steps
+     * y += y (1 - x y^2) / 2 in 32-bit words (y^2 Q.26, x y^2 Q.26, e = (1 - x y^2) 2^26 signed
+     * and small, y e / 2^27 from the high word); every truncation only costs accuracy, which
+     * the exact correction below restores. Relative error after the two steps < 2^-26. */
+    y = (uint32_t)elt_rsqrt_seed[(mh >> 24) - 64u] << 14;
+    e = (int32_t)((1u << 26) -
+                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
+    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * e) >> 27);
+    e = (int32_t)((1u << 26) -
+                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
+    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * e) >> 27);
+    /* sqrt(m) = sqrt(x) 2^32 ~ x y 2^32 = mh y / 2^29, then one residual step
+     * s += (m - s^2) / (2 s) = (m - s^2) y / 2^62 (|m - s^2| < 2^40 here, so rho / 2^16 fits a
+     * word); back to n by the shift */
+    r2 = ((uint64_t)mh * y) >> 29;
+    rho = (int64_t)(m - r2 * r2);
+    r2 = (uint64_t)((int64_t)r2 + (((int64_t)(int32_t)(rho >> 16) * (int64_t)(int32_t)y) >> 46));
+    s = (uint32_t)(r2 >> 1) >> ((sh >> 1) - 1); /* sh >= 2; r2 < 2^33, so s < 2^32 */
+    /* exact: s^2 <= n < (s + 1)^2 (at most a step or two either way) */
+    while ((uint64_t)s * s > n) {
         s--;
     }
-    while ((s + 1) * (s + 1) <= n) {
+    while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
         s++;
     }
-    return (uint32_t)s;
+    return s;
 }

@@ -7,7 +7,9 @@ compiles the same kernels with arm-none-eabi-gcc and the device flags, so the NE
 runs: odd shapes (D not a multiple of 8, C not a multiple of 4, k = 1, 3, 4, 8, odd λ) reach
 every tail and every fast path (k = 2 latent, sampler and covariance update; two-candidate head
 passes), with saturating latents and heads, QELaTTA-V1/V2 and every mode. The exact division,
-isqrt, entropy and argmax kernels are checked on their own edge cases too."""
+isqrt, entropy and argmax kernels are checked on their own edge cases too. The slow layer adds
+one ELF per shape with ELT_K_MAX = k (k = 12, 16, 32, odd λ) for the k = ELT_K_MAX
+specialisations of the CMA-ES core."""
 
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ class Probe:
     saturate: float = 0.02
     scale: float = 0.5
     sigma0: float = 0.3
+    lam: int = 0  # 0: pycma's default population size for k
 
     def params(self, seed: int) -> AdaptParams:
         rng = np.random.default_rng(seed)
@@ -55,7 +58,7 @@ class Probe:
         cfg = AdaptConfig(
             k=self.k,
             n_iter=self.n,
-            lam=default_popsize(self.k),
+            lam=self.lam or default_popsize(self.k),
             sigma0=self.sigma0,
             mode=self.mode,
             seed=seed * 31,
@@ -188,9 +191,9 @@ def entropy_cases(rng: np.random.Generator) -> list[tuple[int, int, np.ndarray]]
 
 
 def run_probe(
-    tmp: Path, scalar: bool
+    tmp: Path, scalar: bool, probes: tuple[Probe, ...] = PROBES
 ) -> tuple[list[AdaptParams], dict[str, list[list[int]]], dict[str, object]]:
-    params = [pr.params(400 + i) for i, pr in enumerate(PROBES)]
+    params = [pr.params(400 + i) for i, pr in enumerate(probes)]
     src = tmp / "src"
     src.mkdir()
     headers = []
@@ -201,13 +204,13 @@ def run_probe(
                 headers.append(name)
     rng = np.random.default_rng(17)
     zs, ids = [], []
-    for pr in PROBES:
+    for pr in probes:
         zs.append(random_latents(rng, pr.samples, D=pr.D, saturate=pr.saturate))
         ids.append(rng.integers(0, 2**32, pr.samples))
     ent = entropy_cases(rng)
     num, den = div_cases(rng, 1500)
     sq = isqrt_cases(rng, 1500)
-    n_ids = max(pr.samples for pr in PROBES)
+    n_ids = max(pr.samples for pr in probes)
     ids_rows = [carray(np.concatenate([x, np.zeros(n_ids - len(x), np.int64)])) for x in ids]
     data = [
         "#include <stdint.h>",
@@ -216,7 +219,7 @@ def run_probe(
         "static const elt_adapt_params_t *const probe_params[] = {",
         *(f"    &t{i}_adapt_params," for i in range(len(params))),
         "};",
-        f"static const uint32_t probe_n[] = {{{', '.join(str(pr.samples) for pr in PROBES)}}};",
+        f"static const uint32_t probe_n[] = {{{', '.join(str(pr.samples) for pr in probes)}}};",
         f"static const uint32_t probe_ids[][{n_ids}] = {{",
         *(f"    {{\n{row}\n    }}," for row in ids_rows),
         "};",
@@ -275,17 +278,20 @@ def run_probe(
     return params, lines, {"z": zs, "ids": ids, "ent": ent, "num": num, "den": den, "sq": sq}
 
 
-@pytest.mark.parametrize("scalar", [False, True], ids=["neon", "scalar"])
-def test_arm_kernels_equal_python_under_qemu(tmp_path: Path, scalar: bool) -> None:
-    params, lines, inp = run_probe(tmp_path, scalar)
-    zs, ids = inp["z"], inp["ids"]
-    assert isinstance(zs, list) and isinstance(ids, list)
-    assert len(lines["A"]) == sum(pr.samples for pr in PROBES)
+def check_adapt_lines(
+    probes: tuple[Probe, ...],
+    params: list[AdaptParams],
+    rows_a: list[list[int]],
+    zs: list[np.ndarray],
+    ids: list[np.ndarray],
+) -> None:
+    """Every 'A' line of the probe equals `adapt_int` field for field, in probe order."""
+    assert len(rows_a) == sum(pr.samples for pr in probes)
     row = 0
-    for c, (pr, P) in enumerate(zip(PROBES, params, strict=True)):
+    for c, (pr, P) in enumerate(zip(probes, params, strict=True)):
         py = adapt_int(zs[c], P, ids[c])
         for i in range(pr.samples):
-            v = np.array(lines["A"][row], dtype=np.int64)
+            v = np.array(rows_a[row], dtype=np.int64)
             row += 1
             parts = np.split(v, np.cumsum([1, 1, 1, 1, 1, P.k, P.n_classes]))
             names = (
@@ -301,6 +307,14 @@ def test_arm_kernels_equal_python_under_qemu(tmp_path: Path, scalar: bool) -> No
             for name, got in zip(names, parts, strict=True):
                 want = np.atleast_1d(np.asarray(getattr(py, name))[i]).astype(np.int64)
                 np.testing.assert_array_equal(got, want, err_msg=f"{pr} sample {i} {name}")
+
+
+@pytest.mark.parametrize("scalar", [False, True], ids=["neon", "scalar"])
+def test_arm_kernels_equal_python_under_qemu(tmp_path: Path, scalar: bool) -> None:
+    params, lines, inp = run_probe(tmp_path, scalar)
+    zs, ids = inp["z"], inp["ids"]
+    assert isinstance(zs, list) and isinstance(ids, list)
+    check_adapt_lines(PROBES, params, lines["A"], zs, ids)
     ent = inp["ent"]
     assert isinstance(ent, list) and len(lines["E"]) == len(ent)
     for (C, frac, lg), (h, am) in zip(ent, lines["E"], strict=True):
@@ -321,3 +335,23 @@ def test_arm_kernels_equal_python_under_qemu(tmp_path: Path, scalar: bool) -> No
         assert q1 == a // b and q2 == a // b, (a, b, q1, q2)
     for v, (r,) in zip(sq, lines["S"], strict=True):
         assert r == math.isqrt(v), v
+
+
+# One ELF per shape with ELT_K_MAX = k, so the k = ELT_K_MAX specialisations run (the column
+# Cholesky, the two-candidate sampler for k <= 16 and a multiple of 4, the tiled covariance
+# update) at the paper's k = 16 and at k = 32 (no unrolling), with odd lambda and mu.
+K_MAX_PROBES = (
+    Probe(64, 12, 16, "strict", 4, samples=10, sigma0=0.5),
+    Probe(64, 12, 16, "continual_bounded", 3, v1=True, v2=(8, 4), samples=8, sigma0=0.5, lam=13),
+    Probe(40, 9, 12, "continual", 3, samples=8, sigma0=0.5, lam=11),
+    Probe(64, 12, 32, "strict", 3, samples=6, sigma0=0.5, lam=15),
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("probe", K_MAX_PROBES, ids=lambda p: f"k{p.k}-lam{p.lam or 'default'}")
+def test_k_max_shapes_equal_python_under_qemu(tmp_path: Path, probe: Probe) -> None:
+    params, lines, inp = run_probe(tmp_path, False, (probe,))
+    zs, ids = inp["z"], inp["ids"]
+    assert isinstance(zs, list) and isinstance(ids, list)
+    check_adapt_lines((probe,), params, lines["A"], zs, ids)
