@@ -108,26 +108,31 @@ static inline __attribute__((always_inline)) int32_t elt_entropy_finish(uint64_t
  * Lanes past n hold INT16_MIN (no effect on the maximum) and their e is masked to 0. */
 #define ELT_L2E_FRAC2 ((int32_t)(2 * (ELT_LOG2E_Q30 - (1 << 30)))) /* 2L', 950680362 */
 
-/* Four pairs of 32-bit addresses to a gathered pair (T[j], T[j+1]) per lane by VLD2 (lanes 0
- * and 2 by the all-lanes form, no register to clear first; 1 and 3 by lane). */
+/* Four pairs of 32-bit addresses to a gathered pair (T[j], T[j+1]) per lane: two addresses per
+ * VMOV, then VLD2 with register spacing 2 (ARM DDI 0406C A8.8.323, A8.8.324) puts T[j] of lanes
+ * 0-3 in one q-register and T[j+1] in the next, the lanes 0 and 2 by the all-lanes form (no
+ * register to clear first), 1 and 3 by lane. Written out because GCC's VLD2 intrinsics use
+ * spacing 1 and then move the halves together (four VORR a gather). */
 static inline __attribute__((always_inline)) int32x4x2_t elt_gather2(uint32x4_t adr)
 {
+    register int32x4_t lo __asm__("q8");
+    register int32x4_t hi __asm__("q9");
     uint32_t a0;
     uint32_t a1;
     uint32_t a2;
     uint32_t a3;
-    int32x2x2_t glo;
-    int32x2x2_t ghi;
     int32x4x2_t g;
-    /* two addresses per VMOV (GCC moves one S register at a time) */
-    __asm__("vmov %0, %1, %P2" : "=r"(a0), "=r"(a1) : "w"(vget_low_u32(adr)));
-    __asm__("vmov %0, %1, %P2" : "=r"(a2), "=r"(a3) : "w"(vget_high_u32(adr)));
-    glo = vld2_dup_s32((const int32_t *)(uintptr_t)a0);
-    ghi = vld2_dup_s32((const int32_t *)(uintptr_t)a2);
-    glo = vld2_lane_s32((const int32_t *)(uintptr_t)a1, glo, 1);
-    ghi = vld2_lane_s32((const int32_t *)(uintptr_t)a3, ghi, 1);
-    g.val[0] = vcombine_s32(glo.val[0], ghi.val[0]);
-    g.val[1] = vcombine_s32(glo.val[1], ghi.val[1]);
+    __asm__("vmov %[a0], %[a1], %e[adr]\n\t"
+            "vmov %[a2], %[a3], %f[adr]\n\t"
+            "vld2.32 {d16[], d18[]}, [%[a0]]\n\t"
+            "vld2.32 {d17[], d19[]}, [%[a2]]\n\t"
+            "vld2.32 {d16[1], d18[1]}, [%[a1]]\n\t"
+            "vld2.32 {d17[1], d19[1]}, [%[a3]]"
+            : "=w"(lo), "=w"(hi), [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
+            : [adr] "w"(adr)
+            : "memory");
+    g.val[0] = lo;
+    g.val[1] = hi;
     return g;
 }
 
@@ -216,8 +221,16 @@ static inline __attribute__((always_inline)) void elt_entropy_sums(const int16_t
     if (r) {
         elt_ent4(&acc, m4, elt_ent_tail(logits + 4 * nb, r), r);
     }
-    *s_out = vgetq_lane_u64(acc.vs, 0) + vgetq_lane_u64(acc.vs, 1);
-    *t_out = (uint64_t)(vgetq_lane_s64(acc.vt, 0) + vgetq_lane_s64(acc.vt, 1));
+    /* the lane sums by VADD.I64 and VST1 (GCC moves 64-bit scalar adds to core registers,
+     * eight VMOVs and four STRs for the two sums) */
+    {
+        uint64x1_t s1;
+        int64x1_t t1;
+        __asm__("vadd.i64 %P0, %e1, %f1" : "=w"(s1) : "w"(acc.vs));
+        __asm__("vadd.i64 %P0, %e1, %f1" : "=w"(t1) : "w"(acc.vt));
+        vst1_u64(s_out, s1);
+        vst1_s64((int64_t *)t_out, t1);
+    }
 }
 
 static inline __attribute__((always_inline)) int32_t elt_entropy_neon(const int16_t *logits,
