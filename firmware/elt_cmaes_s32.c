@@ -75,6 +75,61 @@ static inline int32_t elt_recip_norm(uint32_t d, int *e)
     return (int32_t)r;
 }
 
+/* The Cholesky pivot's A_jj = floor(sqrt(p 2^26)) and the column's normalised reciprocal
+ * r = floor(2^(e+29) / A_jj), e = bit length of A_jj (elt_isqrt64 and elt_recip_norm, the same
+ * integers), from one reciprocal square root, for ELT_PIVOT_EPS <= p < 2^31. With t = clz(p)
+ * rounded down to even, mh = p 2^t = x 2^32 (x in [1/4, 1)), p 2^26 = mh 2^32 / 2^(t+6), so
+ * sqrt(p 2^26) = sqrt(x) 2^(29 - t/2) in [2^(28-t/2), 2^(29-t/2)): e = 29 - t/2 exactly, and
+ * y = 2^29 / sqrt(x) (elt_isqrt64's seed and two Newton steps, relative error < 2^-26) is
+ * both 2^(e+29) / sqrt(p 2^26) and, within A_jj's flooring (< 2^-16 as A_jj >= 2^16), r.
+ * s0 = mh y / 2^(32 + t/2); one residual step s += (n - s^2) / (2s) = (n - s^2) y / 2^(e+30);
+ * one Newton step r += r (2^(e+29) - r A_jj) / 2^(e+29); then both are made exact against
+ * their remainders (floor sqrt: s^2 <= n < (s+1)^2; floor quotient: 0 <= 2^(e+29) - r A_jj
+ * < A_jj), so the result never depends on the estimate, only the time does. All 2^31 - 64
+ * inputs p equal elt_isqrt64 and elt_recip_norm on the host. */
+static inline int32_t elt_chol_pivot(uint32_t p, int32_t *r, int *e)
+{
+    const int t = __builtin_clz(p) & 30;
+    const uint32_t mh = p << t;
+    const int ee = 29 - (t >> 1);
+    const int64_t n = (int64_t)p << ELT_C_FRAC;
+    const int64_t one = (int64_t)1 << (ee + 29);
+    uint32_t y = (uint32_t)elt_rsqrt_seed[(mh >> 24) - 64u] << 14;
+    int32_t d;
+    int64_t rho;
+    uint32_t s;
+    int32_t q;
+    d = (int32_t)((1u << 26) -
+                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
+    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * d) >> 27);
+    d = (int32_t)((1u << 26) -
+                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
+    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * d) >> 27);
+    s = (uint32_t)(((uint64_t)mh * y) >> 32) >> (t >> 1);
+    rho = n - (int64_t)((uint64_t)s * s);
+    s += (uint32_t)(int32_t)(((int64_t)(int32_t)(rho >> (ee - 2)) * (int32_t)y) >> 32);
+    while ((int64_t)((uint64_t)s * s) > n) {
+        s--;
+    }
+    while ((int64_t)((uint64_t)(s + 1u) * (s + 1u)) <= n) {
+        s++;
+    }
+    rho = one - (int64_t)y * s;
+    q = (int32_t)y + (int32_t)(((int64_t)(int32_t)(rho >> (ee - 1)) * (int32_t)y) >> 30);
+    rho = one - (int64_t)q * s;
+    while (rho < 0) {
+        rho += s;
+        q--;
+    }
+    while (rho >= (int64_t)s) {
+        rho -= s;
+        q++;
+    }
+    *r = q;
+    *e = ee;
+    return (int32_t)s;
+}
+
 #if ELT_NEON
 /* (a0 + a1, b0 + b1) of two int64x2 by VEXT (a1, b0) + VBSL (a0, b1), all in NEON registers
  * (combining d halves makes GCC copy them with VMOV.F64, a floating-point mnemonic) */
@@ -126,12 +181,11 @@ static inline __attribute__((always_inline)) int32_t elt_chol_k(const int32_t *c
             piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
             nfix++;
         }
-        ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
+        ajj = elt_chol_pivot((uint32_t)piv, &r, &e); /* piv < 2^31 */
         a[ELT_TRI(j, j)] = ajj;
         if (j + 1 == k) {
             break;
         }
-        r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
         i = j + 1;
 #if ELT_NEON
         /* rows i, i + 1 together: one load of row j's prefix for both dot products, the two
@@ -228,12 +282,11 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
             piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
             nfix++;
         }
-        ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
+        ajj = elt_chol_pivot((uint32_t)piv, &r, &e); /* piv < 2^31 */
         a[ELT_TRI(j, j)] = ajj;
         if (j + 1 == k) {
             break;
         }
-        r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
         esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
         rv = vdup_n_s32(r);
         cp = &c[ELT_TRI(j + 1, j)];
