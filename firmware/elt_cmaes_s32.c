@@ -75,6 +75,60 @@ static inline int32_t elt_recip_norm(uint32_t d, int *e)
     return (int32_t)r;
 }
 
+/* The Cholesky pivot's A_jj = floor(sqrt(p 2^26)) and the column's normalised reciprocal
+ * r = floor(2^(e+29) / A_jj), e = bit length of A_jj (elt_isqrt64 and elt_recip_norm, the same
+ * integers), from one reciprocal square root, for ELT_PIVOT_EPS <= p < 2^31. With t = clz(p)
+ * rounded down to even, mh = p 2^t = x 2^32 (x in [1/4, 1)), p 2^26 = mh 2^32 / 2^(t+6), so
+ * sqrt(p 2^26) = sqrt(x) 2^(29 - t/2) in [2^(28-t/2), 2^(29-t/2)): e = 29 - t/2 exactly, and
+ * y = 2^29 / sqrt(x) (elt_isqrt64's seed and two Newton steps y += y (1 - x y^2) / 2, relative
+ * error < 2^-26; y d / 2^27 as the high word of y (d 2^5)) is both 2^(e+29) / sqrt(p 2^26)
+ * and, within A_jj's flooring (< 2^-16 as A_jj >= 2^16), r. s0 = mh y / 2^(32 + t/2) is within
+ * a few units of the root and made exact by s^2 <= p 2^26 < (s + 1)^2; then with
+ * dn = A_jj 2^(32-e) in [2^31, 2^32) one Newton step r += r (2^61 - r dn) / 2^61 and the
+ * remainder 2^61 - r dn (= (2^(e+29) - r A_jj) 2^(32-e)) brought into [0, dn). The results never
+ * depend on the estimates, only the time does; all 2^31 - 64 inputs p equal elt_isqrt64 and
+ * elt_recip_norm on the host. */
+static inline int32_t elt_chol_pivot(uint32_t p, int32_t *r, int *e)
+{
+    const int t = __builtin_clz(p) & 30;
+    const uint32_t mh = p << t;
+    const int64_t n = (int64_t)p << ELT_C_FRAC;
+    int32_t y = (int32_t)elt_rsqrt_seed[(mh >> 24) - 64u] << 14;
+    int32_t d;
+    int64_t rho;
+    uint32_t s;
+    uint32_t dn;
+    int32_t q;
+    d = (int32_t)((1u << 26) -
+                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * (uint32_t)y) >> 32)) >> 32));
+    y += (int32_t)(((int64_t)y * (d << 5)) >> 32);
+    d = (int32_t)((1u << 26) -
+                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * (uint32_t)y) >> 32)) >> 32));
+    y += (int32_t)(((int64_t)y * (d << 5)) >> 32);
+    s = (uint32_t)(((uint64_t)mh * (uint32_t)y) >> 32) >> (t >> 1);
+    while ((int64_t)((uint64_t)s * s) > n) {
+        s--;
+    }
+    while ((int64_t)((uint64_t)(s + 1u) * (s + 1u)) <= n) {
+        s++;
+    }
+    dn = s << (3 + (t >> 1)); /* 32 - e */
+    rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)y * dn);
+    q = y + (int32_t)(((int64_t)(int32_t)(rho >> 31) * y) >> 30);
+    rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)q * dn);
+    while (rho < 0) {
+        rho += dn;
+        q--;
+    }
+    while (rho >= (int64_t)dn) {
+        rho -= dn;
+        q++;
+    }
+    *r = q;
+    *e = 29 - (t >> 1);
+    return (int32_t)s;
+}
+
 #if ELT_NEON
 /* (a0 + a1, b0 + b1) of two int64x2 by VEXT (a1, b0) + VBSL (a0, b1), all in NEON registers
  * (combining d halves makes GCC copy them with VMOV.F64, a floating-point mnemonic) */
@@ -126,12 +180,11 @@ static inline __attribute__((always_inline)) int32_t elt_chol_k(const int32_t *c
             piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
             nfix++;
         }
-        ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
+        ajj = elt_chol_pivot((uint32_t)piv, &r, &e); /* piv < 2^31 */
         a[ELT_TRI(j, j)] = ajj;
         if (j + 1 == k) {
             break;
         }
-        r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
         i = j + 1;
 #if ELT_NEON
         /* rows i, i + 1 together: one load of row j's prefix for both dot products, the two
@@ -228,12 +281,11 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
             piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
             nfix++;
         }
-        ajj = (int32_t)elt_isqrt64((uint64_t)piv << ELT_C_FRAC); /* piv < 2^31: < 2^57 */
+        ajj = elt_chol_pivot((uint32_t)piv, &r, &e); /* piv < 2^31 */
         a[ELT_TRI(j, j)] = ajj;
         if (j + 1 == k) {
             break;
         }
-        r = elt_recip_norm((uint32_t)ajj, &e); /* ajj >= 2^16 */
         esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
         rv = vdup_n_s32(r);
         cp = &c[ELT_TRI(j + 1, j)];

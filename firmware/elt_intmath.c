@@ -37,7 +37,7 @@ const uint16_t elt_recip_seed[256] = {
 
 /* largest T with T^2 (i + 1) <= 2^38, i = 64..255: 1/sqrt(x) in Q.15 at the top of the segment
  * x in [i/256, (i+1)/256), never above 1/sqrt(x) (relative error <= 2^-7). */
-static const uint16_t elt_rsqrt_seed[192] = {
+const uint16_t elt_rsqrt_seed[192] = {
     65029, 64535, 64051, 63579, 63116, 62664, 62221, 61787, 61363, 60947, 60539, 60139, 59748,
     59363, 58987, 58617, 58254, 57897, 57548, 57204, 56867, 56535, 56209, 55889, 55574, 55264,
     54960, 54660, 54366, 54076, 53790, 53509, 53233, 52961, 52692, 52428, 52168, 51912, 51659,
@@ -93,15 +93,16 @@ uint32_t elt_isqrt64(uint64_t n)
     mh = (uint32_t)(m >> 32);
     /* y = 1/sqrt(x) in Q.29 (in (2^29, 2^30]) from below: seed, then two Newton steps
      * y += y (1 - x y^2) / 2 in 32-bit words (y^2 Q.26, x y^2 Q.26, e = (1 - x y^2) 2^26 signed
-     * and small, y e / 2^27 from the high word); every truncation only costs accuracy, which
-     * the exact correction below restores. Relative error after the two steps < 2^-26. */
+     * and small (|e| < 2^21), y e / 2^27 as the high word of y (e 2^5)); every truncation only
+     * costs accuracy, which the exact correction below restores. Relative error after the two steps
+     * < 2^-26. */
     y = (uint32_t)elt_rsqrt_seed[(mh >> 24) - 64u] << 14;
     e = (int32_t)((1u << 26) -
                   (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * e) >> 27);
+    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * (e << 5)) >> 32);
     e = (int32_t)((1u << 26) -
                   (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * e) >> 27);
+    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * (e << 5)) >> 32);
     /* sqrt(m) = sqrt(x) 2^32 ~ x y 2^32 = mh y / 2^29, then one residual step
      * s += (m - s^2) / (2 s) = (m - s^2) y / 2^62 (|m - s^2| < 2^40 here, so rho / 2^16 fits a
      * word); back to n by the shift */
