@@ -10,7 +10,7 @@ G is stored and the VLDM sizes; the template only formats the lines it returns.
 Register plan (ARM DDI 0406C.c, chapter A8):
 
 - q10-q15 (d20-d31): six int64x2 accumulators, the classes of one block (up to 12). VMLAL.S32
-  accumulates the 32 x 32-bit products exactly in 64 bits (A8.8.337).
+  accumulates the 32 x 32-bit products exactly in 64 bits (A8.8.338).
 - d4-d19: G, streamed by VLDM of at most 16 doubleword registers (A8.8.332); a load may end
   inside a row.
 - d0-d3: up to 8 elements of p, the by-scalar operands. VMLAL.S32 by scalar takes its 32-bit
@@ -28,9 +28,10 @@ acc0 + rshift_round(G p, gs) = floor((acc0 2^gs + 2^(gs-1) + G p) / 2^gs) and
 rshift_round(x, hs) = floor((x + 2^(hs-1)) / 2^hs); nested floors of integer quotients are the
 floor of the product's quotient, so the logit is sat16(floor(Y / 2^(gs+hs))) with
 Y = init + G p, init = acc0 2^gs + 2^(gs-1) + 2^(gs+hs-1). With |acc0| < 2^31, gs <= 30,
-gs + hs <= 61 and |G p| < 2^62, |Y| < 2^63; floor(Y / 2^32) is the high word (VSHRN #32,
-A8.8.386), then floor(. / 2^(gs+hs-32)) by VSHL.S32 by a negative count (A8.8.389, truncating:
-the floor, needs gs + hs >= 32) and VQMOVN.S32 (sat16, A8.8.362).
+gs + hs <= 61 and |G p| < 2^62, |Y| < 2^63; floor(Y / 2^32) is the high word (VSHRN.I64 #32),
+then floor(. / 2^(gs+hs-32)) and sat16 by VQSHRN.S32 by that immediate when it is 1..16
+(truncating: the floor), VQMOVN.S32 when it is 0, VSHR.S32 then VQMOVN.S32 above 16 (ARM DDI
+0406C A8.8: VSHRN, VQSHRN, VSHR, VQMOVN). The shifts are the instance's, so they are immediates.
 """
 
 from __future__ import annotations
@@ -56,12 +57,15 @@ class CandSpec:
 
     n_classes: int  # C
     k: int  # subspace size
+    shift: int = 43  # g_shift + head_shift: the one floor is by 2^shift (32..61)
 
     def __post_init__(self) -> None:
         if self.n_classes < 1:
             raise ValueError(f"n_classes {self.n_classes}: expected at least 1")
         if self.k < 1:
             raise ValueError(f"k {self.k}: expected at least 1")
+        if not 32 <= self.shift <= 61:
+            raise ValueError(f"shift {self.shift}: g_shift + head_shift must be in 32..61")
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
@@ -103,7 +107,7 @@ def _dlist(first: int, n: int) -> str:
 
 def cand_asm(spec: CandSpec) -> list[str]:
     """The program of one call: for each of ``n`` candidates (operands %[p], %[out], %[n],
-    %[g0], %[init0], %[nsh]; scratch %[g], %[i]) every block's accumulation and finish."""
+    %[g0], %[init0]; scratch %[g], %[i]) every block's accumulation and finish."""
     k = spec.k
     nb = len(spec.blocks)
     # one block reads the accumulator start in place; more walk it with %[i]
@@ -132,18 +136,20 @@ def cand_asm(spec: CandSpec) -> list[str]:
                 reg = G_D + pos % G_REGS
                 a.append(f"vmlal.s32 q{ACC_Q + h}, d{reg}, {scalar}")
                 pos += 1
-        # finish: high words, one floor shift, sat16, per-lane stores of the block's n logits
+        # finish: the high words (floor by 2^32), the rest of the floor by an immediate
+        # (VQSHRN.S32 #1..16 truncates and saturates to int16; beyond 16 a VSHR.S32 first),
+        # per-lane stores of the block's n logits
         for h in range(pairs):
             a.append(f"vshrn.i64 d{G_D + h}, q{ACC_Q + h}, #32")
-        a.append("vdup.32 q8, %[nsh]")
+        rest = spec.shift - 32
         for h in range(0, pairs, 2):
-            if h + 1 < pairs:
-                q = (G_D + h) // 2
-                a.append(f"vshl.s32 q{q}, q{q}, q8")
+            q = (G_D + h) // 2
+            if rest > 16:
+                a.append(f"vshr.s32 q{q}, q{q}, #{rest}")
+            if 1 <= rest <= 16:
+                a.append(f"vqshrn.s32 d{h // 2}, q{q}, #{rest}")
             else:
-                a.append(f"vshl.s32 d{G_D + h}, d{G_D + h}, d16")
-        for h in range(0, pairs, 2):
-            a.append(f"vqmovn.s32 d{h // 2}, q{(G_D + h) // 2}")
+                a.append(f"vqmovn.s32 d{h // 2}, q{q}")
         if n >= 4:
             a.append(f"vst1.16 {{{_dlist(0, n // 4)}}}, [%[out]]!")
         for lane in range(n % 4):

@@ -89,8 +89,10 @@ def _cand_kernel(params: AdaptParams, pfx: str, g_frac: int) -> dict[str, object
     """The generated candidate-logit kernel (codegen.adapt_neon) for the template, or None where
     the one-floor finish is not exact for these shifts or the program would be too long (the
     intrinsic path of firmware/elt_adapt.c runs then)."""
-    spec = CandSpec(n_classes=params.n_classes, k=params.k)
-    if not kernel_applies(params.g_shift, params.head_shift) or not unrolled(spec):
+    if not kernel_applies(params.g_shift, params.head_shift):
+        return None
+    spec = CandSpec(params.n_classes, params.k, params.g_shift + params.head_shift)
+    if not unrolled(spec):
         return None
     order = g_kernel_order(params.G.T, spec)
     g_array = None
@@ -112,6 +114,7 @@ def _cand_kernel(params: AdaptParams, pfx: str, g_frac: int) -> dict[str, object
         "macro": f"{pfx.upper()}ADAPT_CAND_ROWS",
         "n_classes": spec.n_classes,
         "k": spec.k,
+        "shift": spec.shift,
         "padded": spec.padded,
         "vmlal": vmlal_per_candidate(spec),
         "instructions": instructions_per_candidate(spec),

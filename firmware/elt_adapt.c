@@ -319,9 +319,10 @@ void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const
  *   Y = init + G p, init = acc0 2^gs + 2^(gs-1) + 2^(gs+hs-1) (elt_cand_init).
  * |acc0| < 2^31, gs <= 30, gs + hs <= 61, |G p| < 2^62: |Y| < 2^63 (no int64 overflow), so
  * floor(Y / 2^32) is exact in int32 (VSHRN #32, the high word), then floor(. / 2^(gs+hs-32))
- * by VSHL.S32 by a negative count (truncating: the floor, needs gs + hs >= 32) and VQMOVN.S32
- * (sat16). The generator checks the same conditions (adapt_neon.kernel_applies); the kernel
- * writes C logits per candidate and reads k elements of p, hence the build's C and k. */
+ * and sat16 by VQSHRN.S32 by the immediate gs + hs - 32 (truncating: the floor, needs
+ * gs + hs >= 32). The generator checks the same conditions (adapt_neon.kernel_applies) and
+ * builds the kernel for this instance's shifts; it writes C logits per candidate and reads k
+ * elements of p, hence the build's C and k. */
 static int elt_cand_kernel_ok(const elt_adapt_params_t *p)
 {
     const int32_t gs = p->g_shift;
@@ -353,7 +354,7 @@ static void elt_cand_logits_rows(const elt_adapt_params_t *p, const int32_t *acc
 {
     int32_t i;
     if (init != 0 && rows > 0) {
-        p->cand_rows(init, pv[0], rows, logits[0], 32 - p->g_shift - p->head_shift);
+        p->cand_rows(init, pv[0], rows, logits[0]);
         return;
     }
 #if ELT_NEON

@@ -30,12 +30,10 @@ typedef struct {
     int32_t head_shift;       /* accumulator -> logits */
     int32_t logit_frac;       /* logits Q(15-f).f */
     const int32_t *G;         /* [k][C] head folded onto the basis, (W V)^T */
-    /* The build's generated candidate-logit kernel for exactly this C and k
-     * (codegen/adapt_neon.py), 0 where none applies: rows candidates of pv (rows of k) into
-     * out (rows of C), from init (the padded classes' accumulator start), nsh = 32 - g_shift -
-     * head_shift. */
-    void (*cand_rows)(const int64_t *init, const int32_t *pv, int32_t rows, int16_t *out,
-                      int32_t nsh);
+    /* The build's generated candidate-logit kernel for exactly this C, k and g_shift +
+     * head_shift (codegen/adapt_neon.py), 0 where none applies: rows candidates of pv (rows of
+     * k) into out (rows of C), from init (the padded classes' accumulator start). */
+    void (*cand_rows)(const int64_t *init, const int32_t *pv, int32_t rows, int16_t *out);
     int32_t zt_shift;         /* z_t Q0.15 -> latent */
     int32_t g_shift;          /* G p -> accumulator */
     int32_t beta;             /* continual_bounded forgetting factor, Q1.30 */

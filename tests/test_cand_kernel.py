@@ -5,7 +5,9 @@ result field equal to the Python integer reference (`adapt_int`, strict mode and
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,19 +23,35 @@ from codegen.adapt_neon import (
     vmlal_per_candidate,
 )
 from codegen.emit_adapt import emit_adapt_c
+from codegen.ir import AdaptParams
 from codegen.toolchain import find_tool
 
 
 def test_program_shape_c12_k16() -> None:
-    """C = 12, k = 16: 96 VMLAL, G in 6 VLDM of 16 d-registers, p in 2 VLD1 of 4, one VLDM of
-    the accumulator start, the finish of 6 VSHRN + 3 VSHL + 3 VQMOVN, one VST1 of 12 logits."""
-    lines = cand_asm(CandSpec(12, 16))
+    """C = 12, k = 16 (shift 43): 96 VMLAL, G in 6 VLDM of 16 d-registers, p in 2 VLD1 of 4,
+    one VLDM of the accumulator start, the finish of 6 VSHRN + 3 VQSHRN #11, one VST1."""
+    lines = cand_asm(CandSpec(12, 16, 43))
     ops = [ln.split()[0] for ln in lines if not ln.endswith(":") and not ln.startswith("@")]
     assert ops.count("vmlal.s32") == 96
     assert sum(1 for ln in lines if ln.startswith("vldmia %[g]!, {d4-d19}")) == 6
     assert sum(1 for ln in lines if ln.startswith("vld1.32 {d0-d3}")) == 2
     assert ops.count("vst1.16") == 1
-    assert instructions_per_candidate(CandSpec(12, 16)) == len(ops) == 122
+    assert sum(1 for ln in lines if ln.startswith("vqshrn.s32") and ln.endswith("#11")) == 3
+    assert instructions_per_candidate(CandSpec(12, 16, 43)) == len(ops) == 118
+
+
+@pytest.mark.parametrize(
+    ("shift", "ops"), [(32, ["vqmovn.s32"]), (48, ["vqshrn.s32"]), (49, ["vshr.s32", "vqmovn.s32"])]
+)
+def test_finish_by_shift(shift: int, ops: list[str]) -> None:
+    """The rest of the floor after the high word: none, VQSHRN #1..16, or VSHR then VQMOVN."""
+    lines = cand_asm(CandSpec(4, 2, shift))
+    got = [ln.split()[0] for ln in lines if ln.startswith(("vqmovn", "vqshrn", "vshr."))]
+    assert got == ops
+    if shift > 32:
+        assert lines[lines.index(next(ln for ln in lines if ln.startswith(ops[0])))].endswith(
+            f"#{shift - 32}"
+        )
 
 
 @pytest.mark.parametrize("C", [1, 2, 3, 10, 11, 12, 13, 20, 35])
@@ -113,7 +131,23 @@ def test_c13_k3_equal_python_under_qemu(tmp_path: Path) -> None:
     run_shape(tmp_path, Probe(20, 13, 3, "strict", 3, samples=16, sigma0=0.5))
 
 
+@dataclass(frozen=True)
+class ShiftProbe(Probe):
+    """A probe whose head_shift is set so g_shift + head_shift reaches every finish of the
+    kernel (the reference reads the same field, so the expected logits follow)."""
+
+    total_shift: int = 43
+
+    def params(self, seed: int) -> AdaptParams:
+        P = super().params(seed)
+        return dataclasses.replace(P, head_shift=self.total_shift - P.g_shift)
+
+
 SLOW_SHAPES = (
+    ShiftProbe(24, 20, 3, "strict", 3, samples=10, sigma0=0.5, total_shift=32),
+    ShiftProbe(24, 11, 5, "strict", 3, samples=10, sigma0=0.5, total_shift=48),
+    ShiftProbe(24, 13, 16, "strict", 3, samples=10, sigma0=0.5, total_shift=50),
+    ShiftProbe(24, 9, 2, "strict", 3, samples=10, sigma0=0.5, total_shift=61),
     Probe(16, 2, 1, "strict", 3, samples=12, sigma0=0.5),
     Probe(16, 3, 3, "strict", 3, samples=12, sigma0=0.5),
     Probe(40, 10, 16, "strict", 3, samples=10, sigma0=0.5),
@@ -128,6 +162,10 @@ SLOW_SHAPES = (
 
 @pytest.mark.slow
 @pytest.mark.qemu
-@pytest.mark.parametrize("probe", SLOW_SHAPES, ids=lambda p: f"C{p.C}-k{p.k}-{p.mode}")
+@pytest.mark.parametrize(
+    "probe",
+    SLOW_SHAPES,
+    ids=lambda p: f"C{p.C}-k{p.k}-{p.mode}-{getattr(p, 'total_shift', 'q')}",
+)
 def test_class_counts_equal_python_under_qemu(tmp_path: Path, probe: Probe) -> None:
     run_shape(tmp_path, probe)
