@@ -435,7 +435,7 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
     const int32_t ncls = p->n_classes;
     int32_t m0[ELT_K_MAX]; /* elements 0 .. k - 1 set below (no memset of the whole array) */
     int64_t cinit_buf[ELT_C_MAX + 1]; /* C (+ 1 pad class where C is odd) */
-    const int64_t *cinit = 0;         /* the generated kernel's accumulator start, where it applies */
+    const int64_t *cinit = 0; /* the generated kernel's accumulator start, where it applies */
     int32_t best_h = INT32_MAX;
     int32_t best_t = 0;
     int32_t best_i = 0;

@@ -30,10 +30,6 @@ typedef struct {
     int32_t head_shift;       /* accumulator -> logits */
     int32_t logit_frac;       /* logits Q(15-f).f */
     const int32_t *G;         /* [k][C] head folded onto the basis, (W V)^T */
-    /* The build's generated candidate-logit kernel for exactly this C, k and g_shift +
-     * head_shift (codegen/adapt_neon.py), 0 where none applies: rows candidates of pv (rows of
-     * k) into out (rows of C), from init (the padded classes' accumulator start). */
-    void (*cand_rows)(const int64_t *init, const int32_t *pv, int32_t rows, int16_t *out);
     int32_t zt_shift;         /* z_t Q0.15 -> latent */
     int32_t g_shift;          /* G p -> accumulator */
     int32_t beta;             /* continual_bounded forgetting factor, Q1.30 */
@@ -42,6 +38,10 @@ typedef struct {
     const int32_t *log2_lut;  /* 257 entries, Q1.30 */
     const int32_t *gauss_lut; /* 32 x 33, Q3.28 */
     elt_cmaes_params_t es;    /* CMA-ES constants (exp2 LUT and V2 grid inside) */
+    /* The build's generated candidate-logit kernel for exactly this C, k and g_shift +
+     * head_shift (codegen/adapt_neon.py), 0 where none applies: rows candidates of pv (rows of
+     * k) into out (rows of C), from init (the padded classes' accumulator start). */
+    void (*cand_rows)(const int64_t *init, const int32_t *pv, int32_t rows, int16_t *out);
 } elt_adapt_params_t;
 
 typedef struct {
