@@ -69,7 +69,8 @@ def test_program_counts(C: int, k: int) -> None:
             regs = ln.split("{")[1].rstrip("}")
             lo, _, hi = regs.partition("-")
             g_regs += 1 if not hi else int(hi[1:]) - int(lo[1:]) + 1
-    assert g_regs * 2 == k * spec.padded == len(g_kernel_order(np.zeros((k, C), dtype=np.int64), spec))
+    zeros = np.zeros((k, C), dtype=np.int64)
+    assert g_regs * 2 == k * spec.padded == len(g_kernel_order(zeros, spec))
     stored = 0
     for ln in lines:
         if ln.startswith("vst1.16"):
