@@ -114,7 +114,10 @@ def cand_asm(spec: CandSpec) -> list[str]:
     a: list[str] = ["1:", "mov %[g], %[g0]"] + (["mov %[i], %[init0]"] if nb > 1 else [])
     for b, (_c0, n) in enumerate(spec.blocks):
         pairs = (n + 1) // 2  # int64x2 accumulators of the block
-        a.append(f"@ classes {_c0}..{_c0 + n - 1}: accumulators q{ACC_Q}-q{ACC_Q + pairs - 1}")
+        cls = f"class {_c0}" if n == 1 else f"classes {_c0}..{_c0 + n - 1}"
+        accs = f"q{ACC_Q}" if pairs == 1 else f"q{ACC_Q}-q{ACC_Q + pairs - 1}"
+        pad = " (+ the pad class)" if n & 1 else ""
+        a.append(f"@ {cls}{pad}: accumulators {accs}")
         init = "%[i]!" if nb > 1 else "%[init0]"
         a.append(f"vldmia {init}, {{{_dlist(2 * ACC_Q, 2 * pairs)}}}")
         total = k * pairs  # d-registers of G in this block
