@@ -10,6 +10,15 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen import __version__
+from codegen.adapt_neon import (
+    CandSpec,
+    cand_asm,
+    g_kernel_order,
+    instructions_per_candidate,
+    kernel_applies,
+    unrolled,
+    vmlal_per_candidate,
+)
 from codegen.contract import C_FRAC, X_FRAC, Z_FRAC
 from codegen.errors import ConfigError
 from codegen.ir import H_FMT, LNSIG_FMT, MODE_IDS, P_FMT, Z_T_FMT, AdaptParams
@@ -74,6 +83,45 @@ def _array(
 
 def _field(name: str, value: object, comment: str) -> dict[str, str]:
     return {"name": name, "value": str(value), "comment": comment}
+
+
+def _cand_kernel(params: AdaptParams, pfx: str, g_frac: int) -> dict[str, object] | None:
+    """The generated candidate-logit kernel (codegen.adapt_neon) for the template, or None where
+    the one-floor finish is not exact for these shifts or the program would be too long (the
+    intrinsic path of firmware/elt_adapt.c runs then)."""
+    if not kernel_applies(params.g_shift, params.head_shift):
+        return None
+    spec = CandSpec(params.n_classes, params.k, params.g_shift + params.head_shift)
+    if not unrolled(spec):
+        return None
+    order = g_kernel_order(params.G.T, spec)
+    g_array = None
+    g_sym = f"{pfx}adapt_G"
+    if not np.array_equal(order, np.asarray(params.G.T, dtype=np.int64).reshape(-1)):
+        g_sym = f"{pfx}adapt_G_kernel"
+        g_array = _array(
+            g_sym,
+            "int32_t",
+            order,
+            (len(order),),
+            f"Q.{g_frac}",
+            "",
+            "G^T in the kernel's order: per block of 12 classes its k rows, padded to an even "
+            "class count with a 0 class (codegen.adapt_neon.g_kernel_order)",
+        )
+    return {
+        "fn": f"{pfx}adapt_cand_rows",
+        "macro": f"{pfx.upper()}ADAPT_CAND_ROWS",
+        "n_classes": spec.n_classes,
+        "k": spec.k,
+        "shift": spec.shift,
+        "padded": spec.padded,
+        "vmlal": vmlal_per_candidate(spec),
+        "instructions": instructions_per_candidate(spec),
+        "g_sym": g_sym,
+        "g_array": g_array,
+        "lines": [f'"{line}\\n\\t"' for line in cand_asm(spec)],
+    }
 
 
 def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
@@ -189,6 +237,7 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             11,
         ),
     ]
+    cand = _cand_kernel(params, pfx, g_frac)
     es_fields = [
         _field("k", k, "latent subspace dimension"),
         _field("lam", cm.lam, "candidates per iteration (lambda)"),
@@ -234,6 +283,13 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
         ),
         _field("logit_frac", params.logit_fmt.frac_bits, f"logits {params.logit_fmt.name}"),
         _field("G", f"{pfx}adapt_G", ""),
+        _field(
+            "cand_rows",
+            cand["macro"] if cand else 0,
+            "candidate-logit kernel of this C and k (codegen.adapt_neon)"
+            if cand
+            else "no generated candidate-logit kernel: the shifts fail the one-floor conditions",
+        ),
         _field("zt_shift", params.zt_shift, f"z_t Q0.15 -> latent {params.latent_fmt.name}"),
         _field("g_shift", params.g_shift, f"G p Q.{g_frac + X_FRAC} -> accumulator"),
         _field("beta", params.beta_q30, f"Q1.30 beta = {cfg.beta!r}"),
@@ -266,6 +322,7 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
         "arrays": arrays,
         "fields": fields,
         "es_fields": es_fields,
+        "cand": cand,
     }
     env = jinja_env()
     return {

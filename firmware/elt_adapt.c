@@ -311,201 +311,40 @@ void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const
 #endif
 }
 
-#if ELT_NEON && ELT_C_MAX == 12 && ELT_K_MAX <= 32
-/* Candidate logits for C = 12 and k = ELT_K_MAX, one candidate per pass over G with the
- * registers fixed by hand: accumulators q10-q15 (class pairs 0-1 .. 10-11, int64x2), G streamed
- * through d4-d19 by VLDM of up to 16 d-registers (a load may end inside a row), p in d0-d3 as
- * the by-scalar operands (VMLAL.S32 Qd, Dn, Dm[x] takes its scalar from d0-d15, ARM DDI 0406C
- * A8.8.338). Per 8 rows of G: one VLD1 of p, three VLDM, 48 VMLAL; per candidate C k / 2 VMLAL
- * plus 3 k / 8 + k / 8 loads. Row r of a group multiplies p_r = d(r / 2)[r % 2]. */
-#define ELT_CAND12_ROWS8                                                                           \
-    "vld1.32 {d0-d3}, [%[p]]!\n\t"                                                                 \
-    "vldmia %[g]!, {d4-d19}\n\t"                                                                   \
-    "vmlal.s32 q10, d4, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q11, d5, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q12, d6, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q13, d7, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q14, d8, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q15, d9, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q10, d10, d0[1]\n\t"                                                                \
-    "vmlal.s32 q11, d11, d0[1]\n\t"                                                                \
-    "vmlal.s32 q12, d12, d0[1]\n\t"                                                                \
-    "vmlal.s32 q13, d13, d0[1]\n\t"                                                                \
-    "vmlal.s32 q14, d14, d0[1]\n\t"                                                                \
-    "vmlal.s32 q15, d15, d0[1]\n\t"                                                                \
-    "vmlal.s32 q10, d16, d1[0]\n\t"                                                                \
-    "vmlal.s32 q11, d17, d1[0]\n\t"                                                                \
-    "vmlal.s32 q12, d18, d1[0]\n\t"                                                                \
-    "vmlal.s32 q13, d19, d1[0]\n\t"                                                                \
-    "vldmia %[g]!, {d4-d19}\n\t"                                                                   \
-    "vmlal.s32 q14, d4, d1[0]\n\t"                                                                 \
-    "vmlal.s32 q15, d5, d1[0]\n\t"                                                                 \
-    "vmlal.s32 q10, d6, d1[1]\n\t"                                                                 \
-    "vmlal.s32 q11, d7, d1[1]\n\t"                                                                 \
-    "vmlal.s32 q12, d8, d1[1]\n\t"                                                                 \
-    "vmlal.s32 q13, d9, d1[1]\n\t"                                                                 \
-    "vmlal.s32 q14, d10, d1[1]\n\t"                                                                \
-    "vmlal.s32 q15, d11, d1[1]\n\t"                                                                \
-    "vmlal.s32 q10, d12, d2[0]\n\t"                                                                \
-    "vmlal.s32 q11, d13, d2[0]\n\t"                                                                \
-    "vmlal.s32 q12, d14, d2[0]\n\t"                                                                \
-    "vmlal.s32 q13, d15, d2[0]\n\t"                                                                \
-    "vmlal.s32 q14, d16, d2[0]\n\t"                                                                \
-    "vmlal.s32 q15, d17, d2[0]\n\t"                                                                \
-    "vmlal.s32 q10, d18, d2[1]\n\t"                                                                \
-    "vmlal.s32 q11, d19, d2[1]\n\t"                                                                \
-    "vldmia %[g]!, {d4-d19}\n\t"                                                                   \
-    "vmlal.s32 q12, d4, d2[1]\n\t"                                                                 \
-    "vmlal.s32 q13, d5, d2[1]\n\t"                                                                 \
-    "vmlal.s32 q14, d6, d2[1]\n\t"                                                                 \
-    "vmlal.s32 q15, d7, d2[1]\n\t"                                                                 \
-    "vmlal.s32 q10, d8, d3[0]\n\t"                                                                 \
-    "vmlal.s32 q11, d9, d3[0]\n\t"                                                                 \
-    "vmlal.s32 q12, d10, d3[0]\n\t"                                                                \
-    "vmlal.s32 q13, d11, d3[0]\n\t"                                                                \
-    "vmlal.s32 q14, d12, d3[0]\n\t"                                                                \
-    "vmlal.s32 q15, d13, d3[0]\n\t"                                                                \
-    "vmlal.s32 q10, d14, d3[1]\n\t"                                                                \
-    "vmlal.s32 q11, d15, d3[1]\n\t"                                                                \
-    "vmlal.s32 q12, d16, d3[1]\n\t"                                                                \
-    "vmlal.s32 q13, d17, d3[1]\n\t"                                                                \
-    "vmlal.s32 q14, d18, d3[1]\n\t"                                                                \
-    "vmlal.s32 q15, d19, d3[1]\n\t"
-#define ELT_CAND12_ROWS4                                                                           \
-    "vld1.32 {d0-d1}, [%[p]]!\n\t"                                                                 \
-    "vldmia %[g]!, {d4-d15}\n\t"                                                                   \
-    "vmlal.s32 q10, d4, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q11, d5, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q12, d6, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q13, d7, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q14, d8, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q15, d9, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q10, d10, d0[1]\n\t"                                                                \
-    "vmlal.s32 q11, d11, d0[1]\n\t"                                                                \
-    "vmlal.s32 q12, d12, d0[1]\n\t"                                                                \
-    "vmlal.s32 q13, d13, d0[1]\n\t"                                                                \
-    "vmlal.s32 q14, d14, d0[1]\n\t"                                                                \
-    "vmlal.s32 q15, d15, d0[1]\n\t"                                                                \
-    "vldmia %[g]!, {d4-d15}\n\t"                                                                   \
-    "vmlal.s32 q10, d4, d1[0]\n\t"                                                                 \
-    "vmlal.s32 q11, d5, d1[0]\n\t"                                                                 \
-    "vmlal.s32 q12, d6, d1[0]\n\t"                                                                 \
-    "vmlal.s32 q13, d7, d1[0]\n\t"                                                                 \
-    "vmlal.s32 q14, d8, d1[0]\n\t"                                                                 \
-    "vmlal.s32 q15, d9, d1[0]\n\t"                                                                 \
-    "vmlal.s32 q10, d10, d1[1]\n\t"                                                                \
-    "vmlal.s32 q11, d11, d1[1]\n\t"                                                                \
-    "vmlal.s32 q12, d12, d1[1]\n\t"                                                                \
-    "vmlal.s32 q13, d13, d1[1]\n\t"                                                                \
-    "vmlal.s32 q14, d14, d1[1]\n\t"                                                                \
-    "vmlal.s32 q15, d15, d1[1]\n\t"
-#define ELT_CAND12_ROWS2                                                                           \
-    "vld1.32 {d0}, [%[p]]!\n\t"                                                                    \
-    "vldmia %[g]!, {d4-d15}\n\t"                                                                   \
-    "vmlal.s32 q10, d4, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q11, d5, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q12, d6, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q13, d7, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q14, d8, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q15, d9, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q10, d10, d0[1]\n\t"                                                                \
-    "vmlal.s32 q11, d11, d0[1]\n\t"                                                                \
-    "vmlal.s32 q12, d12, d0[1]\n\t"                                                                \
-    "vmlal.s32 q13, d13, d0[1]\n\t"                                                                \
-    "vmlal.s32 q14, d14, d0[1]\n\t"                                                                \
-    "vmlal.s32 q15, d15, d0[1]\n\t"
-#define ELT_CAND12_ROW1                                                                            \
-    "vld1.32 {d0[]}, [%[p]]!\n\t"                                                                  \
-    "vldmia %[g]!, {d4-d9}\n\t"                                                                    \
-    "vmlal.s32 q10, d4, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q11, d5, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q12, d6, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q13, d7, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q14, d8, d0[0]\n\t"                                                                 \
-    "vmlal.s32 q15, d9, d0[0]\n\t"
-
-/* The rounding and saturation without a second rounding shift (exact integer identities):
+/* The generated kernel (p->cand_rows, codegen/adapt_neon.py) finishes with one floor in place
+ * of the two rounding shifts (exact integer identities):
  *   acc0 + rshift_round(G p, gs) = floor((acc0 2^gs + 2^(gs-1) + G p) / 2^gs) and
  *   rshift_round(x, hs) = floor((x + 2^(hs-1)) / 2^hs); nested floors of integer quotients are
  *   the floor of the product's quotient, so the logit is sat16(floor(Y / 2^(gs+hs))) with
- *   Y = init + G p, init = acc0 2^gs + 2^(gs-1) + 2^(gs+hs-1) (elt_cand12_init).
+ *   Y = init + G p, init = acc0 2^gs + 2^(gs-1) + 2^(gs+hs-1) (elt_cand_init).
  * |acc0| < 2^31, gs <= 30, gs + hs <= 61, |G p| < 2^62: |Y| < 2^63 (no int64 overflow), so
  * floor(Y / 2^32) is exact in int32 (VSHRN #32, the high word), then floor(. / 2^(gs+hs-32))
- * by VSHL.S32 by a negative count (truncating: the floor) and VQMOVN.S32 (sat16). */
-static int elt_cand12_ok(const elt_adapt_params_t *p)
+ * and sat16 by VQSHRN.S32 by the immediate gs + hs - 32 (truncating: the floor, needs
+ * gs + hs >= 32). The generator checks the same conditions (adapt_neon.kernel_applies) and
+ * builds the kernel for this instance's shifts; it writes C logits per candidate and reads k
+ * elements of p, hence the build's C and k. */
+static int elt_cand_kernel_ok(const elt_adapt_params_t *p)
 {
     const int32_t gs = p->g_shift;
     const int32_t hs = p->head_shift;
-    return p->n_classes == 12 && p->es.k == ELT_K_MAX && gs >= 1 && gs <= 30 && hs >= 1 &&
-           gs + hs >= 32 && gs + hs <= 61;
+    return ELT_NEON && p->cand_rows != 0 && p->n_classes == ELT_C_MAX && p->es.k == ELT_K_MAX &&
+           gs >= 1 && gs <= 30 && hs >= 1 && gs + hs >= 32 && gs + hs <= 61;
 }
 
-static void elt_cand12_init(const elt_adapt_params_t *p, const int32_t *acc0, int64_t *init)
+/* init[c] for c < C; an odd C's pad class starts at 0 (its logit is never stored). */
+static void elt_cand_init(const elt_adapt_params_t *p, const int32_t *acc0, int64_t *init)
 {
     const int64_t bias =
         ((int64_t)1 << (p->g_shift - 1)) + ((int64_t)1 << (p->g_shift + p->head_shift - 1));
+    const int32_t ncls = p->n_classes;
     int32_t c;
-    for (c = 0; c < 12; c++) {
+    for (c = 0; c < ncls; c++) {
         init[c] = (int64_t)((uint64_t)(int64_t)acc0[c] << p->g_shift) + bias;
     }
+    if (ncls & 1) {
+        init[ncls] = 0;
+    }
 }
-
-/* rows >= 1 candidates, pv rows of ELT_K_MAX and logits rows of 12 contiguous. */
-static __attribute__((noinline)) void elt_cand12_rows(const elt_adapt_params_t *p,
-                                                      const int64_t *init, const int32_t *pv,
-                                                      int32_t rows, int16_t *out)
-{
-    const int32_t *g;
-    const int32_t nsh = 32 - p->g_shift - p->head_shift;
-    __asm__ volatile("1:\n\t"
-                     "mov %[g], %[g0]\n\t"
-                     "vldmia %[init], {d20-d31}\n\t"
-/* the groups of 8 written out (not .rept: GCC sizes an asm by its lines, for literal pools) */
-#if ELT_K_MAX >= 8
-                     ELT_CAND12_ROWS8
-#endif
-#if ELT_K_MAX >= 16
-                         ELT_CAND12_ROWS8
-#endif
-#if ELT_K_MAX >= 24
-                             ELT_CAND12_ROWS8
-#endif
-#if ELT_K_MAX >= 32
-                                 ELT_CAND12_ROWS8
-#endif
-#if ELT_K_MAX & 4
-                                     ELT_CAND12_ROWS4
-#endif
-#if ELT_K_MAX & 2
-                                         ELT_CAND12_ROWS2
-#endif
-#if ELT_K_MAX & 1
-                     ELT_CAND12_ROW1
-#endif
-                     "vshrn.i64 d4, q10, #32\n\t"
-                     "vshrn.i64 d5, q11, #32\n\t"
-                     "vshrn.i64 d6, q12, #32\n\t"
-                     "vshrn.i64 d7, q13, #32\n\t"
-                     "vshrn.i64 d8, q14, #32\n\t"
-                     "vshrn.i64 d9, q15, #32\n\t"
-                     "vdup.32 q8, %[nsh]\n\t"
-                     "vshl.s32 q2, q2, q8\n\t"
-                     "vshl.s32 q3, q3, q8\n\t"
-                     "vshl.s32 q4, q4, q8\n\t"
-                     "vqmovn.s32 d0, q2\n\t"
-                     "vqmovn.s32 d1, q3\n\t"
-                     "vqmovn.s32 d2, q4\n\t"
-                     "vst1.16 {d0-d2}, [%[out]]!\n\t"
-                     "subs %[n], %[n], #1\n\t"
-                     "bne 1b\n\t"
-                     : [g] "=&r"(g), [p] "+r"(pv), [out] "+r"(out), [n] "+r"(rows)
-                     : [g0] "r"(p->G), [init] "r"(init), [nsh] "r"(nsh)
-                     : "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11",
-                       "d12", "d13", "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22",
-                       "d23", "d24", "d25", "d26", "d27", "d28", "d29", "d30", "d31", "memory",
-                       "cc");
-}
-#endif
 
 /* Logits of the candidates pv[0 .. rows), one call per iteration (the dispatch on the build's
  * C and k once). */
@@ -514,14 +353,10 @@ static void elt_cand_logits_rows(const elt_adapt_params_t *p, const int32_t *acc
                                  int16_t (*logits)[ELT_C_MAX])
 {
     int32_t i;
-#if ELT_NEON && ELT_C_MAX == 12 && ELT_K_MAX <= 32
     if (init != 0 && rows > 0) {
-        elt_cand12_rows(p, init, pv[0], rows, logits[0]);
+        p->cand_rows(init, pv[0], rows, logits[0]);
         return;
     }
-#else
-    (void)init;
-#endif
 #if ELT_NEON
     if (p->n_classes == ELT_C_MAX && p->es.k == ELT_K_MAX) {
         /* the shifts as VRSHL counts once (stores through logits may alias *p) */
@@ -599,10 +434,8 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
     const int32_t k = ep->k;
     const int32_t ncls = p->n_classes;
     int32_t m0[ELT_K_MAX]; /* elements 0 .. k - 1 set below (no memset of the whole array) */
-#if ELT_NEON && ELT_C_MAX == 12 && ELT_K_MAX <= 32
-    int64_t cinit_buf[12];
-#endif
-    const int64_t *cinit = 0; /* elt_cand12_rows' accumulator start, where it applies */
+    int64_t cinit_buf[ELT_C_MAX + 1]; /* C (+ 1 pad class where C is odd) */
+    const int64_t *cinit = 0; /* the generated kernel's accumulator start, where it applies */
     int32_t best_h = INT32_MAX;
     int32_t best_t = 0;
     int32_t best_i = 0;
@@ -671,12 +504,10 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
             m0[a] = elt_requant_s32(ep, m0[a], ELT_X_FRAC);
         }
     }
-#if ELT_NEON && ELT_C_MAX == 12 && ELT_K_MAX <= 32
-    if (elt_cand12_ok(p)) {
-        elt_cand12_init(p, st->acc0, cinit_buf);
+    if (elt_cand_kernel_ok(p)) {
+        elt_cand_init(p, st->acc0, cinit_buf);
         cinit = cinit_buf;
     }
-#endif
     elt_cmaes_reset_s32(ep, &st->es, m0);
     elt_rng_seed(&st->rng, p->seed, sample_id);
     ELT_TRACE_EMIT("cmaes.m0", -1, st->es.m, k);
