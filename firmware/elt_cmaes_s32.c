@@ -129,6 +129,18 @@ static inline int32_t elt_chol_pivot(uint32_t p, int32_t *r, int *e)
     return (int32_t)s;
 }
 
+/* The pivot A_jj of column j from its sum piv (< 2^31): a pivot below ELT_PIVOT_EPS (C not
+ * positive definite after rounding) is raised to it and counted in *nfix; *r, *e as
+ * elt_chol_pivot. Both Cholesky forms (k = ELT_K_MAX and the generic one) share it. */
+static inline int32_t elt_chol_diag(int64_t piv, int32_t *nfix, int32_t *r, int *e)
+{
+    if (piv < ELT_PIVOT_EPS) {
+        piv = ELT_PIVOT_EPS;
+        (*nfix)++;
+    }
+    return elt_chol_pivot((uint32_t)piv, r, e);
+}
+
 #if ELT_NEON
 /* (a0 + a1, b0 + b1) of two int64x2 by VEXT (a1, b0) + VBSL (a0, b1), all in NEON registers
  * (combining d halves makes GCC copy them with VMOV.F64, a floating-point mnemonic) */
@@ -173,15 +185,9 @@ static inline __attribute__((always_inline)) int32_t elt_chol_k(const int32_t *c
     for (j = 0; j < k; j++) {
         const int32_t *aj = &a[ELT_TRI(j, 0)];
         int64_t piv = c[ELT_TRI(j, j)] - elt_dot_rr26(aj, aj, j);
-        int32_t ajj;
         int32_t r;
         int e;
-        if (piv < ELT_PIVOT_EPS) {
-            piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
-            nfix++;
-        }
-        ajj = elt_chol_pivot((uint32_t)piv, &r, &e); /* piv < 2^31 */
-        a[ELT_TRI(j, j)] = ajj;
+        a[ELT_TRI(j, j)] = elt_chol_diag(piv, &nfix, &r, &e);
         if (j + 1 == k) {
             break;
         }
@@ -260,7 +266,6 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
         int32_t *ap;
         int64x2_t esh;
         int32x2_t rv;
-        int32_t ajj;
         int32_t r;
         int e;
         { /* the pivot's sum: row j's prefix, two squares per VMULL, VRSRA #26 */
@@ -277,12 +282,7 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
                 piv -= elt_mul_rr(aj[l], aj[l], ELT_C_FRAC);
             }
         }
-        if (piv < ELT_PIVOT_EPS) {
-            piv = ELT_PIVOT_EPS; /* not positive definite: raise the pivot, count it */
-            nfix++;
-        }
-        ajj = elt_chol_pivot((uint32_t)piv, &r, &e); /* piv < 2^31 */
-        a[ELT_TRI(j, j)] = ajj;
+        a[ELT_TRI(j, j)] = elt_chol_diag(piv, &nfix, &r, &e);
         if (j + 1 == k) {
             break;
         }
