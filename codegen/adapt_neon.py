@@ -41,6 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from codegen.lstm_neon import dlist
+
 BLOCK = 12  # classes per block: six int64x2 accumulators q10-q15
 ACC_Q = 10  # first accumulator q-register
 G_D = 4  # first G d-register (d4-d19)
@@ -101,10 +103,6 @@ def g_kernel_order(g_t: npt.NDArray[np.int64], spec: CandSpec) -> npt.NDArray[np
     return np.concatenate(parts)
 
 
-def _dlist(first: int, n: int) -> str:
-    return f"d{first}" if n == 1 else f"d{first}-d{first + n - 1}"
-
-
 def cand_asm(spec: CandSpec) -> list[str]:
     """The program of one call: for each of ``n`` candidates (operands %[p], %[out], %[n],
     %[g0], %[init0]; scratch %[g], %[i]) every block's accumulation and finish."""
@@ -119,7 +117,7 @@ def cand_asm(spec: CandSpec) -> list[str]:
         pad = " (+ the pad class)" if n & 1 else ""
         a.append(f"@ {cls}{pad}: accumulators {accs}")
         init = "%[i]!" if nb > 1 else "%[init0]"
-        a.append(f"vldmia {init}, {{{_dlist(2 * ACC_Q, 2 * pairs)}}}")
+        a.append(f"vldmia {init}, {{{dlist(2 * ACC_Q, 2 * pairs)}}}")
         total = k * pairs  # d-registers of G in this block
         pos = 0  # next d-register of the stream
         buf_end = 0  # stream position one past the loaded registers
@@ -127,14 +125,14 @@ def cand_asm(spec: CandSpec) -> list[str]:
             if j % P_GROUP == 0:
                 m = min(P_GROUP, k - j)
                 if m >= 2:
-                    a.append(f"vld1.32 {{{_dlist(0, m // 2)}}}, [%[p]]!")
+                    a.append(f"vld1.32 {{{dlist(0, m // 2)}}}, [%[p]]!")
                 if m & 1:
                     a.append(f"vld1.32 {{d{m // 2}[0]}}, [%[p]]!")
             scalar = f"d{(j % P_GROUP) // 2}[{j % 2}]"
             for h in range(pairs):
                 if pos == buf_end:
                     cnt = min(G_REGS, total - pos)
-                    a.append(f"vldmia %[g]!, {{{_dlist(G_D, cnt)}}}")
+                    a.append(f"vldmia %[g]!, {{{dlist(G_D, cnt)}}}")
                     buf_end += cnt
                 reg = G_D + pos % G_REGS
                 a.append(f"vmlal.s32 q{ACC_Q + h}, d{reg}, {scalar}")
@@ -154,7 +152,7 @@ def cand_asm(spec: CandSpec) -> list[str]:
             else:
                 a.append(f"vqmovn.s32 d{h // 2}, q{q}")
         if n >= 4:
-            a.append(f"vst1.16 {{{_dlist(0, n // 4)}}}, [%[out]]!")
+            a.append(f"vst1.16 {{{dlist(0, n // 4)}}}, [%[out]]!")
         for lane in range(n % 4):
             a.append(f"vst1.16 {{d{n // 4}[{lane}]}}, [%[out]]!")
         if b + 1 < nb:

@@ -155,7 +155,8 @@ class _Asm:
             self(f"{op} {rd}, {rn}, {scratch}")
 
 
-def _dlist(first: int, n: int) -> str:
+def dlist(first: int, n: int) -> str:
+    """The d-register list of n consecutive registers from d<first> (VLDM/VLD1/VST1 operand)."""
     return f"d{first}" if n == 1 else f"d{first}-d{first + n - 1}"
 
 
@@ -201,10 +202,10 @@ class _Kernel:
                     if n == 1:
                         a(f"vldr d{k}, [r5, #{8 * g0}]")
                     elif g0 == 0:
-                        a(f"vldmia r5, {{{_dlist(k, n)}}}")
+                        a(f"vldmia r5, {{{dlist(k, n)}}}")
                     else:
                         a.add_imm("r10", "r5", 8 * g0)
-                        a(f"vldmia r10, {{{_dlist(k, n)}}}")
+                        a(f"vldmia r10, {{{dlist(k, n)}}}")
                 else:
                     # xs frames are only 2-byte aligned: VLD1.16 (no alignment), <= 4 registers
                     done = 0
@@ -229,7 +230,7 @@ class _Kernel:
         """The register of the next column's first weight d-register (loads when due)."""
         if self.wpos % WEIGHT_REGS == 0:
             n = min(WEIGHT_REGS, self.wlen - self.wpos)
-            self.a(f"vldmia r1!, {{{_dlist(16, n)}}}")
+            self.a(f"vldmia r1!, {{{dlist(16, n)}}}")
         r = 16 + self.wpos % WEIGHT_REGS
         self.wpos += 4
         return r
@@ -338,7 +339,7 @@ class _Kernel:
             self.addresses(*g, 3, 12, 13)  # g = tanh (its pre-activation is 2x)
             self.addresses(*o, 2, 14, 15)  # o = σ
             a.add_imm("lr", "sp", buf)
-            a(f"vstmia lr, {{{_dlist(2 * qi, 8)}}}")
+            a(f"vstmia lr, {{{dlist(2 * qi, 8)}}}")
             self.lanes([(i[0], k) for k in range(4)] + [(i[1], k) for k in range(4)])
             self.lanes(f_dst)
             a("vstmia lr, {d24-d31}")
@@ -351,7 +352,7 @@ class _Kernel:
             self.gather(*o, 2, 12, 13)  # o = σ
         a(f"vmull.s16 q12, d{i[0]}, d{g[0]}")  # i·g, units 0-3 (int32)
         a(f"vmull.s16 q13, d{i[1]}, d{g[1]}")  # units 4-7
-        a(f"vldmdb r6!, {{{_dlist(cd[0], 4)}}}")  # c
+        a(f"vldmdb r6!, {{{dlist(cd[0], 4)}}}")  # c
         # c = sat32(rshift_round(f·c + (i·g)·2^L, 15)): int64 lanes, two units per instruction
         for k in range(4):
             q = 6 + k % 2
@@ -361,7 +362,7 @@ class _Kernel:
                 a(f"vmovl.s32 q{q}, d{24 + k}")
             a(f"vmlal.s32 q{q}, d{k}, d{cd[k]}")
             a(f"vqrshrn.s64 d{cd[k]}, q{q}, #15")
-        a(f"vstmia r6, {{{_dlist(cd[0], 4)}}}")
+        a(f"vstmia r6, {{{dlist(cd[0], 4)}}}")
         # 2c = sat16(rshift_round(c, tanh_rshift)), then tanh(c) from the table
         self.narrow(24, c0, s.tanh_rshift, 6)
         self.narrow(25, c0 + 1, s.tanh_rshift, 7)
@@ -377,10 +378,10 @@ class _Kernel:
             if store_h:
                 a("vstmdb r7!, {d24, d25}")
         elif s.role == "mean":
-            a(f"vldmdb r7!, {{{_dlist(cd[0], 4)}}}")
+            a(f"vldmdb r7!, {{{dlist(cd[0], 4)}}}")
             a(f"vaddw.s16 q{c0}, q{c0}, d24")
             a(f"vaddw.s16 q{c0 + 1}, q{c0 + 1}, d25")
-            a(f"vstmia r7, {{{_dlist(cd[0], 4)}}}")
+            a(f"vstmia r7, {{{dlist(cd[0], 4)}}}")
         else:
             a(f"vldmdb r7!, {{d{cd[0]}, d{cd[1]}}}")
             a(f"vmax.s16 q{c0}, q{c0}, q12")
