@@ -69,8 +69,8 @@ def column_of(family: str, snr: float | None) -> str:
 
 
 def load_test(data_dir: str) -> list[CondData]:
+    from codegen.base.features import mfcc
     from codegen.data import conditions, load_condition
-    from codegen.features import mfcc
 
     out = []
     for cond in conditions(data_dir):
@@ -81,10 +81,10 @@ def load_test(data_dir: str) -> list[CondData]:
 
 def load_source(data_dir: str) -> list[CondData]:
     """S: clean validation + validation × each non-target kind × each SNR (mix_additive)."""
+    from codegen.base.features import mfcc
     from codegen.data import background_noises, dataset_info, load_split
     from codegen.data.common import ID_STRIDE, SILENCE
     from codegen.data.shifts import mix_additive
-    from codegen.features import mfcc
 
     info = dataset_info(data_dir)
     val = load_split(data_dir, "val")
@@ -114,11 +114,12 @@ def subset(conds: list[CondData], n: int, seed: int = 0) -> list[CondData]:
 
 
 def make_ctx(model_path: str, basis_path: str, data_dir: str) -> Ctx:
-    from codegen.basis import load_basis
     from codegen.data import background_noises, load_split
     from codegen.elatta.methods import nuisance_basis
-    from codegen.model import encode_numpy, features_for, head_numpy, load_checkpoint
-    from codegen.train import SILENCE, TrainConfig, augment
+    from codegen.frontend.basis import load_basis
+    from codegen.frontend.model import encode_numpy, head_numpy, load_checkpoint
+    from codegen.ir.meta import features_for
+    from codegen.train.fit import SILENCE, TrainConfig, augment
 
     model, meta = load_checkpoint(model_path)
     w, b = head_numpy(model)
@@ -148,7 +149,7 @@ Method = Callable[[Ctx, np.ndarray, np.ndarray, int, bool], np.ndarray]
 
 
 def encode(ctx: Ctx, x: np.ndarray) -> np.ndarray:
-    from codegen.model import encode_numpy
+    from codegen.frontend.model import encode_numpy
 
     out: np.ndarray = encode_numpy(ctx.model, x.astype(np.float32))
     return out
@@ -226,7 +227,7 @@ def run_protocol(
     ctx: Ctx, conds: list[CondData], method: Method, seed: int, continual: bool
 ) -> list[np.ndarray]:
     """Per condition: bool correct per clip (condition's clip order)."""
-    from codegen.streams import StreamSpec, build_stream
+    from codegen.data.streams import StreamSpec, build_stream
 
     if not continual:
         out = []
@@ -325,8 +326,8 @@ def select(
 def paper_hyperparameters(ctx: Ctx, model_path: str, data_dir: str) -> dict[str, float]:
     """σ₀, β, radius by the project's own rules (`codegen eval`), on source validation."""
     from codegen.elatta.float_ref import ElattaConfig
-    from codegen.evaluate import select_hyperparameters, selection_set
-    from codegen.model import load_checkpoint
+    from codegen.frontend.model import load_checkpoint
+    from codegen.measure.evaluate import select_hyperparameters, selection_set
 
     model, meta = load_checkpoint(model_path)
     z_sel, y_sel, z_clean, desc = selection_set(model, meta, data_dir, 3, SEEDS[0])
@@ -539,7 +540,7 @@ def positions(args: argparse.Namespace) -> int:
     `cmvn` against no-adapt on the test stream, seeds 0–2 (no choice depends on it)."""
     import torch
 
-    from codegen.streams import StreamSpec, build_stream, position_accuracy
+    from codegen.data.streams import StreamSpec, build_stream, position_accuracy
 
     torch.set_num_threads(1)
     sel = json.loads((Path(args.out) / f"{args.name}.json").read_text())

@@ -1,5 +1,6 @@
 """Executed instructions per candidate of the candidate logits (the generated kernel of
-codegen/adapt_neon.py, called from elt_adapt_run) for a class count C at k, from QEMU's exec log.
+codegen/emit/adapt_neon.py, called from elt_adapt_run) for a class count C at k, from QEMU's exec
+log.
 
 Builds the QEMU probe of tests/test_int_qemu.py for one model with ELT_C_MAX = C and
 ELT_K_MAX = k (so elt_adapt_run takes the kernel), runs it with `-d in_asm,exec,nochain`
@@ -38,8 +39,8 @@ def _bench_profile() -> ModuleType:
 def per_candidate(C: int, k: int, samples: int = 3) -> tuple[float, int]:
     from test_int_qemu import Probe, run_probe
 
-    from codegen.adapt_neon import CandSpec, vmlal_per_candidate
-    from codegen.toolchain import find_tool
+    from codegen.emit.adapt_neon import CandSpec, vmlal_per_candidate
+    from codegen.target.toolchain import find_tool
 
     prof = _bench_profile()
     parse_log, symbols = prof.parse_log, prof.symbols

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 def main() -> int:
     from elatta_host.plan import make_plan
 
-    from codegen.streams import ORDERS, StreamSpec
+    from codegen.data.streams import ORDERS, StreamSpec
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", type=Path, default=ROOT / "out/build/kws")

@@ -47,8 +47,8 @@ class LineCounter:
 
 
 def main() -> int:
-    from codegen.build import build
     from codegen.data import build as build_data
+    from codegen.pipeline.build import build
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path("/tmp/elatta-bench-demo-data"))

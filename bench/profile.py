@@ -171,7 +171,7 @@ def main() -> int:
 
     import numpy as np
 
-    from codegen.bench import samples
+    from codegen.measure.bench import samples
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", type=Path, required=True, help="`codegen build` output directory")
@@ -190,7 +190,7 @@ def main() -> int:
     a = ap.parse_args()
     from elatta_host.plan import load_build
 
-    from codegen.features import quantize_features
+    from codegen.base.features import quantize_features
 
     _, q = load_build(a.build)  # the build's program: feature settings and input format
     ids, xf = samples(a.data, q.source.meta, 1)

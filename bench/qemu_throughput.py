@@ -24,8 +24,8 @@ def main() -> int:
     from elatta_host.plan import make_plan
     from elatta_host.run import DeviceSpec, execute
 
-    from codegen.build import build
     from codegen.data import build as build_data
+    from codegen.pipeline.build import build
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path("/tmp/elatta-bench-data"))

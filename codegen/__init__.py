@@ -4,8 +4,8 @@ __version__ = "0.1.0"
 
 
 def compile(*args: object, **kwargs: object) -> object:  # noqa: A001 - the API's name
-    """Compile an in-memory ``nn.Module`` (`codegen.api.compile`, which documents the
+    """Compile an in-memory ``nn.Module`` (`codegen.pipeline.api.compile`, which documents the
     arguments); imported lazily so ``import codegen`` stays light."""
-    from codegen.api import compile as _compile
+    from codegen.pipeline.api import compile as _compile
 
     return _compile(*args, **kwargs)  # type: ignore[arg-type]

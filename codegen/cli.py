@@ -12,24 +12,36 @@ import sys
 from collections.abc import Sequence
 
 from codegen import __version__
-from codegen.errors import CodegenError
+from codegen.base.errors import CodegenError
 
-# (subcommand, module). Order is the order shown in --help.
-COMMANDS: tuple[tuple[str, str], ...] = (
-    ("data", "codegen.data.cli"),
-    ("train", "codegen.train"),
-    ("basis", "codegen.basis"),
-    ("eval", "codegen.evaluate"),
-    ("build", "codegen.build"),
-    ("inspect", "codegen.inspect_cmd"),
-    ("firmware", "codegen.firmware_build"),
-    ("device", "elatta_host.cli_device"),
-    ("run", "elatta_host.run"),
-    ("bench", "codegen.bench"),
+# (subcommand, module, one-line help). Order is the order shown in --help. Only the chosen
+# subcommand's module is imported: `codegen run` and `codegen inspect` read a build directory
+# and need no torch, so they must not pull in the frontend or the trainer.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("data", "codegen.data.cli", "build a data set (built-in, FSDD or your own)"),
+    ("train", "codegen.train.fit", "train the source model on clean data"),
+    ("basis", "codegen.frontend.basis", "compute the latent basis V_k from clean latents"),
+    ("eval", "codegen.measure.evaluate", "float and fixed accuracy of every mode, per condition"),
+    ("build", "codegen.pipeline.build", "compile a model, V_k and a config into C and firmware"),
+    ("inspect", "codegen.artefact.inspect", "print a build's decisions readably"),
+    ("firmware", "codegen.target.firmware", "build the bare runtime firmware"),
+    ("device", "elatta_host.cli_device", "talk to a device: info, ping"),
+    ("run", "elatta_host.run", "stream samples to a device and check every result bit for bit"),
+    ("bench", "codegen.measure.bench", "QEMU icount costs of the builds"),
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (the first argument not starting with '-')."""
+    names = {name for name, _, _ in COMMANDS}
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in names else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``argv``, only the subcommand it names is imported and wired."""
     parser = argparse.ArgumentParser(
         prog="codegen",
         description="ELaTTA firmware compiler and Zynq-7020 test bench.",
@@ -37,16 +49,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"codegen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, module_name in COMMANDS:
+    chosen = None if argv is None else _chosen(argv)
+    for name, module_name, summary in COMMANDS:
+        if chosen is not None and name != chosen:
+            sub.add_parser(name, help=summary)
+            continue
         module = importlib.import_module(module_name)
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        p = sub.add_parser(name, help=summary, description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args._run(args))

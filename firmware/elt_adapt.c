@@ -311,7 +311,7 @@ void elt_cand_logits_s16(const elt_adapt_params_t *p, const int32_t *acc0, const
 #endif
 }
 
-/* The generated kernel (p->cand_rows, codegen/adapt_neon.py) finishes with one floor in place
+/* The generated kernel (p->cand_rows, codegen/emit/adapt_neon.py) finishes with one floor in place
  * of the two rounding shifts (exact integer identities):
  *   acc0 + rshift_round(G p, gs) = floor((acc0 2^gs + 2^(gs-1) + G p) / 2^gs) and
  *   rshift_round(x, hs) = floor((x + 2^(hs-1)) / 2^hs); nested floors of integer quotients are

@@ -39,7 +39,7 @@ typedef struct {
     const int32_t *gauss_lut; /* 32 x 33, Q3.28 */
     elt_cmaes_params_t es;    /* CMA-ES constants (exp2 LUT and V2 grid inside) */
     /* The build's generated candidate-logit kernel for exactly this C, k and g_shift +
-     * head_shift (codegen/adapt_neon.py), 0 where none applies: rows candidates of pv (rows of
+     * head_shift (codegen/emit/adapt_neon.py), 0 where none applies: rows candidates of pv (rows of
      * k) into out (rows of C), from init (the padded classes' accumulator start). */
     void (*cand_rows)(const int64_t *init, const int32_t *pv, int32_t rows, int16_t *out);
 } elt_adapt_params_t;

@@ -1076,7 +1076,7 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
      * with every term one outer product of a scaled vector (p~ = sqrt(c1) p_c; y~ = sqrt|wc_i|
      * y_hat, written over w->z in term order, positive weights first: z is not read again),
      * the products summed exactly in int64 (Q.54, |sum| < 2^63 proven by
-     * codegen.quantize_adapt.cmaes_constants), one rounding and saturation per entry. */
+     * codegen.quantize.adapt.cmaes_constants), one rounding and saturation per entry. */
     decay = hsig ? p->decay_h1 : p->decay_h0;
     {
         int32_t pt[ELT_K_MAX];

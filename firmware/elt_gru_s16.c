@@ -5,7 +5,7 @@
  *   n = 2σ(2x) - 1, 2x = sat16(rshift_round(ax_n + rshift_round(r ah_n, 15), A - 12))
  *   h = sat16(n + rshift_round(z (h - n), 15))
  * The compiler proves |ax| + |ah| + 2^(s - 1) <= 2^31 - 1 for every row and every int16 input
- * (codegen/quantize_gru.py), so every int32 sum is exact in any order, the r and z rows can sum
+ * (codegen/quantize/gru.py), so every int32 sum is exact in any order, the r and z rows can sum
  * ax + ah in one accumulator, and ax_n + rshift_round(r ah_n, 15) fits int32 (|r| < 1).
  *
  * Two implementations of the same contract over the same packed arrays: Cortex-A9 NEON, and

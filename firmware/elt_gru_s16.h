@@ -1,9 +1,9 @@
 /*
  * Integer GRU encoder (torch.nn.GRU gate rows r, z, n), int16 activations and weights, int32
- * accumulators proven by the compiler (codegen/quantize_gru.py writes the step out). Python
+ * accumulators proven by the compiler (codegen/quantize/gru.py writes the step out). Python
  * twin: codegen/intref/gru.py (gru_int), integer for integer.
  *
- * The compiler (codegen/emit.py, `gru_layout`) emits the weights in the kernel's layout: gate
+ * The compiler (codegen/emit/c.py, `gru_layout`) emits the weights in the kernel's layout: gate
  * rows in blocks of ELT_LSTM_ROW_BLOCK, per block and column its 16 rows in order, columns
  * u = [hs (Hp); xs (F); Fp - F zero pad]. Cortex-A9 builds (__ARM_NEON) run the NEON kernel;
  * host builds, other targets and -DELT_SCALAR builds run plain C over the same arrays.

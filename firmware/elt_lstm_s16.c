@@ -12,7 +12,7 @@
  * the int32 sum is exact in any order (every partial sum is within the bound too). No float.
  *
  * Two implementations of the same contract over the same packed arrays (elt_lstm_s16.h): the
- * Cortex-A9 NEON kernel that codegen/lstm_neon.py writes for each layer (p->kernel), and plain
+ * Cortex-A9 NEON kernel that codegen/emit/lstm_neon.py writes for each layer (p->kernel), and plain
  * scalar C here (host builds, other targets, -DELT_SCALAR).
  */
 #include "elt_lstm_s16.h"
@@ -61,7 +61,7 @@ _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresse
 /* σ of 8 Q4.11 inputs: lane k = mid[x_k], `mid` = the address of sigmoid_full[32768] in every
  * lane. VSHLL.S16 #1 sign-extends and doubles x, VADD forms the 8 addresses; each VMOV moves
  * two of them to core registers and VLD1.16 loads one lane from each (gcc would move them one
- * by one, hence the asm). The kernels' gather (codegen/lstm_neon.py) is the same sequence. */
+ * by one, hence the asm). The kernels' gather (codegen/emit/lstm_neon.py) is the same sequence. */
 static inline __attribute__((always_inline)) int16x8_t sigmoid8(int16x8_t x, int32x4_t mid)
 {
     const int32x4_t a0 = vaddq_s32(mid, vshll_n_s16(vget_low_s16(x), 1));

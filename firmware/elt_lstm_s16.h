@@ -2,14 +2,14 @@
  * Integer LSTM encoder, int16 activations and weights, int32 gate accumulator and cell state
  * (docs/numeric.md §4).
  *
- * One kernel for every model: the compiler (codegen/quantize.py) decides every format and shift,
- * and codegen/emit.py (`lstm_layout`) emits the weights in the kernel's layout with the sizes as
+ * One kernel for every model: the compiler (codegen/quantize/model.py) decides every format and shift,
+ * and codegen/emit/c.py (`lstm_layout`) emits the weights in the kernel's layout with the sizes as
  * an elt_lstm_s16_params_t; the caller provides the scratch (CMSIS-NN style: constant parameters
  * apart from caller-provided buffers, no heap). codegen/intref/lstm.py mirrors the arithmetic,
  * integer for integer.
  *
  * Cortex-A9 builds (ELT_LSTM_NEON) run each layer's build-specialised NEON kernel
- * (codegen/lstm_neon.py, in the model source); host builds, other targets and builds with
+ * (codegen/emit/lstm_neon.py, in the model source); host builds, other targets and builds with
  * -DELT_SCALAR run the plain scalar C of the same contract over the same arrays.
  */
 #ifndef ELT_LSTM_S16_H
@@ -24,7 +24,7 @@
 /* Gate rows per block of the packed weights (four int32x4 accumulators). */
 #define ELT_LSTM_ROW_BLOCK 16u
 /* Hidden units per group: rows are stored by groups of 8 units, block 2u = the i and f rows of
- * units 8u..8u+7, block 2u + 1 their g and o rows (codegen.lstm_neon.row_gate_unit). */
+ * units 8u..8u+7, block 2u + 1 their g and o rows (codegen.emit.lstm_neon.row_gate_unit). */
 #define ELT_LSTM_UNIT_GROUP 8u
 /* Hidden units are padded to a multiple of this (one int16x8 vector). */
 #define ELT_LSTM_HIDDEN_ALIGN 8u
@@ -38,7 +38,7 @@
 /* The same σ tabulated at every int16 input (sigmoid_full), and 2σ - 32768 (tanh_full). */
 #define ELT_LSTM_SIGMOID_FULL_SIZE 65536u
 
-/* The Cortex-A9 NEON path: codegen/lstm_neon.py writes each layer's kernel into the model
+/* The Cortex-A9 NEON path: codegen/emit/lstm_neon.py writes each layer's kernel into the model
  * source; host builds, other targets and -DELT_SCALAR builds run the plain C of the same
  * contract over the same arrays. */
 #if defined(__ARM_NEON) && !defined(__aarch64__) && !defined(ELT_SCALAR)
@@ -48,7 +48,7 @@
 #endif
 
 /* What the encoder hands on as z (the input of the final Linear), a compile-time choice
- * (-DELT_LSTM_POOL, codegen/hostlib.py model_cflags): the last step's hidden state h_T, the mean
+ * (-DELT_LSTM_POOL, codegen/measure/hostlib.py model_cflags): the last step's hidden state h_T, the mean
  * of h_t over the T steps, or their element-wise maximum. */
 #define ELT_LSTM_POOL_LAST 0
 #define ELT_LSTM_POOL_MEAN 1
@@ -58,7 +58,7 @@
 #endif
 
 /* The constants of a layer's NEON kernel (the model source emits one per layer beside the
- * kernel; codegen/lstm_neon.py KCONST holds the byte offsets, the generated source asserts
+ * kernel; codegen/emit/lstm_neon.py KCONST holds the byte offsets, the generated source asserts
  * them). */
 typedef struct {
     /* d0-d7 of the kernel's cell (one VLDM): 8 words 0 (q0, q1: f is gathered into their even
@@ -69,7 +69,7 @@ typedef struct {
     const int32_t *bias;
 } elt_lstm_s16_kconst_t;
 
-/* The arguments of a layer's NEON kernel (r0 points here; codegen/lstm_neon.py KARGS). */
+/* The arguments of a layer's NEON kernel (r0 points here; codegen/emit/lstm_neon.py KARGS). */
 typedef struct {
     const int16_t *xs; /* the first frame's operands, frames F apart */
     int16_t *hs;       /* [Hp] operand state, updated */

@@ -1,6 +1,6 @@
 /*
  * Integer MFCC front end (docs/numeric.md §7); twin: codegen/intref/mfcc.py. Every bound used
- * here is proven by codegen/quantize_mfcc.py (docs/numeric.md §7.2): FFT values < 2^31,
+ * here is proven by codegen/quantize/mfcc.py (docs/numeric.md §7.2): FFT values < 2^31,
  * power and mel sums < 2^63.
  */
 #include "elt_mfcc_s16.h"

@@ -21,7 +21,7 @@ void elt_rng_seed(elt_rng_t *rng, uint64_t seed, uint32_t sample_id);
 uint32_t elt_rng_next(elt_rng_t *rng);
 
 /* One standard normal in Q3.28 from one 32-bit draw; lut is the 32 x 33 Q3.28 octave table
- * (codegen.tables.GAUSS_LUT, emitted into the params file). */
+ * (codegen.base.tables.GAUSS_LUT, emitted into the params file). */
 int32_t elt_gauss_q28(elt_rng_t *rng, const int32_t *lut);
 
 /* The same two steps inline, on a state the caller keeps in locals (the sampler's loop). */

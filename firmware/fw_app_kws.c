@@ -31,7 +31,7 @@
 #include "elt_cmvn_s16.h"
 #include "fw_app_model.h"
 #if defined(ELT_ENCODER_F32)
-/* codegen bench's float32 baseline (codegen/emit_f32.py): FW_APP_ENCODE = the float encoder. */
+/* codegen bench's float32 baseline (codegen/emit/f32.py): FW_APP_ENCODE = the float encoder. */
 #include "fw_app_f32.h"
 #endif
 #include "fw_frame.h"

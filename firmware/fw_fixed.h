@@ -1,5 +1,5 @@
 /*
- * Numeric contract, C side (docs/numeric.md). codegen/fixed.py mirrors every function here
+ * Numeric contract, C side (docs/numeric.md). codegen/base/fixed.py mirrors every function here
  * with the same name; tests/test_fixed.py compiles this header for the host and compares them.
  * Build with -fwrapv: signed overflow is defined, but every use below is proven not to overflow
  * by the compiler (docs/numeric.md §3) and saturation is always explicit.

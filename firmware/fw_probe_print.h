@@ -1,5 +1,5 @@
 /* Decimal printing for probes that run in qemu-system-arm and print their results on UART0
- * (codegen/bench_frontend.py, the kernel probes of tests/): no libc in the firmware. The
+ * (codegen/measure/bench_frontend.py, the kernel probes of tests/): no libc in the firmware. The
  * firmware itself speaks the binary protocol and does not use it. */
 #ifndef FW_PROBE_PRINT_H
 #define FW_PROBE_PRINT_H

@@ -13,7 +13,7 @@ from elatta_host.device import Device
 from elatta_host.qemu import Qemu, stop_on_signals
 from elatta_host.transport import Link
 
-from codegen.errors import ConfigError
+from codegen.base.errors import ConfigError
 
 HELP = "talk to the firmware: `info` prints INFO, `echo` tests the link"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codegen.errors import CodegenError
+from codegen.base.errors import CodegenError
 
 
 class LinkError(CodegenError):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from codegen.ir import DEVICE_MODES
+from codegen.ir.nodes import DEVICE_MODES
 
 # DEVICE_MODES: the mode byte of INFER and RESULT (ELT_MODE_* of firmware/elt_adapt.h, then
 # APP_MODE_CMVN of firmware/fw_app_kws.c). Continual modes carry p_prev from sample to sample;

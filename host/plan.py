@@ -2,7 +2,7 @@
 integer and float references (`make_plan`); and the record of one answered sample.
 
 Selection. Every additive condition (noise x SNR) of the data set; ``--limit N`` takes about
-N / (number of conditions) clips of each (at least one), dealt by `codegen.selection.deal` so
+N / (number of conditions) clips of each (at least one), dealt by `codegen.data.selection.deal` so
 the union covers as many distinct utterances as possible, every class evenly.
 
 Streams. One *stream* per (mode, condition): the device gets RESET, then the condition's clips
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 from elatta_host.infer import InferResult, mode_index
 
-from codegen.errors import CodegenError
-from codegen.streams import StreamSpec, build_stream
+from codegen.base.errors import CodegenError
+from codegen.data.streams import StreamSpec, build_stream
 
 
 class RunError(CodegenError):
@@ -37,7 +37,7 @@ class RunError(CodegenError):
 @dataclass(frozen=True, eq=False)
 class Stream:
     """One ordered stream in one mode: RESET, then these clips. By default a stream is one
-    condition's clips; with a stream definition (`codegen.streams.StreamSpec`) it is the mode's
+    condition's clips; with a stream definition (`codegen.data.streams.StreamSpec`) it is the mode's
     whole continual stream, segments of several conditions one after the other."""
 
     key: str  # "<mode>/<noise>/<snr>", or "<mode>/stream"
@@ -104,9 +104,10 @@ class Plan:
 
 
 def load_build(build_dir: Path) -> tuple[dict[str, Any], Any]:
-    """The build's manifest and its frozen program (`codegen.program`): the fixed IR exactly as
+    """The build's manifest and its frozen program (`codegen.artefact.program`): the fixed IR
+    exactly as
     `codegen build` decided it, without the checkpoint, basis, config or calibration data."""
-    from codegen.program import ProgramError, load_manifest, load_program
+    from codegen.artefact.program import ProgramError, load_manifest, load_program
 
     try:
         manifest = load_manifest(build_dir)
@@ -153,12 +154,12 @@ def make_plan(
     stream: StreamSpec | None = None,
     input_kind: str = "features",
 ) -> Plan:
-    """Load the build, deal the clips over the conditions (`codegen.selection.deal`) and
+    """Load the build, deal the clips over the conditions (`codegen.data.selection.deal`) and
     compute every reference. ``stream``: play each mode as one continual stream of segments
-    (`codegen.streams.build_stream` over the dealt clips), state carried across switches;
+    (`codegen.data.streams.build_stream` over the dealt clips), state carried across switches;
     default: one stream per (mode, condition), each from a reset state."""
     from codegen.data import conditions, dataset_info, load_condition, utterance_of
-    from codegen.selection import deal
+    from codegen.data.selection import deal
 
     manifest, q = load_build(build_dir)
     model = q.source
@@ -234,7 +235,7 @@ class _Clips:
 
     @classmethod
     def of(cls, cond: Any, split: Any, rows: np.ndarray, q: Any) -> _Clips:
-        from codegen.model import features_for
+        from codegen.ir.meta import features_for
 
         n = len(rows)
         return cls(
@@ -261,9 +262,9 @@ def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> St
     """One stream's integer reference (`codegen.intref.model.infer_int`; with ``pcm``, the
     audio mode's whole chain `codegen.intref.model.stream_infer_int`: integer MFCC, encoder,
     head and adaptation) and float classes."""
+    from codegen.base.features import quantize_features
     from codegen.elatta.float_ref import adapt, encode_float, head_logits
     from codegen.elatta.methods import cmvn_normalised
-    from codegen.features import quantize_features
     from codegen.intref.mfcc import mfcc_int
     from codegen.intref.model import infer_int, stream_infer_int
 

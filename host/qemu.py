@@ -33,7 +33,7 @@ from typing import Any
 from elatta_host.errors import LinkClosed, QemuError
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Link
 
-from codegen.toolchain import find_tool
+from codegen.target.toolchain import find_tool
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _LIVE: set[Qemu] = set()  # started and not yet stopped, for the signal handlers

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from elatta_host.plan import Plan
 
 TARGETS = ("float", "fixed", "device")
-HEAD_CLIPS = 10  # accuracy of the first clips after a switch is reported apart (codegen.streams)
+HEAD_CLIPS = (
+    10  # accuracy of the first clips after a switch is reported apart (codegen.data.streams)
+)
 METHOD_NAMES = {
     "no_adapt": "no-adapt",
     "strict": "ELaTTA (strict)",
@@ -147,7 +149,7 @@ def build_report(
             "streams": (
                 "one per (mode, condition), RESET first; continual state within it"
                 if plan.selection.stream is None
-                else "one per mode over every condition in segments (codegen.streams), RESET "
+                else "one per mode over every condition in segments (codegen.data.streams), RESET "
                 "first; continual state carried across switches"
             ),
             "stream_definition": plan.selection.stream,

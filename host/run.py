@@ -75,8 +75,8 @@ from elatta_host.plan import Plan, Record, RunError, Stream, make_plan
 from elatta_host.report import Answered
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT
 
-from codegen.cliargs import add_stream_arguments, stream_from_args
-from codegen.ir import STATEFUL_MODES
+from codegen.data.streams import add_stream_arguments, stream_from_args
+from codegen.ir.nodes import STATEFUL_MODES
 
 HELP = "stream GSC-C samples to the firmware (QEMU or a board), check every result bit-exactly"
 RUN_FORMAT = "elatta-run"

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from codegen.basis import Basis, compute_basis, save_basis
-from codegen.features import MfccParams
-from codegen.model import KwsLstm, ModelMeta, file_sha256, save_checkpoint
+from codegen.base.features import MfccParams
+from codegen.frontend.basis import Basis, compute_basis, save_basis
+from codegen.frontend.model import KwsLstm, save_checkpoint
+from codegen.ir.meta import ModelMeta, file_sha256
 
 
 @dataclass(frozen=True)
@@ -129,12 +130,12 @@ def lstm_only(
 ):  # type: ignore[no-untyped-def]
     """Quantize only the LSTM and build the host library of its generated C (no adaptation
     core): the encoder's tests do not depend on the adaptation files."""
-    from codegen import sources
-    from codegen.emit import render_model, write_sources
-    from codegen.frontend import read_model
-    from codegen.hostlib import HostModel, build_host_library, render_host_api
-    from codegen.ir import QModel
-    from codegen.quantize import quantize_lstm
+    from codegen.emit.c import render_model, write_sources
+    from codegen.frontend.reader import read_model
+    from codegen.ir.nodes import QModel
+    from codegen.measure.hostlib import HostModel, build_host_library, render_host_api
+    from codegen.quantize.model import quantize_lstm
+    from codegen.target import sources
 
     model = read_model(kit.model, kit.basis, kit.config)
     q, stats, _ = quantize_lstm(model.lstm, x_calib, model.quant, weight_shift=weight_shift)
@@ -156,10 +157,10 @@ def full_build(
     tmp: Path, kit: Kit, x_calib: np.ndarray, *, sanitize: bool = True, trace: bool = False
 ):  # type: ignore[no-untyped-def]
     """The whole model (LSTM + adaptation core) rendered and built for the host."""
-    from codegen.emit import render_model, write_sources
-    from codegen.frontend import read_model
-    from codegen.hostlib import build_for
-    from codegen.quantize import quantize_model
+    from codegen.emit.c import render_model, write_sources
+    from codegen.frontend.reader import read_model
+    from codegen.measure.hostlib import build_for
+    from codegen.quantize.model import quantize_model
 
     q = quantize_model(read_model(kit.model, kit.basis, kit.config), x_calib)
     src = tmp / "src"
@@ -169,7 +170,7 @@ def full_build(
 
 def data_norm(pcm: np.ndarray, F: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """Per-coefficient MFCC mean and std of some clips (what training stores in the meta)."""
-    from codegen.features import mfcc
+    from codegen.base.features import mfcc
 
     feats = np.asarray(mfcc(pcm, MfccParams(n_mfcc=F)), dtype=np.float64)
     return feats.mean(axis=(0, 1)), feats.std(axis=(0, 1)) + 1e-6
@@ -178,7 +179,7 @@ def data_norm(pcm: np.ndarray, F: int = 10) -> tuple[np.ndarray, np.ndarray]:
 def scalar_reference(x: np.ndarray, q: Any) -> tuple[np.ndarray, int]:
     """The contract of docs/numeric.md §4 written out with Python ints, one row at a time, and
     the number of gate pre-activations that saturated (an independent check of `lstm_int`)."""
-    from codegen.fixed import rshift_round, sat16, sat32
+    from codegen.base.fixed import rshift_round, sat16, sat32
     from codegen.intref.lstm import sigmoid_lut
 
     sh, H, F = q.shifts, q.hidden_size, q.input_size
@@ -227,8 +228,8 @@ def run_arm_probe(
     """Link a probe main with the firmware runtime (startup, UART) for the Cortex-A9 as fw.elf
     is built (ARM_CFLAGS), boot it in qemu-system-arm -M xilinx-zynq-a9 and return the lines
     its UART prints up to "END"."""
-    from codegen.firmware_build import FirmwareConfig, render_config
-    from codegen.qemu_probe import link_probe, qemu_probe_lines
+    from codegen.target.firmware import FirmwareConfig, render_config
+    from codegen.target.qemu_probe import link_probe, qemu_probe_lines
 
     inc = tmp / "include"
     inc.mkdir(parents=True, exist_ok=True)

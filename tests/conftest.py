@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from codegen.firmware_build import FirmwareBuild, FirmwareConfig, build_firmware, render_config
-from codegen.resources import firmware_dir
-from codegen.toolchain import COMMON_CFLAGS, find_tool
+from codegen.base.resources import firmware_dir
+from codegen.target.firmware import FirmwareBuild, FirmwareConfig, build_firmware, render_config
+from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 
 HOST_BUILD_ID = "fw-hosttest"
 
@@ -56,8 +56,8 @@ def build_host_server(out: Path, max_payload: int) -> Path:
 @pytest.fixture(scope="session")
 def kws_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The default model built on the tiny data set (QEMU run tests): (build dir, data dir)."""
-    from codegen.build import build
     from codegen.data import build as build_data
+    from codegen.pipeline.build import build
 
     root = Path(__file__).resolve().parents[1]
     data = tmp_path_factory.mktemp("rundata")

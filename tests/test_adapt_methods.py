@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from codegen.base.errors import ConfigError
 from codegen.elatta.float_ref import ElattaConfig, adapt
 from codegen.elatta.methods import (
     AlignConfig,
@@ -18,7 +19,6 @@ from codegen.elatta.methods import (
     nuisance_basis,
     search_adapt,
 )
-from codegen.errors import ConfigError
 
 RNG = np.random.default_rng(7)
 FEATS = RNG.standard_normal((40, 49, 10)) * 2.0 + np.linspace(-3, 3, 10)

@@ -1,38 +1,59 @@
-"""The module graph stays one-way: no import cycles among the project's Python modules, and the
-serial bench (``host/``) reads programs and runs references but never the compiler stages or
-the evaluators. Every ``import`` counts, including those inside functions."""
+"""The module graph stays one-way, checked by package: every module of ``codegen`` lives in a role
+package (docs/architecture.md §8), a package imports only packages below it in ``LAYERS``, the
+serial bench (``host/``, imported as ``elatta_host``) imports only the torch-free packages that
+read and replay a build, and neither it nor the artefact loader needs torch. Every ``import``
+counts, including those inside functions."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # the bench's import package is `elatta_host` (folder host/); the compiler's is `codegen`
 PACKAGES = {"codegen": ROOT / "codegen", "elatta_host": ROOT / "host"}
-# the stages that make the program (they never run the integer reference)
-QUANTIZE_AND_EMIT = (
-    "codegen.frontend",
-    "codegen.importer",
-    "codegen.quantize",
-    "codegen.quantize_gru",
-    "codegen.quantize_adapt",
-    "codegen.emit",
-    "codegen.emit_adapt",
-    "codegen.emit_f32",
-    "codegen.manifest",
+# The role packages of codegen, bottom to top: a package may import its own modules and the
+# packages of a lower layer, never one of its own layer or above. The pipeline runs upward:
+# frontend -> quantize -> emit -> (target builds) -> artefact read back by the references.
+LAYERS: dict[str, int] = {
+    "base": 0,
+    "data": 1,
+    "elatta": 1,
+    "target": 1,
+    "ir": 2,
+    "artefact": 3,
+    "intref": 4,
+    "frontend": 5,
+    "quantize": 6,
+    "emit": 7,
+    "pipeline": 8,
+    "train": 8,
+    "measure": 9,
+}
+# codegen's own modules outside a role package: the package, its CLI entry and `python -m`
+TOP_LEVEL = {"codegen", "codegen.cli", "codegen.__main__"}
+# what the serial bench may import: reading a build and replaying it, never making one
+HOST_MAY_IMPORT = {"base", "data", "elatta", "ir", "intref", "artefact", "target"}
+# packages that must load with torch unimportable (a build directory is read without torch)
+TORCH_FREE = (
+    "codegen.artefact.program",
+    "codegen.artefact.inspect",
+    "elatta_host.run",
+    "elatta_host.plan",
+    "elatta_host.cli_device",
+    "codegen.intref.model",
 )
-# everything the serial bench must not import: the stages, the build, training, evaluators
-COMPILER_STAGES = (
-    *QUANTIZE_AND_EMIT,
-    "codegen.build",
-    "codegen.firmware_build",
-    "codegen.evaluate",
-    "codegen.fixed_eval",
-    "codegen.train",
-    "codegen.basis",
-    "codegen.bench",
-)
+# prepended to a `python -c` program: any import of torch raises ImportError from then on
+TORCH_BLOCKER = """import sys
+class _NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("torch is blocked for this check")
+        return None
+sys.meta_path.insert(0, _NoTorch())
+"""
 
 
 def _modules() -> dict[str, Path]:
@@ -118,6 +139,12 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def _package(mod: str) -> str | None:
+    """The role package of a codegen module (None for elatta_host and the top level)."""
+    parts = mod.split(".")
+    return parts[1] if parts[0] == "codegen" and len(parts) > 1 else None
+
+
 def test_bench_package_is_found_under_its_own_name() -> None:
     import elatta_host.run
 
@@ -125,34 +152,69 @@ def test_bench_package_is_found_under_its_own_name() -> None:
     assert any(m.startswith("elatta_host.") for m in _modules())
 
 
+def test_every_module_is_in_a_role_package() -> None:
+    stray = sorted(
+        m
+        for m in _modules()
+        if m.startswith("codegen") and m not in TOP_LEVEL and _package(m) not in LAYERS
+    )
+    assert not stray, f"modules outside a role package (LAYERS): {stray}"
+    missing = sorted(p for p in LAYERS if not (ROOT / "codegen" / p / "__init__.py").is_file())
+    assert not missing, f"LAYERS names packages that do not exist: {missing}"
+
+
 def test_no_import_cycles() -> None:
     cycles = _cycles(_edges(_modules()))
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
-def test_bench_does_not_import_compiler_stages() -> None:
+def test_packages_import_only_lower_layers() -> None:
+    graph = _edges(_modules())
+    bad = []
+    for mod, targets in graph.items():
+        src = _package(mod)
+        if src is None or src not in LAYERS:
+            continue
+        for t in targets:
+            dst = _package(t)
+            if t in TOP_LEVEL and t != "codegen":
+                bad.append((mod, t))
+            elif dst is not None and dst != src and LAYERS.get(dst, 99) >= LAYERS[src]:
+                bad.append((mod, t))
+    assert not bad, "imports that point up or across the layers: " + ", ".join(
+        f"{m} -> {t}" for m, t in sorted(bad)
+    )
+
+
+def test_bench_imports_only_what_reads_a_build() -> None:
     graph = _edges(_modules())
     bad = sorted(
         (m, t)
         for m, targets in graph.items()
-        if m == "elatta_host" or m.startswith("elatta_host.")
+        if m.split(".")[0] == "elatta_host"
         for t in targets
-        if t in COMPILER_STAGES
+        if t.startswith("codegen") and _package(t) not in HOST_MAY_IMPORT and t != "codegen"
     )
-    assert not bad, f"host/ imports compiler stages or evaluators: {bad}"
+    assert not bad, f"host/ imports a compiler stage, a driver or an evaluator: {bad}"
 
 
-def test_compiler_stages_do_not_run_the_reference() -> None:
-    """The quantizer decides, the emitter formats, the reference replays: the stages that make
-    the program never import the integer reference (it reads their output, not the reverse)."""
-    graph = _edges(_modules())
-    bad = sorted(
-        (m, t)
-        for m in (*QUANTIZE_AND_EMIT, "codegen.program", "codegen.ir")
-        for t in graph[m]
-        if t == "codegen.intref" or t.startswith("codegen.intref.")
-    )
-    assert not bad, f"compiler stages import the integer reference: {bad}"
+def test_build_directory_readers_load_without_torch() -> None:
+    """torch made unimportable (a meta-path finder refuses it), the artefact loader and the
+    serial bench still import: reading and running a build needs no torch."""
+    code = TORCH_BLOCKER + "".join(f"import {m}\n" for m in TORCH_FREE)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_layer_rule_finds_an_upward_import(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    fake = {"codegen.base.x": {"codegen.emit.c"}, "codegen.emit.c": set()}
+    monkeypatch.setattr(sys.modules[__name__], "_edges", lambda mods: fake)
+    try:
+        test_packages_import_only_lower_layers()
+    except AssertionError as exc:
+        assert "codegen.base.x -> codegen.emit.c" in str(exc)
+    else:
+        raise AssertionError("an upward import was not reported")
 
 
 def test_cycle_detector_finds_a_cycle() -> None:

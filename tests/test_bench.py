@@ -3,7 +3,7 @@ bench.json has exactly the documented keys, every tick figure is positive, and a
 the same firmware gives the same medians (QEMU -icount shift=0; the global timer's phase against
 the instruction count allows +-1 tick, docs/protocol.md).
 
-Baselines: the float32 C model (codegen/emit_f32.py + firmware/elt_lstm_f32.c) is rendered
+Baselines: the float32 C model (codegen/emit/f32.py + firmware/elt_lstm_f32.c) is rendered
 deterministically with documented arrays, compiles -Wall -Wextra -Werror (UBSan) on the host and
 matches the Python float model there; on QEMU its no-adapt classes agree with the Python float
 model (2 clips in the reduced bench, 24 in the slow test); the instruction-mix classifier is
@@ -19,7 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.bench import (
+from codegen.base.features import quantize_features
+from codegen.data import build as build_data
+from codegen.ir.nodes import QModel
+from codegen.measure.bench import (
     FAMILIES,
     JSON_KEYS,
     Variant,
@@ -32,9 +35,6 @@ from codegen.bench import (
     samples,
     variants,
 )
-from codegen.data import build as build_data
-from codegen.features import quantize_features
-from codegen.ir import QModel
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKS = (
@@ -166,7 +166,7 @@ def test_bench_reduced(tmp_path: Path) -> None:
     assert "## Performance goals (this run)" in md
 
     # a second boot of the default build: the same medians
-    from codegen.build import build
+    from codegen.pipeline.build import build
 
     res = build(
         Path(__file__).resolve().parents[1] / "models/default/model.pt",
@@ -194,7 +194,7 @@ def test_bench_reduced(tmp_path: Path) -> None:
 def test_float32_firmware_agrees_with_float_model(tmp_path: Path) -> None:
     """24 clips through the float32 firmware (no_adapt): >= 90 % of its classes equal the
     Python float64 model's (float32 rounding and z's Q0.15 rounding may flip a near tie)."""
-    from codegen.build import build
+    from codegen.pipeline.build import build
 
     data = tmp_path / "data"
     build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
@@ -214,8 +214,8 @@ def test_float32_firmware_agrees_with_float_model(tmp_path: Path) -> None:
 
 
 def _qmodel() -> QModel:
-    from codegen.frontend import read_model
-    from codegen.quantize import quantize_model
+    from codegen.frontend.reader import read_model
+    from codegen.quantize.model import quantize_model
 
     model = read_model(
         ROOT / "models/default/model.pt",
@@ -227,7 +227,7 @@ def _qmodel() -> QModel:
 
 
 def test_float32_sources_deterministic_and_documented() -> None:
-    from codegen.emit_f32 import f32_literal, render_f32
+    from codegen.emit.f32 import f32_literal, render_f32
 
     q = _qmodel()
     a, b = render_f32(q), render_f32(q)
@@ -257,11 +257,11 @@ def test_float32_host_c_matches_float_model(tmp_path: Path) -> None:
     the int16 entry point's z within one Q0.15 step."""
     import subprocess
 
+    from codegen.base.resources import firmware_dir
     from codegen.elatta.float_ref import head_logits, lstm_float
-    from codegen.emit_f32 import render_f32
-    from codegen.hostlib import UBSAN_CFLAGS
-    from codegen.resources import firmware_dir
-    from codegen.toolchain import COMMON_CFLAGS, find_tool
+    from codegen.emit.f32 import render_f32
+    from codegen.measure.hostlib import UBSAN_CFLAGS
+    from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 
     q = _qmodel()
     for name, text in render_f32(q).items():
@@ -340,7 +340,7 @@ def test_goals_judged_on_the_run() -> None:
     configuration against its own no-adapt ticks, the host reference as 'at least'."""
     from types import SimpleNamespace
 
-    from codegen.bench import goals
+    from codegen.measure.bench import goals
 
     def pt(k: int, n: int, lam: int, adapt: int) -> dict[str, int]:
         return {"k": k, "n": n, "lam": lam, "adapt_ticks": adapt, "no_adapt_ticks": 10000}
@@ -408,7 +408,7 @@ def test_cost_model_fit_recovers_constants() -> None:
 def test_host_throughput_worker_failure_is_reported() -> None:
     """A worker whose warm-up fails makes the measurement raise with the worker's error (no
     respawn loop, no wait for the start-up timeout)."""
-    from codegen.host_throughput import measure
+    from codegen.measure.host_throughput import measure
 
     with pytest.raises(RuntimeError, match="warm-up failed: AttributeError"):
         measure(None, np.zeros((4, 49, 10), np.int16), np.arange(4), "strict", 2)

@@ -26,14 +26,14 @@ from buildkit import (
     scalar_reference,
 )
 
-from codegen.build import build
 from codegen.cli import main
 from codegen.data import build as build_data
 from codegen.data import load_split
-from codegen.hostlib import HostModel, compare_host_python
 from codegen.intref.model import RESULT_FIELDS, infer_int
-from codegen.ir import QModel
-from codegen.toolchain import find_tool
+from codegen.ir.nodes import QModel
+from codegen.measure.hostlib import HostModel, compare_host_python
+from codegen.pipeline.build import build
+from codegen.target.toolchain import find_tool
 
 MODES = ("no_adapt", "strict", "continual", "continual_bounded")
 
@@ -174,7 +174,7 @@ def test_cli_refuses_without_data(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_fixed_eval_report_layout(cli_build: tuple[Kit, Path], tiny_data: Path) -> None:
     from codegen.data import dataset_info
-    from codegen.fixed_eval import compare_fixed_float, evaluate_fixed
+    from codegen.measure.fixed_eval import compare_fixed_float, evaluate_fixed
 
     kit, _ = cli_build
     table = evaluate_fixed(kit.model, kit.basis, kit.config, tiny_data, limit=6)
@@ -196,7 +196,7 @@ def test_fixed_eval_report_layout(cli_build: tuple[Kit, Path], tiny_data: Path) 
 def test_firmware_over_the_ram_budget_is_refused_with_the_split(tmp_path: Path) -> None:
     """A model whose firmware the linker refuses (data + bss + stacks > 64 KiB): the build says
     by how much, where the bytes are, and the ways out, and leaves no probe behind."""
-    from codegen.errors import CodegenError
+    from codegen.base.errors import CodegenError
 
     cfg = config_text(k=32).replace("[target]\n", "[target]\nmax_payload = 8192\n")
     kit = make_kit(tmp_path / "kit", F=40, H=255, C=200, T=98, k=32, config=cfg)
@@ -310,13 +310,12 @@ def test_cortex_a9_build_equals_python_under_qemu(
     qemu-system-arm (xilinx-zynq-a9) on random inputs and saturating ones (all −32768, all
     32767, alternating extremes: gate pre-activations beyond Q4.11) in every mode and prints
     every field."""
-    from codegen import sources
+    from codegen.base.resources import firmware_dir
     from codegen.elatta.float_ref import MODES as ALL_MODES
-    from codegen.emit import carray, render_model, write_sources
-    from codegen.frontend import read_model
-    from codegen.hostlib import model_cflags
-    from codegen.quantize import quantize_model
-    from codegen.resources import firmware_dir
+    from codegen.emit.c import carray, model_cflags, render_model, write_sources
+    from codegen.frontend.reader import read_model
+    from codegen.quantize.model import quantize_model
+    from codegen.target import sources
 
     kit = make_kit(tmp_path / "kit", seed=11, scale=scale)
     q = quantize_model(read_model(kit.model, kit.basis, kit.config), calib(kit))
@@ -402,8 +401,8 @@ def test_host_c_equals_python_every_field(host, mode: str) -> None:  # type: ign
 
 
 def test_real_clips_bit_exact(host, tiny_data: Path) -> None:  # type: ignore[no-untyped-def]
-    from codegen.features import quantize_features
-    from codegen.model import features_for
+    from codegen.base.features import quantize_features
+    from codegen.ir.meta import features_for
 
     kit, q, hm = host
     split = load_split(tiny_data, "test")
@@ -415,9 +414,9 @@ def test_real_clips_bit_exact(host, tiny_data: Path) -> None:  # type: ignore[no
 @pytest.mark.slow
 def test_real_builtin_clips_2000_bit_exact(host, tiny_data: Path) -> None:  # type: ignore[no-untyped-def]
     """Every clip of every test condition of the built-in tiny set (≥ 2,000 real samples)."""
+    from codegen.base.features import quantize_features
     from codegen.data import conditions, load_condition
-    from codegen.features import quantize_features
-    from codegen.model import features_for
+    from codegen.ir.meta import features_for
 
     kit, q, hm = host
     splits = [load_condition(tiny_data, c) for c in conditions(tiny_data)]

@@ -1,4 +1,5 @@
-"""The generated candidate-logit kernel (codegen/adapt_neon.py) for the class counts users bring:
+"""The generated candidate-logit kernel (codegen/emit/adapt_neon.py) for the class counts users
+bring:
 the program's shape decisions on the host, and one ELF per (C, k) built with ELT_C_MAX = C and
 ELT_K_MAX = k (so firmware/elt_adapt.c takes the kernel) run under qemu-system-arm with every
 result field equal to the Python integer reference (`adapt_int`, strict mode and others)."""
@@ -14,7 +15,8 @@ import numpy as np
 import pytest
 from test_int_qemu import Probe, check_adapt_lines, run_probe
 
-from codegen.adapt_neon import (
+from codegen.emit.adapt import emit_adapt_c
+from codegen.emit.adapt_neon import (
     CandSpec,
     cand_asm,
     g_kernel_order,
@@ -22,9 +24,8 @@ from codegen.adapt_neon import (
     kernel_applies,
     vmlal_per_candidate,
 )
-from codegen.emit_adapt import emit_adapt_c
-from codegen.ir import AdaptParams
-from codegen.toolchain import find_tool
+from codegen.ir.nodes import AdaptParams
+from codegen.target.toolchain import find_tool
 
 
 def test_program_shape_c12_k16() -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.resources import firmware_dir
-from codegen.toolchain import COMMON_CFLAGS, find_tool
+from codegen.base.resources import firmware_dir
+from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 
 PROG = r"""
 #include <stdio.h>

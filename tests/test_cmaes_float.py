@@ -13,8 +13,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from codegen.base.errors import ConfigError
 from codegen.elatta.cmaes import Cmaes, CmaesParams, CmaesState, default_popsize, expected_norm
-from codegen.errors import ConfigError
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # cma warns that matplotlib is missing

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
+from codegen.base.errors import ConfigError
+from codegen.base.resources import firmware_dir
 from codegen.elatta.methods import CmvnConfig, cmvn_normalised
-from codegen.errors import ConfigError
-from codegen.frontend import parse_config
-from codegen.hostlib import HOST_CFLAGS, UBSAN_CFLAGS
+from codegen.frontend.reader import parse_config
 from codegen.intref.cmvn import CmvnState, cmvn_int
-from codegen.ir import CmvnParams
-from codegen.resources import firmware_dir
-from codegen.toolchain import find_tool, run_tool
+from codegen.ir.nodes import CmvnParams
+from codegen.measure.hostlib import HOST_CFLAGS, UBSAN_CFLAGS
+from codegen.target.toolchain import find_tool, run_tool
 
 
 def params(T: int, F: int, n: int, a: int, b: int) -> CmvnParams:

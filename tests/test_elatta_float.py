@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
+from codegen.base.errors import ConfigError
 from codegen.elatta.float_ref import (
     ElattaConfig,
     TraceEvent,
@@ -23,7 +24,6 @@ from codegen.elatta.float_ref import (
     select_sigma0,
     shift_recovery,
 )
-from codegen.errors import ConfigError
 
 
 def synthetic(

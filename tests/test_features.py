@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from codegen.errors import ConfigError
-from codegen.features import MfccParams, mfcc
+from codegen.base.errors import ConfigError
+from codegen.base.features import MfccParams, mfcc
 
 
 def reference_mfcc(clip: np.ndarray, p: MfccParams) -> np.ndarray:

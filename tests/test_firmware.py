@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codegen.errors import ConfigError, ToolMissingError
-from codegen.firmware_build import (
+from codegen.base.errors import ConfigError, ToolMissingError
+from codegen.target.firmware import (
     FirmwareBuild,
     FirmwareConfig,
     build_firmware,
@@ -18,7 +18,7 @@ from codegen.firmware_build import (
     render_config,
     uart_divisors,
 )
-from codegen.toolchain import find_tool
+from codegen.target.toolchain import find_tool
 
 
 def test_elf_sections_and_ram_budget(firmware: FirmwareBuild) -> None:

@@ -1,4 +1,5 @@
-"""The LSTM weight-format search (codegen.format_search): it moves weight fraction bits to the
+"""The LSTM weight-format search (codegen.quantize.format_search): it moves weight fraction bits to
+the
 operands only where the calibration latent error falls, keeps the proof's A, is deterministic,
 and is switched off by [quant] weight_format = "max"."""
 
@@ -10,10 +11,10 @@ import numpy as np
 import pytest
 from buildkit import calib, config_text, make_kit
 
-from codegen.errors import ConfigError
-from codegen.format_search import search_weight_formats
-from codegen.frontend import read_model
-from codegen.quantize import quantize_model
+from codegen.base.errors import ConfigError
+from codegen.frontend.reader import read_model
+from codegen.quantize.format_search import search_weight_formats
+from codegen.quantize.model import quantize_model
 
 
 def test_search_lowers_the_latent_error_within_the_operand_shifts(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ import pytest
 import torch
 from buildkit import config_text, make_kit, make_meta
 
-from codegen.basis import Basis, compute_basis, save_basis
-from codegen.errors import CodegenError, ConfigError
-from codegen.frontend import load_config, parse_config, parse_qelatta_v2, read_model
-from codegen.model import file_sha256
+from codegen.base.errors import CodegenError, ConfigError
+from codegen.frontend.basis import Basis, compute_basis, save_basis
+from codegen.frontend.reader import load_config, parse_config, parse_qelatta_v2, read_model
+from codegen.ir.meta import file_sha256
 
 
 def test_default_config_parses() -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from buildkit import calib, extreme_inputs, int16_inputs, make_kit, run_arm_probe
 
-from codegen.ir import Lstm, QModel, Tensor
+from codegen.ir.nodes import Lstm, QModel, Tensor
 
 
 def _gru(F: int, H: int, T: int, pool: str, scale: float, rng: np.random.Generator) -> Lstm:
@@ -31,13 +31,13 @@ def _gru(F: int, H: int, T: int, pool: str, scale: float, rng: np.random.Generat
 def _probe(
     tmp_path: Path, F: int, H: int, T: int, layers: int, pool: str, scale: float
 ) -> tuple[list[str], list[str], np.ndarray]:
+    from codegen.base.resources import firmware_dir
     from codegen.elatta.float_ref import lstm_float
-    from codegen.emit import carray, render_model, write_sources
-    from codegen.frontend import read_model
+    from codegen.emit.c import carray, render_model, write_sources
+    from codegen.frontend.reader import read_model
     from codegen.intref.gru import gru_int
-    from codegen.quantize import quantize_lstm
-    from codegen.quantize_common import H_FMT
-    from codegen.resources import firmware_dir
+    from codegen.quantize.common import H_FMT
+    from codegen.quantize.model import quantize_lstm
 
     kit = make_kit(tmp_path / "kit", F=F, H=H, T=T, C=3, seed=F * H)
     model = read_model(kit.model, kit.basis, kit.config)

@@ -1,4 +1,5 @@
-"""Bring your own model (codegen.importer): files saved the ways PyTorch users save them build
+"""Bring your own model (codegen.frontend.importer): files saved the ways PyTorch users save them
+build
 and agree with the user's own forward pass; models outside the family, and models that look
 like it but pool differently, are refused with the part and the fix named; limits are checked
 before calibration."""
@@ -12,10 +13,10 @@ import pytest
 import torch
 from torch import nn
 
-from codegen.basis import Basis, compute_basis, save_basis
-from codegen.build import build
-from codegen.errors import CodegenError
-from codegen.model import file_sha256
+from codegen.base.errors import CodegenError
+from codegen.frontend.basis import Basis, compute_basis, save_basis
+from codegen.ir.meta import file_sha256
+from codegen.pipeline.build import build
 
 CLASSES = 12
 F, T = 10, 49
@@ -335,7 +336,7 @@ def test_imported_model_streams_bit_exactly(
     else:
         torch.save(module, path)
     # the basis as `codegen basis` computes it from the user's file (its latents)
-    from codegen.basis import basis_from_model, save_basis
+    from codegen.frontend.basis import basis_from_model, save_basis
 
     basis = tmp_path / "basis.npz"
     save_basis(basis, basis_from_model(path, data, 30, 2, 0, trust_pickle=True))

@@ -18,7 +18,7 @@ from elatta_host.infer import (
 )
 from elatta_host.run import compare, shard
 
-from codegen.selection import deal, per_condition_counts
+from codegen.data.selection import deal, per_condition_counts
 
 
 def sample_result(C: int = 12, k: int = 2, H: int = 32) -> InferResult:

@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 from intharness.driver import random_head, random_latents
 
-from codegen import sources
+from codegen.base.errors import ConfigError
+from codegen.base.resources import firmware_dir
 from codegen.elatta.cmaes import Cmaes
 from codegen.elatta.float_ref import ElattaConfig, adapt, entropy, head_logits
-from codegen.emit_adapt import adapt_cflags, emit_adapt_c
-from codegen.errors import ConfigError
+from codegen.emit.adapt import adapt_cflags, emit_adapt_c
 from codegen.intref.adapt import IntAdaptResult, adapt_int
 from codegen.intref.cmaes_int import X_FRAC, Z_FRAC
 from codegen.intref.rng import Xoshiro128ss
-from codegen.ir import AdaptConfig
-from codegen.quantize_adapt import quantize_adapt
-from codegen.resources import firmware_dir
+from codegen.ir.nodes import AdaptConfig
+from codegen.quantize.adapt import quantize_adapt
+from codegen.target import sources
 
 X = 2.0**X_FRAC
 
@@ -103,7 +103,7 @@ def test_quantize_errors_name_the_tensor() -> None:
 def test_folded_head_is_w_times_v_and_fits_int64() -> None:
     """G = W V exactly, with the fewest low bits dropped that keep every row's Σ|G| < 2^31
     (so G p < 2^62 for any int32 p); the folded logits equal the float head of z_t + V p."""
-    from codegen.fixed import rshift_round
+    from codegen.base.fixed import rshift_round
     from codegen.intref.adapt import cand_logits_s16, head_acc_s16, latent_zt
 
     P, W, b, V, _ = setup()
@@ -326,7 +326,7 @@ def test_emission_is_deterministic_and_documents_every_array() -> None:
 def test_template_is_strict() -> None:
     from jinja2 import UndefinedError
 
-    from codegen.resources import jinja_env
+    from codegen.base.resources import jinja_env
 
     with pytest.raises(UndefinedError):
         jinja_env().get_template("adapt_params.c.j2").render(prefix="x_")

@@ -10,9 +10,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from codegen.base.errors import ConfigError
 from codegen.elatta.cmaes import Cmaes, CmaesParams
 from codegen.elatta.float_ref import quantize_1bit
-from codegen.errors import ConfigError
 from codegen.intref.cmaes_int import (
     C_FRAC,
     GAIN_FRAC,
@@ -36,7 +36,7 @@ from codegen.intref.cmaes_int import (
     unpack_tri,
 )
 from codegen.intref.rng import Xoshiro128ss
-from codegen.quantize_adapt import cmaes_constants
+from codegen.quantize.adapt import cmaes_constants
 
 X = 2.0**X_FRAC
 

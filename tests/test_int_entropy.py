@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from intharness.driver import Harness, shared_harness
 
-from codegen.contract import H_FRAC
+from codegen.base.contract import H_FRAC
 from codegen.elatta.float_ref import entropy
 from codegen.intref.entropy import (
     argmax_s16,

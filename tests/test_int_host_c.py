@@ -26,14 +26,15 @@ from intharness.driver import (
     shared_harness,
 )
 
-from codegen import contract, sources
-from codegen.emit_adapt import adapt_cflags, emit_adapt_c
+from codegen.base import contract
+from codegen.base.resources import firmware_dir
+from codegen.emit.adapt import adapt_cflags, emit_adapt_c
 from codegen.intref import entropy
 from codegen.intref.adapt import adapt_int
-from codegen.ir import AdaptConfig, AdaptParams
-from codegen.quantize_adapt import quantize_adapt
-from codegen.resources import firmware_dir
-from codegen.toolchain import ARM_CPU_FLAGS, COMMON_CFLAGS, find_tool
+from codegen.ir.nodes import AdaptConfig, AdaptParams
+from codegen.quantize.adapt import quantize_adapt
+from codegen.target import sources
+from codegen.target.toolchain import ARM_CPU_FLAGS, COMMON_CFLAGS, find_tool
 
 QUANT = ((False, None), (True, None), (False, (8, 4)), (False, (4, 2)))
 FULL = tuple(

@@ -22,17 +22,17 @@ import numpy as np
 import pytest
 from intharness.driver import div_cases, isqrt_cases, random_head, random_latents
 
-from codegen import sources
+from codegen.base.resources import firmware_dir
 from codegen.elatta.cmaes import default_popsize
-from codegen.emit_adapt import emit_adapt_c
-from codegen.firmware_build import FirmwareConfig, render_config
+from codegen.emit.adapt import emit_adapt_c
 from codegen.intref.adapt import adapt_int
 from codegen.intref.entropy import argmax_s16, entropy_s16
-from codegen.ir import AdaptConfig, AdaptParams
-from codegen.qemu_probe import link_probe, qemu_probe_lines
-from codegen.quantize_adapt import quantize_adapt
-from codegen.resources import firmware_dir
-from codegen.toolchain import find_tool
+from codegen.ir.nodes import AdaptConfig, AdaptParams
+from codegen.quantize.adapt import quantize_adapt
+from codegen.target import sources
+from codegen.target.firmware import FirmwareConfig, render_config
+from codegen.target.qemu_probe import link_probe, qemu_probe_lines
+from codegen.target.toolchain import find_tool
 
 pytestmark = pytest.mark.qemu
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from buildkit import calib, int16_inputs, make_kit
 
-from codegen.frontend import read_model
+from codegen.frontend.reader import read_model
 from codegen.intref import model as intmodel
 from codegen.intref.adapt import adapt_int
 from codegen.intref.lstm import lstm_int
-from codegen.quantize import quantize_model
+from codegen.quantize.model import quantize_model
 
 
 @pytest.mark.parametrize("mode", ["no_adapt", "strict"])

@@ -18,9 +18,8 @@ from buildkit import (
     scalar_reference,
 )
 
+from codegen.base.features import quantize_features
 from codegen.elatta.float_ref import lstm_float
-from codegen.features import quantize_features
-from codegen.hostlib import HostModel, first_trace_mismatch
 from codegen.intref.lstm import (
     TRACE_C,
     TRACE_H,
@@ -30,7 +29,8 @@ from codegen.intref.lstm import (
     sigmoid_lut,
     tanh_from_sigmoid,
 )
-from codegen.ir import QModel
+from codegen.ir.nodes import QModel
+from codegen.measure.hostlib import HostModel, first_trace_mismatch
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +75,8 @@ def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: i
     u = [hs; xs] in the kernel's order per block, blocks of 16 rows stored column by column)
     hold the same integers: the gate sums formed from them equal W_ih xs + W_hh hs + bias; the
     exhaustive tables are σ and 2σ − 32768 at every int16 input."""
-    from codegen.emit import ROW_BLOCK, lstm_layout
-    from codegen.lstm_neon import column_order, row_gate_unit
+    from codegen.emit.c import ROW_BLOCK, lstm_layout
+    from codegen.emit.lstm_neon import column_order, row_gate_unit
 
     kit, qm, _ = built
     L = qm.lstm
@@ -128,7 +128,7 @@ def test_integer_lstm_tracks_float(built) -> None:  # type: ignore[no-untyped-de
 def test_float_twin_matches_torch(built) -> None:  # type: ignore[no-untyped-def]
     import torch
 
-    from codegen.frontend import torch_module
+    from codegen.frontend.reader import torch_module
 
     kit, qm, _ = built
     xf = calib(kit, n=16, seed=3)
@@ -172,9 +172,9 @@ def test_shapes_and_dtypes_are_checked(built) -> None:  # type: ignore[no-untype
 @pytest.mark.slow
 def test_operands_at_full_precision_c_equals_python(tmp_path: Path) -> None:
     """Every fraction bit moved from the weights to the operands (x_opshift = h_opshift = 0,
-    what `codegen.format_search` may choose): the C encoder still equals the reference."""
-    from codegen.frontend import read_model
-    from codegen.quantize import quantize_lstm
+    what `codegen.quantize.format_search` may choose): the C encoder still equals the reference."""
+    from codegen.frontend.reader import read_model
+    from codegen.quantize.model import quantize_lstm
 
     kit = make_kit(tmp_path / "kit", F=10, H=24, T=20)
     x_cal = calib(kit)
@@ -210,8 +210,8 @@ def test_neon_identities_under_qemu(built, tmp_path: Path) -> None:  # type: ign
     VQRDMULH(hi − lo, f << 8) = ((hi − lo)·f + 64) >> 7, VQRDMULH(o, t) =
     sat16(rshift_round(o·t, 15)), VQRSHRN.S64 #15 = sat32(rshift_round(cc, 15)), the tanh tail,
     and the kernel's 8-lane σ = elt_sigmoid_q15 for all 65536 inputs."""
-    from codegen.emit import render_model, write_sources
-    from codegen.resources import firmware_dir
+    from codegen.base.resources import firmware_dir
+    from codegen.emit.c import render_model, write_sources
 
     _, qm, _ = built
     src = tmp_path / "src"
@@ -264,12 +264,11 @@ def test_neon_kernel_other_shapes_under_qemu(
     Python reference on random and extreme inputs."""
     import dataclasses
 
-    from codegen.emit import carray, render_model, write_sources
-    from codegen.frontend import read_model
-    from codegen.hostlib import model_cflags
-    from codegen.lstm_neon import KernelSpec, is_unrolled
-    from codegen.quantize import quantize_lstm
-    from codegen.resources import firmware_dir
+    from codegen.base.resources import firmware_dir
+    from codegen.emit.c import carray, model_cflags, render_model, write_sources
+    from codegen.emit.lstm_neon import KernelSpec, is_unrolled
+    from codegen.frontend.reader import read_model
+    from codegen.quantize.model import quantize_lstm
 
     kit = make_kit(tmp_path / "kit", F=F, H=H, T=T, C=3, seed=F * H, scale=abs(scale))
     model = read_model(kit.model, kit.basis, kit.config)

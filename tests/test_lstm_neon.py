@@ -1,4 +1,4 @@
-"""The generated NEON LSTM kernel's program (codegen/lstm_neon.py), statically: what one step
+"""The generated NEON LSTM kernel's program (codegen/emit/lstm_neon.py), statically: what one step
 executes against the instruction floor of the numeric contract; the layout rules it shares
 with the weights and the plain C. (Its results are checked under QEMU in test_lstm_int.py.)"""
 
@@ -8,7 +8,7 @@ import collections
 
 import pytest
 
-from codegen.lstm_neon import (
+from codegen.emit.lstm_neon import (
     KernelSpec,
     arm_imm,
     chunks,

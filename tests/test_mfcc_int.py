@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.errors import CodegenError, ConfigError
-from codegen.features import MfccParams, mfcc
+from codegen.base.errors import CodegenError, ConfigError
+from codegen.base.features import MfccParams, mfcc
+from codegen.base.qformat import QFormat
 from codegen.intref.mfcc import frames_int, mfcc_int
-from codegen.mfcc_host import HostMfcc, build_host_mfcc
-from codegen.mfcc_ir import QMfcc
-from codegen.qformat import QFormat
-from codegen.quantize_mfcc import quantize_mfcc
+from codegen.ir.mfcc import QMfcc
+from codegen.measure.mfcc_host import HostMfcc, build_host_mfcc
+from codegen.quantize.mfcc import quantize_mfcc
 
 KINDS = (
     "silence",
@@ -137,7 +137,7 @@ def test_default_decisions_and_bounds(qm: QMfcc) -> None:
     # the Hann window in Q1.30: its peak 1.0 is exact
     assert int(qm.window.max()) == 1 << 30 and int(qm.window[0]) == 0
     # the filters are features._tables' filters in Q15, within half an LSB
-    from codegen.features import _tables
+    from codegen.base.features import _tables
 
     fb = _tables(p)[1]
     for m in range(p.n_mels):
@@ -252,7 +252,7 @@ def test_other_settings_host_c_equals_python(params: MfccParams, tmp_path: Path)
 
 
 def test_generated_tables_are_deterministic_and_state_formats(qm: QMfcc) -> None:
-    from codegen.emit_mfcc import emit_mfcc_c
+    from codegen.emit.mfcc import emit_mfcc_c
 
     a, b = emit_mfcc_c(qm, "m_"), emit_mfcc_c(qm, "m_")
     assert a == b and set(a) == {"m_mfcc_params.c", "m_mfcc_params.h"}
@@ -270,7 +270,7 @@ def test_generated_tables_are_deterministic_and_state_formats(qm: QMfcc) -> None
 @pytest.mark.qemu
 @pytest.mark.parametrize("scalar", [False, True], ids=["neon", "scalar"])
 def test_arm_build_equals_python_under_qemu(qm: QMfcc, tmp_path: Path, scalar: bool) -> None:
-    from codegen.bench_frontend import run_probe
+    from codegen.measure.bench_frontend import run_probe
 
     clips = edge_clips(np.random.default_rng(9), len(KINDS) + 2)
     run = run_probe(qm, clips, tmp_path, scalar=scalar)
@@ -314,8 +314,8 @@ def test_cmsis_anchor_builds_and_runs(qm: QMfcc, tmp_path: Path) -> None:
     """CMSIS-DSP 1.10.3 arm_mfcc_q15 (fetched from PyPI into out/cache/cmsisdsp by the bench's
     setup) builds for the Cortex-A9 in both variants and runs every frame with status 0; its
     q8.7 coefficient 0 follows the frame's log energy as ours does (rank correlation)."""
-    from codegen.bench import CMSIS_CACHE
-    from codegen.bench_frontend import run_cmsis, run_probe
+    from codegen.measure.bench import CMSIS_CACHE
+    from codegen.measure.bench_frontend import run_cmsis, run_probe
 
     clips = edge_clips(np.random.default_rng(11), len(KINDS))[[2, 5, 10, 11]]
     ours = run_probe(qm, clips, tmp_path / "ours")
@@ -374,8 +374,8 @@ def test_two_thousand_clips_neon_under_qemu(tmp_path: Path) -> None:
     """The device build (NEON) on ≥ 2,000 clips under QEMU, in batches of 250 clips per ELF:
     FSDD speech (clean and mixed) when present plus the synthetic kinds; every coefficient of
     every frame equal to the Python integer reference."""
-    from codegen.bench_frontend import run_probe
     from codegen.data import conditions, load_condition
+    from codegen.measure.bench_frontend import run_probe
 
     rng = np.random.default_rng(14)
     parts = []

@@ -11,19 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from codegen.basis import Basis, compute_basis, load_basis, save_basis
+from codegen.base.errors import CodegenError, ConfigError
+from codegen.base.features import MfccParams, mfcc
 from codegen.data import CLASSES
-from codegen.errors import CodegenError, ConfigError
-from codegen.features import MfccParams, mfcc
-from codegen.model import (
+from codegen.frontend.basis import Basis, compute_basis, load_basis, save_basis
+from codegen.frontend.model import (
     KwsLstm,
-    ModelMeta,
     encode_numpy,
-    features_for,
     head_numpy,
     load_checkpoint,
     save_checkpoint,
 )
+from codegen.ir.meta import ModelMeta, features_for
 
 torch.set_num_threads(1)
 

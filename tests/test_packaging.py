@@ -7,7 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from codegen.resources import firmware_dir, jinja_env, templates_dir
+from codegen.base.resources import firmware_dir, jinja_env, templates_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +46,7 @@ def test_wheel_carries_templates_and_firmware(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from codegen.resources import templates_dir, firmware_dir;"
+            "from codegen.base.resources import templates_dir, firmware_dir;"
             "print(templates_dir()); print(firmware_dir())",
         ],
         check=True,

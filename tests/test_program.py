@@ -1,4 +1,5 @@
-"""The build directory's program (codegen.program): written by `codegen build`, loaded without
+"""The build directory's program (codegen.artefact.program): written by `codegen build`, loaded
+without
 the checkpoint, basis, config or data, and equal to the in-memory fixed IR integer for integer."""
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import pytest
 from buildkit import calib, config_text, make_kit
 from numpy.testing import assert_array_equal
 
-from codegen.build import build
-from codegen.features import quantize_features
+from codegen.artefact.program import ProgramError, load_program
+from codegen.base.features import quantize_features
 from codegen.intref.model import infer_int
-from codegen.program import ProgramError, load_program
+from codegen.pipeline.build import build
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,7 @@ def test_program_round_trip_is_integer_exact(built: tuple[Path, object, np.ndarr
 def test_program_bytes_are_deterministic(
     built: tuple[Path, object, np.ndarray], tmp_path: Path
 ) -> None:
-    from codegen.program import write_program
+    from codegen.artefact.program import write_program
 
     bdir, q, _ = built
     write_program(q, tmp_path)
@@ -91,7 +92,7 @@ def test_foreign_types_are_refused(built: tuple[Path, object, np.ndarray], tmp_p
 def test_drift_warning_names_the_figures(
     built: tuple[Path, object, np.ndarray], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codegen import quality
+    from codegen.intref import quality
 
     _, q, x = built
     monkeypatch.setattr(quality, "Z_DRIFT_WARN", 0.0)

@@ -19,7 +19,7 @@ from elatta_host.protocol import (
     cobs_encode,
 )
 
-from codegen.resources import firmware_dir
+from codegen.base.resources import firmware_dir
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from elatta_host.protocol import Frame, Msg
 from elatta_host.qemu import Qemu
 from fuzzframes import KINDS, make_frame
 
-from codegen.firmware_build import FirmwareBuild
+from codegen.target.firmware import FirmwareBuild
 
 pytestmark = pytest.mark.qemu
 MALFORMED = [k for k in KINDS if not k.startswith("valid") and k != "replay"]

@@ -24,7 +24,7 @@ from elatta_host.qemu import free_port, qemu_command
 from elatta_host.run import DeviceSpec, execute, read_results
 from faultproxy import FaultProxy
 
-from codegen.build import build
+from codegen.pipeline.build import build
 
 pytestmark = pytest.mark.qemu
 ROOT = Path(__file__).resolve().parents[1]
@@ -234,7 +234,7 @@ def test_continual_stream_protocol(
 ) -> None:
     """--stream-segment: each mode is one stream of segments over every condition, state carried
     across switches, bit-exact on the device; strict results do not depend on the stream."""
-    from codegen.streams import StreamSpec
+    from codegen.data.streams import StreamSpec
 
     build_dir, data = kws_build
     spec = StreamSpec(segment_len=1, order="random", seed=3)

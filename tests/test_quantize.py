@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 from buildkit import calib, make_kit
 
-from codegen.errors import CodegenError
-from codegen.features import quantize_features
-from codegen.frontend import read_model
+from codegen.base.errors import CodegenError
+from codegen.base.features import quantize_features
+from codegen.base.qformat import QFormat
+from codegen.frontend.reader import read_model
 from codegen.intref.lstm import sigmoid_lut, tanh_from_sigmoid
-from codegen.ir import QuantOptions
-from codegen.qformat import QFormat
-from codegen.quantize import gate_bound_rows, prove_gate_accumulator, quantize_lstm
-from codegen.quantize_common import (
+from codegen.ir.nodes import QuantOptions
+from codegen.quantize.common import (
     GATE_FMT,
     H_FMT,
     INT32_MAX,
@@ -25,6 +24,7 @@ from codegen.quantize_common import (
     operand_max,
     sigmoid_table,
 )
+from codegen.quantize.model import gate_bound_rows, prove_gate_accumulator, quantize_lstm
 
 
 def test_sigmoid_table_is_257_monotone_q15_and_interpolates_within_1e4() -> None:
@@ -93,7 +93,7 @@ def test_quantization_is_deterministic(tmp_path: Path) -> None:
 
 
 def test_operand_max_is_the_rounded_minus_32768() -> None:
-    from codegen.fixed import rshift_round
+    from codegen.base.fixed import rshift_round
 
     for s in range(0, 20):
         v = np.arange(-32768, 32768, dtype=np.int64)
@@ -177,8 +177,8 @@ def test_calibration_input_is_checked(tmp_path: Path) -> None:
 
 def test_cell_format_bound_holds_under_worst_case_gates() -> None:
     """|c_t| <= t with the extreme gate values (f = i = 32767, g = ±32768) every step."""
-    from codegen.fixed import rshift_round, sat32
-    from codegen.quantize import cell_format
+    from codegen.base.fixed import rshift_round, sat32
+    from codegen.quantize.model import cell_format
 
     for T in (1, 3, 49, 1000):
         fmt = cell_format(T)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from buildkit import calib, config_text, int16_inputs, make_kit
 
-from codegen.build import build
-from codegen.hostlib import build_for, compare_host_python
+from codegen.measure.hostlib import build_for, compare_host_python
+from codegen.pipeline.build import build
 
 # (F, H, T, C, k, n_iter, prefix)
 SHAPES = [

@@ -19,7 +19,7 @@ import pytest
 from elatta_host.plan import make_plan
 from elatta_host.run import DeviceSpec, execute, read_results
 
-from codegen.build import build
+from codegen.pipeline.build import build
 
 pytestmark = pytest.mark.qemu
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,10 +172,11 @@ def long_window_build(tmp: Path, data: Path, input_kind: str) -> Any:
     import torch
     from buildkit import config_text
 
-    from codegen.basis import Basis, compute_basis, save_basis
+    from codegen.base.features import MfccParams, mfcc
     from codegen.data import dataset_info, load_split
-    from codegen.features import MfccParams, mfcc
-    from codegen.model import KwsLstm, ModelMeta, file_sha256, save_checkpoint
+    from codegen.frontend.basis import Basis, compute_basis, save_basis
+    from codegen.frontend.model import KwsLstm, save_checkpoint
+    from codegen.ir.meta import ModelMeta, file_sha256
 
     F, H, k = 40, 32, 2
     mp = MfccParams(n_mfcc=F, win_ms=25.0, hop_ms=10.0)
@@ -227,7 +228,7 @@ def test_feature_infer_of_40x98_does_not_fit_and_says_so(
 ) -> None:
     """The same model with feature INFER: 9 + 2 T F = 15,689 payload bytes, above the largest
     max_payload (8,192); the build names the audio-only way out."""
-    from codegen.errors import CodegenError
+    from codegen.base.errors import CodegenError
 
     _, data = kws_build
     with pytest.raises(CodegenError, match='input = "pcm"'):
@@ -279,7 +280,7 @@ def test_cmvn_and_feature_only_builds_are_refused_by_name(kws_build: tuple[Path,
     refuse it, naming why (the device's ERROR(PAYLOAD) is in test_audio_protocol_checks)."""
     from elatta_host.plan import RunError, load_build
 
-    from codegen.errors import ConfigError
+    from codegen.base.errors import ConfigError
     from codegen.intref.model import stream_infer_int
 
     build_dir, data = kws_build

@@ -1,4 +1,4 @@
-"""Continual stream protocol (`codegen.streams`) and `codegen eval --stream-segment`."""
+"""Continual stream protocol (`codegen.data.streams`) and `codegen eval --stream-segment`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from codegen.cli import main
 from codegen.data import build
-from codegen.streams import StreamSpec, build_stream, position_accuracy
+from codegen.data.streams import StreamSpec, build_stream, position_accuracy
 
 
 def test_stream_covers_every_pair_once_in_segments() -> None:

@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.basis import load_basis
 from codegen.cli import main
 from codegen.data import NOISES, build, load_split
-from codegen.model import file_sha256, load_checkpoint
-from codegen.train import TrainConfig, augment
+from codegen.frontend.basis import load_basis
+from codegen.frontend.model import load_checkpoint
+from codegen.ir.meta import file_sha256
+from codegen.train.fit import TrainConfig, augment
 
 FAST_TRAIN = ["--epochs", "1", "--copies", "2", "--no-progress", "--threads", "1"]
 
@@ -203,14 +204,16 @@ def test_bad_values_are_named(
 def test_cli_lists_the_commands_without_importing_torch() -> None:
     code = (
         "import sys\n"
-        "import codegen.train, codegen.basis, codegen.evaluate\n"
+        "import codegen.train.fit, codegen.frontend.basis, codegen.measure.evaluate\n"
         "assert 'torch' not in sys.modules, 'torch imported at module level'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     from codegen.cli import COMMANDS
 
-    assert {("train", "codegen.train"), ("basis", "codegen.basis")} <= set(COMMANDS)
-    assert ("eval", "codegen.evaluate") in COMMANDS
+    modules = {name: module for name, module, _ in COMMANDS}
+    assert modules["train"] == "codegen.train.fit"
+    assert modules["basis"] == "codegen.frontend.basis"
+    assert modules["eval"] == "codegen.measure.evaluate"
 
 
 def test_eval_fixed_adds_integer_reference_beside_float(

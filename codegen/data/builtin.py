@@ -109,7 +109,7 @@ def select_tier(tier: str) -> tuple[str, tuple[tts.Engine, ...]]:
     engines = tts.detect_engines()
     if not any(e.name == "espeak-ng" for e in engines):
         if tier == "tts":
-            from codegen.errors import ToolMissingError
+            from codegen.base.errors import ToolMissingError
 
             raise ToolMissingError("espeak-ng", "espeak-ng")
         return "numpy", ()

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from scipy import signal
 
-from codegen.errors import CodegenError
+from codegen.base.errors import CodegenError
 
 SAMPLE_RATE = 16000
 CLIP_SAMPLES = 16000

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.linalg import solve_triangular
 
-from codegen.errors import ConfigError
+from codegen.base.errors import ConfigError
 
 FloatArray = npt.NDArray[np.float64]
 Whitening = Literal["eigh", "chol"]

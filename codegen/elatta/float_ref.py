@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from codegen.base.errors import ConfigError
 from codegen.elatta.cmaes import Cmaes, CmaesParams, FloatArray, default_popsize
-from codegen.errors import ConfigError
 
 IntArray = npt.NDArray[np.int64]
 MODES: tuple[str, ...] = ("no_adapt", "strict", "continual", "continual_bounded")
@@ -556,7 +556,8 @@ def _sigmoid(x: FloatArray) -> FloatArray:
 
 
 def encode_float(x: npt.ArrayLike, model: Any) -> FloatArray:
-    """The float encoder of a `codegen.ir.Model`: its LSTM, or its two stacked LSTM layers (the
+    """The float encoder of a `codegen.ir.nodes.Model`: its LSTM, or its two stacked LSTM layers
+    (the
     first hands its whole output sequence to the second), then the pooling -> z [N, H]."""
     if getattr(model, "lstm2", None) is None:
         z = lstm_float(x, model.lstm)[0]
@@ -572,7 +573,7 @@ def lstm_float(
     x: npt.ArrayLike, lstm: Any, record: bool = False, sequence: bool = False
 ) -> tuple[FloatArray, dict[str, FloatArray]]:
     """float64 torch.nn.LSTM recurrence over x [N, T, F] -> (z [N, H], ranges); ``lstm`` is a
-    `codegen.ir.Lstm` (float weights, torch gate order i, f, g, o); z is h_T, or the mean or
+    `codegen.ir.nodes.Lstm` (float weights, torch gate order i, f, g, o); z is h_T, or the mean or
     maximum of h_t over the steps (``lstm.pool``).
 
     With ``record`` the dict holds the per-step maxima over the batch of |c|, |h| and of each

@@ -22,9 +22,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy import signal
 
+from codegen.base.errors import ConfigError
 from codegen.elatta.cmaes import Cmaes
 from codegen.elatta.float_ref import ElattaConfig, entropy, head_logits
-from codegen.errors import ConfigError
 
 FloatArray = npt.NDArray[np.float64]
 VAR_FLOOR = 1e-4  # variance floor of a coefficient (a constant coefficient must not divide by 0)

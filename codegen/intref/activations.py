@@ -8,9 +8,9 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-# σ of the contract lives beside rshift_round in codegen.fixed (the emitter tabulates it too);
+# σ of the contract lives beside rshift_round in codegen.base.fixed (the emitter tabulates it too);
 # re-exported here as the encoders' twin of elt_sigmoid_q15.
-from codegen.fixed import sigmoid_lut  # noqa: F401
+from codegen.base.fixed import sigmoid_lut  # noqa: F401
 
 IntArray = npt.NDArray[np.int64]
 

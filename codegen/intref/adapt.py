@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from codegen.errors import ConfigError
-from codegen.fixed import INT32_MAX, rshift_round, sat16
+from codegen.base.errors import ConfigError
+from codegen.base.fixed import INT32_MAX, rshift_round, sat16
+from codegen.base.qformat import QFormat
 from codegen.intref.cmaes_int import (
     LNSIG_FRAC,
     X_FRAC,
@@ -45,8 +46,7 @@ from codegen.intref.cmaes_int import (
 )
 from codegen.intref.entropy import argmax_s16, entropy_s16, rank_by_h
 from codegen.intref.rng import Xoshiro128ss
-from codegen.ir import BETA_FRAC, H_FMT, P_FMT, AdaptParams
-from codegen.qformat import QFormat
+from codegen.ir.nodes import BETA_FRAC, H_FMT, P_FMT, AdaptParams
 
 I64 = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from codegen.contract import (
+from codegen.base.contract import (
     C_FRAC,
     GAIN_FRAC,
     LNSIG_FRAC,
@@ -62,10 +62,10 @@ from codegen.contract import (
     X_FRAC,
     Z_FRAC,
 )
-from codegen.fixed import INT32_MAX, INT32_MIN, rshift_round
+from codegen.base.fixed import INT32_MAX, INT32_MIN, rshift_round
+from codegen.base.tables import EXP2_LUT
 from codegen.intref.entropy import LOG2E_Q30, lut_interp_q26, rshift_round_var
-from codegen.ir import CmaesIntParams, Grid
-from codegen.tables import EXP2_LUT
+from codegen.ir.nodes import CmaesIntParams, Grid
 
 I64 = npt.NDArray[np.int64]
 
@@ -106,7 +106,7 @@ def isqrt64(n: npt.ArrayLike) -> I64:
 
 
 def sat32a(x: npt.ArrayLike) -> I64:
-    """`codegen.fixed.sat32` (fx_sat32_64) without np.clip's per-call overhead."""
+    """`codegen.base.fixed.sat32` (fx_sat32_64) without np.clip's per-call overhead."""
     return np.minimum(np.maximum(np.asarray(x, dtype=np.int64), INT32_MIN), INT32_MAX)
 
 
@@ -283,7 +283,7 @@ def tell_s32(p: CmaesIntParams, st: CmaesIntState, z: I64, y: I64, x: I64, order
     decay = np.where(hsig == 1, p.decay_h1, p.decay_h0)
     ra, cb = _tri_index(k)
     # Q1.30·Q5.26 → Q.54, the format of the products of two Q4.27; |acc| < 2^63 is proven by
-    # `codegen.quantize_adapt.cmaes_constants` from the constants alone
+    # `codegen.quantize.adapt.cmaes_constants` from the constants alone
     acc = mul_rr(decay[:, None], st.C, RATE_FRAC + C_FRAC - 2 * X_FRAC)
     acc = acc + pt[:, ra] * pt[:, cb]
     acc = acc + np.sum((sgn[None, :, None] * yt[:, :, ra]) * yt[:, :, cb], axis=1)

@@ -5,7 +5,7 @@
 Per clip, before the encoder and in clip order, from the state of the previous clip: the clip's
 coefficient sums update an exponential moving average of the mean and the mean square; the
 clip's frames are then shifted by w times the running mean and scaled by 1/√(1 − w + w·v).
-Every constant is in `codegen.ir.CmvnParams`; this module decides nothing.
+Every constant is in `codegen.ir.nodes.CmvnParams`; this module decides nothing.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from codegen.errors import ConfigError
-from codegen.fixed import INT32_MAX, INT32_MIN, rshift_round
+from codegen.base.errors import ConfigError
+from codegen.base.fixed import INT32_MAX, INT32_MIN, rshift_round
 from codegen.intref.cmaes_int import isqrt64
-from codegen.ir import CmvnParams
+from codegen.ir.nodes import CmvnParams
 
 I64 = npt.NDArray[np.int64]
 GAIN_FRAC = 14  # G: Q1.14 of 1/√(1 − w + w·v)

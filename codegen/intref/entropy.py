@@ -12,7 +12,7 @@ Entropy of softmax(l) for int16 logits l in Q(15−f).f (docs/cmaes.md §5, docs
     ln S = ln2 · (b − 30 + log₂(1 + x)),        S = 2^b (1 + x), x from the 257-entry log₂ LUT
     H   = ln S + R                              int32 Q5.26
 
-Every product is rounded with the one rule (x + 2^(s−1)) >> s (`codegen.fixed.rshift_round`).
+Every product is rounded with the one rule (x + 2^(s−1)) >> s (`codegen.base.fixed.rshift_round`).
 Ranking is by (H, index); the predicted class is the first maximum of the logits.
 """
 
@@ -23,9 +23,9 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from codegen.contract import MAX_CLASSES
-from codegen.fixed import div_pos, rshift_round
-from codegen.tables import EXP2_LUT, LOG2_LUT, LUT_BITS, LUT_FRAC
+from codegen.base.contract import MAX_CLASSES
+from codegen.base.fixed import div_pos, rshift_round
+from codegen.base.tables import EXP2_LUT, LOG2_LUT, LUT_BITS, LUT_FRAC
 
 I64 = npt.NDArray[np.int64]
 
@@ -37,7 +37,8 @@ _SEG_SHIFT = 26 - LUT_BITS  # 18: fraction bits below the LUT index for a Q.26 a
 
 
 def rshift_round_var(x: npt.ArrayLike, s: npt.ArrayLike) -> I64:
-    """`codegen.fixed.rshift_round` with a per-element shift s ∈ [1, 62] (fx_rshift_round64)."""
+    """`codegen.base.fixed.rshift_round` with a per-element shift s ∈ [1, 62]
+    (fx_rshift_round64)."""
     xa = np.asarray(x, dtype=np.int64)
     sa = np.asarray(s, dtype=np.int64)
     return np.asarray((xa + (np.int64(1) << (sa - 1))) >> sa, dtype=np.int64)

@@ -1,5 +1,5 @@
 """Integer GRU encoder: the Python twin of ``firmware/elt_gru_s16.c`` (the step is written out in
-`codegen.quantize_gru`). Exact int64 arithmetic on numpy arrays: every sum is proven below 2^31
+`codegen.quantize.gru`). Exact int64 arithmetic on numpy arrays: every sum is proven below 2^31
 by the compiler, every product below 2^47."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from codegen.fixed import rshift_round
+from codegen.base.fixed import rshift_round
 from codegen.intref.activations import TRACE_H, TRACE_Z, TraceFn, sigmoid_lut, tanh_from_sigmoid
-from codegen.ir import POOL_SHIFT, QLstm
+from codegen.ir.nodes import POOL_SHIFT, QLstm
 
 IntArray = npt.NDArray[np.int64]
 

@@ -1,7 +1,7 @@
 """Integer LSTM: the Python twin of ``firmware/elt_lstm_s16.c`` (docs/numeric.md §4).
 
 Every line below has a C counterpart with the same name in the kernel; both read the integers of
-one `codegen.ir.QLstm` and nothing else. One step, for gate rows r (torch order i, f, g, o):
+one `codegen.ir.nodes.QLstm` and nothing else. One step, for gate rows r (torch order i, f, g, o):
 
     xs, hs = rshift_round(x_t, x_opshift), rshift_round(h, h_opshift)      (int16 operands)
     acc_r  = b_r + Σ_j W_ih[r,j] xs_j + Σ_j W_hh[r,j] hs_j     (int32, exact by proof, A bits)
@@ -26,9 +26,13 @@ from contextlib import contextmanager
 
 import numpy as np
 import numpy.typing as npt
-import torch
 
-from codegen.fixed import rshift_round
+try:
+    import torch
+except ImportError:  # a build is replayed without torch too: numpy's GEMM gives the same integers
+    torch = None  # type: ignore[assignment]
+
+from codegen.base.fixed import rshift_round
 from codegen.intref.activations import (  # noqa: F401 - the LSTM's twins, used by tests
     TRACE_C,
     TRACE_H,
@@ -37,7 +41,7 @@ from codegen.intref.activations import (  # noqa: F401 - the LSTM's twins, used 
     sigmoid_lut,
     tanh_from_sigmoid,
 )
-from codegen.ir import GATES, POOL_SHIFT, QLstm
+from codegen.ir.nodes import GATES, POOL_SHIFT, QLstm
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -47,6 +51,9 @@ FloatArray = npt.NDArray[np.float64]
 @contextmanager
 def one_torch_thread() -> Iterator[None]:
     """torch's intra-op pool at one thread for the block, restored after."""
+    if torch is None:
+        yield
+        return
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -183,11 +190,20 @@ def _lstm_int_batch(
     # shape) on views of the same buffers; exact in any summation order (docstring). One
     # thread: a product this small gains nothing from more, and spinning OpenMP threads of
     # several reference processes would fight over the cores.
-    tw, tu, tv = torch.from_numpy(w), torch.from_numpy(u), torch.from_numpy(v)
+    if torch is not None:
+        tw, tu, tv = torch.from_numpy(w), torch.from_numpy(u), torch.from_numpy(v)
+
+        def product() -> None:
+            torch.matmul(tw, tu, out=tv)
+    else:
+
+        def product() -> None:
+            np.matmul(w, u, out=v)
+
     with one_torch_thread():
         for t in range(q.num_frames):
             u[:F] = xs_t[t]
-            torch.matmul(tw, tu, out=tv)
+            product()
             ix[...] = v  # truncate; the gathers clip into [0, 65535] (see the docstring)
             np.take(sig16, ix[: 3 * H], out=a, mode="clip")
             np.take(tanh16, ix[3 * H :], out=g, mode="clip")

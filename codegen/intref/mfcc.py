@@ -2,7 +2,7 @@
 
 int16 PCM in, the model's int16 input features out: window, block exponent, radix-2 FFT and real
 split, power, mel filterbank, floor and log2, DCT, normalisation. Every constant is in
-`codegen.mfcc_ir.QMfcc` (decided by `codegen.quantize_mfcc`); this module decides nothing.
+`codegen.ir.mfcc.QMfcc` (decided by `codegen.quantize.mfcc`); this module decides nothing.
 Vectorised over frames with int64 numpy arrays (every intermediate is proven to fit int64).
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from codegen.mfcc_ir import LOG_FRAC, LOG_INTERP_BITS, LOG_LUT_BITS, QMfcc
+from codegen.ir.mfcc import LOG_FRAC, LOG_INTERP_BITS, LOG_LUT_BITS, QMfcc
 
 I64 = npt.NDArray[np.int64]
 TraceFn = Callable[[str, I64], None]  # (stage, values [frames, ...]) for first-mismatch search

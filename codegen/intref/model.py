@@ -3,7 +3,7 @@
 ``infer_int`` is what the device computes for a batch of samples, integer for integer: the
 LSTM of `codegen.intref.lstm` (``firmware/elt_lstm_s16.c``) hands z_t = h_T (int16 Q0.15) to
 the adaptation core `codegen.intref.adapt.adapt_int` (``firmware/elt_adapt.c``). Both read the
-integers of one `codegen.ir.QModel`.
+integers of one `codegen.ir.nodes.QModel`.
 
 Trace points, in the order the C reports them per sample: ``lstm.c``/``lstm.h`` for every step
 t, ``z``, then the adaptation core's stages (`codegen.intref.adapt.TraceFn`). The callback is
@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from codegen.errors import ConfigError
-from codegen.fixed import rshift_round
+from codegen.base.errors import ConfigError
+from codegen.base.fixed import rshift_round
 from codegen.intref.adapt import IntAdaptResult
 from codegen.intref.lstm import lstm_int
-from codegen.ir import QModel
+from codegen.ir.nodes import QModel
 
 SampleTraceFn = Callable[[int, str, int, np.ndarray], None]
 # every per-sample output: the encoder's z_t, then the adaptation core's fields

@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from codegen.fixed import rshift_round
-from codegen.tables import GAUSS_LUT, GAUSS_SEGMENTS
+from codegen.base.fixed import rshift_round
+from codegen.base.tables import GAUSS_LUT, GAUSS_SEGMENTS
 
 U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]

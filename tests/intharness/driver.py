@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from codegen import sources
+from codegen.base.resources import firmware_dir
 from codegen.elatta.cmaes import default_popsize
-from codegen.emit_adapt import emit_adapt_c
+from codegen.emit.adapt import emit_adapt_c
 from codegen.intref.adapt import IntAdaptResult
-from codegen.ir import AdaptConfig, AdaptParams
-from codegen.quantize_adapt import quantize_adapt
-from codegen.resources import firmware_dir
-from codegen.toolchain import COMMON_CFLAGS, find_tool
+from codegen.ir.nodes import AdaptConfig, AdaptParams
+from codegen.quantize.adapt import quantize_adapt
+from codegen.target import sources
+from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 
 HERE = Path(__file__).resolve().parent
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")

@@ -1,0 +1,242 @@
+"""The frozen program of a build: every integer and setting `codegen build` decided, on disk.
+
+`codegen build` writes ``DIR/program.json`` and ``DIR/program.npz`` beside ``manifest.json``
+(format in ``docs/program.md``). Everything that runs a build afterwards — ``codegen run``,
+``codegen bench``, ``codegen inspect``, the host integer reference and the bench scripts — loads
+the fixed IR (`codegen.ir.nodes.QModel`) from there with `load_program` and never calls the frontend
+or the quantizer, so a build directory copied to another machine runs without the checkpoint,
+the basis, the config or the calibration data it came from.
+
+Encoding. The fixed IR is a tree of frozen dataclasses. ``program.json`` holds that tree: a
+dataclass is ``{"$type": NAME, "fields": {...}}`` with NAME from `_TYPES` (a closed list: the
+loader never imports or calls anything else), an array is ``{"$array": KEY}`` naming an entry of
+``program.npz`` (``np.load(allow_pickle=False)``), a tuple is ``{"$tuple": [...]}``; numbers,
+strings, booleans, None, lists and string-keyed objects are JSON as they are. Python writes
+floats with ``repr``, which reads back to the same float64, so no value changes on the way.
+``program.json`` records the sha256 of ``program.npz`` and the manifest records the sha256 of
+both files, so a truncated or edited program is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codegen.base.errors import CodegenError
+from codegen.data.store import file_digest
+
+MANIFEST_FORMAT = "elatta-build"
+MANIFEST_VERSION = 1
+PROGRAM_FORMAT = "elatta-program"
+PROGRAM_VERSION = 2
+JSON_NAME = "program.json"
+NPZ_NAME = "program.npz"
+
+
+class ProgramError(CodegenError):
+    """A build directory's program is missing, damaged or of another format."""
+
+
+def _types() -> dict[str, type]:
+    """Every dataclass the fixed IR is made of, under a stable name (the file format's
+    vocabulary: renaming or moving a class in Python does not change it). The loader builds
+    nothing else."""
+    from codegen.base.features import MfccParams
+    from codegen.base.qformat import QFormat
+    from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
+    from codegen.ir.meta import ModelMeta
+    from codegen.ir.mfcc import QMfcc
+    from codegen.ir import nodes as ir
+
+    return {
+        "QFormat": QFormat,
+        "Tensor": ir.Tensor,
+        "Lstm": ir.Lstm,
+        "Dense": ir.Dense,
+        "LatentBasis": ir.LatentBasis,
+        "QuantOptions": ir.QuantOptions,
+        "TargetOptions": ir.TargetOptions,
+        "InputHashes": ir.InputHashes,
+        "Model": ir.Model,
+        "QTensor": ir.QTensor,
+        "Accumulator": ir.Accumulator,
+        "LstmShifts": ir.LstmShifts,
+        "GateProof": ir.GateProof,
+        "SigmoidLut": ir.SigmoidLut,
+        "QLstm": ir.QLstm,
+        "CalibStats": ir.CalibStats,
+        "QModel": ir.QModel,
+        "ModelMeta": ModelMeta,
+        "FloatCmaesConstants": FloatCmaesConstants,
+        "CmaesIntParams": ir.CmaesIntParams,
+        "Grid": ir.Grid,
+        "AdaptConfig": ir.AdaptConfig,
+        "AdaptParams": ir.AdaptParams,
+        "CmvnParams": ir.CmvnParams,
+        "QDense": ir.QDense,
+        "MfccParams": MfccParams,
+        "QMfcc": QMfcc,
+    }
+
+
+def _encode(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        name = _NAMES.get(type(obj)) or _names().get(type(obj))
+        if name is None:
+            raise ProgramError(f"{path}: {type(obj).__qualname__} is not a program type")
+        return {
+            "$type": name,
+            "fields": {
+                f.name: _encode(getattr(obj, f.name), arrays, f"{path}.{f.name}")
+                for f in dataclasses.fields(obj)
+                if f.init
+            },
+        }
+    if isinstance(obj, np.ndarray):
+        key = path.lstrip(".") or "root"
+        if obj.dtype == object:
+            raise ProgramError(f"{key}: object arrays cannot be stored")
+        arrays[key] = obj
+        return {"$array": key}
+    if isinstance(obj, tuple):
+        return {"$tuple": [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(obj)]}
+    if isinstance(obj, list):
+        return [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) and not k.startswith("$") for k in obj):
+            raise ProgramError(f"{path}: only string keys (not starting with $) can be stored")
+        return {k: _encode(v, arrays, f"{path}.{k}") for k, v in obj.items()}
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return obj
+    raise ProgramError(f"{path}: a {type(obj).__name__} cannot be stored in a program")
+
+
+_NAMES: dict[type, str] = {}
+
+
+def _names() -> dict[type, str]:
+    if not _NAMES:
+        _NAMES.update({cls: name for name, cls in _types().items()})
+    return _NAMES
+
+
+def _decode(doc: Any, arrays: Any, types: dict[str, type], path: str) -> Any:
+    if isinstance(doc, list):
+        return [_decode(v, arrays, types, path) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    if "$type" in doc:
+        cls = types.get(str(doc["$type"]))
+        if cls is None:
+            raise ProgramError(f"{path}: unknown type {doc['$type']!r} in the program")
+        fields = doc.get("fields")
+        if not isinstance(fields, dict):
+            raise ProgramError(f"{path}: {doc['$type']} has no fields")
+        kw = {k: _decode(v, arrays, types, f"{path}.{k}") for k, v in fields.items()}
+        try:
+            return cls(**kw)
+        except (TypeError, ValueError) as exc:
+            raise ProgramError(f"{path}: {doc['$type']} does not load ({exc})") from exc
+    if "$array" in doc:
+        key = str(doc["$array"])
+        if key not in arrays:
+            raise ProgramError(f"{path}: array {key!r} missing from {NPZ_NAME}")
+        out = np.array(arrays[key])
+        out.setflags(write=False)
+        return out
+    if "$tuple" in doc:
+        return tuple(_decode(v, arrays, types, path) for v in doc["$tuple"])
+    return {k: _decode(v, arrays, types, f"{path}.{k}") for k, v in doc.items()}
+
+
+def write_program(q: Any, out_dir: str | Path) -> dict[str, str]:
+    """Write ``q`` (a `codegen.ir.nodes.QModel`) as ``program.json`` + ``program.npz`` into
+    ``out_dir``; deterministic bytes for the same program. Returns {file name: sha256}."""
+    from codegen.data.store import write_npz
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    tree = _encode(q, arrays, "")
+    write_npz(out / NPZ_NAME, arrays, compresslevel=6)
+    doc = {
+        "format": PROGRAM_FORMAT,
+        "version": PROGRAM_VERSION,
+        "npz_sha256": file_digest(out / NPZ_NAME),
+        "program": tree,
+    }
+    tmp = out / (JSON_NAME + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    tmp.replace(out / JSON_NAME)
+    return {name: file_digest(out / name) for name in (JSON_NAME, NPZ_NAME)}
+
+
+def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) -> Any:
+    """The `codegen.ir.nodes.QModel` a build wrote. ``expected`` ({file name: sha256}, the
+    manifest's
+    ``program`` entry) is checked first; a missing, damaged or foreign file is a ProgramError
+    naming the file and what to do."""
+    d = Path(build_dir)
+    jpath, npath = d / JSON_NAME, d / NPZ_NAME
+    for p in (jpath, npath):
+        if not p.is_file():
+            raise ProgramError(
+                f"{p} not found: {d} is not a complete build (rebuild with `codegen build "
+                f"--out {d}`; builds before program v{PROGRAM_VERSION} did not write it)"
+            )
+    if expected:
+        for p in (jpath, npath):
+            want = expected.get(p.name)
+            if want is not None and file_digest(p) != want:
+                raise ProgramError(
+                    f"{p} differs from the build's manifest (sha256): the build directory was "
+                    "modified or copied incompletely; rebuild it"
+                )
+    try:
+        doc = json.loads(jpath.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProgramError(f"{jpath}: unreadable ({exc})") from exc
+    if not isinstance(doc, dict) or doc.get("format") != PROGRAM_FORMAT:
+        raise ProgramError(f"{jpath}: not an {PROGRAM_FORMAT} file")
+    if doc.get("version") != PROGRAM_VERSION:
+        raise ProgramError(
+            f"{jpath}: program version {doc.get('version')!r}; this codegen reads version "
+            f"{PROGRAM_VERSION} (rebuild with this codegen)"
+        )
+    if file_digest(npath) != doc.get("npz_sha256"):
+        raise ProgramError(f"{npath} does not match {jpath.name} (sha256): rebuild")
+    try:
+        with np.load(npath, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise ProgramError(f"{npath}: unreadable ({exc})") from exc
+    return _decode(doc["program"], arrays, _types(), "program")
+
+
+def load_manifest(build_dir: str | Path) -> dict[str, Any]:
+    """A build's manifest.json (DIR or the file itself), format and version checked."""
+    path = Path(build_dir) / "manifest.json"
+    if Path(build_dir).is_file() and Path(build_dir).name == "manifest.json":
+        path = Path(build_dir)
+    if not path.is_file():
+        raise CodegenError(f"{path}: not found; run `codegen build --out {build_dir}` first")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CodegenError(f"{path}: unreadable manifest ({exc})") from exc
+    if doc.get("format") != MANIFEST_FORMAT or doc.get("version") != MANIFEST_VERSION:
+        raise CodegenError(
+            f"{path}: not a {MANIFEST_FORMAT} v{MANIFEST_VERSION} manifest "
+            f"(format={doc.get('format')!r}, version={doc.get('version')!r})"
+        )
+    return doc

@@ -1,0 +1,26 @@
+"""The -D flags every translation unit of one model compiles with: the firmware build, the host
+libraries of the tests and the bench all take them from here, so no two builds of one model
+differ in a size or a switch."""
+
+from __future__ import annotations
+
+from codegen.emit.adapt import adapt_cflags
+from codegen.emit.mfcc import mfcc_cflags
+from codegen.ir.nodes import QModel
+
+
+def model_cflags(q: QModel) -> tuple[str, ...]:
+    """-D flags every translation unit of this model needs (the adaptation state's sizes)."""
+    pool = {"last": (), "mean": ("-DELT_LSTM_POOL=1",), "max": ("-DELT_LSTM_POOL=2",)}
+    last = q.lstm2 if q.lstm2 is not None else q.lstm  # the layer whose outputs are pooled
+    if q.adapt is None:
+        return pool[last.pool]
+    cmvn = () if q.cmvn is None else (f"-DELT_CMVN_F_MAX={q.cmvn.features}",)
+    # the audio mode's front end: its work area sized exactly for this model's features
+    mfcc: tuple[str, ...] = ()
+    if q.mfcc is not None:
+        mfcc = mfcc_cflags(q.mfcc)
+    # the protocol server's reply record holds the largest reply of the model runtime: the
+    # audio mode's RESULT (docs/protocol.md): 40 + 4k + 4C + 2H bytes, + 4 front-end ticks
+    reply = 40 + 4 * q.adapt.cfg.k + 4 * len(q.source.classes) + 2 * q.latent_size + 4
+    return (*adapt_cflags(q.adapt), *cmvn, *pool[last.pool], *mfcc, f"-DFW_REPLY_MAX={reply}u")

@@ -1,0 +1,185 @@
+"""C emission of the integer MFCC front end: ``<prefix>mfcc_params.{c,h}`` from
+``templates/mfcc_params.{c,h}.j2`` (an ``elt_mfcc_params_t`` instance, firmware/elt_mfcc_s16.h).
+Formats only: every integer comes from `codegen.ir.mfcc.QMfcc` as `codegen.quantize.mfcc`
+decided it; the Q format of every table is written beside it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+
+import numpy as np
+
+from codegen import __version__
+from codegen.base.errors import ConfigError
+from codegen.emit.c import carray
+from codegen.ir.mfcc import CEP_FRAC, DCT_FRAC, FB_FRAC, LOG_FRAC, WINDOW_FRAC, QMfcc
+
+_PREFIX_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?$")
+
+
+def mfcc_cflags(q: QMfcc) -> tuple[str, ...]:
+    """-D flags that size ``elt_mfcc_work_t`` exactly for this front end."""
+    return (
+        f"-DELT_MFCC_N_MAX={q.n_cfft}",
+        f"-DELT_MFCC_BINS_MAX={q.n_bins}",
+        f"-DELT_MFCC_MELS_MAX={q.params.n_mels}",
+        f"-DELT_MFCC_WIN_MAX={q.params.win_length}",
+    )
+
+
+def mfcc_hash(q: QMfcc) -> str:
+    """sha256 of every integer of the front end (stated in the generated files)."""
+    h = hashlib.sha256(json.dumps(q.summary(), sort_keys=True).encode())
+    for name in (
+        "window", "tw_cos", "tw_sin", "bitrev", "split_cos", "split_sin", "mel_start",
+        "mel_len", "mel_off", "mel_w", "log2_lut", "dct", "norm_mean", "norm_mult", "norm_shift",
+    ):  # fmt: skip
+        h.update(name.encode() + np.asarray(getattr(q, name), "<i8").tobytes())
+    return h.hexdigest()
+
+
+def _per_stage(tw: np.ndarray, n: int) -> np.ndarray:
+    """The twiddles of FFT stages h = 4, 8, .., N/2, each contiguous (layout only: the same
+    integers as ``tw``; the NEON butterflies load four at a time). At least one entry."""
+    rows = [tw[np.arange(h) * (n // (2 * h))] for h in (2**e for e in range(2, n.bit_length() - 1))]
+    return np.concatenate(rows) if rows else np.zeros(1, np.int64)
+
+
+def _arr(name: str, ctype: str, values: np.ndarray, fmt: str, what: str) -> dict[str, object]:
+    vals = np.asarray(values, np.int64).reshape(-1)
+    return {
+        "name": name,
+        "ctype": ctype,
+        "length": int(vals.size),
+        "fmt": fmt,
+        "what": what,
+        "body": carray(vals),
+    }
+
+
+def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
+    """Render ``const elt_mfcc_params_t <prefix>mfcc_params`` and its tables. Deterministic."""
+    from codegen.base.resources import jinja_env
+
+    if not _PREFIX_RE.match(prefix):
+        raise ConfigError(f"prefix={prefix!r} is not allowed: use a C identifier prefix")
+    p = q.params
+    s = prefix
+    arrays = [
+        _arr(
+            f"{s}mfcc_window",
+            "int32_t",
+            q.window,
+            f"Q{31 - WINDOW_FRAC}.{WINDOW_FRAC}",
+            f"{p.window} window [win_length]",
+        ),  # fmt: skip
+        _arr(f"{s}mfcc_tw_cos", "int32_t", q.tw_cos, "Q0.31", "cos(2 pi m / N), m < N / 2"),
+        _arr(f"{s}mfcc_tw_sin", "int32_t", q.tw_sin, "Q0.31", "sin(2 pi m / N), m < N / 2"),
+        _arr(f"{s}mfcc_bitrev", "uint16_t", q.bitrev, "index", "bit-reversed n, n < N"),
+        _arr(
+            f"{s}mfcc_stage_cos",
+            "int32_t",
+            _per_stage(q.tw_cos, q.n_cfft),
+            "Q0.31",
+            "tw_cos[j N / (2h)], j < h, for h = 4, 8, .., N / 2 (one row per FFT stage)",
+        ),  # fmt: skip
+        _arr(
+            f"{s}mfcc_stage_sin",
+            "int32_t",
+            _per_stage(q.tw_sin, q.n_cfft),
+            "Q0.31",
+            "tw_sin laid out as stage_cos",
+        ),  # fmt: skip
+        _arr(f"{s}mfcc_split_cos", "int32_t", q.split_cos, "Q0.31", "cos(2 pi k / n_fft)"),
+        _arr(f"{s}mfcc_split_sin", "int32_t", q.split_sin, "Q0.31", "sin(2 pi k / n_fft)"),
+        _arr(f"{s}mfcc_mel_start", "uint16_t", q.mel_start, "bin", "first bin of filter m"),
+        _arr(f"{s}mfcc_mel_len", "uint16_t", q.mel_len, "bins", "bins of filter m"),
+        _arr(f"{s}mfcc_mel_off", "uint16_t", q.mel_off, "index", "filter m's first weight"),
+        _arr(f"{s}mfcc_mel_w", "int16_t", q.mel_w, f"Q0.{FB_FRAC}", "HTK mel filter weights"),
+        _arr(
+            f"{s}mfcc_log2_lut",
+            "int32_t",
+            q.log2_lut,
+            f"Q{31 - LOG_FRAC}.{LOG_FRAC}",
+            "log2(1 + j / 256), j <= 256",
+        ),  # fmt: skip
+        _arr(
+            f"{s}mfcc_dct",
+            "int32_t",
+            q.dct,
+            f"Q0.{DCT_FRAC}",
+            f"ln 2 * orthonormal DCT-II [{p.n_mfcc}][{p.n_mels}]",
+        ),  # fmt: skip
+        _arr(
+            f"{s}mfcc_norm_mean",
+            "int32_t",
+            q.norm_mean,
+            f"Q{31 - CEP_FRAC}.{CEP_FRAC}",
+            "normalisation mean per coefficient",
+        ),  # fmt: skip
+        _arr(
+            f"{s}mfcc_norm_mult",
+            "int32_t",
+            q.norm_mult,
+            f"2^(shift - {CEP_FRAC} + {q.x_frac}) / std",
+            "normalisation multiplier",
+        ),  # fmt: skip
+        _arr(f"{s}mfcc_norm_shift", "uint8_t", q.norm_shift, "bits", "normalisation shift"),
+    ]
+    fields = [
+        ("win_length", p.win_length, "samples per frame"),
+        ("hop_length", p.hop_length, "samples per hop"),
+        ("n_cfft", q.n_cfft, "complex FFT points, n_fft / 2"),
+        ("n_mels", p.n_mels, "mel filters"),
+        ("n_mfcc", p.n_mfcc, "coefficients"),
+        ("bin_lo", q.bin_lo, "first weighted bin"),
+        ("n_bins", q.n_bins, "weighted bins"),
+        ("frame_bits", q.frame_bits, "block exponent target"),
+        ("power_shift", q.power_shift, "power rounding shift"),
+        ("exp_offset", q.exp_offset, "mel value = acc 2^(2 sh + exp_offset)"),
+        ("floor_exp", q.floor_exp, f"log floor {p.log_floor:g} = floor_mant 2^floor_exp"),
+        ("floor_mant", q.floor_mant, ""),
+        ("cep_shift", q.cep_shift, f"DCT sum -> cepstrum Q{31 - CEP_FRAC}.{CEP_FRAC}"),
+    ]
+    ptrs = [
+        (f, f"{s}mfcc_{f}")
+        for f in (
+            "window", "tw_cos", "tw_sin", "bitrev", "stage_cos", "stage_sin", "split_cos",
+            "split_sin", "mel_start", "mel_len", "mel_off", "mel_w", "log2_lut", "dct",
+            "norm_mean", "norm_mult", "norm_shift",
+        )
+    ]  # fmt: skip
+    header = f"{s}mfcc_params.h"
+    sizes = [
+        ("N", q.n_cfft),
+        ("BINS", q.n_bins),
+        ("MELS", p.n_mels),
+        ("WIN", p.win_length),
+    ]
+    ctx = {
+        "prefix": s,
+        "header": header,
+        "guard": re.sub(r"[^A-Z0-9]", "_", header.upper()),
+        "version": __version__,
+        "digest": mfcc_hash(q),
+        "params": json.dumps(p.to_dict(), sort_keys=True),
+        "formats": sorted(q.formats().items()),
+        "bounds": [
+            (k, f"{math.log2(b):.2f}", f"{math.log2(lim):.2f}") for k, (b, lim) in q.bounds.items()
+        ],
+        "arrays": arrays,
+        "fields": [{"name": n, "value": str(v), "comment": c} for n, v, c in fields],
+        "ptrs": ptrs,
+        "sizes": sizes,
+        "n_mfcc": p.n_mfcc,
+        "win_length": p.win_length,
+        "hop_length": p.hop_length,
+    }
+    env = jinja_env()
+    return {
+        header: env.get_template("mfcc_params.h.j2").render(**ctx),
+        f"{s}mfcc_params.c": env.get_template("mfcc_params.c.j2").render(**ctx),
+    }

@@ -1,0 +1,460 @@
+"""Frontend: checkpoint + basis + TOML config -> float IR (`codegen.ir.nodes.Model`),
+docs/architecture.md §2.
+
+Everything the compiler cannot lower is refused here, before any quantization, with a message
+that names the offending value and what is supported: more than one LSTM layer, a
+bidirectional LSTM, an LSTM projection (proj_size), a batch_first mismatch, NaN/Inf anywhere,
+and shape mismatches between the model, the basis and the config (D vs hidden size, k vs the
+columns of V). The checkpoint is read with ``torch.load(weights_only=True)`` only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codegen.base.errors import CodegenError, ConfigError
+from codegen.ir.nodes import (
+    WEIGHT_FORMATS,
+    AdaptConfig,
+    Dense,
+    InputHashes,
+    LatentBasis,
+    Lstm,
+    Model,
+    QuantOptions,
+    TargetOptions,
+    Tensor,
+)
+
+SUPPORTED_BITS = (16,)
+# The LSTM gate accumulator is always the proven int32 one (docs/numeric.md §4): both mean that.
+ACCUMULATOR_POLICIES = ("auto", "int32")
+PREFIX_RE = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
+V2_RE = re.compile(r"^(\d+)b(\d+)$")
+_LAYER_KEY = re.compile(r"^lstm\.(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """The parsed TOML config: [elatta] -> ``adapt``, [quant] -> ``quant``, [target]."""
+
+    adapt: AdaptConfig
+    quant: QuantOptions
+    target: TargetOptions
+    sha256: str
+    source: str
+
+
+# ------------------------------------------------------------------------------------- config
+
+
+# [target] input: feature INFER only, the streaming audio mode only, or both.
+TARGET_INPUTS: tuple[str, ...] = ("features", "pcm", "both")
+
+
+def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+        )
+
+
+def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    value = table[key]
+    ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value, ok = float(value), True
+    if not ok:
+        raise ConfigError(
+            f"{where}.{key} = {value!r} has type {type(value).__name__}; expected {kind.__name__}"
+        )
+    return value
+
+
+def parse_qelatta_v2(
+    text: str | None, where: str = "[elatta].qelatta_v2"
+) -> tuple[int, int] | None:
+    """ "8b4" -> (8, 4): x-bit words with y integer bits; "" / "off" / None -> None."""
+    if text is None or text in ("", "off", "none"):
+        return None
+    m = V2_RE.match(text)
+    if not m:
+        raise ConfigError(
+            f"{where} = {text!r}: expected '<x>b<y>' (x-bit words with y integer bits, e.g. "
+            "'8b4' or '4b2'), or '' to disable"
+        )
+    x, y = int(m.group(1)), int(m.group(2))
+    if not 2 <= x <= 32 or not 1 <= y < x:
+        raise ConfigError(f"{where} = {text!r}: need 2 <= x <= 32 and 1 <= y < x")
+    return x, y
+
+
+def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") -> BuildConfig:
+    """Validate a TOML document; every error names the table, key, value and what is allowed."""
+    from codegen.elatta.cmaes import default_popsize
+
+    _check_keys(doc, ("elatta", "cmvn", "quant", "target"), source)
+    el = doc.get("elatta", {})
+    cm = doc.get("cmvn", {})
+    if not isinstance(cm, dict):
+        raise ConfigError(f"{source}: [cmvn] must be a table")
+    _check_keys(cm, ("alpha_shift", "weight_shift"), f"{source} [cmvn]")
+    qt = doc.get("quant", {})
+    tg = doc.get("target", {})
+    for name, table in (("elatta", el), ("quant", qt), ("target", tg)):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: [{name}] must be a table")
+
+    el_int = ("k", "n_iter", "lam", "seed")
+    el_float = ("sigma0", "beta", "radius")
+    el_bool = ("qelatta_v1", "active")
+    _check_keys(el, (*el_int, *el_float, *el_bool, "mode", "qelatta_v2"), f"{source} [elatta]")
+    kw: dict[str, Any] = {}
+    for key in el_int:
+        if key in el:
+            kw[key] = _typed(el, key, int, "[elatta]")
+    for key in el_float:
+        if key in el:
+            kw[key] = _typed(el, key, float, "[elatta]")
+    for key in el_bool:
+        if key in el:
+            kw[key] = _typed(el, key, bool, "[elatta]")
+    if "mode" in el:
+        kw["mode"] = _typed(el, "mode", str, "[elatta]")
+    v2 = parse_qelatta_v2(_typed(el, "qelatta_v2", str, "[elatta]") if "qelatta_v2" in el else None)
+    if "lam" not in kw:  # the paper's λ = 4 + ⌊3 ln k⌋ (a bad k is reported by AdaptConfig)
+        k = kw.get("k", 2)
+        kw["lam"] = default_popsize(k) if k >= 1 else 2
+    for key in ("alpha_shift", "weight_shift"):
+        if key in cm:
+            kw[f"cmvn_{key}"] = _typed(cm, key, int, "[cmvn]")
+    try:
+        adapt = AdaptConfig(**kw, qelatta_v2=v2)
+    except ConfigError as exc:
+        raise ConfigError(f"{source} [elatta]: {exc}") from exc
+
+    q_names = tuple(f.name for f in fields(QuantOptions))
+    _check_keys(qt, q_names, f"{source} [quant]")
+    qkw: dict[str, Any] = {}
+    for f in fields(QuantOptions):
+        if f.name in qt:
+            kind = {"int": int, "float": float, "str": str}[str(f.type)]
+            qkw[f.name] = _typed(qt, f.name, kind, "[quant]")
+    quant = QuantOptions(**qkw)
+    for key in ("act_bits", "weight_bits"):
+        if getattr(quant, key) not in SUPPORTED_BITS:
+            raise ConfigError(
+                f"[quant].{key} = {getattr(quant, key)}: only 16-bit (int16) is supported now"
+            )
+    if quant.weight_format not in WEIGHT_FORMATS:
+        raise ConfigError(
+            f"[quant].weight_format = {quant.weight_format!r}: allowed {list(WEIGHT_FORMATS)}"
+        )
+    if quant.calib_samples < 8:
+        raise ConfigError(f"[quant].calib_samples = {quant.calib_samples}: need at least 8")
+    if quant.calib_seed < 0:
+        raise ConfigError(f"[quant].calib_seed = {quant.calib_seed}: need >= 0")
+    if not (math.isfinite(quant.range_margin) and 1.0 <= quant.range_margin <= 16.0):
+        raise ConfigError(f"[quant].range_margin = {quant.range_margin}: allowed 1.0..16.0")
+    if quant.accumulator not in ACCUMULATOR_POLICIES:
+        raise ConfigError(
+            f"[quant].accumulator = {quant.accumulator!r}: allowed values are "
+            f"{', '.join(repr(v) for v in ACCUMULATOR_POLICIES)} (the gate accumulator is a proven "
+            f"int32; int64 accumulators were removed)"
+        )
+
+    t_names = tuple(f.name for f in fields(TargetOptions))
+    _check_keys(tg, t_names, f"{source} [target]")
+    tkw: dict[str, Any] = {}
+    for f in fields(TargetOptions):
+        if f.name in tg:
+            tkw[f.name] = _typed(tg, f.name, {"int": int, "str": str}[str(f.type)], "[target]")
+    target = TargetOptions(**tkw)
+    if not PREFIX_RE.match(target.prefix):
+        raise ConfigError(
+            f"[target].prefix = {target.prefix!r}: use 1-16 characters [a-z0-9_] starting with a "
+            "letter (e.g. 'kws_'); it prefixes every generated C symbol"
+        )
+    if target.input not in TARGET_INPUTS:
+        raise ConfigError(
+            f"[target].input = {target.input!r}: allowed values are "
+            f"{', '.join(repr(v) for v in TARGET_INPUTS)} (feature INFER, the streaming audio "
+            "mode, or both)"
+        )
+    from codegen.target.firmware import FirmwareConfig
+
+    FirmwareConfig(
+        uart=target.uart,
+        baud=target.baud,
+        uart_ref_hz=target.uart_ref_hz,
+        max_payload=target.max_payload,
+    ).validate()
+    return BuildConfig(adapt, quant, target, sha256, source)
+
+
+def load_config(path: str | Path) -> BuildConfig:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    data = p.read_bytes()
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{p}: not valid TOML ({exc})") from exc
+    return parse_config(doc, str(p), hashlib.sha256(data).hexdigest())
+
+
+# --------------------------------------------------------------------------------- checkpoint
+
+
+def _check_topology(path: str) -> None:
+    """Refuse LSTM variants by name before the generic state-dict validation runs."""
+    import torch
+
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:
+        return  # load_checkpoint reports unreadable files with its own message
+    if not isinstance(obj, dict):
+        return
+    state = obj.get("state_dict")
+    layers: set[int] = set()
+    reverse = False
+    proj: int | None = None
+    if isinstance(state, dict):
+        for key, tensor in state.items():
+            m = _LAYER_KEY.match(str(key))
+            if not m:
+                continue
+            layers.add(int(m.group(3)))
+            reverse = reverse or m.group(4) is not None
+            if m.group(2) == "hr" and hasattr(tensor, "shape"):
+                proj = int(tensor.shape[0])
+    meta: dict[str, Any] = {}
+    if isinstance(obj.get("meta"), str):
+        try:
+            loaded = json.loads(obj["meta"])
+            meta = loaded if isinstance(loaded, dict) else {}
+        except json.JSONDecodeError:
+            meta = {}
+    num_layers = max(layers) + 1 if layers else int(meta.get("num_layers", 1))
+    num_layers = max(num_layers, int(meta.get("num_layers", 1)))
+    if num_layers > 1:
+        raise CodegenError(
+            f"{path}: num_layers={num_layers}: only a 1-layer LSTM is supported (ELaTTA's latent "
+            "is the final hidden state of one layer)"
+        )
+    if reverse or bool(meta.get("bidirectional", False)):
+        raise CodegenError(f"{path}: bidirectional=True: only a unidirectional LSTM is supported")
+    proj = proj if proj is not None else int(meta.get("proj_size", 0) or 0)
+    if proj:
+        raise CodegenError(f"{path}: proj_size={proj}: LSTM projections are not supported (use 0)")
+
+
+def _finite(name: str, a: np.ndarray, src: str) -> None:
+    bad = int(np.sum(~np.isfinite(a)))
+    if bad:
+        raise CodegenError(f"{src}: {name} contains {bad} NaN/Inf values")
+
+
+def read_model(
+    model: str | Path | Any,
+    basis_path: str | Path,
+    config: BuildConfig | str | Path,
+    *,
+    data_dir: str | Path | None = None,
+    trust_pickle: bool = False,
+) -> Model:
+    """Read, validate and hash the three inputs; return the float IR. ``model``: a path in any
+    form `codegen.frontend.importer.load_model` accepts, or an already imported model."""
+    from codegen.frontend.basis import load_basis
+    from codegen.frontend.importer import ImportedModel, load_model
+    from codegen.ir.meta import file_sha256
+
+    cfg = config if isinstance(config, BuildConfig) else load_config(config)
+    if isinstance(model, ImportedModel):
+        imported = model
+    else:
+        mpath = str(model)
+        if not Path(mpath).is_file():
+            raise CodegenError(f"model checkpoint not found: {mpath}")
+        _check_topology(mpath)
+        imported = load_model(mpath, data_dir=data_dir, trust_pickle=trust_pickle)
+    torch_model, meta, mpath = imported.twin, imported.meta, imported.path
+    check_limits(imported, cfg)
+    model_sha = imported.sha256
+    bpath = str(basis_path)
+    basis = load_basis(bpath, model_sha256=model_sha)
+    sd = {k: v.detach().double().numpy() for k, v in torch_model.state_dict().items()}
+    for name, arr in sd.items():
+        _finite(name, arr, mpath)
+    F, H, C = meta.input_size, meta.hidden_size, meta.num_classes
+    k_cfg = cfg.adapt.k
+    mlp = _mlp_layers(sd)
+    D = mlp[-1].out_features if mlp else H  # the latent: the head's input
+    if basis.dim != D:
+        raise CodegenError(
+            f"{bpath}: basis V has D={basis.dim} rows but the model's latent (the head's input) "
+            f"has {D}; the basis must come from this model's latents (codegen basis)"
+        )
+    if basis.k != k_cfg:
+        raise CodegenError(
+            f"{cfg.source}: [elatta].k = {k_cfg} but the basis V has k={basis.k} columns; set "
+            f"k = {basis.k} or recompute the basis with --k {k_cfg}"
+        )
+    for name, arr in (
+        ("V", basis.V),
+        ("mean", basis.mean),
+        ("singular_values", basis.singular_values),
+    ):
+        _finite(name, np.asarray(arr), bpath)
+    stacked = "lstm.weight_ih_l1" in sd  # a second layer reads the first's outputs
+    lstm = _layer_ir(sd, 0, F, H, meta, pool="last" if stacked else meta.pool)
+    lstm2 = _layer_ir(sd, 1, H, H, meta, pool=meta.pool) if stacked else None
+    head = Dense(
+        D, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
+    )
+    ir_basis = LatentBasis(
+        V=Tensor("basis.V", basis.V),
+        mean=Tensor("basis.mean", basis.mean),
+        singular_values=Tensor("basis.singular_values", basis.singular_values),
+        n=basis.n,
+        model_sha256=basis.model_sha256,
+    )
+    return Model(
+        lstm=lstm,
+        head=head,
+        basis=ir_basis,
+        adapt=cfg.adapt,
+        quant=cfg.quant,
+        target=cfg.target,
+        classes=tuple(meta.classes),
+        meta=meta,
+        hashes=InputHashes(model=model_sha, basis=file_sha256(bpath), config=cfg.sha256),
+        paths={"model": mpath, "basis": bpath, "config": cfg.source},
+        assumed=imported.assumed,
+        lstm2=lstm2,
+        mlp=mlp,
+    )
+
+
+def _layer_ir(sd: dict[str, np.ndarray], layer: int, F: int, H: int, meta: Any, pool: str) -> Lstm:
+    """One recurrent layer of the float IR from the twin's state_dict (lstm.*_l<layer>)."""
+    return Lstm(
+        input_size=F,
+        hidden_size=H,
+        num_frames=meta.num_frames,
+        **{
+            f: Tensor(f"lstm.{k}_l{layer}", sd[f"lstm.{k}_l{layer}"])
+            for f, k in (
+                ("w_ih", "weight_ih"),
+                ("w_hh", "weight_hh"),
+                ("b_ih", "bias_ih"),
+                ("b_hh", "bias_hh"),
+            )
+        },
+        pool=pool,
+        cell=meta.cell,
+    )
+
+
+def _mlp_layers(sd: dict[str, np.ndarray]) -> tuple[Dense, ...]:
+    """The hidden Linear layers of the twin's ``mlp`` Sequential (mlp.0, mlp.2, ...: a ReLU
+    after each)."""
+    out = []
+    i = 0
+    while f"mlp.{i}.weight" in sd:
+        w, b = sd[f"mlp.{i}.weight"], sd[f"mlp.{i}.bias"]
+        out.append(
+            Dense(
+                int(w.shape[1]),
+                int(w.shape[0]),
+                Tensor(f"mlp.{i}.weight", w),
+                Tensor(f"mlp.{i}.bias", b),
+            )
+        )
+        i += 2
+    return tuple(out)
+
+
+def check_limits(m: Any, cfg: BuildConfig) -> None:
+    """Every size limit of the device, checked before calibration with the number and the way
+    out (the C static assertions and the linker's RAM check would say it later and less well)."""
+    from codegen.base.contract import K_MAX, MAX_CLASSES
+    from codegen.target.firmware import MAX_PAYLOAD_RANGE
+
+    meta, where = m.meta, m.path
+    H, C, F, T = meta.hidden_size, meta.num_classes, meta.input_size, meta.num_frames
+    k = cfg.adapt.k
+    D = m.twin.head.in_features  # the latent: H, or the last hidden Linear's width
+    if max(H, D) > 255:
+        raise CodegenError(
+            f"{where}: hidden_size {H}, latent {D}: the RESULT frame carries the latent size in "
+            "one byte and the kernels' state sizes assume it; supported sizes are 1..255"
+        )
+    if C > min(255, MAX_CLASSES) or C < 2:
+        raise CodegenError(
+            f"{where}: {C} classes: supported are 2..{min(255, MAX_CLASSES)} (RESULT carries C "
+            "in one byte)"
+        )
+    if k > D:
+        raise CodegenError(
+            f"{cfg.source}: [elatta].k = {k} exceeds the model's hidden size {D}: the basis V_k "
+            f"has at most D = {D} directions; use k <= {min(D, K_MAX)}"
+        )
+    infer = 9 + 2 * T * F
+    if cfg.target.input != "pcm" and infer > cfg.target.max_payload:
+        lo, hi = MAX_PAYLOAD_RANGE
+        way = (
+            f"raise [target] max_payload to >= {infer}"
+            if infer <= hi
+            else f"the largest payload is {hi}: use fewer frames or features"
+        )
+        raise CodegenError(
+            f"{where}: one INFER carries T x F = {T} x {F} int16 features = {infer} bytes, above "
+            f"[target] max_payload = {cfg.target.max_payload}; {way}, or stream audio "
+            '(input = "pcm": no feature INFER)'
+        )
+
+
+def torch_module(model: Model) -> Any:
+    """A float ``KwsLstm`` rebuilt from the IR's weights (for calibration and float reports)."""
+    import torch
+
+    from codegen.frontend.model import KwsLstm
+
+    layers = [model.lstm] if model.lstm2 is None else [model.lstm, model.lstm2]
+    m = KwsLstm(
+        model.lstm.input_size,
+        model.lstm.hidden_size,
+        model.head.out_features,
+        layers[-1].pool,
+        num_layers=len(layers),
+        cell=model.lstm.cell,
+        mlp=tuple(d.out_features for d in model.mlp),
+    )
+    state = {"head.weight": model.head.weight.values, "head.bias": model.head.bias.values}
+    for i, d in enumerate(model.mlp):
+        state |= {f"mlp.{2 * i}.weight": d.weight.values, f"mlp.{2 * i}.bias": d.bias.values}
+    for i, L in enumerate(layers):
+        state |= {
+            f"lstm.weight_ih_l{i}": L.w_ih.values,
+            f"lstm.weight_hh_l{i}": L.w_hh.values,
+            f"lstm.bias_ih_l{i}": L.b_ih.values,
+            f"lstm.bias_hh_l{i}": L.b_hh.values,
+        }
+    m.load_state_dict(
+        {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()}
+    )
+    m.eval()
+    return m

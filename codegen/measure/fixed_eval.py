@@ -1,0 +1,178 @@
+"""Fixed-point accuracy on GSC-C: the Python integer reference (exactly what the device
+computes) on every additive-noise condition, in the report.json layout of `codegen eval`.
+
+``evaluate_fixed`` returns ``{mode: {snr: {noise: acc, "average": acc}}}`` (accuracy fractions,
+mean over seeds for the adapting modes), the shape of report.json's ``"float"`` table, so
+``codegen eval --fixed`` can put it beside it as ``"fixed"``. ``compare_fixed_float`` also runs the
+float reference on the same clips and reports the per-sample class agreement (docs/targets.md §1:
+no-adapt and strict within 0.5 points of float, ≥ 99 % same class in no-adapt).
+
+Clips, order and sample ids are those of `codegen.measure.evaluate` (`stream_order`, the condition's
+ids), and the formats are calibrated on the clean TRAIN split exactly as `codegen build` does,
+so the numbers describe the firmware that `codegen build` emits for the same inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codegen.base.errors import ConfigError
+
+DEFAULT_MODES: tuple[str, ...] = ("no_adapt", "strict")
+
+
+@dataclass(frozen=True)
+class FixedEval:
+    fixed: dict[str, Any]  # {mode: {snr: {noise: acc, "average": acc}}}
+    float: dict[str, Any]  # same layout, float64 reference on the same clips
+    same_class: dict[str, Any]  # {mode: {snr: fraction of clips with equal predictions}}
+    clips_per_condition: int
+    calibration: str
+
+
+def _table(per: dict[tuple[str, float, str], list[float]]) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for (mode, snr, noise), accs in sorted(per.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        key = f"{snr:g}"
+        table.setdefault(mode, {}).setdefault(key, {})[noise] = round(float(np.mean(accs)), 6)
+    for per_snr in table.values():
+        for cells in per_snr.values():
+            cells["average"] = round(float(np.mean(list(cells.values()))), 6)
+    return table
+
+
+def _model_with(model: Any, sigma0: float | None, beta: float | None, radius: float | None) -> Any:
+    changes = {
+        k: v for k, v in (("sigma0", sigma0), ("beta", beta), ("radius", radius)) if v is not None
+    }
+    if not changes:
+        return model
+    return dataclasses.replace(model, adapt=model.adapt.replace(**changes))
+
+
+def compare_fixed_float(
+    model_path: str | Path,
+    basis_path: str | Path,
+    config: Any,
+    data_dir: str | Path,
+    *,
+    modes: tuple[str, ...] = DEFAULT_MODES,
+    limit: int | None = None,
+    seeds: tuple[int, ...] | None = None,
+    sigma0: float | None = None,
+    beta: float | None = None,
+    radius: float | None = None,
+    with_float: bool = True,
+    progress: bool = False,
+) -> FixedEval:
+    """Integer reference (and float reference) accuracy on every additive GSC-C condition.
+
+    ``config`` is a TOML path or a `codegen.frontend.reader.BuildConfig`; ``sigma0``/``beta``/
+    ``radius`` override it (e.g. with the values `codegen eval` selected on source data).
+    """
+    from tqdm import tqdm
+
+    from codegen.base.features import quantize_features
+    from codegen.data import conditions, load_condition
+    from codegen.data.selection import stream_order
+    from codegen.elatta.float_ref import MODES, adapt, encode_float
+    from codegen.frontend.reader import read_model
+    from codegen.intref.model import infer_int
+    from codegen.ir.meta import features_for
+    from codegen.quantize.format_search import search_weight_formats
+    from codegen.quantize.model import calibration_features, quantize_model
+
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        raise ConfigError(f"modes {bad} are not allowed: use {MODES}")
+    model = _model_with(read_model(model_path, basis_path, config), sigma0, beta, radius)
+    feats, source = calibration_features(model, str(data_dir))
+    q = quantize_model(
+        model, feats, source, search_weight_formats(model, feats, source).weight_shifts
+    )
+    el = model.adapt.to_float()
+    seed_list = seeds if seeds is not None else (int(el.seed),)
+    W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
+
+    acc_fixed: dict[tuple[str, float, str], list[float]] = {}
+    acc_float: dict[tuple[str, float, str], list[float]] = {}
+    same: dict[tuple[str, float], list[float]] = {}
+    conds = [c for c in conditions(str(data_dir), "additive") if c.snr_db is not None]
+    order: np.ndarray | None = None
+    n_clips = 0
+    for cond in tqdm(conds, desc="fixed eval", unit="cond", disable=not progress):
+        split = load_condition(str(data_dir), cond)
+        if order is None:
+            order = stream_order(len(split), limit, seed_list[0])
+        xf = features_for(split.pcm[order], model.meta)
+        y, ids = split.labels[order], split.ids[order]
+        n_clips = len(y)
+        xi = quantize_features(xf, q.lstm.x_fmt)
+        z_f = encode_float(xf, model) if with_float else None
+        snr = float(cond.snr_db)
+        for mode in modes:
+            for s in seed_list if mode != "no_adapt" else seed_list[:1]:
+                qs = (
+                    q
+                    if s == el.seed
+                    else dataclasses.replace(
+                        q,
+                        adapt=dataclasses.replace(
+                            q.adapt_params,
+                            cfg=dataclasses.replace(q.adapt_params.cfg, seed=int(s)),
+                        ),
+                    )
+                )
+                res = infer_int(xi, qs, ids, mode=mode)
+                acc_fixed.setdefault((mode, snr, cond.name), []).append(
+                    float(np.mean(np.asarray(res.pred) == y))
+                )
+                if z_f is not None:
+                    fres = adapt(z_f, W, b, V, ids, el.replace(mode=mode, seed=int(s)))
+                    acc_float.setdefault((mode, snr, cond.name), []).append(
+                        float(np.mean(fres.pred == y))
+                    )
+                    same.setdefault((mode, snr), []).append(
+                        float(np.mean(fres.pred == np.asarray(res.pred)))
+                    )
+    same_table: dict[str, Any] = {}
+    for (mode, snr), vals in sorted(same.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        same_table.setdefault(mode, {})[f"{snr:g}"] = round(float(np.mean(vals)), 6)
+    return FixedEval(_table(acc_fixed), _table(acc_float), same_table, n_clips, source)
+
+
+def evaluate_fixed(
+    model_path: str | Path,
+    basis_path: str | Path,
+    config: Any,
+    data_dir: str | Path,
+    *,
+    modes: tuple[str, ...] = DEFAULT_MODES,
+    limit: int | None = None,
+    seeds: tuple[int, ...] | None = None,
+    sigma0: float | None = None,
+    beta: float | None = None,
+    radius: float | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Fixed-point accuracies ``{mode: {snr: {noise: acc, "average": acc}}}`` (report.json's
+    ``"float"`` layout) from the Python integer reference."""
+    return compare_fixed_float(
+        model_path,
+        basis_path,
+        config,
+        data_dir,
+        modes=modes,
+        limit=limit,
+        seeds=seeds,
+        sigma0=sigma0,
+        beta=beta,
+        radius=radius,
+        with_float=False,
+        progress=progress,
+    ).fixed

@@ -1,0 +1,1 @@
+"""Quantization: float IR to fixed IR, every format, shift, table and proof decided once."""

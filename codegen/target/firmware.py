@@ -1,0 +1,244 @@
+"""`codegen firmware`: build the bare-metal runtime ELF for the Zynq-7020 (docs/architecture.md §5,
+docs/targets.md §2).
+
+Python decides every value (UART divisors, build id); ``templates/fw_config.h.j2`` only formats
+them; arm-none-eabi-gcc compiles ``firmware/`` with the generated header.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from codegen import __version__
+from codegen.base.errors import ConfigError
+from codegen.base.resources import firmware_dir, jinja_env
+from codegen.target import sources
+from codegen.target.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_tool, section_sizes
+
+HELP = "build the bare-metal runtime firmware (ELF) for the Zynq-7020 Cortex-A9"
+
+UART_BASES = {0: 0xE0000000, 1: 0xE0001000}  # UG585 Table 4-6
+MAX_PAYLOAD_RANGE = (64, 8192)
+BAUD_MAX_ERROR = 0.02  # a UART tolerates a few per cent of mismatch; keep under 2 %
+
+
+@dataclass(frozen=True)
+class UartDivisors:
+    index: int
+    base: int
+    baud: int
+    ref_hz: int
+    cd: int
+    bdiv: int
+
+    @property
+    def actual_baud(self) -> float:
+        return self.ref_hz / (self.cd * (self.bdiv + 1))
+
+    @property
+    def error(self) -> float:
+        return abs(self.actual_baud - self.baud) / self.baud
+
+    def template_vars(self) -> dict[str, object]:
+        return {
+            "index": self.index,
+            "base_hex": f"0x{self.base:08X}",
+            "baud": self.baud,
+            "ref_hz": self.ref_hz,
+            "cd": self.cd,
+            "bdiv": self.bdiv,
+            "actual_baud_text": f"{self.actual_baud:.1f}",
+            "error_text": f"{100 * self.error:.3f} %",
+        }
+
+
+def uart_divisors(uart: int, baud: int, ref_hz: int) -> UartDivisors:
+    """Best (CD, BDIV) for baud = ref / (CD · (BDIV + 1)), CD in 2..65535, BDIV in 4..255
+    (UG585 §19.2.3; CD 0 disables and 1 bypasses the generator)."""
+    if uart not in UART_BASES:
+        raise ConfigError(f"uart={uart!r}: the Zynq-7000 has UART0 and UART1; use 0 or 1")
+    if not 300 <= baud <= 921_600:
+        raise ConfigError(f"baud={baud!r}: supported range is 300..921600 bit/s")
+    if not 1_000_000 <= ref_hz <= 200_000_000:
+        raise ConfigError(f"uart_ref_hz={ref_hz!r}: expected 1 MHz..200 MHz (UG585 §25.6)")
+    best: tuple[float, int, int] | None = None
+    for bdiv in range(4, 256):
+        cd = round(ref_hz / (baud * (bdiv + 1)))
+        if not 2 <= cd <= 65535:
+            continue
+        err = abs(ref_hz / (cd * (bdiv + 1)) - baud) / baud
+        if best is None or err < best[0]:
+            best = (err, cd, bdiv)
+    if best is None or best[0] > BAUD_MAX_ERROR:
+        raise ConfigError(
+            f"baud={baud}: no divisor pair reaches it within {100 * BAUD_MAX_ERROR:.0f} % "
+            f"from uart_ref_hz={ref_hz}"
+        )
+    return UartDivisors(uart, UART_BASES[uart], baud, ref_hz, best[1], best[2])
+
+
+@dataclass(frozen=True)
+class FirmwareConfig:
+    uart: int = 0
+    baud: int = 115_200
+    uart_ref_hz: int = 100_000_000  # PYNQ-Z1/Z2 and ZedBoard PS designs clock UART_REF at 100 MHz
+    max_payload: int = 2048
+
+    def validate(self) -> None:
+        lo, hi = MAX_PAYLOAD_RANGE
+        if not lo <= self.max_payload <= hi:
+            raise ConfigError(
+                f"max_payload={self.max_payload!r}: allowed range is {lo}..{hi} bytes"
+            )
+        uart_divisors(self.uart, self.baud, self.uart_ref_hz)
+
+
+@dataclass(frozen=True)
+class FirmwareBuild:
+    elf: Path
+    config_header: Path
+    build_id: str
+    sections: dict[str, tuple[int, int]]
+    compile_command: str
+
+    @property
+    def static_ram(self) -> int:
+        """.data + .bss + reserved stacks, bytes (the linker ASSERTs this <= 64 KiB)."""
+        return sum(self.sections.get(s, (0, 0))[0] for s in (".data", ".bss", ".stack"))
+
+
+def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
+    cfg.validate()
+    div = uart_divisors(cfg.uart, cfg.baud, cfg.uart_ref_hz)
+    return (
+        jinja_env()
+        .get_template("fw_config.h.j2")
+        .render(
+            version=__version__,
+            input_hash=input_hash,
+            build_id=build_id,
+            uart=div.template_vars(),
+            max_payload=cfg.max_payload,
+        )
+    )
+
+
+def _input_hash(cfg: FirmwareConfig, sources: list[Path], extra_flags: tuple[str, ...] = ()) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps(asdict(cfg), sort_keys=True).encode())
+    h.update(" ".join(ARM_CFLAGS + ARM_LDFLAGS + extra_flags).encode())
+    for src in sorted(sources, key=lambda p: p.name):
+        h.update(src.name.encode() + b"\0" + src.read_bytes())
+    return h.hexdigest()
+
+
+def build_firmware(
+    cfg: FirmwareConfig,
+    out_dir: Path,
+    extra_sources: Sequence[Path] = (),
+    extra_includes: Sequence[Path] = (),
+    extra_ldflags: Sequence[str] = (),
+    extra_cflags: Sequence[str] = (),
+    extra_libs: Sequence[str] = (),
+) -> FirmwareBuild:
+    """Compile the runtime, plus (for `codegen build`) the generated model sources and the
+    kernels they need: ``extra_sources`` are compiled after the runtime, ``extra_includes`` come
+    first on the include path, ``extra_cflags`` (e.g. ``-D`` sizes) apply to every source,
+    ``extra_ldflags`` go to the link (e.g. ``-Wl,--undefined=sym`` to keep an entry point that
+    the runtime does not call yet), ``extra_libs`` after the sources, before ``-lgcc`` (e.g.
+    ``-lm -lc`` for `codegen bench`'s float baseline). All of them enter the hash."""
+    cfg.validate()
+    gcc = find_tool("arm-none-eabi-gcc")
+    fw = firmware_dir()
+    srcs = [fw / s for s in sources.RUNTIME] + [Path(s) for s in extra_sources]
+    headers = sorted(fw.glob("*.h")) + sorted(
+        h for d in extra_includes for h in Path(d).glob("*.h")
+    )
+    input_hash = _input_hash(cfg, srcs + headers, (*extra_cflags, *extra_ldflags, *extra_libs))
+    build_id = f"fw-{input_hash[:16]}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    gen = out_dir / "include"
+    gen.mkdir(exist_ok=True)
+    header = gen / "fw_config.h"
+    header.write_text(render_config(cfg, build_id, input_hash))
+    elf = out_dir / "fw.elf"
+    cmd = [
+        gcc,
+        *ARM_CFLAGS,
+        *extra_cflags,
+        f"-I{gen}",
+        *(f"-I{d}" for d in extra_includes),
+        f"-I{fw}",
+        f"-T{fw / 'link.ld'}",
+        *ARM_LDFLAGS,
+        *extra_ldflags,
+        f"-Wl,-Map={out_dir / 'fw.map'}",
+        "-o",
+        str(elf),
+        *map(str, srcs),
+        *extra_libs,
+        "-lgcc",
+    ]
+    run_tool(cmd, what="arm-none-eabi-gcc")
+    build = FirmwareBuild(elf, header, build_id, section_sizes(elf), shlex.join(cmd))
+    manifest = {
+        "build_id": build_id,
+        "inputs_sha256": input_hash,
+        "config": asdict(cfg),
+        "sections": {k: {"size": v[0], "addr": v[1]} for k, v in build.sections.items()},
+        "static_ram_bytes": build.static_ram,
+        "compile_command": build.compile_command,
+    }
+    (out_dir / "firmware.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return build
+
+
+def format_size_table(build: FirmwareBuild) -> str:
+    rows = [f"{'section':<12} {'bytes':>8}  address"]
+    for name, (size, addr) in build.sections.items():
+        if name.startswith((".debug", ".ARM.attributes")):
+            continue
+        rows.append(f"{name:<12} {size:>8}  0x{addr:08x}")
+    rows.append(f"{'static RAM':<12} {build.static_ram:>8}  (.data + .bss + .stack; budget 65536)")
+    return "\n".join(rows)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=Path("build/firmware"), help="output directory")
+    p.add_argument(
+        "--uart",
+        type=int,
+        default=0,
+        choices=(0, 1),
+        help="console UART: 0 (0xE0000000, QEMU's first -serial) or 1 (0xE0001000, "
+        "the USB-UART on PYNQ-Z1/Z2 and ZedBoard)",
+    )
+    p.add_argument("--baud", type=int, default=115_200, help="baud rate (default 115200)")
+    p.add_argument(
+        "--uart-ref-hz",
+        type=int,
+        default=100_000_000,
+        help="UART reference clock of the PS design in Hz (default 100 MHz)",
+    )
+    p.add_argument(
+        "--max-payload",
+        type=int,
+        default=2048,
+        help="largest frame payload in bytes (64..8192, default 2048)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = FirmwareConfig(
+        uart=args.uart, baud=args.baud, uart_ref_hz=args.uart_ref_hz, max_payload=args.max_payload
+    )
+    build = build_firmware(cfg, args.out)
+    print(f"{build.elf}  ({build.build_id})")
+    print(format_size_table(build))
+    return 0

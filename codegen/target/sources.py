@@ -1,0 +1,39 @@
+"""The firmware's source files, in one place: what `codegen firmware`, `codegen build`, the host
+libraries of the tests and `codegen bench` compile (names under ``firmware/``, link order)."""
+
+from __future__ import annotations
+
+# The bare-metal runtime: vectors and stacks, UART, timer, frames, protocol server.
+RUNTIME: tuple[str, ...] = (
+    "startup.S",
+    "main.c",
+    "fw_uart.c",
+    "fw_timer.c",
+    "fw_frame.c",
+    "fw_server.c",
+    "fw_rt.c",
+)
+# The integer encoders: LSTM (its twin: codegen/intref/lstm.py) and GRU (codegen/intref/gru.py;
+# the linker drops whichever a model does not call), and the hidden Linear + ReLU layers of an
+# MLP head (elt_dense_s16.c).
+LSTM: tuple[str, ...] = ("elt_lstm_s16.c", "elt_gru_s16.c", "elt_dense_s16.c")
+# The ELaTTA adaptation core; elt_intmath.c: the exact division and square root the others call.
+ADAPT: tuple[str, ...] = (
+    "elt_intmath.c",
+    "elt_rng.c",
+    "elt_entropy_s16.c",
+    "elt_cmaes_s32.c",
+    "elt_adapt.c",
+)
+# The model runtime (INFER/RESET), bound to one model by the generated fw_app_model.h, and the
+# continual input normalisation it runs in mode cmvn.
+APP: tuple[str, ...] = ("elt_cmvn_s16.c", "fw_app_kws.c")
+# The integer MFCC front end (its twin: codegen/intref/mfcc.py; tables: codegen/emit/mfcc.py).
+MFCC: tuple[str, ...] = ("elt_mfcc_s16.c",)
+# The float32 encoder of the bench's float baselines.
+F32: tuple[str, ...] = ("elt_lstm_f32.c",)
+
+
+def kernels(with_adapt: bool) -> tuple[str, ...]:
+    """The model kernels a build links: the encoder, and the adaptation core if it has one."""
+    return LSTM + (ADAPT if with_adapt else ())

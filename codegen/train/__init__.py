@@ -1,0 +1,1 @@
+"""`codegen train`: the source model on clean data."""
