@@ -38,7 +38,13 @@ def test_wheel_carries_templates_and_firmware(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "codegen/templates/fw_config.h.j2" in names
-    for src in ("startup.S", "link.ld", "fw_server.c", "fw_proto.h", "host/server_stdio.c"):
+    for src in (
+        "board/zynq7000/startup.S",
+        "board/zynq7000/link.ld",
+        "fw_server.c",
+        "fw_proto.h",
+        "host/server_stdio.c",
+    ):
         assert f"codegen/firmware/{src}" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

@@ -20,7 +20,7 @@ from codegen import __version__
 from codegen.artefact.program import MANIFEST_FORMAT, MANIFEST_VERSION
 from codegen.ir.nodes import Accumulator, QModel, QTensor
 
-RAM_BUDGET_BYTES = 65536  # firmware/link.ld: data + bss + stacks
+RAM_BUDGET_BYTES = 65536  # firmware/board/zynq7000/link.ld: data + bss + stacks
 
 
 def tensor_report(t: QTensor) -> dict[str, Any]:

@@ -48,9 +48,9 @@ def _types() -> dict[str, type]:
     from codegen.base.features import MfccParams
     from codegen.base.qformat import QFormat
     from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
+    from codegen.ir import nodes as ir
     from codegen.ir.meta import ModelMeta
     from codegen.ir.mfcc import QMfcc
-    from codegen.ir import nodes as ir
 
     return {
         "QFormat": QFormat,

@@ -565,7 +565,8 @@ LINK_BAUD = 115200  # the board default (README "Running on a real ZYNQ-7020 boa
 # Framing of docs/protocol.md: 12 bytes of header and CRC around a payload, COBS adds
 # ceil(n / 254) + 1 bytes (with the trailing delimiter).
 FRAME_OVERHEAD = 12
-UART_BITS_PER_BYTE = 10  # 8N1: start, 8 data, stop (firmware/fw_uart.c XUART_MR_8N1; UG585 B.33)
+# 8N1: start, 8 data, stop (firmware/board/zynq7000/fw_uart.c XUART_MR_8N1; UG585 B.33)
+UART_BITS_PER_BYTE = 10
 
 
 def _frame_bytes(payload: int) -> int:

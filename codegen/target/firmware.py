@@ -157,8 +157,10 @@ def build_firmware(
     gcc = find_tool("arm-none-eabi-gcc")
     fw = firmware_dir()
     srcs = [fw / s for s in sources.RUNTIME] + [Path(s) for s in extra_sources]
-    headers = sorted(fw.glob("*.h")) + sorted(
-        h for d in extra_includes for h in Path(d).glob("*.h")
+    headers = (
+        sorted(fw.glob("*.h"))
+        + sorted((fw / sources.BOARD_DIR).glob("*.h"))
+        + sorted(h for d in extra_includes for h in Path(d).glob("*.h"))
     )
     input_hash = _input_hash(cfg, srcs + headers, (*extra_cflags, *extra_ldflags, *extra_libs))
     build_id = f"fw-{input_hash[:16]}"
@@ -175,7 +177,7 @@ def build_firmware(
         f"-I{gen}",
         *(f"-I{d}" for d in extra_includes),
         f"-I{fw}",
-        f"-T{fw / 'link.ld'}",
+        f"-T{fw / sources.LINKER_SCRIPT}",
         *ARM_LDFLAGS,
         *extra_ldflags,
         f"-Wl,-Map={out_dir / 'fw.map'}",

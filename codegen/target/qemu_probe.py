@@ -15,11 +15,12 @@ from pathlib import Path
 
 from codegen.base.errors import CodegenError
 from codegen.base.resources import firmware_dir
+from codegen.target import sources
 from codegen.target.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_tool
 
-# What every probe links besides its own sources: reset vectors, UART0, the global timer and
-# the runtime (firmware/); the linker drops what a probe does not call (--gc-sections).
-RUNTIME = ("startup.S", "fw_uart.c", "fw_timer.c", "fw_rt.c")
+# What every probe links besides its own sources: the board (reset vectors, UART, the global
+# timer, the fault reporter); the linker drops what a probe does not call (--gc-sections).
+RUNTIME = sources.BOARD
 
 
 def link_probe(
@@ -41,7 +42,7 @@ def link_probe(
             *cflags,
             *(f"-I{d}" for d in includes),
             f"-I{fw}",
-            f"-T{fw / 'link.ld'}",
+            f"-T{fw / sources.LINKER_SCRIPT}",
             *ARM_LDFLAGS,
             "-o",
             str(elf),

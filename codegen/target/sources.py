@@ -3,15 +3,26 @@ libraries of the tests and `codegen bench` compile (names under ``firmware/``, l
 
 from __future__ import annotations
 
-# The bare-metal runtime: vectors and stacks, UART, timer, frames, protocol server.
+# The board: everything that knows the Zynq-7000 PS (UG585) lives in one folder and implements
+# the target interface, the headers fw_uart.h, fw_timer.h and fw_rt.h at the top of firmware/:
+# reset vectors, MMU and caches, stacks (startup.S), the memory map (link.ld), the register map
+# (zynq7000.h), the Cadence UART, the global timer, the fault reporter.
+BOARD_DIR = "board/zynq7000"
+BOARD: tuple[str, ...] = (
+    f"{BOARD_DIR}/startup.S",
+    f"{BOARD_DIR}/fw_uart.c",
+    f"{BOARD_DIR}/fw_timer.c",
+    f"{BOARD_DIR}/fw_rt.c",
+)
+LINKER_SCRIPT = f"{BOARD_DIR}/link.ld"
+# The bare-metal runtime: the board, the main loop, frames and the protocol server.
 RUNTIME: tuple[str, ...] = (
-    "startup.S",
+    BOARD[0],
     "main.c",
-    "fw_uart.c",
-    "fw_timer.c",
+    *BOARD[1:3],
     "fw_frame.c",
     "fw_server.c",
-    "fw_rt.c",
+    BOARD[3],
 )
 # The integer encoders: LSTM (its twin: codegen/intref/lstm.py) and GRU (codegen/intref/gru.py;
 # the linker drops whichever a model does not call), and the hidden Linear + ReLU layers of an
