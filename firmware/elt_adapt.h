@@ -11,14 +11,9 @@
 #include <stdint.h>
 
 #include "elt_cmaes_s32.h"
+#include "elt_modes.h" /* ELT_MODE_*: the mode table of codegen.ir.modes */
 #include "elt_rng.h"
 #include "elt_types.h"
-
-/* Modes, same order as codegen.elatta.float_ref.MODES. */
-#define ELT_MODE_NO_ADAPT 0
-#define ELT_MODE_STRICT 1
-#define ELT_MODE_CONTINUAL 2
-#define ELT_MODE_CONTINUAL_BOUNDED 3
 
 typedef struct {
     int32_t n_classes;        /* C */

@@ -38,8 +38,10 @@
 #include "fw_server.h"
 #include "fw_timer.h"
 
-/* The mode byte after the ELaTTA modes (ELT_MODE_*): continual input normalisation. */
-#define APP_MODE_CMVN 4u
+/* The mode table (elt_modes.h, generated from codegen.ir.modes): the latent search each mode
+ * runs after the encoder, and whether it runs the input normalisation before it. */
+static const uint8_t app_mode_search[ELT_MODE_COUNT] = ELT_MODE_SEARCH_TABLE;
+#define APP_MODE_IS(mask, mode) ((((uint32_t)(mask)) >> (mode)) & 1u)
 
 /* INFER request: sample_id:u32 mode:u8 T:u16 F:u16 features:i16[T*F] (docs/protocol.md). */
 #define APP_INFER_HDR 9u
@@ -113,18 +115,18 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     }
     uint32_t sample_id = fw_get_u32(&in[0]);
     uint8_t mode = in[4];
-    if (mode > APP_MODE_CMVN || fw_get_u16(&in[5]) != FW_APP_T || fw_get_u16(&in[7]) != FW_APP_F) {
+    if (mode >= ELT_MODE_COUNT || fw_get_u16(&in[5]) != FW_APP_T ||
+        fw_get_u16(&in[7]) != FW_APP_F) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     for (uint32_t i = 0; i < APP_FEATURES; i++) {
         a->x[i] = (int16_t)fw_get_u16(&in[APP_INFER_HDR + 2u * i]);
     }
-    a->params.mode = (int32_t)mode;
+    a->params.mode = (int32_t)app_mode_search[mode];
     uint64_t t_cmvn = 0;
-    if (mode == APP_MODE_CMVN) {
+    if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_MASK, mode)) {
         uint64_t tc = fw_timer_now();
         elt_cmvn_apply_s16(&app_cmvn, &a->cmvn, a->x);
-        a->params.mode = ELT_MODE_NO_ADAPT; /* no latent search: the head on the new z_t */
         t_cmvn = fw_timer_now() - tc;
     }
     uint64_t t1 = fw_timer_now();
@@ -194,13 +196,15 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
                            uint8_t *out, uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
-    /* cmvn needs the whole clip's statistics before the first encoder step: refused */
-    if (len != APP_BEGIN_SIZE || in[4] >= APP_MODE_CMVN) {
+    /* a mode the audio mode does not serve (cmvn needs the whole clip's statistics before the
+     * first encoder step) is refused */
+    if (len != APP_BEGIN_SIZE || in[4] >= ELT_MODE_COUNT ||
+        !APP_MODE_IS(ELT_MODE_AUDIO_MASK, in[4])) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     s->sample_id = fw_get_u32(&in[0]);
     s->mode = in[4];
-    a->params.mode = (int32_t)s->mode;
+    a->params.mode = (int32_t)app_mode_search[s->mode];
     s->samples = 0;
     s->frames = 0;
     s->t_front = 0;

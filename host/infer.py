@@ -21,20 +21,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from codegen.ir.nodes import DEVICE_MODES
+from codegen.ir.modes import CONTINUAL_MODES, DEVICE_MODES, MODE_IDS, STREAM_MODES
 
-# DEVICE_MODES: the mode byte of INFER and RESULT (ELT_MODE_* of firmware/elt_adapt.h, then
-# APP_MODE_CMVN of firmware/fw_app_kws.c). Continual modes carry p_prev from sample to sample;
-# stateful modes carry any state (cmvn: the running input statistics).
-CONTINUAL_MODES: frozenset[str] = frozenset({"continual", "continual_bounded"})
+# The mode byte of INFER and RESULT, the modes that carry p_prev and those the audio mode
+# serves: all from the one mode table (codegen.ir.modes, firmware/elt_modes.h).
+__all__ = ["CONTINUAL_MODES", "DEVICE_MODES", "STREAM_MODES"]
 INFER_HDR = struct.Struct("<IBHH")
 AUDIO_BEGIN = struct.Struct("<IB")
 AUDIO_HDR = struct.Struct("<I")
 AUDIO_END = struct.Struct("<I")
 AUDIO_ACK = struct.Struct("<II")
-# Modes the audio mode serves: cmvn normalises with the whole clip's statistics before the
-# encoder's first step, which a one-pass stream cannot (the device answers ERROR(PAYLOAD)).
-STREAM_MODES: tuple[str, ...] = tuple(m for m in DEVICE_MODES if m != "cmvn")
 RESULT_FIXED = struct.Struct("<IBBBBiiiiiIII")
 # Fields compared bit-exactly with the integer reference (every field but the timer ticks).
 COMPARED_FIELDS: tuple[str, ...] = (
@@ -54,8 +50,8 @@ COMPARED_FIELDS: tuple[str, ...] = (
 
 def mode_index(mode: str) -> int:
     try:
-        return DEVICE_MODES.index(mode)
-    except ValueError:
+        return MODE_IDS[mode]
+    except KeyError:
         raise ValueError(f"mode {mode!r}: use one of {DEVICE_MODES}") from None
 
 

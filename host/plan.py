@@ -25,6 +25,7 @@ from elatta_host.infer import InferResult, mode_index
 
 from codegen.base.errors import CodegenError
 from codegen.data.streams import StreamSpec, build_stream
+from codegen.ir.modes import mode as device_mode
 
 
 class RunError(CodegenError):
@@ -133,8 +134,8 @@ def _check_classes(q: Any, info: dict[str, Any], data_dir: Path) -> None:
 
 
 def _elatta_mode(mode: str) -> str:
-    """The float ELaTTA mode of a device mode (cmvn runs no latent search)."""
-    return "no_adapt" if mode == "cmvn" else mode
+    """The float ELaTTA mode of a device mode: its latent search (codegen.ir.modes)."""
+    return device_mode(mode).search
 
 
 def cmvn_float(cfg: Any) -> Any:
@@ -192,12 +193,12 @@ def make_plan(
                 f'({why}); rebuild with [target] input = "both" or "pcm", or use '
                 "--input features"
             )
-        if "cmvn" in modes:
-            raise RunError(
-                "--input pcm --mode cmvn: cmvn normalises every frame with the whole clip's "
-                "statistics before the encoder's first step, which the one-pass audio mode "
-                "cannot (the device refuses it); stream another mode or use --input features"
-            )
+        for m in map(device_mode, modes):
+            if not m.audio:
+                raise RunError(
+                    f"--input pcm --mode {m.name}: {m.why_not_audio} (the device refuses it); "
+                    "stream another mode or use --input features"
+                )
     streams = [
         _stream(q, mode, name, clips, pcm=input_kind == "pcm")
         for mode in modes
@@ -281,7 +282,7 @@ def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> St
     fres = adapt(z_f, W, b, V, c.ids, el.replace(mode=_elatta_mode(mode)))
     pred = np.asarray(fres.pred)
     pred0 = np.asarray(ref["pred_noadapt"])
-    if mode == "cmvn":  # the float twin: cmvn on the float features, then the model
+    if device_mode(mode).before_encoder == "cmvn":  # the float twin: cmvn on the float features
         z_c = encode_float(cmvn_normalised(c.xf, cmvn_float(model.adapt)), model)
         pred = np.argmax(head_logits(z_c, W, b), axis=1)
         # the device's pred_noadapt is cmvn's class too: no-adapt itself from the reference

@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from codegen.ir.modes import MODES
+from codegen.ir.modes import mode as device_mode
+
 if TYPE_CHECKING:
     from elatta_host.plan import Plan
 
@@ -30,13 +33,7 @@ TARGETS = ("float", "fixed", "device")
 HEAD_CLIPS = (
     10  # accuracy of the first clips after a switch is reported apart (codegen.data.streams)
 )
-METHOD_NAMES = {
-    "no_adapt": "no-adapt",
-    "strict": "ELaTTA (strict)",
-    "continual": "ELaTTA (continual, paper)",
-    "continual_bounded": "ELaTTA (continual, bounded)",
-    "cmvn": "cmvn (continual input normalisation)",
-}
+METHOD_NAMES = {m.name: m.label for m in MODES}
 
 
 # Timed stages of a RESULT; "frontend" (the integer MFCC) only in the audio mode.
@@ -90,7 +87,9 @@ def build_report(
     # no-adapt rows: from the first mode whose RESULT carries the no-adapt class (in cmvn,
     # pred_noadapt is cmvn's own class; float and fixed take no-adapt from the references)
     first_mode = plan.selection.modes[0]
-    device_noadapt = next((m for m in plan.selection.modes if m != "cmvn"), None)
+    device_noadapt = next(
+        (m for m in plan.selection.modes if device_mode(m).before_encoder is None), None
+    )
     acc: dict[str, dict[tuple[str, float, str], list[bool]]] = {
         t: defaultdict(list) for t in TARGETS
     }

@@ -58,6 +58,7 @@ from elatta_host.infer import (
     COMPARED_FIELDS,
     CONTINUAL_MODES,
     DEVICE_MODES,
+    STREAM_MODES,
     AppInfo,
     InferResult,
     decode_audio_ack,
@@ -76,7 +77,7 @@ from elatta_host.report import Answered
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT
 
 from codegen.data.streams import add_stream_arguments, stream_from_args
-from codegen.ir.nodes import STATEFUL_MODES
+from codegen.ir.modes import STATEFUL_MODES
 
 HELP = "stream GSC-C samples to the firmware (QEMU or a board), check every result bit-exactly"
 RUN_FORMAT = "elatta-run"
@@ -673,7 +674,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="features",
         help="features: INFER with the host's integer features (default); pcm: stream each "
         "clip's mixed audio through the device's audio mode (integer MFCC and one encoder step "
-        "per frame on the device; every mode but cmvn)",
+        f"per frame on the device; modes {', '.join(STREAM_MODES)})",
     )
     p.add_argument(
         "--chunk",

@@ -22,7 +22,8 @@ from codegen.emit.adapt_neon import (
     unrolled,
     vmlal_per_candidate,
 )
-from codegen.ir.nodes import H_FMT, LNSIG_FMT, MODE_IDS, P_FMT, Z_T_FMT, AdaptParams
+from codegen.ir.modes import MODE_IDS
+from codegen.ir.nodes import H_FMT, LNSIG_FMT, P_FMT, Z_T_FMT, AdaptParams
 
 _PREFIX_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?$")
 

@@ -24,6 +24,7 @@ from codegen.base.errors import ConfigError
 from codegen.base.fixed import rshift_round
 from codegen.intref.adapt import IntAdaptResult
 from codegen.intref.lstm import lstm_int
+from codegen.ir.modes import mode as device_mode
 from codegen.ir.nodes import QModel
 
 SampleTraceFn = Callable[[int, str, int, np.ndarray], None]
@@ -57,10 +58,10 @@ def params_for_mode(q: QModel, mode: str | None) -> Any:
     params = q.adapt_params
     if mode is None or mode == params.cfg.mode:
         return params
-    from codegen.elatta.float_ref import MODES
+    from codegen.elatta.float_ref import MODES as SEARCHES
 
-    if mode not in MODES:
-        raise ConfigError(f"mode={mode!r} is not allowed: use one of {MODES}")
+    if mode not in SEARCHES:
+        raise ConfigError(f"mode={mode!r} is not a latent search: use one of {SEARCHES}")
     return dataclasses.replace(params, cfg=dataclasses.replace(params.cfg, mode=mode))
 
 
@@ -100,15 +101,16 @@ def infer_int(
             for row in range(values.shape[0]):
                 tr(row, stage, index, np.asarray(values[row]).reshape(-1).copy())
 
-    if (mode or q.adapt_params.cfg.mode) == "cmvn":
+    m = device_mode(mode or q.adapt_params.cfg.mode)
+    if m.before_encoder == "cmvn":
         # continual input normalisation in row order from a reset state (RESET), then the
-        # encoder and the head without a latent search (codegen.intref.cmvn)
+        # encoder and the mode's latent search (codegen.intref.cmvn)
         from codegen.intref.cmvn import cmvn_int
 
         if q.cmvn is None:
             raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
         features, _ = cmvn_int(features, q.cmvn)
-        mode = "no_adapt"
+    mode = m.search
     z = encode_int(features, q, trace=lstm_trace).astype(np.int16)
     params = params_for_mode(q, mode)
     ids = np.asarray(sample_ids)
@@ -142,11 +144,11 @@ def stream_infer_int(
     encoder's first step, which a one-pass stream cannot."""
     from codegen.intref.mfcc import mfcc_int
 
-    if (mode or q.adapt_params.cfg.mode) == "cmvn":
+    m = device_mode(mode or q.adapt_params.cfg.mode)
+    if not m.audio:
         raise ConfigError(
-            "mode 'cmvn' is not served by the streaming audio mode: it normalises every frame "
-            "with the whole clip's statistics before the encoder runs; stream another mode or "
-            "use feature input"
+            f"mode {m.name!r} is not served by the streaming audio mode: {m.why_not_audio}; "
+            "stream another mode or use feature input"
         )
     if q.mfcc is None:
         raise ConfigError(

@@ -39,7 +39,8 @@ from codegen.base.errors import ConfigError
 from codegen.base.fixed import rshift_round
 from codegen.base.qformat import QFormat
 from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
-from codegen.elatta.float_ref import MODES, ElattaConfig, is_int
+from codegen.elatta.float_ref import ElattaConfig, is_int
+from codegen.ir.modes import DEVICE_MODES, mode
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -476,12 +477,6 @@ H_FMT = QFormat(31 - H_FRAC, H_FRAC, 32)  # Q5.26
 LNSIG_FMT = QFormat(31 - LNSIG_FRAC, LNSIG_FRAC, 32)  # Q8.23
 RADIUS_FRAC = 23  # continual_bounded radius, Q8.23
 BETA_FRAC = 30  # Q1.30
-# The device's modes: the paper's ELaTTA modes (codegen.elatta.float_ref.MODES) and "cmvn", the
-# continual input normalisation of docs/adaptation.md (no latent search). The index is the mode
-# byte of INFER and RESULT (ELT_MODE_* in firmware/elt_adapt.h, FW_APP_MODE_CMVN).
-DEVICE_MODES: tuple[str, ...] = (*MODES, "cmvn")
-STATEFUL_MODES: frozenset[str] = frozenset({"continual", "continual_bounded", "cmvn"})
-MODE_IDS = {m: i for i, m in enumerate(DEVICE_MODES)}
 CMVN_SHIFT_MAX = 15  # α = 2^-a, w = 2^-b with a in 1..15, b in 0..15
 
 
@@ -652,13 +647,13 @@ class AdaptConfig:
 
     def to_float(self) -> ElattaConfig:
         """The float configuration this one twins (QELaTTA-V2 has no float counterpart; mode
-        "cmvn" runs no latent search, so its ELaTTA twin is no_adapt)."""
+        whose latent search is another's, e.g. cmvn's, has that search as its ELaTTA twin)."""
         return ElattaConfig(
             k=self.k,
             n_iter=self.n_iter,
             lam=self.lam,
             sigma0=self.sigma0,
-            mode="no_adapt" if self.mode == "cmvn" else self.mode,
+            mode=mode(self.mode).search,
             seed=self.seed,
             beta=self.beta,
             radius=self.radius,

@@ -1,0 +1,116 @@
+"""The mode table (codegen.ir.modes) is the one description of the device's modes: the
+firmware's generated header equals its rendering, the firmware names modes only through it, and
+every consumer (IR validation, references, host codec, reports) answers from it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codegen.base.errors import ConfigError
+from codegen.ir import modes
+from codegen.ir.modes import MODES, Mode
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = ROOT / "firmware" / "elt_modes.h"
+
+
+def _clang_format() -> str:
+    exe = shutil.which("clang-format", path=str(Path(sys.executable).parent)) or shutil.which(
+        "clang-format"
+    )
+    if exe is None:
+        pytest.fail("clang-format is a test dependency (pyproject's test extra): not installed")
+    return exe
+
+
+def test_firmware_header_is_the_table() -> None:
+    rendered = subprocess.run(
+        [_clang_format(), f"--assume-filename={HEADER}"],
+        input=modes.render_c_header(),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
+    assert HEADER.read_text() == rendered, (
+        "firmware/elt_modes.h departs from codegen.ir.modes: regenerate it (see its banner)"
+    )
+    for m in MODES:
+        assert re.search(rf"^#define {m.c_name} {m.wire_id}\b", rendered, re.M), m.name
+
+
+def test_firmware_names_modes_only_through_the_header() -> None:
+    """No hand-written mode number in the firmware: every mode test goes through elt_modes.h."""
+    for src in ("fw_app_kws.c", "elt_adapt.c", "elt_adapt.h"):
+        text = (ROOT / "firmware" / src).read_text()
+        assert "APP_MODE_CMVN" not in text
+        assert not re.search(r"#define ELT_MODE_\w+ \d", text), src
+        assert not re.search(r"mode\s*[=!<>]=?\s*\d+u?\b", text), src
+
+
+def test_wire_ids_are_dense_and_unique() -> None:
+    assert [m.wire_id for m in MODES] == list(range(len(MODES)))
+    assert modes.by_wire_id(4).name == "cmvn"
+    with pytest.raises(ValueError, match="names no mode"):
+        modes.by_wire_id(len(MODES))
+
+
+def test_unknown_mode_is_refused_with_the_allowed_ones() -> None:
+    with pytest.raises(ConfigError, match="'bogus' is not allowed: use one of"):
+        modes.mode("bogus")
+
+
+def test_consumers_read_the_table() -> None:
+    from elatta_host import infer, report
+
+    from codegen.ir.nodes import AdaptConfig
+
+    assert infer.DEVICE_MODES == tuple(m.name for m in MODES)
+    assert set(infer.STREAM_MODES) == {m.name for m in MODES if m.audio}
+    assert report.METHOD_NAMES == {m.name: m.label for m in MODES}
+    for m in MODES:
+        assert infer.mode_index(m.name) == m.wire_id
+        assert AdaptConfig(mode=m.name).to_float().mode == m.search
+
+
+def test_a_mode_must_be_well_formed() -> None:
+    with pytest.raises(ValueError, match="search"):
+        Mode("x", 9, "x", "nothing")
+    with pytest.raises(ValueError, match="input stage"):
+        Mode("x", 9, "x", "strict", before_encoder="pcen")
+    with pytest.raises(ValueError, match="stateful"):
+        Mode("x", 9, "x", "continual", carries_p=True)
+    with pytest.raises(ValueError, match="why the audio mode"):
+        Mode("x", 9, "x", "strict", audio=False)
+
+
+def test_a_new_mode_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mode declared in the table only (cmvn's normalisation, then the strict search) reaches
+    the firmware header: its id, its search and its input stage, no code touched."""
+    extra = Mode(
+        "cmvn_strict",
+        len(MODES),
+        "cmvn + strict",
+        "strict",
+        before_encoder="cmvn",
+        stateful=True,
+        audio=False,
+        why_not_audio="it needs the whole clip",
+    )
+    table = (*MODES, extra)
+    monkeypatch.setattr(modes, "MODES", table)
+    monkeypatch.setattr(modes, "BY_NAME", {m.name: m for m in table})
+    text = modes.render_c_header()
+    assert f"#define ELT_MODE_CMVN_STRICT {len(MODES)}" in text
+    assert f"#define ELT_MODE_COUNT {len(table)}u" in text
+    search = re.search(r"ELT_MODE_SEARCH_TABLE \{(.*)\}", text)
+    assert search is not None
+    assert search.group(1).split(",")[len(MODES)].strip() == "ELT_MODE_STRICT"
+    mask = re.search(r"ELT_MODE_BEFORE_CMVN_MASK (0x[0-9A-F]+)u", text)
+    assert mask is not None and int(mask.group(1), 16) == (1 << 4) | (1 << len(MODES))
