@@ -30,6 +30,7 @@
 #include "elt_adapt.h"
 #include "elt_cmvn_s16.h"
 #include "fw_app_model.h"
+#include "fw_app_wire.h" /* payload offsets: codegen.ir.wire */
 #if defined(ELT_ENCODER_F32)
 /* codegen bench's float32 baseline (codegen/emit/f32.py): FW_APP_ENCODE = the float encoder. */
 #include "fw_app_f32.h"
@@ -43,12 +44,11 @@
 static const uint8_t app_mode_search[ELT_MODE_COUNT] = ELT_MODE_SEARCH_TABLE;
 #define APP_MODE_IS(mask, mode) ((((uint32_t)(mask)) >> (mode)) & 1u)
 
-/* INFER request: sample_id:u32 mode:u8 T:u16 F:u16 features:i16[T*F] (docs/protocol.md). */
-#define APP_INFER_HDR 9u
+/* Payload layouts: fw_app_wire.h (generated from codegen.ir.wire, docs/protocol.md). INFER is
+ * its fixed part then features i16[T*F]; RESULT its fixed part then p_best i32[k],
+ * logits_noadapt i16[C], logits i16[C], z i16[H]. */
 #define APP_FEATURES (FW_APP_T * FW_APP_F)
-#define APP_INFER_SIZE (APP_INFER_HDR + 2u * APP_FEATURES)
-/* RESULT: 40-byte fixed part, p_best i32[k], logits_noadapt i16[C], logits i16[C], z i16[H]. */
-#define APP_RESULT_FIXED 40u
+#define APP_INFER_SIZE (APP_INFER_FIXED + 2u * APP_FEATURES)
 #define APP_RESULT_SIZE (APP_RESULT_FIXED + 4u * FW_APP_K + 4u * FW_APP_C + 2u * FW_APP_H)
 
 #if FW_APP_FEATURE_INFER
@@ -79,18 +79,18 @@ static void pack_result(const app_ctx_t *a, uint32_t sample_id, uint8_t mode, ui
                         uint32_t t_adapt, uint8_t *out)
 {
     const elt_adapt_result_t *r = &a->res;
-    fw_put_u32(&out[0], sample_id);
-    out[4] = mode;
-    out[5] = (uint8_t)FW_APP_C;
-    out[6] = (uint8_t)FW_APP_K;
-    out[7] = (uint8_t)FW_APP_H;
-    fw_put_u32(&out[8], (uint32_t)r->pred_noadapt);
-    fw_put_u32(&out[12], (uint32_t)r->pred);
-    fw_put_u32(&out[16], (uint32_t)r->H_noadapt);
-    fw_put_u32(&out[20], (uint32_t)r->H_best);
-    fw_put_u32(&out[24], (uint32_t)r->n_pivot_fix);
-    fw_put_u32(&out[28], t_enc);
-    fw_put_u32(&out[32], t_adapt);
+    fw_put_u32(&out[APP_RESULT_SAMPLE_ID], sample_id);
+    out[APP_RESULT_MODE] = mode;
+    out[APP_RESULT_C] = (uint8_t)FW_APP_C;
+    out[APP_RESULT_K] = (uint8_t)FW_APP_K;
+    out[APP_RESULT_H] = (uint8_t)FW_APP_H;
+    fw_put_u32(&out[APP_RESULT_PRED_NOADAPT], (uint32_t)r->pred_noadapt);
+    fw_put_u32(&out[APP_RESULT_PRED], (uint32_t)r->pred);
+    fw_put_u32(&out[APP_RESULT_H_NOADAPT], (uint32_t)r->H_noadapt);
+    fw_put_u32(&out[APP_RESULT_H_BEST], (uint32_t)r->H_best);
+    fw_put_u32(&out[APP_RESULT_N_PIVOT_FIX], (uint32_t)r->n_pivot_fix);
+    fw_put_u32(&out[APP_RESULT_TICKS_ENCODER], t_enc);
+    fw_put_u32(&out[APP_RESULT_TICKS_ADAPT], t_adapt);
     uint32_t o = APP_RESULT_FIXED;
     for (uint32_t j = 0; j < FW_APP_K; j++, o += 4u) {
         fw_put_u32(&out[o], (uint32_t)r->p_best[j]);
@@ -113,14 +113,14 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     if (len != APP_INFER_SIZE) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
-    uint32_t sample_id = fw_get_u32(&in[0]);
-    uint8_t mode = in[4];
-    if (mode >= ELT_MODE_COUNT || fw_get_u16(&in[5]) != FW_APP_T ||
-        fw_get_u16(&in[7]) != FW_APP_F) {
+    uint32_t sample_id = fw_get_u32(&in[APP_INFER_SAMPLE_ID]);
+    uint8_t mode = in[APP_INFER_MODE];
+    if (mode >= ELT_MODE_COUNT || fw_get_u16(&in[APP_INFER_T]) != FW_APP_T ||
+        fw_get_u16(&in[APP_INFER_F]) != FW_APP_F) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     for (uint32_t i = 0; i < APP_FEATURES; i++) {
-        a->x[i] = (int16_t)fw_get_u16(&in[APP_INFER_HDR + 2u * i]);
+        a->x[i] = (int16_t)fw_get_u16(&in[APP_INFER_FIXED + 2u * i]);
     }
     a->params.mode = (int32_t)app_mode_search[mode];
     uint64_t t_cmvn = 0;
@@ -136,7 +136,7 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     uint64_t t3 = fw_timer_now();
     pack_result(a, sample_id, mode, (uint32_t)(t2 - t1), (uint32_t)(t_cmvn + (t3 - t2)), out);
     /* Total: payload checks and copy, encoder, adaptation, result packing. */
-    fw_put_u32(&out[36], (uint32_t)(fw_timer_now() - t0));
+    fw_put_u32(&out[APP_RESULT_TICKS_TOTAL], (uint32_t)(fw_timer_now() - t0));
     *out_len = (uint16_t)APP_RESULT_SIZE;
     return (int32_t)FW_MSG_RESULT;
 }
@@ -145,19 +145,14 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
 #if FW_APP_STREAM
 #include "elt_mfcc_s16.h"
 
-/* AUDIO_BEGIN: sample_id:u32 mode:u8. AUDIO: offset:u32 pcm:i16[n]. AUDIO_END: samples:u32.
- * AUDIO_ACK: samples:u32 frames:u32 (both so far). RESULT of AUDIO_END: INFER's RESULT, then
- * the front end's ticks (u32). */
-#define APP_BEGIN_SIZE 5u
-#define APP_AUDIO_HDR 4u
-#define APP_END_SIZE 4u
-#define APP_ACK_SIZE 8u
+/* AUDIO_BEGIN, AUDIO (its fixed part, then pcm i16[n]), AUDIO_END, AUDIO_ACK: fw_app_wire.h.
+ * RESULT of AUDIO_END: INFER's RESULT, then the front end's ticks (u32). */
 #define APP_STREAM_RESULT_SIZE (APP_RESULT_SIZE + 4u)
 /* PCM samples copied out of the (unaligned) payload at a time. */
 #define APP_PCM_BLOCK 64u
 
 _Static_assert(APP_STREAM_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
-_Static_assert(APP_ACK_SIZE <= FW_REPLY_MAX, "AUDIO_ACK does not fit FW_REPLY_MAX");
+_Static_assert(APP_AUDIO_ACK_FIXED <= FW_REPLY_MAX, "AUDIO_ACK does not fit FW_REPLY_MAX");
 _Static_assert(FW_APP_MFCC_N == FW_APP_F, "the front end's coefficients are the model's input");
 _Static_assert(FW_APP_MFCC_WIN <= ELT_MFCC_WIN_MAX, "the frame window exceeds ELT_MFCC_WIN_MAX");
 
@@ -187,9 +182,9 @@ static uint32_t frames_of(uint32_t n)
 
 static void audio_ack(const app_stream_t *s, uint8_t *out, uint16_t *out_len)
 {
-    fw_put_u32(&out[0], s->samples);
-    fw_put_u32(&out[4], s->frames);
-    *out_len = (uint16_t)APP_ACK_SIZE;
+    fw_put_u32(&out[APP_AUDIO_ACK_SAMPLES], s->samples);
+    fw_put_u32(&out[APP_AUDIO_ACK_FRAMES], s->frames);
+    *out_len = (uint16_t)APP_AUDIO_ACK_FIXED;
 }
 
 static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len,
@@ -198,12 +193,12 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     uint64_t t0 = fw_timer_now();
     /* a mode the audio mode does not serve (cmvn needs the whole clip's statistics before the
      * first encoder step) is refused */
-    if (len != APP_BEGIN_SIZE || in[4] >= ELT_MODE_COUNT ||
-        !APP_MODE_IS(ELT_MODE_AUDIO_MASK, in[4])) {
+    if (len != APP_AUDIO_BEGIN_FIXED || in[APP_AUDIO_BEGIN_MODE] >= ELT_MODE_COUNT ||
+        !APP_MODE_IS(ELT_MODE_AUDIO_MASK, in[APP_AUDIO_BEGIN_MODE])) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
-    s->sample_id = fw_get_u32(&in[0]);
-    s->mode = in[4];
+    s->sample_id = fw_get_u32(&in[APP_AUDIO_BEGIN_SAMPLE_ID]);
+    s->mode = in[APP_AUDIO_BEGIN_MODE];
     a->params.mode = (int32_t)app_mode_search[s->mode];
     s->samples = 0;
     s->frames = 0;
@@ -224,15 +219,15 @@ static int32_t audio(app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *
                      uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
-    if (!s->open || len < APP_AUDIO_HDR || ((len - APP_AUDIO_HDR) & 1u) != 0u) {
+    if (!s->open || len < APP_AUDIO_FIXED || ((len - APP_AUDIO_FIXED) & 1u) != 0u) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
-    const uint32_t n = (uint32_t)(len - APP_AUDIO_HDR) / 2u;
+    const uint32_t n = (uint32_t)(len - APP_AUDIO_FIXED) / 2u;
     /* only the next chunk is taken; more audio than T frames is refused before any is used */
-    if (fw_get_u32(&in[0]) != s->samples || frames_of(s->samples + n) > FW_APP_T) {
+    if (fw_get_u32(&in[APP_AUDIO_OFFSET]) != s->samples || frames_of(s->samples + n) > FW_APP_T) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
-    const uint8_t *src = &in[APP_AUDIO_HDR];
+    const uint8_t *src = &in[APP_AUDIO_FIXED];
     /* The front end's work area is scratch of one frame (FFT data, power, log mel): on the
      * main stack, whose reserve the other requests leave idle, not in static RAM (INFO's stack
      * high-water mark measures it). */
@@ -269,8 +264,8 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
                          uint8_t *out, uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
-    if (!s->open || len != APP_END_SIZE || fw_get_u32(&in[0]) != s->samples ||
-        s->frames != FW_APP_T) {
+    if (!s->open || len != APP_AUDIO_END_FIXED ||
+        fw_get_u32(&in[APP_AUDIO_END_SAMPLES]) != s->samples || s->frames != FW_APP_T) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     FW_APP_STREAM_END(a->z);
@@ -283,7 +278,7 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
                 out);
     fw_put_u32(&out[APP_RESULT_SIZE], (uint32_t)s->t_front);
     /* Total: every request of the utterance, payload checks and copies included. */
-    fw_put_u32(&out[36], (uint32_t)(s->t_total + (fw_timer_now() - t0)));
+    fw_put_u32(&out[APP_RESULT_TICKS_TOTAL], (uint32_t)(s->t_total + (fw_timer_now() - t0)));
     *out_len = (uint16_t)APP_STREAM_RESULT_SIZE;
     return (int32_t)FW_MSG_RESULT;
 }
@@ -298,7 +293,7 @@ static int32_t reset(app_ctx_t *a, const uint8_t *in, uint16_t len, uint16_t *ou
     elt_cmvn_reset(&app_cmvn, &a->cmvn);
     if (len != 0u) { /* resume a continual stream: p_prev = the last recorded best p (Q4.27) */
         for (uint32_t j = 0; j < FW_APP_K; j++) {
-            a->state.p_prev[j] = (int32_t)fw_get_u32(&in[4u * j]);
+            a->state.p_prev[j] = (int32_t)fw_get_u32(&in[APP_RESET_FIXED + 4u * j]);
         }
     }
     *out_len = 0;

@@ -21,30 +21,25 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from codegen.ir import wire
 from codegen.ir.modes import CONTINUAL_MODES, DEVICE_MODES, MODE_IDS, STREAM_MODES
 
 # The mode byte of INFER and RESULT, the modes that carry p_prev and those the audio mode
 # serves: all from the one mode table (codegen.ir.modes, firmware/elt_modes.h).
 __all__ = ["CONTINUAL_MODES", "DEVICE_MODES", "STREAM_MODES"]
-INFER_HDR = struct.Struct("<IBHH")
-AUDIO_BEGIN = struct.Struct("<IB")
-AUDIO_HDR = struct.Struct("<I")
-AUDIO_END = struct.Struct("<I")
-AUDIO_ACK = struct.Struct("<II")
-RESULT_FIXED = struct.Struct("<IBBBBiiiiiIII")
-# Fields compared bit-exactly with the integer reference (every field but the timer ticks).
-COMPARED_FIELDS: tuple[str, ...] = (
-    "sample_id",
-    "mode",
-    "pred_noadapt",
-    "pred",
-    "H_noadapt",
-    "H_best",
-    "n_pivot_fix",
-    "p_best",
-    "logits_noadapt",
-    "logits",
-    "z",
+# The fixed parts of the payloads, from the one description (codegen.ir.wire) the firmware's
+# offsets (firmware/fw_app_wire.h) come from too.
+INFER_HDR = struct.Struct(wire.INFER.fixed_format)
+AUDIO_BEGIN = struct.Struct(wire.AUDIO_BEGIN.fixed_format)
+AUDIO_HDR = struct.Struct(wire.AUDIO.fixed_format)
+AUDIO_END = struct.Struct(wire.AUDIO_END.fixed_format)
+AUDIO_ACK = struct.Struct(wire.AUDIO_ACK.fixed_format)
+RESULT_FIXED = struct.Struct(wire.RESULT.fixed_format)
+# RESULT's sizes (C, k, H) are checked against the payload's length, not kept
+_SIZES = ("C", "k", "H")
+# Fields compared bit-exactly with the integer reference (every field but sizes and ticks).
+COMPARED_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in wire.RESULT.fields if f.name not in _SIZES and not f.name.startswith("ticks_")
 )
 
 
@@ -173,40 +168,28 @@ def max_chunk_samples(max_payload: int) -> int:
 
 
 def decode_result(payload: bytes, *, stream: bool = False) -> InferResult:
-    """A RESULT; ``stream``: the answer to AUDIO_END (the front end's ticks appended)."""
+    """A RESULT; ``stream``: the answer to AUDIO_END (the front end's ticks appended). Read field
+    by field as codegen.ir.wire describes it."""
+    layout = wire.RESULT_STREAM if stream else wire.RESULT
     if len(payload) < RESULT_FIXED.size:
         raise ValueError(f"RESULT of {len(payload)} bytes, expected >= {RESULT_FIXED.size}")
-    (sid, mode, C, k, H, pred0, pred, h0, hb, piv, te, ta, tt) = RESULT_FIXED.unpack_from(payload)
-    want = RESULT_FIXED.size + 4 * k + 4 * C + 2 * H + (4 if stream else 0)
-    if len(payload) != want:
-        raise ValueError(f"RESULT of {len(payload)} bytes, expected {want} for C={C} k={k} H={H}")
-    o = RESULT_FIXED.size
-    p_best = struct.unpack_from(f"<{k}i", payload, o)
-    o += 4 * k
-    l0 = struct.unpack_from(f"<{C}h", payload, o)
-    o += 2 * C
-    lg = struct.unpack_from(f"<{C}h", payload, o)
-    o += 2 * C
-    z = struct.unpack_from(f"<{H}h", payload, o)
-    o += 2 * H
-    front = struct.unpack_from("<I", payload, o)[0] if stream else None
-    return InferResult(
-        sid,
-        mode,
-        pred0,
-        pred,
-        h0,
-        hb,
-        piv,
-        te,
-        ta,
-        tt,
-        tuple(p_best),
-        tuple(l0),
-        tuple(lg),
-        tuple(z),
-        front,
+    values: dict[str, object] = dict(
+        zip((f.name for f in layout.fixed), RESULT_FIXED.unpack_from(payload), strict=True)
     )
+    counts = {s: int(values[s]) for s in _SIZES}  # type: ignore[call-overload]
+    want = layout.size(**counts)
+    if len(payload) != want:
+        raise ValueError(
+            f"RESULT of {len(payload)} bytes, expected {want} for C={counts['C']} "
+            f"k={counts['k']} H={counts['H']}"
+        )
+    o = RESULT_FIXED.size
+    for f in layout.arrays:
+        n = int(f.count) if f.count and f.count.isdigit() else counts[str(f.count)]
+        got = struct.unpack_from(f"<{n}{wire.TYPES[f.type][0]}", payload, o)
+        values[f.name] = tuple(got) if f.count and not f.count.isdigit() else got[0]
+        o += n * f.size
+    return InferResult(**{k: v for k, v in values.items() if k not in _SIZES})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

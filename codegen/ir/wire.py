@@ -1,0 +1,186 @@
+"""The model runtime's payloads on the link, described once (docs/protocol.md, "Model runtime"
+and "Audio mode"): the firmware's offsets (``firmware/fw_app_wire.h``, generated from this
+table) and the host codec (``elatta_host.infer``, which builds its structs from it) both come
+from here, and tests/test_wire.py fails when either departs. Little-endian throughout; a
+payload is its fixed part (the scalar fields, in order) then its arrays, each as long as the
+symbol in ``count`` says (k latent coefficients, C classes, H latent units, T*F features, n
+samples of a chunk, or a number).
+
+The link layer (frames, HELLO/INFO, ERROR) is described in ``firmware/fw_proto.h`` and
+``elatta_host.protocol``, checked against each other by tests/test_protocol.py.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from codegen.base.resources import jinja_env
+
+# struct codes and C writers of the field types
+TYPES: dict[str, tuple[str, int]] = {
+    "u8": ("B", 1),
+    "u16": ("H", 2),
+    "u32": ("I", 4),
+    "i16": ("h", 2),
+    "i32": ("i", 4),
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str  # a key of TYPES
+    doc: str
+    count: str | None = None  # None: one value; else the symbol of the array's length
+
+    @property
+    def size(self) -> int:
+        return TYPES[self.type][1]
+
+
+@dataclass(frozen=True)
+class Payload:
+    name: str  # the message it travels in
+    doc: str
+    fields: tuple[Field, ...]
+
+    def __post_init__(self) -> None:
+        seen_array = False
+        for f in self.fields:
+            if f.type not in TYPES:
+                raise ValueError(f"{self.name}.{f.name}: type {f.type!r} not in {sorted(TYPES)}")
+            if f.count is None and seen_array:
+                raise ValueError(f"{self.name}.{f.name}: a scalar after an array has no offset")
+            seen_array = seen_array or f.count is not None
+
+    @property
+    def fixed(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.fields if f.count is None)
+
+    @property
+    def arrays(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.fields if f.count is not None)
+
+    @property
+    def fixed_format(self) -> str:
+        return "<" + "".join(TYPES[f.type][0] for f in self.fixed)
+
+    @property
+    def fixed_size(self) -> int:
+        return struct.calcsize(self.fixed_format)
+
+    def offsets(self) -> dict[str, int]:
+        out, o = {}, 0
+        for f in self.fixed:
+            out[f.name] = o
+            o += f.size
+        return out
+
+    def size(self, **counts: int) -> int:
+        """The whole payload's bytes for the array lengths ``counts`` (symbol -> length)."""
+        total = self.fixed_size
+        for f in self.arrays:
+            n = 1
+            for sym in f.count.split("*") if f.count else ():
+                n *= int(sym) if sym.isdigit() else counts[sym]
+            total += n * f.size
+        return total
+
+
+_RESULT_FIELDS = (
+    Field("sample_id", "u32", "the request's sample id"),
+    Field("mode", "u8", "the mode byte (codegen.ir.modes)"),
+    Field("C", "u8", "classes"),
+    Field("k", "u8", "latent coefficients searched"),
+    Field("H", "u8", "latent units"),
+    Field("pred_noadapt", "i32", "argmax of the no-adapt logits"),
+    Field("pred", "i32", "argmax of the adapted logits"),
+    Field("H_noadapt", "i32", "entropy of the no-adapt prediction, Q5.26"),
+    Field("H_best", "i32", "entropy of the best candidate, Q5.26"),
+    Field("n_pivot_fix", "i32", "Cholesky pivots raised to the floor"),
+    Field("ticks_encoder", "u32", "global-timer ticks of the encoder"),
+    Field("ticks_adapt", "u32", "ticks of the adaptation (and input stage)"),
+    Field("ticks_total", "u32", "ticks of the whole request"),
+    Field("p_best", "i32", "the best coefficients, Q4.27", "k"),
+    Field("logits_noadapt", "i16", "no-adapt logits", "C"),
+    Field("logits", "i16", "adapted logits", "C"),
+    Field("z", "i16", "the latent z_t, Q0.15", "H"),
+)
+
+INFER = Payload(
+    "INFER",
+    "one sample's features, answered with RESULT",
+    (
+        Field("sample_id", "u32", "the host's sample id (seeds the per-sample search)"),
+        Field("mode", "u8", "the mode byte (codegen.ir.modes)"),
+        Field("T", "u16", "frames, checked against the build"),
+        Field("F", "u16", "features per frame, checked against the build"),
+        Field("features", "i16", "features [T][F] in the model's input format", "T*F"),
+    ),
+)
+RESULT = Payload("RESULT", "the answer to INFER", _RESULT_FIELDS)
+RESULT_STREAM = Payload(
+    "RESULT",
+    "the answer to AUDIO_END: INFER's RESULT, then the front end's ticks",
+    (*_RESULT_FIELDS, Field("ticks_frontend", "u32", "ticks of the integer MFCC front end", "1")),
+)
+AUDIO_BEGIN = Payload(
+    "AUDIO_BEGIN",
+    "opens an utterance, answered with AUDIO_ACK",
+    (
+        Field("sample_id", "u32", "the host's sample id"),
+        Field("mode", "u8", "the mode byte; a mode the audio mode does not serve is refused"),
+    ),
+)
+AUDIO = Payload(
+    "AUDIO",
+    "a chunk of the utterance, taken only at the next expected offset",
+    (
+        Field("offset", "u32", "the chunk's first sample in the utterance"),
+        Field("pcm", "i16", "int16 PCM samples", "n"),
+    ),
+)
+AUDIO_END = Payload(
+    "AUDIO_END",
+    "closes the utterance, answered with RESULT (RESULT_STREAM)",
+    (Field("samples", "u32", "the utterance's sample count, checked by the device"),),
+)
+AUDIO_ACK = Payload(
+    "AUDIO_ACK",
+    "the answer to AUDIO_BEGIN and AUDIO",
+    (
+        Field("samples", "u32", "samples received so far"),
+        Field("frames", "u32", "encoder steps run so far"),
+    ),
+)
+RESET = Payload(
+    "RESET",
+    "clears the continual state; with k values, sets p_prev (a resume)",
+    (Field("p_prev", "i32", "p_prev, Q4.27 (absent: p_prev = 0)", "k"),),
+)
+
+# C names: APP_<NAME>_*
+PAYLOADS: dict[str, Payload] = {
+    "INFER": INFER,
+    "RESULT": RESULT,
+    "RESULT_STREAM": RESULT_STREAM,
+    "AUDIO_BEGIN": AUDIO_BEGIN,
+    "AUDIO": AUDIO,
+    "AUDIO_END": AUDIO_END,
+    "AUDIO_ACK": AUDIO_ACK,
+    "RESET": RESET,
+}
+
+
+def render_c_header() -> str:
+    """``firmware/fw_app_wire.h`` (templates/fw_app_wire.h.j2), before clang-format."""
+    return (
+        jinja_env()
+        .get_template("fw_app_wire.h.j2")
+        .render(payloads=[(name, p, p.offsets()) for name, p in PAYLOADS.items()])
+    )
+
+
+if __name__ == "__main__":  # the header, before clang-format (see its banner)
+    print(render_c_header(), end="")
