@@ -40,7 +40,8 @@ demo: setup
 		--input features --mode cmvn --limit 600 \
 		--stream-segment 12 --report $(OUT)/run-cmvn --force-restart
 
-# Fast layers + one QEMU end-to-end test; `slow` tests are for test-all.
+# Every layer but the `slow` tests (pure Python, host C with sanitizers, QEMU end to end);
+# `make test-all` adds the slow ones.
 test: setup
 	$(PY) -m pytest -m "not slow" -q
 
@@ -51,7 +52,8 @@ lint: setup
 	$(VENV)/bin/ruff check codegen host tests bench tools
 	$(VENV)/bin/ruff format --check codegen host tests bench tools
 	$(VENV)/bin/mypy codegen host
-	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/host/*.[ch] \
+	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/board/*/*.[ch] \
+		firmware/host/*.[ch] \
 		tests/neonprobe/*.[ch] tests/intharness/*.[ch]
 
 clean:

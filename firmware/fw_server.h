@@ -15,7 +15,7 @@
 #define FW_BODY_MAX (FW_HDR_SIZE + FW_MAX_PAYLOAD + FW_CRC_SIZE)
 #define FW_ENC_MAX FW_COBS_MAX(FW_BODY_MAX)
 /* The largest application reply payload: the replay record keeps one. A model build passes the
- * size of its RESULT (-DFW_REPLY_MAX, codegen.measure.hostlib.model_cflags); default: a payload. */
+ * size of its RESULT (-DFW_REPLY_MAX, codegen.emit.flags.model_cflags); default: a payload. */
 #ifndef FW_REPLY_MAX
 #define FW_REPLY_MAX FW_MAX_PAYLOAD
 #endif
