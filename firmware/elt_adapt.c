@@ -6,10 +6,6 @@
 
 #include "elt_entropy_s16.h"
 
-#if ELT_NEON
-#include <arm_neon.h>
-#endif
-
 #ifdef ELT_TRACE
 static int32_t elt_trace_buf[ELT_LAM_MAX * (ELT_C_MAX + ELT_K_MAX) + 8];
 

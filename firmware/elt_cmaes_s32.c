@@ -11,10 +11,6 @@
 
 #include "elt_entropy_s16.h"
 
-#if ELT_NEON
-#include <arm_neon.h>
-#endif
-
 #define ELT_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
 #define ELT_ZR_FRAC 23 /* z rounded to Q3.23 for the sampler's exact sums (cmaes_int.ZR_FRAC) */
 

@@ -11,10 +11,6 @@
 
 #include "elt_types.h"
 
-#if ELT_NEON
-#include <arm_neon.h>
-#endif
-
 #define ELT_SEG_SHIFT 18 /* 26 - 8: fraction bits below the 8-bit LUT index */
 #define ELT_D_CLAMP 31
 

@@ -15,12 +15,7 @@
 
 #include "fw_fixed.h"
 
-#if defined(__ARM_NEON) && !defined(__aarch64__) && !defined(ELT_SCALAR)
-#define ELT_GRU_NEON 1
-#include <arm_neon.h>
-#else
-#define ELT_GRU_NEON 0
-#endif
+#include "elt_neon.h"
 
 /* xs = rshift_round(x, x_opshift) for all T frames, each frame padded to Fp with zeros (the
  * pad columns meet zero weights; zeros keep the sums exact whatever they meet). */
@@ -29,14 +24,14 @@ static void operands_x(const elt_gru_s16_params_t *p, const int16_t *x, int16_t 
     const uint32_t F = p->input_size;
     const uint32_t Fp = p->input_pad;
     uint32_t t, k;
-#if ELT_GRU_NEON
+#if ELT_NEON
     const int16x4_t neg = vdup_n_s16((int16_t) - (int16_t)p->x_opshift);
 #endif
     for (t = 0; t < p->num_frames; ++t) {
         const int16_t *xt = x + t * F;
         int16_t *st = xs + t * Fp;
         k = 0;
-#if ELT_GRU_NEON
+#if ELT_NEON
         for (; k + 4u <= F; k += 4u) {
             vst1_s16(st + k, vrshl_s16(vld1_s16(xt + k), neg));
         }
@@ -50,9 +45,7 @@ static void operands_x(const elt_gru_s16_params_t *p, const int16_t *x, int16_t 
     }
 }
 
-#if ELT_GRU_NEON
-_Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresses in uint32 lanes");
-
+#if ELT_NEON
 /*
  * Cortex-A9 NEON, integer only; QEMU -icount charges one unit per instruction, so the kernel
  * is written for the fewest instructions per multiply-accumulate (the LSTM kernel's scheme,
@@ -191,32 +184,6 @@ gates(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, const int16
                      : ELT_GRU_CLOBBER);
 }
 
-/* σ of 8 Q4.11 inputs: lane k = mid[x_k], `mid` = the address of sigmoid_full[32768] in every
- * lane. VSHLL.S16 #1 sign-extends and doubles x, VADD forms the 8 addresses; each VMOV moves
- * two of them to core registers and VLD1.16 loads one lane from each. */
-static inline __attribute__((always_inline)) int16x8_t sigmoid8(int16x8_t x, int32x4_t mid)
-{
-    const int32x4_t a0 = vaddq_s32(mid, vshll_n_s16(vget_low_s16(x), 1));
-    const int32x4_t a1 = vaddq_s32(mid, vshll_n_s16(vget_high_s16(x), 1));
-    int16x8_t y;
-    uint32_t r0, r1, r2, r3;
-    __asm__("vmov      %[r0], %[r1], %e[a0]\n\t"
-            "vmov      %[r2], %[r3], %f[a0]\n\t"
-            "vld1.16   {%e[y][0]}, [%[r0]]\n\t"
-            "vld1.16   {%e[y][1]}, [%[r1]]\n\t"
-            "vld1.16   {%e[y][2]}, [%[r2]]\n\t"
-            "vld1.16   {%e[y][3]}, [%[r3]]\n\t"
-            "vmov      %[r0], %[r1], %e[a1]\n\t"
-            "vmov      %[r2], %[r3], %f[a1]\n\t"
-            "vld1.16   {%f[y][0]}, [%[r0]]\n\t"
-            "vld1.16   {%f[y][1]}, [%[r1]]\n\t"
-            "vld1.16   {%f[y][2]}, [%[r2]]\n\t"
-            "vld1.16   {%f[y][3]}, [%[r3]]"
-            : [y] "=&w"(y), [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2), [r3] "=&r"(r3)
-            : [a0] "w"(a0), [a1] "w"(a1)); /* reads only the constant table */
-    return y;
-}
-
 /* rshift_round(a·f, 15) for int32 a and Q0.15 f in [0, 32767] (VQRDMULH by f·2^16). */
 static inline __attribute__((always_inline)) int32x4_t mul_q15(int32x4_t a, int16x4_t f)
 {
@@ -234,8 +201,8 @@ static inline __attribute__((always_inline)) void cell(const elt_gru_s16_params_
     const int16x8_t k8 = vdupq_n_s16(INT16_MIN);
     uint32_t j;
     for (j = 0; j < hp; j += 8u) {
-        const int16x8_t r = sigmoid8(vld1q_s16(s->pre + j), mid);
-        const int16x8_t zg = sigmoid8(vld1q_s16(s->pre + hp + j), mid);
+        const int16x8_t r = elt_sigmoid8(vld1q_s16(s->pre + j), mid);
+        const int16x8_t zg = elt_sigmoid8(vld1q_s16(s->pre + hp + j), mid);
         /* 2x = sat16(rshift_round(ax + rshift_round(r·ah, 15), A - 12)) */
         const int32x4_t p0 =
             vaddq_s32(vld1q_s32(s->ax + j), mul_q15(vld1q_s32(s->ah + j), vget_low_s16(r)));
@@ -244,7 +211,7 @@ static inline __attribute__((always_inline)) void cell(const elt_gru_s16_params_
         const int16x8_t x2 =
             vcombine_s16(vqmovn_s32(vrshlq_s32(p0, nt)), vqmovn_s32(vrshlq_s32(p1, nt)));
         /* n = 2σ(2x) - 32768: σ in [1, 32767], so 2σ wrapped to int16 with bit 15 flipped */
-        const int16x8_t nn = veorq_s16(vshlq_n_s16(sigmoid8(x2, mid), 1), k8);
+        const int16x8_t nn = veorq_s16(vshlq_n_s16(elt_sigmoid8(x2, mid), 1), k8);
         const int16x8_t h = vld1q_s16(s->h + j);
         /* h = sat16(n + rshift_round(z·(h - n), 15)), h - n in int32 */
         const int32x4_t d0 = vsubl_s16(vget_low_s16(h), vget_low_s16(nn));
@@ -318,7 +285,7 @@ static void step_out(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t 
     const uint32_t H = p->hidden_size;
     uint32_t j = 0;
     if (seq_t != 0) {
-#if ELT_GRU_NEON
+#if ELT_NEON
         for (; j + 8u <= H; j += 8u) {
             vst1q_s16(seq_t + j, vld1q_s16(s->h + j));
         }
@@ -333,7 +300,7 @@ static void step_out(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t 
             s->acc[j] += s->h[j]; /* |Σ| <= T 2^15 < 2^31 */
         }
     } else if (p->pool == ELT_LSTM_POOL_MAX) {
-#if ELT_GRU_NEON
+#if ELT_NEON
         for (; j + 8u <= H; j += 8u) {
             vst1q_s16(z + j, vmaxq_s16(vld1q_s16(z + j), vld1q_s16(s->h + j)));
         }

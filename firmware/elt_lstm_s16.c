@@ -19,11 +19,8 @@
 
 #include "fw_fixed.h"
 
-#if ELT_LSTM_NEON
-#include <arm_neon.h>
-#endif
 /* The NEON kernels run whole sequences; trace builds (host only) take the plain C step by step. */
-#if ELT_LSTM_NEON && !defined(ELT_TRACE)
+#if ELT_NEON && !defined(ELT_TRACE)
 #define ELT_LSTM_KERNEL 1
 #else
 #define ELT_LSTM_KERNEL 0
@@ -55,36 +52,7 @@ int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2)
     return (int16_t)(2 * (int32_t)sigmoid_q15(lut, lut_shift, x2) - 32768);
 }
 
-#if ELT_LSTM_NEON
-_Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresses in uint32 lanes");
-
-/* σ of 8 Q4.11 inputs: lane k = mid[x_k], `mid` = the address of sigmoid_full[32768] in every
- * lane. VSHLL.S16 #1 sign-extends and doubles x, VADD forms the 8 addresses; each VMOV moves
- * two of them to core registers and VLD1.16 loads one lane from each (gcc would move them one
- * by one, hence the asm). The kernels' gather (codegen/emit/lstm_neon.py) is the same sequence. */
-static inline __attribute__((always_inline)) int16x8_t sigmoid8(int16x8_t x, int32x4_t mid)
-{
-    const int32x4_t a0 = vaddq_s32(mid, vshll_n_s16(vget_low_s16(x), 1));
-    const int32x4_t a1 = vaddq_s32(mid, vshll_n_s16(vget_high_s16(x), 1));
-    int16x8_t y;
-    uint32_t r0, r1, r2, r3;
-    __asm__("vmov      %[r0], %[r1], %e[a0]\n\t"
-            "vmov      %[r2], %[r3], %f[a0]\n\t"
-            "vld1.16   {%e[y][0]}, [%[r0]]\n\t"
-            "vld1.16   {%e[y][1]}, [%[r1]]\n\t"
-            "vld1.16   {%e[y][2]}, [%[r2]]\n\t"
-            "vld1.16   {%e[y][3]}, [%[r3]]\n\t"
-            "vmov      %[r0], %[r1], %e[a1]\n\t"
-            "vmov      %[r2], %[r3], %f[a1]\n\t"
-            "vld1.16   {%f[y][0]}, [%[r0]]\n\t"
-            "vld1.16   {%f[y][1]}, [%[r1]]\n\t"
-            "vld1.16   {%f[y][2]}, [%[r2]]\n\t"
-            "vld1.16   {%f[y][3]}, [%[r3]]"
-            : [y] "=&w"(y), [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2), [r3] "=&r"(r3)
-            : [a0] "w"(a0), [a1] "w"(a1)); /* reads only the constant table */
-    return y;
-}
-
+#if ELT_NEON
 static inline int32x4_t sigmoid_mid(const elt_lstm_s16_params_t *p)
 {
     return vdupq_n_s32((int32_t)(uintptr_t)(p->sigmoid_full + 32768));
@@ -232,10 +200,10 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c,
 void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n)
 {
     uint32_t k = 0;
-#if ELT_LSTM_NEON
+#if ELT_NEON
     const int32x4_t mid = sigmoid_mid(p);
     for (; k + 8u <= n; k += 8u) {
-        vst1q_s16(y + k, sigmoid8(vld1q_s16(x + k), mid));
+        vst1q_s16(y + k, elt_sigmoid8(vld1q_s16(x + k), mid));
     }
 #endif
     for (; k < n; ++k) {
@@ -247,7 +215,7 @@ void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int1
 static void state_clear(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s)
 {
     uint32_t j = 0;
-#if ELT_LSTM_NEON
+#if ELT_NEON
     for (; j < p->hidden_pad; j += ELT_LSTM_HIDDEN_ALIGN) {
         vst1q_s16(s->hs + j, vdupq_n_s16(0));
         vst1q_s32(s->c + j, vdupq_n_s32(0));
@@ -322,7 +290,7 @@ static void pool_end(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_
 #else
     const int16_t *src = s->h;
 #endif
-#if ELT_LSTM_NEON
+#if ELT_NEON
     for (; j + 8u <= H; j += 8u) {
         vst1q_s16(z + j, vld1q_s16(src + j));
     }

@@ -8,7 +8,7 @@
  * parameters apart from caller-provided buffers, no heap). codegen/intref/lstm.py mirrors the
  * arithmetic, integer for integer.
  *
- * Cortex-A9 builds (ELT_LSTM_NEON) run each layer's build-specialised NEON kernel
+ * Cortex-A9 builds (ELT_NEON) run each layer's build-specialised NEON kernel
  * (codegen/emit/lstm_neon.py, in the model source); host builds, other targets and builds with
  * -DELT_SCALAR run the plain scalar C of the same contract over the same arrays.
  */
@@ -41,11 +41,7 @@
 /* The Cortex-A9 NEON path: codegen/emit/lstm_neon.py writes each layer's kernel into the model
  * source; host builds, other targets and -DELT_SCALAR builds run the plain C of the same
  * contract over the same arrays. */
-#if defined(__ARM_NEON) && !defined(__aarch64__) && !defined(ELT_SCALAR)
-#define ELT_LSTM_NEON 1
-#else
-#define ELT_LSTM_NEON 0
-#endif
+#include "elt_neon.h"
 
 /* What the encoder hands on as z (the input of the final Linear), a compile-time choice
  * (-DELT_LSTM_POOL, codegen/emit/flags.py model_cflags): the last step's hidden state h_T, the mean
@@ -109,7 +105,7 @@ typedef struct {
     const int16_t *sigmoid_full;
     /* [65536] elt_tanh2_q15 at index v + 32768 (the NEON kernel's g gate and tanh(c)) */
     const int16_t *tanh_full;
-    /* the layer's NEON kernel (ELT_LSTM_NEON builds; NULL otherwise: the plain C runs) */
+    /* the layer's NEON kernel (ELT_NEON builds; NULL otherwise: the plain C runs) */
     elt_lstm_s16_kernel_t kernel;
     int32_t pool_recip; /* mean pooling: round(2^pool_shift / T) */
     uint8_t pool_shift; /* mean pooling: z = sat16(rshift_round(Σ h_t · recip, shift)) */

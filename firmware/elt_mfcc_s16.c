@@ -9,12 +9,7 @@
 
 /* Two paths with the same integers: Cortex-A9 NEON (ARMv7-A Advanced SIMD), and plain scalar C
  * (host builds, other targets, -DELT_SCALAR). */
-#if defined(__ARM_NEON) && !defined(__aarch64__) && !defined(ELT_SCALAR)
-#define MFCC_NEON 1
-#include <arm_neon.h>
-#else
-#define MFCC_NEON 0
-#endif
+#include "elt_neon.h"
 
 /* rshift_round(a * w, 31): what VQRDMULH.S32 computes for |w| < 2^31 (ARM DDI 0406C A8.8.374). */
 static inline int32_t mfcc_rmul(int32_t a, int32_t w)
@@ -30,7 +25,7 @@ static inline int32_t mfcc_bitlen64(uint64_t v)
 /* Window, block exponent and bit-reversed packing z[rev[n]] = f[2n] + i f[2n + 1]:
  * u = x w (int64, exact, |u| <= 2^45), sh = bitlen(max |u|) - frame_bits,
  * f = rshift_round(u, sh) for sh > 0, u 2^-sh (exact) otherwise. */
-#if MFCC_NEON
+#if ELT_NEON
 /* u = VMULL.S32(x, w); bitlen(max |u|) = bitlen(OR of |u|) (the highest set bit of any value
  * is the max's), so 64-bit lanes need only VORR; f = VRSHL.S64(u, -sh), which is
  * rshift_round(u, sh) for sh > 0 and the exact u 2^-sh otherwise (ARM DDI 0406C A8.8.374),
@@ -127,7 +122,7 @@ static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z)
     int32_t h, g, j;
     for (h = 1; h < N; h <<= 1) {
         const int32_t step = N / (2 * h);
-#if MFCC_NEON
+#if ELT_NEON
         if (h >= 4) {
             const int32_t *sc = p->stage_cos + (h - 4), *ss = p->stage_sin + (h - 4);
             for (j = 0; j < h; j += 4) {

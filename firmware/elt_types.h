@@ -22,13 +22,8 @@
 #include <stdint.h>
 
 #include "elt_intmath.h"
+#include "elt_neon.h" /* ELT_NEON: the one NEON switch */
 #include "fw_fixed.h"
-
-#if defined(ELT_SCALAR) || !defined(__ARM_NEON)
-#define ELT_NEON 0
-#else
-#define ELT_NEON 1
-#endif
 
 #ifndef ELT_K_MAX
 #define ELT_K_MAX 8 /* latent subspace dimension k */

@@ -8,9 +8,9 @@ import collections
 
 import pytest
 
+from codegen.emit.asm import arm_imm
 from codegen.emit.lstm_neon import (
     KernelSpec,
-    arm_imm,
     chunks,
     column_order,
     instruction_floor,
@@ -82,3 +82,19 @@ def test_layout_rules() -> None:
         spec(role="sum")
     with pytest.raises(ValueError, match="pad = round_up"):
         KernelSpec(9, 9, 4, 12, 11, 0, 10, 13, "last", "k")
+
+
+def test_listing_comments_every_block_and_counts_alike() -> None:
+    """The generated kernel carries its register plan and a comment per block; comment lines
+    are the only difference between the listing and the instructions."""
+    from codegen.emit.lstm_neon import kernel_listing
+
+    s = spec()
+    listing = kernel_listing(s)
+    notes = [ln for ln in listing if ln.startswith("@")]
+    assert [ln for ln in listing if not ln.startswith("@")] == kernel_asm(s)
+    assert any("r1 weights" in ln for ln in notes)  # the register plan
+    blocks = sum(ln.startswith("@ block") for ln in notes)
+    assert blocks == 2 * s.groups  # one per block of 16 gate rows in the unrolled step
+    assert sum(ln.startswith("@ cell") for ln in notes) >= s.groups
+    assert all('"' not in ln and "\\" not in ln for ln in notes)  # safe in a C string

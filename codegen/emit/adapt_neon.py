@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from codegen.emit.lstm_neon import dlist
+from codegen.emit.asm import dlist
 
 BLOCK = 12  # classes per block: six int64x2 accumulators q10-q15
 ACC_Q = 10  # first accumulator q-register

@@ -25,7 +25,7 @@ from codegen.emit.lstm_neon import (
     KCONST,
     KernelSpec,
     column_order,
-    kernel_asm,
+    kernel_listing,
     row_gate_unit,
 )
 from codegen.ir.nodes import GATES, POOL_SHIFT, QLstm, QModel, QTensor
@@ -196,7 +196,7 @@ def kernel_spec(L: QLstm, role: str, kconst: str) -> KernelSpec:
 
 def kernel_lines(L: QLstm, role: str, kconst: str) -> list[str]:
     """The kernel's instructions as C string-literal lines of a basic asm statement."""
-    return [f'"{ins}\\n\\t"' for ins in kernel_asm(kernel_spec(L, role, kconst))]
+    return [f'"{ins}\\n\\t"' for ins in kernel_listing(kernel_spec(L, role, kconst))]
 
 
 def _view(

@@ -35,6 +35,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codegen.emit.asm import Asm as _Asm
+from codegen.emit.asm import dlist, instructions
+
 ROW_BLOCK = 16  # gate rows per block: four int32x4 accumulators
 UNIT_GROUP = 8  # hidden units per cell step (two blocks of rows)
 COL_GROUP = 4  # operands per d-register (int16 lanes)
@@ -114,50 +117,6 @@ def row_gate_unit(row: int) -> tuple[int, int]:
     units, 32 rows per group: i, f (block 2u), then g, o (block 2u + 1)."""
     u, r = divmod(row, 2 * ROW_BLOCK)
     return r // UNIT_GROUP, UNIT_GROUP * u + r % UNIT_GROUP
-
-
-def arm_imm(v: int) -> bool:
-    """Is v an ARM data-processing modified immediate (8 bits rotated right by an even amount)?"""
-    if v < 0 or v > 0xFFFFFFFF:
-        return False
-    for rot in range(0, 32, 2):
-        x = ((v << rot) | (v >> (32 - rot))) & 0xFFFFFFFF
-        if x < 256:
-            return True
-    return False
-
-
-class _Asm:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.labels = 0
-
-    def __call__(self, text: str) -> None:
-        self.lines.append(text)
-
-    def label(self) -> int:
-        self.labels += 1
-        return self.labels
-
-    def add_imm(self, rd: str, rn: str, v: int, scratch: str = "r10") -> None:
-        """rd = rn + v (v may be negative), in one instruction when v encodes."""
-        if v == 0:
-            if rd != rn:
-                self(f"mov {rd}, {rn}")
-            return
-        op, m = ("add", v) if v > 0 else ("sub", -v)
-        if arm_imm(m):
-            self(f"{op} {rd}, {rn}, #{m}")
-        else:
-            self(f"movw {scratch}, #{m & 0xFFFF}")
-            if m >> 16:
-                self(f"movt {scratch}, #{m >> 16}")
-            self(f"{op} {rd}, {rn}, {scratch}")
-
-
-def dlist(first: int, n: int) -> str:
-    """The d-register list of n consecutive registers from d<first> (VLDM/VLD1/VST1 operand)."""
-    return f"d{first}" if n == 1 else f"d{first}-d{first + n - 1}"
 
 
 def estimate_step(spec: KernelSpec) -> int:
@@ -240,6 +199,10 @@ class _Kernel:
         the first chunk it needs is in place, and so is the last when it returns. The last
         block of an unrolled step keeps its gates in d8-d11 for the cell."""
         s, a = self.s, self.a
+        a.note(
+            f"block: 16 {'g, o' if half else 'i, f'} gate rows; q4-q7 = bias, then one VMLAL.S16 "
+            "by scalar per operand column (weights d16-d31, operands d0-d7), narrowed to Q4.11"
+        )
         a("vldmia r2!, {d8-d15}")
         order = range(len(self.chunks)) if half == 0 else range(len(self.chunks) - 1, -1, -1)
         first = True
@@ -322,6 +285,11 @@ class _Kernel:
         registers 8 at a time through the stack (VSTM, then LDM: two instructions per 8
         instead of four VMOVs), at sp + buf; the loops move them with VMOV."""
         s, a = self.s, self.a
+        a.note(
+            "cell of 8 units: i, f, o = sigma, g = tanh (table gathers, one VLD1 lane each); "
+            "c = sat32(rshift_round(f c + (i g) << L, 15)) in int64 lanes; "
+            "h = sat16(rshift_round(o tanh(c), 15)) by VQRDMULH; hs = rshift_round(h, h_opshift)"
+        )
         if in_regs:
             g, o, c0 = (8, 9), (10, 11), 8  # c into q8, q9
             a("vldmia r3!, {d20-d23}")
@@ -414,6 +382,7 @@ class _Kernel:
         outer, self.a = self.a, _Asm()
         self.a.labels = outer.labels
         n = s.groups
+        self.a.note("gates of one step: the operands u = [hs; xs_t] into d0-d7, chunk by chunk")
         self.load_chunk(0)
         col_regs = 2 * ROW_BLOCK * s.cols // 4  # weight d-registers of one group
         if self.unrolled:
@@ -437,6 +406,17 @@ class _Kernel:
     def program(self) -> list[str]:
         s, a = self.s, self.a
         hp = s.hidden_pad
+        for line in (
+            f"LSTM layer kernel, H {s.hidden} (padded {hp}), F {s.inputs}, pooling {s.role}, "
+            f"{'unrolled' if self.unrolled else 'looping'} (codegen/emit/lstm_neon.py)",
+            "r0 arguments (elt_lstm_s16_kargs_t) or the group counter, r1 weights, r2 bias, "
+            "r3 gate pre-activations, r4 the frame's operands, r5 hs, r6 c, r7 out, r8 steps "
+            "left, r9 constants (elt_lstm_s16_kconst_t), r10-r12 lr scratch and gather addresses",
+            "q4-q7 accumulators (16 gate rows), d16-d31 weights, d0-d7 operands; in the cell "
+            "q0 q1 zeros, q2 q3 the sigma and tanh tables' entry 0 in every lane",
+            "prologue: save r4-r11 lr d8-d15, load the arguments and the constants",
+        ):
+            a.note(line)
         a("push {r4-r11, lr}")
         a("vpush {d8-d15}")
         if self.unrolled:
@@ -454,13 +434,14 @@ class _Kernel:
         a.add_imm("r7", "r7", (4 if s.role == "mean" else 2) * hp)
         step_x = False
         top = a.label()
+        a.note("step t: gates, then the cells of every group of 8 units")
         a(f"{top}:")
         if self.unrolled:
             a(f"movw r0, #{2 * s.inputs}")
         gates = self.gates()
         if self.unrolled:
             # the step's last use of the frame pointer, a load at offset 0, steps to the next frame
-            uses = [k for k, ln in enumerate(gates) if "r4" in ln]
+            uses = [k for k, ln in enumerate(gates) if "r4" in ln and not ln.startswith("@")]
             if uses and gates[uses[-1]].startswith("vld1.16") and gates[uses[-1]].endswith("[r4]"):
                 gates[uses[-1]] += ", r0"
                 step_x = True
@@ -480,6 +461,7 @@ class _Kernel:
         else:
             self.cells(store_h=not peel)
         # the next step: weights and bias from the start, c and out back to their ends
+        a.note("next step: weights and bias from their start, c and out back to their ends")
         a(f"ldr r1, [r9, #{KCONST['w']}]")
         a(f"ldr r2, [r9, #{KCONST['bias']}]")
         a.add_imm("r6", "r6", 4 * hp)
@@ -494,6 +476,7 @@ class _Kernel:
         else:
             a("subs r8, r8, #1")
             a(f"bne {top}b")
+        a.note("epilogue: restore and return")
         if self.unrolled:
             a(f"add sp, sp, #{ADDR_BUF}")
         a("vpop {d8-d15}")
@@ -501,9 +484,15 @@ class _Kernel:
         return a.lines
 
 
-def kernel_asm(spec: KernelSpec) -> list[str]:
-    """The kernel's instructions, one per line (a naked function's body: r0 = the arguments)."""
+def kernel_listing(spec: KernelSpec) -> list[str]:
+    """The kernel's program, one instruction or comment ('@ ...') per line: a naked function's
+    body (r0 = the arguments), commented block by block for the generated C."""
     return _Kernel(spec).program()
+
+
+def kernel_asm(spec: KernelSpec) -> list[str]:
+    """The kernel's instructions alone, one per line."""
+    return instructions(kernel_listing(spec))
 
 
 def is_unrolled(spec: KernelSpec) -> bool:
