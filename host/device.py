@@ -6,7 +6,7 @@ import struct
 
 from elatta_host.errors import ProtocolError
 from elatta_host.protocol import Frame, Info, Msg
-from elatta_host.transport import Link
+from elatta_host.transport import UNCAPPED, Link
 
 SYNC_TRY = 0.25  # s between HELLOs while the device boots
 
@@ -41,6 +41,7 @@ class Device:
                 expect=Msg.INFO,
                 timeout=SYNC_TRY,
                 budget=max(sync_timeout, SYNC_TRY),
+                retries=UNCAPPED,  # the sync time alone ends it, whatever the link's cap
                 accept=ours,
             )
         try:

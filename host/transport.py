@@ -37,6 +37,9 @@ LINK_ERRORS: frozenset[int] = frozenset(
 
 DEFAULT_TIMEOUT = 2.0  # s: time-out before the first measured round trip, and its ceiling
 DEFAULT_BUDGET = 30.0  # s: everything one request may take, re-sends included
+# `retries` for a request that only its time budget may end (the boot-time HELLO sync: a device
+# still booting answers nothing for seconds, however many tries that takes)
+UNCAPPED = 1 << 62
 MIN_TIMEOUT = 0.2  # s: floor of the adaptive time-out (scheduling jitter of a loaded host)
 
 
