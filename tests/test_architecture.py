@@ -220,3 +220,24 @@ def test_layer_rule_finds_an_upward_import(monkeypatch) -> None:  # type: ignore
 def test_cycle_detector_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_architecture_doc_lists_every_module_and_firmware_file() -> None:
+    """docs/architecture.md §8 names every module of every role package (as `pkg/module.py`) and
+    §5 every firmware .c file: a module or a source added without its row fails here."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    missing = [
+        f"{p.parent.name}/{p.name}"
+        for pkg in LAYERS
+        for p in sorted((ROOT / "codegen" / pkg).glob("*.py"))
+        if p.name != "__init__.py" and f"`{p.parent.name}/{p.name}`" not in doc
+    ]
+    fw = ROOT / "firmware"
+    missing += [
+        str(c.relative_to(fw))
+        for c in sorted(fw.rglob("*.c"))
+        if f"`{c.relative_to(fw)}`" not in doc
+    ]
+    assert not missing, f"docs/architecture.md does not list: {missing}"
+    for pkg in LAYERS:
+        assert f"| {LAYERS[pkg]} | `{pkg}` |" in doc, f"§8 has no row for {pkg} at its layer"
