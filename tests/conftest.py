@@ -7,50 +7,17 @@ import os
 # numpy's OpenBLAS threads fight over the 2 cores of CI machines; tests are single-threaded.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from hostkit import build_host_server
 
-from codegen.base.resources import firmware_dir
-from codegen.target.firmware import FirmwareBuild, FirmwareConfig, build_firmware, render_config
-from codegen.target.toolchain import COMMON_CFLAGS, find_tool
-
-HOST_BUILD_ID = "fw-hosttest"
+from codegen.target.firmware import FirmwareBuild, FirmwareConfig, build_firmware
 
 
 @pytest.fixture(scope="session")
 def firmware(tmp_path_factory: pytest.TempPathFactory) -> FirmwareBuild:
     return build_firmware(FirmwareConfig(), tmp_path_factory.mktemp("fw"))
-
-
-def build_host_server(out: Path, max_payload: int) -> Path:
-    """Compile fw_server.c + fw_frame.c for the host with ASan/UBSan (the device's own code)."""
-    inc = out / "include"
-    inc.mkdir(parents=True, exist_ok=True)
-    (inc / "fw_config.h").write_text(
-        render_config(FirmwareConfig(max_payload=max_payload), HOST_BUILD_ID, "0" * 64)
-    )
-    fw = firmware_dir()
-    exe = out / "server_stdio"
-    cmd = [
-        find_tool("cc"),
-        *COMMON_CFLAGS,
-        "-O1",
-        "-g",
-        "-fno-omit-frame-pointer",
-        "-fsanitize=address,undefined",
-        "-fno-sanitize-recover=all",
-        f"-I{inc}",
-        f"-I{fw}",
-        str(fw / "host" / "server_stdio.c"),
-        str(fw / "fw_server.c"),
-        str(fw / "fw_frame.c"),
-        "-o",
-        str(exe),
-    ]
-    subprocess.run(cmd, check=True)
-    return exe
 
 
 @pytest.fixture(scope="session")

@@ -241,3 +241,21 @@ def test_architecture_doc_lists_every_module_and_firmware_file() -> None:
     assert not missing, f"docs/architecture.md does not list: {missing}"
     for pkg in LAYERS:
         assert f"| {LAYERS[pkg]} | `{pkg}` |" in doc, f"§8 has no row for {pkg} at its layer"
+
+
+def test_test_files_share_helpers_through_helper_modules() -> None:
+    """Tests share code through helper modules (tests/*kit.py, devmodel, faultproxy, ...), never
+    by importing another test file or conftest."""
+    bad = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for n in names:
+                last = n.rpartition(".")[2]
+                if last.startswith("test_") or last == "conftest":
+                    bad.append(f"{path.relative_to(ROOT)} imports {n}")
+    assert not bad, bad

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_int_qemu import Probe, check_adapt_lines, run_probe
+from adaptprobe import Probe, check_adapt_lines, run_probe
 
 from codegen.emit.adapt import emit_adapt_c
 from codegen.emit.adapt_neon import (

@@ -8,10 +8,10 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from conftest import HOST_BUILD_ID
 from devmodel import DeviceModel
 from elatta_host.protocol import Frame, FrameDecoder, Info, Msg
 from fuzzframes import KINDS, fuzz_stream
+from hostkit import HOST_BUILD_ID
 
 
 def run_server(exe: Path, data: bytes) -> bytes:

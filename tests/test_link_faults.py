@@ -27,7 +27,7 @@ from elatta_host.report import format_summary
 from elatta_host.run import DeviceSpec, execute, what_failed
 from elatta_host.transport import Link
 from faultproxy import FaultProxy
-from test_qemu_run import ROOT, check_complete, start_qemu
+from qemukit import ROOT, check_complete, start_qemu
 
 pytestmark = pytest.mark.qemu
 MODE = ("continual_bounded",)

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pytest
 from elatta_host.plan import Plan, make_plan
-from elatta_host.qemu import free_port, qemu_command
 from elatta_host.run import DeviceSpec, execute, read_results
 from faultproxy import FaultProxy
+from qemukit import check_complete, start_qemu
 
 from codegen.pipeline.build import build
 
@@ -50,23 +50,6 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in report.items() if k not in ("run", "ticks", "target")}
 
 
-def check_complete(report: dict[str, Any], out: Path, n: int) -> None:
-    assert report["bit_exact"] == {
-        "compared": n,
-        "mismatches": 0,
-        "fields": {},
-        "first_mismatch": None,
-    }
-    recs = read_results(out / "results.jsonl")
-    keys = [(r.stream, r.index) for r in recs]
-    assert len(keys) == len(set(keys)) == n  # every sample answered exactly once
-    device, fixed = report["accuracy"]["device"], report["accuracy"]["fixed"]
-    shown = {m for m, row in device.items() if row}
-    assert shown and all(device[m] == fixed[m] for m in shown)
-    # a cmvn-only run has no device no-adapt row (cmvn's RESULT carries cmvn's class)
-    assert set(fixed) - shown <= {"no_adapt"}
-
-
 def test_run_all_modes_and_jobs(kws_build: tuple[Path, Path], plan: Plan, tmp_path: Path) -> None:
     build_dir, _ = kws_build
     assert plan.total == LIMIT * len(MODES)
@@ -84,17 +67,6 @@ def test_run_all_modes_and_jobs(kws_build: tuple[Path, Path], plan: Plan, tmp_pa
     )
     assert two.errors == () and two.report["run"]["jobs"] == 2
     assert stable(two.report) == stable(one.report)
-
-
-def start_qemu(elf: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    proc = subprocess.Popen(
-        qemu_command(elf, port, icount=False),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    return proc, port
 
 
 def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path: Path) -> None:
