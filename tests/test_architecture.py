@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from torchblock import TORCH_BLOCKER
+
 ROOT = Path(__file__).resolve().parents[1]
 # the bench's import package is `elatta_host` (folder host/); the compiler's is `codegen`
 PACKAGES = {"codegen": ROOT / "codegen", "elatta_host": ROOT / "host"}
@@ -45,15 +47,6 @@ TORCH_FREE = (
     "elatta_host.cli_device",
     "codegen.intref.model",
 )
-# prepended to a `python -c` program: any import of torch raises ImportError from then on
-TORCH_BLOCKER = """import sys
-class _NoTorch:
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ImportError("torch is blocked for this check")
-        return None
-sys.meta_path.insert(0, _NoTorch())
-"""
 
 
 def _modules() -> dict[str, Path]:
