@@ -20,6 +20,9 @@ LOADADDR=${UBOOT_FW_LOADADDR:-0x08000000}  # 128 MiB: free on 512 MiB and 1 GiB 
 STOP_STR=${UBOOT_STOP_STR:-elatta-stop}    # keyed autoboot: only this string stops it
 
 die() { echo "uboot.sh: $*" >&2; exit 1; }
+# Exit status 75 (EX_TEMPFAIL, sysexits.h) when Debian's archive cannot be reached: callers
+# (tests/test_uboot_boot.py) tell "offline" from "broken" by it.
+offline() { echo "uboot.sh: $*" >&2; exit 75; }
 
 [ $# -eq 1 ] || die "usage: $0 BOARD (zybo-z7-20 | zedboard | microzed-7020)"
 BOARD=$1
@@ -94,10 +97,16 @@ for pkg in "${PKGS[@]}"; do
         || missing+=("$pkg")
 done
 
+need_apt() {
+    command -v apt-get >/dev/null \
+        || offline "apt-get not found: this script needs Debian's archive (packages ${PKGS[*]}" \
+                   "and the u-boot source package)"
+}
 updated=0
 apt_update() {
+    need_apt
     if [ "$updated" -eq 0 ]; then
-        $SUDO apt-get update -qq
+        $SUDO apt-get update -qq || offline "apt-get update failed (no network or no apt mirror?)"
         updated=1
     fi
 }
@@ -125,20 +134,22 @@ EOF
 fi
 
 if ((${#missing[@]})); then
+    need_apt
     echo "uboot.sh: installing Debian packages: ${missing[*]}" >&2
     apt_update
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-        "${missing[@]}" >/dev/null
+        "${missing[@]}" >/dev/null || offline "apt-get install ${missing[*]} failed"
 fi
 
 # ---- source -----------------------------------------------------------------------------------
 SRC=$CACHE/src/u-boot-$UPSTREAM+dfsg
 if [ ! -f "$SRC/Makefile" ]; then
     mkdir -p "$CACHE/src"
+    need_apt
     if ! (cd "$CACHE/src" && apt-get source -qq "u-boot=$UBOOT_VERSION" >&2); then
         apt_update
         (cd "$CACHE/src" && apt-get source -qq "u-boot=$UBOOT_VERSION" >&2) \
-            || die "apt-get source u-boot=$UBOOT_VERSION failed; \`apt-cache showsrc u-boot\`" \
+            || offline "apt-get source u-boot=$UBOOT_VERSION failed; \`apt-cache showsrc u-boot\`" \
                    "lists the versions the mirror has (set UBOOT_VERSION=...)"
     fi
     [ -f "$SRC/Makefile" ] || die "unpacked source not found at $SRC"
