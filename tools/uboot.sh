@@ -4,13 +4,16 @@
 #
 #   tools/uboot.sh BOARD        BOARD: zybo-z7-20 | zedboard | microzed-7020
 #
-# Prints the output paths, one `name=path` a line (boot_bin, u_boot_img, u_boot_elf, dir).
+# Prints the output paths, one `name=path` a line (boot_bin, u_boot_img, u_boot_elf, spl_bin,
+# dir). spl_bin is the raw SPL (spl/u-boot-spl.bin, linked at OCM address 0, CONFIG_SPL_TEXT_BASE)
+# for loading over JTAG (codegen/target/jtag.py).
 # Idempotent: outputs are cached in ${ELATTA_UBOOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/
 # elatta/u-boot}/<version>/<board>/ and a second call only prints them.
 #
 # Sources: U-Boot 2023.01 configs/xilinx_zynq_virt_defconfig; board/xilinx/zynq/Makefile picks
-# the SPL's ps7_init_gpl.c as board/xilinx/zynq/$(CONFIG_DEFAULT_DEVICE_TREE)/ps7_init_gpl.c
-# (falling back to a custom_hdf/ directory); DEVICE_TREE= on the make line sets that name.
+# the SPL's ps7_init_gpl.c as CONFIG_XILINX_PS_INIT_FILE if set, else
+# board/xilinx/zynq/$(DEVICE_TREE)/ps7_init_gpl.c, DEVICE_TREE defaulting to
+# CONFIG_DEFAULT_DEVICE_TREE; this script sets both to the board's device tree name.
 # BOOT.BIN is spl/boot.bin, made by mkimage -T zynqimage (tools/zynqimage.c, the boot header of
 # UG585 §6.3.2 "BootROM Header").
 set -euo pipefail
@@ -33,8 +36,8 @@ case "$BOARD" in
     pynq-z2)
         die "pynq-z2: U-Boot ${UBOOT_VERSION%%+*} has no board/xilinx/zynq/*/ps7_init_gpl.c for" \
             "the PYNQ-Z2, so its SPL cannot initialise the PS (clocks, MIO, DDR). Export" \
-            "ps7_init_gpl.c/.h from a Vivado design for the board into" \
-            "board/xilinx/zynq/custom_hdf/, or boot it over JTAG."
+            "ps7_init_gpl.c/.h from a Vivado design for the board and point" \
+            "CONFIG_XILINX_PS_INIT_FILE at it (board/xilinx/zynq/Makefile)."
         ;;
     *) die "unknown board '$BOARD' (zybo-z7-20 | zedboard | microzed-7020)" ;;
 esac
@@ -76,11 +79,12 @@ print_outputs() {
     echo "boot_bin=$OUT/boot.bin"
     echo "u_boot_img=$OUT/u-boot.img"
     echo "u_boot_elf=$OUT/u-boot.elf"
+    echo "spl_bin=$OUT/spl.bin"
     echo "dir=$OUT"
 }
 
 if [ "$(head -n1 "$OUT/.done" 2>/dev/null)" = "$STAMP" ] && [ -f "$OUT/boot.bin" ] \
-    && [ -f "$OUT/u-boot.img" ] && [ -f "$OUT/u-boot.elf" ]; then
+    && [ -f "$OUT/u-boot.img" ] && [ -f "$OUT/u-boot.elf" ] && [ -f "$OUT/spl.bin" ]; then
     print_outputs
     exit 0
 fi
@@ -189,6 +193,7 @@ mkdir -p "$OUT"
 cp "$BUILD/spl/boot.bin" "$OUT/boot.bin"
 cp "$BUILD/u-boot.img" "$OUT/u-boot.img"
 cp "$BUILD/u-boot.elf" "$OUT/u-boot.elf"
+cp "$BUILD/spl/u-boot-spl.bin" "$OUT/spl.bin"
 cp "$BUILD/.config" "$OUT/config"
 cp "$FRAGMENT" "$OUT/elatta.config"
 printf '%s\nbuild_seconds=%d\n' "$STAMP" "$(($(date +%s) - start))" > "$OUT/.done"
