@@ -10,6 +10,7 @@ declares 1 GiB and U-Boot relocates itself to the top of it.
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -40,6 +41,20 @@ def build_uboot(board: str) -> dict[str, Path]:
     return {k: Path(v) for k, v in paths.items()}
 
 
+def check_boot_header(boot_bin: bytes) -> None:
+    """BootROM header of BOOT.BIN (UG585 §6.3.2, Table 6-3 "BootROM Header")."""
+    width, ident = struct.unpack_from("<I4s", boot_bin, 0x20)
+    assert width == 0xAA995566 and ident == b"XNLX", "width detection word, image id"
+    src, length, load, start, total = struct.unpack_from("<IIIII", boot_bin, 0x30)
+    assert load == 0 and start == 0, "the SPL runs from OCM at 0"
+    assert 0 < length <= 192 * 1024, "the SPL must fit in the 192 KiB the BootROM loads to OCM"
+    # U-Boot 2023.01 tools/zynqimage.c stores the size of the whole output file (header
+    # included) in image_size and image_stored_size, so only bound them by the file.
+    assert src < len(boot_bin) and length == total <= len(boot_bin)
+    words = struct.unpack_from("<10I", boot_bin, 0x20)
+    assert struct.unpack_from("<I", boot_bin, 0x48)[0] == ~sum(words) & 0xFFFFFFFF, "checksum"
+
+
 def qemu_args(sd: Path) -> list[str]:
     return ["-m", "1024", "-drive", f"if=sd,format=raw,file={sd}"]
 
@@ -47,6 +62,7 @@ def qemu_args(sd: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def sd_image(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     uboot = build_uboot(BOARD)
+    check_boot_header(uboot["boot_bin"].read_bytes())
     fw = build_firmware(FirmwareConfig(uart=1), tmp_path_factory.mktemp("fw"))
     files = {
         "BOOT.BIN": uboot["boot_bin"].read_bytes(),

@@ -57,9 +57,13 @@ OUT=$CACHE/$BOARD
 # env_get_autostart(), env/common.c: env_get_yesno("autostart") == 1; unset counts as no), so
 # the boot command sets it first.
 # CONFIG_DEFAULT_DEVICE_TREE as well as DEVICE_TREE= on the make line: the board Makefile reads
-# either, and .config then says which board it is.
+# either, and .config then says which board it is. OF_LIST/SPL_OF_LIST: only this board's
+# device tree goes into the u-boot.img FIT (Makefile, MKIMAGEFLAGS_u-boot.img: one -b per DTB,
+# DEVICE_TREE first), so the SPL cannot pick another board's configuration.
 FRAGMENT_TEXT=$(cat <<EOF
 CONFIG_DEFAULT_DEVICE_TREE="$DT"
+CONFIG_OF_LIST="$DT"
+CONFIG_SPL_OF_LIST="$DT"
 CONFIG_BOOTDELAY=1
 CONFIG_AUTOBOOT_KEYED=y
 CONFIG_AUTOBOOT_PROMPT="autoboot in %d s: type '$STOP_STR' to stop\\n"
@@ -181,7 +185,8 @@ log=$BUILD/build.log
     mk -j"$(nproc)" all u-boot.elf
 } > "$log" 2>&1 || { tail -n 40 "$log" >&2; die "build failed, log: $log"; }
 
-for sym in CONFIG_AUTOBOOT_KEYED=y "CONFIG_DEFAULT_DEVICE_TREE=\"$DT\"" CONFIG_CMD_ELF=y; do
+for sym in CONFIG_AUTOBOOT_KEYED=y "CONFIG_DEFAULT_DEVICE_TREE=\"$DT\"" "CONFIG_OF_LIST=\"$DT\"" \
+    CONFIG_CMD_ELF=y; do
     grep -qx "$sym" "$BUILD/.config" || die "$sym did not stick in $BUILD/.config"
 done
 # The SPL must carry this board's PS initialisation (clocks, MIO, DDR: UG585 §6.3 "BootROM",
