@@ -10,6 +10,7 @@ declares 1 GiB and U-Boot relocates itself to the top of it.
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import time
@@ -20,6 +21,7 @@ from elatta_host.device import Device
 from elatta_host.qemu import Qemu, spawn
 
 from codegen.firmware_build import FirmwareConfig, build_firmware
+from codegen.target.boards import BOARDS, FW_LOADADDR, board
 from codegen.target.sdcard import write_sd_image
 from codegen.toolchain import find_tool
 
@@ -60,10 +62,18 @@ def qemu_args(sd: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def sd_image(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    uboot = build_uboot(BOARD)
+def uboot() -> dict[str, Path]:
+    return build_uboot(BOARD)
+
+
+@pytest.fixture(scope="module")
+def sd_image(
+    uboot: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path, str]:
     check_boot_header(uboot["boot_bin"].read_bytes())
-    fw = build_firmware(FirmwareConfig(uart=1), tmp_path_factory.mktemp("fw"))
+    b = board(BOARD)
+    cfg = FirmwareConfig(uart=b.console_uart, uart_ref_hz=b.uart_ref_hz)
+    fw = build_firmware(cfg, tmp_path_factory.mktemp("fw"))
     files = {
         "BOOT.BIN": uboot["boot_bin"].read_bytes(),
         "u-boot.img": uboot["u_boot_img"].read_bytes(),
@@ -71,6 +81,36 @@ def sd_image(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
     }
     sd = write_sd_image(tmp_path_factory.mktemp("sd") / "sd.img", files)
     return uboot["u_boot_elf"], sd, fw.build_id
+
+
+def mask_write(ps7_init: str, reg: int, mask: int) -> int:
+    """The value ps7_init_gpl.c writes under `mask` to SLCR register `reg` (first occurrence)."""
+    m = re.search(
+        rf"EMIT_MASKWRITE\(0x{reg:08X}U?\s*,\s*0x{mask:08X}U?\s*,\s*(0x[0-9A-F]+)U?\)",
+        ps7_init,
+        re.IGNORECASE,
+    )
+    assert m, f"no write of {reg:#x} mask {mask:#x}"
+    return int(m.group(1), 16)
+
+
+def test_board_table_matches_uboot_source(uboot: dict[str, Path]) -> None:
+    """codegen.target.boards against the DTS and ps7_init_gpl.c tools/uboot.sh built from."""
+    src = uboot["src"]
+    assert f"bootelf -p {FW_LOADADDR:#010x}" in (uboot["dir"] / "config").read_text()
+    for b in BOARDS.values():
+        dts = (src / "arch/arm/dts" / f"{b.device_tree}.dts").read_text()
+        assert f"serial0 = &uart{b.console_uart};" in dts
+        mem = re.search(r"memory@0 \{[^}]*reg = <(?:0x)?0 (0x[0-9a-f]+)>", dts)
+        assert mem and int(mem.group(1), 16) == b.ddr_mib << 20, b.name
+        ps7 = (src / "board/xilinx/zynq" / b.device_tree / "ps7_init_gpl.c").read_text()
+        fdiv = (mask_write(ps7, 0xF8000108, 0x0007F000) >> 12) & 0x7F
+        uart_clk = mask_write(ps7, 0xF8000154, 0x00003F33)
+        assert (uart_clk >> 4) & 3 == 0, "UART_CLK_CTRL.SRCSEL = IO PLL"
+        ref = 33_333_333 * fdiv // ((uart_clk >> 8) & 0x3F)
+        assert abs(ref - b.uart_ref_hz) < b.uart_ref_hz // 100, (b.name, ref)
+    # The firmware sits below fw.elf's load buffer on every board.
+    assert FW_LOADADDR >= 16 << 20 and all(FW_LOADADDR < b.ddr_mib << 20 for b in BOARDS.values())
 
 
 def test_uboot_console_boots_fw_elf(sd_image: tuple[Path, Path, str], tmp_path: Path) -> None:
@@ -110,7 +150,8 @@ def test_firmware_answers_hello_after_uboot(sd_image: tuple[Path, Path, str]) ->
         info = dev.hello(sync_timeout=60)
         boot_s = time.monotonic() - t0
         assert info.build_id == build_id
-        assert info.uart == 1 and info.baud == 115200
+        assert info.uart == board(BOARD).console_uart and info.baud == 115200
+        assert info.uart_ref_hz == board(BOARD).uart_ref_hz
         payload = bytes(range(256)) * 4
         assert dev.echo(payload) == payload
     assert boot_s < 60

@@ -5,7 +5,7 @@
 #   tools/uboot.sh BOARD        BOARD: zybo-z7-20 | zedboard | microzed-7020
 #
 # Prints the output paths, one `name=path` a line (boot_bin, u_boot_img, u_boot_elf, spl_bin,
-# dir). spl_bin is the raw SPL (spl/u-boot-spl.bin, linked at OCM address 0, CONFIG_SPL_TEXT_BASE)
+# src: the unpacked U-Boot source, dir). spl_bin is the raw SPL (spl/u-boot-spl.bin, linked at OCM address 0, CONFIG_SPL_TEXT_BASE)
 # for loading over JTAG (codegen/target/jtag.py).
 # Idempotent: outputs are cached in ${ELATTA_UBOOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/
 # elatta/u-boot}/<version>/<board>/ and a second call only prints them.
@@ -84,6 +84,7 @@ print_outputs() {
     echo "u_boot_img=$OUT/u-boot.img"
     echo "u_boot_elf=$OUT/u-boot.elf"
     echo "spl_bin=$OUT/spl.bin"
+    echo "src=$CACHE/src/u-boot-$UPSTREAM+dfsg"
     echo "dir=$OUT"
 }
 
@@ -124,20 +125,29 @@ have_src() {
     grep -rqsE '^(deb-src|Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/
 }
 if ! have_src; then
+    dst=/etc/apt/sources.list.d/elatta-debian-src.sources
     src=/etc/apt/sources.list.d/debian.sources
-    uris=http://deb.debian.org/debian
     if [ -f "$src" ]; then
-        u=$(awk '/^URIs:/ {print $2; exit}' "$src")
-        [ -n "$u" ] && uris=$u
-    fi
-    echo "uboot.sh: adding a deb-src entry for bookworm ($uris)" >&2
-    $SUDO tee /etc/apt/sources.list.d/elatta-debian-src.sources >/dev/null <<EOF
+        # The same archives as the binary packages (deb822, sources.list(5)), as deb-src.
+        echo "uboot.sh: adding deb-src entries mirroring $src" >&2
+        sed -E 's/^Types:[[:space:]]+deb[[:space:]]*$/Types: deb-src/' "$src" \
+            | $SUDO tee "$dst" >/dev/null
+    else
+        echo "uboot.sh: adding a deb-src entry for bookworm (deb.debian.org)" >&2
+        $SUDO tee "$dst" >/dev/null <<EOF
 Types: deb-src
-URIs: $uris
+URIs: http://deb.debian.org/debian
 Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
+    fi
     apt_update
 fi
 
@@ -156,9 +166,14 @@ if [ ! -f "$SRC/Makefile" ]; then
     need_apt
     if ! (cd "$CACHE/src" && apt-get source -qq "u-boot=$UBOOT_VERSION" >&2); then
         apt_update
-        (cd "$CACHE/src" && apt-get source -qq "u-boot=$UBOOT_VERSION" >&2) \
-            || offline "apt-get source u-boot=$UBOOT_VERSION failed; \`apt-cache showsrc u-boot\`" \
-                   "lists the versions the mirror has (set UBOOT_VERSION=...)"
+        if ! (cd "$CACHE/src" && apt-get source -qq "u-boot=$UBOOT_VERSION" >&2); then
+            avail=$(apt-cache showsrc u-boot 2>/dev/null | awk '/^Version:/ {print $2}' | sort -u)
+            if [ -n "$avail" ] && ! grep -qxF "$UBOOT_VERSION" <<<"$avail"; then
+                die "u-boot $UBOOT_VERSION is no longer in the archive (it has:" $avail ");" \
+                    "set UBOOT_VERSION=... (the ps7_init and Kconfig notes here are for 2023.01)"
+            fi
+            offline "apt-get source u-boot=$UBOOT_VERSION failed (archive unreachable?)"
+        fi
     fi
     [ -f "$SRC/Makefile" ] || die "unpacked source not found at $SRC"
 fi
