@@ -5,6 +5,7 @@ dosfstools/mtools when they are installed. Fast: a 64 MiB sparse file."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import struct
 import subprocess
@@ -86,7 +87,7 @@ def read_image(path: Path) -> ReadBack:
 
 
 def sample_files() -> dict[str, bytes]:
-    rng = __import__("random").Random(1)
+    rng = random.Random(1)
     return {
         "BOOT.BIN": rng.randbytes(117_520),
         "u-boot.img": rng.randbytes(1_224_516),
