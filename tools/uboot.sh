@@ -77,7 +77,7 @@ CONFIG_CMD_FAT=y
 CONFIG_CMD_FS_GENERIC=y
 EOF
 )
-STAMP="$UBOOT_VERSION $BOARD $DT fragment=$(printf '%s\n' "$FRAGMENT_TEXT" | sha256sum | cut -c1-16)"
+STAMP="$UBOOT_VERSION $BOARD $DT reproducible fragment=$(printf '%s\n' "$FRAGMENT_TEXT" | sha256sum | cut -c1-16)"
 
 print_outputs() {
     echo "boot_bin=$OUT/boot.bin"
@@ -188,6 +188,11 @@ FRAGMENT=$BUILD/elatta.config
 printf '%s\n' "$FRAGMENT_TEXT" > "$FRAGMENT"
 
 start=$(date +%s)
+# Reproducible outputs: the build date in the version string (Makefile, U_BOOT_DATE) and the
+# FIT/zynqimage time stamps (tools/imagetool.c, imagetool_get_source_date) come from
+# SOURCE_DATE_EPOCH, set to the Debian changelog's date as Debian's own build does.
+SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l "$SRC/debian/changelog" -STimestamp)
+export SOURCE_DATE_EPOCH
 mk() {
     make -C "$SRC" O="$BUILD" CROSS_COMPILE="$CROSS" ARCH=arm DEVICE_TREE="$DT" "$@"
 }
