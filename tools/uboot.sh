@@ -5,8 +5,8 @@
 #   tools/uboot.sh BOARD        BOARD: zybo-z7-20 | zedboard | microzed-7020
 #
 # Prints the output paths, one `name=path` a line (boot_bin, u_boot_img, u_boot_elf, spl_bin,
-# src: the unpacked U-Boot source, dir). spl_bin is the raw SPL (spl/u-boot-spl.bin, linked at OCM address 0, CONFIG_SPL_TEXT_BASE)
-# for loading over JTAG (codegen/target/jtag.py).
+# src: the unpacked U-Boot source, dir). spl_bin is the raw SPL (spl/u-boot-spl.bin, linked at
+# OCM address 0, CONFIG_SPL_TEXT_BASE) for loading over JTAG (codegen/target/jtag.py).
 # Idempotent: outputs are cached in ${ELATTA_UBOOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/
 # elatta/u-boot}/<version>/<board>/ and a second call only prints them.
 #
@@ -77,7 +77,8 @@ CONFIG_CMD_FAT=y
 CONFIG_CMD_FS_GENERIC=y
 EOF
 )
-STAMP="$UBOOT_VERSION $BOARD $DT reproducible fragment=$(printf '%s\n' "$FRAGMENT_TEXT" | sha256sum | cut -c1-16)"
+FRAGMENT_SUM=$(printf '%s\n' "$FRAGMENT_TEXT" | sha256sum | cut -c1-16)
+STAMP="$UBOOT_VERSION $BOARD $DT reproducible fragment=$FRAGMENT_SUM"
 
 print_outputs() {
     echo "boot_bin=$OUT/boot.bin"
