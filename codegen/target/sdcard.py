@@ -323,6 +323,7 @@ def write_sd_image(out: Path, files: dict[str, bytes], size_mib: int = 64) -> Pa
     part = fat.part_start * SECTOR
     boot = _boot_sector(fat)
     table = _fat_table(layout)
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "wb") as f:
         f.truncate(layout.total_sectors * SECTOR)
