@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.errors import ConfigError
+from codegen.base.errors import ConfigError
 from codegen.target.sdcard import script_image, write_sd_image
 
 
@@ -116,8 +116,10 @@ def test_many_clusters_root_and_larger_card(tmp_path: Path) -> None:
     assert back.files == files and back.cluster_count >= 65525
 
 
-@pytest.mark.skipif(shutil.which("fsck.fat") is None, reason="fsck.fat (dosfstools) not installed")
 def test_fsck_fat_clean(tmp_path: Path) -> None:
+    assert shutil.which("fsck.fat"), (
+        "fsck.fat (dosfstools): tools/setup.sh installs it"
+    )
     img = write_sd_image(tmp_path / "sd.img", sample_files())
     part = tmp_path / "part.img"
     with open(img, "rb") as src, open(part, "wb") as dst:
@@ -129,8 +131,8 @@ def test_fsck_fat_clean(tmp_path: Path) -> None:
     assert "32 bit entries" in r.stdout and ": 6 files," in r.stdout, r.stdout
 
 
-@pytest.mark.skipif(shutil.which("mcopy") is None, reason="mcopy (mtools) not installed")
 def test_mtools_reads_every_file(tmp_path: Path) -> None:
+    assert shutil.which("mcopy"), "mcopy (mtools): tools/setup.sh installs it"
     files = sample_files()
     img = write_sd_image(tmp_path / "sd.img", files)
     env = {**os.environ, "MTOOLS_SKIP_CHECK": "1"}
@@ -153,8 +155,10 @@ def test_mtools_reads_every_file(tmp_path: Path) -> None:
     assert "u-boot.img" in listing and "BOOT.BIN" in listing
 
 
-@pytest.mark.skipif(shutil.which("mkimage") is None, reason="mkimage (u-boot-tools) not installed")
 def test_script_image_matches_mkimage(tmp_path: Path) -> None:
+    assert shutil.which("mkimage"), (
+        "mkimage (u-boot-tools): tools/setup.sh installs it"
+    )
     text = "echo elatta\nload mmc 0 0x08000000 fw.elf\nbootelf -p 0x08000000\n"
     src = tmp_path / "boot.txt"
     src.write_text(text)

@@ -20,10 +20,10 @@ import pytest
 from elatta_host.device import Device
 from elatta_host.qemu import Qemu, spawn
 
-from codegen.firmware_build import FirmwareConfig, build_firmware
 from codegen.target.boards import BOARDS, FW_LOADADDR, board
+from codegen.target.firmware import FirmwareConfig, build_firmware
 from codegen.target.sdcard import write_sd_image
-from codegen.toolchain import find_tool
+from codegen.target.toolchain import find_tool
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu]
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Install what the project needs on a Debian/Ubuntu machine; idempotent (skips what is present).
-#   apt: cross compiler, newlib, QEMU, TTS engines for the built-in data set, python3-venv
+#   apt: cross compiler, newlib, QEMU, TTS engines for the built-in data set, python3-venv, and
+#        what checks a board image (dosfstools, mtools, u-boot-tools, openocd); tools/uboot.sh
+#        installs U-Boot's own build dependencies when it first builds U-Boot
 #   pip: a virtual environment in .venv with torch==2.13.0 (CPU build) and the project
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi qemu-system-arm
-              espeak-ng flite festival festvox-kallpc16k gcc make)
+              espeak-ng flite festival festvox-kallpc16k gcc make
+              dosfstools mtools u-boot-tools openocd)
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 TORCH_PIN="torch==2.13.0"

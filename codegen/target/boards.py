@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen.errors import ConfigError
+from codegen.base.errors import ConfigError
 
 FW_LOADADDR = 0x0800_0000  # tools/uboot.sh: where `load` puts fw.elf before `bootelf -p`
 

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.errors import ConfigError
+from codegen.base.errors import ConfigError
 
 SPL_ADDR = 0x0  # OCM, CONFIG_SPL_TEXT_BASE of xilinx_zynq_virt_defconfig
 CPU0 = "zynq.cpu0"  # target/zynq_7000.cfg: ${_CHIPNAME}.cpu0

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.errors import ConfigError
+from codegen.base.errors import ConfigError
 
 SECTOR = 512
 PART_START = 2048  # 1 MiB
