@@ -1,7 +1,7 @@
 /*
  * A hidden Linear + ReLU layer of an MLP head (int16 in and out, int32 sum proven by the
- * compiler, codegen/quantize/model.py quantize_mlp): y = sat16(rshift_round(max(W x + b, 0), shift)).
- * Python twin: codegen/intref/model.py encode_int.
+ * compiler, codegen/quantize/model.py quantize_mlp): y = sat16(rshift_round(max(W x + b, 0),
+ * shift)). Python twin: codegen/intref/model.py encode_int.
  */
 #ifndef ELT_DENSE_S16_H
 #define ELT_DENSE_S16_H

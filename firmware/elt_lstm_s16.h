@@ -2,11 +2,11 @@
  * Integer LSTM encoder, int16 activations and weights, int32 gate accumulator and cell state
  * (docs/numeric.md §4).
  *
- * One kernel for every model: the compiler (codegen/quantize/model.py) decides every format and shift,
- * and codegen/emit/c.py (`lstm_layout`) emits the weights in the kernel's layout with the sizes as
- * an elt_lstm_s16_params_t; the caller provides the scratch (CMSIS-NN style: constant parameters
- * apart from caller-provided buffers, no heap). codegen/intref/lstm.py mirrors the arithmetic,
- * integer for integer.
+ * One kernel for every model: the compiler (codegen/quantize/model.py) decides every format and
+ * shift, and codegen/emit/c.py (`lstm_layout`) emits the weights in the kernel's layout with the
+ * sizes as an elt_lstm_s16_params_t; the caller provides the scratch (CMSIS-NN style: constant
+ * parameters apart from caller-provided buffers, no heap). codegen/intref/lstm.py mirrors the
+ * arithmetic, integer for integer.
  *
  * Cortex-A9 builds (ELT_LSTM_NEON) run each layer's build-specialised NEON kernel
  * (codegen/emit/lstm_neon.py, in the model source); host builds, other targets and builds with
@@ -48,8 +48,8 @@
 #endif
 
 /* What the encoder hands on as z (the input of the final Linear), a compile-time choice
- * (-DELT_LSTM_POOL, codegen/measure/hostlib.py model_cflags): the last step's hidden state h_T, the mean
- * of h_t over the T steps, or their element-wise maximum. */
+ * (-DELT_LSTM_POOL, codegen/measure/hostlib.py model_cflags): the last step's hidden state h_T, the
+ * mean of h_t over the T steps, or their element-wise maximum. */
 #define ELT_LSTM_POOL_LAST 0
 #define ELT_LSTM_POOL_MEAN 1
 #define ELT_LSTM_POOL_MAX 2

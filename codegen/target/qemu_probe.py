@@ -15,12 +15,12 @@ from pathlib import Path
 
 from codegen.base.errors import CodegenError
 from codegen.base.resources import firmware_dir
-from codegen.target import sources
+from codegen.target.sources import BOARD, LINKER_SCRIPT
 from codegen.target.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_tool
 
 # What every probe links besides its own sources: the board (reset vectors, UART, the global
 # timer, the fault reporter); the linker drops what a probe does not call (--gc-sections).
-RUNTIME = sources.BOARD
+RUNTIME = BOARD
 
 
 def link_probe(
@@ -42,7 +42,7 @@ def link_probe(
             *cflags,
             *(f"-I{d}" for d in includes),
             f"-I{fw}",
-            f"-T{fw / sources.LINKER_SCRIPT}",
+            f"-T{fw / LINKER_SCRIPT}",
             *ARM_LDFLAGS,
             "-o",
             str(elf),
