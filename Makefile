@@ -51,7 +51,7 @@ lint: setup
 	$(VENV)/bin/ruff check codegen host tests bench tools
 	$(VENV)/bin/ruff format --check codegen host tests bench tools
 	$(VENV)/bin/mypy codegen host
-	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/host/*.[ch] \
+	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/board/*/*.[ch] firmware/host/*.[ch] \
 		tests/neonprobe/*.[ch] tests/intharness/*.[ch]
 
 clean:

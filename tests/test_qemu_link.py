@@ -90,6 +90,30 @@ def test_qemu_echo_and_malformed(firmware: FirmwareBuild) -> None:
             link.request(Msg.ECHO, bytes(2049), expect=Msg.ECHO_REPLY, retry_errors=frozenset())
 
 
+def test_uart1_build_served_on_its_uart(tmp_path: Path) -> None:
+    """A UART1 board build: `codegen run --qemu`'s device path (host/run.py open_device) takes
+    the UART from the build's firmware.json, reaches HELLO, and INFO's board block shows what
+    the start-up code left: MMU, caches and branch prediction on, no PL310 under QEMU."""
+    from elatta_host.qemu import build_uart
+    from elatta_host.run import DeviceSpec, open_device
+
+    from codegen.target.firmware import FirmwareConfig, build_firmware
+
+    fw = build_firmware(FirmwareConfig.from_board("zedboard"), tmp_path)
+    assert build_uart(fw.elf) == 1
+    spec = DeviceSpec("qemu0", elf=fw.elf, uart=build_uart(fw.elf), icount=False, timeout=5.0)
+    with open_device(spec) as (link, _state):
+        info = Device(link).hello(sync_timeout=10)
+    assert info.uart == 1 and info.uart_ref_hz == 50_000_000 and info.build_id == fw.build_id
+    board = info.board
+    assert board is not None and board.name == "zedboard"
+    assert board.sctlr_bits() == {"M": True, "C": True, "Z": True, "I": True}
+    assert not board.l2_found and board.l2_control == 0  # QEMU 7.2 maps nothing at 0xF8F02000
+    assert (board.uart_cd, board.uart_bdiv) == (62, 6)
+    actual = board.actual_baud(info.uart_ref_hz)
+    assert actual is not None and abs(actual - 115_200) / 115_200 < 0.02
+
+
 def test_cli_device_info_within_10_s(firmware: FirmwareBuild) -> None:
     t0 = time.monotonic()
     proc = subprocess.run(
@@ -102,6 +126,10 @@ def test_cli_device_info_within_10_s(firmware: FirmwareBuild) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"firmware       {firmware.build_id}" in proc.stdout
     assert "UART0 (0xE0000000), 115200 baud" in proc.stdout
+    assert "board          qemu" in proc.stdout
+    assert "MMU on, D-cache on, I-cache on, branch prediction on" in proc.stdout
+    assert "l2 cache       absent" in proc.stdout
+    assert "CD 124, BDIV 6 (read back)" in proc.stdout
     assert elapsed < 10.0, f"INFO took {elapsed:.1f} s"
 
 
