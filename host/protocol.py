@@ -265,7 +265,7 @@ class BoardInfo:
                 f"{'enabled' if self.l2_control & 1 else 'disabled'}, aux 0x{self.l2_aux:08x}"
             )
         else:
-            l2 = "absent (nothing answered at 0xF8F02000)"
+            l2 = "absent (no PL310 cache ID at 0xF8F02000)"
         actual = self.actual_baud(uart_ref_hz)
         rate = (
             "baud generator off"

@@ -90,8 +90,9 @@ static void scu_enable(void)
 
 static void l2_enable(void)
 {
-    /* The probe aborts where no PL310 answers (QEMU's xilinx-zynq-a9 maps nothing there):
-     * startup.S's data-abort handler resumes after the load and flags it. */
+    /* Where nothing answers, the read either aborts (startup.S's data-abort handler resumes
+     * after the load and flags it) or returns something that is not a PL310 ID: QEMU 7.2's
+     * xilinx-zynq-a9 maps nothing at 0xF8F02000, logs an invalid read and returns 0. */
     uint64_t probe = fw_probe_read32(ZYNQ_L2_BASE + L2_CACHE_ID);
     uint32_t id = (uint32_t)probe;
     if ((uint32_t)(probe >> 32) != 0u || (id & L2_ID_MASK) != L2_ID_PL310) {
