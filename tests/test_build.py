@@ -364,7 +364,8 @@ def test_cortex_a9_build_equals_python_under_qemu(
     every field."""
     from codegen.base.resources import firmware_dir
     from codegen.elatta.float_ref import MODES as ALL_MODES
-    from codegen.emit.c import carray, model_cflags, render_model, write_sources
+    from codegen.emit.c import carray, render_model, write_sources
+    from codegen.emit.flags import model_cflags
     from codegen.frontend.reader import read_model
     from codegen.quantize.model import quantize_model
     from codegen.target import sources

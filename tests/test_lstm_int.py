@@ -265,7 +265,8 @@ def test_neon_kernel_other_shapes_under_qemu(
     import dataclasses
 
     from codegen.base.resources import firmware_dir
-    from codegen.emit.c import carray, model_cflags, render_model, write_sources
+    from codegen.emit.c import carray, render_model, write_sources
+    from codegen.emit.flags import model_cflags
     from codegen.emit.lstm_neon import KernelSpec, is_unrolled
     from codegen.frontend.reader import read_model
     from codegen.quantize.model import quantize_lstm
