@@ -50,4 +50,13 @@
 #define FW_BUILD_ID_SIZE 24u
 #define FW_INFO_SIZE 64u /* fixed part; the application's description fills the rest */
 
+/* INFO's board block, right after the fixed part (docs/protocol.md, "INFO payload"): a tag byte
+ * that an application description (ASCII text) never starts with, its size, then what the board
+ * reads back at run time. A host finds the description after the block when the tag is there and
+ * at FW_INFO_SIZE otherwise, so INFO of a firmware without the block still reads. */
+#define FW_INFO_BOARD_TAG 0xB1u
+#define FW_INFO_BOARD_SIZE 48u
+#define FW_INFO_BOARD_NAME_SIZE 20u
+#define FW_INFO_BOARD_L2_FOUND 0x01u /* flags bit: an L2 cache controller answered */
+
 #endif /* FW_PROTO_H */

@@ -70,13 +70,40 @@ static void send_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
     send_frame(s, FW_MSG_ERROR, seq, payload, (uint16_t)sizeof payload);
 }
 
+/* INFO's board block (fw_proto.h, docs/protocol.md): tag, size, flags, then the registers. */
+static void put_board_block(fw_server_t *s, uint8_t *b)
+{
+#ifdef FW_BOARD_NAME
+    static const char name[] = FW_BOARD_NAME;
+#else
+    static const char name[] = "";
+#endif
+    fw_board_report_t r = {0, 0, 0, 0, 0, 0, 0};
+    if (s->platform->board_report != 0) {
+        s->platform->board_report(s->platform->ctx, &r);
+    }
+    b[0] = (uint8_t)FW_INFO_BOARD_TAG;
+    b[1] = (uint8_t)FW_INFO_BOARD_SIZE;
+    b[2] = r.l2_id != 0u ? (uint8_t)FW_INFO_BOARD_L2_FOUND : 0u;
+    fw_put_u32(&b[4], r.sctlr);
+    fw_put_u32(&b[8], r.actlr);
+    fw_put_u32(&b[12], r.l2_id);
+    fw_put_u32(&b[16], r.l2_ctrl);
+    fw_put_u32(&b[20], r.l2_aux);
+    fw_put_u16(&b[24], r.uart_cd);
+    fw_put_u16(&b[26], r.uart_bdiv);
+    for (uint32_t i = 0; i < FW_INFO_BOARD_NAME_SIZE && name[i] != '\0'; i++) {
+        b[28 + i] = (uint8_t)name[i];
+    }
+}
+
 static void send_info(fw_server_t *s, uint32_t seq)
 {
     static const char build_id[] = FW_BUILD_ID;
     /* Built in place of the HELLO request (read already): the received frame's buffer holds a
      * whole payload. */
     uint8_t *p = &s->enc[FW_HDR_SIZE];
-    for (uint32_t i = 0; i < FW_INFO_SIZE; i++) {
+    for (uint32_t i = 0; i < FW_INFO_SIZE + FW_INFO_BOARD_SIZE; i++) {
         p[i] = 0u;
     }
     uint32_t stack_size = 0;
@@ -96,14 +123,15 @@ static void send_info(fw_server_t *s, uint32_t seq)
         p[32 + i] = (uint8_t)build_id[i];
     }
     fw_put_u32(&p[56], s->frames_replayed);
+    put_board_block(s, &p[FW_INFO_SIZE]);
+    const uint16_t fixed = (uint16_t)(FW_INFO_SIZE + FW_INFO_BOARD_SIZE);
     uint16_t app_len = 0;
     const fw_app_t *app = s->platform->app;
     if (app != 0 && app->describe != 0) {
-        app_len =
-            app->describe(app->ctx, &p[FW_INFO_SIZE], (uint16_t)(FW_MAX_PAYLOAD - FW_INFO_SIZE));
+        app_len = app->describe(app->ctx, &p[fixed], (uint16_t)(FW_MAX_PAYLOAD - fixed));
     }
-    fw_put_u32(&p[60], s->session); /* the description's length is the payload's minus 64 */
-    send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)(FW_INFO_SIZE + app_len));
+    fw_put_u32(&p[60], s->session); /* the description's length is the payload's minus 112 */
+    send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)(fixed + app_len));
 }
 
 /* Step 9 for application types: replay a repeated (session, type, seq), else ask the

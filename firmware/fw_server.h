@@ -11,6 +11,7 @@
 
 #include "fw_config.h"
 #include "fw_proto.h"
+#include "fw_rt.h"
 
 #define FW_BODY_MAX (FW_HDR_SIZE + FW_MAX_PAYLOAD + FW_CRC_SIZE)
 #define FW_ENC_MAX FW_COBS_MAX(FW_BODY_MAX)
@@ -20,6 +21,7 @@
 #define FW_REPLY_MAX FW_MAX_PAYLOAD
 #endif
 _Static_assert(FW_REPLY_MAX <= FW_MAX_PAYLOAD, "a reply is a frame payload");
+_Static_assert(FW_INFO_SIZE + FW_INFO_BOARD_SIZE <= FW_MAX_PAYLOAD, "INFO's fixed part fits");
 /* COBS block: a code byte and up to 254 data bytes (Cheshire & Baker 1999). */
 #define FW_COBS_BLOCK 255u
 
@@ -47,6 +49,8 @@ typedef struct {
     void (*stack_usage)(void *ctx, uint32_t *size, uint32_t *used);
     void *ctx;
     const fw_app_t *app; /* NULL: only HELLO and ECHO are served */
+    /* What the board reads back at run time, for INFO's board block; NULL: zeros. */
+    void (*board_report)(void *ctx, fw_board_report_t *r);
 } fw_platform_t;
 
 typedef struct {

@@ -27,7 +27,13 @@ static void stack_usage(void *ctx, uint32_t *size, uint32_t *used)
     fw_stack_usage(size, used);
 }
 
-static fw_platform_t platform = {uart_write, stack_usage, 0, 0};
+static void board_report(void *ctx, fw_board_report_t *r)
+{
+    (void)ctx;
+    fw_board_report(r);
+}
+
+static fw_platform_t platform = {uart_write, stack_usage, 0, 0, board_report};
 static fw_server_t server;
 
 int main(void)

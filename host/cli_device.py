@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from elatta_host.device import Device
-from elatta_host.qemu import Qemu, stop_on_signals
+from elatta_host.qemu import Qemu, build_uart, stop_on_signals
 from elatta_host.transport import Link
 
 from codegen.base.errors import ConfigError
@@ -38,9 +38,9 @@ def add_link_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--uart",
         type=int,
-        default=0,
         choices=(0, 1),
-        help="with --qemu: which UART the firmware was built for (default 0)",
+        help="with --qemu: which UART the firmware was built for (default: the one its build "
+        "directory's firmware.json or manifest.json names, else 0)",
     )
     p.add_argument("--timeout", type=float, default=2.0, help="reply time-out in seconds")
 
@@ -60,7 +60,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def open_link(args: argparse.Namespace) -> Iterator[Link]:
     if args.qemu is not None:
         stop_on_signals()  # SIGTERM/SIGHUP take QEMU down with this process
-        with Qemu(args.qemu, uart=args.uart, link_timeout=args.timeout) as link:
+        uart = build_uart(args.qemu) if args.uart is None else args.uart
+        with Qemu(args.qemu, uart=uart, link_timeout=args.timeout) as link:
             yield link
     else:
         with Link(args.port, baud=args.baud, timeout=args.timeout) as link:

@@ -20,6 +20,12 @@ SEQ_READABLE = 6
 SESSION_SIZE = 4
 BUILD_ID_SIZE = 24
 INFO_SIZE = 64
+# INFO's board block after the fixed part (fw_proto.h FW_INFO_BOARD_*): tag, size, then what the
+# board reads back at run time; absent in INFO of a firmware without it.
+INFO_BOARD_TAG = 0xB1
+INFO_BOARD_SIZE = 48
+INFO_BOARD_NAME_SIZE = 20
+INFO_BOARD_L2_FOUND = 0x01
 _HDR = struct.Struct("<BBIH")
 
 
@@ -190,6 +196,94 @@ def _split_keep(data: bytes) -> Iterator[tuple[bytes, bool]]:
 
 
 @dataclass(frozen=True)
+class BoardInfo:
+    """INFO's board block (docs/protocol.md): registers the firmware reads back at run time."""
+
+    name: str
+    sctlr: int  # CP15 SCTLR (ARM DDI 0406C B4.1.130)
+    actlr: int  # CP15 ACTLR (Cortex-A9 TRM §4.3.10)
+    l2_found: bool  # a PL310 answered the probe at 0xF8F02000
+    l2_id: int  # its reg0_cache_id
+    l2_control: int  # reg1_control (bit 0: enabled)
+    l2_aux: int  # reg1_aux_control
+    uart_cd: int  # console UART BAUDGEN.CD, read back
+    uart_bdiv: int  # console UART BAUDDIV, read back
+
+    _FMT = struct.Struct("<BBBxIIIIIHH20s")
+
+    @classmethod
+    def unpack(cls, block: bytes) -> BoardInfo:
+        if len(block) < cls._FMT.size:
+            raise ValueError(f"INFO board block of {len(block)} bytes, expected >= {cls._FMT.size}")
+        (_tag, _size, flags, sctlr, actlr, l2_id, l2_ctrl, l2_aux, cd, bdiv, name) = (
+            cls._FMT.unpack_from(block)
+        )
+        return cls(
+            name.rstrip(b"\0").decode("ascii", "replace"),
+            sctlr,
+            actlr,
+            bool(flags & INFO_BOARD_L2_FOUND),
+            l2_id,
+            l2_ctrl,
+            l2_aux,
+            cd,
+            bdiv,
+        )
+
+    def pack(self) -> bytes:
+        return self._FMT.pack(
+            INFO_BOARD_TAG,
+            INFO_BOARD_SIZE,
+            INFO_BOARD_L2_FOUND if self.l2_found else 0,
+            self.sctlr,
+            self.actlr,
+            self.l2_id,
+            self.l2_control,
+            self.l2_aux,
+            self.uart_cd,
+            self.uart_bdiv,
+            self.name.encode("ascii"),
+        )
+
+    def sctlr_bits(self) -> dict[str, bool]:
+        """SCTLR M, C, I, Z (DDI 0406C B4.1.130)."""
+        bit = {"M": 0, "C": 2, "Z": 11, "I": 12}
+        return {k: bool(self.sctlr >> b & 1) for k, b in bit.items()}
+
+    def actual_baud(self, uart_ref_hz: int) -> float | None:
+        """baud = ref / (CD · (BDIV + 1)) (UG585 §19.2.3); None when the divisors read 0."""
+        if self.uart_cd == 0:
+            return None
+        return uart_ref_hz / (self.uart_cd * (self.uart_bdiv + 1))
+
+    def describe(self, uart_ref_hz: int, baud: int) -> list[str]:
+        on = {True: "on", False: "off"}
+        b = self.sctlr_bits()
+        if self.l2_found:
+            l2 = (
+                f"PL310 (cache id 0x{self.l2_id:08x}), "
+                f"{'enabled' if self.l2_control & 1 else 'disabled'}, aux 0x{self.l2_aux:08x}"
+            )
+        else:
+            l2 = "absent (no PL310 cache ID at 0xF8F02000)"
+        actual = self.actual_baud(uart_ref_hz)
+        rate = (
+            "baud generator off"
+            if actual is None
+            else f"{actual:.0f} baud at {uart_ref_hz / 1e6:g} MHz "
+            f"({100 * abs(actual - baud) / baud:.2f} % off {baud})"
+        )
+        return [
+            f"board          {self.name or '?'}",
+            f"sctlr          0x{self.sctlr:08x}: MMU {on[b['M']]}, D-cache {on[b['C']]}, "
+            f"I-cache {on[b['I']]}, branch prediction {on[b['Z']]}",
+            f"actlr          0x{self.actlr:08x}: SMP {on[bool(self.actlr >> 6 & 1)]}",
+            f"l2 cache       {l2}",
+            f"uart divisors  CD {self.uart_cd}, BDIV {self.uart_bdiv} (read back): {rate}",
+        ]
+
+
+@dataclass(frozen=True)
 class Info:
     """INFO payload (docs/protocol.md)."""
 
@@ -207,6 +301,7 @@ class Info:
     frames_replayed: int = 0
     app: bytes = b""  # the application's description (model, shapes, formats), if any
     session: int = 0  # the nonce of the last HELLO that carried one
+    board: BoardInfo | None = None  # the board block; None: a firmware without one
 
     _FMT = struct.Struct("<BBHIIIIIII24sII")
 
@@ -229,6 +324,12 @@ class Info:
             replayed,
             session,
         ) = cls._FMT.unpack_from(payload)
+        rest = bytes(payload[cls._FMT.size :])
+        board = None
+        # The block is there when its tag is: a description is ASCII text, never 0xB1.
+        if len(rest) >= 2 and rest[0] == INFO_BOARD_TAG and len(rest) >= rest[1]:
+            board = BoardInfo.unpack(rest[: rest[1]])
+            rest = rest[rest[1] :]
         return cls(
             ver,
             uart,
@@ -242,8 +343,9 @@ class Info:
             stack_used,
             build_id.rstrip(b"\0").decode("ascii", "replace"),
             replayed,
-            bytes(payload[cls._FMT.size :]),
+            rest,
             session,
+            board,
         )
 
     def pack(self) -> bytes:
@@ -263,6 +365,7 @@ class Info:
                 self.frames_replayed,
                 self.session,
             )
+            + (b"" if self.board is None else self.board.pack())
             + self.app
         )
 
@@ -279,5 +382,6 @@ class Info:
                 f"{self.frames_dropped} dropped, {self.frames_replayed} replayed",
                 f"stack          {self.stack_used} of {self.stack_size} bytes used (high-water)",
                 f"session        0x{self.session:08x}",
+                *([] if self.board is None else self.board.describe(self.uart_ref_hz, self.baud)),
             ]
         )

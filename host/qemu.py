@@ -127,6 +127,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def build_uart(elf: Path) -> int:
+    """The console UART the ELF was built for, from the build directory's records:
+    firmware.json (`codegen firmware`, `codegen build`), else manifest.json's firmware entry;
+    0 (QEMU's first -serial) when neither names one."""
+    import json
+
+    for name, path in (
+        ("firmware.json", ("config", "uart")),
+        ("manifest.json", ("firmware", "uart")),
+    ):
+        f = elf.parent / name
+        if not f.is_file():
+            continue
+        node: Any = json.loads(f.read_text())
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node in (0, 1):
+            return int(node)
+    return 0
+
+
 def qemu_command(
     elf: Path, port: int, *, uart: int = 0, icount: bool = True, extra_args: Sequence[str] = ()
 ) -> list[str]:

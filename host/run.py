@@ -240,6 +240,7 @@ class Recorder:
 class DeviceSpec:
     name: str
     elf: Path | None = None  # QEMU
+    uart: int = 0  # QEMU: the UART the ELF was built for (served on the socket)
     url: str | None = None  # serial port or socket:// URL
     baud: int = 115_200
     icount: bool = True
@@ -278,7 +279,13 @@ def open_device(spec: DeviceSpec) -> Iterator[tuple[Any, Callable[[], str]]]:
     from elatta_host.transport import Link
 
     if spec.elf is not None:
-        qemu = Qemu(spec.elf, icount=spec.icount, link_timeout=spec.timeout, budget=spec.budget)
+        qemu = Qemu(
+            spec.elf,
+            uart=spec.uart,
+            icount=spec.icount,
+            link_timeout=spec.timeout,
+            budget=spec.budget,
+        )
         link = qemu.start()
 
         def state() -> str:
@@ -737,15 +744,24 @@ def run(args: argparse.Namespace) -> int:
     if args.qemu:
         if not elf.is_file():
             raise RunError(f"{elf} not found: `codegen build` without --no-elf makes it")
+        from elatta_host.qemu import build_uart
+
+        uart = build_uart(elf)
         specs = [
             DeviceSpec(
-                f"qemu{j}", elf=elf, icount=args.icount, timeout=args.timeout, budget=args.budget
+                f"qemu{j}",
+                elf=elf,
+                uart=uart,
+                icount=args.icount,
+                timeout=args.timeout,
+                budget=args.budget,
             )
             for j in range(args.jobs)
         ]
         target = {
             "kind": "qemu",
             "machine": "xilinx-zynq-a9",
+            "uart": uart,
             "icount": args.icount,
             "ticks": "QEMU icount ticks"
             if args.icount

@@ -14,6 +14,7 @@ from elatta_host.protocol import (
     PROTO_VERSION,
     SEQ_READABLE,
     SESSION_SIZE,
+    BoardInfo,
     Err,
     Frame,
     Info,
@@ -30,6 +31,7 @@ class DeviceModel:
     uart: int = 0
     baud: int = 115_200
     uart_ref_hz: int = 100_000_000
+    board: str = "qemu"  # FW_BOARD_NAME of FirmwareConfig()
     frames_ok: int = 0
     frames_err: int = 0
     frames_dropped: int = 0
@@ -120,6 +122,8 @@ class DeviceModel:
             self.frames_replayed,
             b"test-app" if self.with_test_app else b"",
             self.session,
+            # the host harness reports no registers (fw_platform_t.board_report = NULL)
+            BoardInfo(self.board, 0, 0, False, 0, 0, 0, 0, 0),
         )
 
     def feed(self, data: bytes) -> list[Frame]:

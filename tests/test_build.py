@@ -129,6 +129,58 @@ def test_cli_build_writes_sources_elf_and_manifest(cli_build: tuple[Kit, Path]) 
         assert t["max_abs_error"] <= lim + 1e-12, t["name"]
 
 
+def test_cli_build_board_preset(
+    tiny_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`codegen build --board pynq-z2`: the preset's UART0 replaces the config's [target], the
+    manifest records board and divisors; a bad name lists the boards."""
+    train = load_split(tiny_data, "train")
+    kit = make_kit(
+        tmp_path / "kit", C=len(train.classes), classes=train.classes, norm=data_norm(train.pcm)
+    )
+    common = ["--model", str(kit.model), "--basis", str(kit.basis), "--config", str(kit.config)]
+    common += ["--data", str(tiny_data)]
+    rc = main(["build", *common, "--out", str(tmp_path / "out"), "--board", "pynq-z2"])
+    assert rc == 0
+    fw = json.loads((tmp_path / "out" / "manifest.json").read_text())["firmware"]
+    assert (fw["board"], fw["uart"], fw["uart_ref_hz"]) == ("pynq-z2", 0, 100_000_000)
+    assert abs(fw["uart_ref_hz"] / (fw["uart_cd"] * (fw["uart_bdiv"] + 1)) / 115_200 - 1) < 0.02
+    fw_json = json.loads((tmp_path / "out" / "firmware.json").read_text())
+    assert fw_json["config"]["board"] == "pynq-z2" and fw_json["config"]["uart"] == 0
+    capsys.readouterr()
+    rc = main(["build", *common, "--out", str(tmp_path / "bad"), "--board", "pynq"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "board='pynq': unknown board; allowed boards are qemu, zybo-z7-20, zedboard" in err
+
+
+def test_build_board_precedence() -> None:
+    """--board replaces [target]'s board and UART values (and says which); --uart-ref-hz etc.
+    override either."""
+    from codegen.ir.nodes import TargetOptions
+    from codegen.pipeline.build import firmware_config
+
+    notes: list[str] = []
+    zed = firmware_config(TargetOptions(), "zedboard", {}, notes)
+    assert (zed.board, zed.uart, zed.uart_ref_hz) == ("zedboard", 1, 50_000_000)
+    assert notes == [
+        "--board zedboard replaces the config's [target] uart=0, uart_ref_hz=100000000"
+    ]
+    from codegen.target.firmware import uart_divisors
+
+    d = uart_divisors(zed.uart, zed.baud, zed.uart_ref_hz)
+    assert abs(d.actual_baud - 115_200) / 115_200 < 0.02
+    notes = []
+    own = firmware_config(TargetOptions(), "zedboard", {"uart_ref_hz": 100_000_000}, notes)
+    assert own.uart_ref_hz == 100_000_000 and own.uart == 1
+    assert notes == [
+        "--board zedboard replaces the config's [target] uart=0",
+        "uart_ref_hz=100000000 overrides the zedboard preset's uart_ref_hz=50000000",
+    ]
+    toml = TargetOptions(board="microzed-7020", uart=1, uart_ref_hz=50_000_000)
+    assert firmware_config(toml, None, {}, None).board == "microzed-7020"
+
+
 def test_inspect_prints_formats_errors_margins_and_sizes(
     cli_build: tuple[Kit, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from codegen.base.errors import ConfigError, ToolMissingError
+from codegen.target.boards import BOARDS, DEFAULT_BOARD, get_board
 from codegen.target.firmware import (
+    UART_BASES,
     FirmwareBuild,
     FirmwareConfig,
     build_firmware,
@@ -75,13 +77,97 @@ def test_uart_100mhz_115200_matches_ug585_table() -> None:
     [
         (FirmwareConfig(uart=2), "uart=2: the Zynq-7000 has UART0 and UART1"),
         (FirmwareConfig(baud=10), "baud=10: supported range is 300..921600"),
-        (FirmwareConfig(max_payload=10), "max_payload=10: allowed range is 64..8192"),
+        (FirmwareConfig(max_payload=10), "max_payload=10: allowed range is 128..8192"),
+        (FirmwareConfig(board="zybo"), "board='zybo': unknown board; allowed boards are qemu, "),
         (FirmwareConfig(uart_ref_hz=5), "uart_ref_hz=5: expected 1 MHz..200 MHz"),
     ],
 )
 def test_config_errors_name_value(cfg: FirmwareConfig, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         render_config(cfg, "x", "0")
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_board_preset_baud_within_2_percent(name: str) -> None:
+    """Every preset's divisors, put back through UG585 §19.2.3's formula, give 115,200 ± 2 %."""
+    cfg = FirmwareConfig.from_board(name)
+    board = get_board(name)
+    assert (cfg.board, cfg.uart, cfg.uart_ref_hz, cfg.baud) == (
+        name,
+        board.uart,
+        board.uart_ref_hz,
+        board.baud,
+    )
+    d = uart_divisors(cfg.uart, cfg.baud, cfg.uart_ref_hz)
+    actual = cfg.uart_ref_hz / (d.cd * (d.bdiv + 1))
+    assert board.baud == 115_200
+    assert abs(actual - 115_200) / 115_200 < 0.02, (name, d)
+    assert d.base == UART_BASES[board.uart]
+
+
+def test_board_presets_facts() -> None:
+    assert FirmwareConfig() == FirmwareConfig.from_board(DEFAULT_BOARD)  # "qemu": the old default
+    assert (get_board("qemu").uart, get_board("qemu").uart_ref_hz) == (0, 100_000_000)
+    assert get_board("pynq-z2").uart == 0
+    for name, ref in (("zybo-z7-20", 100e6), ("zedboard", 50e6), ("microzed-7020", 50e6)):
+        assert (get_board(name).uart, get_board(name).uart_ref_hz) == (1, ref)
+    assert get_board("zedboard").ddr_bytes == 512 << 20
+    assert get_board("zybo-z7-20").device_tree == "zynq-zybo-z7"
+    assert get_board("pynq-z2").uboot_defconfig is None and "no open SD boot path" in (
+        get_board("pynq-z2").note
+    )
+    zed = uart_divisors(1, 115_200, 50_000_000)
+    assert (zed.cd, zed.bdiv) == (62, 6)  # UG585 Table 19-1's 50 MHz row
+
+
+def test_board_overrides_say_so() -> None:
+    notes: list[str] = []
+    cfg = FirmwareConfig.from_board("zedboard", uart_ref_hz=100_000_000, uart=1, notes=notes)
+    assert (cfg.uart, cfg.uart_ref_hz) == (1, 100_000_000)
+    assert notes == ["uart_ref_hz=100000000 overrides the zedboard preset's uart_ref_hz=50000000"]
+    with pytest.raises(ConfigError, match="board='nope': unknown board; allowed boards are"):
+        FirmwareConfig.from_board("nope")
+
+
+def test_cli_firmware_board(tmp_path: Path) -> None:
+    import json
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "codegen", "firmware", "--board", "pynq-z2", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "board pynq-z2: UART0" in proc.stdout
+    doc = json.loads((tmp_path / "firmware.json").read_text())
+    assert doc["config"]["board"] == "pynq-z2" and doc["console"]["uart"] == 0
+    header = (tmp_path / "include" / "fw_config.h").read_text()
+    assert '#define FW_BOARD_NAME "pynq-z2"' in header
+    bad = subprocess.run(
+        [sys.executable, "-m", "codegen", "firmware", "--board", "zc702", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2
+    assert "board='zc702': unknown board; allowed boards are qemu, zybo-z7-20" in bad.stderr
+    over = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codegen",
+            "firmware",
+            "--board",
+            "zedboard",
+            "--uart-ref-hz",
+            "100000000",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert over.returncode == 0, over.stderr
+    assert "overrides the zedboard preset's uart_ref_hz=50000000" in over.stderr
 
 
 def test_missing_tool_names_package(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,20 @@ from codegen.frontend.reader import load_config, parse_config, parse_qelatta_v2,
 from codegen.ir.meta import file_sha256
 
 
+def test_target_board_in_config() -> None:
+    """[target] board names a preset: its UART settings apply, the table's own keys override."""
+    cfg = parse_config({"target": {"board": "zedboard"}})
+    assert (cfg.target.board, cfg.target.uart, cfg.target.uart_ref_hz) == (
+        "zedboard",
+        1,
+        50_000_000,
+    )
+    own = parse_config({"target": {"board": "zedboard", "uart_ref_hz": 100_000_000}})
+    assert (own.target.uart, own.target.uart_ref_hz) == (1, 100_000_000)
+    with pytest.raises(ConfigError, match="board='zed': unknown board; allowed boards are qemu"):
+        parse_config({"target": {"board": "zed"}}, "x.toml")
+
+
 def test_default_config_parses() -> None:
     cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "default.toml")
     assert cfg.adapt.k == 2 and cfg.adapt.lam == 6

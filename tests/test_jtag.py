@@ -53,9 +53,7 @@ def run_openocd(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_openocd_parses_with_dummy_adapter(tmp_path: Path, inputs: tuple[Path, Path]) -> None:
-    assert shutil.which("openocd"), (
-        "openocd (Debian openocd): tools/setup.sh installs it"
-    )
+    assert shutil.which("openocd"), "openocd (Debian openocd): tools/setup.sh installs it"
     spl, fw = inputs
     cfg = write_jtag_script(tmp_path / "boot.cfg", spl, fw, include_target=True)
     check = (

@@ -120,6 +120,26 @@ def test_info_pack_unpack() -> None:
     assert "session        0xa1b2c3d4" in with_app.describe()
 
 
+def test_info_board_block() -> None:
+    """The board block sits between the fixed part and the description; INFO without it (an
+    older firmware) still reads, its description at offset 64."""
+    board = p.BoardInfo("zedboard", 0x00C5187D, 0x41, True, 0x410000C8, 1, 0x72360000, 62, 6)
+    info = Info(2, 1, 2048, 115200, 50_000_000, 1, 0, 0, 0, 0, "x", 0, b"T=49 F=13", 7, board)
+    raw = info.pack()
+    assert len(raw) == p.INFO_SIZE + p.INFO_BOARD_SIZE + 9
+    assert raw[p.INFO_SIZE] == p.INFO_BOARD_TAG and raw[p.INFO_SIZE + 1] == p.INFO_BOARD_SIZE
+    assert Info.unpack(raw) == info
+    old = Info.unpack(raw[: p.INFO_SIZE] + b"T=49 F=13")
+    assert old.board is None and old.app == b"T=49 F=13"
+    assert board.sctlr_bits() == {"M": True, "C": True, "Z": True, "I": True}
+    text = info.describe()
+    assert "board          zedboard" in text
+    assert "MMU on, D-cache on, I-cache on, branch prediction on" in text
+    assert "PL310 (cache id 0x410000c8), enabled" in text
+    # 50 MHz / (62 * 7) = 115,207 baud
+    assert "CD 62, BDIV 6 (read back): 115207 baud at 50 MHz (0.01 % off 115200)" in text
+
+
 def test_constants_match_c_header() -> None:
     text = (firmware_dir() / "fw_proto.h").read_text()
     defs = {m[0]: int(m[1], 0) for m in re.findall(r"#define (FW_\w+) (0x[0-9A-F]+|\d+)u", text)}
@@ -130,6 +150,10 @@ def test_constants_match_c_header() -> None:
     assert defs["FW_SESSION_SIZE"] == p.SESSION_SIZE
     assert defs["FW_BUILD_ID_SIZE"] == p.BUILD_ID_SIZE
     assert defs["FW_INFO_SIZE"] == p.INFO_SIZE
+    assert defs["FW_INFO_BOARD_TAG"] == p.INFO_BOARD_TAG
+    assert defs["FW_INFO_BOARD_SIZE"] == p.INFO_BOARD_SIZE == p.BoardInfo._FMT.size
+    assert defs["FW_INFO_BOARD_NAME_SIZE"] == p.INFO_BOARD_NAME_SIZE
+    assert defs["FW_INFO_BOARD_L2_FOUND"] == p.INFO_BOARD_L2_FOUND
     for m in Msg:
         assert defs[f"FW_MSG_{m.name}"] == m.value
     for e in Err:

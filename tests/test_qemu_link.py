@@ -90,6 +90,75 @@ def test_qemu_echo_and_malformed(firmware: FirmwareBuild) -> None:
             link.request(Msg.ECHO, bytes(2049), expect=Msg.ECHO_REPLY, retry_errors=frozenset())
 
 
+def test_uart1_build_served_on_its_uart(tmp_path: Path) -> None:
+    """A UART1 board build: `codegen run --qemu`'s device path (host/run.py open_device) takes
+    the UART from the build's firmware.json, reaches HELLO, and INFO's board block shows what
+    the start-up code left: MMU, caches and branch prediction on, no PL310 under QEMU."""
+    from elatta_host.qemu import build_uart
+    from elatta_host.run import DeviceSpec, open_device
+
+    from codegen.target.firmware import FirmwareConfig, build_firmware
+
+    fw = build_firmware(FirmwareConfig.from_board("zedboard"), tmp_path)
+    assert build_uart(fw.elf) == 1
+    spec = DeviceSpec("qemu0", elf=fw.elf, uart=build_uart(fw.elf), icount=False, timeout=5.0)
+    with open_device(spec) as (link, _state):
+        info = Device(link).hello(sync_timeout=10)
+    assert info.uart == 1 and info.uart_ref_hz == 50_000_000 and info.build_id == fw.build_id
+    board = info.board
+    assert board is not None and board.name == "zedboard"
+    assert board.sctlr_bits() == {"M": True, "C": True, "Z": True, "I": True}
+    assert not board.l2_found and board.l2_control == 0  # QEMU 7.2: nothing at 0xF8F02000
+    assert (board.uart_cd, board.uart_bdiv) == (62, 6)
+    actual = board.actual_baud(info.uart_ref_hz)
+    assert actual is not None and abs(actual - 115_200) / 115_200 < 0.02
+
+
+PROBE_ABORT_MAIN = r"""
+#include <stdint.h>
+
+#include "fw_probe_print.h"
+#include "fw_rt.h"
+#include "fw_uart.h"
+
+static volatile uint32_t words[2] = {0x11223344u, 0x55667788u};
+
+int main(void)
+{
+    fw_uart_init();
+    /* 0xC000_0000 is reserved in the Zynq map and a faulting section in fw_mmu.c's table. */
+    uint64_t bad = fw_probe_read32(0xC0000000u);
+    uint64_t good = fw_probe_read32((uintptr_t)&words[1]);
+    /* DDR is Normal memory with SCTLR.A clear: an unaligned word load does not fault. */
+    const volatile uint32_t *odd = (const volatile uint32_t *)((uintptr_t)words + 1u);
+    put_u64(bad >> 32);
+    put_u64(good >> 32);
+    put_u64((uint32_t)good);
+    put_u64(*odd);
+    fw_uart_write((const uint8_t *)"\nEND\n", 5u);
+    for (;;) {
+    }
+}
+"""
+
+
+def test_probe_read_survives_a_data_abort(tmp_path: Path) -> None:
+    """The PL310 probe's abort path, exercised where QEMU does abort: a read of a section the
+    table marks invalid (translation fault, MMU on) resumes after the load with the flag set;
+    a readable word reads with the flag clear; an unaligned load from DDR works."""
+    from codegen.target.firmware import FirmwareConfig, render_config
+    from codegen.target.qemu_probe import link_probe, qemu_probe_lines
+
+    inc = tmp_path / "include"
+    inc.mkdir()
+    (inc / "fw_config.h").write_text(render_config(FirmwareConfig(), "fw-probe", "0" * 64))
+    main_c = tmp_path / "probe_main.c"
+    main_c.write_text(PROBE_ABORT_MAIN)
+    elf = link_probe(tmp_path / "probe.elf", [main_c], includes=[inc])
+    fields = " ".join(qemu_probe_lines(elf)).split()
+    assert fields == ["1", "0", str(0x55667788), str(0x88112233)]
+
+
 def test_cli_device_info_within_10_s(firmware: FirmwareBuild) -> None:
     t0 = time.monotonic()
     proc = subprocess.run(
@@ -102,6 +171,10 @@ def test_cli_device_info_within_10_s(firmware: FirmwareBuild) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"firmware       {firmware.build_id}" in proc.stdout
     assert "UART0 (0xE0000000), 115200 baud" in proc.stdout
+    assert "board          qemu" in proc.stdout
+    assert "MMU on, D-cache on, I-cache on, branch prediction on" in proc.stdout
+    assert "l2 cache       absent" in proc.stdout
+    assert "CD 124, BDIV 6 (read back)" in proc.stdout
     assert elapsed < 10.0, f"INFO took {elapsed:.1f} s"
 
 

@@ -117,9 +117,7 @@ def test_many_clusters_root_and_larger_card(tmp_path: Path) -> None:
 
 
 def test_fsck_fat_clean(tmp_path: Path) -> None:
-    assert shutil.which("fsck.fat"), (
-        "fsck.fat (dosfstools): tools/setup.sh installs it"
-    )
+    assert shutil.which("fsck.fat"), "fsck.fat (dosfstools): tools/setup.sh installs it"
     img = write_sd_image(tmp_path / "sd.img", sample_files())
     part = tmp_path / "part.img"
     with open(img, "rb") as src, open(part, "wb") as dst:
@@ -156,9 +154,7 @@ def test_mtools_reads_every_file(tmp_path: Path) -> None:
 
 
 def test_script_image_matches_mkimage(tmp_path: Path) -> None:
-    assert shutil.which("mkimage"), (
-        "mkimage (u-boot-tools): tools/setup.sh installs it"
-    )
+    assert shutil.which("mkimage"), "mkimage (u-boot-tools): tools/setup.sh installs it"
     text = "echo elatta\nload mmc 0 0x08000000 fw.elf\nbootelf -p 0x08000000\n"
     src = tmp_path / "boot.txt"
     src.write_text(text)

@@ -20,7 +20,7 @@ import pytest
 from elatta_host.device import Device
 from elatta_host.qemu import Qemu, spawn
 
-from codegen.target.boards import BOARDS, FW_LOADADDR, board
+from codegen.target.boards import FW_LOADADDR, UBOOT_BOARDS, board
 from codegen.target.firmware import FirmwareConfig, build_firmware
 from codegen.target.sdcard import write_sd_image
 from codegen.target.toolchain import find_tool
@@ -98,7 +98,7 @@ def test_board_table_matches_uboot_source(uboot: dict[str, Path]) -> None:
     """codegen.target.boards against the DTS and ps7_init_gpl.c tools/uboot.sh built from."""
     src = uboot["src"]
     assert f"bootelf -p {FW_LOADADDR:#010x}" in (uboot["dir"] / "config").read_text()
-    for b in BOARDS.values():
+    for b in UBOOT_BOARDS.values():
         dts = (src / "arch/arm/dts" / f"{b.device_tree}.dts").read_text()
         assert f"serial0 = &uart{b.console_uart};" in dts
         mem = re.search(r"memory@0 \{[^}]*reg = <(?:0x)?0 (0x[0-9a-f]+)>", dts)
@@ -110,7 +110,9 @@ def test_board_table_matches_uboot_source(uboot: dict[str, Path]) -> None:
         ref = 33_333_333 * fdiv // ((uart_clk >> 8) & 0x3F)
         assert abs(ref - b.uart_ref_hz) < b.uart_ref_hz // 100, (b.name, ref)
     # The firmware sits below fw.elf's load buffer on every board.
-    assert FW_LOADADDR >= 16 << 20 and all(FW_LOADADDR < b.ddr_mib << 20 for b in BOARDS.values())
+    assert FW_LOADADDR >= 16 << 20 and all(
+        FW_LOADADDR < b.ddr_mib << 20 for b in UBOOT_BOARDS.values()
+    )
 
 
 def test_uboot_console_boots_fw_elf(sd_image: tuple[Path, Path, str], tmp_path: Path) -> None:

@@ -67,6 +67,11 @@ def format_manifest(doc: dict[str, Any], brief: bool = False) -> str:
             f"stacks {fw['stack']} B; static RAM {fw['static_ram_bytes']} / "
             f"{fw['ram_budget_bytes']} B",
         ]
+        if "board" in fw:
+            lines.append(
+                f"board {fw['board']}: UART{fw['uart']} at {fw['baud']} baud from "
+                f"{fw['uart_ref_hz'] / 1e6:g} MHz (CD {fw['uart_cd']}, BDIV {fw['uart_bdiv']})"
+            )
     q = doc.get("float_vs_fixed", {})
     if q:
         parts = [f"z max|err| {_e(q['z']['max_abs'])} rms {_e(q['z']['rms'])}"]

@@ -148,6 +148,7 @@ def manifest(
         doc["firmware"] = {
             "elf": fw.elf.name,
             "build_id": fw.build_id,
+            **fw.console(),
             "sections": {
                 k: {"size": v[0], "addr": v[1]}
                 for k, v in secs.items()

@@ -15,7 +15,7 @@ import json
 import math
 import re
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -193,12 +193,25 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
         )
     from codegen.target.firmware import FirmwareConfig
 
-    FirmwareConfig(
-        uart=target.uart,
-        baud=target.baud,
-        uart_ref_hz=target.uart_ref_hz,
-        max_payload=target.max_payload,
-    ).validate()
+    try:
+        if target.board:
+            # The board's UART settings, with the ones this table gives on top.
+            fw = FirmwareConfig.from_board(
+                target.board,
+                max_payload=target.max_payload,
+                **{k: tg[k] for k in ("uart", "baud", "uart_ref_hz") if k in tg},
+            )
+            target = replace(target, uart=fw.uart, baud=fw.baud, uart_ref_hz=fw.uart_ref_hz)
+        else:
+            fw = FirmwareConfig(
+                uart=target.uart,
+                baud=target.baud,
+                uart_ref_hz=target.uart_ref_hz,
+                max_payload=target.max_payload,
+            )
+        fw.validate()
+    except ConfigError as exc:
+        raise ConfigError(f"{source} [target]: {exc}") from None
     return BuildConfig(adapt, quant, target, sha256, source)
 
 

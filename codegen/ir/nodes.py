@@ -156,8 +156,11 @@ WEIGHT_FORMATS = ("search", "max")
 
 @dataclass(frozen=True)
 class TargetOptions:
-    """[target] in the TOML config: the board's UART and the C symbol prefix."""
+    """[target] in the TOML config: the board and its UART, and the C symbol prefix."""
 
+    # A board preset (codegen/target/boards.py); "" (unnamed): "qemu". Its console UART,
+    # reference clock and baud rate apply unless uart, uart_ref_hz, baud are given here too.
+    board: str = ""
     uart: int = 0
     baud: int = 115_200
     uart_ref_hz: int = 100_000_000

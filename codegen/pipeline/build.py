@@ -18,16 +18,23 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from codegen.base.errors import BuildError, CodegenError
 from codegen.frontend.cliargs import add_model_arguments
-from codegen.ir.nodes import QModel
+from codegen.ir.nodes import QModel, TargetOptions
+from codegen.target.boards import get_board
+from codegen.target.firmware import add_board_arguments, board_overrides
+
+if TYPE_CHECKING:
+    from codegen.target.firmware import FirmwareConfig
 
 HELP = "compile model + V_k + ELaTTA config into quantized C, a firmware ELF and a manifest"
 
@@ -350,12 +357,18 @@ def build(
     calib_features: npt.ArrayLike | None = None,
     compile_elf: bool = True,
     trust_pickle: bool = False,
+    board: str | None = None,
+    uart_overrides: Mapping[str, int] | None = None,
+    notes: list[str] | None = None,
 ) -> BuildResult:
     """The whole build. ``model_path``: any model file `codegen.frontend.importer.load_model`
     reads, or
     an imported model. Calibration features come from ``data_dir`` (clean train split) or, for
     tests and the Python API, directly as normalised float features [N, T, F]. The float twin
-    is checked against the user's own forward pass on them (`codegen.frontend.importer`)."""
+    is checked against the user's own forward pass on them (`codegen.frontend.importer`).
+    ``board`` (a preset name) replaces the config's [target] board and UART settings;
+    ``uart_overrides`` (uart, baud, uart_ref_hz) override either; ``notes`` gets a line for each
+    value that replaced another."""
     from codegen.artefact.manifest import manifest, write_manifest
     from codegen.artefact.program import write_program
     from codegen.emit.c import render_app_header, render_model, write_sources
@@ -364,7 +377,6 @@ def build(
     from codegen.intref.quality import float_vs_fixed
     from codegen.quantize.format_search import search_weight_formats
     from codegen.quantize.model import calibration_features, quantize_model
-    from codegen.target.firmware import FirmwareConfig
 
     out = Path(out_dir)
     prepare_out_dir(out)
@@ -400,10 +412,7 @@ def build(
     remove_stale_sources(src_dir, sources)
     fw = None
     if compile_elf:
-        t = model.target
-        fw_cfg = FirmwareConfig(
-            uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz, max_payload=t.max_payload
-        )
+        fw_cfg = firmware_config(model.target, board, uart_overrides or {}, notes)
         try:
             fw = link_firmware(q, fw_cfg, sources, src_dir, out)
         except BuildError as exc:
@@ -423,6 +432,39 @@ def build(
     doc["streaming"] = streaming_summary(q, no_stream, fw)
     write_manifest(doc, out)
     return BuildResult(out, q, sources, doc, None if fw is None else fw.elf)
+
+
+def firmware_config(
+    t: TargetOptions,
+    board: str | None,
+    overrides: Mapping[str, int],
+    notes: list[str] | None,
+) -> FirmwareConfig:
+    """The firmware a build links: the config's [target] (its board, or "qemu", and UART), or the
+    board named on the command line in its place; then the command line's UART options."""
+    from codegen.target.boards import DEFAULT_BOARD, get_board
+    from codegen.target.firmware import FirmwareConfig
+
+    if board is None:
+        return FirmwareConfig.from_board(
+            t.board or DEFAULT_BOARD,
+            uart=overrides.get("uart", t.uart),
+            baud=overrides.get("baud", t.baud),
+            uart_ref_hz=overrides.get("uart_ref_hz", t.uart_ref_hz),
+            max_payload=t.max_payload,
+            notes=notes if overrides else None,
+        )
+    preset = get_board(board)
+    replaced = [
+        f"{k}={getattr(t, k)}"
+        for k in ("uart", "baud", "uart_ref_hz")
+        if getattr(t, k) != getattr(preset, k) and k not in overrides
+    ]
+    if replaced and notes is not None:
+        notes.append(f"--board {board} replaces the config's [target] {', '.join(replaced)}")
+    return FirmwareConfig.from_board(
+        board, max_payload=t.max_payload, notes=notes, **dict(overrides)
+    )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -445,6 +487,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only generate C and the manifest (no arm-none-eabi-gcc)",
     )
+    add_board_arguments(p, where="; default: the config's [target] board, else qemu")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -455,6 +498,9 @@ def run(args: argparse.Namespace) -> int:
             "--data DIR is required: calibration uses clean train clips of a `codegen data` "
             "directory"
         )
+    notes: list[str] = []
+    if args.board is not None:
+        get_board(args.board)  # a bad name fails before the model is read
     res = build(
         args.model,
         args.basis,
@@ -463,7 +509,12 @@ def run(args: argparse.Namespace) -> int:
         data_dir=args.data,
         compile_elf=not args.no_elf,
         trust_pickle=args.trust_pickle,
+        board=args.board,
+        uart_overrides=board_overrides(args),
+        notes=notes,
     )
+    for note in notes:
+        print(f"codegen build: note: {note}", file=sys.stderr)
     print(format_manifest(res.manifest, brief=True))
     print(user_model_line(res.manifest))
     print(streaming_line(res.manifest["streaming"]))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from codegen.base.errors import ConfigError
 from codegen.base.resources import firmware_dir
-from codegen.target.boards import BOARDS, board
+from codegen.target.boards import UBOOT_BOARDS, board
 from codegen.target.jtag import write_jtag_script
 from codegen.target.sdcard import write_sd_image
 
@@ -88,7 +88,7 @@ def sdcard(name: str, build_dir: Path, out: Path, size_mib: int) -> tuple[Path, 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    boards = sorted(BOARDS)
+    boards = sorted(UBOOT_BOARDS)
     sd = sub.add_parser("sdcard", help="write OUT/sd.img and OUT/u-boot.elf for a board")
     jt = sub.add_parser("jtag", help="write an OpenOCD script: the SPL to OCM, then fw.elf")
     for q in (sd, jt):

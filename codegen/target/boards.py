@@ -1,18 +1,15 @@
-"""Zynq-7020 boards that tools/uboot.sh builds for, and what the firmware must match on them.
+"""Board presets: every fact about a Zynq-7020 board the firmware build needs, in one place, each
+with its primary source.
 
-Values are read from U-Boot 2023.01 (Debian's u-boot source package):
+A preset names the console UART (UART0 at 0xE0000000 or UART1 at 0xE0001000, UG585 Table 4-6),
+the UART reference clock the board's PS design programs (UART_CLK_CTRL, UG585 Appendix B slcr:
+IO PLL / DIVISOR; every board below runs the IO PLL at 33.333 MHz x 30 = 1000 MHz, IO_PLL_CTRL
+PLL_FDIV = 0x1E in the same ps7_init_gpl.c), the DDR size, how U-Boot is built for it, the
+USB-UART as the host sees it and the default baud rate.
 
-* ``device_tree``: arch/arm/dts/<name>.dts, and board/xilinx/zynq/<name>/ps7_init_gpl.c for the
-  SPL (board/xilinx/zynq/Makefile picks the file by that name).
-* ``console_uart``: the DTS ``aliases { serial0 = &uartN; }`` with ``stdout-path = "serial0..."``;
-  U-Boot prints there, and the board's USB-UART bridge is wired to it.
-* ``ddr_mib``: the DTS ``memory`` node.
-* ``uart_ref_hz``: what the SPL's ps7_init programs. IO_PLL_CTRL (0xF8000108) PLL_FDIV [18:12]
-  = 30 from PS_CLK 33.333 MHz gives 1000 MHz; UART_CLK_CTRL (0xF8000154) SRCSEL [5:4] = IO PLL,
-  DIVISOR [13:8] = 10 (Zybo Z7) or 20 (ZedBoard, MicroZed): UG585 §25.6 "UART Clocks", Appendix B
-  "slcr" register descriptions. Firmware started by this U-Boot must be built with this
-  reference clock (``codegen firmware --uart-ref-hz``) or its baud rate is off by the ratio.
-  QEMU does not model baud rates, so only a board shows a mismatch.
+U-Boot file names are those of U-Boot v2023.01 (Debian 2023.01+dfsg-2): its Zynq boards share
+``configs/xilinx_zynq_virt_defconfig`` and select the board by ``DEVICE_TREE`` (one of that
+defconfig's ``CONFIG_OF_LIST``).
 """
 
 from __future__ import annotations
@@ -21,36 +18,136 @@ from dataclasses import dataclass
 
 from codegen.base.errors import ConfigError
 
-FW_LOADADDR = 0x0800_0000  # tools/uboot.sh: where `load` puts fw.elf before `bootelf -p`
+MIB = 1 << 20
 
 
 @dataclass(frozen=True)
 class Board:
     name: str
-    device_tree: str
-    console_uart: int
-    uart_ref_hz: int
-    ddr_mib: int
+    uart: int  # console UART index: 0 (0xE0000000) or 1 (0xE0001000)
+    uart_ref_hz: int  # UART_REF_CLK of the board's PS design
+    ddr_bytes: int
+    uboot_defconfig: str | None  # None: no U-Boot build for this board
+    device_tree: str | None  # U-Boot DEVICE_TREE (arch/arm/dts/<name>.dts)
+    usb_uart: str  # the console as a Linux host sees it
+    baud: int = 115_200
+    note: str = ""
+
+    @property
+    def console_uart(self) -> int:
+        """The UART U-Boot and the firmware print on (the board's USB-UART)."""
+        return self.uart
+
+    @property
+    def ddr_mib(self) -> int:
+        return self.ddr_bytes >> 20
 
 
 BOARDS: dict[str, Board] = {
     b.name: b
     for b in (
-        Board("zybo-z7-20", "zynq-zybo-z7", console_uart=1, uart_ref_hz=100_000_000, ddr_mib=1024),
-        Board("zedboard", "zynq-zed", console_uart=1, uart_ref_hz=50_000_000, ddr_mib=512),
+        # QEMU 7.2 `-M xilinx-zynq-a9`: `-kernel fw.elf` starts the ELF directly; the first
+        # -serial is UART0 and its baud generator is not timed, so any divisor pair works. The
+        # values are those FirmwareConfig has always defaulted to (UART0, 100 MHz). DDR: the
+        # monitor's `info mtree` lists zynq.ext_ram at 0x00000000-0x07FFFFFF (128 MiB).
         Board(
-            "microzed-7020", "zynq-microzed", console_uart=1, uart_ref_hz=50_000_000, ddr_mib=1024
+            name="qemu",
+            uart=0,
+            uart_ref_hz=100_000_000,
+            ddr_bytes=128 * MIB,
+            uboot_defconfig=None,
+            device_tree=None,
+            usb_uart="QEMU -serial (a TCP socket that `codegen run --qemu` opens)",
+            note="no boot loader: qemu-system-arm -M xilinx-zynq-a9 -kernel fw.elf",
+        ),
+        # Digilent Zybo Z7-20. U-Boot board/xilinx/zynq/zynq-zybo-z7/ps7_init_gpl.c:
+        # EMIT_MASKWRITE(0xF8000154, 0x00003F33U, 0x00000A02U): UART_CLK_CTRL DIVISOR = 10 from the
+        # IO PLL, CLKACT1 = 1 -> 1000 MHz / 10 = 100 MHz, UART1 clocked.
+        # arch/arm/dts/zynq-zybo-z7.dts: serial0 = &uart1, memory@0 reg = <0x0 0x40000000> (1 GiB).
+        # USB-UART: FTDI FT2232HQ, channel A JTAG, channel B UART (Zybo Z7 Reference Manual).
+        Board(
+            name="zybo-z7-20",
+            uart=1,
+            uart_ref_hz=100_000_000,
+            ddr_bytes=1024 * MIB,
+            uboot_defconfig="xilinx_zynq_virt_defconfig",
+            device_tree="zynq-zybo-z7",
+            usb_uart="/dev/ttyUSB1 (FT2232HQ channel B; channel A is JTAG)",
+        ),
+        # Avnet ZedBoard. U-Boot board/xilinx/zynq/zynq-zed/ps7_init_gpl.c:
+        # EMIT_MASKWRITE(0XF8000154, 0x00003F33U, 0x00001402U): UART_CLK_CTRL DIVISOR = 0x14 = 20
+        # from the IO PLL, CLKACT1 = 1 -> 1000 MHz / 20 = 50 MHz.
+        # arch/arm/dts/zynq-zed.dts: serial0 = &uart1, memory@0 reg = <0x0 0x20000000> (512 MiB).
+        # USB-UART: Cypress CY7C64225 (ZedBoard Hardware User's Guide), a CDC-ACM device.
+        Board(
+            name="zedboard",
+            uart=1,
+            uart_ref_hz=50_000_000,
+            ddr_bytes=512 * MIB,
+            uboot_defconfig="xilinx_zynq_virt_defconfig",
+            device_tree="zynq-zed",
+            usb_uart="/dev/ttyACM0 (Cypress CY7C64225, USB CDC-ACM)",
+        ),
+        # Avnet MicroZed 7020. U-Boot board/xilinx/zynq/zynq-microzed/ps7_init_gpl.c:
+        # EMIT_MASKWRITE(0XF8000154, 0x00003F33U, 0x00001402U): DIVISOR = 20 -> 50 MHz.
+        # arch/arm/dts/zynq-microzed.dts: serial0 = &uart1, memory@0 reg = <0 0x40000000> (1 GiB).
+        # USB-UART: Silicon Labs CP2104 (MicroZed Hardware User Guide).
+        Board(
+            name="microzed-7020",
+            uart=1,
+            uart_ref_hz=50_000_000,
+            ddr_bytes=1024 * MIB,
+            uboot_defconfig="xilinx_zynq_virt_defconfig",
+            device_tree="zynq-microzed",
+            usb_uart="/dev/ttyUSB0 (Silicon Labs CP2104)",
+        ),
+        # TUL PYNQ-Z2. PYNQ-Z2 board files (preset.xml): PCW_UART0_PERIPHERAL_ENABLE = 1 with
+        # PCW_UART0_UART0_IO = MIO 14 .. 15, PCW_UART_PERIPHERAL_FREQMHZ = 100; 512 MiB DDR3
+        # (PYNQ-Z2 reference manual). U-Boot v2023.01 has no zynq-pynq board (no ps7_init_gpl.c,
+        # no device tree).
+        Board(
+            name="pynq-z2",
+            uart=0,
+            uart_ref_hz=100_000_000,
+            ddr_bytes=512 * MIB,
+            uboot_defconfig=None,
+            device_tree=None,
+            usb_uart="/dev/ttyUSB1 (FT2232HQ channel B; channel A is JTAG)",
+            note="no open SD boot path: U-Boot has no PYNQ-Z2 board (no ps7_init_gpl.c, no "
+            "device tree); UART, clock and JTAG hold, so load the ELF over JTAG after the PYNQ "
+            "image's FSBL has set up the PS",
         ),
     )
 }
 
+DEFAULT_BOARD = "qemu"
 
-def board(name: str) -> Board:
+
+def get_board(name: str) -> Board:
+    """The preset called ``name``; the error names the bad value and lists the boards."""
     try:
         return BOARDS[name]
     except KeyError:
-        if name == "pynq-z2":
-            raise ConfigError(
-                "pynq-z2: U-Boot 2023.01 has no ps7_init_gpl.c for the PYNQ-Z2 (see tools/uboot.sh)"
-            ) from None
-        raise ConfigError(f"unknown board {name!r}: one of {', '.join(BOARDS)}") from None
+        raise ConfigError(
+            f"board={name!r}: unknown board; allowed boards are {', '.join(BOARDS)}"
+        ) from None
+
+
+# tools/uboot.sh: where U-Boot's `load` puts fw.elf before `bootelf -p` copies its segments to
+# their addresses (the firmware at 0x00100000, firmware/board/zynq7000/link.ld): 128 MiB, free on
+# every board below, clear of U-Boot (CONFIG_TEXT_BASE 0x04000000, then relocated to the top).
+FW_LOADADDR = 0x0800_0000
+
+# The boards with an open SD boot path: U-Boot's SPL initialises their PS (tools/uboot.sh).
+UBOOT_BOARDS: dict[str, Board] = {n: b for n, b in BOARDS.items() if b.device_tree is not None}
+
+
+def board(name: str) -> Board:
+    """A board U-Boot boots (`codegen board sdcard|jtag`); the error says why another cannot."""
+    b = get_board(name)
+    if name not in UBOOT_BOARDS:
+        raise ConfigError(
+            f"board={name!r} has no SD card or JTAG boot image: {b.note or 'no U-Boot board'}; "
+            f"boards with one: {', '.join(UBOOT_BOARDS)}"
+        )
+    return b

@@ -11,6 +11,7 @@ import argparse
 import hashlib
 import json
 import shlex
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,12 +20,13 @@ from codegen import __version__
 from codegen.base.errors import ConfigError
 from codegen.base.resources import firmware_dir, jinja_env
 from codegen.target import sources
+from codegen.target.boards import BOARDS, DEFAULT_BOARD, Board, get_board
 from codegen.target.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_tool, section_sizes
 
 HELP = "build the bare-metal runtime firmware (ELF) for the Zynq-7020 Cortex-A9"
 
 UART_BASES = {0: 0xE0000000, 1: 0xE0001000}  # UG585 Table 4-6
-MAX_PAYLOAD_RANGE = (64, 8192)
+MAX_PAYLOAD_RANGE = (128, 8192)  # INFO's fixed part and board block take 112 bytes
 BAUD_MAX_ERROR = 0.02  # a UART tolerates a few per cent of mismatch; keep under 2 %
 
 
@@ -85,10 +87,48 @@ def uart_divisors(uart: int, baud: int, ref_hz: int) -> UartDivisors:
 
 @dataclass(frozen=True)
 class FirmwareConfig:
+    """What a firmware build is for. ``board`` names a preset (codegen/target/boards.py);
+    ``uart``, ``baud`` and ``uart_ref_hz`` are the values the build uses: the preset's, unless
+    overridden (`from_board`)."""
+
     uart: int = 0
     baud: int = 115_200
-    uart_ref_hz: int = 100_000_000  # PYNQ-Z1/Z2 and ZedBoard PS designs clock UART_REF at 100 MHz
+    uart_ref_hz: int = 100_000_000  # the "qemu" preset's UART reference clock
     max_payload: int = 2048
+    board: str = DEFAULT_BOARD
+
+    @classmethod
+    def from_board(
+        cls,
+        board: str = DEFAULT_BOARD,
+        *,
+        uart: int | None = None,
+        baud: int | None = None,
+        uart_ref_hz: int | None = None,
+        max_payload: int = 2048,
+        notes: list[str] | None = None,
+    ) -> FirmwareConfig:
+        """The preset's UART, clock and baud rate; an explicit value that differs from the
+        preset's overrides it, and ``notes`` gets one line saying so."""
+        preset = get_board(board)
+        chosen = {"uart": uart, "uart_ref_hz": uart_ref_hz, "baud": baud}
+        values: dict[str, int] = {}
+        for key, value in chosen.items():
+            own = int(getattr(preset, key))
+            values[key] = own if value is None else value
+            if value is not None and value != own and notes is not None:
+                notes.append(f"{key}={value} overrides the {board} preset's {key}={own}")
+        return cls(
+            uart=values["uart"],
+            baud=values["baud"],
+            uart_ref_hz=values["uart_ref_hz"],
+            max_payload=max_payload,
+            board=board,
+        )
+
+    @property
+    def preset(self) -> Board:
+        return get_board(self.board)
 
     def validate(self) -> None:
         lo, hi = MAX_PAYLOAD_RANGE
@@ -96,6 +136,8 @@ class FirmwareConfig:
             raise ConfigError(
                 f"max_payload={self.max_payload!r}: allowed range is {lo}..{hi} bytes"
             )
+        if self.board not in BOARDS:
+            get_board(self.board)
         uart_divisors(self.uart, self.baud, self.uart_ref_hz)
 
 
@@ -106,6 +148,21 @@ class FirmwareBuild:
     build_id: str
     sections: dict[str, tuple[int, int]]
     compile_command: str
+    config: FirmwareConfig = FirmwareConfig()
+
+    def console(self) -> dict[str, object]:
+        """The board and console UART the build is for (manifests; `codegen run --qemu` serves
+        this UART)."""
+        div = uart_divisors(self.config.uart, self.config.baud, self.config.uart_ref_hz)
+        return {
+            "board": self.config.board,
+            "uart": div.index,
+            "baud": div.baud,
+            "uart_ref_hz": div.ref_hz,
+            "uart_cd": div.cd,
+            "uart_bdiv": div.bdiv,
+            "actual_baud": round(div.actual_baud, 1),
+        }
 
     @property
     def static_ram(self) -> int:
@@ -125,6 +182,7 @@ def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
             build_id=build_id,
             uart=div.template_vars(),
             max_payload=cfg.max_payload,
+            board=cfg.board,
         )
     )
 
@@ -188,11 +246,12 @@ def build_firmware(
         "-lgcc",
     ]
     run_tool(cmd, what="arm-none-eabi-gcc")
-    build = FirmwareBuild(elf, header, build_id, section_sizes(elf), shlex.join(cmd))
+    build = FirmwareBuild(elf, header, build_id, section_sizes(elf), shlex.join(cmd), cfg)
     manifest = {
         "build_id": build_id,
         "inputs_sha256": input_hash,
         "config": asdict(cfg),
+        "console": build.console(),
         "sections": {k: {"size": v[0], "addr": v[1]} for k, v in build.sections.items()},
         "static_ram_bytes": build.static_ram,
         "compile_command": build.compile_command,
@@ -211,36 +270,68 @@ def format_size_table(build: FirmwareBuild) -> str:
     return "\n".join(rows)
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=Path("build/firmware"), help="output directory")
+def add_board_arguments(p: argparse.ArgumentParser, *, where: str = "") -> None:
+    """--board and the UART options that override its preset (`codegen firmware`, `codegen
+    build`)."""
+    p.add_argument(
+        "--board",
+        metavar="B",
+        help=f"board preset: {', '.join(BOARDS)} (codegen/target/boards.py: console UART, UART "
+        f"reference clock, baud){where}",
+    )
     p.add_argument(
         "--uart",
         type=int,
-        default=0,
         choices=(0, 1),
-        help="console UART: 0 (0xE0000000, QEMU's first -serial) or 1 (0xE0001000, "
-        "the USB-UART on PYNQ-Z1/Z2 and ZedBoard)",
+        help="console UART, overrides the board's: 0 (0xE0000000, QEMU's first -serial) or 1 "
+        "(0xE0001000)",
     )
-    p.add_argument("--baud", type=int, default=115_200, help="baud rate (default 115200)")
+    p.add_argument("--baud", type=int, help="baud rate, overrides the board's (115200)")
     p.add_argument(
         "--uart-ref-hz",
         type=int,
-        default=100_000_000,
-        help="UART reference clock of the PS design in Hz (default 100 MHz)",
+        help="UART reference clock of the PS design in Hz, overrides the board's",
     )
+
+
+def board_overrides(args: argparse.Namespace) -> dict[str, int]:
+    """The UART options given on the command line (None: not given)."""
+    return {
+        k: v
+        for k, v in (("uart", args.uart), ("baud", args.baud), ("uart_ref_hz", args.uart_ref_hz))
+        if v is not None
+    }
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=Path("build/firmware"), help="output directory")
+    add_board_arguments(p, where=f"; default {DEFAULT_BOARD}")
     p.add_argument(
         "--max-payload",
         type=int,
         default=2048,
-        help="largest frame payload in bytes (64..8192, default 2048)",
+        help=f"largest frame payload in bytes ({MAX_PAYLOAD_RANGE[0]}..{MAX_PAYLOAD_RANGE[1]}, "
+        "default 2048)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = FirmwareConfig(
-        uart=args.uart, baud=args.baud, uart_ref_hz=args.uart_ref_hz, max_payload=args.max_payload
+    notes: list[str] = []
+    cfg = FirmwareConfig.from_board(
+        args.board or DEFAULT_BOARD,
+        max_payload=args.max_payload,
+        notes=notes,
+        **board_overrides(args),
     )
+    for note in notes:
+        print(f"codegen firmware: note: {note}", file=sys.stderr)
     build = build_firmware(cfg, args.out)
     print(f"{build.elf}  ({build.build_id})")
+    div = build.console()
+    print(
+        f"board {cfg.board}: UART{div['uart']}, {div['baud']} baud from "
+        f"{cfg.uart_ref_hz / 1e6:g} MHz (CD {div['uart_cd']}, BDIV {div['uart_bdiv']}: "
+        f"{div['actual_baud']} baud)"
+    )
     print(format_size_table(build))
     return 0

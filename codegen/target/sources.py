@@ -13,6 +13,7 @@ BOARD: tuple[str, ...] = (
     f"{BOARD_DIR}/fw_uart.c",
     f"{BOARD_DIR}/fw_timer.c",
     f"{BOARD_DIR}/fw_rt.c",
+    f"{BOARD_DIR}/fw_mmu.c",
 )
 LINKER_SCRIPT = f"{BOARD_DIR}/link.ld"
 # The bare-metal runtime: the board, the main loop, frames and the protocol server.
@@ -22,7 +23,7 @@ RUNTIME: tuple[str, ...] = (
     *BOARD[1:3],
     "fw_frame.c",
     "fw_server.c",
-    BOARD[3],
+    *BOARD[3:],
 )
 # The integer encoders: LSTM (its twin: codegen/intref/lstm.py) and GRU (codegen/intref/gru.py;
 # the linker drops whichever a model does not call), and the hidden Linear + ReLU layers of an

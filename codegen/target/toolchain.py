@@ -22,7 +22,9 @@ PACKAGES = {
 
 # Cortex-A9 with NEON, hard-float ABI, ARM state (Zynq-7000, UG585 §3.1).
 ARM_CPU_FLAGS: tuple[str, ...] = ("-mcpu=cortex-a9", "-mfpu=neon", "-mfloat-abi=hard", "-marm")
-# Numeric contract (docs/numeric.md §2): -fwrapv; MMU off => -mno-unaligned-access (startup.S).
+# Numeric contract (docs/numeric.md §2): -fwrapv. Unaligned accesses are allowed (GCC's default
+# for ARMv7-A): the start-up code maps DDR as Normal memory with SCTLR.A clear before any C code
+# that touches a byte buffer runs (firmware/board/zynq7000/fw_mmu.c; DDI 0406C A3.5.6).
 COMMON_CFLAGS: tuple[str, ...] = (
     "-std=c11",
     "-Wall",
@@ -38,7 +40,6 @@ ARM_CFLAGS: tuple[str, ...] = (
     "-g",
     "-ffreestanding",
     "-fno-tree-loop-distribute-patterns",
-    "-mno-unaligned-access",
     "-ffunction-sections",
     "-fdata-sections",
 )

@@ -68,7 +68,7 @@ static uint16_t test_app_describe(void *ctx, uint8_t *out, uint16_t cap)
 int main(void)
 {
     static const fw_app_t app = {test_app_handle, test_app_describe, 0};
-    static const fw_platform_t platform = {stdout_write, stack_usage, 0, &app};
+    static const fw_platform_t platform = {stdout_write, stack_usage, 0, &app, 0};
     static fw_server_t server;
     fw_server_init(&server, &platform);
     int c;

@@ -1,7 +1,8 @@
 /*
  * Freestanding runtime: the four functions GCC may call even with -ffreestanding (GCC manual,
- * "C Dialect Options"), stack painting readout and the fault reporter. Linked with -nostdlib so
- * no newlib routine with unaligned accesses is pulled in (startup.S: MMU off).
+ * "C Dialect Options"), stack painting readout and the fault reporter. Linked with -nostdlib: no
+ * newlib routine is pulled in. The fault reporter may run before fw_board_init has turned the MMU
+ * on (memory Strongly-ordered, unaligned accesses fault): it reads its strings byte by byte.
  */
 #include "fw_rt.h"
 

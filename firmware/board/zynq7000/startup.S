@@ -1,6 +1,14 @@
 /*
  * Cortex-A9 bare-metal start-up for the Zynq-7000 (ARM mode, secure SVC).
  * ARM ARM (DDI 0406C) B1.8 exception vectors, B4.1 CP15 registers; Cortex-A9 TRM (DDI 0388).
+ *
+ * The image may be entered straight from reset (QEMU -kernel, JTAG) or from a bootloader (U-Boot
+ * `bootelf`/`go`, FSBL) that left the MMU, the L1 caches, branch prediction and the PL310 L2
+ * cache on. The code below runs from registers only until every cache is off and clean, then
+ * sets up stacks and C memory; fw_board_init (fw_mmu.c) builds the identity map and turns the
+ * MMU and caches back on before main. The bootloader must have put the image into DDR itself
+ * (U-Boot: `bootelf` cleans the D-cache before it jumps; after `load` + `go`, run `dcache flush`
+ * first): nothing that runs here can repair an image that is still in a dirty cache line.
  */
     .syntax unified
     .arm
@@ -12,6 +20,87 @@
     .equ MODE_UND, 0x1B
     .equ PSR_IF,   0xC0              /* IRQ and FIQ masked: the runtime is polled */
     .equ STACK_PAINT, 0xA5A5A5A5     /* fw_rt.c counts untouched words for the high-water mark */
+
+    /* SCTLR bits (DDI 0406C B4.1.130) */
+    .equ SCTLR_M, (1 << 0)           /* MMU */
+    .equ SCTLR_A, (1 << 1)           /* alignment fault checking */
+    .equ SCTLR_C, (1 << 2)           /* data and unified caches */
+    .equ SCTLR_Z, (1 << 11)          /* branch prediction */
+    .equ SCTLR_I, (1 << 12)          /* instruction cache */
+    .equ SCTLR_V, (1 << 13)          /* high vectors */
+    .equ ACTLR_SMP, (1 << 6)         /* Cortex-A9 TRM §4.3.10: takes part in coherency */
+
+    /* PL310 L2 cache controller (UG585 Appendix B "L2 Cache (L2Cpl310)"; ARM DDI 0246 §3.3) */
+    .equ L2_BASE,        0xF8F02000
+    .equ L2_ID_MASK,     0xFF0003C0  /* implementer [31:24], part number [9:6] of reg0_cache_id */
+    .equ L2_ID_PL310,    0x410000C0  /* ARM, part 0b0011 = L2C-310 */
+    .equ L2_CONTROL,     0x100       /* reg1_control, bit 0: L2 enabled */
+    .equ L2_SYNC,        0x730       /* reg7_cache_sync */
+    .equ L2_CLEAN_INV_WAY, 0x7FC     /* reg7_clean_inv_way: one bit per way, self-clearing */
+    .equ L2_ALL_WAYS,    0xFF        /* 8 ways (UG585 §3.4: 512 KiB, 8-way) */
+
+/*
+ * Clean and invalidate the whole L1 data cache by set/way (DDI 0406C B4.2.1 "Cache and branch
+ * predictor maintenance operations", DCCISW; B2.2.7 for the loop over CCSIDR). Only L1 is
+ * architected on the Cortex-A9 (CLIDR LoC = 1); the PL310 is an outer cache with its own
+ * registers. With clean = 0 it only invalidates (DCISW): after reset the contents are unknown
+ * and must not be written back. Registers only: r0-r6 are clobbered.
+ */
+.macro dcache_l1_by_set_way clean
+    mov r0, #0
+    mcr p15, 2, r0, c0, c0, 0        /* CSSELR = L1 data cache (B4.1.41) */
+    isb
+    mrc p15, 1, r0, c0, c0, 0        /* CCSIDR (B4.1.19) */
+    and r1, r0, #7
+    add r1, r1, #4                   /* log2(line bytes): the set field's shift */
+    ldr r3, =0x3FF
+    and r2, r3, r0, lsr #3           /* ways - 1 */
+    clz r4, r2                       /* the way field sits in the top bits */
+    ldr r3, =0x7FFF
+    and r3, r3, r0, lsr #13          /* sets - 1 */
+.Lway\@:
+    mov r5, r3
+.Lset\@:
+    lsl r6, r2, r4
+    orr r6, r6, r5, lsl r1           /* level field [3:1] = 0: L1 */
+    .if \clean
+    mcr p15, 0, r6, c7, c14, 2       /* DCCISW */
+    .else
+    mcr p15, 0, r6, c7, c6, 2        /* DCISW */
+    .endif
+    subs r5, r5, #1
+    bge .Lset\@
+    subs r2, r2, #1
+    bge .Lway\@
+    dsb
+.endm
+
+/*
+ * Leave caches and MMU off with nothing lost: clean + invalidate L1 D only if the D-cache was on
+ * (a bootloader's state, valid), else invalidate (reset state, unknown); then SCTLR M, C, I, Z,
+ * A off, V = 0 so that VBAR is used; then invalidate the I-cache, the branch predictor and the
+ * TLBs (B4.2.1 ICIALLU, BPIALL, TLBIALL), which hold entries of the bootloader's map.
+ */
+.macro caches_off
+    mrc p15, 0, r7, c1, c0, 0
+    tst r7, #SCTLR_C
+    beq .Linv\@
+    dcache_l1_by_set_way 1
+    b .Loff\@
+.Linv\@:
+    dcache_l1_by_set_way 0
+.Loff\@:
+    ldr r0, =(SCTLR_M | SCTLR_A | SCTLR_C | SCTLR_Z | SCTLR_I | SCTLR_V)
+    bic r7, r7, r0
+    mcr p15, 0, r7, c1, c0, 0
+    isb
+    mov r0, #0
+    mcr p15, 0, r0, c7, c5, 0        /* ICIALLU */
+    mcr p15, 0, r0, c7, c5, 6        /* BPIALL */
+    mcr p15, 0, r0, c8, c7, 0        /* TLBIALL */
+    dsb
+    isb
+.endm
 
     .section .vectors, "ax"
     .global _vectors
@@ -28,28 +117,51 @@ _vectors:                            /* DDI 0406C B1.8.1: eight words, VBAR-rela
     .text
     .global _reset
 _reset:
-    /* Only CPU0 runs the firmware; park others (MPIDR.Aff0, DDI 0388 §4.3.5). */
-    mrc p15, 0, r0, c0, c0, 5
-    ands r0, r0, #3
-    bne _park
-
-    /* SCTLR (B4.1.130): MMU, caches and alignment checking off; V = 0 so VBAR is used.
-     * Code is built with -mno-unaligned-access because, with the MMU off, memory is
-     * Strongly-ordered and unaligned accesses fault (DDI 0406C A3.5.6). */
-    mrc p15, 0, r0, c1, c0, 0
-    bic r0, r0, #(1 << 0)            /* M: MMU */
-    bic r0, r0, #(1 << 2)            /* C: data cache */
-    bic r0, r0, #(1 << 12)           /* I: instruction cache */
-    bic r0, r0, #(1 << 13)           /* V: high vectors */
-    mcr p15, 0, r0, c1, c0, 0
-    mov r0, #0
-    mcr p15, 0, r0, c7, c5, 0        /* ICIALLU: invalidate instruction cache */
-    mcr p15, 0, r0, c8, c7, 0        /* TLBIALL */
-    dsb
-    isb
+    /* Whatever mode and mask the bootloader left: secure SVC, IRQ and FIQ masked. */
+    msr cpsr_c, #(MODE_SVC | PSR_IF)
+    /* Our vectors first, so that the L2 probe below (an abort where no PL310 answers) and any
+     * fault land here. The bootloader's map, if any, is the identity (U-Boot, FSBL). */
     ldr r0, =_vectors
     mcr p15, 0, r0, c12, c0, 0       /* VBAR (B4.1.156) */
+    isb
 
+    /* Only CPU0 runs the firmware (MPIDR.Aff0, DDI 0388 §4.3.5). A bootloader may have released
+     * CPU1 into this image too: it leaves its caches off and coherency, then waits in WFE. */
+    mrc p15, 0, r0, c0, c0, 5
+    ands r0, r0, #3
+    bne _park_secondary
+
+    caches_off
+
+    /* An L2 left on by the bootloader (U-Boot enables the PL310) may hold dirty lines of memory
+     * we are about to write non-cacheably: clean + invalidate all ways, sync, then disable it
+     * (ARM DDI 0246 §3.3.10 "Cache maintenance operations"; the enable bit may only be cleared
+     * with the cache clean). fw_board_init programs and re-enables it once C memory is set. */
+    ldr r0, =L2_BASE
+    bl  fw_probe_read32              /* r0 = reg0_cache_id, r1 = 1 if the read aborted */
+    cmp r1, #0
+    bne 6f
+    ldr r2, =L2_ID_MASK
+    and r0, r0, r2
+    ldr r2, =L2_ID_PL310
+    cmp r0, r2
+    bne 6f
+    ldr r2, =L2_BASE
+    ldr r0, [r2, #L2_CONTROL]
+    tst r0, #1
+    beq 6f
+    mov r0, #L2_ALL_WAYS
+    ldr r3, =L2_CLEAN_INV_WAY
+    str r0, [r2, r3]
+5:  ldr r0, [r2, r3]
+    tst r0, #L2_ALL_WAYS
+    bne 5b
+    mov r0, #0
+    ldr r3, =L2_SYNC
+    str r0, [r2, r3]
+    str r0, [r2, #L2_CONTROL]
+    dsb
+6:
     /* One stack per mode used: UND/ABT for fault reports, IRQ/FIQ for stray interrupts. */
     msr cpsr_c, #(MODE_UND | PSR_IF)
     ldr sp, =__und_stack_top
@@ -95,10 +207,35 @@ _reset:
     strlo r3, [r1], #4
     blo 4b
 
+    /* SCU, L2, translation table, then MMU and caches on (fw_mmu.c). */
+    bl  fw_board_init
     bl  main
 _park:
     wfe
     b   _park
+
+_park_secondary:
+    caches_off
+    mrc p15, 0, r0, c1, c0, 1        /* ACTLR: out of SMP coherency (Cortex-A9 TRM §4.3.10) */
+    bic r0, r0, #ACTLR_SMP
+    mcr p15, 0, r0, c1, c0, 1
+    isb
+    b   _park
+
+/*
+ * uint64_t fw_probe_read32(uintptr_t addr): low word = the 32-bit value at addr, high word = 1 if
+ * the read aborted (nothing answers there), else 0. Used before any stack exists, so it touches
+ * r0-r2 and lr only; _dabort_handler recognises fw_probe_load and resumes after it.
+ */
+    .global fw_probe_read32
+    .type fw_probe_read32, %function
+fw_probe_read32:
+    mov r2, r0
+    mov r1, #0
+fw_probe_load:
+    ldr r0, [r2]
+    bx  lr
+    .size fw_probe_read32, . - fw_probe_read32
 
     /* Exceptions the runtime does not expect: report kind and address, then stop. */
 _undef_handler:
@@ -114,8 +251,16 @@ _pabort_handler:
     sub r1, lr, #4
     b   fw_fault
 _dabort_handler:
-    mov r0, #4
+    /* The abort of the probing load is expected: return to the instruction after it with r0 = 0,
+     * r1 = 1 (LR_abt = faulting instruction + 8, DDI 0406C B1.8.3 "Data Abort exception"; SUBS PC
+     * restores CPSR from SPSR_abt). Registers only: the probe runs before the stacks exist. */
     sub r1, lr, #8
+    ldr r0, =fw_probe_load
+    cmp r0, r1
+    moveq r0, #0
+    moveq r1, #1
+    subseq pc, lr, #4
+    mov r0, #4
     b   fw_fault
 _irq_handler:
     mov r0, #5

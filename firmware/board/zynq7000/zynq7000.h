@@ -73,4 +73,45 @@
 
 #define XUART_IXR_RTRIG (1u << 0) /* RX FIFO level >= Rcvr_FIFO_trigger_level0 */
 
+/* ---- Snoop control unit, UG585 B.3 "mpcore" (Cortex-A9 MPCore TRM DDI 0407 §2.2) ------------ */
+#define ZYNQ_SCU_BASE 0xF8F00000u
+#define SCU(reg) ZYNQ_REG32(ZYNQ_SCU_BASE + (reg))
+#define SCU_CONTROL 0x00u /* SCU_CONTROL_REGISTER: bit 0 SCU enable */
+#define SCU_INVALIDATE_ALL                                                                         \
+    0x0Cu /* SCU_INVALIDATE_ALL_REGS_IN_SECURE_STATE: CPUn ways at [4n+3:4n] */
+#define SCU_CONTROL_ENABLE (1u << 0)
+
+/* ---- L2 cache controller PL310, UG585 §3.4 and Appendix B "L2 Cache (L2Cpl310)" ----------------
+ * Register offsets: ARM L2C-310 TRM (DDI 0246) §3.3; the Zynq-7000 settings: UG585 §3.4. */
+#define ZYNQ_L2_BASE 0xF8F02000u
+#define L2(reg) ZYNQ_REG32(ZYNQ_L2_BASE + (reg))
+#define L2_CACHE_ID 0x000u         /* reg0_cache_id: 0x410000C8 on the Zynq-7000 (L2C-310 r3p2) */
+#define L2_CONTROL 0x100u          /* reg1_control: bit 0 enable */
+#define L2_AUX_CONTROL 0x104u      /* reg1_aux_control, writable only while disabled */
+#define L2_TAG_RAM_CONTROL 0x108u  /* reg1_tag_ram_control */
+#define L2_DATA_RAM_CONTROL 0x10Cu /* reg1_data_ram_control */
+#define L2_INT_CLEAR 0x220u        /* reg2_int_clear */
+#define L2_CACHE_SYNC 0x730u       /* reg7_cache_sync */
+#define L2_INV_WAY 0x77Cu          /* reg7_inv_way: one bit per way, self-clearing */
+#define L2_ID_MASK 0xFF0003C0u     /* implementer [31:24] and part number [9:6] */
+#define L2_ID_PL310 0x410000C0u    /* ARM, part number 0b0011: L2C-310 */
+#define L2_ALL_WAYS 0xFFu          /* 8 ways, 512 KiB */
+#define L2_INT_ALL 0x1FFu
+/* reg1_aux_control bits set for the Zynq-7000: early BRESP [30], instruction and data prefetch
+ * [29:28], round-robin replacement [25], parity [21], event monitor bus [20], 64 KiB ways
+ * [19:17] = 0b011; 8-way associativity [16] = 0. */
+#define L2_AUX_ZYNQ 0x72360000u
+#define L2_TAG_RAM_LATENCY 0x111u  /* setup, read, write: 2 cycles each (field value + 1) */
+#define L2_DATA_RAM_LATENCY 0x121u /* setup 2, read 3, write 2 cycles */
+
+/* ---- System level control registers, UG585 Appendix B "System Level Control Registers (slcr)" */
+#define ZYNQ_SLCR_BASE 0xF8000000u
+#define SLCR(reg) ZYNQ_REG32(ZYNQ_SLCR_BASE + (reg))
+#define SLCR_LOCK 0x004u    /* SLCR_LOCK: write the key to write-protect the SLCR */
+#define SLCR_UNLOCK 0x008u  /* SLCR_UNLOCK */
+#define SLCR_L2C_RAM 0xA1Cu /* L2C_RAM: L2 RAM timing, 0x0002_0202 before the L2 is used */
+#define SLCR_LOCK_KEY 0x767Bu
+#define SLCR_UNLOCK_KEY 0xDF0Du
+#define SLCR_L2C_RAM_VALUE 0x00020202u
+
 #endif /* ZYNQ7000_H */
