@@ -34,18 +34,11 @@ def image(
     from codegen.pipeline.build import build
 
     _, data = kws_build
-    b = board(BOARD)
-    cfg = tmp_path_factory.mktemp("cfg") / "board.toml"
-    text = (ROOT / "configs/default.toml").read_text()
-    assert "uart = 0\n" in text and "uart_ref_hz = 100000000\n" in text
-    cfg.write_text(
-        text.replace("uart = 0\n", f"uart = {b.console_uart}\n").replace(
-            "uart_ref_hz = 100000000\n", f"uart_ref_hz = {b.uart_ref_hz}\n"
-        )
-    )
     out = tmp_path_factory.mktemp("boardbuild")
-    build(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz", cfg, out,
-          data_dir=data)  # fmt: skip
+    build(ROOT / "models/default/model.pt", ROOT / "models/default/basis.npz",
+          ROOT / "configs/default.toml", out, data_dir=data, board=BOARD)  # fmt: skip
+    facts = json.loads((out / "firmware.json").read_text())["config"]
+    assert (facts["uart"], facts["uart_ref_hz"]) == (1, 100_000_000)  # the Zybo Z7's console
     sd = tmp_path_factory.mktemp("sd")
     r = subprocess.run(
         [sys.executable, "-m", "codegen", "board", "sdcard", "--board", BOARD, "--build", str(out),
@@ -57,22 +50,47 @@ def image(
     return out, sd
 
 
+def boot(sd_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """QEMU running U-Boot proper with the image as its SD card, UART1 on a fresh port."""
+    port = free_port()
+    cmd = qemu_command(
+        sd_dir / "u-boot.elf",
+        port,
+        uart=board(BOARD).console_uart,
+        icount=False,
+        extra_args=(
+            "-m", str(board(BOARD).ddr_mib), "-drive", f"if=sd,format=raw,file={sd_dir / 'sd.img'}"
+        ),
+    )  # fmt: skip
+    return spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL), port
+
+
+def test_device_info_reads_back_mmu_and_caches(image: tuple[Path, Path]) -> None:
+    """What the firmware reads back at run time after U-Boot handed over: SCTLR's MMU, caches and
+    branch prediction on; no PL310 under QEMU (a board reports it on)."""
+    qemu, port = boot(image[1])
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "codegen", "device", "info", "--port",
+             f"socket://127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        qemu.kill()
+        qemu.communicate()
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "MMU on, D-cache on, I-cache on, branch prediction on" in r.stdout, r.stdout
+    assert "absent" in r.stdout.split("l2 cache", 1)[1].splitlines()[0], r.stdout
+    assert "board          zybo-z7-20" in r.stdout, r.stdout
+
+
 @pytest.mark.parametrize("input_kind", ["features", "pcm"])
 def test_run_through_uboot_from_t0(
     image: tuple[Path, Path], kws_build: tuple[Path, Path], tmp_path: Path, input_kind: str
 ) -> None:
     build_dir, sd_dir = image
     data = kws_build[1]
-    sd = sd_dir / "sd.img"
-    port = free_port()
-    cmd = qemu_command(
-        sd.parent / "u-boot.elf",
-        port,
-        uart=board(BOARD).console_uart,
-        icount=False,
-        extra_args=("-m", str(board(BOARD).ddr_mib), "-drive", f"if=sd,format=raw,file={sd}"),
-    )
-    qemu = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    qemu, port = boot(sd_dir)
     report = tmp_path / "report"
     try:
         run = subprocess.run(

@@ -5,12 +5,10 @@ every consumer (IR validation, references, host codec, reports) answers from it.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from genheader import formatted
 
 from codegen.base.errors import ConfigError
 from codegen.ir import modes
@@ -20,24 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADER = ROOT / "firmware" / "elt_modes.h"
 
 
-def _clang_format() -> str:
-    exe = shutil.which("clang-format", path=str(Path(sys.executable).parent)) or shutil.which(
-        "clang-format"
-    )
-    if exe is None:
-        pytest.fail("clang-format is a test dependency (pyproject's test extra): not installed")
-    return exe
-
-
 def test_firmware_header_is_the_table() -> None:
-    rendered = subprocess.run(
-        [_clang_format(), f"--assume-filename={HEADER}"],
-        input=modes.render_c_header(),
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    ).stdout
+    rendered = formatted(modes.render_c_header(), HEADER)
     assert HEADER.read_text() == rendered, (
         "firmware/elt_modes.h departs from codegen.ir.modes: regenerate it (see its banner)"
     )
