@@ -408,7 +408,18 @@ def what_failed(exc: LinkError) -> str:
     return "failed"
 
 
-def stream_audio(link: Any, sample_id: int, mode: int, pcm: np.ndarray, chunk: int) -> InferResult:
+class _Stopped(Exception):
+    """The run was asked to stop (SIGINT) in the middle of a sample: it is left unanswered."""
+
+
+def stream_audio(
+    link: Any,
+    sample_id: int,
+    mode: int,
+    pcm: np.ndarray,
+    chunk: int,
+    stop: threading.Event | None = None,
+) -> InferResult:
     """One clip through the audio mode (docs/protocol.md, "Audio mode"): AUDIO_BEGIN, the PCM in
     AUDIO chunks of ``chunk`` samples (each with its offset; every AUDIO_ACK must confirm the
     samples so far), AUDIO_END -> RESULT. Re-sends keep their seq, and the device takes a chunk
@@ -418,6 +429,8 @@ def stream_audio(link: Any, sample_id: int, mode: int, pcm: np.ndarray, chunk: i
     link.request(Msg.AUDIO_BEGIN, encode_audio_begin(sample_id, mode), expect=Msg.AUDIO_ACK)
     n = len(pcm)
     for off in range(0, n, chunk):
+        if stop is not None and stop.is_set():  # some 30 requests a clip: stop between them
+            raise _Stopped
         part = pcm[off : off + chunk]
         reply = link.request(Msg.AUDIO, encode_audio(off, part), expect=Msg.AUDIO_ACK)
         got, _ = decode_audio_ack(reply.payload)
@@ -481,7 +494,7 @@ def run_stream(
             link.request(Msg.RESET, encode_reset(p_prev), expect=Msg.RESET_ACK)
         try:
             if s.pcm is not None and chunk is not None:
-                res = stream_audio(link, int(s.ids[i]), mode, s.pcm[i], chunk)
+                res = stream_audio(link, int(s.ids[i]), mode, s.pcm[i], chunk, stop)
             else:
                 reply = link.request(
                     Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]), expect=Msg.RESULT
@@ -489,6 +502,8 @@ def run_stream(
                 res = decode_result(reply.payload)
         except ValueError as exc:
             raise RunError(f"{device}: bad RESULT for {s.key} #{i}: {exc}") from exc
+        except _Stopped:
+            return
         at = i
         if rec.has(s.key, i):  # replayed to rebuild the state: checked, not recorded again
             if compare(res, s.expected(i)):
