@@ -11,10 +11,11 @@ from pathlib import Path
 
 from elatta_host.device import Device
 from elatta_host.qemu import Qemu, build_uart, stop_on_signals
-from elatta_host.transport import Link
+from elatta_host.transport import DEFAULT_BUDGET, Link
 
 from codegen.base.errors import ConfigError
 
+FLAGS = {"budget": "--budget", "timeout": "--timeout"}  # named in the link's errors
 HELP = "talk to the firmware: `info` prints INFO, `echo` tests the link"
 
 
@@ -43,6 +44,14 @@ def add_link_arguments(p: argparse.ArgumentParser) -> None:
         "directory's firmware.json or manifest.json names, else 0)",
     )
     p.add_argument("--timeout", type=float, default=2.0, help="reply time-out in seconds")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET,
+        metavar="S",
+        help="seconds the device may take to boot and answer, and each request, re-sends "
+        f"included ({DEFAULT_BUDGET:g})",
+    )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -61,10 +70,14 @@ def open_link(args: argparse.Namespace) -> Iterator[Link]:
     if args.qemu is not None:
         stop_on_signals()  # SIGTERM/SIGHUP take QEMU down with this process
         uart = build_uart(args.qemu) if args.uart is None else args.uart
-        with Qemu(args.qemu, uart=uart, link_timeout=args.timeout) as link:
+        with Qemu(
+            args.qemu, uart=uart, link_timeout=args.timeout, budget=args.budget, flags=FLAGS
+        ) as link:
             yield link
     else:
-        with Link(args.port, baud=args.baud, timeout=args.timeout) as link:
+        with Link(
+            args.port, baud=args.baud, timeout=args.timeout, budget=args.budget, flags=FLAGS
+        ) as link:
             yield link
 
 
@@ -72,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     with open_link(args) as link:
         dev = Device(link)
-        info = dev.hello(sync_timeout=max(args.timeout, 5.0))
+        info = dev.hello(sync_timeout=args.budget)
         if args.action == "info":
             print(info.describe())
             print(f"(answered {time.monotonic() - t0:.2f} s after start)")

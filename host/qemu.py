@@ -182,12 +182,16 @@ class Qemu:
         *,
         uart: int = 0,
         icount: bool = True,
-        startup_timeout: float = 10.0,
+        startup_timeout: float | None = None,
         link_timeout: float = DEFAULT_TIMEOUT,
         retries: int | None = None,
         budget: float = DEFAULT_BUDGET,
         extra_args: Sequence[str] = (),
+        flags: dict[str, str] | None = None,
     ) -> None:
+        """``startup_timeout``: seconds QEMU may take to open its serial port (default: the
+        link's ``budget``: a loaded machine starts QEMU slowly); ``flags``: the command-line
+        flag of each budget, named in the errors (`elatta_host.transport.Link`)."""
         self.elf = Path(elf)
         self.extra_args = tuple(extra_args)  # e.g. QEMU -d logging (bench/profile.py)
         if not self.elf.is_file():
@@ -196,7 +200,8 @@ class Qemu:
             )
         self.uart = uart
         self.icount = icount
-        self.startup_timeout = startup_timeout
+        self.startup_timeout = budget if startup_timeout is None else startup_timeout
+        self.flags = dict(flags or {})
         self.link_timeout = link_timeout
         self.retries = retries
         self.budget = budget
@@ -243,13 +248,16 @@ class Qemu:
                     timeout=self.link_timeout,
                     budget=self.budget,
                     retries=self.retries,
+                    flags=self.flags,
                 )
             except LinkClosed:
                 time.sleep(0.02)
         self.stop()
+        flag = self.flags.get("budget")
         raise QemuError(
-            f"qemu-system-arm did not open port {port} within "
-            f"{self.startup_timeout:g} s: {self.stderr_text() or 'no output'}"
+            f"qemu-system-arm did not open port {port} within its {self.startup_timeout:g} s "
+            f"start-up budget{f' (raise it with {flag})' if flag else ''}: "
+            f"{self.stderr_text() or 'no output'}"
         )
 
     def kill_now(self) -> None:

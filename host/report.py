@@ -196,9 +196,12 @@ def verdict(rep: dict[str, Any]) -> str:
             + f"; those {be['compared']} compared, {be['mismatches']} mismatches; accuracy "
             "rows cover the answered samples only"
         )
+    # recorded lines a resume did not keep (checked against the reference) were redone: said
+    redone = (rep.get("run", {}).get("resume") or {}).get("rejected") or 0
+    note = f" ({redone} recorded lines did not hold on resume and were redone)" if redone else ""
     if be["mismatches"]:
-        return f"MISMATCH: {be['compared']} results compared, {be['mismatches']} mismatches"
-    return f"BIT-EXACT: {be['compared']} results compared, 0 mismatches"
+        return f"MISMATCH: {be['compared']} results compared, {be['mismatches']} mismatches{note}"
+    return f"BIT-EXACT: {be['compared']} results compared, 0 mismatches{note}"
 
 
 def _pct(v: float | None) -> str:

@@ -19,8 +19,10 @@ kept.
 
 Results. ``OUT/results.jsonl`` gets one line per answered sample, flushed as it arrives; the
 host keeps only what the report needs (a few integers per sample), not the records.
-``--resume`` keeps those lines and continues every stream after its last recorded sample; a
-continual stream is resumed with RESET carrying the last recorded best p (the device's p_prev).
+``--resume`` checks every recorded line against the integer reference and the file's integrity
+(`Recorder.load`), redoes what does not hold, and runs every stream's unanswered samples from the
+state the reference assumes (`run_stream`: a continual stream is RESET with the best p of the
+sample before each hole).
 ``OUT/run.json`` records the selection so a resume cannot mix two different runs: a missing or
 different one is refused, and so is a new run over recorded results; only ``--force-restart``
 discards them. ``OUT/sessions.jsonl`` gets one line per device session (link statistics, this
@@ -128,6 +130,20 @@ def count_results(path: Path) -> int:
         return sum(1 for line in f if line.strip())
 
 
+REJECTED = "results.rejected.jsonl"  # recorded lines a resume did not keep, with the reason
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """One recorded line, checked: the sample it names (None: none of this run), its record
+    when it holds, else the reason it does not."""
+
+    stream: Stream | None
+    index: int
+    record: Record | None
+    reason: str | None
+
+
 class Recorder:
     """Thread-safe sink: checks each result, appends it to results.jsonl, drives the bar, and
     keeps per stream only what the report and a resume need (answered flags, classes, ticks,
@@ -150,22 +166,81 @@ class Recorder:
         self.bar = bar
         self.path = path
         self.file: Any = None
+        self.recorded_lines = 0  # lines of results.jsonl when the run started
+        self.problems: list[str] = []  # recorded lines that did not hold, each with its reason
 
     def load(self) -> int:
-        """Take in the records already in results.jsonl (a resume); returns their number."""
+        """Take in the records already in results.jsonl (a resume); returns their number.
+
+        Nothing recorded is trusted: every line must parse as a record of a sample of this
+        run's selection, with that sample's label and every compared field equal to the
+        integer reference, and a sample must be named by one line only (docs/protocol.md,
+        "Streams, sharding and resume"). A line that fails is reported (`problems`) and moved
+        to results.rejected.jsonl with the reason; a sample named twice loses every line that
+        names it. Samples without a line that holds are left unanswered, so the run redoes
+        them on the device. Two passes, so the file is never held in memory."""
+        counts = {s.key: np.zeros(len(s), dtype=np.int64) for s in self.plan.streams}
+        clean = True
         for line in _complete_lines(self.path):
-            r = Record.from_json(line.decode())
-            s = self.by_key.get(r.stream)
-            if s is not None and 0 <= r.index < len(s) and not self.mask[r.stream][r.index]:
-                self._tally(s, r.index, r.result, r.mismatches)
-                if r.mismatches and self.first_mismatch is None:
-                    self.first_mismatch = (
-                        f"first mismatch (recorded before this session): sample id "
-                        f"{int(s.ids[r.index])} ({s.key} #{r.index}), fields "
-                        f"{', '.join(r.mismatches)}"
-                    )
+            self.recorded_lines += 1
+            c = self._check_line(line)
+            if c.stream is not None:
+                counts[c.stream.key][c.index] += 1
+            clean = clean and c.reason is None
+        if not clean or any(int(n.max(initial=0)) > 1 for n in counts.values()):
+            self._rewrite(counts)
+        else:  # every line holds: the file stays as it is
+            for line in _complete_lines(self.path):
+                c = self._check_line(line)
+                assert c.stream is not None and c.record is not None
+                self._tally(c.stream, c.index, c.record.result, ())
         self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         return self.count
+
+    def _check_line(self, line: bytes) -> _Checked:
+        """A recorded line against the selection and the integer reference."""
+        try:
+            r = Record.from_json(line.decode())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _Checked(None, -1, None, "not JSON")
+        except (KeyError, TypeError, ValueError, AssertionError, AttributeError):
+            return _Checked(None, -1, None, "not a result record (fields missing or mistyped)")
+        s = self.by_key.get(r.stream)
+        if s is None or not 0 <= r.index < len(s):
+            return _Checked(None, -1, None, f"{r.stream} #{r.index}: no sample of this run")
+        if r.label != int(s.labels[r.index]):
+            why = f"{s.key} #{r.index}: label {r.label}, the data set's {int(s.labels[r.index])}"
+            return _Checked(s, r.index, None, why)
+        diffs = compare(r.result, s.expected(r.index))
+        if diffs:
+            why = (
+                f"{s.key} #{r.index}: {', '.join(f for f, _, _ in diffs)} differ from the "
+                "integer reference"
+            )
+            return _Checked(s, r.index, None, why)
+        return _Checked(s, r.index, r, None)
+
+    def _rewrite(self, counts: dict[str, np.ndarray]) -> None:
+        """Keep the lines that hold, move the others to results.rejected.jsonl with their
+        reasons; results.jsonl is replaced atomically (a kill leaves the old or the new one)."""
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        rejected = self.path.with_name(REJECTED)
+        with open(tmp, "w", encoding="utf-8") as keep, open(rejected, "a", encoding="utf-8") as rj:
+            for no, line in enumerate(_complete_lines(self.path), 1):
+                c = self._check_line(line)
+                why = c.reason
+                if c.stream is not None and (n := int(counts[c.stream.key][c.index])) > 1:
+                    why = f"{c.stream.key} #{c.index} is named by {n} lines" + (
+                        f" ({why})" if why else ""
+                    )
+                if why is None and c.stream is not None and c.record is not None:
+                    keep.write(line.decode())
+                    self._tally(c.stream, c.index, c.record.result, ())
+                    continue
+                self.problems.append(f"results.jsonl line {no}: {why}")
+                text = line.decode(errors="replace").rstrip("\n")
+                rj.write(json.dumps({"line": no, "reason": why, "text": text}) + "\n")
+        os.replace(tmp, self.path)
 
     def _tally(self, s: Stream, i: int, res: InferResult, mismatches: tuple[str, ...]) -> None:
         self.mask[s.key][i] = True
@@ -183,12 +258,16 @@ class Recorder:
         for f in mismatches:
             self.fields[f] = self.fields.get(f, 0) + 1
 
-    def done(self, key: str) -> int:
-        """Length of the recorded prefix of a stream (results of one stream arrive in order)."""
-        m = self.mask[key]
-        return len(m) if m.all() else int(np.argmin(m))
+    def missing(self, key: str) -> list[int]:
+        """The stream's samples without a result, in order (a resume redoes each)."""
+        return [int(i) for i in np.flatnonzero(~self.mask[key])]
+
+    def has(self, key: str, i: int) -> bool:
+        return bool(self.mask[key][i])
 
     def last_p(self, key: str, n: int) -> tuple[int, ...] | None:
+        """The best p of sample n-1 (checked against the reference when loaded): the continual
+        state a device must start sample n from; None for n = 0 (a reset state)."""
         return None if n == 0 else tuple(int(v) for v in self.p_best[key][n - 1])
 
     def add(self, stream: Stream, i: int, device: str, res: InferResult) -> None:
@@ -234,6 +313,10 @@ class Recorder:
 
 
 # ----------------------------------------------------------------------------- devices
+
+
+# the flags that set the link's budgets, named in its errors (how to raise a budget that ran out)
+FLAGS = {"budget": "--budget", "timeout": "--timeout"}
 
 
 @dataclass(frozen=True)
@@ -285,6 +368,7 @@ def open_device(spec: DeviceSpec) -> Iterator[tuple[Any, Callable[[], str]]]:
             icount=spec.icount,
             link_timeout=spec.timeout,
             budget=spec.budget,
+            flags=FLAGS,
         )
         link = qemu.start()
 
@@ -300,7 +384,9 @@ def open_device(spec: DeviceSpec) -> Iterator[tuple[Any, Callable[[], str]]]:
             qemu.stop()
     else:
         assert spec.url is not None
-        with Link(spec.url, baud=spec.baud, timeout=spec.timeout, budget=spec.budget) as link:
+        with Link(
+            spec.url, baud=spec.baud, timeout=spec.timeout, budget=spec.budget, flags=FLAGS
+        ) as link:
             yield link, lambda: f"link {spec.url}"
 
 
@@ -328,7 +414,18 @@ def what_failed(exc: LinkError) -> str:
     return "failed"
 
 
-def stream_audio(link: Any, sample_id: int, mode: int, pcm: np.ndarray, chunk: int) -> InferResult:
+class _Stopped(Exception):
+    """The run was asked to stop (SIGINT) in the middle of a sample: it is left unanswered."""
+
+
+def stream_audio(
+    link: Any,
+    sample_id: int,
+    mode: int,
+    pcm: np.ndarray,
+    chunk: int,
+    stop: threading.Event | None = None,
+) -> InferResult:
     """One clip through the audio mode (docs/protocol.md, "Audio mode"): AUDIO_BEGIN, the PCM in
     AUDIO chunks of ``chunk`` samples (each with its offset; every AUDIO_ACK must confirm the
     samples so far), AUDIO_END -> RESULT. Re-sends keep their seq, and the device takes a chunk
@@ -338,6 +435,8 @@ def stream_audio(link: Any, sample_id: int, mode: int, pcm: np.ndarray, chunk: i
     link.request(Msg.AUDIO_BEGIN, encode_audio_begin(sample_id, mode), expect=Msg.AUDIO_ACK)
     n = len(pcm)
     for off in range(0, n, chunk):
+        if stop is not None and stop.is_set():  # some 30 requests a clip: stop between them
+            raise _Stopped
         part = pcm[off : off + chunk]
         reply = link.request(Msg.AUDIO, encode_audio(off, part), expect=Msg.AUDIO_ACK)
         got, _ = decode_audio_ack(reply.payload)
@@ -369,6 +468,60 @@ def check_audio(app: AppInfo, max_payload: int, chunk: int | None) -> int:
     return c
 
 
+def run_stream(
+    link: Any,
+    s: Stream,
+    rec: Recorder,
+    device: str,
+    stop: threading.Event,
+    stats: LinkStats,
+    chunk: int | None,
+) -> None:
+    """The stream's unanswered samples, in order, each from the device state the reference
+    assumes. A fresh stream is RESET then every sample. On a resume the holes may be anywhere
+    (lines deleted or rejected mid-file): a continual stream is RESET with the best p of the
+    sample before each hole (docs/protocol.md, RESET); cmvn's statistics cannot be sent, so its
+    recorded samples before the last hole are replayed (compared, not recorded again)."""
+    from elatta_host.protocol import Msg
+
+    todo = rec.missing(s.key)
+    if not todo:
+        return
+    mode = mode_index(s.mode)
+    continual = s.mode in CONTINUAL_MODES
+    replay = s.mode in STATEFUL_MODES and not continual  # state only a replay rebuilds
+    order = range(todo[-1] + 1) if replay else todo
+    at = -1  # the device's state is right for sample `at` + 1 (-1: not reset yet)
+    for i in order:
+        if stop.is_set():
+            return
+        if at < 0 or (continual and at != i - 1):
+            p_prev = rec.last_p(s.key, i) if continual else None
+            link.request(Msg.RESET, encode_reset(p_prev), expect=Msg.RESET_ACK)
+        try:
+            if s.pcm is not None and chunk is not None:
+                res = stream_audio(link, int(s.ids[i]), mode, s.pcm[i], chunk, stop)
+            else:
+                reply = link.request(
+                    Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]), expect=Msg.RESULT
+                )
+                res = decode_result(reply.payload)
+        except ValueError as exc:
+            raise RunError(f"{device}: bad RESULT for {s.key} #{i}: {exc}") from exc
+        except _Stopped:
+            return
+        at = i
+        if rec.has(s.key, i):  # replayed to rebuild the state: checked, not recorded again
+            if compare(res, s.expected(i)):
+                raise RunError(
+                    f"{device}: replaying {s.key} #{i} to resume gave another result than the "
+                    "recorded one"
+                )
+            continue
+        rec.add(s, i, device, res)
+        stats.samples += 1
+
+
 def run_device(
     spec: DeviceSpec,
     streams: list[Stream],
@@ -386,7 +539,9 @@ def run_device(
         synced = synced_to = 0
         try:
             dev = Device(link)
-            dev.hello(sync_timeout=10.0)
+            # the device may still boot (QEMU, a board behind U-Boot) or chew through line noise
+            # sent before this session: the time budget of --budget, no try count
+            dev.hello(sync_timeout=spec.budget)
             # HELLOs sent while the device booted are not re-sends
             synced, synced_to = link.retransmits, link.resent_on_timeout
             info = dev.hello()
@@ -398,41 +553,9 @@ def run_device(
             if audio:
                 chunk = check_audio(app, info.max_payload, chunk)
             for s in streams:
-                start = rec.done(s.key)
-                if start == len(s) or stop.is_set():
-                    continue
-                p_prev = rec.last_p(s.key, start) if s.mode in CONTINUAL_MODES else None
-                link.request(Msg.RESET, encode_reset(p_prev), expect=Msg.RESET_ACK)
-                mode = mode_index(s.mode)
-                if start and s.mode in STATEFUL_MODES and s.mode not in CONTINUAL_MODES:
-                    # cmvn's running statistics cannot be set by RESET: rebuild them by
-                    # replaying the recorded prefix (checked again, not recorded twice)
-                    for i in range(start):
-                        reply = link.request(
-                            Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]), expect=Msg.RESULT
-                        )
-                        if compare(decode_result(reply.payload), s.expected(i)):
-                            raise RunError(
-                                f"{spec.name}: replaying {s.key} #{i} to resume gave another "
-                                "result than the recorded one"
-                            )
-                for i in range(start, len(s)):
-                    if stop.is_set():
-                        break
-                    try:
-                        if s.pcm is not None and chunk is not None:
-                            res = stream_audio(link, int(s.ids[i]), mode, s.pcm[i], chunk)
-                        else:
-                            reply = link.request(
-                                Msg.INFER,
-                                encode_infer(int(s.ids[i]), mode, s.x[i]),
-                                expect=Msg.RESULT,
-                            )
-                            res = decode_result(reply.payload)
-                    except ValueError as exc:
-                        raise RunError(f"{spec.name}: bad RESULT for {s.key} #{i}: {exc}") from exc
-                    rec.add(s, i, spec.name, res)
-                    stats.samples += 1
+                if stop.is_set():
+                    break
+                run_stream(link, s, rec, spec.name, stop, stats, chunk)
             try:
                 info = dev.hello()
             except LinkError as exc:  # every sample is recorded: the figures are what is lost
@@ -527,8 +650,10 @@ def prepare_output(
                 f"--resume: {cfg_path} cannot be read ({exc}); nothing was changed. To start "
                 f"over, run without --resume and with {RESTART_HINT}"
             ) from exc
-        if cfg is not None and old != cfg:
-            differ = sorted(k for k in {*old, *cfg} if old.get(k) != cfg.get(k))
+        if cfg is not None and (not isinstance(old, dict) or _resolved(old) != _resolved(cfg)):
+            old = _resolved(old) if isinstance(old, dict) else {}
+            new = _resolved(cfg)
+            differ = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
             raise RunError(
                 f"--resume: {out} holds another run ({', '.join(differ)} differ from this "
                 f"command's); its {n} results were left as they are. To start over, run without "
@@ -542,12 +667,39 @@ def prepare_output(
 
 
 SESSIONS = "sessions.jsonl"
+SHOWN_PROBLEMS = 20  # rejected recorded lines named one by one (all are in REJECTED)
 
 
 def read_sessions(path: Path) -> list[dict[str, Any]]:
+    """Every earlier session's figures; a line that is not a JSON object is skipped (the
+    figures are statistics, never a verdict)."""
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            out.append(d)
+    return out
+
+
+def _resolved(cfg: dict[str, Any]) -> dict[str, Any]:
+    """run.json with every "path" resolved: the same --data spelled relative or absolute, or
+    through a symlink, is the same run."""
+
+    def walk(v: Any, key: str = "") -> Any:
+        if isinstance(v, dict):
+            return {k: walk(x, k) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if key == "path" and isinstance(v, str) and v:
+            return str(Path(v).expanduser().resolve())
+        return v
+
+    return dict(walk(cfg))
 
 
 def execute(
@@ -570,7 +722,8 @@ def execute(
     prepare_output(out, cfg, resume=resume, force_restart=force_restart)
     if not resume:  # no results recorded (checked above): no earlier session belongs to this run
         (out / SESSIONS).unlink(missing_ok=True)
-    (out / "run.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    # resolved: a resume from another directory or with another spelling finds the same run
+    (out / "run.json").write_text(json.dumps(_resolved(cfg), indent=2) + "\n")
     blocks = [b for b in shard(plan.streams, len(specs)) if b]
     t0 = time.monotonic()
     stop = threading.Event()
@@ -586,6 +739,14 @@ def execute(
     ) as bar:
         rec = Recorder(plan, results, bar)
         done0 = rec.load()
+        for line in rec.problems[:SHOWN_PROBLEMS]:
+            bar.write(f"resume: {line}; the sample is redone", file=sys.stderr)
+        if len(rec.problems) > SHOWN_PROBLEMS:
+            bar.write(
+                f"resume: {len(rec.problems) - SHOWN_PROBLEMS} more recorded lines did not hold "
+                f"(all in {out / REJECTED})",
+                file=sys.stderr,
+            )
         bar.update(done0)
         bar.set_postfix(mismatches=rec.mismatches)
         try:
@@ -630,6 +791,13 @@ def execute(
         "replayed": sum(st.replayed or 0 for st in stats),
         "replayed_unknown": unknown,
         "resumed_from": done0,
+        # every recorded line was checked against the reference; these did not hold
+        "resume": {
+            "recorded_lines": rec.recorded_lines,
+            "kept": done0,
+            "rejected": len(rec.problems),
+            "problems": rec.problems[:SHOWN_PROBLEMS],
+        },
         "workers": [st.to_json() for st in stats],
         "errors": errors,
     }

@@ -41,6 +41,13 @@ DEFAULT_BUDGET = 30.0  # s: everything one request may take, re-sends included
 # still booting answers nothing for seconds, however many tries that takes)
 UNCAPPED = 1 << 62
 MIN_TIMEOUT = 0.2  # s: floor of the adaptive time-out (scheduling jitter of a loaded host)
+# s: the least hold-off of a damage-triggered re-send (before a round trip is measured, and on a
+# link far faster than the device's serial line), doubled by each further one
+MIN_HOLDOFF = 0.02
+# A request ends after `budget` seconds without any valid frame from the device, or after
+# PATIENCE budgets in all: a device that keeps answering (ERRORs of a link that damages every
+# request) but never this request is not waited for forever.
+PATIENCE = 4
 
 
 @dataclass
@@ -94,17 +101,21 @@ class Link:
         retries: int | None = None,
         open_timeout: float = 5.0,
         session: int | None = None,
+        flags: dict[str, str] | None = None,
     ) -> None:
         """``timeout``: the time-out before a round trip is measured and the adaptive time-out's
         ceiling; ``budget``: seconds one request may take in all; ``retries``: an optional cap
         on re-sends per request (None: the budget alone decides); ``session``: the nonce HELLO
-        sends (default: a fresh random one per link)."""
+        sends (default: a fresh random one per link); ``flags``: the command-line flag that
+        sets each budget ("budget", "timeout"), named in the errors so they say how to raise
+        it."""
         if timeout <= 0 or budget <= 0:
             raise ValueError(f"timeout={timeout!r}, budget={budget!r}: both must be > 0 seconds")
         self.url = url
         self.timeout = timeout
         self.budget = budget
         self.retries = retries
+        self.flags = dict(flags or {})
         self.session = new_session() if session is None else session & 0xFFFFFFFF
         try:
             self._ser = serial.serial_for_url(url, baudrate=baud, timeout=0, write_timeout=timeout)
@@ -130,6 +141,8 @@ class Link:
         self.resent_on_damage = 0  # at once: a damaged frame or a link-damage ERROR arrived
         self.damaged_requests = 0  # link-damage ERRORs the device answered
         self.stale_replies = 0  # valid frames for an earlier seq (late or duplicated answers)
+        self.refused_replies = 0  # the right seq and type, refused by `accept` (another session)
+        self._heard = time.monotonic()  # when the last valid frame came from the device
         self.recent_bad: deque[BadFrame] = deque(maxlen=4)
         # A leading delimiter makes the device drop any half-received frame (resync).
         self.write(b"\0")
@@ -225,37 +238,62 @@ class Link:
     ) -> Frame:
         """Send a request and return the reply of type ``expect`` with the same seq.
 
-        Re-sends the same frame (same seq, behind a 0x00) at once when a damaged frame or an
-        ERROR with a code in ``retry_errors`` arrives (the latter whatever its seq: a request
-        damaged in its seq field is answered with that damaged seq), and after the adaptive
-        time-out otherwise, until ``budget`` seconds have passed (or ``retries`` re-sends, if
-        set). ``timeout`` fixes the time-out of every try instead of the adaptive one (the
-        boot-time HELLO sync). ``accept``: a check of a reply of type ``expect`` and the right
-        seq; a reply it refuses counts as stale."""
+        Re-sends the same frame (same seq, behind a 0x00) when a damaged frame or an ERROR with
+        a code in ``retry_errors`` arrives (the latter whatever its seq: a request damaged in
+        its seq field is answered with that damaged seq), paced (below), and after the adaptive
+        time-out otherwise. ``timeout`` fixes the time-out of every try instead of the adaptive
+        one (the boot-time HELLO sync). ``accept``: a check of a reply of type ``expect`` and
+        the right seq; a reply it refuses counts as stale.
+
+        Pacing (docs/protocol.md, "Host rules"): damage is acted on no sooner than the hold-off
+        after the try, half a smoothed round trip (a fixed ``timeout``: the whole of it, so a
+        burst of noise re-sends once per try), doubled by each damage-triggered re-send of
+        this request up to the time-out: a re-send cuts the copy the device is still reading,
+        whose ERROR must not trigger the next re-send at once.
+
+        Budgets are time, never a try count, and follow progress: the request fails when no
+        valid frame has come from the device for ``budget`` seconds (it is lost), or when it
+        has taken ``PATIENCE`` budgets in all (a device that answers, but never this request).
+        ``retries``: an optional cap on re-sends, for tests (None: the budgets alone decide)."""
         budget = self.budget if budget is None else budget
         retries = self.retries if retries is None else retries
         est = self._estimator(type_)
         frame = Frame(type_, self.next_seq(), payload)
         wire = frame.encode()
         t_start = time.monotonic()
-        end = t_start + budget
-        tries = 0
+        self._heard = t_start  # the budget of silence counts from the request's start
+        hard_end = t_start + PATIENCE * budget
+        tries = damage_resends = 0
+        refused0 = self.refused_replies
         while True:
             # the 0x00 ends whatever part of an earlier try the device may still hold
             self.write(wire if tries == 0 else b"\0" + wire)
             sent_at = time.monotonic()
             tries += 1
             wait = est.rto if timeout is None else timeout
-            # half a smoothed round trip: sooner, damage is not this try's reply
-            holdoff = 0.5 * est.srtt if timeout is None and est.srtt is not None else 0.0
+            if timeout is None:
+                base = max(MIN_HOLDOFF, 0.5 * est.srtt if est.srtt is not None else 0.0)
+                holdoff = min(wait, base * 2**damage_resends)
+            else:
+                holdoff = timeout
             got = self._await(
-                frame, expect, sent_at, min(end, sent_at + wait), holdoff, retry_errors, accept
+                frame,
+                expect,
+                sent_at,
+                sent_at + wait,
+                holdoff,
+                retry_errors,
+                accept,
+                lambda: min(hard_end, self._heard + budget),
             )
             if isinstance(got, Frame):
                 if tries == 1 and timeout is None:  # Karn: a re-sent request is not measured
                     est.sample(time.monotonic() - sent_at)
                 return got
-            if time.monotonic() >= end or (retries is not None and tries > retries):
+            now = time.monotonic()
+            if now >= hard_end or now >= self._heard + budget:
+                break
+            if retries is not None and tries > retries:
                 break
             if got is None:
                 if timeout is None:
@@ -263,16 +301,38 @@ class Link:
                 self.resent_on_timeout += 1
             else:
                 self.resent_on_damage += 1
+                damage_resends += 1
             self.retransmits += 1
+        now = time.monotonic()
+        if retries is not None and tries > retries and now < min(hard_end, self._heard + budget):
+            why = f"the cap of {retries} re-sends was reached"
+        elif now >= hard_end and now < self._heard + budget:
+            why = (
+                f"the device kept sending, but not this reply, for {PATIENCE} budgets "
+                f"({PATIENCE * budget:g} s){self._raise_hint('budget')}"
+            )
+        else:
+            why = (
+                f"nothing valid came from the device for the {budget:g} s budget"
+                f"{self._raise_hint('budget')}"
+            )
         detail = ""
+        if self.refused_replies > refused0:
+            detail += (
+                f"; {self.refused_replies - refused0} replies with this seq were not taken "
+                "(another session's)"
+            )
         if self.recent_bad:
             last = self.recent_bad[-1]
-            detail = f"; last undecodable bytes: {last.raw[:80]!r} ({last.reason})"
+            detail += f"; last undecodable bytes: {last.raw[:80]!r} ({last.reason})"
         raise LinkTimeout(
             f"{self.url}: no valid reply to {_type_name(type_)} seq {frame.seq} after {tries} "
-            f"tries in {time.monotonic() - t_start:.1f} s (budget {budget:g} s; last try: "
-            f"{got or 'no reply'}){detail}"
+            f"tries in {now - t_start:.1f} s: {why} (last try: {got or 'no reply'}){detail}"
         )
+
+    def _raise_hint(self, which: str) -> str:
+        flag = self.flags.get(which)
+        return f"; raise it with {flag}" if flag else ""
 
     def _await(
         self,
@@ -283,24 +343,29 @@ class Link:
         holdoff: float,
         retry_errors: frozenset[int],
         accept: Callable[[Frame], bool] | None,
+        budget_end: Callable[[], float],
     ) -> Frame | str | None:
-        """The reply to ``frame``; or why to re-send at once (str); or None at the deadline.
-        Damage seen sooner than ``holdoff`` after the send is acted on only at ``holdoff``: a
-        burst of line noise must not re-send faster than the link carries the frame."""
+        """The reply to ``frame``; or why to re-send (str); or None at the deadline (the try's
+        time-out or the request's budget, ``budget_end()``, which moves on with every valid
+        frame). Damage seen sooner than ``holdoff`` after the send is acted on only at
+        ``holdoff``: a burst of line noise must not re-send faster than the link carries the
+        frame."""
         damage: str | None = None
         while True:
             now = time.monotonic()
+            end = min(deadline, budget_end())
             if damage is not None and now >= sent_at + holdoff:
                 return damage
-            if now >= deadline:
+            if now >= end:
                 return damage
-            until = deadline if damage is None else min(deadline, sent_at + holdoff)
+            until = end if damage is None else min(end, sent_at + holdoff)
             item = self._next_item(until - now)
             if item is None:
                 continue
             if isinstance(item, BadFrame):
                 damage = damage or f"damaged frame ({item.reason})"
                 continue
+            self._heard = time.monotonic()  # a valid frame: the device is alive
             if item.type == Msg.ERROR and item.payload[:1] and item.payload[0] in retry_errors:
                 self.damaged_requests += 1
                 damage = damage or f"the device answered ERROR {Err(item.payload[0]).name}"
@@ -318,6 +383,7 @@ class Link:
                 )
             if accept is not None and not accept(item):
                 self.stale_replies += 1
+                self.refused_replies += 1
                 continue
             return item
 

@@ -4,7 +4,8 @@ Each direction is cut at the 0x00 delimiters; a frame is damaged with probabilit
 dropped, one byte dropped, one bit flipped, sent twice, or held back for ``delay`` seconds (the
 stream stays in order, as on a serial line). Bounded: one fault per frame at most, delays at
 most ``delay``, 127.0.0.1 only. Counts per kind are kept for the test's assertions, and with
-``log`` every frame sent towards the device as it arrived from the host.
+``log`` every frame sent towards the device as it arrived from the host; a ``preamble`` (line
+noise) reaches the device before the host's first byte.
 """
 
 from __future__ import annotations
@@ -20,9 +21,19 @@ KINDS = ("drop", "drop_byte", "flip", "duplicate", "delay")
 
 class FaultProxy:
     def __init__(
-        self, upstream_port: int, *, seed: int, rate: float, delay: float = 0.3, log: bool = False
+        self,
+        upstream_port: int,
+        *,
+        seed: int,
+        rate: float,
+        delay: float = 0.3,
+        log: bool = False,
+        preamble: bytes = b"",
     ) -> None:
+        """``preamble``: bytes sent to the device before anything of the host's (line noise
+        on the wire before a session starts)."""
         self.upstream_port = upstream_port
+        self.preamble = preamble
         self.log: list[bytes] | None = [] if log else None
         self.rate = rate
         self.delay = delay
@@ -54,6 +65,8 @@ class FaultProxy:
         host.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         dev = self._connect_upstream()
         self._socks += [host, dev]
+        if self.preamble:
+            dev.sendall(self.preamble)
         threading.Thread(target=self._pump, args=(host, dev, "to_device"), daemon=True).start()
         threading.Thread(target=self._pump, args=(dev, host, "to_host"), daemon=True).start()
 

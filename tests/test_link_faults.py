@@ -69,9 +69,41 @@ def test_faults_5_percent_with_default_settings(
     report, proxy = through_proxy(plan, build_dir, tmp_path / "r", rate=0.05, seed=14)
     assert len(proxy.faults) >= 4, proxy.faults
     run = report["run"]
-    assert run["retransmits"] > 0 and run["workers"][0]["resent_on_damage"] > 0
+    assert run["retransmits"] > 0  # frames were lost: nothing completes without a re-send
     assert run["replayed"] is not None and not run["replayed_unknown"]
     assert format_summary(report).startswith("BIT-EXACT: 200 results compared, 0 mismatches")
+
+
+def test_session_behind_a_mebibyte_of_line_noise(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """1 MiB of random bytes reaches the device before the session's first HELLO: the device
+    answers thousands of ERRORs while it reads them; the HELLO sync waits on its --budget (the
+    ERRORs show progress) and re-sends once per try, not once per ERROR, then the run
+    completes with default settings, every sample once and bit-exact."""
+    import random
+
+    build_dir, data = kws_build
+    plan = make_plan(build_dir, data, MODE, 50)
+    noise = random.Random(26).randbytes(1 << 20)
+    proc, qport = start_qemu(build_dir / "fw.elf")
+    proxy = FaultProxy(qport, seed=0, rate=0.0, log=True, preamble=noise)
+    try:
+        spec = DeviceSpec("noisy", url=f"socket://127.0.0.1:{proxy.port}")  # default settings
+        got = execute(plan, [spec], tmp_path / "r", resume=False, target={"kind": "qemu"},
+                      progress=False)  # fmt: skip
+    finally:
+        proxy.close()
+        proc.kill()
+        proc.wait()
+    assert got.errors == (), got.errors
+    check_complete(got.report, tmp_path / "r", plan.total)
+    assert proxy.log is not None
+    sent = [f for chunk in proxy.log for f in FrameDecoder().feed(chunk) if isinstance(f, Frame)]
+    hellos = sum(f.type == Msg.HELLO for f in sent)
+    errors = got.report["run"]["workers"][0]["damaged"]
+    # the protocol's pacing, not a speed: HELLOs are one per try, never one per ERROR
+    assert errors > 100 and hellos < errors, (hellos, errors)
 
 
 @pytest.mark.slow
@@ -81,6 +113,50 @@ def test_faults_10_percent_with_default_settings(
     build_dir, data = kws_build
     plan = make_plan(build_dir, data, MODE, 500)
     through_proxy(plan, build_dir, tmp_path / "r", rate=0.10, seed=1410)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("input_kind", "rate", "limit"), [("features", 0.20, 300), ("pcm", 0.10, 50)]
+)
+def test_heavy_faults_with_default_settings(
+    kws_build: tuple[Path, Path], tmp_path: Path, input_kind: str, rate: float, limit: int
+) -> None:
+    """One frame in five damaged (features), one in ten (audio: some 20 frames per clip):
+    paced re-sends and budgets on progress let the run finish by itself."""
+    build_dir, data = kws_build
+    plan = make_plan(build_dir, data, MODE, limit, input_kind=input_kind)
+    through_proxy(plan, build_dir, tmp_path / "r", rate=rate, seed=2026)
+
+
+@pytest.mark.parametrize("input_kind", ["features", pytest.param("pcm", marks=pytest.mark.slow)])
+def test_run_through_a_115200_baud_usb_uart(
+    kws_build: tuple[Path, Path], tmp_path: Path, input_kind: str
+) -> None:
+    """The line a board has: 11,520 bytes/s each way and 16 ms at every turn of the
+    stop-and-wait exchange (tests/slowlink.py); default settings, complete and bit-exact."""
+    from slowlink import SlowLink
+
+    build_dir, data = kws_build
+    plan = make_plan(build_dir, data, MODE, 50, input_kind=input_kind)
+    proc, qport = start_qemu(build_dir / "fw.elf")
+    link = SlowLink(qport)
+    try:
+        spec = DeviceSpec("uart", url=f"socket://127.0.0.1:{link.port}")  # default settings
+        got = execute(plan, [spec], tmp_path / "r", resume=False, target={"kind": "qemu"},
+                      progress=False)  # fmt: skip
+    finally:
+        link.close()
+        proc.kill()
+        proc.wait()
+    assert got.errors == (), got.errors
+    check_complete(got.report, tmp_path / "r", plan.total)
+    assert link.turns >= 2 * plan.total  # every sample went there and back at the line's pace
+    run = got.report["run"]
+    print(
+        f"\n115,200 baud ({input_kind}): {link.bytes} bytes, {link.turns} turns; "
+        f"{run['samples_per_s']} samples/s, {run['retransmits']} re-sends"
+    )
 
 
 @pytest.mark.slow
@@ -158,8 +234,13 @@ def test_new_session_is_not_answered_from_the_old_record(
     if same_nonce:
         assert be["mismatches"] > 0 and "first divergent stage: adaptation" in be["first_mismatch"]
     else:
+        # each sample answered once and right: the new session's RESET ran (from the old
+        # record, p_prev would stay A and the adaptation would differ). Replays may happen:
+        # a re-send after a time-out on a loaded machine is answered from this session's
+        # record; none comes from the old session's, so there are no more than re-sends.
         check_complete(got.report, tmp_path / "r", plan.total)
-        assert got.report["run"]["replayed"] == 0
+        run = got.report["run"]
+        assert run["replayed"] is not None and run["replayed"] <= run["retransmits"]
 
 
 def _fake_results(out: Path) -> bytes:

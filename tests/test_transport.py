@@ -80,11 +80,12 @@ def test_retry_uses_same_seq_and_skips_stale(tcp_peer: Callable[[Peer], str]) ->
                 + Frame(Msg.ECHO_REPLY, req.seq, req.payload).encode()
             )
 
-    with Link(tcp_peer(peer), timeout=0.2, retries=2) as link:
+    with Link(tcp_peer(peer), timeout=0.2) as link:
         assert link.request(Msg.ECHO, b"hi", expect=Msg.ECHO_REPLY).payload == b"hi"
-        assert link.stale_replies == 1
-        assert link.retransmits == link.resent_on_timeout == 1
-    assert seen == [1, 1]
+        # a loaded scheduler may let another time-out pass: every try, however many, is seq 1
+        assert link.stale_replies >= 1
+        assert link.retransmits == link.resent_on_timeout >= 1
+    assert len(seen) >= 2 and set(seen) == {1}
 
 
 def raw_peer(answer: Callable[[int, Frame], bytes], log: list[bytes]) -> Peer:
@@ -148,13 +149,40 @@ def test_damage_error_with_a_damaged_seq_resends_at_once(
 
 
 def test_budget_bounds_a_request(tcp_peer: Callable[[Peer], str]) -> None:
-    """Silence: re-sends after each time-out (here the 0.1 s ceiling) until the budget is spent."""
+    """Silence: re-sends after each time-out until the budget is spent; the error names the
+    budget that ran out and the flag that raises it (however many tries the scheduler allowed)."""
     url = tcp_peer(lambda conn: [None for _ in requests(conn)])
-    with Link(url, timeout=0.1, budget=1.0) as link:
-        with pytest.raises(LinkTimeout, match=r"budget 1 s; last try: no reply") as exc:
+    with Link(url, timeout=0.1, budget=1.0, flags={"budget": "--budget"}) as link:
+        t0 = time.monotonic()
+        with pytest.raises(LinkTimeout) as exc:
             link.request(Msg.ECHO, b"x", expect=Msg.ECHO_REPLY)
-        tries = int(str(exc.value).split(" tries")[0].rsplit(" ", 1)[1])
-        assert tries == link.retransmits + 1 and 5 <= tries <= 10, exc.value
+        assert time.monotonic() - t0 >= 1.0  # the budget was honoured, not cut by a try count
+        msg = str(exc.value)
+        assert (
+            "nothing valid came from the device for the 1 s budget; raise it with --budget" in msg
+        )
+        assert "(last try: no reply)" in msg
+        tries = int(msg.split(" tries")[0].rsplit(" ", 1)[1])
+        assert tries == link.retransmits + 1, msg
+
+
+def test_budget_follows_progress(tcp_peer: Callable[[Peer], str]) -> None:
+    """A device that keeps answering (here: ERROR CRC to every try, the link damaging each
+    request) is not lost after one budget; the request ends after PATIENCE budgets, saying so."""
+    from elatta_host.transport import PATIENCE
+
+    def peer(conn: socket.socket) -> None:
+        try:
+            for req in requests(conn):
+                conn.sendall(Frame(Msg.ERROR, req.seq, bytes([Err.CRC, req.type])).encode())
+        except OSError:
+            pass
+
+    with Link(tcp_peer(peer), timeout=0.1, budget=0.5, flags={"budget": "--budget"}) as link:
+        t0 = time.monotonic()
+        with pytest.raises(LinkTimeout, match=r"kept sending, but not this reply.*--budget"):
+            link.request(Msg.ECHO, b"x", expect=Msg.ECHO_REPLY)
+        assert time.monotonic() - t0 >= PATIENCE * 0.5
 
 
 def test_rtt_estimator_follows_rfc6298() -> None:
@@ -266,4 +294,6 @@ def test_line_noise_burst_resends_once_per_holdoff(tcp_peer: Callable[[Peer], st
         link.request(Msg.ECHO, b"quiet", expect=Msg.ECHO_REPLY)  # SRTT about 0.3 s
         link.request(Msg.ECHO, b"noisy", expect=Msg.ECHO_REPLY)
         assert link.bad_frames == 20
-        assert link.resent_on_damage == 1 and link.resent_on_timeout == 0
+        # one burst, at most one re-send for it (a loaded scheduler may also let a time-out
+        # pass, which is not the burst's doing): never one per garbage chunk
+        assert link.resent_on_damage <= 1

@@ -83,6 +83,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from elatta_host.transport import DEFAULT_BUDGET
 
 from codegen.base.errors import CodegenError
 
@@ -183,10 +184,12 @@ def measure(
     ids: np.ndarray,
     reps: int,
     modes: tuple[str, ...] = ("no_adapt", "strict"),
+    budget: float = DEFAULT_BUDGET,
 ) -> dict[str, Any]:
     """Boot ``elf`` under QEMU -icount shift=0, send every sample ``reps`` times in each of
-    ``modes``; medians of each tick field, the stack high-water mark, and the no-adapt class of
-    every sample (``pred_noadapt``, from the first repetition of the first mode)."""
+    ``modes`` (``budget``: seconds QEMU may take to boot and answer HELLO, and each request,
+    `--budget`); medians of each tick field, the stack high-water mark, and the no-adapt class
+    of every sample (``pred_noadapt``, from the first repetition of the first mode)."""
     from elatta_host.device import Device
     from elatta_host.infer import decode_result, encode_infer, mode_index
     from elatta_host.protocol import Msg
@@ -196,11 +199,13 @@ def measure(
     ticks: dict[str, list[int]] = {}
     per_sample: dict[tuple[str, int], list[int]] = {}
     pred: list[int] = []
-    q = Qemu(elf, icount=True, link_timeout=5.0, retries=3)
+    # time budgets only, never a try count: a loaded machine boots QEMU slowly (docs/protocol.md,
+    # "Host rules")
+    q = Qemu(elf, icount=True, link_timeout=5.0, budget=budget, flags={"budget": "--budget"})
     link = q.start()
     try:
         dev = Device(link)
-        dev.hello(sync_timeout=10.0)
+        dev.hello(sync_timeout=budget)
         for mode in modes:
             m = mode_index(mode)
             for _ in range(reps):
@@ -531,6 +536,7 @@ def run_bench(
     host_n: int = 20000,
     frontend_clips: int = 2,
     cmsis_cache: Path | None = CMSIS_CACHE,
+    budget: float = DEFAULT_BUDGET,
 ) -> dict[str, Any]:
     from codegen.data import build as build_data
     from codegen.measure.bench_frontend import frontend_bench
@@ -564,11 +570,11 @@ def run_bench(
     def point(res: Any, synthetic: bool) -> dict[str, Any]:
         x = quantize_features(xf, res.qmodel.lstm.x_fmt)
         assert res.elf is not None
-        return point_record(res, measure(res.elf, x, ids, reps), synthetic)
+        return point_record(res, measure(res.elf, x, ids, reps, budget=budget), synthetic)
 
     x0 = quantize_features(xf, q0.lstm.x_fmt)
     assert res0.elf is not None
-    m0 = measure(res0.elf, x0, ids, reps, modes=("no_adapt", "strict", "cmvn"))
+    m0 = measure(res0.elf, x0, ids, reps, modes=("no_adapt", "strict", "cmvn"), budget=budget)
     base = point_record(res0, m0, syn0)
     pred_float = float_classes(q0, xf)
     fw0 = res0.manifest["firmware"]
@@ -592,7 +598,7 @@ def run_bench(
         bl[name] = baseline_record(
             fw.elf,
             sec,
-            measure(fw.elf, x0, ids, reps),
+            measure(fw.elf, x0, ids, reps, budget=budget),
             entry,
             v.cflags,
             v.what,
@@ -608,7 +614,7 @@ def run_bench(
             sweep.append(point(*build_point(out, data_dir, Point(k, n, None), default)))
     lam_pt = point(*build_point(out, data_dir, Point(2, 2, 2 * lam0), default))
 
-    families = family_costs(out, data_dir, n_samples, reps)
+    families = family_costs(out, data_dir, n_samples, reps, budget)
 
     host: dict[str, Any] | None = None
     if host_n > 0:
@@ -791,7 +797,9 @@ FAMILIES: tuple[tuple[str, int, str], ...] = (
 )
 
 
-def family_costs(out: Path, data_dir: Path, n_samples: int, reps: int) -> list[dict[str, Any]]:
+def family_costs(
+    out: Path, data_dir: Path, n_samples: int, reps: int, budget: float = DEFAULT_BUDGET
+) -> list[dict[str, Any]]:
     """Encoder and no-adapt ticks of the other supported encoder families
     (codegen.frontend.importer),
     each built through the Python API from a random nn.Module and timed like the default."""
@@ -830,7 +838,7 @@ def family_costs(out: Path, data_dir: Path, n_samples: int, reps: int) -> list[d
         )
         q = res.qmodel
         ids, xf = samples(data_dir, q.source.meta, n_samples)
-        m = measure(res.elf, quantize_features(xf, q.lstm.x_fmt), ids, reps, modes=("no_adapt",))
+        m = measure(res.elf, quantize_features(xf, q.lstm.x_fmt), ids, reps, ("no_adapt",), budget)
         rows.append(
             {
                 "cell": cell,
@@ -1206,6 +1214,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="baseline builds measured against the default (neon) one: "
         f"{','.join(BASELINES)} (default all; 'none' for none)",
     )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET,
+        metavar="S",
+        help="seconds QEMU may take to boot and answer HELLO, and each request to be answered, "
+        f"re-sends included ({DEFAULT_BUDGET:g})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -1220,6 +1236,7 @@ def run(args: argparse.Namespace) -> int:
         host_n=args.host_n,
         frontend_clips=args.frontend_clips,
         cmsis_cache=None if args.no_cmsis else CMSIS_CACHE,
+        budget=args.budget,
     )
     for key in SCALAR_KEYS:
         print(f"{key:<20} {doc[key]}")
