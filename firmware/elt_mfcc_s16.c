@@ -226,14 +226,15 @@ static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z, int32_t h0)
     }
 }
 
-/* Real split 2 X[k] = A + (-i) W^k B and the rounded power of bin k = bin_lo + i. */
-static inline int64_t mfcc_bin_power(const elt_mfcc_params_t *p, const int32_t *z, int32_t i)
+/* Real split 2 X[k] = A + (-i) W^k B and the rounded power of bin k, twiddles c, s
+ * (N, ps: the caller's copies of n_cfft and power_shift, which the power stores could alias). */
+static inline __attribute__((always_inline)) int64_t mfcc_bin_power(const int32_t *z, int32_t N,
+                                                                    int32_t ps, int32_t k,
+                                                                    int32_t c, int32_t s)
 {
-    const int32_t N = p->n_cfft, ps = p->power_shift, k = p->bin_lo + i;
     const int32_t kk = k & (N - 1), nk = (N - k) & (N - 1);
     const int32_t zr = z[2 * kk], zi = z[2 * kk + 1], yr = z[2 * nk], yi = z[2 * nk + 1];
     const int32_t ar = zr + yr, ai = zi - yi, br = zr - yr, bi = zi + yi;
-    const int32_t c = p->split_cos[i], s = p->split_sin[i];
     const int32_t xr = ar + mfcc_rmul(bi, c) - mfcc_rmul(br, s);
     const int32_t xi = ai - mfcc_rmul(br, c) - mfcc_rmul(bi, s);
     const int64_t P = (int64_t)xr * xr + (int64_t)xi * xi;
@@ -261,18 +262,19 @@ static inline __attribute__((always_inline)) int32x4x2_t mfcc_load_rev(const int
  * VQRDMULH, VMLAL, VRSHL); the other bins take the scalar code. */
 static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw)
 {
+    const int32_t N = p->n_cfft, ps = p->power_shift, lo = p->bin_lo, nb = p->n_bins;
+    const int32_t *cs = p->split_cos, *sn = p->split_sin;
     int32_t i = 0;
 #if ELT_NEON
-    const int32_t N = p->n_cfft, lo = p->bin_lo;
-    const int64x2_t nps = vdupq_n_s64(-p->power_shift);
+    const int64x2_t nps = vdupq_n_s64(-ps);
     if (lo == 0) {
-        pw[0] = mfcc_bin_power(p, z, 0);
+        pw[0] = mfcc_bin_power(z, N, ps, 0, cs[0], sn[0]);
         i = 1;
     }
-    for (; i + 4 <= p->n_bins && lo + i + 3 < N; i += 4) {
+    for (; i + 4 <= nb && lo + i + 3 < N; i += 4) {
         const int32_t k = lo + i;
         const int32x4x2_t zk = vld2q_s32(z + 2 * k), yk = mfcc_load_rev(z, N - k);
-        const int32x4_t c = vld1q_s32(p->split_cos + i), s = vld1q_s32(p->split_sin + i);
+        const int32x4_t c = vld1q_s32(cs + i), s = vld1q_s32(sn + i);
         const int32x4_t ar = vaddq_s32(zk.val[0], yk.val[0]), ai = vsubq_s32(zk.val[1], yk.val[1]);
         const int32x4_t br = vsubq_s32(zk.val[0], yk.val[0]), bi = vaddq_s32(zk.val[1], yk.val[1]);
         const int32x4_t xr = vsubq_s32(vaddq_s32(ar, vqrdmulhq_s32(bi, c)), vqrdmulhq_s32(br, s));
@@ -285,31 +287,45 @@ static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw
         vst1q_s64(pw + i + 2, vrshlq_s64(p1, nps));
     }
 #endif
-    for (; i < p->n_bins; ++i) {
-        pw[i] = mfcc_bin_power(p, z, i);
+    for (; i < nb; ++i) {
+        pw[i] = mfcc_bin_power(z, N, ps, lo + i, cs[i], sn[i]);
     }
 }
 
-/* log2(acc 2^e + floor) in Q20, e = 2 sh + exp_offset: both terms at the coarser exponent. */
-static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, int32_t sh)
+/* log2(acc 2^e + floor) in Q20, e = 2 sh + exp_offset: both terms at the coarser exponent ec,
+ * the same for every filter of a frame: s = acc + add (e > floor_exp: add = the floor rounded
+ * to 2^e; e = floor_exp: add = the floor's mantissa) or s = rshift_round(acc, shift) + add (e <
+ * floor_exp). rshift_round of a non-negative v as (v >> a) + bit a - 1 of v: no addition (acc
+ * may be within 2^61 of the int64 limit). */
+typedef struct {
+    int64_t add;
+    int32_t shift;
+    int32_t ec;
+} mfcc_floor_t;
+
+static mfcc_floor_t mfcc_floor(const elt_mfcc_params_t *p, int32_t sh)
 {
     const int32_t e = 2 * sh + p->exp_offset, d = e - p->floor_exp;
-    const int32_t ec = d > 0 ? e : p->floor_exp;
-    int64_t s;
-    int32_t b, idx, r, lo, hi;
-    uint32_t t;
-    /* rshift_round of a non-negative v as (v >> a) + bit a - 1 of v: no addition (acc may be
-     * within 2^61 of the int64 limit) */
+    const int64_t F = p->floor_mant;
+    mfcc_floor_t fl;
+    fl.add = F;
+    fl.shift = 0;
+    fl.ec = d > 0 ? e : p->floor_exp;
     if (d > 0) {
         const int32_t f = d > 62 ? 62 : d;
-        const int64_t F = p->floor_mant;
-        s = acc + (F >> f) + ((F >> (f - 1)) & 1);
-    } else if (d == 0) {
-        s = acc + p->floor_mant;
-    } else {
-        const int32_t f = -d > 62 ? 62 : -d;
-        s = (acc >> f) + ((acc >> (f - 1)) & 1) + p->floor_mant;
+        fl.add = (F >> f) + ((F >> (f - 1)) & 1);
+    } else if (d < 0) {
+        fl.shift = -d > 62 ? 62 : -d;
     }
+    return fl;
+}
+
+static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, const mfcc_floor_t *fl)
+{
+    const int32_t f = fl->shift;
+    const int64_t s = (f > 0 ? (acc >> f) + ((acc >> (f - 1)) & 1) : acc) + fl->add;
+    int32_t b, idx, r, lo, hi;
+    uint32_t t;
     /* the 23 mantissa bits below the leading one (truncated): 8 index the table, 15
      * interpolate; (hi - lo) r < 2^31 (docs/numeric.md §7.2) */
     b = mfcc_bitlen64((uint64_t)s) - 1;
@@ -318,21 +334,69 @@ static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, int32_t sh)
     r = (int32_t)(t & 32767u);
     lo = p->log2_lut[idx];
     hi = p->log2_lut[idx + 1];
-    return (b + ec) * (1 << 20) + lo + (((hi - lo) * r + (1 << 14)) >> 15);
+    return (b + fl->ec) * (1 << 20) + lo + (((hi - lo) * r + (1 << 14)) >> 15);
 }
+
+#if ELT_NEON
+/* Lanes j with r + j >= 4 set: the taps of a filter's last, overlapping block of four that the
+ * whole blocks before it did not cover (r = len mod 4). */
+static const uint32_t mfcc_tail_mask[8] = {0u, 0u, 0u, 0u, ~0u, ~0u, ~0u, ~0u};
+
+/* Sum of pw[i] wt[i], i < len (len >= 4), four taps a step. p and w are non-negative and
+ * p = ph 2^32 + pl: VLD2.32 of the int64 powers splits them into pl and ph lanes (little
+ * endian), VMLAL.U32 sums pl w and ph w in uint64 lanes (pl w < 2^47, ph w < 2^46: no wrap
+ * for any filter of fewer than 2^16 taps) and the sum is lo + hi 2^32 modulo 2^64, which is
+ * the exact int64 sum (< 2^63, docs/numeric.md §7.2). The taps past the last whole block are
+ * one more block ending at the filter's end, its already counted lanes masked to weight 0. */
+static inline __attribute__((always_inline)) int64_t mfcc_dot(const int64_t *pw, const int16_t *wt,
+                                                              int32_t len)
+{
+    const uint32_t *pp = (const uint32_t *)pw;
+    const uint16_t *ww = (const uint16_t *)wt;
+    uint64x2_t lo = vdupq_n_u64(0), hi = lo;
+    int32_t i;
+    for (i = 0; i + 4 <= len; i += 4) {
+        const uint32x4x2_t v = vld2q_u32(pp + 2 * i);
+        const uint32x4_t w = vmovl_u16(vld1_u16(ww + i));
+        lo = vmlal_u32(lo, vget_low_u32(v.val[0]), vget_low_u32(w));
+        lo = vmlal_u32(lo, vget_high_u32(v.val[0]), vget_high_u32(w));
+        hi = vmlal_u32(hi, vget_low_u32(v.val[1]), vget_low_u32(w));
+        hi = vmlal_u32(hi, vget_high_u32(v.val[1]), vget_high_u32(w));
+    }
+    if (i < len) {
+        const uint32x4x2_t v = vld2q_u32(pp + 2 * (len - 4));
+        const uint32x4_t w =
+            vandq_u32(vmovl_u16(vld1_u16(ww + len - 4)), vld1q_u32(mfcc_tail_mask + (len - i)));
+        lo = vmlal_u32(lo, vget_low_u32(v.val[0]), vget_low_u32(w));
+        lo = vmlal_u32(lo, vget_high_u32(v.val[0]), vget_high_u32(w));
+        hi = vmlal_u32(hi, vget_low_u32(v.val[1]), vget_low_u32(w));
+        hi = vmlal_u32(hi, vget_high_u32(v.val[1]), vget_high_u32(w));
+    }
+    lo = vaddq_u64(lo, vshlq_n_u64(hi, 32));
+    return (int64_t)vget_lane_u64(vadd_u64(vget_low_u64(lo), vget_high_u64(lo)), 0);
+}
+#endif
 
 /* Mel filterbank (exact int64 sums) and log2 of every filter. */
 static void mfcc_mel(const elt_mfcc_params_t *p, elt_mfcc_work_t *w, int32_t sh)
 {
+    const mfcc_floor_t fl = mfcc_floor(p, sh);
     int32_t m, i;
     for (m = 0; m < p->n_mels; ++m) {
         const int16_t *wt = p->mel_w + p->mel_off[m];
         const int64_t *pw = w->p + (p->mel_start[m] - p->bin_lo);
+        const int32_t len = p->mel_len[m];
         int64_t acc = 0;
-        for (i = 0; i < p->mel_len[m]; ++i) {
+#if ELT_NEON
+        if (len >= 4) {
+            w->logmel[m] = mfcc_log2(p, mfcc_dot(pw, wt, len), &fl);
+            continue;
+        }
+#endif
+        for (i = 0; i < len; ++i) {
             acc += pw[i] * wt[i];
         }
-        w->logmel[m] = mfcc_log2(p, acc, sh);
+        w->logmel[m] = mfcc_log2(p, acc, &fl);
     }
 }
 
