@@ -3,9 +3,9 @@ the checks of docs/protocol.md) under QEMU -icount shift=0, where one global-tim
 guest instructions (docs/targets.md §4). The probe links firmware/fw_server.c and fw_frame.c as
 the firmware does, with an application that answers every frame with a 4-byte reply, and feeds
 one second of 16 kHz int16 audio (speech-like, framed as AUDIO chunks of the default 2,048-byte
-payload) from memory the way firmware/main.c feeds the UART's bytes; the UART's own register
-reads are not in the figure (the main loop's, counted from its disassembly, are reported by
-`--uart`). Every frame must be accepted (the reply count is checked).
+payload) from memory the way firmware/main.c feeds the UART's bytes, one call per byte; the
+UART's own register reads are not in the figure. Every frame must be accepted (the reply count
+is checked). Also timed alone over the same bytes: fw_cobs_decode and fw_crc32.
 
     python bench/link_bytes.py
 """
@@ -121,9 +121,8 @@ PER_BYTE = r"""
 
 def wire(seconds: float = 1.0, payload: int = 2048) -> tuple[bytes, list[int], list[int]]:
     """AUDIO-like frames of speech-like int16 PCM: wire bytes, encoded and body lengths."""
-    from frontend_ticks import clips
-
     from elatta_host.protocol import Frame, cobs_encode
+    from frontend_ticks import clips
 
     pcm = clips(1, int(16000 * seconds))[0]
     per = (payload - 4) // 2
@@ -139,14 +138,12 @@ def wire(seconds: float = 1.0, payload: int = 2048) -> tuple[bytes, list[int], l
 
 
 def main() -> int:
+    from codegen.base.resources import firmware_dir
     from codegen.emit.c import carray
     from codegen.measure.bench_frontend import _fw_config
-    from codegen.base.resources import firmware_dir
     from codegen.target.qemu_probe import link_probe, qemu_probe_lines
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--feed", default=PER_BYTE, help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     data, enc, body = wire()
     work = Path(tempfile.mkdtemp(prefix="link_bytes_"))
     inc = work / "include"
@@ -157,10 +154,12 @@ def main() -> int:
                 "#include <stdint.h>",
                 f"#define LB_BYTES {len(data)}u",
                 f"#define LB_FRAMES {len(enc)}u",
-                f"static const uint8_t lb_wire[{len(data)}] = {{\n{carray(np.frombuffer(data, np.uint8))}\n}};",
-                f"static const uint16_t lb_enc_len[{len(enc)}] = {{{', '.join(map(str, enc))}}};",
-                f"static const uint16_t lb_body_len[{len(body)}] = {{{', '.join(map(str, body))}}};",
-                a.feed,
+                f"static const uint8_t lb_wire[{len(data)}] = {{",
+                carray(np.frombuffer(data, np.uint8)),
+                "};",
+                f"static const uint16_t lb_enc_len[{len(enc)}] = {{{carray(enc)}}};",
+                f"static const uint16_t lb_body_len[{len(body)}] = {{{carray(body)}}};",
+                PER_BYTE,
                 "",
             ]
         )
@@ -178,9 +177,12 @@ def main() -> int:
         print(f"{replies} replies to {len(enc)} frames")
         return 1
     n = len(data)
-    print(f"{len(enc)} frames, {n} wire bytes (one second of audio); replies {replies}, {tx} B out")
-    print(f"  server intake + checks + COBS + CRC + replies: {feed} ticks = {10 * feed / n:.2f} instructions per byte")
-    print(f"  of which fw_cobs_decode alone (copying): {10 * cobs / n:.2f}; fw_crc32 alone: {10 * crc / n:.2f}")
+    print(f"{len(enc)} frames, {n} wire bytes (one second of audio); {replies} replies, {tx} B out")
+    print(
+        f"  intake + checks + COBS + CRC + replies: {feed} ticks = "
+        f"{10 * feed / n:.2f} instructions per byte"
+    )
+    print(f"  fw_cobs_decode alone: {10 * cobs / n:.2f}; fw_crc32 alone: {10 * crc / n:.2f}")
     return 0
 
 
