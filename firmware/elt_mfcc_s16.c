@@ -22,70 +22,128 @@ static inline int32_t mfcc_bitlen64(uint64_t v)
     return v ? 64 - __builtin_clzll(v) : 0;
 }
 
-/* Window, block exponent and bit-reversed packing z[rev[n]] = f[2n] + i f[2n + 1]:
- * u = x w (int64, exact, |u| <= 2^45), sh = bitlen(max |u|) - frame_bits,
- * f = rshift_round(u, sh) for sh > 0, u 2^-sh (exact) otherwise. */
+/* The frame: u = x w (int64, exact, |u| <= 2^45), sh = bitlen(max |u|) - frame_bits,
+ * f = rshift_round(u, sh) for sh > 0, u 2^-sh (exact) otherwise, packed as the complex
+ * z[n] = f[2n] + i f[2n + 1] (zero past the window) in bit-reversed order. */
 #if ELT_NEON
-/* u = VMULL.S32(x, w); bitlen(max |u|) = bitlen(OR of |u|) (the highest set bit of any value
- * is the max's), so 64-bit lanes need only VORR; f = VRSHL.S64(u, -sh), which is
- * rshift_round(u, sh) for sh > 0 and the exact u 2^-sh otherwise (ARM DDI 0406C A8.8.374),
- * narrowed by VMOVN (|f| <= 2^frame_bits). f lands in natural order (the complex
- * z[n] = f[2n] + i f[2n+1] has the same layout) and is then permuted in place. */
-static inline int64x2_t mfcc_abs64(int64x2_t u)
+/* bitlen(max |u|) = bitlen(OR of |u|) (the highest set bit of any value is the max's), so the
+ * 64-bit lanes need only VORR. The window is non-negative (Q1.30, [0, 2^31)) and VABS.S16
+ * leaves -32768 as 0x8000, which read unsigned is |x|: |u| = VMULL.U32(|x|, w) (ARM DDI 0406C
+ * A8.8, VABS, VMULL), eight samples a step. */
+static int32_t mfcc_exponent(const elt_mfcc_params_t *p, const int16_t *pcm)
 {
-    const int64x2_t s = vshrq_n_s64(u, 63);
-    return vsubq_s64(veorq_s64(u, s), s);
-}
-
-static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
-{
-    const int32_t W = p->win_length, N = p->n_cfft, W4 = W & ~3;
-    uint64x2_t orv = vdupq_n_u64(0);
+    const int32_t W = p->win_length, W8 = W & ~7;
+    const uint32_t *win = (const uint32_t *)p->window;
+    uint64x2_t o0 = vdupq_n_u64(0), o1 = vdupq_n_u64(0);
     uint64_t m;
-    int32_t n, sh;
-    for (n = 0; n < W4; n += 4) {
-        const int32x4_t x = vmovl_s16(vld1_s16(pcm + n)), w = vld1q_s32(p->window + n);
-        const int64x2_t u0 = vmull_s32(vget_low_s32(x), vget_low_s32(w));
-        const int64x2_t u1 = vmull_s32(vget_high_s32(x), vget_high_s32(w));
-        orv = vorrq_u64(orv, vreinterpretq_u64_s64(mfcc_abs64(u0)));
-        orv = vorrq_u64(orv, vreinterpretq_u64_s64(mfcc_abs64(u1)));
+    int32_t n;
+    for (n = 0; n < W8; n += 8) {
+        const uint16x8_t a = vreinterpretq_u16_s16(vabsq_s16(vld1q_s16(pcm + n)));
+        const uint32x4_t a0 = vmovl_u16(vget_low_u16(a)), a1 = vmovl_u16(vget_high_u16(a));
+        const uint32x4_t w0 = vld1q_u32(win + n), w1 = vld1q_u32(win + n + 4);
+        o0 = vorrq_u64(o0, vmull_u32(vget_low_u32(a0), vget_low_u32(w0)));
+        o1 = vorrq_u64(o1, vmull_u32(vget_high_u32(a0), vget_high_u32(w0)));
+        o0 = vorrq_u64(o0, vmull_u32(vget_low_u32(a1), vget_low_u32(w1)));
+        o1 = vorrq_u64(o1, vmull_u32(vget_high_u32(a1), vget_high_u32(w1)));
     }
-    m = vgetq_lane_u64(orv, 0) | vgetq_lane_u64(orv, 1);
-    for (n = W4; n < W; ++n) {
+    o0 = vorrq_u64(o0, o1);
+    m = vgetq_lane_u64(o0, 0) | vgetq_lane_u64(o0, 1);
+    for (n = W8; n < W; ++n) {
         const int64_t u = (int64_t)pcm[n] * p->window[n];
         m |= u < 0 ? (uint64_t)0 - (uint64_t)u : (uint64_t)u;
     }
-    sh = mfcc_bitlen64(m) - p->frame_bits;
-    {
-        const int64x2_t nsh = vdupq_n_s64(-sh);
-        for (n = 0; n < W4; n += 4) {
-            const int32x4_t x = vmovl_s16(vld1_s16(pcm + n)), w = vld1q_s32(p->window + n);
-            const int64x2_t u0 = vmull_s32(vget_low_s32(x), vget_low_s32(w));
-            const int64x2_t u1 = vmull_s32(vget_high_s32(x), vget_high_s32(w));
-            vst1q_s32(z + n,
-                      vcombine_s32(vmovn_s64(vrshlq_s64(u0, nsh)), vmovn_s64(vrshlq_s64(u1, nsh))));
+    return mfcc_bitlen64(m) - p->frame_bits;
+}
+
+/* z[n .. n + 3] of the packed frame z[n] = f[2n] + i f[2n + 1], real and imaginary parts
+ * apart (VLD2 deinterleaves): f = VRSHL.S64(VMULL.S32(x, w), -sh), which is rshift_round(u, sh)
+ * for sh > 0 and the exact u 2^-sh otherwise (ARM DDI 0406C A8.8, VRSHL), narrowed by VMOVN
+ * (|f| <= 2^frame_bits); samples past the window are 0. */
+static inline __attribute__((always_inline)) int32x4_t mfcc_scale(int16x4_t x, int32x4_t w,
+                                                                  int64x2_t nsh)
+{
+    const int32x4_t x32 = vmovl_s16(x);
+    const int64x2_t u0 = vmull_s32(vget_low_s32(x32), vget_low_s32(w));
+    const int64x2_t u1 = vmull_s32(vget_high_s32(x32), vget_high_s32(w));
+    return vcombine_s32(vmovn_s64(vrshlq_s64(u0, nsh)), vmovn_s64(vrshlq_s64(u1, nsh)));
+}
+
+static inline __attribute__((always_inline)) int32x4x2_t mfcc_quad(const elt_mfcc_params_t *p,
+                                                                   const int16_t *pcm, int32_t n,
+                                                                   int64x2_t nsh)
+{
+    const int32_t W = p->win_length, i = 2 * n;
+    int32x4x2_t z;
+    if (i + 8 <= W) {
+        const int16x4x2_t x = vld2_s16(pcm + i);
+        const int32x4x2_t w = vld2q_s32(p->window + i);
+        z.val[0] = mfcc_scale(x.val[0], w.val[0], nsh);
+        z.val[1] = mfcc_scale(x.val[1], w.val[1], nsh);
+    } else if (i >= W) {
+        z.val[0] = vdupq_n_s32(0);
+        z.val[1] = z.val[0];
+    } else {
+        int16_t xt[8] = {0};
+        int32_t wt[8] = {0};
+        int32_t c;
+        for (c = 0; c < W - i; ++c) {
+            xt[c] = pcm[i + c];
+            wt[c] = p->window[i + c];
+        }
+        {
+            const int16x4x2_t x = vld2_s16(xt);
+            const int32x4x2_t w = vld2q_s32(wt);
+            z.val[0] = mfcc_scale(x.val[0], w.val[0], nsh);
+            z.val[1] = mfcc_scale(x.val[1], w.val[1], nsh);
         }
     }
-    for (n = W4; n < W; ++n) {
-        const int64_t u = (int64_t)pcm[n] * p->window[n];
-        z[n] = (int32_t)(sh > 0 ? (u + ((int64_t)1 << (sh - 1))) >> sh : u * ((int64_t)1 << -sh));
-    }
-    for (n = W; n < 2 * N; ++n) {
-        z[n] = 0;
-    }
-    for (n = 0; n < N; ++n) {
-        const int32_t r = p->bitrev[n];
-        if (r > n) {
-            const int32_t t0 = z[2 * n], t1 = z[2 * n + 1];
-            z[2 * n] = z[2 * r];
-            z[2 * n + 1] = z[2 * r + 1];
-            z[2 * r] = t0;
-            z[2 * r + 1] = t1;
-        }
+    return z;
+}
+
+/* Window, block exponent and the FFT stages h = 1 and 2 as one radix-4 pass (N >= 16): the
+ * four inputs of the radix-4 butterfly landing at bit-reversed positions 4g .. 4g + 3 are
+ * z[r], z[r + N/2], z[r + N/4], z[r + 3N/4] with r = bitrev[4g] < N/4. The two stages'
+ * additions are exact, so their values are those of the radix-2 passes; each butterfly's four
+ * outputs (8 words) go out by two VST4 single-lane stores (ARM DDI 0406C A8.8, VST4). */
+static int32_t mfcc_head(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
+{
+    const int32_t N = p->n_cfft, Q = N / 4, sh = mfcc_exponent(p, pcm);
+    const int64x2_t nsh = vdupq_n_s64(-sh);
+    int32_t r;
+    for (r = 0; r < Q; r += 4) {
+        const int32x4x2_t a = mfcc_quad(p, pcm, r, nsh), c = mfcc_quad(p, pcm, r + Q, nsh);
+        const int32x4x2_t b = mfcc_quad(p, pcm, r + 2 * Q, nsh);
+        const int32x4x2_t d = mfcc_quad(p, pcm, r + 3 * Q, nsh);
+        const int32x4_t s0r = vaddq_s32(a.val[0], b.val[0]), s0i = vaddq_s32(a.val[1], b.val[1]);
+        const int32x4_t s1r = vsubq_s32(a.val[0], b.val[0]), s1i = vsubq_s32(a.val[1], b.val[1]);
+        const int32x4_t s2r = vaddq_s32(c.val[0], d.val[0]), s2i = vaddq_s32(c.val[1], d.val[1]);
+        const int32x4_t s3r = vsubq_s32(c.val[0], d.val[0]), s3i = vsubq_s32(c.val[1], d.val[1]);
+        /* stage h = 2: twiddle 1 for the pair (0, 2), -i for (1, 3) */
+        int32x4x4_t y01, y23;
+        int32_t *o0 = z + 2 * p->bitrev[r], *o1 = z + 2 * p->bitrev[r + 1];
+        int32_t *o2 = z + 2 * p->bitrev[r + 2], *o3 = z + 2 * p->bitrev[r + 3];
+        y01.val[0] = vaddq_s32(s0r, s2r);
+        y01.val[1] = vaddq_s32(s0i, s2i);
+        y01.val[2] = vaddq_s32(s1r, s3i);
+        y01.val[3] = vsubq_s32(s1i, s3r);
+        y23.val[0] = vsubq_s32(s0r, s2r);
+        y23.val[1] = vsubq_s32(s0i, s2i);
+        y23.val[2] = vsubq_s32(s1r, s3i);
+        y23.val[3] = vaddq_s32(s1i, s3r);
+        vst4q_lane_s32(o0, y01, 0);
+        vst4q_lane_s32(o0 + 4, y23, 0);
+        vst4q_lane_s32(o1, y01, 1);
+        vst4q_lane_s32(o1 + 4, y23, 1);
+        vst4q_lane_s32(o2, y01, 2);
+        vst4q_lane_s32(o2 + 4, y23, 2);
+        vst4q_lane_s32(o3, y01, 3);
+        vst4q_lane_s32(o3 + 4, y23, 3);
     }
     return sh;
 }
-#else
+#endif
+
+/* The frame in bit-reversed order, z[rev[n]] = f[2n] + i f[2n + 1]. */
 static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
 {
     const int32_t W = p->win_length, N = p->n_cfft;
@@ -110,17 +168,17 @@ static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t
     }
     return sh;
 }
-#endif
 
-/* Radix-2 decimation-in-time butterflies over bit-reversed data; twiddle 1 and -i exact.
+/* Radix-2 decimation-in-time butterflies over bit-reversed data, stages h = h0, 2 h0, ..,
+ * N / 2; twiddle 1 and -i exact.
  * The NEON path runs stages with h >= 4 four butterflies at a time with the generic product
  * for every j: rmul(b, 2^31 - 1) = b and rmul(b, 0) = 0 for |b| <= 2^30 (stage values are
  * proven < 2^31 / 8), so twiddles 1 and -i give the same integers there. */
-static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z)
+static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z, int32_t h0)
 {
     const int32_t N = p->n_cfft;
     int32_t h, g, j;
-    for (h = 1; h < N; h <<= 1) {
+    for (h = h0; h < N; h <<= 1) {
         const int32_t step = N / (2 * h);
 #if ELT_NEON
         if (h >= 4) {
@@ -168,44 +226,106 @@ static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z)
     }
 }
 
-/* Real split 2 X[k] = A + (-i) W^k B and the rounded power of the weighted bins. */
+/* Real split 2 X[k] = A + (-i) W^k B and the rounded power of bin k, twiddles c, s
+ * (N, ps: the caller's copies of n_cfft and power_shift, which the power stores could alias). */
+static inline __attribute__((always_inline)) int64_t mfcc_bin_power(const int32_t *z, int32_t N,
+                                                                    int32_t ps, int32_t k,
+                                                                    int32_t c, int32_t s)
+{
+    const int32_t kk = k & (N - 1), nk = (N - k) & (N - 1);
+    const int32_t zr = z[2 * kk], zi = z[2 * kk + 1], yr = z[2 * nk], yi = z[2 * nk + 1];
+    const int32_t ar = zr + yr, ai = zi - yi, br = zr - yr, bi = zi + yi;
+    const int32_t xr = ar + mfcc_rmul(bi, c) - mfcc_rmul(br, s);
+    const int32_t xi = ai - mfcc_rmul(br, c) - mfcc_rmul(bi, s);
+    const int64_t P = (int64_t)xr * xr + (int64_t)xi * xi;
+    return ps > 0 ? (P + ((int64_t)1 << (ps - 1))) >> ps : P;
+}
+
+#if ELT_NEON
+/* z[m - 3 .. m] in reverse order, real and imaginary parts apart: VLD2 deinterleaves, VREV64
+ * swaps the lanes within each doubleword and the halves are swapped back by VCOMBINE. */
+static inline __attribute__((always_inline)) int32x4x2_t mfcc_load_rev(const int32_t *z, int32_t m)
+{
+    const int32x4x2_t v = vld2q_s32(z + 2 * (m - 3));
+    int32x4x2_t y;
+    const int32x4_t r0 = vrev64q_s32(v.val[0]), r1 = vrev64q_s32(v.val[1]);
+    y.val[0] = vcombine_s32(vget_high_s32(r0), vget_low_s32(r0));
+    y.val[1] = vcombine_s32(vget_high_s32(r1), vget_low_s32(r1));
+    return y;
+}
+#endif
+
+/* The power of the weighted bins. The NEON path takes four bins k .. k + 3 with
+ * 1 <= k, k + 3 < N (no index wraps): rmul is VQRDMULH.S32 (|c|, |s| < 2^31), the int32 sums
+ * wrap as the scalar ones never need to (|2X| < 2^31, docs/numeric.md §7.2), P by VMULL.S32 and
+ * VMLAL.S32 (P < 2^63) and the rounding by VRSHL.S64 by -power_shift (ARM DDI 0406C A8.8,
+ * VQRDMULH, VMLAL, VRSHL); the other bins take the scalar code. */
 static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw)
 {
-    const int32_t N = p->n_cfft, ps = p->power_shift;
-    int32_t i;
-    for (i = 0; i < p->n_bins; ++i) {
-        const int32_t k = p->bin_lo + i;
-        const int32_t kk = k & (N - 1), nk = (N - k) & (N - 1);
-        const int32_t zr = z[2 * kk], zi = z[2 * kk + 1], yr = z[2 * nk], yi = z[2 * nk + 1];
-        const int32_t ar = zr + yr, ai = zi - yi, br = zr - yr, bi = zi + yi;
-        const int32_t c = p->split_cos[i], s = p->split_sin[i];
-        const int32_t xr = ar + mfcc_rmul(bi, c) - mfcc_rmul(br, s);
-        const int32_t xi = ai - mfcc_rmul(br, c) - mfcc_rmul(bi, s);
-        const int64_t P = (int64_t)xr * xr + (int64_t)xi * xi;
-        pw[i] = ps > 0 ? (P + ((int64_t)1 << (ps - 1))) >> ps : P;
+    const int32_t N = p->n_cfft, ps = p->power_shift, lo = p->bin_lo, nb = p->n_bins;
+    const int32_t *cs = p->split_cos, *sn = p->split_sin;
+    int32_t i = 0;
+#if ELT_NEON
+    const int64x2_t nps = vdupq_n_s64(-ps);
+    if (lo == 0) {
+        pw[0] = mfcc_bin_power(z, N, ps, 0, cs[0], sn[0]);
+        i = 1;
+    }
+    for (; i + 4 <= nb && lo + i + 3 < N; i += 4) {
+        const int32_t k = lo + i;
+        const int32x4x2_t zk = vld2q_s32(z + 2 * k), yk = mfcc_load_rev(z, N - k);
+        const int32x4_t c = vld1q_s32(cs + i), s = vld1q_s32(sn + i);
+        const int32x4_t ar = vaddq_s32(zk.val[0], yk.val[0]), ai = vsubq_s32(zk.val[1], yk.val[1]);
+        const int32x4_t br = vsubq_s32(zk.val[0], yk.val[0]), bi = vaddq_s32(zk.val[1], yk.val[1]);
+        const int32x4_t xr = vsubq_s32(vaddq_s32(ar, vqrdmulhq_s32(bi, c)), vqrdmulhq_s32(br, s));
+        const int32x4_t xi = vsubq_s32(vsubq_s32(ai, vqrdmulhq_s32(br, c)), vqrdmulhq_s32(bi, s));
+        int64x2_t p0 = vmull_s32(vget_low_s32(xr), vget_low_s32(xr));
+        int64x2_t p1 = vmull_s32(vget_high_s32(xr), vget_high_s32(xr));
+        p0 = vmlal_s32(p0, vget_low_s32(xi), vget_low_s32(xi));
+        p1 = vmlal_s32(p1, vget_high_s32(xi), vget_high_s32(xi));
+        vst1q_s64(pw + i, vrshlq_s64(p0, nps));
+        vst1q_s64(pw + i + 2, vrshlq_s64(p1, nps));
+    }
+#endif
+    for (; i < nb; ++i) {
+        pw[i] = mfcc_bin_power(z, N, ps, lo + i, cs[i], sn[i]);
     }
 }
 
-/* log2(acc 2^e + floor) in Q20, e = 2 sh + exp_offset: both terms at the coarser exponent. */
-static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, int32_t sh)
+/* log2(acc 2^e + floor) in Q20, e = 2 sh + exp_offset: both terms at the coarser exponent ec,
+ * the same for every filter of a frame: s = acc + add (e > floor_exp: add = the floor rounded
+ * to 2^e; e = floor_exp: add = the floor's mantissa) or s = rshift_round(acc, shift) + add (e <
+ * floor_exp). rshift_round of a non-negative v as (v >> a) + bit a - 1 of v: no addition (acc
+ * may be within 2^61 of the int64 limit). */
+typedef struct {
+    int64_t add;
+    int32_t shift;
+    int32_t ec;
+} mfcc_floor_t;
+
+static mfcc_floor_t mfcc_floor(const elt_mfcc_params_t *p, int32_t sh)
 {
     const int32_t e = 2 * sh + p->exp_offset, d = e - p->floor_exp;
-    const int32_t ec = d > 0 ? e : p->floor_exp;
-    int64_t s;
-    int32_t b, idx, r, lo, hi;
-    uint32_t t;
-    /* rshift_round of a non-negative v as (v >> a) + bit a - 1 of v: no addition (acc may be
-     * within 2^61 of the int64 limit) */
+    const int64_t F = p->floor_mant;
+    mfcc_floor_t fl;
+    fl.add = F;
+    fl.shift = 0;
+    fl.ec = d > 0 ? e : p->floor_exp;
     if (d > 0) {
         const int32_t f = d > 62 ? 62 : d;
-        const int64_t F = p->floor_mant;
-        s = acc + (F >> f) + ((F >> (f - 1)) & 1);
-    } else if (d == 0) {
-        s = acc + p->floor_mant;
-    } else {
-        const int32_t f = -d > 62 ? 62 : -d;
-        s = (acc >> f) + ((acc >> (f - 1)) & 1) + p->floor_mant;
+        fl.add = (F >> f) + ((F >> (f - 1)) & 1);
+    } else if (d < 0) {
+        fl.shift = -d > 62 ? 62 : -d;
     }
+    return fl;
+}
+
+static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, const mfcc_floor_t *fl)
+{
+    const int32_t f = fl->shift;
+    const int64_t s = (f > 0 ? (acc >> f) + ((acc >> (f - 1)) & 1) : acc) + fl->add;
+    int32_t b, idx, r, lo, hi;
+    uint32_t t;
     /* the 23 mantissa bits below the leading one (truncated): 8 index the table, 15
      * interpolate; (hi - lo) r < 2^31 (docs/numeric.md §7.2) */
     b = mfcc_bitlen64((uint64_t)s) - 1;
@@ -214,26 +334,76 @@ static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, int32_t sh)
     r = (int32_t)(t & 32767u);
     lo = p->log2_lut[idx];
     hi = p->log2_lut[idx + 1];
-    return (b + ec) * (1 << 20) + lo + (((hi - lo) * r + (1 << 14)) >> 15);
+    return (b + fl->ec) * (1 << 20) + lo + (((hi - lo) * r + (1 << 14)) >> 15);
 }
 
-void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w,
-                        int16_t *out)
+#if ELT_NEON
+/* Lanes j with r + j >= 4 set: the taps of a filter's last, overlapping block of four that the
+ * whole blocks before it did not cover (r = len mod 4). */
+static const uint32_t mfcc_tail_mask[8] = {0u, 0u, 0u, 0u, ~0u, ~0u, ~0u, ~0u};
+
+/* Sum of pw[i] wt[i], i < len (len >= 4), four taps a step. p and w are non-negative and
+ * p = ph 2^32 + pl: VLD2.32 of the int64 powers splits them into pl and ph lanes (little
+ * endian), VMLAL.U32 sums pl w and ph w in uint64 lanes (pl w < 2^47, ph w < 2^46: no wrap
+ * for any filter of fewer than 2^16 taps) and the sum is lo + hi 2^32 modulo 2^64, which is
+ * the exact int64 sum (< 2^63, docs/numeric.md §7.2). The taps past the last whole block are
+ * one more block ending at the filter's end, its already counted lanes masked to weight 0. */
+static inline __attribute__((always_inline)) int64_t mfcc_dot(const int64_t *pw, const int16_t *wt,
+                                                              int32_t len)
 {
-    int32_t m, j, i;
-    const int32_t sh = mfcc_load(p, pcm, w->z);
-    w->shift = sh;
-    mfcc_fft(p, w->z);
-    mfcc_power(p, w->z, w->p);
+    const uint32_t *pp = (const uint32_t *)pw;
+    const uint16_t *ww = (const uint16_t *)wt;
+    uint64x2_t lo = vdupq_n_u64(0), hi = lo;
+    int32_t i;
+    for (i = 0; i + 4 <= len; i += 4) {
+        const uint32x4x2_t v = vld2q_u32(pp + 2 * i);
+        const uint32x4_t w = vmovl_u16(vld1_u16(ww + i));
+        lo = vmlal_u32(lo, vget_low_u32(v.val[0]), vget_low_u32(w));
+        lo = vmlal_u32(lo, vget_high_u32(v.val[0]), vget_high_u32(w));
+        hi = vmlal_u32(hi, vget_low_u32(v.val[1]), vget_low_u32(w));
+        hi = vmlal_u32(hi, vget_high_u32(v.val[1]), vget_high_u32(w));
+    }
+    if (i < len) {
+        const uint32x4x2_t v = vld2q_u32(pp + 2 * (len - 4));
+        const uint32x4_t w =
+            vandq_u32(vmovl_u16(vld1_u16(ww + len - 4)), vld1q_u32(mfcc_tail_mask + (len - i)));
+        lo = vmlal_u32(lo, vget_low_u32(v.val[0]), vget_low_u32(w));
+        lo = vmlal_u32(lo, vget_high_u32(v.val[0]), vget_high_u32(w));
+        hi = vmlal_u32(hi, vget_low_u32(v.val[1]), vget_low_u32(w));
+        hi = vmlal_u32(hi, vget_high_u32(v.val[1]), vget_high_u32(w));
+    }
+    lo = vaddq_u64(lo, vshlq_n_u64(hi, 32));
+    return (int64_t)vget_lane_u64(vadd_u64(vget_low_u64(lo), vget_high_u64(lo)), 0);
+}
+#endif
+
+/* Mel filterbank (exact int64 sums) and log2 of every filter. */
+static void mfcc_mel(const elt_mfcc_params_t *p, elt_mfcc_work_t *w, int32_t sh)
+{
+    const mfcc_floor_t fl = mfcc_floor(p, sh);
+    int32_t m, i;
     for (m = 0; m < p->n_mels; ++m) {
         const int16_t *wt = p->mel_w + p->mel_off[m];
         const int64_t *pw = w->p + (p->mel_start[m] - p->bin_lo);
+        const int32_t len = p->mel_len[m];
         int64_t acc = 0;
-        for (i = 0; i < p->mel_len[m]; ++i) {
+#if ELT_NEON
+        if (len >= 4) {
+            w->logmel[m] = mfcc_log2(p, mfcc_dot(pw, wt, len), &fl);
+            continue;
+        }
+#endif
+        for (i = 0; i < len; ++i) {
             acc += pw[i] * wt[i];
         }
-        w->logmel[m] = mfcc_log2(p, acc, sh);
+        w->logmel[m] = mfcc_log2(p, acc, &fl);
     }
+}
+
+/* DCT, cepstrum rounding and the normalisation to the model's x format. */
+static void mfcc_dct(const elt_mfcc_params_t *p, const elt_mfcc_work_t *w, int16_t *out)
+{
+    int32_t m, j;
     for (j = 0; j < p->n_mfcc; ++j) {
         const int32_t *d = p->dct + j * p->n_mels;
         int64_t acc = 0;
@@ -245,6 +415,23 @@ void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc
         out[j] =
             fx_sat16_64(fx_rshift_round64((int64_t)(c - p->norm_mean[j]) * p->norm_mult[j], s));
     }
+}
+
+void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w,
+                        int16_t *out)
+{
+#if ELT_NEON
+    const int32_t head = p->n_cfft >= 16;
+    const int32_t sh = head ? mfcc_head(p, pcm, w->z) : mfcc_load(p, pcm, w->z);
+    mfcc_fft(p, w->z, head ? 4 : 1);
+#else
+    const int32_t sh = mfcc_load(p, pcm, w->z);
+    mfcc_fft(p, w->z, 1);
+#endif
+    w->shift = sh;
+    mfcc_power(p, w->z, w->p);
+    mfcc_mel(p, w, sh);
+    mfcc_dct(p, w, out);
 }
 
 int32_t elt_mfcc_clip_s16(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t n_samples,

@@ -164,7 +164,9 @@ static void serve_app(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t 
     }
 }
 
-static void handle_frame(fw_server_t *s)
+/* Out of line: inlined into fw_server_feed, its register saves and stack frame were paid on
+ * every received byte, not once per frame. */
+__attribute__((noinline)) static void handle_frame(fw_server_t *s)
 {
     size_t n = 0;
     /* In place: each decoded byte is written at or before the encoded byte just read. */
