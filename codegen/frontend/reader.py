@@ -22,6 +22,14 @@ from typing import Any
 import numpy as np
 
 from codegen.base.errors import CodegenError, ConfigError
+from codegen.frontend.cliargs import (
+    HEAD_ACTIVATIONS,
+    POOLINGS,
+    Declared,
+    check_choice,
+    merge,
+    parse_features,
+)
 from codegen.ir.nodes import (
     WEIGHT_FORMATS,
     AdaptConfig,
@@ -45,13 +53,18 @@ _LAYER_KEY = re.compile(r"^lstm\.(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
 
 @dataclass(frozen=True)
 class BuildConfig:
-    """The parsed TOML config: [elatta] -> ``adapt``, [quant] -> ``quant``, [target]."""
+    """The parsed TOML config: [elatta] -> ``adapt``, [quant] -> ``quant``, [target];
+    [model] and [features] -> ``declared`` (what the model file may not show,
+    `codegen.frontend.cliargs.Declared`); [elatta] model_sha256 -> ``tuned_for``: the model
+    `codegen eval` chose σ₀ (and β, radius) for ("" when the config does not say)."""
 
     adapt: AdaptConfig
     quant: QuantOptions
     target: TargetOptions
     sha256: str
     source: str
+    declared: Declared = Declared()
+    tuned_for: str = ""
 
 
 # ------------------------------------------------------------------------------------- config
@@ -103,8 +116,18 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     """Validate a TOML document; every error names the table, key, value and what is allowed."""
     from codegen.elatta.cmaes import default_popsize
 
-    _check_keys(doc, ("elatta", "cmvn", "quant", "target"), source)
-    el = doc.get("elatta", {})
+    _check_keys(doc, ("elatta", "cmvn", "quant", "target", "model", "features"), source)
+    declared = _declared(doc, source)
+    el = dict(doc.get("elatta", {})) if isinstance(doc.get("elatta", {}), dict) else None
+    if el is None:
+        raise ConfigError(f"{source}: [elatta] must be a table")
+    tuned_for = _typed(el, "model_sha256", str, "[elatta]") if "model_sha256" in el else ""
+    if tuned_for and not re.fullmatch(r"[0-9a-f]{64}", tuned_for):
+        raise ConfigError(
+            f"[elatta].model_sha256 = {tuned_for!r}: expected the 64 hex digits `codegen eval` "
+            "writes (sha256 of the model file σ₀ was chosen for)"
+        )
+    el.pop("model_sha256", None)
     cm = doc.get("cmvn", {})
     if not isinstance(cm, dict):
         raise ConfigError(f"{source}: [cmvn] must be a table")
@@ -199,7 +222,35 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
         uart_ref_hz=target.uart_ref_hz,
         max_payload=target.max_payload,
     ).validate()
-    return BuildConfig(adapt, quant, target, sha256, source)
+    return BuildConfig(adapt, quant, target, sha256, source, declared, tuned_for)
+
+
+def _declared(doc: dict[str, Any], source: str) -> Declared:
+    """[model] (pooling, head_activation) and [features] (MFCC settings) of a config."""
+    from dataclasses import replace
+
+    md = doc.get("model", {})
+    ft = doc.get("features")
+    if not isinstance(md, dict):
+        raise ConfigError(f"{source}: [model] must be a table")
+    _check_keys(md, ("pooling", "head_activation"), f"{source} [model]")
+    d = Declared()
+    origin: list[tuple[str, str]] = []
+    if "pooling" in md:
+        d = replace(d, pooling=check_choice(md["pooling"], POOLINGS, f"{source} [model].pooling"))
+        origin.append(("pooling", f"{source} [model].pooling"))
+    if "head_activation" in md:
+        where = f"{source} [model].head_activation"
+        act = check_choice(md["head_activation"], HEAD_ACTIVATIONS, where)
+        d = replace(d, head_activation=act)
+        origin.append(("head_activation", f"{source} [model].head_activation"))
+    if ft is not None:
+        if not isinstance(ft, dict):
+            raise ConfigError(f"{source}: [features] must be a table")
+        params, frames = parse_features(ft, f"{source} [features]")
+        d = replace(d, features=params, frames=frames)
+        origin += [("features", f"{source} [features]"), ("frames", f"{source} [features]")]
+    return replace(d, origin=tuple(origin))
 
 
 def load_config(path: str | Path) -> BuildConfig:
@@ -274,6 +325,7 @@ def read_model(
     *,
     data_dir: str | Path | None = None,
     trust_pickle: bool = False,
+    declared: Declared | None = None,
 ) -> Model:
     """Read, validate and hash the three inputs; return the float IR. ``model``: a path in any
     form `codegen.frontend.importer.load_model` accepts, or an already imported model."""
@@ -289,7 +341,8 @@ def read_model(
         if not Path(mpath).is_file():
             raise CodegenError(f"model checkpoint not found: {mpath}")
         _check_topology(mpath)
-        imported = load_model(mpath, data_dir=data_dir, trust_pickle=trust_pickle)
+        said = merge(declared or Declared(), cfg.declared)
+        imported = load_model(mpath, data_dir=data_dir, trust_pickle=trust_pickle, declared=said)
     torch_model, meta, mpath = imported.twin, imported.meta, imported.path
     check_limits(imported, cfg)
     model_sha = imported.sha256
@@ -342,7 +395,7 @@ def read_model(
         meta=meta,
         hashes=InputHashes(model=model_sha, basis=file_sha256(bpath), config=cfg.sha256),
         paths={"model": mpath, "basis": bpath, "config": cfg.source},
-        assumed=imported.assumed,
+        provenance=imported.provenance,
         lstm2=lstm2,
         mlp=mlp,
     )
