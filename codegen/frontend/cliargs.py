@@ -175,13 +175,20 @@ def declared_from_args(args: argparse.Namespace) -> Declared:
         params, frames = features_from_text(args.features)
         d = replace(d, features=params, frames=frames)
         origin += [("features", "--features"), ("frames", "--features")]
-    for name, flag in (
-        ("pooling", "--pooling"),
-        ("head_activation", "--head-activation"),
-        ("model_code", "--model-code"),
+    pooling = getattr(args, "pooling", None)
+    act = getattr(args, "head_activation", None)
+    code = getattr(args, "model_code", None)
+    for name, flag, value in (
+        ("pooling", "--pooling", pooling),
+        ("head_activation", "--head-activation", act),
+        ("model_code", "--model-code", code),
     ):
-        value = getattr(args, name, None)
         if value is not None:
-            d = replace(d, **{name: str(value)})
             origin.append((name, flag))
-    return replace(d, origin=tuple(origin))
+    return replace(
+        d,
+        pooling=None if pooling is None else str(pooling),
+        head_activation=None if act is None else str(act),
+        model_code=None if code is None else str(code),
+        origin=tuple(origin),
+    )
