@@ -20,7 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from codegen.base.errors import CodegenError, ConfigError
-from codegen.frontend.cliargs import Declared, add_model_arguments, declared_from_args, merge
+from codegen.frontend.cliargs import (
+    Declared,
+    add_model_arguments,
+    declared_from_args,
+    declared_from_toml,
+    merge,
+)
 
 HELP = "compute the ELaTTA subspace V_k (truncated SVD of N clean source latents)"
 
@@ -212,9 +218,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     declared = declared_from_args(args)
     if args.config:
-        from codegen.frontend.reader import load_config
-
-        declared = merge(declared, load_config(args.config).declared)
+        declared = merge(declared, declared_from_toml(args.config))
     basis = basis_from_model(
         args.model,
         args.data,

@@ -192,3 +192,49 @@ def declared_from_args(args: argparse.Namespace) -> Declared:
         model_code=None if code is None else str(code),
         origin=tuple(origin),
     )
+
+
+def declared_from_config(doc: dict[str, Any], source: str) -> Declared:
+    """[model] (pooling, head_activation) and [features] (MFCC settings) of a config."""
+    md = doc.get("model", {})
+    ft = doc.get("features")
+    if not isinstance(md, dict):
+        raise ConfigError(f"{source}: [model] must be a table")
+    unknown = sorted(set(md) - {"pooling", "head_activation"})
+    if unknown:
+        raise ConfigError(
+            f"{source} [model]: unknown key(s) {', '.join(unknown)}; allowed: pooling, "
+            "head_activation"
+        )
+    d = Declared()
+    origin: list[tuple[str, str]] = []
+    if "pooling" in md:
+        d = replace(d, pooling=check_choice(md["pooling"], POOLINGS, f"{source} [model].pooling"))
+        origin.append(("pooling", f"{source} [model].pooling"))
+    if "head_activation" in md:
+        where = f"{source} [model].head_activation"
+        act = check_choice(md["head_activation"], HEAD_ACTIVATIONS, where)
+        d = replace(d, head_activation=act)
+        origin.append(("head_activation", f"{source} [model].head_activation"))
+    if ft is not None:
+        if not isinstance(ft, dict):
+            raise ConfigError(f"{source}: [features] must be a table")
+        params, frames = parse_features(ft, f"{source} [features]")
+        d = replace(d, features=params, frames=frames)
+        origin += [("features", f"{source} [features]"), ("frames", f"{source} [features]")]
+    return replace(d, origin=tuple(origin))
+
+
+def declared_from_toml(path: str) -> Declared:
+    """The [model] and [features] tables of a TOML config file (`declared_from_config`)."""
+    import tomllib
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{p}: not valid TOML ({exc})") from exc
+    return declared_from_config(doc, str(p))

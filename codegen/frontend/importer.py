@@ -803,7 +803,7 @@ def _graph_structure(ep: Any, src: str) -> tuple[str | None, list[str]]:
         if path and path == enc_path:
             continue
         if kind is None:
-            if path and short not in _HEAD_MODULES:
+            if path and short not in (*_HEAD_MODULES, "LSTM", "GRU", "RNN"):
                 before.append(f"{path} (nn.{short})")
             continue
         if op == "linear" and len(node.args) > 1:

@@ -22,14 +22,7 @@ from typing import Any
 import numpy as np
 
 from codegen.base.errors import CodegenError, ConfigError
-from codegen.frontend.cliargs import (
-    HEAD_ACTIVATIONS,
-    POOLINGS,
-    Declared,
-    check_choice,
-    merge,
-    parse_features,
-)
+from codegen.frontend.cliargs import Declared, declared_from_config, merge
 from codegen.ir.nodes import (
     WEIGHT_FORMATS,
     AdaptConfig,
@@ -117,7 +110,7 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     from codegen.elatta.cmaes import default_popsize
 
     _check_keys(doc, ("elatta", "cmvn", "quant", "target", "model", "features"), source)
-    declared = _declared(doc, source)
+    declared = declared_from_config(doc, source)
     el = dict(doc.get("elatta", {})) if isinstance(doc.get("elatta", {}), dict) else None
     if el is None:
         raise ConfigError(f"{source}: [elatta] must be a table")
@@ -223,34 +216,6 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
         max_payload=target.max_payload,
     ).validate()
     return BuildConfig(adapt, quant, target, sha256, source, declared, tuned_for)
-
-
-def _declared(doc: dict[str, Any], source: str) -> Declared:
-    """[model] (pooling, head_activation) and [features] (MFCC settings) of a config."""
-    from dataclasses import replace
-
-    md = doc.get("model", {})
-    ft = doc.get("features")
-    if not isinstance(md, dict):
-        raise ConfigError(f"{source}: [model] must be a table")
-    _check_keys(md, ("pooling", "head_activation"), f"{source} [model]")
-    d = Declared()
-    origin: list[tuple[str, str]] = []
-    if "pooling" in md:
-        d = replace(d, pooling=check_choice(md["pooling"], POOLINGS, f"{source} [model].pooling"))
-        origin.append(("pooling", f"{source} [model].pooling"))
-    if "head_activation" in md:
-        where = f"{source} [model].head_activation"
-        act = check_choice(md["head_activation"], HEAD_ACTIVATIONS, where)
-        d = replace(d, head_activation=act)
-        origin.append(("head_activation", f"{source} [model].head_activation"))
-    if ft is not None:
-        if not isinstance(ft, dict):
-            raise ConfigError(f"{source}: [features] must be a table")
-        params, frames = parse_features(ft, f"{source} [features]")
-        d = replace(d, features=params, frames=frames)
-        origin += [("features", f"{source} [features]"), ("frames", f"{source} [features]")]
-    return replace(d, origin=tuple(origin))
 
 
 def load_config(path: str | Path) -> BuildConfig:
