@@ -1,4 +1,4 @@
-"""Never compile a different model than the user's (docs/model.md "Bring your own model"):
+"""Never compile a different model than the user's (docs/model.md, "Bring your own model"):
 held-out user models, defined here and saved the ways users save them, either build a firmware
 model whose classes agree with the user's own forward pass on features computed with the
 user's settings (>= 99 %), or are refused with the cause and the fix named. What a file cannot
@@ -286,7 +286,8 @@ def test_unreadable_files_are_called_so(what: str, data: Path, tmp_path: Path) -
         np.save(tmp_path / "bad.npy", np.zeros(3))
         path = tmp_path / "bad.npy"
     else:
-        path.write_bytes({"empty": b"", "truncated": raw[: len(raw) // 2], "text": b"x = 1\n"}[what])
+        content = {"empty": b"", "truncated": raw[: len(raw) // 2], "text": b"x = 1\n"}
+        path.write_bytes(content[what])
     with pytest.raises(CodegenError, match="truncated or not a PyTorch file") as err:
         build_it(path, 20, data, tmp_path, replace(F10, pooling="last"))
     assert "--trust-pickle" not in str(err.value)

@@ -5,7 +5,7 @@ and what the user declares about a model its file cannot show (`Declared`). Ligh
 A file may hold weights without the computation around them: a ``state_dict`` has no forward
 pass (so no pooling over time, no activation between head layers), and no PyTorch file but the
 `codegen train` checkpoint holds the MFCC settings the model was trained on. The compiler never
-guesses these (docs/model.md "Bring your own model"): the user states them with ``--pooling``,
+guesses these (docs/model.md, "Bring your own model"): the user states them with ``--pooling``,
 ``--head-activation``, ``--features`` or the config's ``[model]`` and ``[features]`` tables, and
 a missing one is an error naming the flag.
 """
