@@ -321,3 +321,18 @@ def test_sigma0_of_another_model_is_warned(data: Path, tmp_path: Path) -> None:
     res = build(path, basis_for(path, 20, tmp_path), cfg, tmp_path / "b", data_dir=data,
                 compile_elf=False, declared=F10)  # fmt: skip
     assert not any("chosen for" in w for w in res.manifest["float_vs_fixed"].get("warnings", []))
+
+
+def test_run_checks_the_input_kind_before_streaming(data: Path, tmp_path: Path) -> None:
+    from elatta_host.plan import RunError, make_plan
+
+    lstm = export(seeded(PooledTagger("last"), 20), tmp_path / "l.pt2")
+    audio = tmp_path / "audio.toml"
+    audio.write_text('[target]\ninput = "pcm"\n')
+    build_it(lstm, 20, data, tmp_path, F10, audio)
+    with pytest.raises(RunError, match=r"--input features: .* audio mode only.*use --input pcm"):
+        make_plan(tmp_path / "b", data, ("strict",), 4, input_kind="features")
+    gru = export(seeded(Odd("relu"), 21), tmp_path / "g.pt2")
+    build_it(gru, 16, data, tmp_path, F10)
+    with pytest.raises(RunError, match=r"--input pcm: .*GRU.*\); use --input features$"):
+        make_plan(tmp_path / "b", data, ("strict",), 4, input_kind="pcm")
