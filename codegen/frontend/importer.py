@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -681,7 +682,8 @@ def _load_pickled(
     g = _GLOBAL.search(str(exc))
     if g is None:  # not a pickle of objects: torch.load fails before any class is named
         raise ImportError_(
-            f"{src}: truncated or not a PyTorch file ({_clean_message(exc)}); accepted: a file "
+            f"{src}: truncated or not a PyTorch file ({_clean_message(exc).split('. ')[0]}); "
+            "accepted: a file "
             "written by torch.save, torch.export.save or torch.jit.save"
         ) from exc
     module_name, cls = g.group(1), g.group(2)
@@ -735,6 +737,8 @@ def _import_code(path: str) -> Any:
     if spec is None or spec.loader is None:
         raise ImportError_(f"--model-code {path}: not a Python file")
     mod = importlib.util.module_from_spec(spec)
+    # registered first, as `import` does, so code in the file that pickles its own classes runs
+    sys.modules[spec.name] = mod
     try:
         spec.loader.exec_module(mod)
     except Exception as exc:
