@@ -133,6 +133,28 @@ def _check_classes(q: Any, info: dict[str, Any], data_dir: Path) -> None:
         )
 
 
+def check_input(q: Any, manifest: dict[str, Any], input_kind: str, build_dir: Path) -> None:
+    """The input kind must be one the build's firmware serves (docs/protocol.md, "Audio
+    mode"), checked before any reference is computed or frame sent: a device asked for a kind
+    it does not serve never answers."""
+    if input_kind == "features" and not q.feature_infer:
+        raise RunError(
+            f"--input features: the build {build_dir} serves the streaming audio mode only "
+            f'([target] input = "pcm"): use --input pcm, or rebuild with input = "both"'
+        )
+    if input_kind == "pcm" and q.mfcc is None:
+        why = manifest.get("streaming", {}).get("unavailable", "built before the audio mode")
+        way = (
+            "use --input features"
+            if q.lstm.cell != "lstm"  # no per-step kernel for this cell: a rebuild cannot help
+            else 'rebuild with [target] input = "both" or "pcm", or use --input features'
+        )
+        raise RunError(
+            f"--input pcm: the build {build_dir} does not serve the streaming audio mode "
+            f"({why}); {way}"
+        )
+
+
 def _elatta_mode(mode: str) -> str:
     """The float ELaTTA mode of a device mode: its latent search (codegen.ir.modes)."""
     return device_mode(mode).search
@@ -163,6 +185,7 @@ def make_plan(
     from codegen.data.selection import deal
 
     manifest, q = load_build(build_dir)
+    check_input(q, manifest, input_kind, build_dir)
     model = q.source
     info = dataset_info(str(data_dir))
     _check_classes(q, info, data_dir)
@@ -185,14 +208,6 @@ def make_plan(
         plays = [("stream", whole)]
     else:
         plays = [(f"{g.noises[0]}/{g.snrs[0]:g}", g) for g in groups]
-    if input_kind == "pcm":
-        if q.mfcc is None:
-            why = manifest.get("streaming", {}).get("unavailable", "built before the audio mode")
-            raise RunError(
-                f"--input pcm: the build {build_dir} does not serve the streaming audio mode "
-                f'({why}); rebuild with [target] input = "both" or "pcm", or use '
-                "--input features"
-            )
         for m in map(device_mode, modes):
             if not m.audio:
                 raise RunError(

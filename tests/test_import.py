@@ -6,6 +6,7 @@ before calibration."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,9 @@ import torch
 from torch import nn
 
 from codegen.base.errors import CodegenError
+from codegen.base.features import MfccParams
 from codegen.frontend.basis import Basis, compute_basis, save_basis
+from codegen.frontend.cliargs import Declared
 from codegen.ir.meta import file_sha256
 from codegen.pipeline.build import build
 
@@ -121,10 +124,18 @@ def basis_for(path: Path, H: int, tmp: Path) -> Path:
 
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "default.toml"
+# the settings these models were trained on (the tiny set's): declared, as a user must
+FEATURES = Declared(features=MfccParams(n_mfcc=F), origin=(("features", "--features"),))
 
 
 def build_user(
-    path: Path, H: int, data: Path, tmp: Path, config: Path = CONFIG, trust_pickle: bool = False
+    path: Path,
+    H: int,
+    data: Path,
+    tmp: Path,
+    config: Path = CONFIG,
+    trust_pickle: bool = False,
+    declared: Declared = FEATURES,
 ) -> dict[str, object]:
     res = build(
         path,
@@ -134,6 +145,7 @@ def build_user(
         data_dir=data,
         compile_elf=False,
         trust_pickle=trust_pickle,
+        declared=declared,
     )
     u = res.manifest["float_vs_fixed"]["user_model"]
     return dict(u)
@@ -186,10 +198,10 @@ def test_user_models_build_and_agree_with_themselves(
     assert u["checked"], name
     assert u["float_twin_max_abs_logit_error"] < 1e-4, name
     assert u["integer_same_class"] >= 0.99, (name, u)
-    assert any("feature settings" in a for a in u["assumed"])
+    assert any("feature settings (--features)" in a for a in u["provenance"])
 
 
-def test_state_dict_with_dataparallel_prefix_is_read_and_assumption_stated(
+def test_state_dict_with_dataparallel_prefix_is_read_and_its_pooling_declared(
     data: Path, tmp_path: Path
 ) -> None:
     m = scaled(Kws(H=16), 2)
@@ -199,9 +211,11 @@ def test_state_dict_with_dataparallel_prefix_is_read_and_assumption_stated(
     }
     path = tmp_path / "weights.pt"
     torch.save(state, path)
-    u = build_user(path, 16, data, tmp_path)
+    with pytest.raises(CodegenError, match=r"weights only.*--pooling last\|mean\|max"):
+        build_user(path, 16, data, tmp_path)
+    u = build_user(path, 16, data, tmp_path, declared=replace(FEATURES, pooling="last"))
     assert not u["checked"]
-    assert any("assumed head(last-step h_T)" in a for a in u["assumed"])
+    assert any("pooling: last" in a for a in u["provenance"])
 
 
 @pytest.mark.parametrize("pool", ["mean", "max"])
@@ -252,7 +266,7 @@ def test_limits_are_checked_before_calibration(data: Path, tmp_path: Path) -> No
     cfg.write_text("[elatta]\nk = 3\n")
     with pytest.raises(CodegenError, match=r"k = 3 exceeds the model's hidden size 2.*k <= 2"):
         build(small, basis_for(small, 2, tmp_path), cfg, tmp_path / "o", data_dir=data,
-              compile_elf=False, trust_pickle=True)  # fmt: skip
+              compile_elf=False, trust_pickle=True, declared=FEATURES)  # fmt: skip
     cfg.write_text("[target]\nmax_payload = 512\n")
     with pytest.raises(
         CodegenError, match=r"49 x 10 int16 features = 989 bytes.*max_payload to >= 989"
@@ -267,7 +281,7 @@ def test_output_directory_is_checked_first_and_stale_sources_go(data: Path, tmp_
     blocker.write_text("x")
     with pytest.raises(CodegenError, match="is a file, not a directory"):
         build(path, basis_for(path, 8, tmp_path), CONFIG, blocker / "out", data_dir=data,
-              compile_elf=False, trust_pickle=True)  # fmt: skip
+              compile_elf=False, trust_pickle=True, declared=FEATURES)  # fmt: skip
     out = tmp_path / "b"
     (out / "src").mkdir(parents=True)
     stale = out / "src" / "old_model.c"
@@ -281,8 +295,11 @@ def test_python_api_compiles_an_in_memory_module(data: Path, tmp_path: Path) -> 
     import codegen
 
     m = scaled(Kws(H=12, batch_first=False), 6)
+    with pytest.raises(CodegenError, match=r"no feature settings: pass features="):
+        codegen.compile(m, torch.zeros(T, 2, F), 2, CONFIG, tmp_path / "api", data=data,
+                        compile_elf=False)  # fmt: skip
     res = codegen.compile(m, torch.zeros(T, 2, F), 2, CONFIG, tmp_path / "api", data=data,
-                          compile_elf=False)  # fmt: skip
+                          compile_elf=False, features={"n_mfcc": F, "frames": T})  # fmt: skip
     u = res.manifest["float_vs_fixed"]["user_model"]  # type: ignore[attr-defined]
     assert u["kind"] == "nn.Module (Python API)" and u["checked"]
     assert u["integer_same_class"] >= 0.99
@@ -290,7 +307,8 @@ def test_python_api_compiles_an_in_memory_module(data: Path, tmp_path: Path) -> 
         tmp_path / "api" / "program.json"
     ).is_file()
     with pytest.raises(CodegenError, match="fails on example_input"):
-        codegen.compile(m, torch.zeros(2, 3), 2, CONFIG, tmp_path / "x", data=data)
+        codegen.compile(m, torch.zeros(2, 3), 2, CONFIG, tmp_path / "x", data=data,
+                        features={"n_mfcc": F})  # fmt: skip
 
 
 @pytest.mark.qemu
@@ -339,10 +357,12 @@ def test_imported_model_streams_bit_exactly(
     from codegen.frontend.basis import basis_from_model, save_basis
 
     basis = tmp_path / "basis.npz"
-    save_basis(basis, basis_from_model(path, data, 30, 2, 0, trust_pickle=True))
-    res = build(path, basis, CONFIG, tmp_path / "b", data_dir=data, trust_pickle=True)
+    said = replace(FEATURES, pooling="last" if cell == "lstm-state-dict" else None)
+    save_basis(basis, basis_from_model(path, data, 30, 2, 0, trust_pickle=True, declared=said))
+    res = build(path, basis, CONFIG, tmp_path / "b", data_dir=data, trust_pickle=True,
+                declared=said)  # fmt: skip
     user = res.manifest["float_vs_fixed"]["user_model"]
-    if cell == "lstm-state-dict":  # no forward pass in the file: the pooling is assumed
+    if cell == "lstm-state-dict":  # no forward pass in the file: the pooling is declared
         assert not user["checked"]
     else:  # on the calibration clips and on clean test clips calibration never saw
         assert user["integer_same_class"] >= 0.99

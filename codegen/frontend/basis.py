@@ -20,7 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from codegen.base.errors import CodegenError, ConfigError
-from codegen.frontend.cliargs import add_model_arguments
+from codegen.frontend.cliargs import (
+    Declared,
+    add_model_arguments,
+    declared_from_args,
+    declared_from_toml,
+    merge,
+)
 
 HELP = "compute the ELaTTA subspace V_k (truncated SVD of N clean source latents)"
 
@@ -149,19 +155,25 @@ def basis_from_model(
     k: int,
     seed: int,
     trust_pickle: bool = False,
+    declared: Declared | None = None,
 ) -> Basis:
     """Encode N random clean training clips with the model (any file `codegen.frontend.importer`
-    reads;
-    the latent is the final Linear's input, the last-step h_T) and compute V_k."""
+    reads, with what ``declared`` states about it; the latent is the final Linear's input) and
+    compute V_k. The model passes the same checks as in `codegen build`: its structure, its
+    data set, and the float twin against its own forward pass."""
     from codegen.data import load_split
-    from codegen.frontend.importer import load_model, resolve_pooling
+    from codegen.frontend.importer import load_model, resolve_pooling, verify_against_user
     from codegen.frontend.model import encode_numpy
     from codegen.ir.meta import features_for, file_sha256
 
-    imported = load_model(model_path, data_dir=data_dir, trust_pickle=trust_pickle)
+    imported = load_model(
+        model_path, data_dir=data_dir, trust_pickle=trust_pickle, declared=declared
+    )
     split = load_split(data_dir, "train")
     # the latent is the final Linear's input: the user's pooling, told by running the model
-    imported = resolve_pooling(imported, features_for(split.pcm[:64], imported.meta))
+    probe = features_for(split.pcm[:64], imported.meta)
+    imported = resolve_pooling(imported, probe)
+    verify_against_user(imported, probe)
     model, meta = imported.twin, imported.meta
     total = len(split.labels)
     if not 2 <= n <= total:
@@ -190,6 +202,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=2, help="subspace dimension (default 2, KWS)")
     parser.add_argument("--seed", type=int, default=0, help="seed for choosing the N clips")
     parser.add_argument("--out", required=True, help="output .npz")
+    parser.add_argument(
+        "--config",
+        help="a build config whose [model] and [features] state what the model file cannot "
+        "show (as in `codegen build`)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
 
 
@@ -199,8 +216,17 @@ def run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise ConfigError(f"--threads {args.threads} must be >= 1")
     torch.set_num_threads(args.threads)
+    declared = declared_from_args(args)
+    if args.config:
+        declared = merge(declared, declared_from_toml(args.config))
     basis = basis_from_model(
-        args.model, args.data, args.n, args.k, args.seed, trust_pickle=args.trust_pickle
+        args.model,
+        args.data,
+        args.n,
+        args.k,
+        args.seed,
+        trust_pickle=args.trust_pickle,
+        declared=declared,
     )
     save_basis(args.out, basis)
     sv = ", ".join(f"{s:.4g}" for s in basis.singular_values)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from codegen.base.errors import CodegenError, ConfigError
+from codegen.frontend.cliargs import Declared, declared_from_config, merge
 from codegen.ir.nodes import (
     WEIGHT_FORMATS,
     AdaptConfig,
@@ -45,13 +46,18 @@ _LAYER_KEY = re.compile(r"^lstm\.(weight|bias)_(ih|hh|hr)_l(\d+)(_reverse)?$")
 
 @dataclass(frozen=True)
 class BuildConfig:
-    """The parsed TOML config: [elatta] -> ``adapt``, [quant] -> ``quant``, [target]."""
+    """The parsed TOML config: [elatta] -> ``adapt``, [quant] -> ``quant``, [target];
+    [model] and [features] -> ``declared`` (what the model file may not show,
+    `codegen.frontend.cliargs.Declared`); [elatta] model_sha256 -> ``tuned_for``: the model
+    `codegen eval` chose σ₀ (and β, radius) for ("" when the config does not say)."""
 
     adapt: AdaptConfig
     quant: QuantOptions
     target: TargetOptions
     sha256: str
     source: str
+    declared: Declared = Declared()
+    tuned_for: str = ""
 
 
 # ------------------------------------------------------------------------------------- config
@@ -103,8 +109,18 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     """Validate a TOML document; every error names the table, key, value and what is allowed."""
     from codegen.elatta.cmaes import default_popsize
 
-    _check_keys(doc, ("elatta", "cmvn", "quant", "target"), source)
-    el = doc.get("elatta", {})
+    _check_keys(doc, ("elatta", "cmvn", "quant", "target", "model", "features"), source)
+    declared = declared_from_config(doc, source)
+    el = dict(doc.get("elatta", {})) if isinstance(doc.get("elatta", {}), dict) else None
+    if el is None:
+        raise ConfigError(f"{source}: [elatta] must be a table")
+    tuned_for = _typed(el, "model_sha256", str, "[elatta]") if "model_sha256" in el else ""
+    if tuned_for and not re.fullmatch(r"[0-9a-f]{64}", tuned_for):
+        raise ConfigError(
+            f"[elatta].model_sha256 = {tuned_for!r}: expected the 64 hex digits `codegen eval` "
+            "writes (sha256 of the model file σ₀ was chosen for)"
+        )
+    el.pop("model_sha256", None)
     cm = doc.get("cmvn", {})
     if not isinstance(cm, dict):
         raise ConfigError(f"{source}: [cmvn] must be a table")
@@ -212,7 +228,7 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
         fw.validate()
     except ConfigError as exc:
         raise ConfigError(f"{source} [target]: {exc}") from None
-    return BuildConfig(adapt, quant, target, sha256, source)
+    return BuildConfig(adapt, quant, target, sha256, source, declared, tuned_for)
 
 
 def load_config(path: str | Path) -> BuildConfig:
@@ -287,6 +303,7 @@ def read_model(
     *,
     data_dir: str | Path | None = None,
     trust_pickle: bool = False,
+    declared: Declared | None = None,
 ) -> Model:
     """Read, validate and hash the three inputs; return the float IR. ``model``: a path in any
     form `codegen.frontend.importer.load_model` accepts, or an already imported model."""
@@ -302,7 +319,8 @@ def read_model(
         if not Path(mpath).is_file():
             raise CodegenError(f"model checkpoint not found: {mpath}")
         _check_topology(mpath)
-        imported = load_model(mpath, data_dir=data_dir, trust_pickle=trust_pickle)
+        said = merge(declared or Declared(), cfg.declared)
+        imported = load_model(mpath, data_dir=data_dir, trust_pickle=trust_pickle, declared=said)
     torch_model, meta, mpath = imported.twin, imported.meta, imported.path
     check_limits(imported, cfg)
     model_sha = imported.sha256
@@ -355,7 +373,7 @@ def read_model(
         meta=meta,
         hashes=InputHashes(model=model_sha, basis=file_sha256(bpath), config=cfg.sha256),
         paths={"model": mpath, "basis": bpath, "config": cfg.source},
-        assumed=imported.assumed,
+        provenance=imported.provenance,
         lstm2=lstm2,
         mlp=mlp,
     )

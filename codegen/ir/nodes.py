@@ -197,8 +197,8 @@ class Model:
     meta: Any  # codegen.ir.meta.ModelMeta (feature parameters, normalisation)
     hashes: InputHashes
     paths: dict[str, str] = field(default_factory=dict)
-    # settings the model file did not carry and the build took from the data set
-    assumed: tuple[str, ...] = ()
+    # where each setting the model file did not carry came from (declared, the data set)
+    provenance: tuple[str, ...] = ()
     # a second stacked LSTM layer: it reads the first layer's output sequence; the pooling is
     # then its own (the first layer's ``pool`` is unused)
     lstm2: Lstm | None = None

@@ -41,7 +41,7 @@ from codegen.data.streams import (
     stream_from_args,
 )
 from codegen.elatta.float_ref import MODES
-from codegen.frontend.cliargs import add_model_arguments
+from codegen.frontend.cliargs import Declared, add_model_arguments, declared_from_args, merge
 
 HELP = "evaluate no-adapt and ELaTTA (float) on GSC-C; print the paper's table, write a report"
 
@@ -296,6 +296,7 @@ class EvalOptions:
     select_copies: int = 3
     stream: StreamSpec | None = None  # continual modes run over one stream of all conditions
     trust_pickle: bool = False  # load an nn.Module saved whole (codegen.frontend.importer)
+    declared: Declared = Declared()  # what the model file cannot show (--pooling, --features)
 
 
 def evaluate(
@@ -308,15 +309,18 @@ def evaluate(
     from codegen.data import conditions, dataset_info, load_condition, load_split
     from codegen.elatta.float_ref import ElattaConfig, adapt
     from codegen.frontend.basis import load_basis
-    from codegen.frontend.importer import load_model, resolve_pooling
+    from codegen.frontend.importer import load_model, resolve_pooling, verify_against_user
     from codegen.frontend.model import encode_numpy, head_numpy
     from codegen.ir.meta import features_for
 
     t0 = time.perf_counter()
     torch.set_num_threads(opts.threads)
-    imported = load_model(model_path, data_dir=data_dir, trust_pickle=opts.trust_pickle)
-    probe = load_split(str(data_dir), "train").pcm[:64]
-    imported = resolve_pooling(imported, features_for(probe, imported.meta))
+    imported = load_model(
+        model_path, data_dir=data_dir, trust_pickle=opts.trust_pickle, declared=opts.declared
+    )
+    probe = features_for(load_split(str(data_dir), "train").pcm[:64], imported.meta)
+    imported = resolve_pooling(imported, probe)
+    verify_against_user(imported, probe)
     model, meta = imported.twin, imported.meta
     model_sha = imported.sha256
     basis = load_basis(basis_path, model_sha256=model_sha)
@@ -694,9 +698,11 @@ def elatta_toml(report: dict[str, Any]) -> str:
         "# ELaTTA hyperparameters chosen by `codegen eval` on SOURCE validation data only",
         f"# ({report['selection_set']};",
         f"# data: {report['data']}, preset {report['dataset'].get('preset')}).",
-        f"# model sha256 {report['model']['sha256']}",
+        "# model_sha256: the model σ₀, β and radius were chosen for (`codegen build` warns when",
+        "# it builds another with them)",
         f"# basis {report['basis']['path']} (k={report['basis']['k']}, N={report['basis']['n']})",
         "[elatta]",
+        f'model_sha256 = "{report["model"]["sha256"]}"',
         f"k = {cfg['k']}",
         f"n_iter = {cfg['n_iter']}",
         f"lam = {cfg['lam']}",
@@ -773,6 +779,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from codegen.frontend.reader import load_config
+
     if args.seeds < 1:
         raise ConfigError(f"--seeds {args.seeds} must be >= 1")
     if args.seed < 0:
@@ -799,6 +807,7 @@ def run(args: argparse.Namespace) -> int:
         select_copies=args.select_copies,
         stream=stream,
         trust_pickle=args.trust_pickle,
+        declared=merge(declared_from_args(args), load_config(args.config).declared),
     )
     report, text = evaluate(args.model, args.basis, args.data, opts)
     if args.fixed:
@@ -817,6 +826,8 @@ def run(args: argparse.Namespace) -> int:
             beta=cfg["beta"],
             radius=cfg["radius"],
             progress=not args.no_progress,
+            trust_pickle=args.trust_pickle,
+            declared=opts.declared,
         )
         text += "\n\n" + format_fixed_vs_float(report)
     out = Path(args.report)

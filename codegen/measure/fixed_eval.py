@@ -69,19 +69,25 @@ def compare_fixed_float(
     radius: float | None = None,
     with_float: bool = True,
     progress: bool = False,
+    trust_pickle: bool = False,
+    declared: Any = None,
 ) -> FixedEval:
     """Integer reference (and float reference) accuracy on every additive GSC-C condition.
 
     ``config`` is a TOML path or a `codegen.frontend.reader.BuildConfig`; ``sigma0``/``beta``/
     ``radius`` override it (e.g. with the values `codegen eval` selected on source data).
+    ``declared`` (`codegen.frontend.cliargs.Declared`): what the model file cannot show; the
+    pooling of a model with a forward pass is told by running it, as in `codegen build`.
     """
     from tqdm import tqdm
 
     from codegen.base.features import quantize_features
-    from codegen.data import conditions, load_condition
+    from codegen.data import conditions, load_condition, load_split
     from codegen.data.selection import stream_order
     from codegen.elatta.float_ref import MODES, adapt, encode_float
-    from codegen.frontend.reader import read_model
+    from codegen.frontend.cliargs import Declared, merge
+    from codegen.frontend.importer import load_model, resolve_pooling
+    from codegen.frontend.reader import BuildConfig, load_config, read_model
     from codegen.intref.model import infer_int
     from codegen.ir.meta import features_for
     from codegen.quantize.format_search import search_weight_formats
@@ -90,7 +96,16 @@ def compare_fixed_float(
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise ConfigError(f"modes {bad} are not allowed: use {MODES}")
-    model = _model_with(read_model(model_path, basis_path, config), sigma0, beta, radius)
+    cfg = config if isinstance(config, BuildConfig) else load_config(config)
+    imported = load_model(
+        model_path,
+        data_dir=data_dir,
+        trust_pickle=trust_pickle,
+        declared=merge(declared or Declared(), cfg.declared),
+    )
+    probe = features_for(load_split(str(data_dir), "train").pcm[:64], imported.meta)
+    imported = resolve_pooling(imported, probe)
+    model = _model_with(read_model(imported, basis_path, cfg), sigma0, beta, radius)
     feats, source = calibration_features(model, str(data_dir))
     q = quantize_model(
         model, feats, source, search_weight_formats(model, feats, source).weight_shifts
@@ -159,6 +174,8 @@ def evaluate_fixed(
     beta: float | None = None,
     radius: float | None = None,
     progress: bool = False,
+    trust_pickle: bool = False,
+    declared: Any = None,
 ) -> dict[str, Any]:
     """Fixed-point accuracies ``{mode: {snr: {noise: acc, "average": acc}}}`` (report.json's
     ``"float"`` layout) from the Python integer reference."""
@@ -175,4 +192,6 @@ def evaluate_fixed(
         radius=radius,
         with_float=False,
         progress=progress,
+        trust_pickle=trust_pickle,
+        declared=declared,
     ).fixed

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen.base.errors import BuildError, CodegenError
-from codegen.frontend.cliargs import add_model_arguments
+from codegen.frontend.cliargs import Declared, add_model_arguments, declared_from_args
 from codegen.ir.nodes import QModel, TargetOptions
 from codegen.target.boards import get_board
 from codegen.target.firmware import add_board_arguments, board_overrides
@@ -46,6 +46,7 @@ class BuildResult:
     sources: list[Path]
     manifest: dict[str, Any]
     elf: Path | None
+    text: str = ""  # the summary `codegen build` prints (`summary`)
 
 
 def user_agreement(imported: Any, feats: np.ndarray) -> tuple[dict[str, Any], Any]:
@@ -57,12 +58,27 @@ def user_agreement(imported: Any, feats: np.ndarray) -> tuple[dict[str, Any], An
     return {
         "file": imported.path,
         "kind": imported.kind,
-        "assumed": list(imported.assumed),
+        "provenance": list(imported.provenance),
         "checked": check.checked,
         "samples": check.samples,
         "float_twin_max_abs_logit_error": None if not check.checked else check.max_abs_logit_error,
         "float_twin_same_class": None if not check.checked else check.same_class,
     }, check.logits
+
+
+def tuned_for(cfg: Any, imported: Any) -> dict[str, Any]:
+    """Which model the config's σ₀, β and radius were chosen for (``[elatta] model_sha256``,
+    written by `codegen eval`; docs/elatta.md §8) against the model built: a warning names both
+    when they differ, since a σ₀ chosen for another model's latents searches at the wrong
+    scale."""
+    doc: dict[str, Any] = {"config_model_sha256": cfg.tuned_for or None, "model": imported.sha256}
+    if cfg.tuned_for and cfg.tuned_for != imported.sha256:
+        doc["warning"] = (
+            f"{cfg.source}: [elatta] sigma0/beta/radius were chosen for model sha256 "
+            f"{cfg.tuned_for[:12]}…, not for {imported.path} ({imported.sha256[:12]}…): run "
+            f"`codegen eval --model {imported.path} ...` and build with its elatta.toml"
+        )
+    return doc
 
 
 def integer_agreement(q: QModel, logits: Any, feats: np.ndarray) -> dict[str, Any]:
@@ -115,8 +131,11 @@ def user_model_line(doc: dict[str, Any]) -> str:
                 f"{u['clean_test_clips']} clean test clips"
             )
     else:
-        lines[0] += " not run (the file holds weights only)"
-    lines += [f"  assumed: {a}" for a in u["assumed"]]
+        lines[0] += (
+            " not run (the file holds weights only: the float twin computes the declared "
+            "pooling and head)"
+        )
+    lines += [f"  {a}" for a in u.get("provenance", ())]
     return "\n".join(lines)
 
 
@@ -360,6 +379,7 @@ def build(
     board: str | None = None,
     uart_overrides: Mapping[str, int] | None = None,
     notes: list[str] | None = None,
+    declared: Declared | None = None,
 ) -> BuildResult:
     """The whole build. ``model_path``: any model file `codegen.frontend.importer.load_model`
     reads, or
@@ -368,24 +388,33 @@ def build(
     is checked against the user's own forward pass on them (`codegen.frontend.importer`).
     ``board`` (a preset name) replaces the config's [target] board and UART settings;
     ``uart_overrides`` (uart, baud, uart_ref_hz) override either; ``notes`` gets a line for each
-    value that replaced another."""
+    value that replaced another.
+
+    ``declared``: what the user states about the model (command line), together with the
+    config's [model] and [features] (`codegen.frontend.cliargs.Declared`)."""
     from codegen.artefact.manifest import manifest, write_manifest
     from codegen.artefact.program import write_program
     from codegen.emit.c import render_app_header, render_model, write_sources
-    from codegen.frontend.importer import ImportedModel, load_model, resolve_pooling
-    from codegen.frontend.reader import read_model
+    from codegen.frontend.cliargs import merge
+    from codegen.frontend.importer import ImportedModel, check_data, load_model, resolve_pooling
+    from codegen.frontend.reader import load_config, read_model
     from codegen.intref.quality import float_vs_fixed
     from codegen.quantize.format_search import search_weight_formats
     from codegen.quantize.model import calibration_features, quantize_model
 
     out = Path(out_dir)
     prepare_out_dir(out)
-    imported = (
-        model_path
-        if isinstance(model_path, ImportedModel)
-        else load_model(model_path, data_dir=data_dir, trust_pickle=trust_pickle)
-    )
-    model = read_model(imported, basis_path, config_path)
+    cfg = load_config(config_path)
+    said = merge(declared or Declared(), cfg.declared)
+    if isinstance(model_path, ImportedModel):
+        imported = model_path
+        if data_dir is not None:
+            check_data(imported.meta, data_dir, imported.path)
+    else:
+        imported = load_model(
+            model_path, data_dir=data_dir, trust_pickle=trust_pickle, declared=said
+        )
+    model = read_model(imported, basis_path, cfg)
     if calib_features is not None:
         feats = np.asarray(calib_features, dtype=np.float64)
         source = f"features given through the Python API ({feats.shape[0]} clips)"
@@ -398,7 +427,7 @@ def build(
     pooled = resolve_pooling(imported, feats)
     if pooled is not imported:  # the user's model pools over time: lower that
         imported = pooled
-        model = read_model(imported, basis_path, config_path)
+        model = read_model(imported, basis_path, cfg)
     user, user_logits = user_agreement(imported, feats)
     search = search_weight_formats(model, feats, source)
     q = quantize_model(model, feats, source, weight_shifts=search.weight_shifts)
@@ -423,6 +452,10 @@ def build(
             ) from None
     quality = float_vs_fixed(q, feats)
     quality["weight_format_search"] = search.to_dict()
+    tuned = tuned_for(cfg, imported)
+    quality["elatta_tuned_for"] = tuned
+    if tuned.get("warning"):
+        quality.setdefault("warnings", []).append(tuned["warning"])
     quality["user_model"] = user | integer_agreement(q, user_logits, feats)
     if data_dir is not None:  # also on clips the model was not calibrated on
         quality["user_model"] |= clean_test_agreement(q, imported, data_dir)
@@ -431,7 +464,8 @@ def build(
     doc["mfcc_frontend"] = frontend
     doc["streaming"] = streaming_summary(q, no_stream, fw)
     write_manifest(doc, out)
-    return BuildResult(out, q, sources, doc, None if fw is None else fw.elf)
+    res = BuildResult(out, q, sources, doc, None if fw is None else fw.elf)
+    return dataclasses.replace(res, text=summary(res))
 
 
 def firmware_config(
@@ -491,8 +525,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codegen.artefact.inspect import format_manifest
-
     if args.data is None:
         raise CodegenError(
             "--data DIR is required: calibration uses clean train clips of a `codegen data` "
@@ -512,16 +544,24 @@ def run(args: argparse.Namespace) -> int:
         board=args.board,
         uart_overrides=board_overrides(args),
         notes=notes,
+        declared=declared_from_args(args),
     )
     for note in notes:
         print(f"codegen build: note: {note}", file=sys.stderr)
-    print(format_manifest(res.manifest, brief=True))
-    print(user_model_line(res.manifest))
-    print(streaming_line(res.manifest["streaming"]))
-    line = weight_format_line(res.manifest)
-    if line:
-        print(line)
-    for w in res.manifest["float_vs_fixed"].get("warnings", []):
-        print(f"warning: {w}")
-    print(f"wrote {res.out_dir / 'manifest.json'}")
+    print(res.text)
     return 0
+
+
+def summary(res: BuildResult) -> str:
+    """What `codegen build` prints (and `codegen.compile` prints and returns): the decisions,
+    the agreement with the user's model and where each undeclared setting came from, the input
+    paths, the weight formats, the warnings."""
+    from codegen.artefact.inspect import format_manifest
+
+    doc = res.manifest
+    lines = [format_manifest(doc, brief=True), user_model_line(doc)]
+    lines.append(streaming_line(doc["streaming"]))
+    lines.append(weight_format_line(doc))
+    lines += [f"warning: {w}" for w in doc["float_vs_fixed"].get("warnings", [])]
+    lines.append(f"wrote {res.out_dir / 'manifest.json'}")
+    return "\n".join(line for line in lines if line)
