@@ -186,6 +186,13 @@ def make_plan(
 
     manifest, q = load_build(build_dir)
     check_input(q, manifest, input_kind, build_dir)
+    if input_kind == "pcm":
+        for m in map(device_mode, modes):
+            if not m.audio:
+                raise RunError(
+                    f"--input pcm --mode {m.name}: {m.why_not_audio} (the device refuses it); "
+                    "stream another mode or use --input features"
+                )
     model = q.source
     info = dataset_info(str(data_dir))
     _check_classes(q, info, data_dir)
@@ -208,12 +215,6 @@ def make_plan(
         plays = [("stream", whole)]
     else:
         plays = [(f"{g.noises[0]}/{g.snrs[0]:g}", g) for g in groups]
-        for m in map(device_mode, modes):
-            if not m.audio:
-                raise RunError(
-                    f"--input pcm --mode {m.name}: {m.why_not_audio} (the device refuses it); "
-                    "stream another mode or use --input features"
-                )
     streams = [
         _stream(q, mode, name, clips, pcm=input_kind == "pcm")
         for mode in modes

@@ -835,6 +835,8 @@ def family_costs(
             CONFIG,
             out / name,
             data=data_dir,
+            # the built-in front end the families are timed with (40 ms / 20 ms, 10 MFCC, 49 frames)
+            features={"n_mfcc": 10, "frames": 49},
         )
         q = res.qmodel
         ids, xf = samples(data_dir, q.source.meta, n_samples)
