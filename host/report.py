@@ -324,6 +324,20 @@ def format_markdown(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# What each data set's info file calls itself (codegen/data/builder.py, codegen/data/fsdd.py)
+DATASET_NAMES = {
+    "builtin": "GSC-C (built-in)",
+    "gsc": "GSC-C (GSC v2 + ESC-50)",
+    "fsdd": "FSDD",
+}
+
+
+def dataset_name(info: dict[str, Any]) -> str:
+    """The data set a report is about, for titles: never another data set's name."""
+    kind = str(info.get("data", ""))
+    return DATASET_NAMES.get(kind, kind or "data set")
+
+
 def plot(rep: dict[str, Any], path: Path) -> bool:
     try:
         import matplotlib
@@ -356,7 +370,7 @@ def plot(rep: dict[str, Any], path: Path) -> bool:
             )
     ax.set_xlabel("SNR (dB)")
     ax.set_ylabel("accuracy (%)")
-    ax.set_title("GSC-C accuracy vs SNR (mean over noises)")
+    ax.set_title(f"{dataset_name(rep.get('data', {}))} accuracy vs SNR (mean over noises)")
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:  # nothing answered yet: no lines, no legend
         ax.legend(fontsize=7)
