@@ -152,6 +152,7 @@ def build_report(
                 "first; continual state carried across switches"
             ),
             "stream_definition": plan.selection.stream,
+            "segments_as_streamed": segment_lengths(plan.streams),
         },
         "bit_exact": {
             "compared": n_answered,
@@ -253,20 +254,30 @@ def format_markdown(rep: dict[str, Any]) -> str:
             cells = [_pct(row.get(s, {}).get("average")) for s in snrs]
             lines.append(f"| {tgt} | {METHOD_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
     bp = rep.get("by_position", {})
+    seg = rep["samples"].get("segments_as_streamed") or {}
+    has_rest = any(c.get("rest") is not None for row in bp.values() for c in row.values())
     lines += [
         "",
         f"## Accuracy (%) by position in a segment (first {HEAD_CLIPS} clips after a switch or "
         "RESET vs the rest), all conditions",
         "",
-        f"| target | method | first {HEAD_CLIPS} | rest |",
-        "|---|---|---:|---:|",
+        f"As streamed: {seg.get('segments', 0)} segments of {seg.get('min', 0)} to "
+        f"{seg.get('max', 0)} clips."
+        + (
+            ""
+            if has_rest
+            else f" No segment is longer than {HEAD_CLIPS} clips, so there is no 'rest' column."
+        ),
+        "",
+        f"| target | method | first {HEAD_CLIPS} |" + (" rest |" if has_rest else ""),
+        "|---|---|---:|" + ("---:|" if has_rest else ""),
     ]
     for tgt in TARGETS:
         for m in modes:
             cell = bp.get(tgt, {}).get(m, {})
             lines.append(
-                f"| {tgt} | {METHOD_NAMES.get(m, m)} | {_pct(cell.get(f'first_{HEAD_CLIPS}'))} | "
-                f"{_pct(cell.get('rest'))} |"
+                f"| {tgt} | {METHOD_NAMES.get(m, m)} | {_pct(cell.get(f'first_{HEAD_CLIPS}'))} |"
+                + (f" {_pct(cell.get('rest'))} |" if has_rest else "")
             )
     lines += ["", "## Device accuracy (%) per noise", ""]
     noises = sorted(
@@ -322,6 +333,19 @@ def format_markdown(rep: dict[str, Any]) -> str:
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def segment_lengths(streams: Any) -> dict[str, int]:
+    """The segments the streams really hold (a segment starts where a clip's position in its
+    segment is 0: after a switch of condition or a RESET), however the request was spelt: a
+    condition with fewer clips than the requested segment length gives a shorter segment."""
+    lengths: list[int] = []
+    for s in streams:
+        starts = np.flatnonzero(np.asarray(s.positions) == 0)
+        lengths += np.diff(np.append(starts, len(s.positions))).astype(int).tolist()
+    if not lengths:
+        return {"segments": 0, "min": 0, "max": 0}
+    return {"segments": len(lengths), "min": int(min(lengths)), "max": int(max(lengths))}
 
 
 # What each data set's info file calls itself (codegen/data/builder.py, codegen/data/fsdd.py)

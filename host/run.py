@@ -75,7 +75,7 @@ from elatta_host.infer import (
     parse_description,
 )
 from elatta_host.plan import Plan, Record, RunError, Stream, make_plan
-from elatta_host.report import Answered
+from elatta_host.report import Answered, segment_lengths
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT
 
 from codegen.data.streams import add_stream_arguments, stream_from_args
@@ -959,6 +959,17 @@ def run(args: argparse.Namespace) -> int:
         f"{plan.total} samples in {len(plan.streams)} streams over {len(specs)} device(s)",
         file=sys.stderr,
     )
+    wanted = (plan.selection.stream or {}).get("segment_len")
+    seg = segment_lengths(plan.streams)
+    if wanted is not None and seg["max"] < wanted:
+        # --limit deals clips over every condition; a condition holds fewer clips than a segment
+        print(
+            f"note: --stream-segment {wanted}: --limit {args.limit} leaves "
+            f"{seg['min']} to {seg['max']} clips per condition, so the {seg['segments']} segments "
+            f"as streamed are that long; raise --limit to "
+            f"{wanted * len(plan.selection.per_condition)} for full segments",
+            file=sys.stderr,
+        )
     outcome = execute(
         plan,
         specs,

@@ -1,4 +1,5 @@
-"""Reports name the data set they measured: an FSDD run's plot is not titled GSC-C."""
+"""Reports say what ran: the data set they measured (an FSDD run is not titled GSC-C) and the
+segments as streamed."""
 
 from __future__ import annotations
 
@@ -42,3 +43,18 @@ def test_plot_title_names_the_data_set(tmp_path: Path, monkeypatch: pytest.Monke
     }
     report.plot(rep, tmp_path / "p.png")
     assert titles and titles[0].startswith("FSDD ") and "GSC-C" not in titles[0]
+
+
+def test_segments_are_counted_as_streamed() -> None:
+    """Segments of 12 requested over conditions of 4 clips are 4 clips long as streamed: the
+    report counts what the streams hold, not what was asked."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    streams = [
+        SimpleNamespace(positions=np.array([0, 1, 2, 3, 0, 1, 2, 3, 0, 1])),
+        SimpleNamespace(positions=np.arange(14)),
+    ]
+    assert report.segment_lengths(streams) == {"segments": 4, "min": 2, "max": 14}
+    assert report.segment_lengths([]) == {"segments": 0, "min": 0, "max": 0}
