@@ -275,6 +275,8 @@ def format_markdown(rep: dict[str, Any]) -> str:
     for tgt in TARGETS:
         for m in modes:
             cell = bp.get(tgt, {}).get(m, {})
+            if not cell:  # nothing of this method on this target (a cmvn-only device run)
+                continue
             lines.append(
                 f"| {tgt} | {METHOD_NAMES.get(m, m)} | {_pct(cell.get(f'first_{HEAD_CLIPS}'))} |"
                 + (f" {_pct(cell.get('rest'))} |" if has_rest else "")
