@@ -16,10 +16,12 @@ import threading
 import time
 from collections import Counter
 
+from proxykit import Proxy
+
 KINDS = ("drop", "drop_byte", "flip", "duplicate", "delay")
 
 
-class FaultProxy:
+class FaultProxy(Proxy):
     def __init__(
         self,
         upstream_port: int,
@@ -32,8 +34,8 @@ class FaultProxy:
     ) -> None:
         """``preamble``: bytes sent to the device before anything of the host's (line noise
         on the wire before a session starts)."""
-        self.upstream_port = upstream_port
         self.preamble = preamble
+        self._first_to_device = preamble
         self.log: list[bytes] | None = [] if log else None
         self.rate = rate
         self.delay = delay
@@ -41,34 +43,7 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.frames: Counter[str] = Counter()
         self.faults: Counter[str] = Counter()
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(1)
-        self.port = int(self.listener.getsockname()[1])
-        self._socks: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _connect_upstream(self) -> socket.socket:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                s = socket.create_connection(("127.0.0.1", self.upstream_port))
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                return s
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def _serve(self) -> None:
-        host, _ = self.listener.accept()
-        host.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        dev = self._connect_upstream()
-        self._socks += [host, dev]
-        if self.preamble:
-            dev.sendall(self.preamble)
-        threading.Thread(target=self._pump, args=(host, dev, "to_device"), daemon=True).start()
-        threading.Thread(target=self._pump, args=(dev, host, "to_host"), daemon=True).start()
+        super().__init__(upstream_port)
 
     def _damage(self, frame: bytes, direction: str) -> list[bytes]:
         with self.lock:
@@ -104,12 +79,4 @@ class FaultProxy:
         except OSError:
             pass
         finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        for s in [*self._socks, self.listener]:
-            s.close()
+            self._shut(src, dst)

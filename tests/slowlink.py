@@ -11,41 +11,21 @@ import socket
 import threading
 import time
 
+from proxykit import Proxy
+
 LINE_RATE = 11_520  # bytes/s at 115,200 baud, 10 bits per byte
 TURN = 0.016  # s: FTDI's default latency timer
 
 
-class SlowLink:
+class SlowLink(Proxy):
     def __init__(self, upstream_port: int, *, rate: float = LINE_RATE, turn: float = TURN) -> None:
-        self.upstream_port = upstream_port
         self.rate = rate
         self.turn = turn
         self.bytes = {"to_device": 0, "to_host": 0}
         self.turns = 0
         self._last: str | None = None
         self._lock = threading.Lock()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.listener.getsockname()[1])
-        self._socks: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        host, _ = self.listener.accept()
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                dev = socket.create_connection(("127.0.0.1", self.upstream_port))
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    host.close()
-                    return
-                time.sleep(0.05)
-        for s in (host, dev):
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._socks += [host, dev]
-        threading.Thread(target=self._pump, args=(host, dev, "to_device"), daemon=True).start()
-        threading.Thread(target=self._pump, args=(dev, host, "to_host"), daemon=True).start()
+        super().__init__(upstream_port)
 
     def _pump(self, src: socket.socket, dst: socket.socket, direction: str) -> None:
         # the line's own clock: a byte leaves no sooner than the one before it plus 1/rate
@@ -68,12 +48,4 @@ class SlowLink:
         except OSError:
             pass
         finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        for s in [*self._socks, self.listener]:
-            s.close()
+            self._shut(src, dst)
