@@ -5,6 +5,12 @@
     PYTHONPATH=. python bench/adaptation_study.py run --name fsdd --data out/data/fsdd \
         --model models/fsdd/model.pt --basis models/fsdd/basis.npz --out out/study
     PYTHONPATH=. python bench/adaptation_study.py tables --out out/study > tables.md
+    PYTHONPATH=. python bench/adaptation_study.py causal --name fsdd --data out/data/fsdd \
+        --model models/fsdd/model.pt --basis models/fsdd/basis.npz --out out/study
+    PYTHONPATH=. python bench/adaptation_study.py causal-tables --out out/study
+
+`causal` is the study of the causal, gated input normalisation for the audio mode
+(docs/adaptation.md, "Audio mode: causal cmvn"): selection on S, then the test once.
 
 `run` writes ``<out>/<name>.json`` (selection rows, chosen configurations, per-condition
 correct counts per method, protocol and seed); `tables` renders the Markdown tables. Every MFCC
@@ -224,7 +230,12 @@ def m_align(weight: float, alpha: float) -> Method:
 
 
 def run_protocol(
-    ctx: Ctx, conds: list[CondData], method: Method, seed: int, continual: bool
+    ctx: Ctx,
+    conds: list[CondData],
+    method: Method,
+    seed: int,
+    continual: bool,
+    segment: int = SEGMENT,
 ) -> list[np.ndarray]:
     """Per condition: bool correct per clip (condition's clip order)."""
     from codegen.data.streams import StreamSpec, build_stream
@@ -240,7 +251,7 @@ def run_protocol(
             out.append(pred[pos : pos + n] == c.labels)
             pos += n
         return out
-    st = build_stream([len(c.labels) for c in conds], StreamSpec(SEGMENT, "random", seed))
+    st = build_stream([len(c.labels) for c in conds], StreamSpec(segment, "random", seed))
     feats = np.empty((len(st), *conds[0].feats.shape[1:]), np.float32)
     ids = np.empty(len(st), np.int64)
     for ci, c in enumerate(conds):
@@ -284,9 +295,14 @@ def gains(
 
 
 def evaluate_method(
-    ctx: Ctx, conds: list[CondData], method: Method, continual: bool, base: list[np.ndarray]
+    ctx: Ctx,
+    conds: list[CondData],
+    method: Method,
+    continual: bool,
+    base: list[np.ndarray],
+    segment: int = SEGMENT,
 ) -> dict[str, dict[str, Any]]:
-    runs = [run_protocol(ctx, conds, method, s, continual) for s in SEEDS]
+    runs = [run_protocol(ctx, conds, method, s, continual, segment) for s in SEEDS]
     return gains(base, runs, conds)
 
 
@@ -565,6 +581,163 @@ def positions(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ audio mode: causal cmvn
+
+CAUSAL_SEGMENTS = (50, 10)
+CAUSAL_CLEAN_FLOOR = -0.2  # clean S (mixed stream) and the clean-only stream, every seed
+
+
+def m_cmvn_causal(weight: float, alpha: float, gate: float | None) -> Method:
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.methods import CmvnConfig, cmvn_causal_stream
+
+        x = cmvn_causal_stream(f, ctx.mu_tr, ctx.sd_tr, CmvnConfig(weight, alpha, True), gate)
+        return predict(ctx, encode(ctx, x))
+
+    return run
+
+
+def causal_grid() -> list[tuple[str, Method]]:
+    """docs/adaptation.md "Audio mode: causal cmvn": least → most aggressive."""
+    return [
+        (f"alpha=1/{int(1 / a)},w=0.25,gate={g or 'none'}", m_cmvn_causal(0.25, a, g))
+        for a in (1 / 16, 1 / 4, 1 / 2)
+        for g in (1.0, 0.75, 0.5, None)
+    ]
+
+
+def clean_only(
+    ctx: Ctx, clean: CondData, method: Method, segment: int, base: list[np.ndarray]
+) -> dict[str, Any]:
+    """The no-shift stream: the clean condition alone, in the stream's seeded order."""
+    runs = [run_protocol(ctx, [clean], method, s, True, segment) for s in SEEDS]
+    return gains(base, runs, [clean])["clean"]
+
+
+def causal_eval(
+    ctx: Ctx, conds: list[CondData], method: Method, base: list[np.ndarray]
+) -> dict[str, Any]:
+    """Per segment length: gains over the mixed stream and over the clean-only stream."""
+    out: dict[str, Any] = {}
+    for seg in CAUSAL_SEGMENTS:
+        g = evaluate_method(ctx, conds, method, True, base, seg)
+        g["clean_only"] = clean_only(ctx, conds[0], method, seg, base[:1])
+        out[str(seg)] = g
+    return out
+
+
+def causal_score(ev: dict[str, Any]) -> tuple[float, bool]:
+    """Mean over segment lengths of the mean SNR gain; admissible at both lengths: every SNR
+    ≥ −0.5, clean and clean-only ≥ −0.2 in each seed."""
+    scores, ok = [], True
+    for g in ev.values():
+        scores.append(float(np.mean([g[c]["gain"] for c in SNR_COLS])))
+        ok &= all(g[c]["gain"] >= -0.5 for c in SNR_COLS)
+        for col in ("clean", "clean_only"):
+            ok &= min(g[col]["per_seed"]) >= CAUSAL_CLEAN_FLOOR
+    return float(np.mean(scores)), bool(ok)
+
+
+def causal(args: argparse.Namespace) -> int:
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ctx = make_ctx(args.model, args.basis, args.data)
+    src = load_source(args.data)
+    assert src[0].column == "clean"
+    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
+    rows: list[dict[str, Any]] = []
+    grid = causal_grid()
+    for label, method in grid:
+        ev = causal_eval(ctx, src, method, base_src)
+        sc, ok = causal_score(ev)
+        rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
+        log(f"  select {label}: score {sc:+.2f} admissible {ok}")
+    adm = [i for i, r in enumerate(rows) if r["admissible"]]
+    if adm:
+        best = max(rows[i]["score"] for i in adm)
+        chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
+    else:
+        chosen = 0
+    log(f"  chose {rows[chosen]['config']}")
+    result: dict[str, Any] = {"name": args.name, "selection": rows}
+    result["chosen"] = rows[chosen]["config"]
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / f"{args.name}.causal-selection.json").write_text(json.dumps(result, indent=1))
+    # the test, once: the chosen configuration, beside the feature-mode cmvn it replaces in the
+    # audio mode and the same configuration without its gate (references, not choices)
+    fcfg = meta_cmvn(args.config)
+    parts = dict(p.split("=") for p in rows[chosen]["config"].split(","))
+    alpha = 1.0 / float(parts["alpha"].split("/")[1])
+    gate = None if parts["gate"] == "none" else float(parts["gate"])
+    test = load_test(args.data)
+    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
+    methods = {
+        "cmvn_causal": m_cmvn_causal(0.25, alpha, gate),
+        "cmvn_causal (no gate)": m_cmvn_causal(0.25, alpha, None),
+        "cmvn (feature mode)": m_cmvn(fcfg.weight, fcfg.alpha, fcfg.variance),
+    }
+    result["test"] = {k: causal_eval(ctx, test, m, base_test) for k, m in methods.items()}
+    result["noadapt_test"] = gains(base_test, [base_test], test)
+    result["feature_cmvn"] = {"alpha": fcfg.alpha, "weight": fcfg.weight}
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.causal.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
+def meta_cmvn(config: str) -> Any:
+    """The feature-mode cmvn deployed by a build config's [cmvn] table."""
+    import tomllib
+
+    from codegen.elatta.methods import CmvnConfig
+
+    cm = tomllib.loads(Path(config).read_text()).get("cmvn", {})
+    return CmvnConfig(2.0 ** -int(cm["weight_shift"]), 2.0 ** -int(cm["alpha_shift"]), True)
+
+
+def causal_tables(args: argparse.Namespace) -> int:
+    out: list[str] = []
+    cols = (*COLUMNS, "clean_only")
+    for name in ("default", "fsdd"):
+        p = Path(args.out) / f"{name}.causal.json"
+        if not p.exists():
+            continue
+        r = json.loads(p.read_text())
+        title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
+        for seg in CAUSAL_SEGMENTS:
+            out += [f"#### {title}, segments of {seg}: gain over no-adapt (points)", ""]
+            out.append("| method | " + " | ".join(cols) + " | clean-only per seed |")
+            out.append("|---" * (len(cols) + 2) + "|")
+            na = r["noadapt_test"]
+            out.append("| no-adapt (accuracy %) | "
+                       + " | ".join(f"{na[c]['acc']:.2f}" for c in COLUMNS) + " | "
+                       + f"{na['clean']['acc']:.2f} | — |")  # fmt: skip
+            for meth, ev in r["test"].items():
+                g = ev[str(seg)]
+                label = f"{meth} ({r['chosen']})" if meth == "cmvn_causal" else meth
+                seeds = " / ".join(f"{v:+.2f}" for v in g["clean_only"]["per_seed"])
+                cells = " | ".join(fmt_cell(g[c], 3) for c in cols)
+                out.append(f"| {label} | {cells} | {seeds} |")
+            out.append("")
+        out += [f"Selection on S ({name}): score (mean SNR gain, both segment lengths), "
+                "admissible, worst clean / clean-only seed", "",
+                "| config | score | admissible | worst clean seed | worst clean-only seed |",
+                "|---|---|---|---|---|"]  # fmt: skip
+        rows = json.loads((Path(args.out) / f"{name}.causal-selection.json").read_text())
+        for row in rows["selection"]:
+            ev = row["eval"].values()
+            wc = min(min(g["clean"]["per_seed"]) for g in ev)
+            wo = min(min(g["clean_only"]["per_seed"]) for g in ev)
+            mark = " **chosen**" if row["config"] == rows["chosen"] else ""
+            out.append(f"| {row['config']}{mark} | {row['score']:+.2f} | {row['admissible']} | "
+                       f"{wc:+.2f} | {wo:+.2f} |")  # fmt: skip
+        out.append("")
+    print("\n".join(out))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -580,8 +753,17 @@ def main() -> int:
     q.add_argument("--out", default="out/study")
     t = sub.add_parser("tables")
     t.add_argument("--out", default="out/study")
+    c = sub.add_parser("causal")
+    c.add_argument("--name", required=True, choices=("default", "fsdd"))
+    for opt in ("--data", "--model", "--basis", "--config"):
+        c.add_argument(opt, required=True)
+    c.add_argument("--out", default="out/study")
+    ct = sub.add_parser("causal-tables")
+    ct.add_argument("--out", default="out/study")
     args = ap.parse_args()
-    return {"run": run, "positions": positions, "tables": tables}[args.cmd](args)
+    cmds = {"run": run, "positions": positions, "tables": tables, "causal": causal}
+    cmds["causal-tables"] = causal_tables
+    return cmds[args.cmd](args)
 
 
 if __name__ == "__main__":

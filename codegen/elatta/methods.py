@@ -127,6 +127,42 @@ def cmvn_stream(
     return ((x - mu[:, None, :]) / sd[:, None, :]).astype(np.float32)
 
 
+def cmvn_causal_stream(
+    feats: npt.ArrayLike,
+    mu_tr: npt.ArrayLike,
+    sd_tr: npt.ArrayLike,
+    cfg: CmvnConfig,
+    gate: float | None = None,
+) -> npt.NDArray[np.float32]:
+    """The causal form of `cmvn_stream` for a device that hears the clip as it is spoken: clip i
+    is normalised with the statistics of the clips before it (the EMA through clip i − 1,
+    starting from the training statistics), and only then joins them. Nothing of clip i is
+    needed before its first frame, so the audio mode can normalise each frame as the front end
+    produces it.
+
+    ``gate`` τ (a shift gate): the blend w applies only while the running statistics, in units
+    of the training ones (û-domain mean m_u and variance v_u), are away from them:
+    d = mean_f(m_u² + (v_u − 1)²) ≥ τ; otherwise the clip passes with the training statistics
+    (w = 0). ``None``: no gate."""
+    x = np.asarray(feats, dtype=np.float64)
+    if cfg.alpha is None:
+        raise ConfigError("the causal cmvn needs alpha (an EMA over past clips)")
+    mu0, sd0 = np.asarray(mu_tr, np.float64), np.asarray(sd_tr, np.float64)
+    st = CmvnState.initial(mu0, sd0)
+    cm = _ema(x.mean(axis=1), float(cfg.alpha), st.mean)
+    cq = _ema((x * x).mean(axis=1), float(cfg.alpha), st.sqmean)
+    # state before clip i = state after clip i - 1
+    m = np.concatenate([st.mean[None, :], cm[:-1]], axis=0)
+    q = np.concatenate([st.sqmean[None, :], cq[:-1]], axis=0)
+    mu, sd = _blend(m, q, mu0, sd0, cfg)
+    if gate is not None:
+        mu_u = (m - mu0) / sd0
+        v_u = np.maximum(q - m**2, VAR_FLOOR) / sd0**2
+        off = np.mean(mu_u**2 + (v_u - 1.0) ** 2, axis=1) < gate
+        mu[off], sd[off] = mu0, np.broadcast_to(sd0, sd[off].shape)
+    return ((x - mu[:, None, :]) / sd[:, None, :]).astype(np.float32)
+
+
 # ------------------------------------------------------------------ latent-statistics alignment
 
 
