@@ -687,6 +687,58 @@ def causal(args: argparse.Namespace) -> int:
     return 0
 
 
+def m_cmvn_gated(weight: float, alpha: float, gate: float | None) -> Method:
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.methods import CmvnConfig, cmvn_stream
+
+        x = cmvn_stream(f, ctx.mu_tr, ctx.sd_tr, CmvnConfig(weight, alpha, True), gate)
+        return predict(ctx, encode(ctx, x))
+
+    return run
+
+
+def gated(args: argparse.Namespace) -> int:
+    """docs/adaptation.md "Audio mode, round 2": the shift gate on the look-ahead cmvn (the
+    build config's α and w), selected on S by the causal section's rule, then the test once."""
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ctx = make_ctx(args.model, args.basis, args.data)
+    src = load_source(args.data)
+    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
+    fcfg = meta_cmvn(args.config)
+    grid = [
+        (f"alpha=1/{round(1 / fcfg.alpha)},w={fcfg.weight},gate={g or 'none'}",
+         m_cmvn_gated(fcfg.weight, fcfg.alpha, g))
+        for g in (1.0, 0.75, 0.5, None)
+    ]  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for label, method in grid:
+        ev = causal_eval(ctx, src, method, base_src)
+        sc, ok = causal_score(ev)
+        rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
+        log(f"  select {label}: score {sc:+.2f} admissible {ok}")
+    adm = [i for i, r in enumerate(rows) if r["admissible"]]
+    chosen = 0
+    if adm:
+        best = max(rows[i]["score"] for i in adm)
+        chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
+    log(f"  chose {rows[chosen]['config']}")
+    result: dict[str, Any] = {"name": args.name, "selection": rows}
+    result["chosen"] = rows[chosen]["config"]
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / f"{args.name}.gated-selection.json").write_text(json.dumps(result, indent=1))
+    test = load_test(args.data)
+    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
+    result["test"] = {"cmvn (gated)": causal_eval(ctx, test, grid[chosen][1], base_test)}
+    result["noadapt_test"] = gains(base_test, [base_test], test)
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.gated.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
 def meta_cmvn(config: str) -> Any:
     """The feature-mode cmvn deployed by a build config's [cmvn] table."""
     import tomllib
@@ -758,11 +810,17 @@ def main() -> int:
     for opt in ("--data", "--model", "--basis", "--config"):
         c.add_argument(opt, required=True)
     c.add_argument("--out", default="out/study")
+    gt = sub.add_parser("gated")
+    gt.add_argument("--name", required=True, choices=("default", "fsdd"))
+    for opt in ("--data", "--model", "--basis", "--config"):
+        gt.add_argument(opt, required=True)
+    gt.add_argument("--out", default="out/study")
     ct = sub.add_parser("causal-tables")
     ct.add_argument("--out", default="out/study")
     args = ap.parse_args()
     cmds = {"run": run, "positions": positions, "tables": tables, "causal": causal}
     cmds["causal-tables"] = causal_tables
+    cmds["gated"] = gated
     return cmds[args.cmd](args)
 
 

@@ -22,7 +22,10 @@
  * offset in the utterance and is taken only at the next expected offset, so a chunk is never
  * consumed twice even outside the server's replay rule. Mode cmvn normalises with the whole
  * clip's statistics before the encoder runs (elt_cmvn_s16.c), which a one-pass stream cannot:
- * AUDIO_BEGIN refuses it with ERROR(PAYLOAD). INFER and RESET close an open utterance (the
+ * AUDIO_BEGIN refuses it with ERROR(PAYLOAD). Mode cmvn_causal is its causal form: AUDIO_BEGIN
+ * takes the normalisation from the statistics of the clips before, every frame is normalised
+ * before its encoder step, and AUDIO_END adds the clip to the statistics (an utterance closed
+ * early never does). INFER and RESET close an open utterance (the
  * feature path shares the encoder's state buffers).
  */
 #include <stdint.h>
@@ -64,7 +67,8 @@ typedef struct {
     elt_adapt_params_t params; /* RAM copy of the generated params; .mode set per request */
     elt_adapt_state_t state;   /* continual p_prev and all scratch of the adaptation core */
     elt_adapt_result_t res;
-    elt_cmvn_state_t cmvn; /* mode cmvn: running input statistics */
+    elt_cmvn_state_t cmvn;     /* modes cmvn, cmvn_causal: running input statistics */
+    elt_cmvn_clip_t cmvn_clip; /* mode cmvn_causal: the clip being normalised */
 #if FW_APP_FEATURE_INFER
     int16_t x[APP_FEATURES]; /* features [T][F], copied out of the (unaligned) payload */
 #endif
@@ -128,6 +132,15 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
         uint64_t tc = fw_timer_now();
         elt_cmvn_apply_s16(&app_cmvn, &a->cmvn, a->x);
         t_cmvn = fw_timer_now() - tc;
+    } else if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, mode)) {
+        /* the audio mode's frame-by-frame order on the whole clip: the same integers */
+        uint64_t tc = fw_timer_now();
+        elt_cmvn_causal_begin(&app_cmvn, &a->cmvn, &a->cmvn_clip);
+        for (uint32_t t = 0; t < FW_APP_T; t++) {
+            elt_cmvn_causal_frame(&app_cmvn, &a->cmvn_clip, &a->x[t * FW_APP_F]);
+        }
+        elt_cmvn_causal_end(&app_cmvn, &a->cmvn, &a->cmvn_clip);
+        t_cmvn = fw_timer_now() - tc;
     }
     uint64_t t1 = fw_timer_now();
     FW_APP_ENCODE(a->x, a->z);
@@ -165,9 +178,11 @@ typedef struct {
     uint32_t frames;  /* encoder steps run */
     uint64_t t_front; /* front end, encoder and every request of the utterance so far */
     uint64_t t_enc;
+    uint64_t t_cmvn; /* mode cmvn_causal: the normalisation of every frame so far */
     uint64_t t_total;
     uint8_t mode;
     uint8_t open;
+    uint8_t causal; /* mode cmvn_causal: each frame is normalised before its encoder step */
 } app_stream_t;
 
 static app_stream_t app_stream;
@@ -192,7 +207,7 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
 {
     uint64_t t0 = fw_timer_now();
     /* a mode the audio mode does not serve (cmvn needs the whole clip's statistics before the
-     * first encoder step) is refused */
+     * first encoder step; cmvn_causal is its form for a stream) is refused */
     if (len != APP_AUDIO_BEGIN_FIXED || in[APP_AUDIO_BEGIN_MODE] >= ELT_MODE_COUNT ||
         !APP_MODE_IS(ELT_MODE_AUDIO_MASK, in[APP_AUDIO_BEGIN_MODE])) {
         return -(int32_t)FW_ERR_PAYLOAD;
@@ -204,6 +219,13 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     s->frames = 0;
     s->t_front = 0;
     s->t_enc = 0;
+    s->t_cmvn = 0;
+    s->causal = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, s->mode);
+    if (s->causal) { /* from the statistics of the clips before this one */
+        uint64_t tc = fw_timer_now();
+        elt_cmvn_causal_begin(&app_cmvn, &a->cmvn, &a->cmvn_clip);
+        s->t_cmvn = fw_timer_now() - tc;
+    }
     elt_mfcc_stream_reset(&s->st);
     uint64_t t1 = fw_timer_now();
     FW_APP_STREAM_BEGIN();
@@ -215,8 +237,8 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     return (int32_t)FW_MSG_AUDIO_ACK;
 }
 
-static int32_t audio(app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *out,
-                     uint16_t *out_len)
+static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len,
+                     uint8_t *out, uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
     if (!s->open || len < APP_AUDIO_FIXED || ((len - APP_AUDIO_FIXED) & 1u) != 0u) {
@@ -247,6 +269,12 @@ static int32_t audio(app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *
             s->t_front += te - tf;
             pos += used;
             if (got > 0) {
+                if (s->causal) {
+                    elt_cmvn_causal_frame(&app_cmvn, &a->cmvn_clip, s->frame);
+                    uint64_t tn = fw_timer_now();
+                    s->t_cmvn += tn - te;
+                    te = tn;
+                }
                 FW_APP_STREAM_STEP(s->frame);
                 s->frames++;
                 s->t_enc += fw_timer_now() - te;
@@ -269,13 +297,17 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     FW_APP_STREAM_END(a->z);
-    a->params.mode = (int32_t)s->mode; /* AUDIO_BEGIN's mode, whatever ran since */
+    /* AUDIO_BEGIN's latent search, whatever ran since */
+    a->params.mode = (int32_t)app_mode_search[s->mode];
     uint64_t t1 = fw_timer_now();
+    if (s->causal) { /* the whole clip heard: it joins the statistics */
+        elt_cmvn_causal_end(&app_cmvn, &a->cmvn, &a->cmvn_clip);
+    }
     elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
     uint64_t t2 = fw_timer_now();
     s->open = 0u;
-    pack_result(a, s->sample_id, s->mode, (uint32_t)(s->t_enc + (t1 - t0)), (uint32_t)(t2 - t1),
-                out);
+    pack_result(a, s->sample_id, s->mode, (uint32_t)(s->t_enc + (t1 - t0)),
+                (uint32_t)(s->t_cmvn + (t2 - t1)), out);
     fw_put_u32(&out[APP_RESULT_SIZE], (uint32_t)s->t_front);
     /* Total: every request of the utterance, payload checks and copies included. */
     fw_put_u32(&out[APP_RESULT_TICKS_TOTAL], (uint32_t)(s->t_total + (fw_timer_now() - t0)));
@@ -309,7 +341,7 @@ static int32_t handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t 
         return audio_begin(a, &app_stream, payload, len, out, out_len);
     }
     if (type == FW_MSG_AUDIO) {
-        return audio(&app_stream, payload, len, out, out_len);
+        return audio(a, &app_stream, payload, len, out, out_len);
     }
     if (type == FW_MSG_AUDIO_END) {
         return audio_end(a, &app_stream, payload, len, out, out_len);

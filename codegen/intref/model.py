@@ -102,14 +102,15 @@ def infer_int(
                 tr(row, stage, index, np.asarray(values[row]).reshape(-1).copy())
 
     m = device_mode(mode or q.adapt_params.cfg.mode)
-    if m.before_encoder == "cmvn":
-        # continual input normalisation in row order from a reset state (RESET), then the
-        # encoder and the mode's latent search (codegen.intref.cmvn)
+    if m.before_encoder is not None:
+        # continual input normalisation (cmvn, or its causal form cmvn_causal) in row order from
+        # a reset state (RESET), then the encoder and the mode's latent search
+        # (codegen.intref.cmvn)
         from codegen.intref.cmvn import cmvn_int
 
         if q.cmvn is None:
             raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
-        features, _ = cmvn_int(features, q.cmvn)
+        features, _ = cmvn_int(features, q.cmvn, causal=m.before_encoder == "cmvn_causal")
     mode = m.search
     z = encode_int(features, q, trace=lstm_trace).astype(np.int16)
     params = params_for_mode(q, mode)
@@ -139,9 +140,10 @@ def stream_infer_int(
     """The device's streaming audio mode (docs/protocol.md, "Audio mode"), int16 PCM
     [N, samples] -> all per-sample outputs: the integer MFCC front end (`codegen.intref.mfcc`,
     frames as `MfccStream` yields them whatever the chunking), then `infer_int`. The encoder's
-    one-step-per-frame run gives the same integers as the whole-sequence LSTM. Mode cmvn is
-    refused as the device refuses it: it normalises with the whole clip's statistics before the
-    encoder's first step, which a one-pass stream cannot."""
+    one-step-per-frame run gives the same integers as the whole-sequence LSTM, and mode
+    cmvn_causal normalises frame t from the past only. Mode cmvn is refused as the device
+    refuses it: it normalises with the whole clip's statistics before the encoder's first step,
+    which a one-pass stream cannot."""
     from codegen.intref.mfcc import mfcc_int
 
     m = device_mode(mode or q.adapt_params.cfg.mode)

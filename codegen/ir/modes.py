@@ -5,7 +5,8 @@ own kernels.
 
 A mode is what runs around the encoder for one sample: an optional input stage before it
 (``before_encoder``: "cmvn", the continual input normalisation of docs/adaptation.md,
-``codegen.intref.cmvn`` / ``firmware/elt_cmvn_s16.c``) and one of the paper's latent searches
+``codegen.intref.cmvn`` / ``firmware/elt_cmvn_s16.c``, or "cmvn_causal", its causal, gated form
+that the audio mode serves) and one of the paper's latent searches
 after it (``search``: a mode of ``codegen.elatta.float_ref.MODES``; paper §3, Algorithm 1).
 The wire id is the mode byte of INFER, AUDIO_BEGIN and RESULT (docs/protocol.md).
 """
@@ -19,7 +20,10 @@ from codegen.base.resources import jinja_env
 from codegen.elatta.float_ref import MODES as SEARCHES
 
 # The input stages a mode may run before the encoder, with the kernel that implements each.
-BEFORE_ENCODER: dict[str, str] = {"cmvn": "elt_cmvn_s16.c (codegen.intref.cmvn)"}
+BEFORE_ENCODER: dict[str, str] = {
+    "cmvn": "elt_cmvn_s16.c (codegen.intref.cmvn)",
+    "cmvn_causal": "elt_cmvn_s16.c, causal form (codegen.intref.cmvn.cmvn_causal_clip)",
+}
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,17 @@ MODES: tuple[Mode, ...] = (
         config_section="cmvn",
         why_not_audio=(
             "it normalises every frame with the whole clip's statistics before the encoder's "
-            "first step, which the one-pass audio mode cannot"
+            "first step, which the one-pass audio mode cannot (use cmvn_causal)"
         ),
+    ),
+    Mode(
+        "cmvn_causal",
+        5,
+        "cmvn causal (gated input normalisation)",
+        "no_adapt",
+        before_encoder="cmvn_causal",
+        stateful=True,
+        config_section="cmvn",
     ),
 )
 

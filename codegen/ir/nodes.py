@@ -480,6 +480,7 @@ H_FMT = QFormat(31 - H_FRAC, H_FRAC, 32)  # Q5.26
 LNSIG_FMT = QFormat(31 - LNSIG_FRAC, LNSIG_FRAC, 32)  # Q8.23
 RADIUS_FRAC = 23  # continual_bounded radius, Q8.23
 BETA_FRAC = 30  # Q1.30
+CMVN_GATE_MAX = 64.0  # the shift gate's τ (docs/adaptation.md "Audio mode: causal cmvn")
 CMVN_SHIFT_MAX = 15  # α = 2^-a, w = 2^-b with a in 1..15, b in 0..15
 
 
@@ -569,6 +570,10 @@ class AdaptConfig:
     # (docs/adaptation.md "Deployed method"; [cmvn] in the TOML config)
     cmvn_alpha_shift: int = 4
     cmvn_weight_shift: int = 2
+    # mode "cmvn_causal" (docs/adaptation.md "Audio mode: causal cmvn"): its EMA factor
+    # 2^-cmvn_causal_alpha_shift and shift-gate threshold τ (0: no gate)
+    cmvn_causal_alpha_shift: int = 2
+    cmvn_gate: float = 0.0
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -597,6 +602,22 @@ class AdaptConfig:
             raise ConfigError(
                 f"cmvn weight_shift={self.cmvn_weight_shift!r} is not allowed: use an integer in "
                 f"0..{CMVN_SHIFT_MAX} (w = 2^-weight_shift)"
+            )
+        ca = self.cmvn_causal_alpha_shift
+        if not is_int(ca) or not 1 <= ca <= CMVN_SHIFT_MAX:
+            raise ConfigError(
+                f"cmvn causal_alpha_shift={ca!r} is not allowed: use an integer in "
+                f"1..{CMVN_SHIFT_MAX} (alpha = 2^-causal_alpha_shift)"
+            )
+        g = self.cmvn_gate
+        if (
+            not isinstance(g, int | float)
+            or isinstance(g, bool)
+            or not (math.isfinite(g) and 0.0 <= g <= CMVN_GATE_MAX)
+        ):
+            raise ConfigError(
+                f"cmvn gate={g!r} is not allowed: use a float in [0, {CMVN_GATE_MAX:g}] "
+                "(0: no shift gate)"
             )
         if not is_int(self.seed) or not 0 <= self.seed < 2**64:
             raise ConfigError(f"seed={self.seed!r} is not allowed: use an integer in [0, 2^64)")
@@ -731,6 +752,11 @@ class CmvnParams:
     alpha_shift: int  # a
     weight_shift: int  # b
     vmin: int  # max(1, round(1e-4 · 2^F_s))
+    # mode "cmvn_causal" (docs/adaptation.md "Audio mode: causal cmvn"): its EMA factor
+    # 2^-causal_alpha_shift and the shift gate's threshold round(τ·F·2^F_s) on
+    # Σ_f rsr(M², F_s) + rsr((V − 1)², F_s) (0: no gate)
+    causal_alpha_shift: int = 2
+    gate_sum: int = 0
 
     @property
     def state_bytes(self) -> int:
