@@ -92,7 +92,9 @@ void elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int1
         }
         update(prm, st, f, s1, s2, prm->alpha_shift);
     }
-    (void)coefficients(prm, st, 0, offset, gain); /* mode cmvn has no gate */
+    if (!coefficients(prm, st, prm->gate_sum, offset, gain)) {
+        return; /* the shift gate is closed: the clip passes unchanged */
+    }
     for (int32_t t = 0; t < T; t++) {
         normalise(F, offset, gain, &x[t * F]);
     }
@@ -105,7 +107,7 @@ void elt_cmvn_causal_begin(const elt_cmvn_params_t *prm, const elt_cmvn_state_t 
         clip->s1[f] = 0;
         clip->s2[f] = 0;
     }
-    clip->open = coefficients(prm, st, prm->gate_sum, clip->offset, clip->gain);
+    clip->open = coefficients(prm, st, prm->causal_gate_sum, clip->offset, clip->gain);
 }
 
 void elt_cmvn_causal_frame(const elt_cmvn_params_t *prm, elt_cmvn_clip_t *clip, int16_t *frame)

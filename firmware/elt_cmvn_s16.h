@@ -28,7 +28,8 @@ typedef struct {
     int32_t weight_shift;       /* blend 2^-b */
     int32_t vmin;               /* floor of the variance, Q.state_frac */
     int32_t causal_alpha_shift; /* mode cmvn_causal: its EMA factor 2^-a */
-    int64_t gate_sum;           /* mode cmvn_causal: shift gate threshold, Q.state_frac; 0 none */
+    int64_t gate_sum;           /* mode cmvn: shift gate threshold, Q.state_frac; 0 none */
+    int64_t causal_gate_sum;    /* mode cmvn_causal: the same, on the state before the clip */
 } elt_cmvn_params_t;
 
 typedef struct {
@@ -39,7 +40,8 @@ typedef struct {
 /* The training statistics: mean 0, mean square 1 (the input is normalised with them). */
 void elt_cmvn_reset(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st);
 
-/* One clip x [T][F] (int16, the model's input format): update the state, normalise in place. */
+/* One clip x [T][F] (int16, the model's input format): update the state, normalise in place
+ * (or leave it unchanged where the shift gate on the updated state is closed). */
 void elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x);
 
 /* Mode "cmvn_causal" (docs/adaptation.md "Audio mode: causal cmvn"): the clip is normalised

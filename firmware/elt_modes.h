@@ -22,7 +22,7 @@
     }
 
 /* Bit n set: mode n is served by the streaming audio mode. */
-#define ELT_MODE_AUDIO_MASK 0x2Fu
+#define ELT_MODE_AUDIO_MASK 0x3Fu
 /* Bit n set: mode n runs the input stage "cmvn" before the encoder. */
 #define ELT_MODE_BEFORE_CMVN_MASK 0x10u
 /* Bit n set: mode n runs the input stage "cmvn_causal" before the encoder. */

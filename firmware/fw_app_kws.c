@@ -21,12 +21,13 @@
  * the adaptation and answers RESULT with the front-end ticks appended. A chunk carries its
  * offset in the utterance and is taken only at the next expected offset, so a chunk is never
  * consumed twice even outside the server's replay rule. Mode cmvn normalises with the whole
- * clip's statistics before the encoder runs (elt_cmvn_s16.c), which a one-pass stream cannot:
- * AUDIO_BEGIN refuses it with ERROR(PAYLOAD). Mode cmvn_causal is its causal form: AUDIO_BEGIN
- * takes the normalisation from the statistics of the clips before, every frame is normalised
- * before its encoder step, and AUDIO_END adds the clip to the statistics (an utterance closed
- * early never does). INFER and RESET close an open utterance (the
- * feature path shares the encoder's state buffers).
+ * clip's statistics before the encoder runs (elt_cmvn_s16.c), which a one-pass stream cannot;
+ * in mode cmvn the audio mode therefore holds the clip's T frames (a->x, as INFER's features)
+ * and runs the normalisation and the encoder at AUDIO_END: the integers of INFER on the same
+ * frames. Mode cmvn_causal is the causal form: AUDIO_BEGIN takes the normalisation from the
+ * statistics of the clips before, every frame is normalised before its encoder step, and
+ * AUDIO_END adds the clip to the statistics (an utterance closed early never does). INFER and RESET
+ * close an open utterance (the feature path shares the encoder's state buffers).
  */
 #include <stdint.h>
 
@@ -69,8 +70,10 @@ typedef struct {
     elt_adapt_result_t res;
     elt_cmvn_state_t cmvn;     /* modes cmvn, cmvn_causal: running input statistics */
     elt_cmvn_clip_t cmvn_clip; /* mode cmvn_causal: the clip being normalised */
-#if FW_APP_FEATURE_INFER
-    int16_t x[APP_FEATURES]; /* features [T][F], copied out of the (unaligned) payload */
+#if FW_APP_FEATURE_INFER || FW_APP_STREAM
+    /* features [T][F]: INFER's, copied out of the (unaligned) payload, or the audio mode's
+     * frames held for mode cmvn, which needs the whole clip before the encoder */
+    int16_t x[APP_FEATURES];
 #endif
     int16_t z[FW_APP_H]; /* z_t, Q0.15 */
 } app_ctx_t;
@@ -182,7 +185,8 @@ typedef struct {
     uint64_t t_total;
     uint8_t mode;
     uint8_t open;
-    uint8_t causal; /* mode cmvn_causal: each frame is normalised before its encoder step */
+    uint8_t causal;    /* mode cmvn_causal: each frame is normalised before its encoder step */
+    uint8_t lookahead; /* mode cmvn: frames are held, normalised and encoded at AUDIO_END */
 } app_stream_t;
 
 static app_stream_t app_stream;
@@ -206,8 +210,7 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
                            uint8_t *out, uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
-    /* a mode the audio mode does not serve (cmvn needs the whole clip's statistics before the
-     * first encoder step; cmvn_causal is its form for a stream) is refused */
+    /* a mode the audio mode does not serve is refused */
     if (len != APP_AUDIO_BEGIN_FIXED || in[APP_AUDIO_BEGIN_MODE] >= ELT_MODE_COUNT ||
         !APP_MODE_IS(ELT_MODE_AUDIO_MASK, in[APP_AUDIO_BEGIN_MODE])) {
         return -(int32_t)FW_ERR_PAYLOAD;
@@ -221,6 +224,7 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     s->t_enc = 0;
     s->t_cmvn = 0;
     s->causal = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, s->mode);
+    s->lookahead = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_MASK, s->mode);
     if (s->causal) { /* from the statistics of the clips before this one */
         uint64_t tc = fw_timer_now();
         elt_cmvn_causal_begin(&app_cmvn, &a->cmvn, &a->cmvn_clip);
@@ -228,7 +232,9 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     }
     elt_mfcc_stream_reset(&s->st);
     uint64_t t1 = fw_timer_now();
-    FW_APP_STREAM_BEGIN();
+    if (!s->lookahead) {
+        FW_APP_STREAM_BEGIN();
+    }
     uint64_t t2 = fw_timer_now();
     s->t_enc = t2 - t1;
     s->open = 1u;
@@ -237,8 +243,29 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     return (int32_t)FW_MSG_AUDIO_ACK;
 }
 
-static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len,
-                     uint8_t *out, uint16_t *out_len)
+/* Mode cmvn's frames wait in a->x for AUDIO_END; the others go to the encoder now. */
+static void stream_frame(app_ctx_t *a, app_stream_t *s, uint64_t te)
+{
+    if (s->lookahead) {
+        for (uint32_t f = 0; f < FW_APP_F; f++) {
+            a->x[s->frames * FW_APP_F + f] = s->frame[f];
+        }
+        s->frames++;
+        return;
+    }
+    if (s->causal) {
+        elt_cmvn_causal_frame(&app_cmvn, &a->cmvn_clip, s->frame);
+        uint64_t tn = fw_timer_now();
+        s->t_cmvn += tn - te;
+        te = tn;
+    }
+    FW_APP_STREAM_STEP(s->frame);
+    s->frames++;
+    s->t_enc += fw_timer_now() - te;
+}
+
+static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *out,
+                     uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
     if (!s->open || len < APP_AUDIO_FIXED || ((len - APP_AUDIO_FIXED) & 1u) != 0u) {
@@ -269,15 +296,7 @@ static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t 
             s->t_front += te - tf;
             pos += used;
             if (got > 0) {
-                if (s->causal) {
-                    elt_cmvn_causal_frame(&app_cmvn, &a->cmvn_clip, s->frame);
-                    uint64_t tn = fw_timer_now();
-                    s->t_cmvn += tn - te;
-                    te = tn;
-                }
-                FW_APP_STREAM_STEP(s->frame);
-                s->frames++;
-                s->t_enc += fw_timer_now() - te;
+                stream_frame(a, s, te);
             }
         }
         done += m;
@@ -296,6 +315,21 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
         fw_get_u32(&in[APP_AUDIO_END_SAMPLES]) != s->samples || s->frames != FW_APP_T) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
+    if (s->lookahead) { /* the whole clip heard: mode cmvn as INFER runs it, then the encoder */
+        uint64_t tc = fw_timer_now();
+        elt_cmvn_apply_s16(&app_cmvn, &a->cmvn, a->x);
+        uint64_t te = fw_timer_now();
+        s->t_cmvn += te - tc;
+        FW_APP_STREAM_BEGIN();
+        for (uint32_t t = 0; t < FW_APP_T; t++) {
+            for (uint32_t f = 0; f < FW_APP_F; f++) { /* the step takes an aligned frame */
+                s->frame[f] = a->x[t * FW_APP_F + f];
+            }
+            FW_APP_STREAM_STEP(s->frame);
+        }
+        s->t_enc += fw_timer_now() - te;
+    }
+    uint64_t tb = fw_timer_now();
     FW_APP_STREAM_END(a->z);
     /* AUDIO_BEGIN's latent search, whatever ran since */
     a->params.mode = (int32_t)app_mode_search[s->mode];
@@ -306,7 +340,7 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
     elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
     uint64_t t2 = fw_timer_now();
     s->open = 0u;
-    pack_result(a, s->sample_id, s->mode, (uint32_t)(s->t_enc + (t1 - t0)),
+    pack_result(a, s->sample_id, s->mode, (uint32_t)(s->t_enc + (t1 - tb)),
                 (uint32_t)(s->t_cmvn + (t2 - t1)), out);
     fw_put_u32(&out[APP_RESULT_SIZE], (uint32_t)s->t_front);
     /* Total: every request of the utterance, payload checks and copies included. */

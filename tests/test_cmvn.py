@@ -23,7 +23,9 @@ from codegen.measure.hostlib import HOST_CFLAGS, UBSAN_CFLAGS
 from codegen.target.toolchain import find_tool, run_tool
 
 
-def params(T: int, F: int, n: int, a: int, b: int, ca: int = 2, tau: float = 0.0) -> CmvnParams:
+def params(
+    T: int, F: int, n: int, a: int, b: int, ca: int = 2, tau: float = 0.0, gate: float = 0.0
+) -> CmvnParams:
     fs = n + 8
     return CmvnParams(
         frames=T,
@@ -35,13 +37,16 @@ def params(T: int, F: int, n: int, a: int, b: int, ca: int = 2, tau: float = 0.0
         alpha_shift=a,
         weight_shift=b,
         vmin=max(1, round(1e-4 * (1 << fs))),
+        gate_sum=round(gate * F * (1 << fs)),
         causal_alpha_shift=ca,
-        gate_sum=round(tau * F * (1 << fs)),
+        causal_gate_sum=round(tau * F * (1 << fs)),
     )
 
 
 CASES = [params(49, 10, 11, 4, 2), params(49, 10, 11, 2, 2), params(98, 40, 8, 1, 0)]
 CASES += [params(1, 3, 15, 15, 15), params(25, 13, 12, 3, 1)]
+# mode cmvn's shift gate on the updated state, a low and a high threshold
+CASES += [params(49, 10, 11, 1, 2, gate=0.75), params(49, 10, 11, 2, 2, gate=40.0)]
 
 
 def rsr(x: int, s: int) -> int:
@@ -59,7 +64,12 @@ def spec_clip(u: list[list[int]], p: CmvnParams, M: list[int], P: list[int]) -> 
         c2 = min(max(rsr(s2 * p.recip, p.recip_shift + p.x_frac - 8), -(2**31)), 2**31 - 1)
         M[f] += rsr(c1 - M[f], p.alpha_shift)
         P[f] += rsr(c2 - P[f], p.alpha_shift)
-        v = max(P[f] - rsr(M[f] * M[f], fs), p.vmin)
+    V = [max(P[f] - rsr(M[f] * M[f], fs), p.vmin) for f in range(F)]
+    dist = sum(rsr(M[f] * M[f], fs) + rsr((V[f] - (1 << fs)) ** 2, fs) for f in range(F))
+    if p.gate_sum > 0 and dist < p.gate_sum:
+        return [row[:] for row in u]
+    for f in range(F):
+        v = V[f]
         d = (1 << fs) - ((1 << fs) >> b) + rsr(v, b)
         o = rsr(M[f], 8 + b)
         g = math.isqrt((1 << (28 + fs)) // d)
@@ -78,7 +88,7 @@ def spec_causal_clip(
     V = [max(P[f] - rsr(M[f] * M[f], fs), p.vmin) for f in range(F)]
     dist = sum(rsr(M[f] * M[f], fs) + rsr((V[f] - (1 << fs)) ** 2, fs) for f in range(F))
     out = [row[:] for row in u]
-    if p.gate_sum == 0 or dist >= p.gate_sum:
+    if p.causal_gate_sum == 0 or dist >= p.causal_gate_sum:
         for f in range(F):
             d = (1 << fs) - ((1 << fs) >> b) + rsr(V[f], b)
             o = rsr(M[f], 8 + b)
@@ -131,7 +141,9 @@ def test_reference_equals_the_written_spec(p: CmvnParams) -> None:
 
 
 @pytest.mark.parametrize(
-    "p", CAUSAL, ids=lambda p: f"T{p.frames}F{p.features}a{p.causal_alpha_shift}g{p.gate_sum}"
+    "p",
+    CAUSAL,
+    ids=lambda p: f"T{p.frames}F{p.features}a{p.causal_alpha_shift}g{p.causal_gate_sum}",
 )
 def test_causal_reference_equals_the_written_spec(p: CmvnParams) -> None:
     x = clips(p, 1)
@@ -141,6 +153,20 @@ def test_causal_reference_equals_the_written_spec(p: CmvnParams) -> None:
     assert_array_equal(got, np.array(want))
     assert_array_equal(st.M, M)
     assert_array_equal(st.P, P)
+
+
+def test_cmvn_gate_opens_and_closes() -> None:
+    """Mode cmvn's gate (on the state after the clip joined it) both normalises and passes
+    clips unchanged over the clips below, at a low and a high threshold; the higher one passes
+    more of them."""
+    passed = []
+    for p in (CASES[5], CASES[6]):
+        x = clips(p, 1)
+        got, _ = cmvn_int(x, p)
+        changed = [bool((g != c).any()) for g, c in zip(got, x, strict=True)]
+        assert any(changed) and not all(changed), changed
+        passed.append(changed.count(False))
+    assert passed[1] > passed[0], passed
 
 
 def test_causal_gate_opens_and_closes() -> None:
@@ -192,7 +218,7 @@ class _Params(ctypes.Structure):
             "vmin",
             "causal_alpha_shift",
         )
-    ] + [("gate_sum", ctypes.c_int64)]
+    ] + [("gate_sum", ctypes.c_int64), ("causal_gate_sum", ctypes.c_int64)]
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +263,9 @@ class _Clip(ctypes.Structure):
 
 
 @pytest.mark.parametrize(
-    "p", CAUSAL, ids=lambda p: f"T{p.frames}F{p.features}a{p.causal_alpha_shift}g{p.gate_sum}"
+    "p",
+    CAUSAL,
+    ids=lambda p: f"T{p.frames}F{p.features}a{p.causal_alpha_shift}g{p.causal_gate_sum}",
 )
 def test_firmware_causal_kernel_equals_reference(kernel: ctypes.CDLL, p: CmvnParams) -> None:
     """begin, then one frame at a time (as the audio mode calls it), then end."""
@@ -301,6 +329,7 @@ def test_causal_integer_form_tracks_the_float_method() -> None:
         ("gamma = 1", r"unknown key\(s\) gamma; allowed: alpha_shift, weight_shift"),
         ("causal_alpha_shift = 0", "causal_alpha_shift=0 is not allowed: use an integer in 1..15"),
         ("gate = -1.0", r"gate=-1.0 is not allowed: use a float in \[0, 64\]"),
+        ("causal_gate = 65.0", r"causal_gate=65.0 is not allowed: use a float in \[0, 64\]"),
         ("gate = nan", r"gate=nan is not allowed"),
         ("gate = 'on'", r"\[cmvn\].gate = 'on' has type str; expected float"),
     ],

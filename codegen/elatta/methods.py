@@ -199,7 +199,7 @@ def stage_config(stage: str, adapt: Any) -> tuple[CmvnConfig, float | None]:
     causal = stage == "cmvn_causal"
     a = adapt.cmvn_causal_alpha_shift if causal else adapt.cmvn_alpha_shift
     cfg = CmvnConfig(weight=2.0**-adapt.cmvn_weight_shift, alpha=2.0**-a, variance=True)
-    gate = (float(adapt.cmvn_gate) or None) if causal else None
+    gate = float(adapt.cmvn_causal_gate if causal else adapt.cmvn_gate) or None
     return cfg, gate
 
 

@@ -125,7 +125,9 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     if not isinstance(cm, dict):
         raise ConfigError(f"{source}: [cmvn] must be a table")
     _check_keys(
-        cm, ("alpha_shift", "weight_shift", "causal_alpha_shift", "gate"), f"{source} [cmvn]"
+        cm,
+        ("alpha_shift", "weight_shift", "gate", "causal_alpha_shift", "causal_gate"),
+        f"{source} [cmvn]",
     )
     qt = doc.get("quant", {})
     tg = doc.get("target", {})
@@ -156,8 +158,9 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     for key in ("alpha_shift", "weight_shift", "causal_alpha_shift"):
         if key in cm:
             kw[f"cmvn_{key}"] = _typed(cm, key, int, "[cmvn]")
-    if "gate" in cm:
-        kw["cmvn_gate"] = _typed(cm, "gate", float, "[cmvn]")
+    for key in ("gate", "causal_gate"):
+        if key in cm:
+            kw[f"cmvn_{key}"] = _typed(cm, key, float, "[cmvn]")
     try:
         adapt = AdaptConfig(**kw, qelatta_v2=v2)
     except ConfigError as exc:

@@ -78,9 +78,10 @@ def _normalise(u: I64, coef: tuple[I64, I64] | None) -> I64:
 
 def cmvn_clip(u: I64, p: CmvnParams, st: CmvnState) -> I64:
     """``elt_cmvn_apply_s16`` on one clip u [T, F] (int16 values): updates ``st`` in place and
-    returns the normalised clip (int16 values in the same format)."""
+    returns the normalised clip (int16 values in the same format), or the clip unchanged where
+    the shift gate on the updated state is closed."""
     _update(st, u.sum(axis=0), (u * u).sum(axis=0), p, p.alpha_shift)
-    return _normalise(u, _coefficients(st, p, 0))
+    return _normalise(u, _coefficients(st, p, p.gate_sum))
 
 
 def cmvn_causal_clip(u: I64, p: CmvnParams, st: CmvnState) -> I64:
@@ -88,7 +89,7 @@ def cmvn_causal_clip(u: I64, p: CmvnParams, st: CmvnState) -> I64:
     ``_end``): the clip is normalised with the state before it, under the shift gate, and then
     updates the state (EMA factor 2^-causal_alpha_shift). Frame t's output depends on frame t
     and the past only, so any chunking of the audio gives these integers."""
-    out = _normalise(u, _coefficients(st, p, p.gate_sum))
+    out = _normalise(u, _coefficients(st, p, p.causal_gate_sum))
     _update(st, u.sum(axis=0), (u * u).sum(axis=0), p, p.causal_alpha_shift)
     return out
 

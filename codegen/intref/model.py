@@ -140,10 +140,10 @@ def stream_infer_int(
     """The device's streaming audio mode (docs/protocol.md, "Audio mode"), int16 PCM
     [N, samples] -> all per-sample outputs: the integer MFCC front end (`codegen.intref.mfcc`,
     frames as `MfccStream` yields them whatever the chunking), then `infer_int`. The encoder's
-    one-step-per-frame run gives the same integers as the whole-sequence LSTM, and mode
-    cmvn_causal normalises frame t from the past only. Mode cmvn is refused as the device
-    refuses it: it normalises with the whole clip's statistics before the encoder's first step,
-    which a one-pass stream cannot."""
+    one-step-per-frame run gives the same integers as the whole-sequence LSTM; mode
+    cmvn_causal normalises frame t from the past only, and mode cmvn runs on the clip's held
+    frames when it ends, so both equal `infer_int` on the front end's frames. A mode the audio
+    mode does not serve (`codegen.ir.modes.Mode.audio`) is refused as the device refuses it."""
     from codegen.intref.mfcc import mfcc_int
 
     m = device_mode(mode or q.adapt_params.cfg.mode)

@@ -5,8 +5,9 @@ own kernels.
 
 A mode is what runs around the encoder for one sample: an optional input stage before it
 (``before_encoder``: "cmvn", the continual input normalisation of docs/adaptation.md,
-``codegen.intref.cmvn`` / ``firmware/elt_cmvn_s16.c``, or "cmvn_causal", its causal, gated form
-that the audio mode serves) and one of the paper's latent searches
+``codegen.intref.cmvn`` / ``firmware/elt_cmvn_s16.c``, which the audio mode runs on the clip's
+held frames when the clip ends, or "cmvn_causal", its causal form, which normalises each frame
+as it arrives) and one of the paper's latent searches
 after it (``search``: a mode of ``codegen.elatta.float_ref.MODES``; paper §3, Algorithm 1).
 The wire id is the mode byte of INFER, AUDIO_BEGIN and RESULT (docs/protocol.md).
 """
@@ -73,12 +74,7 @@ MODES: tuple[Mode, ...] = (
         "no_adapt",
         before_encoder="cmvn",
         stateful=True,
-        audio=False,
         config_section="cmvn",
-        why_not_audio=(
-            "it normalises every frame with the whole clip's statistics before the encoder's "
-            "first step, which the one-pass audio mode cannot (use cmvn_causal)"
-        ),
     ),
     Mode(
         "cmvn_causal",

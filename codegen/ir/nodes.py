@@ -570,10 +570,11 @@ class AdaptConfig:
     # (docs/adaptation.md "Deployed method"; [cmvn] in the TOML config)
     cmvn_alpha_shift: int = 4
     cmvn_weight_shift: int = 2
-    # mode "cmvn_causal" (docs/adaptation.md "Audio mode: causal cmvn"): its EMA factor
-    # 2^-cmvn_causal_alpha_shift and shift-gate threshold τ (0: no gate)
-    cmvn_causal_alpha_shift: int = 2
+    # the shift gates' thresholds τ of mode cmvn and mode cmvn_causal (0: no gate) and the
+    # latter's EMA factor 2^-cmvn_causal_alpha_shift (docs/adaptation.md "Audio mode")
     cmvn_gate: float = 0.0
+    cmvn_causal_alpha_shift: int = 2
+    cmvn_causal_gate: float = 0.0
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -609,16 +610,16 @@ class AdaptConfig:
                 f"cmvn causal_alpha_shift={ca!r} is not allowed: use an integer in "
                 f"1..{CMVN_SHIFT_MAX} (alpha = 2^-causal_alpha_shift)"
             )
-        g = self.cmvn_gate
-        if (
-            not isinstance(g, int | float)
-            or isinstance(g, bool)
-            or not (math.isfinite(g) and 0.0 <= g <= CMVN_GATE_MAX)
-        ):
-            raise ConfigError(
-                f"cmvn gate={g!r} is not allowed: use a float in [0, {CMVN_GATE_MAX:g}] "
-                "(0: no shift gate)"
-            )
+        for name, g in (("gate", self.cmvn_gate), ("causal_gate", self.cmvn_causal_gate)):
+            if (
+                not isinstance(g, int | float)
+                or isinstance(g, bool)
+                or not (math.isfinite(g) and 0.0 <= g <= CMVN_GATE_MAX)
+            ):
+                raise ConfigError(
+                    f"cmvn {name}={g!r} is not allowed: use a float in [0, {CMVN_GATE_MAX:g}] "
+                    "(0: no shift gate)"
+                )
         if not is_int(self.seed) or not 0 <= self.seed < 2**64:
             raise ConfigError(f"seed={self.seed!r} is not allowed: use an integer in [0, 2^64)")
         if not isinstance(self.beta, int | float) or not 0.0 <= self.beta <= 1.0:
@@ -752,11 +753,12 @@ class CmvnParams:
     alpha_shift: int  # a
     weight_shift: int  # b
     vmin: int  # max(1, round(1e-4 · 2^F_s))
-    # mode "cmvn_causal" (docs/adaptation.md "Audio mode: causal cmvn"): its EMA factor
-    # 2^-causal_alpha_shift and the shift gate's threshold round(τ·F·2^F_s) on
-    # Σ_f rsr(M², F_s) + rsr((V − 1)², F_s) (0: no gate)
-    causal_alpha_shift: int = 2
+    # the shift gates (docs/adaptation.md "Audio mode"): thresholds round(τ·F·2^F_s) on
+    # Σ_f rsr(M², F_s) + rsr((V − 1)², F_s) of mode cmvn (after the update) and of mode
+    # cmvn_causal (before it), 0: no gate; and cmvn_causal's EMA factor 2^-causal_alpha_shift
     gate_sum: int = 0
+    causal_alpha_shift: int = 2
+    causal_gate_sum: int = 0
 
     @property
     def state_bytes(self) -> int:

@@ -595,6 +595,7 @@ def build_report(
                 "weight_shift": opts.adapt.cmvn_weight_shift,
                 "causal_alpha_shift": opts.adapt.cmvn_causal_alpha_shift,
                 "gate": opts.adapt.cmvn_gate,
+                "causal_gate": opts.adapt.cmvn_causal_gate,
             },
             "chosen_by": sel.source,
             "selection_rows": sel.rows,
@@ -665,9 +666,10 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
         f"beta={cfg['beta']:.3g}, radius={cfg['radius']:.4g}; seeds {seeds}",
         *(
             [
-                f"cmvn: alpha=2^-{cm['alpha_shift']}, w=2^-{cm['weight_shift']}; cmvn causal: "
+                f"cmvn: alpha=2^-{cm['alpha_shift']}, w=2^-{cm['weight_shift']}, gate "
+                f"{cm['gate'] or 'none'}; cmvn causal: "
                 f"alpha=2^-{cm['causal_alpha_shift']}, gate "
-                f"{cm['gate'] if cm['gate'] else 'none'} (docs/adaptation.md)"
+                f"{cm['causal_gate'] or 'none'} (docs/adaptation.md)"
             ]
             if (cm := cfg.get("cmvn")) and any(m.startswith("cmvn") for m in cfg["modes"])
             else []

@@ -384,8 +384,9 @@ def cmvn_params(q: QLstm, cfg: AdaptConfig) -> CmvnParams:
         weight_shift=int(cfg.cmvn_weight_shift),
         vmin=max(1, round(1e-4 * (1 << fs))),
         causal_alpha_shift=int(cfg.cmvn_causal_alpha_shift),
-        # τ·F in Q.F_s: the gate compares the sum over coefficients, not the mean
+        # τ·F in Q.F_s: the gates compare the sum over coefficients, not the mean
         gate_sum=round(float(cfg.cmvn_gate) * q.input_size * (1 << fs)),
+        causal_gate_sum=round(float(cfg.cmvn_causal_gate) * q.input_size * (1 << fs)),
     )
 
 
