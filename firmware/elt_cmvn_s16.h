@@ -30,6 +30,7 @@ typedef struct {
     int32_t causal_alpha_shift; /* mode cmvn_causal: its EMA factor 2^-a */
     int64_t gate_sum;           /* mode cmvn: shift gate threshold, Q.state_frac; 0 none */
     int64_t causal_gate_sum;    /* mode cmvn_causal: the same, on the state before the clip */
+    int32_t select_margin;      /* mode cmvn_select: entropy margin, Q5.26 (fw_app_kws.c) */
 } elt_cmvn_params_t;
 
 typedef struct {

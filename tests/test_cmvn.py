@@ -345,3 +345,39 @@ def test_cmvn_config_errors_name_the_value(table: str, match: str) -> None:
         2,
         "cmvn",
     )
+
+
+def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
+    """Mode cmvn_select's reference (codegen.intref.model._infer_select) on a quantised model:
+    its no-adapt fields are the raw run's, its answer the run `select_confident` picks, field
+    by field; a margin larger than any entropy keeps every raw answer."""
+    import dataclasses
+
+    from buildkit import calib, int16_inputs, make_kit
+
+    from codegen.frontend.reader import read_model
+    from codegen.intref.model import infer_int
+    from codegen.quantize.model import quantize_model
+
+    kit = make_kit(tmp_path, T=12)
+    q = quantize_model(read_model(kit.model, kit.basis, kit.config), calib(kit))
+    assert q.cmvn is not None
+    x = int16_inputs(np.random.default_rng(5), 24, kit.T, kit.F, q.lstm.x_fmt.frac_bits)
+    x = np.clip(x.astype(np.int64) * 3 + 700, -32768, 32767).astype(np.int16)  # a shifted input
+    ids = np.arange(24)
+    raw = infer_int(x, q, ids, mode="no_adapt")
+    ungated = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, gate_sum=0))
+    norm = infer_int(x, ungated, ids, mode="cmvn")
+    sel = infer_int(x, q, ids, mode="cmvn_select")
+    use = norm.adapt.H_noadapt.astype(np.int64) + q.cmvn.select_margin < raw.adapt.H_noadapt
+    assert use.any() and not use.all(), use  # both runs are picked on these clips
+    for f in ("pred_noadapt", "logits_noadapt", "H_noadapt"):
+        assert_array_equal(getattr(sel.adapt, f), getattr(raw.adapt, f), err_msg=f)
+    assert_array_equal(sel.adapt.pred, np.where(use, norm.adapt.pred, raw.adapt.pred))
+    assert_array_equal(sel.adapt.H_best, np.where(use, norm.adapt.H_best, raw.adapt.H_best))
+    want_logits = np.where(use[:, None], norm.adapt.logits, raw.adapt.logits)
+    assert_array_equal(sel.adapt.logits, want_logits)
+    assert_array_equal(sel.z, np.where(use[:, None], norm.z, raw.z))
+    big = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_margin=2**31 - 1))
+    kept = infer_int(x, big, ids, mode="cmvn_select")
+    assert_array_equal(kept.adapt.pred, raw.adapt.pred)

@@ -282,10 +282,12 @@ def default_with_payload(data: Path, out: Path, max_payload: int) -> Path:
 def test_input_normalisations_in_the_audio_mode(
     kws_build: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """cmvn (the clip's frames held and normalised when it ends) and cmvn_causal (each frame
-    normalised from the past as it arrives) through QEMU's audio mode: bit-exact with the
+    """cmvn (the clip's frames held and normalised when it ends), cmvn_causal (each frame
+    normalised from the past as it arrives) and cmvn_select (the clip encoded as it is and
+    normalised, the more confident answer) through QEMU's audio mode: bit-exact with the
     reference for two chunkings, and the reference equals feature INFER's on the front end's
-    frames (one mode, both input modes). A clip that is not 49 frames is refused by name."""
+    frames (one mode, both input modes); feature INFER of the same modes is bit-exact too. A
+    clip that is not 49 frames is refused by name."""
     from elatta_host.plan import load_build
 
     from codegen.base.errors import ConfigError
@@ -293,10 +295,17 @@ def test_input_normalisations_in_the_audio_mode(
     from codegen.intref.model import infer_int, stream_infer_int
 
     build_dir, data = kws_build
-    modes = ("cmvn", "cmvn_causal")
+    modes = ("cmvn", "cmvn_causal", "cmvn_select")
     a = run_pcm(build_dir, data, tmp_path / "c160", modes, 8, 160)
     b = run_pcm(build_dir, data, tmp_path / "c1022", modes, 8, 1022)
-    assert len(a) >= 16 and a == b
+    assert len(a) >= 24 and a == b
+    # feature INFER of the same modes through the device (its own code path)
+    plan_f = make_plan(build_dir, data, modes, 8)
+    spec = DeviceSpec("qemu0", elf=build_dir / "fw.elf", icount=True, timeout=5.0)
+    out = execute(plan_f, [spec], tmp_path / "feat", resume=False, target=TARGET, progress=False)
+    assert not out.errors, out.errors
+    assert out.report["bit_exact"]["compared"] == plan_f.total > 0
+    assert out.report["bit_exact"]["mismatches"] == 0
     _, q = load_build(build_dir)
     plan = make_plan(build_dir, data, ("strict",), 8, input_kind="pcm")
     pcm = plan.streams[0].pcm

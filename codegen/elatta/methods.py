@@ -188,7 +188,7 @@ def cmvn_causal_stream(
     return ((x - mu[:, None, :]) / sd[:, None, :]).astype(np.float32)
 
 
-INPUT_STAGES: tuple[str, ...] = ("cmvn", "cmvn_causal")
+INPUT_STAGES: tuple[str, ...] = ("cmvn", "cmvn_causal", "cmvn_select")
 
 
 def stage_config(stage: str, adapt: Any) -> tuple[CmvnConfig, float | None]:
@@ -199,19 +199,34 @@ def stage_config(stage: str, adapt: Any) -> tuple[CmvnConfig, float | None]:
     causal = stage == "cmvn_causal"
     a = adapt.cmvn_causal_alpha_shift if causal else adapt.cmvn_alpha_shift
     cfg = CmvnConfig(weight=2.0**-adapt.cmvn_weight_shift, alpha=2.0**-a, variance=True)
+    if stage == "cmvn_select":  # the normalised run of the selection is ungated
+        return cfg, None
     gate = float(adapt.cmvn_causal_gate if causal else adapt.cmvn_gate) or None
     return cfg, gate
 
 
 def input_stage(u: npt.ArrayLike, stage: str, adapt: Any) -> npt.NDArray[np.float32]:
     """The float twin of a device input stage on features already normalised with the training
-    statistics, u [N, T, F] in stream order from a reset state: `cmvn_normalised` (mode cmvn)
-    or `cmvn_causal_stream` with the training statistics 0 and 1 (mode cmvn_causal)."""
+    statistics, u [N, T, F] in stream order from a reset state: `cmvn_normalised` (modes cmvn
+    and, for its normalised run, cmvn_select) or `cmvn_causal_stream` with the training
+    statistics 0 and 1 (mode cmvn_causal)."""
     cfg, gate = stage_config(stage, adapt)
-    if stage == "cmvn":
-        return cmvn_normalised(u, cfg)
+    if stage != "cmvn_causal":
+        return cmvn_normalised(u, cfg, gate)
     f = np.asarray(u).shape[-1]
     return cmvn_causal_stream(u, np.zeros(f), np.ones(f), cfg, gate)
+
+
+def select_confident(
+    logits_raw: npt.ArrayLike, logits_norm: npt.ArrayLike, margin: float
+) -> npt.NDArray[np.int64]:
+    """Mode cmvn_select's classes (docs/adaptation.md "Round 3"): the normalised run's where its
+    prediction entropy is below the raw run's by more than ``margin`` nats, else the raw one's."""
+    l0 = np.asarray(logits_raw, np.float64)
+    l1 = np.asarray(logits_norm, np.float64)
+    use = entropy(l1) < entropy(l0) - margin
+    out: npt.NDArray[np.int64] = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
+    return out
 
 
 # ------------------------------------------------------------------ latent-statistics alignment

@@ -126,7 +126,14 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
         raise ConfigError(f"{source}: [cmvn] must be a table")
     _check_keys(
         cm,
-        ("alpha_shift", "weight_shift", "gate", "causal_alpha_shift", "causal_gate"),
+        (
+            "alpha_shift",
+            "weight_shift",
+            "gate",
+            "causal_alpha_shift",
+            "causal_gate",
+            "select_margin",
+        ),
         f"{source} [cmvn]",
     )
     qt = doc.get("quant", {})
@@ -158,7 +165,7 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     for key in ("alpha_shift", "weight_shift", "causal_alpha_shift"):
         if key in cm:
             kw[f"cmvn_{key}"] = _typed(cm, key, int, "[cmvn]")
-    for key in ("gate", "causal_gate"):
+    for key in ("gate", "causal_gate", "select_margin"):
         if key in cm:
             kw[f"cmvn_{key}"] = _typed(cm, key, float, "[cmvn]")
     try:

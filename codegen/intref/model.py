@@ -102,6 +102,8 @@ def infer_int(
                 tr(row, stage, index, np.asarray(values[row]).reshape(-1).copy())
 
     m = device_mode(mode or q.adapt_params.cfg.mode)
+    if m.before_encoder == "cmvn_select":
+        return _infer_select(features, q, sample_ids, trace)
     if m.before_encoder is not None:
         # continual input normalisation (cmvn, or its causal form cmvn_causal) in row order from
         # a reset state (RESET), then the encoder and the mode's latent search
@@ -132,6 +134,50 @@ def infer_int(
     for a in merged.values():
         a.setflags(write=False)
     return IntInferResult(z=z, adapt=dataclasses.replace(parts[0], **merged))
+
+
+def select_confident(
+    raw: IntAdaptResult, norm: IntAdaptResult, margin: int
+) -> npt.NDArray[np.bool_]:
+    """Mode cmvn_select's choice per sample: the normalised run where its no-adapt entropy plus
+    ``margin`` (Q5.26) is below the raw run's (docs/adaptation.md "Round 3")."""
+    return np.asarray(norm.H_noadapt, np.int64) + margin < np.asarray(raw.H_noadapt, np.int64)
+
+
+def _infer_select(
+    features: npt.ArrayLike, q: QModel, sample_ids: npt.ArrayLike, trace: SampleTraceFn | None
+) -> IntInferResult:
+    """Mode cmvn_select: the clip encoded as it is and after the look-ahead cmvn (ungated,
+    ``codegen.intref.cmvn.cmvn_int``, state from a reset in row order); the no-adapt fields are
+    the raw run's, the answer (pred, logits, H_best, z) the run `select_confident` picks."""
+    from codegen.intref.adapt import adapt_int
+    from codegen.intref.cmvn import cmvn_int
+
+    if q.cmvn is None:
+        raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
+    if trace is not None:
+        raise ConfigError("mode cmvn_select runs two encoders: trace another mode")
+    params = params_for_mode(q, "no_adapt")
+    ids = np.asarray(sample_ids)
+    z0 = encode_int(features, q).astype(np.int16)
+    r0 = adapt_int(z0, params, ids)
+    x1, _ = cmvn_int(features, dataclasses.replace(q.cmvn, gate_sum=0))
+    z1 = encode_int(x1, q).astype(np.int16)
+    r1 = adapt_int(z1, params, ids)
+    use = select_confident(r0, r1, q.cmvn.select_margin)
+
+    def pick(raw: npt.NDArray[Any], norm: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        return np.where(use.reshape((-1,) + (1,) * (raw.ndim - 1)), norm, raw)
+
+    fields: dict[str, Any] = {
+        "pred": pick(r0.pred_noadapt, r1.pred_noadapt),
+        "logits": pick(r0.logits_noadapt, r1.logits_noadapt),
+        "H_best": pick(r0.H_noadapt, r1.H_noadapt),
+    }
+    for a in fields.values():
+        a.setflags(write=False)
+    z = pick(z0, z1).astype(np.int16)
+    return IntInferResult(z=z, adapt=dataclasses.replace(r0, **fields))
 
 
 def stream_infer_int(

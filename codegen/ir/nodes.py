@@ -480,6 +480,7 @@ H_FMT = QFormat(31 - H_FRAC, H_FRAC, 32)  # Q5.26
 LNSIG_FMT = QFormat(31 - LNSIG_FRAC, LNSIG_FRAC, 32)  # Q8.23
 RADIUS_FRAC = 23  # continual_bounded radius, Q8.23
 BETA_FRAC = 30  # Q1.30
+CMVN_MARGIN_MAX = 8.0  # cmvn_select's entropy margin in nats (Q5.26 holds < 32)
 CMVN_GATE_MAX = 64.0  # the shift gate's τ (docs/adaptation.md "Audio mode: causal cmvn")
 CMVN_SHIFT_MAX = 15  # α = 2^-a, w = 2^-b with a in 1..15, b in 0..15
 
@@ -575,6 +576,8 @@ class AdaptConfig:
     cmvn_gate: float = 0.0
     cmvn_causal_alpha_shift: int = 2
     cmvn_causal_gate: float = 0.0
+    # mode cmvn_select's entropy margin m in nats (docs/adaptation.md "Round 3")
+    cmvn_select_margin: float = 0.0
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -609,6 +612,16 @@ class AdaptConfig:
             raise ConfigError(
                 f"cmvn causal_alpha_shift={ca!r} is not allowed: use an integer in "
                 f"1..{CMVN_SHIFT_MAX} (alpha = 2^-causal_alpha_shift)"
+            )
+        sm = self.cmvn_select_margin
+        if (
+            not isinstance(sm, int | float)
+            or isinstance(sm, bool)
+            or not (math.isfinite(sm) and 0.0 <= sm <= CMVN_MARGIN_MAX)
+        ):
+            raise ConfigError(
+                f"cmvn select_margin={sm!r} is not allowed: use a float in "
+                f"[0, {CMVN_MARGIN_MAX:g}] (nats)"
             )
         for name, g in (("gate", self.cmvn_gate), ("causal_gate", self.cmvn_causal_gate)):
             if (
@@ -759,6 +772,9 @@ class CmvnParams:
     gate_sum: int = 0
     causal_alpha_shift: int = 2
     causal_gate_sum: int = 0
+    # mode cmvn_select: the normalised run's class is taken where H(cmvn) + margin < H(raw),
+    # margin in the entropy's Q5.26 (docs/adaptation.md "Round 3")
+    select_margin: int = 0
 
     @property
     def state_bytes(self) -> int:

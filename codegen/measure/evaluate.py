@@ -74,6 +74,7 @@ METHOD_LABELS = {
     "continual_bounded": "ELaTTA bounded",
     "cmvn": "cmvn",
     "cmvn_causal": "cmvn causal",
+    "cmvn_select": "cmvn select",
 }
 # The paper's column groups (ESC-50 major categories) over the ten noises, in table order.
 NOISE_GROUPS: tuple[tuple[str, tuple[str, str]], ...] = (
@@ -91,6 +92,7 @@ SAFETY_LIMITS: dict[str, float] = {
     "continual_bounded": -1.0,
     "cmvn": -0.5,
     "cmvn_causal": -0.5,
+    "cmvn_select": -0.5,
 }
 
 
@@ -398,12 +400,16 @@ def evaluate(
 
     def stage_pred(mode: str, x: np.ndarray) -> np.ndarray:
         """Classes after the mode's input stage over clips x in stream order (from a reset)."""
-        from codegen.elatta.methods import input_stage
+        from codegen.elatta.methods import input_stage, select_confident
 
         stage = stages[mode]
         assert stage is not None
         z_n = encode_numpy(model, input_stage(x, stage, opts.adapt))
         out: np.ndarray = np.argmax(z_n @ w.T + b, axis=1)
+        if stage == "cmvn_select":  # the more confident of the raw and the normalised run
+            l_raw = encode_numpy(model, x) @ w.T + b
+            margin = float(opts.adapt.cmvn_select_margin)
+            out = select_confident(l_raw, z_n @ w.T + b, margin)
         return out
 
     # Input stages without a stream: each condition is its own stream from a reset state; they
@@ -596,6 +602,7 @@ def build_report(
                 "causal_alpha_shift": opts.adapt.cmvn_causal_alpha_shift,
                 "gate": opts.adapt.cmvn_gate,
                 "causal_gate": opts.adapt.cmvn_causal_gate,
+                "select_margin": opts.adapt.cmvn_select_margin,
             },
             "chosen_by": sel.source,
             "selection_rows": sel.rows,
@@ -669,7 +676,8 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
                 f"cmvn: alpha=2^-{cm['alpha_shift']}, w=2^-{cm['weight_shift']}, gate "
                 f"{cm['gate'] or 'none'}; cmvn causal: "
                 f"alpha=2^-{cm['causal_alpha_shift']}, gate "
-                f"{cm['causal_gate'] or 'none'} (docs/adaptation.md)"
+                f"{cm['causal_gate'] or 'none'}; cmvn select: margin {cm['select_margin']} nats "
+                "(docs/adaptation.md)"
             ]
             if (cm := cfg.get("cmvn")) and any(m.startswith("cmvn") for m in cfg["modes"])
             else []
