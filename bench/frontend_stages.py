@@ -49,7 +49,7 @@ int main(void)
 #if ELT_NEON
             sh = mfcc_head(p, x, work.z);
             s[1] = fw_timer_now();
-            mfcc_fft(p, work.z, 4);
+            mfcc_fft_neon(p, work.z, 4);
 #else
             sh = mfcc_load(p, x, work.z);
             s[1] = fw_timer_now();

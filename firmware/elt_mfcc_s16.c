@@ -170,38 +170,13 @@ static int32_t mfcc_load(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t
 }
 
 /* Radix-2 decimation-in-time butterflies over bit-reversed data, stages h = h0, 2 h0, ..,
- * N / 2; twiddle 1 and -i exact.
- * The NEON path runs stages with h >= 4 four butterflies at a time with the generic product
- * for every j: rmul(b, 2^31 - 1) = b and rmul(b, 0) = 0 for |b| <= 2^30 (stage values are
- * proven < 2^31 / 8), so twiddles 1 and -i give the same integers there. */
+ * N / 2; twiddle 1 and -i exact. */
 static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z, int32_t h0)
 {
     const int32_t N = p->n_cfft;
     int32_t h, g, j;
     for (h = h0; h < N; h <<= 1) {
         const int32_t step = N / (2 * h);
-#if ELT_NEON
-        if (h >= 4) {
-            const int32_t *sc = p->stage_cos + (h - 4), *ss = p->stage_sin + (h - 4);
-            for (j = 0; j < h; j += 4) {
-                const int32x4_t c = vld1q_s32(sc + j), s = vld1q_s32(ss + j);
-                for (g = j; g < N; g += 2 * h) {
-                    int32x4x2_t a = vld2q_s32(z + 2 * g), b = vld2q_s32(z + 2 * (g + h));
-                    const int32x4_t tr =
-                        vaddq_s32(vqrdmulhq_s32(b.val[0], c), vqrdmulhq_s32(b.val[1], s));
-                    const int32x4_t ti =
-                        vsubq_s32(vqrdmulhq_s32(b.val[1], c), vqrdmulhq_s32(b.val[0], s));
-                    b.val[0] = vsubq_s32(a.val[0], tr);
-                    b.val[1] = vsubq_s32(a.val[1], ti);
-                    a.val[0] = vaddq_s32(a.val[0], tr);
-                    a.val[1] = vaddq_s32(a.val[1], ti);
-                    vst2q_s32(z + 2 * g, a);
-                    vst2q_s32(z + 2 * (g + h), b);
-                }
-            }
-            continue;
-        }
-#endif
         for (j = 0; j < h; ++j) {
             const int32_t c = p->tw_cos[j * step], s = p->tw_sin[j * step];
             for (g = j; g < N; g += 2 * h) {
@@ -225,6 +200,101 @@ static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z, int32_t h0)
         }
     }
 }
+
+#if ELT_NEON
+/* One radix-2 butterfly on four lanes in place, (ar, ai) +- (br, bi) (c - i s) with
+ * tr = rmul(br, c) + rmul(bi, s), ti = rmul(bi, c) - rmul(br, s), each rmul one VQRDMULH.S32
+ * (ARM DDI 0406C A8.8.374); q14, q15 are scratch. The generic product serves every j:
+ * rmul(b, 2^31 - 1) = b and rmul(b, 0) = 0 for |b| <= 2^30 (stage values are proven
+ * < 2^31 / 8), so twiddles 1 and -i give the integers of the exact scalar butterflies. */
+#define MFCC_BFLY(ar, ai, br, bi, c, s)           \
+    "vqrdmulh.s32 q14, " br ", " c "\n\t"         \
+    "vqrdmulh.s32 q15, " bi ", " s "\n\t"         \
+    "vadd.i32 q14, q14, q15\n\t"                  \
+    "vqrdmulh.s32 q15, " bi ", " c "\n\t"         \
+    "vqrdmulh.s32 " bi ", " br ", " s "\n\t"      \
+    "vsub.i32 q15, q15, " bi "\n\t"               \
+    "vsub.i32 " br ", " ar ", q14\n\t"            \
+    "vsub.i32 " bi ", " ai ", q15\n\t"            \
+    "vadd.i32 " ar ", " ar ", q14\n\t"            \
+    "vadd.i32 " ai ", " ai ", q15\n\t"
+
+/* Every NEON register the butterfly blocks below use (d8-d15 are callee-saved: GCC saves
+ * them once per call). */
+#define MFCC_NEON_CLOBBERS                                                                      \
+    "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13",   \
+        "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25",   \
+        "d26", "d27", "d28", "d29", "d30", "d31"
+
+/* Stages h >= 4 of mfcc_fft, four butterflies a step. Two stages h and 2h run as one radix-4
+ * pass over z[g + j], z[g + j + h], z[g + j + 2h], z[g + j + 3h] (g a multiple of 4h): the
+ * same butterflies with the same operands in the same order, kept in registers between the
+ * stages instead of a store and a load (the data flow of a radix-2^2 DIT FFT; Oppenheim &
+ * Schafer, "Discrete-Time Signal Processing", 3rd ed., §9.3). A last odd stage is radix-2.
+ * Twiddles per stage are contiguous rows, stage h at stage_cos + h - 4. Written as inline
+ * assembly: GCC moves int32x4x2_t values for VST2 through the stack. Each VLD2/VST2 with a
+ * register post-increment walks the four quarters, so the pointer ends at the next group. */
+static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
+{
+    const int32_t N = p->n_cfft;
+    int32_t j;
+    for (; 4 * h <= N; h <<= 2) {
+        const int32_t *c1 = p->stage_cos + (h - 4), *s1 = p->stage_sin + (h - 4);
+        const int32_t *c2 = p->stage_cos + (2 * h - 4), *s2 = p->stage_sin + (2 * h - 4);
+        const int32_t stride = 8 * h; /* bytes between the quarters */
+        for (j = 0; j < h; j += 4) {
+            int32_t *ld = z + 2 * j, *st = ld;
+            int32_t n = N / (4 * h);
+            __asm__ volatile(
+                "vld1.32 {d16-d17}, [%[c1]]\n\t"
+                "vld1.32 {d18-d19}, [%[s1]]\n\t"
+                "vld1.32 {d20-d21}, [%[c2]]\n\t"
+                "vld1.32 {d22-d23}, [%[s2]]\n\t"
+                "vld1.32 {d24-d25}, [%[c3]]\n\t"
+                "vld1.32 {d26-d27}, [%[s3]]\n\t"
+                "1:\n\t"
+                "vld2.32 {d0-d3}, [%[ld]], %[stride]\n\t"
+                "vld2.32 {d4-d7}, [%[ld]], %[stride]\n\t"
+                "vld2.32 {d8-d11}, [%[ld]], %[stride]\n\t"
+                "vld2.32 {d12-d15}, [%[ld]], %[stride]\n\t"
+                MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
+                MFCC_BFLY("q4", "q5", "q6", "q7", "q8", "q9")
+                MFCC_BFLY("q0", "q1", "q4", "q5", "q10", "q11")
+                MFCC_BFLY("q2", "q3", "q6", "q7", "q12", "q13")
+                "vst2.32 {d0-d3}, [%[st]], %[stride]\n\t"
+                "vst2.32 {d4-d7}, [%[st]], %[stride]\n\t"
+                "vst2.32 {d8-d11}, [%[st]], %[stride]\n\t"
+                "vst2.32 {d12-d15}, [%[st]], %[stride]\n\t"
+                "subs %[n], %[n], #1\n\t"
+                "bne 1b\n\t"
+                : [ld] "+r"(ld), [st] "+r"(st), [n] "+r"(n)
+                : [stride] "r"(stride), [c1] "r"(c1 + j), [s1] "r"(s1 + j), [c2] "r"(c2 + j),
+                  [s2] "r"(s2 + j), [c3] "r"(c2 + j + h), [s3] "r"(s2 + j + h)
+                : "memory", "cc", MFCC_NEON_CLOBBERS);
+        }
+    }
+    if (2 * h <= N) {
+        /* h = N / 2: one butterfly group per j, four j a step, twiddles and data walking on */
+        const int32_t *c1 = p->stage_cos + (h - 4), *s1 = p->stage_sin + (h - 4);
+        int32_t *a = z, *b = z + 2 * h;
+        int32_t n = h / 4;
+        __asm__ volatile(
+            "1:\n\t"
+            "vld1.32 {d16-d17}, [%[c1]]!\n\t"
+            "vld1.32 {d18-d19}, [%[s1]]!\n\t"
+            "vld2.32 {d0-d3}, [%[a]]\n\t"
+            "vld2.32 {d4-d7}, [%[b]]\n\t"
+            MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
+            "vst2.32 {d0-d3}, [%[a]]!\n\t"
+            "vst2.32 {d4-d7}, [%[b]]!\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b\n\t"
+            : [a] "+r"(a), [b] "+r"(b), [n] "+r"(n), [c1] "+r"(c1), [s1] "+r"(s1)
+            :
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+    }
+}
+#endif
 
 /* Real split 2 X[k] = A + (-i) W^k B and the rounded power of bin k, twiddles c, s
  * (N, ps: the caller's copies of n_cfft and power_shift, which the power stores could alias). */
@@ -423,7 +493,11 @@ void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc
 #if ELT_NEON
     const int32_t head = p->n_cfft >= 16;
     const int32_t sh = head ? mfcc_head(p, pcm, w->z) : mfcc_load(p, pcm, w->z);
-    mfcc_fft(p, w->z, head ? 4 : 1);
+    if (head) {
+        mfcc_fft_neon(p, w->z, 4);
+    } else {
+        mfcc_fft(p, w->z, 1);
+    }
 #else
     const int32_t sh = mfcc_load(p, pcm, w->z);
     mfcc_fft(p, w->z, 1);
