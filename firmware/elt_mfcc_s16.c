@@ -100,44 +100,224 @@ static inline __attribute__((always_inline)) int32x4x2_t mfcc_quad(const elt_mfc
     return z;
 }
 
+/* A whole quad (2n + 8 <= win_length), no bounds checks. */
+static inline __attribute__((always_inline)) int32x4x2_t mfcc_quad_full(const elt_mfcc_params_t *p,
+                                                                        const int16_t *pcm,
+                                                                        int32_t n, int64x2_t nsh)
+{
+    const int16x4x2_t x = vld2_s16(pcm + 2 * n);
+    const int32x4x2_t w = vld2q_s32(p->window + 2 * n);
+    int32x4x2_t z;
+    z.val[0] = mfcc_scale(x.val[0], w.val[0], nsh);
+    z.val[1] = mfcc_scale(x.val[1], w.val[1], nsh);
+    return z;
+}
+
+/* Which quads of a head step are known: every quad read by bounds-checked mfcc_quad, or a, b
+ * and c whole and d zero, or a and c whole and b and d zero (the zero padding past the window
+ * needs no load and its butterflies no addition: x + 0 = x). */
+enum { MFCC_HEAD_ANY, MFCC_HEAD_ABC, MFCC_HEAD_AC };
+
+static inline __attribute__((always_inline)) void mfcc_head_step(const elt_mfcc_params_t *p,
+                                                                 const int16_t *pcm, int32_t *z,
+                                                                 int32_t r, int32_t Q,
+                                                                 int64x2_t nsh, const int mode)
+{
+    int32x4_t s0r, s0i, s1r, s1i, s2r, s2i, s3r, s3i;
+    int32x4x4_t y01, y23;
+    int32_t *o0 = z + 2 * p->bitrev[r], *o1 = z + 2 * p->bitrev[r + 1];
+    int32_t *o2 = z + 2 * p->bitrev[r + 2], *o3 = z + 2 * p->bitrev[r + 3];
+    if (mode == MFCC_HEAD_ANY) {
+        const int32x4x2_t a = mfcc_quad(p, pcm, r, nsh), c = mfcc_quad(p, pcm, r + Q, nsh);
+        const int32x4x2_t b = mfcc_quad(p, pcm, r + 2 * Q, nsh);
+        const int32x4x2_t d = mfcc_quad(p, pcm, r + 3 * Q, nsh);
+        s0r = vaddq_s32(a.val[0], b.val[0]);
+        s0i = vaddq_s32(a.val[1], b.val[1]);
+        s1r = vsubq_s32(a.val[0], b.val[0]);
+        s1i = vsubq_s32(a.val[1], b.val[1]);
+        s2r = vaddq_s32(c.val[0], d.val[0]);
+        s2i = vaddq_s32(c.val[1], d.val[1]);
+        s3r = vsubq_s32(c.val[0], d.val[0]);
+        s3i = vsubq_s32(c.val[1], d.val[1]);
+    } else {
+        const int32x4x2_t a = mfcc_quad_full(p, pcm, r, nsh);
+        const int32x4x2_t c = mfcc_quad_full(p, pcm, r + Q, nsh);
+        if (mode == MFCC_HEAD_ABC) {
+            const int32x4x2_t b = mfcc_quad_full(p, pcm, r + 2 * Q, nsh);
+            s0r = vaddq_s32(a.val[0], b.val[0]);
+            s0i = vaddq_s32(a.val[1], b.val[1]);
+            s1r = vsubq_s32(a.val[0], b.val[0]);
+            s1i = vsubq_s32(a.val[1], b.val[1]);
+        } else {
+            s0r = s1r = a.val[0];
+            s0i = s1i = a.val[1];
+        }
+        s2r = s3r = c.val[0];
+        s2i = s3i = c.val[1];
+    }
+    /* stage h = 2: twiddle 1 for the pair (0, 2), -i for (1, 3) */
+    y01.val[0] = vaddq_s32(s0r, s2r);
+    y01.val[1] = vaddq_s32(s0i, s2i);
+    y01.val[2] = vaddq_s32(s1r, s3i);
+    y01.val[3] = vsubq_s32(s1i, s3r);
+    y23.val[0] = vsubq_s32(s0r, s2r);
+    y23.val[1] = vsubq_s32(s0i, s2i);
+    y23.val[2] = vsubq_s32(s1r, s3i);
+    y23.val[3] = vaddq_s32(s1i, s3r);
+    vst4q_lane_s32(o0, y01, 0);
+    vst4q_lane_s32(o0 + 4, y23, 0);
+    vst4q_lane_s32(o1, y01, 1);
+    vst4q_lane_s32(o1 + 4, y23, 1);
+    vst4q_lane_s32(o2, y01, 2);
+    vst4q_lane_s32(o2 + 4, y23, 2);
+    vst4q_lane_s32(o3, y01, 3);
+    vst4q_lane_s32(o3 + 4, y23, 3);
+}
+
+/* Every NEON register the assembly blocks below use (d8-d15 are callee-saved: GCC saves
+ * them once per call). */
+#define MFCC_NEON_CLOBBERS                                                                      \
+    "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13",   \
+        "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25",   \
+        "d26", "d27", "d28", "d29", "d30", "d31"
+
+/* A whole quad in assembly: x [x] (VLD2.16: even samples d0, odd d1), the window [w] (VLD2.32:
+ * q2, q3), f = VMOVN(VRSHL.S64(VMULL.S32(x, w), q15 = -sh)) as mfcc_scale: real parts to
+ * dr0:dr1, imaginary to di0:di1; q8-q11 scratch. */
+#define MFCC_QUAD_ASM(x, w, dr0, dr1, di0, di1) \
+    "vld2.16 {d0-d1}, [" x "]\n\t"              \
+    "vld2.32 {d4-d7}, [" w "]\n\t"              \
+    "vmovl.s16 q8, d0\n\t"                      \
+    "vmovl.s16 q9, d1\n\t"                      \
+    "vmull.s32 q10, d16, d4\n\t"                \
+    "vmull.s32 q11, d17, d5\n\t"                \
+    "vrshl.s64 q10, q10, q15\n\t"               \
+    "vrshl.s64 q11, q11, q15\n\t"               \
+    "vmovn.i64 " dr0 ", q10\n\t"                \
+    "vmovn.i64 " dr1 ", q11\n\t"                \
+    "vmull.s32 q10, d18, d6\n\t"                \
+    "vmull.s32 q11, d19, d7\n\t"                \
+    "vrshl.s64 q10, q10, q15\n\t"               \
+    "vrshl.s64 q11, q11, q15\n\t"               \
+    "vmovn.i64 " di0 ", q10\n\t"                \
+    "vmovn.i64 " di1 ", q11\n\t"
+
+/* The four radix-4 outputs of lane l (y01 in q8-q11, y23 in q0-q3) to z + 2 bitrev[r + l]:
+ * VST4.32 single lane, register list double-spaced (ARM DDI 0406C A8.8, VST4). */
+#define MFCC_OUT_ASM(y01, y23)                \
+    "ldrh %[t], [%[br]], #2\n\t"              \
+    "add %[t], %[z], %[t], lsl #3\n\t"        \
+    "vst4.32 {" y01 "}, [%[t]]!\n\t"          \
+    "vst4.32 {" y23 "}, [%[t]]\n\t"
+
+/* n head steps from r whose quads a = z[r..] and c = z[r + Q..] are whole, d = z[r + 3Q..]
+ * zero, and b = z[r + 2Q..] whole (with_b) or zero: mfcc_head_step in assembly (GCC moves the
+ * int32x4x4_t values for VST4 through the stack). a: q12, q13; c: q4, q5; b: q6, q7; the
+ * outputs by the formulas of mfcc_head_step, s2 = s3 = c. */
+static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z, int32_t r,
+                          int32_t n, int32_t sh, const int with_b)
+{
+    const int16_t *x = pcm + 2 * r;
+    const int32_t *w = p->window + 2 * r;
+    const uint16_t *br = p->bitrev + r;
+    const int32_t off = p->n_cfft; /* bytes of 2Q int16 samples: quad n to quad n + Q */
+    int32_t t, u;
+#define MFCC_HEAD_OUT                                                                          \
+    MFCC_OUT_ASM("d16[0], d18[0], d20[0], d22[0]", "d0[0], d2[0], d4[0], d6[0]")               \
+    MFCC_OUT_ASM("d16[1], d18[1], d20[1], d22[1]", "d0[1], d2[1], d4[1], d6[1]")               \
+    MFCC_OUT_ASM("d17[0], d19[0], d21[0], d23[0]", "d1[0], d3[0], d5[0], d7[0]")               \
+    MFCC_OUT_ASM("d17[1], d19[1], d21[1], d23[1]", "d1[1], d3[1], d5[1], d7[1]")               \
+    "add %[x], %[x], #16\n\t"                                                                  \
+    "add %[w], %[w], #32\n\t"                                                                  \
+    "subs %[n], %[n], #1\n\t"                                                                  \
+    "bne 1b\n\t"
+    if (with_b) {
+        __asm__ volatile(
+            "vdup.32 q15, %[nsh]\n\t"
+            "1:\n\t"
+            MFCC_QUAD_ASM("%[x]", "%[w]", "d24", "d25", "d26", "d27")
+            "add %[t], %[x], %[off]\n\t"
+            "add %[u], %[w], %[off], lsl #1\n\t"
+            MFCC_QUAD_ASM("%[t]", "%[u]", "d8", "d9", "d10", "d11")
+            "add %[t], %[t], %[off]\n\t"
+            "add %[u], %[u], %[off], lsl #1\n\t"
+            MFCC_QUAD_ASM("%[t]", "%[u]", "d12", "d13", "d14", "d15")
+            /* s0 = a + b: q14, q6; s1 = a - b: q12, q13 */
+            "vadd.i32 q14, q12, q6\n\t"
+            "vsub.i32 q12, q12, q6\n\t"
+            "vadd.i32 q6, q13, q7\n\t"
+            "vsub.i32 q13, q13, q7\n\t"
+            "vadd.i32 q8, q14, q4\n\t"
+            "vadd.i32 q9, q6, q5\n\t"
+            "vadd.i32 q10, q12, q5\n\t"
+            "vsub.i32 q11, q13, q4\n\t"
+            "vsub.i32 q0, q14, q4\n\t"
+            "vsub.i32 q1, q6, q5\n\t"
+            "vsub.i32 q2, q12, q5\n\t"
+            "vadd.i32 q3, q13, q4\n\t"
+            MFCC_HEAD_OUT
+            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
+            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+    } else {
+        __asm__ volatile(
+            "vdup.32 q15, %[nsh]\n\t"
+            "1:\n\t"
+            MFCC_QUAD_ASM("%[x]", "%[w]", "d24", "d25", "d26", "d27")
+            "add %[t], %[x], %[off]\n\t"
+            "add %[u], %[w], %[off], lsl #1\n\t"
+            MFCC_QUAD_ASM("%[t]", "%[u]", "d8", "d9", "d10", "d11")
+            "vadd.i32 q8, q12, q4\n\t"
+            "vadd.i32 q9, q13, q5\n\t"
+            "vadd.i32 q10, q12, q5\n\t"
+            "vsub.i32 q11, q13, q4\n\t"
+            "vsub.i32 q0, q12, q4\n\t"
+            "vsub.i32 q1, q13, q5\n\t"
+            "vsub.i32 q2, q12, q5\n\t"
+            "vadd.i32 q3, q13, q4\n\t"
+            MFCC_HEAD_OUT
+            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
+            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+    }
+#undef MFCC_HEAD_OUT
+}
+
+/* The step kind at r: 2 = a, c whole, b, d zero; 1 = a, b, c whole, d zero; 0 = any other. */
+static inline int32_t mfcc_head_kind(int32_t r, int32_t Q, int32_t W)
+{
+    /* quad n is whole for 2 n + 8 <= W and zero for 2 n >= W */
+    if (2 * (r + Q) + 8 > W || 2 * (r + 3 * Q) < W) {
+        return 0;
+    }
+    return 2 * (r + 2 * Q) >= W ? 2 : 2 * (r + 2 * Q) + 8 <= W ? 1 : 0;
+}
+
 /* Window, block exponent and the FFT stages h = 1 and 2 as one radix-4 pass (N >= 16): the
  * four inputs of the radix-4 butterfly landing at bit-reversed positions 4g .. 4g + 3 are
  * z[r], z[r + N/2], z[r + N/4], z[r + 3N/4] with r = bitrev[4g] < N/4. The two stages'
  * additions are exact, so their values are those of the radix-2 passes; each butterfly's four
- * outputs (8 words) go out by two VST4 single-lane stores (ARM DDI 0406C A8.8, VST4). */
+ * outputs (8 words) go out by two VST4 single-lane stores (ARM DDI 0406C A8.8, VST4). Runs of
+ * steps with whole or zero quads take the assembly, the rest the bounds-checked intrinsics. */
 static int32_t mfcc_head(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
 {
-    const int32_t N = p->n_cfft, Q = N / 4, sh = mfcc_exponent(p, pcm);
+    const int32_t N = p->n_cfft, Q = N / 4, W = p->win_length, sh = mfcc_exponent(p, pcm);
     const int64x2_t nsh = vdupq_n_s64(-sh);
-    int32_t r;
-    for (r = 0; r < Q; r += 4) {
-        const int32x4x2_t a = mfcc_quad(p, pcm, r, nsh), c = mfcc_quad(p, pcm, r + Q, nsh);
-        const int32x4x2_t b = mfcc_quad(p, pcm, r + 2 * Q, nsh);
-        const int32x4x2_t d = mfcc_quad(p, pcm, r + 3 * Q, nsh);
-        const int32x4_t s0r = vaddq_s32(a.val[0], b.val[0]), s0i = vaddq_s32(a.val[1], b.val[1]);
-        const int32x4_t s1r = vsubq_s32(a.val[0], b.val[0]), s1i = vsubq_s32(a.val[1], b.val[1]);
-        const int32x4_t s2r = vaddq_s32(c.val[0], d.val[0]), s2i = vaddq_s32(c.val[1], d.val[1]);
-        const int32x4_t s3r = vsubq_s32(c.val[0], d.val[0]), s3i = vsubq_s32(c.val[1], d.val[1]);
-        /* stage h = 2: twiddle 1 for the pair (0, 2), -i for (1, 3) */
-        int32x4x4_t y01, y23;
-        int32_t *o0 = z + 2 * p->bitrev[r], *o1 = z + 2 * p->bitrev[r + 1];
-        int32_t *o2 = z + 2 * p->bitrev[r + 2], *o3 = z + 2 * p->bitrev[r + 3];
-        y01.val[0] = vaddq_s32(s0r, s2r);
-        y01.val[1] = vaddq_s32(s0i, s2i);
-        y01.val[2] = vaddq_s32(s1r, s3i);
-        y01.val[3] = vsubq_s32(s1i, s3r);
-        y23.val[0] = vsubq_s32(s0r, s2r);
-        y23.val[1] = vsubq_s32(s0i, s2i);
-        y23.val[2] = vsubq_s32(s1r, s3i);
-        y23.val[3] = vaddq_s32(s1i, s3r);
-        vst4q_lane_s32(o0, y01, 0);
-        vst4q_lane_s32(o0 + 4, y23, 0);
-        vst4q_lane_s32(o1, y01, 1);
-        vst4q_lane_s32(o1 + 4, y23, 1);
-        vst4q_lane_s32(o2, y01, 2);
-        vst4q_lane_s32(o2 + 4, y23, 2);
-        vst4q_lane_s32(o3, y01, 3);
-        vst4q_lane_s32(o3 + 4, y23, 3);
+    int32_t r = 0;
+    while (r < Q) {
+        const int32_t kind = mfcc_head_kind(r, Q, W);
+        int32_t e = r + 4;
+        while (e < Q && mfcc_head_kind(e, Q, W) == kind) {
+            e += 4;
+        }
+        if (kind == 0) {
+            for (; r < e; r += 4) {
+                mfcc_head_step(p, pcm, z, r, Q, nsh, MFCC_HEAD_ANY);
+            }
+        } else {
+            mfcc_head_run(p, pcm, z, r, (e - r) / 4, sh, kind == 1);
+            r = e;
+        }
     }
     return sh;
 }
@@ -219,12 +399,6 @@ static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z, int32_t h0)
     "vadd.i32 " ar ", " ar ", q14\n\t"            \
     "vadd.i32 " ai ", " ai ", q15\n\t"
 
-/* Every NEON register the butterfly blocks below use (d8-d15 are callee-saved: GCC saves
- * them once per call). */
-#define MFCC_NEON_CLOBBERS                                                                      \
-    "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13",   \
-        "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25",   \
-        "d26", "d27", "d28", "d29", "d30", "d31"
 
 /* Stages h >= 4 of mfcc_fft, four butterflies a step. Two stages h and 2h run as one radix-4
  * pass over z[g + j], z[g + j + h], z[g + j + 2h], z[g + j + 3h] (g a multiple of 4h): the
