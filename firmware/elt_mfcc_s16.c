@@ -485,50 +485,74 @@ static inline __attribute__((always_inline)) int64_t mfcc_bin_power(const int32_
     return ps > 0 ? (P + ((int64_t)1 << (ps - 1))) >> ps : P;
 }
 
-#if ELT_NEON
-/* z[m - 3 .. m] in reverse order, real and imaginary parts apart: VLD2 deinterleaves, VREV64
- * swaps the lanes within each doubleword and the halves are swapped back by VCOMBINE. */
-static inline __attribute__((always_inline)) int32x4x2_t mfcc_load_rev(const int32_t *z, int32_t m)
-{
-    const int32x4x2_t v = vld2q_s32(z + 2 * (m - 3));
-    int32x4x2_t y;
-    const int32x4_t r0 = vrev64q_s32(v.val[0]), r1 = vrev64q_s32(v.val[1]);
-    y.val[0] = vcombine_s32(vget_high_s32(r0), vget_low_s32(r0));
-    y.val[1] = vcombine_s32(vget_high_s32(r1), vget_low_s32(r1));
-    return y;
-}
-#endif
 
 /* The power of the weighted bins. The NEON path takes four bins k .. k + 3 with
- * 1 <= k, k + 3 < N (no index wraps): rmul is VQRDMULH.S32 (|c|, |s| < 2^31), the int32 sums
- * wrap as the scalar ones never need to (|2X| < 2^31, docs/numeric.md §7.2), P by VMULL.S32 and
- * VMLAL.S32 (P < 2^63) and the rounding by VRSHL.S64 by -power_shift (ARM DDI 0406C A8.8,
- * VQRDMULH, VMLAL, VRSHL); the other bins take the scalar code. */
+ * 1 <= k, k + 3 < N (no index wraps), in assembly (the intrinsics cost GCC stack traffic): z[k..]
+ * by VLD2, z[N - k - 3 .. N - k] by VLD2 walking down and reversed (VREV64 in each doubleword,
+ * VSWP of the halves), rmul is VQRDMULH.S32 (|c|, |s| < 2^31), the int32 sums wrap as the
+ * scalar ones never need to (|2X| < 2^31, docs/numeric.md §7.2), P by VMULL.S32 and VMLAL.S32
+ * (P < 2^63) and the rounding by VRSHL.S64 by -power_shift, which takes its shift from the low
+ * byte of each lane (ARM DDI 0406C A8.8, VREV, VQRDMULH, VMLAL, VRSHL); the other bins take the
+ * scalar code. */
 static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw)
 {
     const int32_t N = p->n_cfft, ps = p->power_shift, lo = p->bin_lo, nb = p->n_bins;
     const int32_t *cs = p->split_cos, *sn = p->split_sin;
     int32_t i = 0;
 #if ELT_NEON
-    const int64x2_t nps = vdupq_n_s64(-ps);
+    int32_t n;
     if (lo == 0) {
         pw[0] = mfcc_bin_power(z, N, ps, 0, cs[0], sn[0]);
         i = 1;
     }
-    for (; i + 4 <= nb && lo + i + 3 < N; i += 4) {
-        const int32_t k = lo + i;
-        const int32x4x2_t zk = vld2q_s32(z + 2 * k), yk = mfcc_load_rev(z, N - k);
-        const int32x4_t c = vld1q_s32(cs + i), s = vld1q_s32(sn + i);
-        const int32x4_t ar = vaddq_s32(zk.val[0], yk.val[0]), ai = vsubq_s32(zk.val[1], yk.val[1]);
-        const int32x4_t br = vsubq_s32(zk.val[0], yk.val[0]), bi = vaddq_s32(zk.val[1], yk.val[1]);
-        const int32x4_t xr = vsubq_s32(vaddq_s32(ar, vqrdmulhq_s32(bi, c)), vqrdmulhq_s32(br, s));
-        const int32x4_t xi = vsubq_s32(vsubq_s32(ai, vqrdmulhq_s32(br, c)), vqrdmulhq_s32(bi, s));
-        int64x2_t p0 = vmull_s32(vget_low_s32(xr), vget_low_s32(xr));
-        int64x2_t p1 = vmull_s32(vget_high_s32(xr), vget_high_s32(xr));
-        p0 = vmlal_s32(p0, vget_low_s32(xi), vget_low_s32(xi));
-        p1 = vmlal_s32(p1, vget_high_s32(xi), vget_high_s32(xi));
-        vst1q_s64(pw + i, vrshlq_s64(p0, nps));
-        vst1q_s64(pw + i + 2, vrshlq_s64(p1, nps));
+    /* blocks i with i + 4 <= nb and lo + i + 3 < N */
+    n = (nb - i) / 4;
+    if (N - 4 - lo - i < 0) {
+        n = 0;
+    } else if ((N - 4 - lo - i) / 4 + 1 < n) {
+        n = (N - 4 - lo - i) / 4 + 1;
+    }
+    if (n > 0) {
+        const int32_t *zk = z + 2 * (lo + i), *yk = z + 2 * (N - lo - i - 3);
+        const int32_t *c = cs + i, *sv = sn + i;
+        int64_t *o = pw + i;
+        const int32_t down = -32;
+        i += 4 * n;
+        __asm__ volatile(
+            "vdup.32 q15, %[nps]\n\t"
+            "1:\n\t"
+            "vld2.32 {d0-d3}, [%[zk]]!\n\t"
+            "vld2.32 {d4-d7}, [%[yk]], %[down]\n\t"
+            "vrev64.32 q2, q2\n\t"
+            "vrev64.32 q3, q3\n\t"
+            "vswp d4, d5\n\t"
+            "vswp d6, d7\n\t"
+            "vld1.32 {d16-d17}, [%[c]]!\n\t"
+            "vld1.32 {d18-d19}, [%[s]]!\n\t"
+            "vadd.i32 q10, q0, q2\n\t" /* ar */
+            "vsub.i32 q11, q1, q3\n\t" /* ai */
+            "vsub.i32 q12, q0, q2\n\t" /* br */
+            "vadd.i32 q13, q1, q3\n\t" /* bi */
+            "vqrdmulh.s32 q0, q13, q8\n\t"
+            "vqrdmulh.s32 q1, q12, q9\n\t"
+            "vadd.i32 q10, q10, q0\n\t"
+            "vsub.i32 q10, q10, q1\n\t" /* xr = ar + rmul(bi, c) - rmul(br, s) */
+            "vqrdmulh.s32 q2, q12, q8\n\t"
+            "vqrdmulh.s32 q3, q13, q9\n\t"
+            "vsub.i32 q11, q11, q2\n\t"
+            "vsub.i32 q11, q11, q3\n\t" /* xi = ai - rmul(br, c) - rmul(bi, s) */
+            "vmull.s32 q0, d20, d20\n\t"
+            "vmull.s32 q1, d21, d21\n\t"
+            "vmlal.s32 q0, d22, d22\n\t"
+            "vmlal.s32 q1, d23, d23\n\t"
+            "vrshl.s64 q0, q0, q15\n\t"
+            "vrshl.s64 q1, q1, q15\n\t"
+            "vst1.64 {d0-d3}, [%[o]]!\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b\n\t"
+            : [zk] "+r"(zk), [yk] "+r"(yk), [c] "+r"(c), [s] "+r"(sv), [o] "+r"(o), [n] "+r"(n)
+            : [down] "r"(down), [nps] "r"(-ps)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
     }
 #endif
     for (; i < nb; ++i) {
