@@ -645,27 +645,102 @@ static inline __attribute__((always_inline)) int64_t mfcc_dot(const int64_t *pw,
 }
 #endif
 
-/* Mel filterbank (exact int64 sums) and log2 of every filter. */
+#if ELT_NEON
+/* mfcc_log2 of four filters' sums a01, a23 (the same integers, lane by lane; ARM DDI 0406C
+ * A8.8 for each instruction):
+ * - s = rshift_round(acc, shift) + add: VRSHL.U64 by -shift rounds at full precision, so it is
+ *   (acc >> f) + bit f - 1 of acc for acc >= 0, and acc itself for shift 0;
+ * - b = bitlen(s) - 1 from VCLZ.I32 of the high and low words (VSHRN #32, VMOVN): the leading
+ *   zeros are clz(hi) + (hi == 0 ? clz(lo) : 0);
+ * - t = s shifted to 23 bits below the leading one by VSHL.U64 by 23 - b (a negative count is
+ *   a truncating right shift), narrowed by VMOVN (t < 2^24);
+ * - the table pair by scalar loads (NEON has no gather), the interpolation by VMUL.I32 and
+ *   VRSHR.S32 #15 ((x + 2^14) >> 15; (hi - lo) r < 2^31, docs/numeric.md §7.2). */
+static inline __attribute__((always_inline)) int32x4_t mfcc_log2x4(const int32_t *lut,
+                                                                   uint64x2_t a01, uint64x2_t a23,
+                                                                   int64x2_t nshift,
+                                                                   uint64x2_t add, int32x4_t ec)
+{
+    const uint64x2_t s01 = vaddq_u64(vrshlq_u64(a01, nshift), add);
+    const uint64x2_t s23 = vaddq_u64(vrshlq_u64(a23, nshift), add);
+    const uint32x4_t hi = vcombine_u32(vshrn_n_u64(s01, 32), vshrn_n_u64(s23, 32));
+    const uint32x4_t lo = vcombine_u32(vmovn_u64(s01), vmovn_u64(s23));
+    const int32x4_t lz = vreinterpretq_s32_u32(
+        vaddq_u32(vclzq_u32(hi), vandq_u32(vclzq_u32(lo), vceqq_u32(hi, vdupq_n_u32(0)))));
+    const int32x4_t sh = vsubq_s32(lz, vdupq_n_s32(40)); /* 23 - b, b = 63 - lz */
+    const uint32x4_t t =
+        vcombine_u32(vmovn_u64(vshlq_u64(s01, vmovl_s32(vget_low_s32(sh)))),
+                     vmovn_u64(vshlq_u64(s23, vmovl_s32(vget_high_s32(sh)))));
+    const uint32x4_t idx = vandq_u32(vshrq_n_u32(t, 15), vdupq_n_u32(255));
+    const int32x4_t r = vreinterpretq_s32_u32(vandq_u32(t, vdupq_n_u32(32767)));
+    int32x4_t tl = vdupq_n_s32(0), th = tl;
+    const int32_t *e0 = lut + vgetq_lane_u32(idx, 0), *e1 = lut + vgetq_lane_u32(idx, 1);
+    const int32_t *e2 = lut + vgetq_lane_u32(idx, 2), *e3 = lut + vgetq_lane_u32(idx, 3);
+    tl = vsetq_lane_s32(e0[0], tl, 0);
+    th = vsetq_lane_s32(e0[1], th, 0);
+    tl = vsetq_lane_s32(e1[0], tl, 1);
+    th = vsetq_lane_s32(e1[1], th, 1);
+    tl = vsetq_lane_s32(e2[0], tl, 2);
+    th = vsetq_lane_s32(e2[1], th, 2);
+    tl = vsetq_lane_s32(e3[0], tl, 3);
+    th = vsetq_lane_s32(e3[1], th, 3);
+    {
+        const int32x4_t frac = vaddq_s32(tl, vrshrq_n_s32(vmulq_s32(vsubq_s32(th, tl), r), 15));
+        /* (b + ec) 2^20, b = 63 - lz */
+        const int32x4_t whole = vshlq_n_s32(vaddq_s32(vsubq_s32(vdupq_n_s32(63), lz), ec), 20);
+        return vaddq_s32(whole, frac);
+    }
+}
+#endif
+
+/* Mel filterbank (exact int64 sums) and log2 of every filter; the NEON path sums every filter
+ * first and takes the logarithms four filters at a time. */
 static void mfcc_mel(const elt_mfcc_params_t *p, elt_mfcc_work_t *w, int32_t sh)
 {
     const mfcc_floor_t fl = mfcc_floor(p, sh);
-    int32_t m, i;
-    for (m = 0; m < p->n_mels; ++m) {
+    const int32_t M = p->n_mels;
+    int32_t m = 0, i;
+#if ELT_NEON
+    int64_t acc[ELT_MFCC_MELS_MAX];
+    for (m = 0; m < M; ++m) {
+        const int16_t *wt = p->mel_w + p->mel_off[m];
+        const int64_t *pw = w->p + (p->mel_start[m] - p->bin_lo);
+        const int32_t len = p->mel_len[m];
+        if (len >= 4) {
+            acc[m] = mfcc_dot(pw, wt, len);
+        } else {
+            int64_t a = 0;
+            for (i = 0; i < len; ++i) {
+                a += pw[i] * wt[i];
+            }
+            acc[m] = a;
+        }
+    }
+    {
+        const int64x2_t nshift = vdupq_n_s64(-fl.shift);
+        const uint64x2_t add = vdupq_n_u64((uint64_t)fl.add);
+        const int32x4_t ec = vdupq_n_s32(fl.ec);
+        for (m = 0; m + 4 <= M; m += 4) {
+            const uint64x2_t a01 = vreinterpretq_u64_s64(vld1q_s64(acc + m));
+            const uint64x2_t a23 = vreinterpretq_u64_s64(vld1q_s64(acc + m + 2));
+            vst1q_s32(w->logmel + m, mfcc_log2x4(p->log2_lut, a01, a23, nshift, add, ec));
+        }
+        for (; m < M; ++m) {
+            w->logmel[m] = mfcc_log2(p, acc[m], &fl);
+        }
+    }
+#else
+    for (m = 0; m < M; ++m) {
         const int16_t *wt = p->mel_w + p->mel_off[m];
         const int64_t *pw = w->p + (p->mel_start[m] - p->bin_lo);
         const int32_t len = p->mel_len[m];
         int64_t acc = 0;
-#if ELT_NEON
-        if (len >= 4) {
-            w->logmel[m] = mfcc_log2(p, mfcc_dot(pw, wt, len), &fl);
-            continue;
-        }
-#endif
         for (i = 0; i < len; ++i) {
             acc += pw[i] * wt[i];
         }
         w->logmel[m] = mfcc_log2(p, acc, &fl);
     }
+#endif
 }
 
 /* The normalisation of cepstral sum acc to coefficient j of the model's x format. */
