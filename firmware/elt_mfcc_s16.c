@@ -283,14 +283,18 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
 #undef MFCC_HEAD_OUT
 }
 
-/* The step kind at r: 2 = a, c whole, b, d zero; 1 = a, b, c whole, d zero; 0 = any other. */
-static inline int32_t mfcc_head_kind(int32_t r, int32_t Q, int32_t W)
+/* The smallest multiple of 4 >= x, within [0, q]. */
+static inline int32_t mfcc_ceil4(int32_t x, int32_t q)
 {
-    /* quad n is whole for 2 n + 8 <= W and zero for 2 n >= W */
-    if (2 * (r + Q) + 8 > W || 2 * (r + 3 * Q) < W) {
-        return 0;
+    return x <= 0 ? 0 : ((x + 3) & ~3) < q ? ((x + 3) & ~3) : q;
+}
+
+static void mfcc_head_any(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z, int32_t r,
+                          int32_t e, int64x2_t nsh)
+{
+    for (; r < e; r += 4) {
+        mfcc_head_step(p, pcm, z, r, p->n_cfft / 4, nsh, MFCC_HEAD_ANY);
     }
-    return 2 * (r + 2 * Q) >= W ? 2 : 2 * (r + 2 * Q) + 8 <= W ? 1 : 0;
 }
 
 /* Window, block exponent and the FFT stages h = 1 and 2 as one radix-4 pass (N >= 16): the
@@ -302,23 +306,25 @@ static inline int32_t mfcc_head_kind(int32_t r, int32_t Q, int32_t W)
 static int32_t mfcc_head(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
 {
     const int32_t N = p->n_cfft, Q = N / 4, W = p->win_length, sh = mfcc_exponent(p, pcm);
+    /* Quad n is whole for n <= H = floor(W / 2) - 4 (2 n + 8 <= W) and zero for
+     * n >= Z = ceil(W / 2) (2 n >= W). Steps r with a, b, c whole and d zero:
+     * Z - 3Q <= r <= H - 2Q; with a, c whole and b, d zero: Z - 2Q <= r <= H - Q (H < Z, so
+     * the first run comes before the second). */
     const int64x2_t nsh = vdupq_n_s64(-sh);
-    int32_t r = 0;
-    while (r < Q) {
-        const int32_t kind = mfcc_head_kind(r, Q, W);
-        int32_t e = r + 4;
-        while (e < Q && mfcc_head_kind(e, Q, W) == kind) {
-            e += 4;
-        }
-        if (kind == 0) {
-            for (; r < e; r += 4) {
-                mfcc_head_step(p, pcm, z, r, Q, nsh, MFCC_HEAD_ANY);
-            }
-        } else {
-            mfcc_head_run(p, pcm, z, r, (e - r) / 4, sh, kind == 1);
-            r = e;
-        }
+    const int32_t H = (W >> 1) - 4, Z = (W + 1) >> 1;
+    const int32_t b0 = mfcc_ceil4(Z - 3 * Q, Q), b1 = mfcc_ceil4(H - 2 * Q + 1, Q);
+    const int32_t abc1 = b1 > b0 ? b1 : b0, c0 = mfcc_ceil4(Z - 2 * Q, Q);
+    const int32_t ac0 = c0 > abc1 ? c0 : abc1, c1 = mfcc_ceil4(H - Q + 1, Q);
+    const int32_t ac1 = c1 > ac0 ? c1 : ac0;
+    mfcc_head_any(p, pcm, z, 0, b0, nsh);
+    if (abc1 > b0) {
+        mfcc_head_run(p, pcm, z, b0, (abc1 - b0) / 4, sh, 1);
     }
+    mfcc_head_any(p, pcm, z, abc1, ac0, nsh);
+    if (ac1 > ac0) {
+        mfcc_head_run(p, pcm, z, ac0, (ac1 - ac0) / 4, sh, 0);
+    }
+    mfcc_head_any(p, pcm, z, ac1, Q, nsh);
     return sh;
 }
 #endif
