@@ -616,38 +616,54 @@ static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, const mfcc_flo
  * whole blocks before it did not cover (r = len mod 4). */
 static const uint32_t mfcc_tail_mask[8] = {0u, 0u, 0u, 0u, ~0u, ~0u, ~0u, ~0u};
 
-/* Sum of pw[i] wt[i], i < len (len >= 4), four taps a step. p and w are non-negative and
- * p = ph 2^32 + pl: VLD2.32 of the int64 powers splits them into pl and ph lanes (little
- * endian), VMLAL.U32 sums pl w and ph w in uint64 lanes (pl w < 2^47, ph w < 2^46: no wrap
- * for any filter of fewer than 2^16 taps) and the sum is lo + hi 2^32 modulo 2^64, which is
- * the exact int64 sum (< 2^63, docs/numeric.md §7.2). The taps past the last whole block are
- * one more block ending at the filter's end, its already counted lanes masked to weight 0. */
-static inline __attribute__((always_inline)) int64_t mfcc_dot(const int64_t *pw, const int16_t *wt,
-                                                              int32_t len)
+/* *out = sum of pw[i] wt[i], i < len (len >= 4), four taps a step, in assembly (one filter's
+ * setup costs GCC more than its taps). p and w are non-negative and p = ph 2^32 + pl: VLD2.32
+ * of the int64 powers splits them into pl and ph lanes (little endian), VMLAL.U32 sums pl w and
+ * ph w in uint64 lanes (pl w < 2^47, ph w < 2^46: no wrap for any filter of fewer than 2^16
+ * taps) and the sum is lo + hi 2^32 modulo 2^64, which is the exact int64 sum (< 2^63,
+ * docs/numeric.md §7.2). The taps past the last whole block are one more block ending at the
+ * filter's end, its already counted lanes masked to weight 0 (ARM DDI 0406C A8.8, VLD2, VMLAL,
+ * VSHL). */
+static inline __attribute__((always_inline)) void mfcc_dot(const int64_t *pw, const int16_t *wt,
+                                                           int32_t len, int64_t *out)
 {
-    const uint32_t *pp = (const uint32_t *)pw;
-    const uint16_t *ww = (const uint16_t *)wt;
-    uint64x2_t lo = vdupq_n_u64(0), hi = lo;
-    int32_t i;
-    for (i = 0; i + 4 <= len; i += 4) {
-        const uint32x4x2_t v = vld2q_u32(pp + 2 * i);
-        const uint32x4_t w = vmovl_u16(vld1_u16(ww + i));
-        lo = vmlal_u32(lo, vget_low_u32(v.val[0]), vget_low_u32(w));
-        lo = vmlal_u32(lo, vget_high_u32(v.val[0]), vget_high_u32(w));
-        hi = vmlal_u32(hi, vget_low_u32(v.val[1]), vget_low_u32(w));
-        hi = vmlal_u32(hi, vget_high_u32(v.val[1]), vget_high_u32(w));
-    }
-    if (i < len) {
-        const uint32x4x2_t v = vld2q_u32(pp + 2 * (len - 4));
-        const uint32x4_t w =
-            vandq_u32(vmovl_u16(vld1_u16(ww + len - 4)), vld1q_u32(mfcc_tail_mask + (len - i)));
-        lo = vmlal_u32(lo, vget_low_u32(v.val[0]), vget_low_u32(w));
-        lo = vmlal_u32(lo, vget_high_u32(v.val[0]), vget_high_u32(w));
-        hi = vmlal_u32(hi, vget_low_u32(v.val[1]), vget_low_u32(w));
-        hi = vmlal_u32(hi, vget_high_u32(v.val[1]), vget_high_u32(w));
-    }
-    lo = vaddq_u64(lo, vshlq_n_u64(hi, 32));
-    return (int64_t)vget_lane_u64(vadd_u64(vget_low_u64(lo), vget_high_u64(lo)), 0);
+    const int64_t *pp = pw, *pt = pw + len - 4;
+    const int16_t *ww = wt, *wl = wt + len - 4;
+    const uint32_t *mask = mfcc_tail_mask + (len & 3);
+    int32_t n = len >> 2;
+    __asm__ volatile(
+        "vmov.i32 q8, #0\n\t"
+        "vmov.i32 q9, #0\n\t"
+        "1:\n\t"
+        "vld2.32 {d0-d3}, [%[pp]]!\n\t"
+        "vld1.16 {d4}, [%[ww]]!\n\t"
+        "vmovl.u16 q2, d4\n\t"
+        "vmlal.u32 q8, d0, d4\n\t"
+        "vmlal.u32 q8, d1, d5\n\t"
+        "vmlal.u32 q9, d2, d4\n\t"
+        "vmlal.u32 q9, d3, d5\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n\t"
+        "tst %[len], #3\n\t"
+        "beq 2f\n\t"
+        "vld2.32 {d0-d3}, [%[pt]]\n\t"
+        "vld1.16 {d4}, [%[wl]]\n\t"
+        "vld1.32 {d6-d7}, [%[mask]]\n\t"
+        "vmovl.u16 q2, d4\n\t"
+        "vand q2, q2, q3\n\t"
+        "vmlal.u32 q8, d0, d4\n\t"
+        "vmlal.u32 q8, d1, d5\n\t"
+        "vmlal.u32 q9, d2, d4\n\t"
+        "vmlal.u32 q9, d3, d5\n\t"
+        "2:\n\t"
+        "vshl.i64 q9, q9, #32\n\t"
+        "vadd.i64 q8, q8, q9\n\t"
+        "vadd.i64 d16, d16, d17\n\t"
+        "vst1.64 {d16}, [%[out]]\n\t"
+        : [pp] "+r"(pp), [ww] "+r"(ww), [n] "+r"(n)
+        : [pt] "r"(pt), [wl] "r"(wl), [mask] "r"(mask), [len] "r"(len), [out] "r"(out)
+        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17", "d18",
+          "d19");
 }
 #endif
 
@@ -713,7 +729,7 @@ static void mfcc_mel(const elt_mfcc_params_t *p, elt_mfcc_work_t *w, int32_t sh)
         const int64_t *pw = w->p + (p->mel_start[m] - p->bin_lo);
         const int32_t len = p->mel_len[m];
         if (len >= 4) {
-            acc[m] = mfcc_dot(pw, wt, len);
+            mfcc_dot(pw, wt, len, acc + m);
         } else {
             int64_t a = 0;
             for (i = 0; i < len; ++i) {
