@@ -176,38 +176,38 @@ static inline __attribute__((always_inline)) void mfcc_head_step(const elt_mfcc_
 
 /* Every NEON register the assembly blocks below use (d8-d15 are callee-saved: GCC saves
  * them once per call). */
-#define MFCC_NEON_CLOBBERS                                                                      \
-    "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13",   \
-        "d14", "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25",   \
-        "d26", "d27", "d28", "d29", "d30", "d31"
+#define MFCC_NEON_CLOBBERS                                                                         \
+    "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", "d14", \
+        "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "d26", "d27", \
+        "d28", "d29", "d30", "d31"
 
 /* A whole quad in assembly: x [x] (VLD2.16: even samples d0, odd d1), the window [w] (VLD2.32:
  * q2, q3), f = VMOVN(VRSHL.S64(VMULL.S32(x, w), q15 = -sh)) as mfcc_scale: real parts to
  * dr0:dr1, imaginary to di0:di1; q8-q11 scratch. */
-#define MFCC_QUAD_ASM(x, w, dr0, dr1, di0, di1) \
-    "vld2.16 {d0-d1}, [" x "]\n\t"              \
-    "vld2.32 {d4-d7}, [" w "]\n\t"              \
-    "vmovl.s16 q8, d0\n\t"                      \
-    "vmovl.s16 q9, d1\n\t"                      \
-    "vmull.s32 q10, d16, d4\n\t"                \
-    "vmull.s32 q11, d17, d5\n\t"                \
-    "vrshl.s64 q10, q10, q15\n\t"               \
-    "vrshl.s64 q11, q11, q15\n\t"               \
-    "vmovn.i64 " dr0 ", q10\n\t"                \
-    "vmovn.i64 " dr1 ", q11\n\t"                \
-    "vmull.s32 q10, d18, d6\n\t"                \
-    "vmull.s32 q11, d19, d7\n\t"                \
-    "vrshl.s64 q10, q10, q15\n\t"               \
-    "vrshl.s64 q11, q11, q15\n\t"               \
-    "vmovn.i64 " di0 ", q10\n\t"                \
+#define MFCC_QUAD_ASM(x, w, dr0, dr1, di0, di1)                                                    \
+    "vld2.16 {d0-d1}, [" x "]\n\t"                                                                 \
+    "vld2.32 {d4-d7}, [" w "]\n\t"                                                                 \
+    "vmovl.s16 q8, d0\n\t"                                                                         \
+    "vmovl.s16 q9, d1\n\t"                                                                         \
+    "vmull.s32 q10, d16, d4\n\t"                                                                   \
+    "vmull.s32 q11, d17, d5\n\t"                                                                   \
+    "vrshl.s64 q10, q10, q15\n\t"                                                                  \
+    "vrshl.s64 q11, q11, q15\n\t"                                                                  \
+    "vmovn.i64 " dr0 ", q10\n\t"                                                                   \
+    "vmovn.i64 " dr1 ", q11\n\t"                                                                   \
+    "vmull.s32 q10, d18, d6\n\t"                                                                   \
+    "vmull.s32 q11, d19, d7\n\t"                                                                   \
+    "vrshl.s64 q10, q10, q15\n\t"                                                                  \
+    "vrshl.s64 q11, q11, q15\n\t"                                                                  \
+    "vmovn.i64 " di0 ", q10\n\t"                                                                   \
     "vmovn.i64 " di1 ", q11\n\t"
 
 /* The four radix-4 outputs of lane l (y01 in q8-q11, y23 in q0-q3) to z + 2 bitrev[r + l]:
  * VST4.32 single lane, register list double-spaced (ARM DDI 0406C A8.8, VST4). */
-#define MFCC_OUT_ASM(y01, y23)                \
-    "ldrh %[t], [%[br]], #2\n\t"              \
-    "add %[t], %[z], %[t], lsl #3\n\t"        \
-    "vst4.32 {" y01 "}, [%[t]]!\n\t"          \
+#define MFCC_OUT_ASM(y01, y23)                                                                     \
+    "ldrh %[t], [%[br]], #2\n\t"                                                                   \
+    "add %[t], %[z], %[t], lsl #3\n\t"                                                             \
+    "vst4.32 {" y01 "}, [%[t]]!\n\t"                                                               \
     "vst4.32 {" y23 "}, [%[t]]\n\t"
 
 /* n head steps from r whose quads a = z[r..] and c = z[r + Q..] are whole, d = z[r + 3Q..]
@@ -222,16 +222,17 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
     const uint16_t *br = p->bitrev + r;
     const int32_t off = p->n_cfft; /* bytes of 2Q int16 samples: quad n to quad n + Q */
     int32_t t, u;
-#define MFCC_HEAD_OUT                                                                          \
-    MFCC_OUT_ASM("d16[0], d18[0], d20[0], d22[0]", "d0[0], d2[0], d4[0], d6[0]")               \
-    MFCC_OUT_ASM("d16[1], d18[1], d20[1], d22[1]", "d0[1], d2[1], d4[1], d6[1]")               \
-    MFCC_OUT_ASM("d17[0], d19[0], d21[0], d23[0]", "d1[0], d3[0], d5[0], d7[0]")               \
-    MFCC_OUT_ASM("d17[1], d19[1], d21[1], d23[1]", "d1[1], d3[1], d5[1], d7[1]")               \
-    "add %[x], %[x], #16\n\t"                                                                  \
-    "add %[w], %[w], #32\n\t"                                                                  \
-    "subs %[n], %[n], #1\n\t"                                                                  \
+#define MFCC_HEAD_OUT                                                                              \
+    MFCC_OUT_ASM("d16[0], d18[0], d20[0], d22[0]", "d0[0], d2[0], d4[0], d6[0]")                   \
+    MFCC_OUT_ASM("d16[1], d18[1], d20[1], d22[1]", "d0[1], d2[1], d4[1], d6[1]")                   \
+    MFCC_OUT_ASM("d17[0], d19[0], d21[0], d23[0]", "d1[0], d3[0], d5[0], d7[0]")                   \
+    MFCC_OUT_ASM("d17[1], d19[1], d21[1], d23[1]", "d1[1], d3[1], d5[1], d7[1]")                   \
+    "add %[x], %[x], #16\n\t"                                                                      \
+    "add %[w], %[w], #32\n\t"                                                                      \
+    "subs %[n], %[n], #1\n\t"                                                                      \
     "bne 1b\n\t"
     if (with_b) {
+        /* clang-format off */
         __asm__ volatile(
             "vdup.32 q15, %[nsh]\n\t"
             "1:\n\t"
@@ -259,7 +260,9 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
             : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
     } else {
+        /* clang-format off */
         __asm__ volatile(
             "vdup.32 q15, %[nsh]\n\t"
             "1:\n\t"
@@ -279,6 +282,7 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
             : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
     }
 #undef MFCC_HEAD_OUT
 }
@@ -393,18 +397,17 @@ static void mfcc_fft(const elt_mfcc_params_t *p, int32_t *z, int32_t h0)
  * (ARM DDI 0406C A8.8.374); q14, q15 are scratch. The generic product serves every j:
  * rmul(b, 2^31 - 1) = b and rmul(b, 0) = 0 for |b| <= 2^30 (stage values are proven
  * < 2^31 / 8), so twiddles 1 and -i give the integers of the exact scalar butterflies. */
-#define MFCC_BFLY(ar, ai, br, bi, c, s)           \
-    "vqrdmulh.s32 q14, " br ", " c "\n\t"         \
-    "vqrdmulh.s32 q15, " bi ", " s "\n\t"         \
-    "vadd.i32 q14, q14, q15\n\t"                  \
-    "vqrdmulh.s32 q15, " bi ", " c "\n\t"         \
-    "vqrdmulh.s32 " bi ", " br ", " s "\n\t"      \
-    "vsub.i32 q15, q15, " bi "\n\t"               \
-    "vsub.i32 " br ", " ar ", q14\n\t"            \
-    "vsub.i32 " bi ", " ai ", q15\n\t"            \
-    "vadd.i32 " ar ", " ar ", q14\n\t"            \
+#define MFCC_BFLY(ar, ai, br, bi, c, s)                                                            \
+    "vqrdmulh.s32 q14, " br ", " c "\n\t"                                                          \
+    "vqrdmulh.s32 q15, " bi ", " s "\n\t"                                                          \
+    "vadd.i32 q14, q14, q15\n\t"                                                                   \
+    "vqrdmulh.s32 q15, " bi ", " c "\n\t"                                                          \
+    "vqrdmulh.s32 " bi ", " br ", " s "\n\t"                                                       \
+    "vsub.i32 q15, q15, " bi "\n\t"                                                                \
+    "vsub.i32 " br ", " ar ", q14\n\t"                                                             \
+    "vsub.i32 " bi ", " ai ", q15\n\t"                                                             \
+    "vadd.i32 " ar ", " ar ", q14\n\t"                                                             \
     "vadd.i32 " ai ", " ai ", q15\n\t"
-
 
 /* Stages h >= 4 of mfcc_fft, four butterflies a step. Two stages h and 2h run as one radix-4
  * pass over z[g + j], z[g + j + h], z[g + j + 2h], z[g + j + 3h] (g a multiple of 4h): the
@@ -425,6 +428,7 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
         for (j = 0; j < h; j += 4) {
             int32_t *ld = z + 2 * j, *st = ld;
             int32_t n = N / (4 * h);
+            /* clang-format off */
             __asm__ volatile(
                 "vld1.32 {d16-d17}, [%[c1]]\n\t"
                 "vld1.32 {d18-d19}, [%[s1]]\n\t"
@@ -451,6 +455,7 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
                 : [stride] "r"(stride), [c1] "r"(c1 + j), [s1] "r"(s1 + j), [c2] "r"(c2 + j),
                   [s2] "r"(s2 + j), [c3] "r"(c2 + j + h), [s3] "r"(s2 + j + h)
                 : "memory", "cc", MFCC_NEON_CLOBBERS);
+            /* clang-format on */
         }
     }
     if (2 * h <= N) {
@@ -458,6 +463,7 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
         const int32_t *c1 = p->stage_cos + (h - 4), *s1 = p->stage_sin + (h - 4);
         int32_t *a = z, *b = z + 2 * h;
         int32_t n = h / 4;
+        /* clang-format off */
         __asm__ volatile(
             "1:\n\t"
             "vld1.32 {d16-d17}, [%[c1]]!\n\t"
@@ -472,6 +478,7 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
             : [a] "+r"(a), [b] "+r"(b), [n] "+r"(n), [c1] "+r"(c1), [s1] "+r"(s1)
             :
             : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
     }
 }
 #endif
@@ -490,7 +497,6 @@ static inline __attribute__((always_inline)) int64_t mfcc_bin_power(const int32_
     const int64_t P = (int64_t)xr * xr + (int64_t)xi * xi;
     return ps > 0 ? (P + ((int64_t)1 << (ps - 1))) >> ps : P;
 }
-
 
 /* The power of the weighted bins. The NEON path takes four bins k .. k + 3 with
  * 1 <= k, k + 3 < N (no index wraps), in assembly (the intrinsics cost GCC stack traffic): z[k..]
@@ -524,6 +530,7 @@ static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw
         int64_t *o = pw + i;
         const int32_t down = -32;
         i += 4 * n;
+        /* clang-format off */
         __asm__ volatile(
             "vdup.32 q15, %[nps]\n\t"
             "1:\n\t"
@@ -559,6 +566,7 @@ static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw
             : [zk] "+r"(zk), [yk] "+r"(yk), [c] "+r"(c), [s] "+r"(sv), [o] "+r"(o), [n] "+r"(n)
             : [down] "r"(down), [nps] "r"(-ps)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
     }
 #endif
     for (; i < nb; ++i) {
@@ -631,6 +639,7 @@ static inline __attribute__((always_inline)) void mfcc_dot(const int64_t *pw, co
     const int16_t *ww = wt, *wl = wt + len - 4;
     const uint32_t *mask = mfcc_tail_mask + (len & 3);
     int32_t n = len >> 2;
+    /* clang-format off */
     __asm__ volatile(
         "vmov.i32 q8, #0\n\t"
         "vmov.i32 q9, #0\n\t"
@@ -664,6 +673,7 @@ static inline __attribute__((always_inline)) void mfcc_dot(const int64_t *pw, co
         : [pt] "r"(pt), [wl] "r"(wl), [mask] "r"(mask), [len] "r"(len), [out] "r"(out)
         : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17", "d18",
           "d19");
+    /* clang-format on */
 }
 #endif
 
@@ -680,8 +690,8 @@ static inline __attribute__((always_inline)) void mfcc_dot(const int64_t *pw, co
  *   VRSHR.S32 #15 ((x + 2^14) >> 15; (hi - lo) r < 2^31, docs/numeric.md §7.2). */
 static inline __attribute__((always_inline)) int32x4_t mfcc_log2x4(const int32_t *lut,
                                                                    uint64x2_t a01, uint64x2_t a23,
-                                                                   int64x2_t nshift,
-                                                                   uint64x2_t add, int32x4_t ec)
+                                                                   int64x2_t nshift, uint64x2_t add,
+                                                                   int32x4_t ec)
 {
     const uint64x2_t s01 = vaddq_u64(vrshlq_u64(a01, nshift), add);
     const uint64x2_t s23 = vaddq_u64(vrshlq_u64(a23, nshift), add);
@@ -690,9 +700,8 @@ static inline __attribute__((always_inline)) int32x4_t mfcc_log2x4(const int32_t
     const int32x4_t lz = vreinterpretq_s32_u32(
         vaddq_u32(vclzq_u32(hi), vandq_u32(vclzq_u32(lo), vceqq_u32(hi, vdupq_n_u32(0)))));
     const int32x4_t sh = vsubq_s32(lz, vdupq_n_s32(40)); /* 23 - b, b = 63 - lz */
-    const uint32x4_t t =
-        vcombine_u32(vmovn_u64(vshlq_u64(s01, vmovl_s32(vget_low_s32(sh)))),
-                     vmovn_u64(vshlq_u64(s23, vmovl_s32(vget_high_s32(sh)))));
+    const uint32x4_t t = vcombine_u32(vmovn_u64(vshlq_u64(s01, vmovl_s32(vget_low_s32(sh)))),
+                                      vmovn_u64(vshlq_u64(s23, vmovl_s32(vget_high_s32(sh)))));
     const uint32x4_t idx = vandq_u32(vshrq_n_u32(t, 15), vdupq_n_u32(255));
     const int32x4_t r = vreinterpretq_s32_u32(vandq_u32(t, vdupq_n_u32(32767)));
     int32x4_t tl = vdupq_n_s32(0), th = tl;
