@@ -724,43 +724,54 @@ static inline __attribute__((always_inline)) int32x4_t mfcc_log2x4(const int32_t
 }
 #endif
 
-/* Mel filterbank (exact int64 sums) and log2 of every filter; the NEON path sums every filter
- * first and takes the logarithms four filters at a time. */
+#if ELT_NEON
+/* *out = filter m's sum: mfcc_dot for four taps or more, else the scalar sum. */
+static inline __attribute__((always_inline)) void
+mfcc_mel_sum(const elt_mfcc_params_t *p, const int64_t *pw0, int32_t m, int64_t *out)
+{
+    const int16_t *wt = p->mel_w + p->mel_off[m];
+    const int64_t *pw = pw0 + (p->mel_start[m] - p->bin_lo);
+    const int32_t len = p->mel_len[m];
+    if (len >= 4) {
+        mfcc_dot(pw, wt, len, out);
+    } else {
+        int64_t a = 0;
+        int32_t i;
+        for (i = 0; i < len; ++i) {
+            a += pw[i] * wt[i];
+        }
+        *out = a;
+    }
+}
+#endif
+
+/* Mel filterbank (exact int64 sums) and log2 of every filter; the NEON path sums four filters,
+ * then takes their four logarithms at once. */
 static void mfcc_mel(const elt_mfcc_params_t *p, elt_mfcc_work_t *w, int32_t sh)
 {
     const mfcc_floor_t fl = mfcc_floor(p, sh);
     const int32_t M = p->n_mels;
-    int32_t m = 0, i;
+    int32_t m = 0;
 #if ELT_NEON
-    int64_t acc[ELT_MFCC_MELS_MAX];
-    for (m = 0; m < M; ++m) {
-        const int16_t *wt = p->mel_w + p->mel_off[m];
-        const int64_t *pw = w->p + (p->mel_start[m] - p->bin_lo);
-        const int32_t len = p->mel_len[m];
-        if (len >= 4) {
-            mfcc_dot(pw, wt, len, acc + m);
-        } else {
-            int64_t a = 0;
-            for (i = 0; i < len; ++i) {
-                a += pw[i] * wt[i];
-            }
-            acc[m] = a;
-        }
+    const int64x2_t nshift = vdupq_n_s64(-fl.shift);
+    const uint64x2_t add = vdupq_n_u64((uint64_t)fl.add);
+    const int32x4_t ec = vdupq_n_s32(fl.ec);
+    int64_t acc[4] __attribute__((aligned(16)));
+    for (m = 0; m + 4 <= M; m += 4) {
+        mfcc_mel_sum(p, w->p, m, acc);
+        mfcc_mel_sum(p, w->p, m + 1, acc + 1);
+        mfcc_mel_sum(p, w->p, m + 2, acc + 2);
+        mfcc_mel_sum(p, w->p, m + 3, acc + 3);
+        vst1q_s32(w->logmel + m,
+                  mfcc_log2x4(p->log2_lut, vreinterpretq_u64_s64(vld1q_s64(acc)),
+                              vreinterpretq_u64_s64(vld1q_s64(acc + 2)), nshift, add, ec));
     }
-    {
-        const int64x2_t nshift = vdupq_n_s64(-fl.shift);
-        const uint64x2_t add = vdupq_n_u64((uint64_t)fl.add);
-        const int32x4_t ec = vdupq_n_s32(fl.ec);
-        for (m = 0; m + 4 <= M; m += 4) {
-            const uint64x2_t a01 = vreinterpretq_u64_s64(vld1q_s64(acc + m));
-            const uint64x2_t a23 = vreinterpretq_u64_s64(vld1q_s64(acc + m + 2));
-            vst1q_s32(w->logmel + m, mfcc_log2x4(p->log2_lut, a01, a23, nshift, add, ec));
-        }
-        for (; m < M; ++m) {
-            w->logmel[m] = mfcc_log2(p, acc[m], &fl);
-        }
+    for (; m < M; ++m) {
+        mfcc_mel_sum(p, w->p, m, acc);
+        w->logmel[m] = mfcc_log2(p, acc[0], &fl);
     }
 #else
+    int32_t i;
     for (m = 0; m < M; ++m) {
         const int16_t *wt = p->mel_w + p->mel_off[m];
         const int64_t *pw = w->p + (p->mel_start[m] - p->bin_lo);
