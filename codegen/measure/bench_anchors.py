@@ -378,6 +378,14 @@ def run_cmsis_rfft(
     return _medians(_run_qemu(elf, "A"), (name,), n_fft)
 
 
+def _why(exc: Exception) -> str:
+    """A build or run failure in one line: its first line and, for a tool's output, its last."""
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+    if not lines:
+        return type(exc).__name__
+    return lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1].strip()}"
+
+
 def anchors_bench(
     q: Any, pcm: np.ndarray, work: Path, anchors: Path | None, cmsis_cache: Path | None
 ) -> dict[str, Any]:
@@ -393,6 +401,8 @@ def anchors_bench(
         "n_fft": p.n_fft,
         "ours": {
             "ticks_per_transform": st["fft_ticks"],
+            "ticks_min": st["fft_min"],
+            "ticks_max": st["fft_max"],
             "n_fft": p.n_fft,
             "what": "window + block exponent + FFT + real split + power of the weighted bins",
             "stages": st["stages"],
@@ -406,7 +416,7 @@ def anchors_bench(
         try:
             doc |= run_ne10(anchors / "ne10", pcm, work / "ne10", *args)
         except CodegenError as exc:
-            unavailable["ne10"] = f"Ne10: {str(exc).splitlines()[0]}"
+            unavailable["ne10"] = f"Ne10: {_why(exc)}"
     if cmsis_cache is None:
         unavailable["cmsis_rfft"] = f"cmsisdsp=={CMSIS_VERSION} arm_rfft_q15: not requested"
     else:
@@ -416,9 +426,7 @@ def anchors_bench(
                     cmsis_cache, pcm, work / f"rfft_{'neon' if neon else 'c'}", *args, neon=neon
                 )
         except CodegenError as exc:
-            unavailable["cmsis_rfft"] = (
-                f"cmsisdsp=={CMSIS_VERSION} arm_rfft_q15: {str(exc).splitlines()[0]}"
-            )
+            unavailable["cmsis_rfft"] = f"cmsisdsp=={CMSIS_VERSION} arm_rfft_q15: {_why(exc)}"
     if unavailable:
         doc["unavailable"] = unavailable
     return doc
@@ -454,8 +462,9 @@ def anchors_md(d: dict[str, Any] | None) -> list[str]:
         r = d.get(key)
         if r is None:
             continue
-        lo, hi = r.get("ticks_min", r["ticks_per_transform"]), r.get("ticks_max", "")
-        rows.append(f"| {label} | {r['ticks_per_transform']} | {lo} | {hi} |")
+        rows.append(
+            f"| {label} | {r['ticks_per_transform']} | {r['ticks_min']} | {r['ticks_max']} |"
+        )
     rows.append("")
     for why in d.get("unavailable", {}).values():
         rows += [f"Anchor unavailable: {why}", ""]

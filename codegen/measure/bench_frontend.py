@@ -387,9 +387,12 @@ def run_stages(q: QMfcc, pcm: np.ndarray, work: Path, *, scalar: bool = False) -
     if mism:
         raise CodegenError(f"front-end stage probe: {mism} coefficients differ from Python")
     med = {s: int(statistics.median_low(rows[:, i].tolist())) for i, s in enumerate(STAGES)}
+    fft = rows[:, :3].sum(axis=1)
     return {
         "stages": med,
         "fft_ticks": med["head"] + med["fft"] + med["power"],
+        "fft_min": int(fft.min()),
+        "fft_max": int(fft.max()),
         "frames": int(len(rows)),
         "mismatches": mism,
     }
