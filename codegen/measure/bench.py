@@ -633,10 +633,16 @@ def run_bench(
         host = host_throughput(q0, quantize_features(xh, q0.lstm.x_fmt), host_n)
 
     fe_doc = (
-        frontend_bench(q0, data_dir, out / "frontend", frontend_clips, cmsis_cache, anchors)
+        frontend_bench(q0, data_dir, out / "frontend", frontend_clips, cmsis_cache)
         if frontend_clips > 0
         else None
     )
+    if fe_doc is not None:
+        from codegen.measure.bench_anchors import fft_anchors
+
+        fe_doc["fft_anchors"] = fft_anchors(
+            q0, data_dir, out / "frontend" / "fft_anchors", frontend_clips, anchors, cmsis_cache
+        )
     k2 = sorted((s for s in sweep if s["k"] == 2), key=lambda s: s["n"])
     lo, hi = k2[0], k2[-1]
     cmaes_iter = round((hi["adapt_ticks"] - lo["adapt_ticks"]) / (hi["n"] - lo["n"]))
@@ -999,6 +1005,7 @@ def encoder_floor_line(enc: int, floor: dict[str, int]) -> str:
 
 
 def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
+    from codegen.measure.bench_anchors import anchors_md
     from codegen.measure.bench_frontend import frontend_md
 
     enc, fcls = d["encoder_ticks"], d["head_entropy_ticks"]
@@ -1043,7 +1050,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         "",
         *family_md(d.get("families") or []),
         *host_md(d.get("host_reference")),
-        *frontend_md(d.get("frontend")),
+        *frontend_md(d.get("frontend"), anchors_md((d.get("frontend") or {}).get("fft_anchors"))),
         "## Memory",
         "",
         f"- ram_bytes = {d['ram_bytes']}: .data {x['firmware']['data']} + .bss "

@@ -378,6 +378,25 @@ def run_cmsis_rfft(
     return _medians(_run_qemu(elf, "A"), (name,), n_fft)
 
 
+def fft_anchors(
+    q: Any,
+    data_dir: Path,
+    work: Path,
+    n_clips: int,
+    anchors: Path | None,
+    cmsis_cache: Path | None,
+) -> dict[str, Any]:
+    """`anchors_bench` on the front end of model ``q`` and the clips of
+    `bench_frontend.frontend_bench` (the first ``n_clips`` of the data set's first noise
+    condition)."""
+    from codegen.measure.bench_frontend import frontend_clips
+    from codegen.quantize.mfcc import quantize_mfcc_for
+
+    return anchors_bench(
+        quantize_mfcc_for(q), frontend_clips(data_dir, n_clips), work, anchors, cmsis_cache
+    )
+
+
 def _why(exc: Exception) -> str:
     """A build or run failure in one line: its first line and, for a tool's output, its last."""
     lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]

@@ -588,15 +588,13 @@ def frontend_bench(
     work: Path,
     n_clips: int = 2,
     cmsis_cache: Path | None = None,
-    anchors_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Ticks per hop and per second of audio of our front end (NEON and -DELT_SCALAR) and of
     CMSIS-DSP's arm_mfcc_q15 (Neon and portable C) on the same clips and QEMU; our ARM outputs
     checked against `codegen.intref.mfcc` on every coefficient. ``cmsis_cache`` None: no
-    anchor (reported as such). ``fft_anchors``: ticks per n_fft-point real FFT of ours, Ne10
-    (sources under ``anchors_dir``/ne10, `codegen.measure.bench_anchors`) and CMSIS-DSP."""
+    anchor (reported as such). (`codegen.measure.bench_anchors.fft_anchors` adds the per-transform
+    anchors as ``fft_anchors``.)"""
     from codegen.intref.mfcc import mfcc_int
-    from codegen.measure.bench_anchors import anchors_bench
     from codegen.quantize.mfcc import quantize_mfcc_for
 
     qm = quantize_mfcc_for(q)
@@ -620,7 +618,6 @@ def frontend_bench(
         except CodegenError as exc:
             anchors = {"unavailable": f"cmsisdsp=={CMSIS_VERSION}: {exc}"}
     doc["cmsis"] = anchors
-    doc["fft_anchors"] = anchors_bench(qm, pcm, work / "fft_anchors", anchors_dir, cmsis_cache)
     p = qm.params
     t = q.source.target
     doc["link_budget"] = link_budget(
@@ -634,8 +631,9 @@ def frontend_bench(
     return doc
 
 
-def frontend_md(d: dict[str, Any] | None) -> list[str]:
-    """The bench.md section of `frontend_bench`'s record."""
+def frontend_md(d: dict[str, Any] | None, anchors: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The bench.md section of `frontend_bench`'s record, ``anchors`` (the per-transform anchors'
+    rows) before the link budget."""
     if not d:
         return []
     rows = [
@@ -674,9 +672,7 @@ def frontend_md(d: dict[str, Any] | None) -> list[str]:
             f"(front end ≤ CMSIS-DSP ticks per frame) {verdict}.",
             "",
         ]
-    from codegen.measure.bench_anchors import anchors_md
-
-    return rows + anchors_md(d.get("fft_anchors")) + link_md(d["link_budget"])
+    return rows + list(anchors) + link_md(d["link_budget"])
 
 
 LINK_BAUD = 115200  # the board default (README "Running on a real ZYNQ-7020 board")
