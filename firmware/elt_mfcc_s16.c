@@ -155,61 +155,24 @@ static inline __attribute__((always_inline)) int32x4x2_t mfcc_quad(const elt_mfc
     return z;
 }
 
-/* A whole quad (2n + 8 <= win_length), no bounds checks. */
-static inline __attribute__((always_inline)) int32x4x2_t mfcc_quad_full(const elt_mfcc_params_t *p,
-                                                                        const int16_t *pcm,
-                                                                        int32_t n, int64x2_t nsh)
-{
-    const int16x4x2_t x = vld2_s16(pcm + 2 * n);
-    const int32x4x2_t w = vld2q_s32(p->window + 2 * n);
-    int32x4x2_t z;
-    z.val[0] = mfcc_scale(x.val[0], w.val[0], nsh);
-    z.val[1] = mfcc_scale(x.val[1], w.val[1], nsh);
-    return z;
-}
-
-/* Which quads of a head step are known: every quad read by bounds-checked mfcc_quad, or a, b
- * and c whole and d zero, or a and c whole and b and d zero (the zero padding past the window
- * needs no load and its butterflies no addition: x + 0 = x). */
-enum { MFCC_HEAD_ANY, MFCC_HEAD_ABC, MFCC_HEAD_AC };
-
+/* One head step with every quad read by the bounds-checked mfcc_quad (the steps the
+ * assembly runs below do not cover): stages h = 1 and 2 of the radix-4 butterflies at
+ * bit-reversed positions 4g .. 4g + 3 for the four r .. r + 3. */
 static inline __attribute__((always_inline)) void mfcc_head_step(const elt_mfcc_params_t *p,
                                                                  const int16_t *pcm, int32_t *z,
                                                                  int32_t r, int32_t Q,
-                                                                 int64x2_t nsh, const int mode)
+                                                                 int64x2_t nsh)
 {
-    int32x4_t s0r, s0i, s1r, s1i, s2r, s2i, s3r, s3i;
     int32x4x4_t y01, y23;
     int32_t *o0 = z + 2 * p->bitrev[r], *o1 = z + 2 * p->bitrev[r + 1];
     int32_t *o2 = z + 2 * p->bitrev[r + 2], *o3 = z + 2 * p->bitrev[r + 3];
-    if (mode == MFCC_HEAD_ANY) {
-        const int32x4x2_t a = mfcc_quad(p, pcm, r, nsh), c = mfcc_quad(p, pcm, r + Q, nsh);
-        const int32x4x2_t b = mfcc_quad(p, pcm, r + 2 * Q, nsh);
-        const int32x4x2_t d = mfcc_quad(p, pcm, r + 3 * Q, nsh);
-        s0r = vaddq_s32(a.val[0], b.val[0]);
-        s0i = vaddq_s32(a.val[1], b.val[1]);
-        s1r = vsubq_s32(a.val[0], b.val[0]);
-        s1i = vsubq_s32(a.val[1], b.val[1]);
-        s2r = vaddq_s32(c.val[0], d.val[0]);
-        s2i = vaddq_s32(c.val[1], d.val[1]);
-        s3r = vsubq_s32(c.val[0], d.val[0]);
-        s3i = vsubq_s32(c.val[1], d.val[1]);
-    } else {
-        const int32x4x2_t a = mfcc_quad_full(p, pcm, r, nsh);
-        const int32x4x2_t c = mfcc_quad_full(p, pcm, r + Q, nsh);
-        if (mode == MFCC_HEAD_ABC) {
-            const int32x4x2_t b = mfcc_quad_full(p, pcm, r + 2 * Q, nsh);
-            s0r = vaddq_s32(a.val[0], b.val[0]);
-            s0i = vaddq_s32(a.val[1], b.val[1]);
-            s1r = vsubq_s32(a.val[0], b.val[0]);
-            s1i = vsubq_s32(a.val[1], b.val[1]);
-        } else {
-            s0r = s1r = a.val[0];
-            s0i = s1i = a.val[1];
-        }
-        s2r = s3r = c.val[0];
-        s2i = s3i = c.val[1];
-    }
+    const int32x4x2_t a = mfcc_quad(p, pcm, r, nsh), c = mfcc_quad(p, pcm, r + Q, nsh);
+    const int32x4x2_t b = mfcc_quad(p, pcm, r + 2 * Q, nsh);
+    const int32x4x2_t d = mfcc_quad(p, pcm, r + 3 * Q, nsh);
+    const int32x4_t s0r = vaddq_s32(a.val[0], b.val[0]), s0i = vaddq_s32(a.val[1], b.val[1]);
+    const int32x4_t s1r = vsubq_s32(a.val[0], b.val[0]), s1i = vsubq_s32(a.val[1], b.val[1]);
+    const int32x4_t s2r = vaddq_s32(c.val[0], d.val[0]), s2i = vaddq_s32(c.val[1], d.val[1]);
+    const int32x4_t s3r = vsubq_s32(c.val[0], d.val[0]), s3i = vsubq_s32(c.val[1], d.val[1]);
     /* stage h = 2: twiddle 1 for the pair (0, 2), -i for (1, 3) */
     y01.val[0] = vaddq_s32(s0r, s2r);
     y01.val[1] = vaddq_s32(s0i, s2i);
@@ -345,7 +308,7 @@ static void mfcc_head_any(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
                           int32_t e, int64x2_t nsh)
 {
     for (; r < e; r += 4) {
-        mfcc_head_step(p, pcm, z, r, p->n_cfft / 4, nsh, MFCC_HEAD_ANY);
+        mfcc_head_step(p, pcm, z, r, p->n_cfft / 4, nsh);
     }
 }
 
