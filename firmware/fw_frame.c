@@ -391,9 +391,9 @@ uint32_t fw_crc32_update(uint32_t crc, const uint8_t *data, size_t len)
         __builtin_memcpy(&w1, __builtin_assume_aligned(p + 4, 4), 4u);
         w0 ^= crc; /* little endian: byte p[0] in the low 8 bits */
         crc = crc32_tab[7][w0 & 0xFFu] ^ crc32_tab[6][(w0 >> 8) & 0xFFu] ^
-              crc32_tab[5][(w0 >> 16) & 0xFFu] ^ crc32_tab[4][w0 >> 24] ^
-              crc32_tab[3][w1 & 0xFFu] ^ crc32_tab[2][(w1 >> 8) & 0xFFu] ^
-              crc32_tab[1][(w1 >> 16) & 0xFFu] ^ crc32_tab[0][w1 >> 24];
+              crc32_tab[5][(w0 >> 16) & 0xFFu] ^ crc32_tab[4][w0 >> 24] ^ crc32_tab[3][w1 & 0xFFu] ^
+              crc32_tab[2][(w1 >> 8) & 0xFFu] ^ crc32_tab[1][(w1 >> 16) & 0xFFu] ^
+              crc32_tab[0][w1 >> 24];
     }
 #endif
 #endif

@@ -93,7 +93,7 @@ static void put_board_block(fw_server_t *s, uint8_t *b)
 #else
     static const char name[] = "";
 #endif
-    fw_board_report_t r = {0, 0, 0, 0, 0, 0, 0};
+    fw_board_report_t r = {0, 0, 0, 0, 0, 0, 0, 0};
     if (s->platform->board_report != 0) {
         s->platform->board_report(s->platform->ctx, &r);
     }
@@ -110,6 +110,7 @@ static void put_board_block(fw_server_t *s, uint8_t *b)
     for (uint32_t i = 0; i < FW_INFO_BOARD_NAME_SIZE && name[i] != '\0'; i++) {
         b[28 + i] = (uint8_t)name[i];
     }
+    fw_put_u32(&b[48], r.uart_rx_overruns);
 }
 
 static void send_info(fw_server_t *s, uint32_t seq)
@@ -145,7 +146,7 @@ static void send_info(fw_server_t *s, uint32_t seq)
     if (app != 0 && app->describe != 0) {
         app_len = app->describe(app->ctx, &p[fixed], (uint16_t)(FW_MAX_PAYLOAD - fixed));
     }
-    fw_put_u32(&p[60], s->session); /* the description's length is the payload's minus 112 */
+    fw_put_u32(&p[60], s->session); /* the description's length is the payload's minus 116 */
     send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)(fixed + app_len));
 }
 

@@ -97,7 +97,7 @@ typedef struct {
      * one block at a time on their way to the link, with the CRC computed as they go. */
     uint8_t enc[FW_ENC_MAX];
     uint8_t tx_blk[FW_COBS_BLOCK];
-    uint32_t tx_n; /* data bytes in tx_blk after its code byte */
+    uint32_t tx_n;                /* data bytes in tx_blk after its code byte */
     uint8_t rx_hold[FW_RX_CHUNK]; /* bytes after a delimiter; a too-long frame's tail */
     fw_link_stats_t link;
     uint32_t poll_t0;   /* fw_server_poll's start */

@@ -45,8 +45,7 @@ static uint32_t ticks(void *ctx)
     return fw_timer_now32();
 }
 
-static fw_platform_t platform = {uart_write, stack_usage, 0,         0,
-                                 board_report, uart_read,   ticks};
+static fw_platform_t platform = {uart_write, stack_usage, 0, 0, board_report, uart_read, ticks};
 static fw_server_t server;
 
 int main(void)
