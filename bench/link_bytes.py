@@ -3,13 +3,13 @@ the checks of docs/protocol.md) under QEMU -icount shift=0, where one global-tim
 guest instructions (docs/targets.md §4). The probe links firmware/fw_server.c and fw_frame.c as
 the firmware does, with an application that answers every frame with a 4-byte reply, and feeds
 one second of 16 kHz int16 audio (speech-like, framed as AUDIO chunks of the default 2,048-byte
-payload) from memory the way firmware/main.c takes the UART's bytes: fw_server_poll with a read
-callback that moves at most 64 bytes (the RX FIFO) by one load and one store a byte, 32 at a
-time unrolled, as fw_uart_read's burst loop does from the FIFO register (its Channel_sts looks, one per 32 bytes,
-are not in the figure), and the link timed by the global timer's low word as on the device. For
-comparison, the same bytes through fw_server_feed, one call per byte. Every frame must be
-accepted (the reply count is checked). Also timed alone over the same bytes: fw_cobs_decode and
-fw_crc32.
+payload) the way firmware/main.c takes the UART's bytes: fw_server_poll with a read callback
+that moves each byte from a 32-bit word (as the FIFO register returns it) by the NEON lane
+loads and narrowing fw_uart_read uses, 64 bytes a poll (one RX FIFO) and 256 (the FIFO refilled
+while it drains), with the link timed by the global timer's low word as on the device; the
+UART's Channel_sts looks (one per 32 bytes) are not in the figure. For comparison, the same
+bytes through fw_server_feed, one call per byte. Every frame must be accepted (the reply count
+is checked). Also timed alone over the same bytes: fw_cobs_decode and fw_crc32.
 
     python bench/link_bytes.py
 """
@@ -269,7 +269,10 @@ def main() -> int:
     print(f"{len(enc)} frames, {n} wire bytes (one second of audio)")
     runs = (
         ("fw_server_poll, 64-byte reads (one RX FIFO a poll)", POLL.replace("{chunk}", "64")),
-        ("fw_server_poll, 256-byte reads (the FIFO refilled as it drains)", POLL.replace("{chunk}", "256")),
+        (
+            "fw_server_poll, 256-byte reads (the FIFO refilled as it drains)",
+            POLL.replace("{chunk}", "256"),
+        ),
         ("fw_server_feed, one call a byte", PER_BYTE),
     )
     for i, (name, feed) in enumerate(runs):

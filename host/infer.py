@@ -108,11 +108,7 @@ class InferResult:
             "logits_noadapt": list(self.logits_noadapt),
             "logits": list(self.logits),
             "z": list(self.z),
-        } | {
-            k: getattr(self, k)
-            for k in STREAM_TICKS
-            if getattr(self, k) is not None
-        }
+        } | {k: getattr(self, k) for k in STREAM_TICKS if getattr(self, k) is not None}
 
     @classmethod
     def from_json(cls, d: dict[str, object]) -> InferResult:
