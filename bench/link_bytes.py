@@ -5,7 +5,7 @@ the firmware does, with an application that answers every frame with a 4-byte re
 one second of 16 kHz int16 audio (speech-like, framed as AUDIO chunks of the default 2,048-byte
 payload) the way firmware/main.c takes the UART's bytes: fw_server_poll with a read callback
 that moves each byte from a 32-bit word (as the FIFO register returns it) by the NEON lane
-loads and narrowing fw_uart_read uses, 64 bytes a poll (one RX FIFO) and 256 (the FIFO refilled
+loads and table lookups fw_uart_read uses, 64 bytes a poll (one RX FIFO) and 256 (the FIFO refilled
 while it drains), with the link timed by the global timer's low word as on the device; the
 UART's Channel_sts looks (one per 32 bytes) are not in the figure. For comparison, the same
 bytes through fw_server_feed, one call per byte. Every frame must be accepted (the reply count
@@ -75,6 +75,7 @@ static const uint32_t *src_p, *src_end;
 static inline uint8x16_t gather16(const uint32_t **f)
 {
     uint8x16_t v;
+    const uint8x8_t idx = vcreate_u8(0x1C1814100C080400u);
     __asm__ volatile("vld1.32 {d16[0]}, [%[f]]!\n\tvld1.32 {d16[1]}, [%[f]]!\n\t"
                      "vld1.32 {d17[0]}, [%[f]]!\n\tvld1.32 {d17[1]}, [%[f]]!\n\t"
                      "vld1.32 {d18[0]}, [%[f]]!\n\tvld1.32 {d18[1]}, [%[f]]!\n\t"
@@ -83,13 +84,11 @@ static inline uint8x16_t gather16(const uint32_t **f)
                      "vld1.32 {d21[0]}, [%[f]]!\n\tvld1.32 {d21[1]}, [%[f]]!\n\t"
                      "vld1.32 {d22[0]}, [%[f]]!\n\tvld1.32 {d22[1]}, [%[f]]!\n\t"
                      "vld1.32 {d23[0]}, [%[f]]!\n\tvld1.32 {d23[1]}, [%[f]]!\n\t"
-                     "vmovn.i32 d24, q8\n\tvmovn.i32 d25, q9\n\t"
-                     "vmovn.i32 d26, q10\n\tvmovn.i32 d27, q11\n\t"
-                     "vmovn.i16 %e[v], q12\n\tvmovn.i16 %f[v], q13"
-                     : [v] "=w"(v), [f] "+r"(*f)
-                     :
-                     : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "d26",
-                       "d27", "memory");
+                     "vtbl.8 %e[v], {d16, d17, d18, d19}, %P[idx]\n\t"
+                     "vtbl.8 %f[v], {d20, d21, d22, d23}, %P[idx]"
+                     : [v] "=&w"(v), [f] "+r"(*f)
+                     : [idx] "w"(idx)
+                     : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "memory");
     return v;
 }
 __attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, uint8_t *min)
@@ -104,11 +103,12 @@ __attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, ui
     }
     size_t i = 0;
     uint32_t lo = 0xFFu;
+    const uint32_t *f = src_p;
     if (n >= 32u) {
         uint8x16_t m = vdupq_n_u8(0xFFu);
         for (; n - i >= 32u; i += 32u) {
-            const uint8x16_t a = gather16(&src_p);
-            const uint8x16_t b = gather16(&src_p);
+            const uint8x16_t a = gather16(&f);
+            const uint8x16_t b = gather16(&f);
             vst1q_u8(dst + i, a);
             vst1q_u8(dst + i + 16u, b);
             m = vminq_u8(m, vminq_u8(a, b));
@@ -120,10 +120,11 @@ __attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, ui
         lo = vget_lane_u8(h, 0);
     }
     for (; i < n; i++) {
-        const uint32_t c = *src_p++ & 0xFFu;
+        const uint32_t c = *f++ & 0xFFu;
         dst[i] = (uint8_t)c;
         lo = c < lo ? c : lo;
     }
+    src_p = f;
     *min = (uint8_t)lo;
     return n;
 }

@@ -310,29 +310,35 @@ void fw_server_feed(fw_server_t *s, uint8_t byte)
     rx_commit(s, p, 1u);
 }
 
+/* The link is timed per busy stretch, not per poll: from the first poll that takes bytes after
+ * an idle one to the next poll that finds none, less the application's handlers. Two timer reads
+ * a stretch instead of two a poll. */
 size_t fw_server_poll(fw_server_t *s)
 {
     const fw_platform_t *pl = s->platform;
     size_t room = 0;
     uint8_t *p = rx_space(s, &room);
-    const uint32_t t0 = link_now(s);
+    const uint32_t t0 = s->in_poll ? 0u : link_now(s);
     uint8_t min = 0;
     const size_t n = pl->read(pl->ctx, p, room, &min);
     if (n == 0u) {
+        if (s->in_poll) {
+            s->link.ticks += link_now(s) - s->poll_t0 - s->app_ticks;
+            s->in_poll = 0;
+        }
         return 0;
+    }
+    if (!s->in_poll) {
+        s->poll_t0 = t0;
+        s->app_ticks = 0;
+        s->in_poll = 1;
     }
     s->link.rx_bytes += (uint32_t)n;
     if (p != s->rx_hold && (min != 0u || fw_zero_index(p, n) == n)) {
         s->enc_len += (uint32_t)n; /* the usual case: a frame's middle */
-        s->link.ticks += link_now(s) - t0;
-        return n;
+    } else {
+        rx_commit(s, p, n);
     }
-    s->poll_t0 = t0;
-    s->app_ticks = 0;
-    s->in_poll = 1;
-    rx_commit(s, p, n);
-    s->link.ticks += link_now(s) - t0 - s->app_ticks;
-    s->in_poll = 0;
     return n;
 }
 
@@ -345,7 +351,7 @@ void fw_server_link(fw_link_stats_t *out)
         return;
     }
     *out = s->link;
-    if (s->in_poll) { /* called by the application: this poll's link work up to its call */
+    if (s->in_poll) { /* called by the application: this stretch's link work up to its call */
         out->ticks += s->app_t0 - s->poll_t0 - s->app_ticks;
     }
 }

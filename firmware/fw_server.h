@@ -100,10 +100,10 @@ typedef struct {
     uint32_t tx_n;                /* data bytes in tx_blk after its code byte */
     uint8_t rx_hold[FW_RX_CHUNK]; /* bytes after a delimiter; a too-long frame's tail */
     fw_link_stats_t link;
-    uint32_t poll_t0;   /* fw_server_poll's start */
+    uint32_t poll_t0;   /* the start of the busy stretch (fw_server_poll) */
     uint32_t app_t0;    /* the application's call's start */
-    uint32_t app_ticks; /* ticks in the application during this poll */
-    uint8_t in_poll;
+    uint32_t app_ticks; /* ticks in the application during this stretch */
+    uint8_t in_poll;    /* a busy stretch is open: the last poll took bytes */
 } fw_server_t;
 
 void fw_server_init(fw_server_t *s, const fw_platform_t *platform);
