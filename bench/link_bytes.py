@@ -3,8 +3,12 @@ the checks of docs/protocol.md) under QEMU -icount shift=0, where one global-tim
 guest instructions (docs/targets.md §4). The probe links firmware/fw_server.c and fw_frame.c as
 the firmware does, with an application that answers every frame with a 4-byte reply, and feeds
 one second of 16 kHz int16 audio (speech-like, framed as AUDIO chunks of the default 2,048-byte
-payload) from memory the way firmware/main.c feeds the UART's bytes, one call per byte; the
-UART's own register reads are not in the figure. Every frame must be accepted (the reply count
+payload) the way firmware/main.c takes the UART's bytes: fw_server_poll with a read callback
+that moves each byte from a 32-bit word (as the FIFO register returns it) by the NEON lane
+loads and table lookups fw_uart_read uses, 64 bytes a poll (one RX FIFO) and 256 (the FIFO refilled
+while it drains), with the link timed by the global timer's low word as on the device; the
+UART's Channel_sts looks (one per 32 bytes) are not in the figure. For comparison, the same
+bytes through fw_server_feed, one call per byte. Every frame must be accepted (the reply count
 is checked). Also timed alone over the same bytes: fw_cobs_decode and fw_crc32.
 
     python bench/link_bytes.py
@@ -31,6 +35,7 @@ LINK_MAIN = r"""
 #include "fw_uart.h"
 #include "fw_server.h"
 #include "fw_frame.h"
+#include "elt_neon.h"
 #include "lb_data.h"
 int main(void);
 static uint32_t replies, tx_bytes;
@@ -62,7 +67,73 @@ static void su(void *ctx, uint32_t *a, uint32_t *b)
     *a = 0;
     *b = 0;
 }
-static fw_platform_t platform = {wr, su, 0, &app};
+/* The UART's RX FIFO, emulated from memory: lb_fifo holds each byte in a 32-bit word, as the
+ * FIFO register returns it; at most 64 bytes (the FIFO) per read, 16 at a time by the same
+ * VLD1 lane loads and narrowing as fw_uart_read (one load per byte, here with a post-increment
+ * instead of the register's pop), the rest one word at a time. */
+static const uint32_t *src_p, *src_end;
+static inline uint8x16_t gather16(const uint32_t **f)
+{
+    uint8x16_t v;
+    const uint8x8_t idx = vcreate_u8(0x1C1814100C080400u);
+    __asm__ volatile("vld1.32 {d16[0]}, [%[f]]!\n\tvld1.32 {d16[1]}, [%[f]]!\n\t"
+                     "vld1.32 {d17[0]}, [%[f]]!\n\tvld1.32 {d17[1]}, [%[f]]!\n\t"
+                     "vld1.32 {d18[0]}, [%[f]]!\n\tvld1.32 {d18[1]}, [%[f]]!\n\t"
+                     "vld1.32 {d19[0]}, [%[f]]!\n\tvld1.32 {d19[1]}, [%[f]]!\n\t"
+                     "vld1.32 {d20[0]}, [%[f]]!\n\tvld1.32 {d20[1]}, [%[f]]!\n\t"
+                     "vld1.32 {d21[0]}, [%[f]]!\n\tvld1.32 {d21[1]}, [%[f]]!\n\t"
+                     "vld1.32 {d22[0]}, [%[f]]!\n\tvld1.32 {d22[1]}, [%[f]]!\n\t"
+                     "vld1.32 {d23[0]}, [%[f]]!\n\tvld1.32 {d23[1]}, [%[f]]!\n\t"
+                     "vtbl.8 %e[v], {d16, d17, d18, d19}, %P[idx]\n\t"
+                     "vtbl.8 %f[v], {d20, d21, d22, d23}, %P[idx]"
+                     : [v] "=&w"(v), [f] "+r"(*f)
+                     : [idx] "w"(idx)
+                     : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "memory");
+    return v;
+}
+__attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, uint8_t *min)
+{
+    (void)ctx;
+    size_t n = (size_t)(src_end - src_p);
+    if (n > cap) {
+        n = cap;
+    }
+    if (n > LB_CHUNK) {
+        n = LB_CHUNK;
+    }
+    size_t i = 0;
+    uint32_t lo = 0xFFu;
+    const uint32_t *f = src_p;
+    if (n >= 32u) {
+        uint8x16_t m = vdupq_n_u8(0xFFu);
+        for (; n - i >= 32u; i += 32u) {
+            const uint8x16_t a = gather16(&f);
+            const uint8x16_t b = gather16(&f);
+            vst1q_u8(dst + i, a);
+            vst1q_u8(dst + i + 16u, b);
+            m = vminq_u8(m, vminq_u8(a, b));
+        }
+        uint8x8_t h = vmin_u8(vget_low_u8(m), vget_high_u8(m));
+        h = vpmin_u8(h, h);
+        h = vpmin_u8(h, h);
+        h = vpmin_u8(h, h);
+        lo = vget_lane_u8(h, 0);
+    }
+    for (; i < n; i++) {
+        const uint32_t c = *f++ & 0xFFu;
+        dst[i] = (uint8_t)c;
+        lo = c < lo ? c : lo;
+    }
+    src_p = f;
+    *min = (uint8_t)lo;
+    return n;
+}
+static uint32_t tk(void *ctx)
+{
+    (void)ctx;
+    return fw_timer_now32();
+}
+static fw_platform_t platform = {wr, su, 0, &app, 0, LB_READ, tk};
 static fw_server_t server;
 static uint8_t dec[FW_BODY_MAX];
 int main(void)
@@ -109,7 +180,21 @@ int main(void)
 }
 """
 
+POLL = r"""
+#define LB_READ rd
+#define LB_CHUNK {chunk}u
+#define LB_FEED(s, d, n)                                                                          \
+    do {                                                                                           \
+        src_p = lb_fifo;                                                                           \
+        src_end = lb_fifo + (n);                                                                   \
+        while (fw_server_poll(s) != 0u) {                                                          \
+        }                                                                                          \
+    } while (0)
+"""
+
 PER_BYTE = r"""
+#define LB_READ 0
+#define LB_CHUNK 1u
 #define LB_FEED(s, d, n)                                                                          \
     do {                                                                                           \
         for (uint32_t k_ = 0; k_ < (n); ++k_) {                                                    \
@@ -137,15 +222,14 @@ def wire(seconds: float = 1.0, payload: int = 2048) -> tuple[bytes, list[int], l
     return bytes(out), enc, body
 
 
-def main() -> int:
+def run_probe(work: Path, feed: str, data: bytes, enc: list[int], body: list[int]) -> list[int]:
+    """Build and run the probe with LB_FEED = ``feed`` (POLL or PER_BYTE); the L row's values."""
     from codegen.base.resources import firmware_dir
     from codegen.emit.c import carray
     from codegen.measure.bench_frontend import _fw_config
     from codegen.target.qemu_probe import link_probe, qemu_probe_lines
 
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    data, enc, body = wire()
-    work = Path(tempfile.mkdtemp(prefix="link_bytes_"))
+    work.mkdir(parents=True, exist_ok=True)
     inc = work / "include"
     _fw_config(inc)
     (work / "lb_data.h").write_text(
@@ -157,9 +241,12 @@ def main() -> int:
                 f"static const uint8_t lb_wire[{len(data)}] = {{",
                 carray(np.frombuffer(data, np.uint8)),
                 "};",
+                f"static const uint32_t lb_fifo[{len(data)}] = {{",
+                carray(np.frombuffer(data, np.uint8).astype(np.uint32)),
+                "};",
                 f"static const uint16_t lb_enc_len[{len(enc)}] = {{{carray(enc)}}};",
                 f"static const uint16_t lb_body_len[{len(body)}] = {{{carray(body)}}};",
-                PER_BYTE,
+                feed,
                 "",
             ]
         )
@@ -172,16 +259,32 @@ def main() -> int:
         includes=[inc, work],
     )
     row = next(ln for ln in qemu_probe_lines(elf, icount=True) if ln.startswith("L "))
-    feed, cobs, crc, replies, tx = (int(v) for v in row.split()[1:])
-    if replies != len(enc):
-        print(f"{replies} replies to {len(enc)} frames")
-        return 1
+    return [int(v) for v in row.split()[1:]]
+
+
+def main() -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    data, enc, body = wire()
+    work = Path(tempfile.mkdtemp(prefix="link_bytes_"))
     n = len(data)
-    print(f"{len(enc)} frames, {n} wire bytes (one second of audio); {replies} replies, {tx} B out")
-    print(
-        f"  intake + checks + COBS + CRC + replies: {feed} ticks = "
-        f"{10 * feed / n:.2f} instructions per byte"
+    print(f"{len(enc)} frames, {n} wire bytes (one second of audio)")
+    runs = (
+        ("fw_server_poll, 64-byte reads (one RX FIFO a poll)", POLL.replace("{chunk}", "64")),
+        (
+            "fw_server_poll, 256-byte reads (the FIFO refilled as it drains)",
+            POLL.replace("{chunk}", "256"),
+        ),
+        ("fw_server_feed, one call a byte", PER_BYTE),
     )
+    for i, (name, feed) in enumerate(runs):
+        ticks, cobs, crc, replies, tx = run_probe(work / str(i), feed, data, enc, body)
+        if replies != len(enc):
+            print(f"{name}: {replies} replies to {len(enc)} frames")
+            return 1
+        print(
+            f"  {name}: intake + checks + COBS + CRC + replies ({tx} B out): {ticks} ticks = "
+            f"{10 * ticks / n:.2f} instructions per byte"
+        )
     print(f"  fw_cobs_decode alone: {10 * cobs / n:.2f}; fw_crc32 alone: {10 * crc / n:.2f}")
     return 0
 

@@ -33,7 +33,7 @@ EXEC = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
 
 # The receive path polls the UART while the host streams the request: millions of logged
 # instructions outside every timed stage. Left out of the log with -dfilter.
-IDLE = ("fw_uart_getc", "main", "fw_uart_rx_ready")
+IDLE = ("fw_uart_getc", "main", "fw_uart_rx_ready", "fw_uart_read", "uart_read", "fw_uart_wait_rx")
 
 
 def symbols(elf: Path) -> tuple[list[int], list[str], list[int]]:

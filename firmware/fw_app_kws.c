@@ -207,8 +207,9 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
 #include "elt_mfcc_s16.h"
 
 /* AUDIO_BEGIN, AUDIO (its fixed part, then pcm i16[n]), AUDIO_END, AUDIO_ACK: fw_app_wire.h.
- * RESULT of AUDIO_END: INFER's RESULT, then the front end's ticks (u32). */
-#define APP_STREAM_RESULT_SIZE (APP_RESULT_SIZE + 4u)
+ * RESULT of AUDIO_END: INFER's RESULT, then u32 ticks_frontend, ticks_link, link_bytes and
+ * ticks_unpack (codegen.ir.wire RESULT_STREAM). */
+#define APP_STREAM_RESULT_SIZE (APP_RESULT_SIZE + 16u)
 /* PCM samples copied out of the (unaligned) payload at a time. */
 #define APP_PCM_BLOCK 64u
 
@@ -228,6 +229,8 @@ typedef struct {
     uint64_t t_enc;
     uint64_t t_cmvn; /* mode cmvn_causal: the normalisation of every frame so far */
     uint64_t t_total;
+    uint64_t t_unpack;     /* copying the PCM out of the payloads */
+    fw_link_stats_t link0; /* the link's cost up to the request before AUDIO_BEGIN */
     uint8_t mode;
     uint8_t open;
     uint8_t causal;    /* mode cmvn_causal: each frame is normalised before its encoder step */
@@ -236,6 +239,10 @@ typedef struct {
 } app_stream_t;
 
 static app_stream_t app_stream;
+/* The link's cost (fw_server_link) when the previous request reached the application: an
+ * utterance's link ticks run from there, so that the reply to that request, sent after it,
+ * stands in for RESULT's own, sent after RESULT is packed. */
+static fw_link_stats_t app_link_prev;
 
 /* Frames that n samples complete: frame t covers [t hop, t hop + win). */
 static uint32_t frames_of(uint32_t n)
@@ -269,6 +276,7 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     s->t_front = 0;
     s->t_enc = 0;
     s->t_cmvn = 0;
+    s->t_unpack = 0;
     s->causal = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, s->mode);
     s->lookahead = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_MASK, s->mode);
     s->select = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_SELECT_MASK, s->mode);
@@ -332,9 +340,10 @@ static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t 
     elt_mfcc_work_t work;
     for (uint32_t done = 0; done < n;) {
         const uint32_t m = n - done < APP_PCM_BLOCK ? n - done : APP_PCM_BLOCK;
-        for (uint32_t i = 0; i < m; i++) {
-            s->pcm[i] = (int16_t)fw_get_u16(&src[2u * (done + i)]);
-        }
+        const uint64_t tu = fw_timer_now();
+        /* little-endian int16 from an unaligned payload: a byte copy (16 bytes per NEON pair) */
+        fw_copy_forward((uint8_t *)s->pcm, &src[2u * done], 2u * m);
+        s->t_unpack += fw_timer_now() - tu;
         /* one frame at a time: each completed frame is one encoder step */
         for (int32_t pos = 0; pos < (int32_t)m;) {
             int32_t used = 0;
@@ -403,7 +412,12 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
      * held clip's steps count as encoder work); adaptation: what the mode adds after it */
     pack_result(a, s->sample_id, s->mode, (uint32_t)(s->t_enc + (t1 - t0)),
                 (uint32_t)(s->t_cmvn + (t2 - t1)), out);
+    fw_link_stats_t link;
+    fw_server_link(&link);
     fw_put_u32(&out[APP_RESULT_SIZE], (uint32_t)s->t_front);
+    fw_put_u32(&out[APP_RESULT_SIZE + 4u], link.ticks - s->link0.ticks);
+    fw_put_u32(&out[APP_RESULT_SIZE + 8u], link.rx_bytes - s->link0.rx_bytes);
+    fw_put_u32(&out[APP_RESULT_SIZE + 12u], (uint32_t)s->t_unpack);
     /* Total: every request of the utterance, payload checks and copies included. */
     fw_put_u32(&out[APP_RESULT_TICKS_TOTAL], (uint32_t)(s->t_total + (fw_timer_now() - t0)));
     *out_len = (uint16_t)APP_STREAM_RESULT_SIZE;
@@ -432,9 +446,18 @@ static int32_t handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t 
 {
     app_ctx_t *a = (app_ctx_t *)ctx;
 #if FW_APP_STREAM
-    if (type == FW_MSG_AUDIO_BEGIN) {
-        return audio_begin(a, &app_stream, payload, len, out, out_len);
+    fw_link_stats_t now;
+    fw_server_link(&now);
+    if (type == FW_MSG_AUDIO_BEGIN) { /* the utterance's link cost starts at the previous one */
+        fw_link_stats_t prev = app_link_prev;
+        app_link_prev = now;
+        int32_t r = audio_begin(a, &app_stream, payload, len, out, out_len);
+        if (r > 0) {
+            app_stream.link0 = prev;
+        }
+        return r;
     }
+    app_link_prev = now;
     if (type == FW_MSG_AUDIO) {
         return audio(a, &app_stream, payload, len, out, out_len);
     }

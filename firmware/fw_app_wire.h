@@ -34,7 +34,8 @@
 /* then logits: i16[C], adapted logits */
 /* then z: i16[H], the latent z_t, Q0.15 */
 
-/* RESULT: the answer to AUDIO_END: INFER's RESULT, then the front end's ticks. */
+/* RESULT: the answer to AUDIO_END: INFER's RESULT, then the front end's, the link's and the PCM
+ * unpacking's ticks. */
 #define APP_RESULT_STREAM_SAMPLE_ID 0u      /* u32 the request's sample id */
 #define APP_RESULT_STREAM_MODE 4u           /* u8 the mode byte (codegen.ir.modes) */
 #define APP_RESULT_STREAM_C 5u              /* u8 classes */
@@ -54,6 +55,10 @@
 /* then logits: i16[C], adapted logits */
 /* then z: i16[H], the latent z_t, Q0.15 */
 /* then ticks_frontend: u32[1], ticks of the integer MFCC front end */
+/* then ticks_link: u32[1], ticks of the link layer from the end of the request before AUDIO_BEGIN
+ * to AUDIO_END (UART reads, COBS, CRC-32, checks, replies) */
+/* then link_bytes: u32[1], bytes received over the same span */
+/* then ticks_unpack: u32[1], ticks of copying the PCM out of the AUDIO payloads */
 
 /* AUDIO_BEGIN: opens an utterance, answered with AUDIO_ACK. */
 #define APP_AUDIO_BEGIN_SAMPLE_ID 0u /* u32 the host's sample id */

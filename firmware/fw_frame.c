@@ -3,12 +3,14 @@
 
 #include "elt_neon.h"
 
-/* Slice-by-4 CRC-32 (Kounavis & Berry, "A Systematic Approach to Building High Performance
- * Software-Based CRC Generators", ISCC 2005): crc32_tab[0] is the reflected byte table of
- * 0xEDB88320, crc32_tab[k][i] = (crc32_tab[k - 1][i] >> 8) ^ crc32_tab[0][crc32_tab[k - 1][i] &
- * 0xFF], the CRC of byte i followed by k zero bytes. One aligned 32-bit load and four lookups
- * advance the CRC by four bytes (4 KiB of tables); the same CRC as the bytewise recurrence. */
-static const uint32_t crc32_tab[4][256] = {
+/* Slice-by-8 CRC-32 (Kounavis & Berry, "Novel Table Lookup-Based Algorithms for High-Performance
+ * CRC Generation", IEEE Trans. Computers 57(11), 2008; the slicing idea of their ISCC 2005 paper):
+ * crc32_tab[0] is the reflected byte table of 0xEDB88320, crc32_tab[k][i] = (crc32_tab[k - 1][i] >>
+ * 8) ^ crc32_tab[0][crc32_tab[k - 1][i] & 0xFF], the CRC of byte i followed by k zero bytes. Two
+ * aligned 32-bit loads and eight independent lookups advance the CRC by eight bytes (8 KiB of
+ * tables): about 3.4 instructions a byte on the Cortex-A9 against 4 for slice-by-4; the same CRC
+ * as the bytewise recurrence. */
+static const uint32_t crc32_tab[8][256] = {
     {
         0x00000000u, 0x77073096u, 0xEE0E612Cu, 0x990951BAu, 0x076DC419u, 0x706AF48Fu, 0xE963A535u,
         0x9E6495A3u, 0x0EDB8832u, 0x79DCB8A4u, 0xE0D5E91Eu, 0x97D2D988u, 0x09B64C2Bu, 0x7EB17CBDu,
@@ -165,6 +167,162 @@ static const uint32_t crc32_tab[4][256] = {
         0xB1B8E695u, 0xA30D497Bu, 0x1BB12E1Eu, 0x43D23E48u, 0xFB6E592Du, 0xE9DBF6C3u, 0x516791A6u,
         0xCCB0A91Fu, 0x740CCE7Au, 0x66B96194u, 0xDE0506F1u,
     },
+    {
+        0x00000000u, 0x3D6029B0u, 0x7AC05360u, 0x47A07AD0u, 0xF580A6C0u, 0xC8E08F70u, 0x8F40F5A0u,
+        0xB220DC10u, 0x30704BC1u, 0x0D106271u, 0x4AB018A1u, 0x77D03111u, 0xC5F0ED01u, 0xF890C4B1u,
+        0xBF30BE61u, 0x825097D1u, 0x60E09782u, 0x5D80BE32u, 0x1A20C4E2u, 0x2740ED52u, 0x95603142u,
+        0xA80018F2u, 0xEFA06222u, 0xD2C04B92u, 0x5090DC43u, 0x6DF0F5F3u, 0x2A508F23u, 0x1730A693u,
+        0xA5107A83u, 0x98705333u, 0xDFD029E3u, 0xE2B00053u, 0xC1C12F04u, 0xFCA106B4u, 0xBB017C64u,
+        0x866155D4u, 0x344189C4u, 0x0921A074u, 0x4E81DAA4u, 0x73E1F314u, 0xF1B164C5u, 0xCCD14D75u,
+        0x8B7137A5u, 0xB6111E15u, 0x0431C205u, 0x3951EBB5u, 0x7EF19165u, 0x4391B8D5u, 0xA121B886u,
+        0x9C419136u, 0xDBE1EBE6u, 0xE681C256u, 0x54A11E46u, 0x69C137F6u, 0x2E614D26u, 0x13016496u,
+        0x9151F347u, 0xAC31DAF7u, 0xEB91A027u, 0xD6F18997u, 0x64D15587u, 0x59B17C37u, 0x1E1106E7u,
+        0x23712F57u, 0x58F35849u, 0x659371F9u, 0x22330B29u, 0x1F532299u, 0xAD73FE89u, 0x9013D739u,
+        0xD7B3ADE9u, 0xEAD38459u, 0x68831388u, 0x55E33A38u, 0x124340E8u, 0x2F236958u, 0x9D03B548u,
+        0xA0639CF8u, 0xE7C3E628u, 0xDAA3CF98u, 0x3813CFCBu, 0x0573E67Bu, 0x42D39CABu, 0x7FB3B51Bu,
+        0xCD93690Bu, 0xF0F340BBu, 0xB7533A6Bu, 0x8A3313DBu, 0x0863840Au, 0x3503ADBAu, 0x72A3D76Au,
+        0x4FC3FEDAu, 0xFDE322CAu, 0xC0830B7Au, 0x872371AAu, 0xBA43581Au, 0x9932774Du, 0xA4525EFDu,
+        0xE3F2242Du, 0xDE920D9Du, 0x6CB2D18Du, 0x51D2F83Du, 0x167282EDu, 0x2B12AB5Du, 0xA9423C8Cu,
+        0x9422153Cu, 0xD3826FECu, 0xEEE2465Cu, 0x5CC29A4Cu, 0x61A2B3FCu, 0x2602C92Cu, 0x1B62E09Cu,
+        0xF9D2E0CFu, 0xC4B2C97Fu, 0x8312B3AFu, 0xBE729A1Fu, 0x0C52460Fu, 0x31326FBFu, 0x7692156Fu,
+        0x4BF23CDFu, 0xC9A2AB0Eu, 0xF4C282BEu, 0xB362F86Eu, 0x8E02D1DEu, 0x3C220DCEu, 0x0142247Eu,
+        0x46E25EAEu, 0x7B82771Eu, 0xB1E6B092u, 0x8C869922u, 0xCB26E3F2u, 0xF646CA42u, 0x44661652u,
+        0x79063FE2u, 0x3EA64532u, 0x03C66C82u, 0x8196FB53u, 0xBCF6D2E3u, 0xFB56A833u, 0xC6368183u,
+        0x74165D93u, 0x49767423u, 0x0ED60EF3u, 0x33B62743u, 0xD1062710u, 0xEC660EA0u, 0xABC67470u,
+        0x96A65DC0u, 0x248681D0u, 0x19E6A860u, 0x5E46D2B0u, 0x6326FB00u, 0xE1766CD1u, 0xDC164561u,
+        0x9BB63FB1u, 0xA6D61601u, 0x14F6CA11u, 0x2996E3A1u, 0x6E369971u, 0x5356B0C1u, 0x70279F96u,
+        0x4D47B626u, 0x0AE7CCF6u, 0x3787E546u, 0x85A73956u, 0xB8C710E6u, 0xFF676A36u, 0xC2074386u,
+        0x4057D457u, 0x7D37FDE7u, 0x3A978737u, 0x07F7AE87u, 0xB5D77297u, 0x88B75B27u, 0xCF1721F7u,
+        0xF2770847u, 0x10C70814u, 0x2DA721A4u, 0x6A075B74u, 0x576772C4u, 0xE547AED4u, 0xD8278764u,
+        0x9F87FDB4u, 0xA2E7D404u, 0x20B743D5u, 0x1DD76A65u, 0x5A7710B5u, 0x67173905u, 0xD537E515u,
+        0xE857CCA5u, 0xAFF7B675u, 0x92979FC5u, 0xE915E8DBu, 0xD475C16Bu, 0x93D5BBBBu, 0xAEB5920Bu,
+        0x1C954E1Bu, 0x21F567ABu, 0x66551D7Bu, 0x5B3534CBu, 0xD965A31Au, 0xE4058AAAu, 0xA3A5F07Au,
+        0x9EC5D9CAu, 0x2CE505DAu, 0x11852C6Au, 0x562556BAu, 0x6B457F0Au, 0x89F57F59u, 0xB49556E9u,
+        0xF3352C39u, 0xCE550589u, 0x7C75D999u, 0x4115F029u, 0x06B58AF9u, 0x3BD5A349u, 0xB9853498u,
+        0x84E51D28u, 0xC34567F8u, 0xFE254E48u, 0x4C059258u, 0x7165BBE8u, 0x36C5C138u, 0x0BA5E888u,
+        0x28D4C7DFu, 0x15B4EE6Fu, 0x521494BFu, 0x6F74BD0Fu, 0xDD54611Fu, 0xE03448AFu, 0xA794327Fu,
+        0x9AF41BCFu, 0x18A48C1Eu, 0x25C4A5AEu, 0x6264DF7Eu, 0x5F04F6CEu, 0xED242ADEu, 0xD044036Eu,
+        0x97E479BEu, 0xAA84500Eu, 0x4834505Du, 0x755479EDu, 0x32F4033Du, 0x0F942A8Du, 0xBDB4F69Du,
+        0x80D4DF2Du, 0xC774A5FDu, 0xFA148C4Du, 0x78441B9Cu, 0x4524322Cu, 0x028448FCu, 0x3FE4614Cu,
+        0x8DC4BD5Cu, 0xB0A494ECu, 0xF704EE3Cu, 0xCA64C78Cu,
+    },
+    {
+        0x00000000u, 0xCB5CD3A5u, 0x4DC8A10Bu, 0x869472AEu, 0x9B914216u, 0x50CD91B3u, 0xD659E31Du,
+        0x1D0530B8u, 0xEC53826Du, 0x270F51C8u, 0xA19B2366u, 0x6AC7F0C3u, 0x77C2C07Bu, 0xBC9E13DEu,
+        0x3A0A6170u, 0xF156B2D5u, 0x03D6029Bu, 0xC88AD13Eu, 0x4E1EA390u, 0x85427035u, 0x9847408Du,
+        0x531B9328u, 0xD58FE186u, 0x1ED33223u, 0xEF8580F6u, 0x24D95353u, 0xA24D21FDu, 0x6911F258u,
+        0x7414C2E0u, 0xBF481145u, 0x39DC63EBu, 0xF280B04Eu, 0x07AC0536u, 0xCCF0D693u, 0x4A64A43Du,
+        0x81387798u, 0x9C3D4720u, 0x57619485u, 0xD1F5E62Bu, 0x1AA9358Eu, 0xEBFF875Bu, 0x20A354FEu,
+        0xA6372650u, 0x6D6BF5F5u, 0x706EC54Du, 0xBB3216E8u, 0x3DA66446u, 0xF6FAB7E3u, 0x047A07ADu,
+        0xCF26D408u, 0x49B2A6A6u, 0x82EE7503u, 0x9FEB45BBu, 0x54B7961Eu, 0xD223E4B0u, 0x197F3715u,
+        0xE82985C0u, 0x23755665u, 0xA5E124CBu, 0x6EBDF76Eu, 0x73B8C7D6u, 0xB8E41473u, 0x3E7066DDu,
+        0xF52CB578u, 0x0F580A6Cu, 0xC404D9C9u, 0x4290AB67u, 0x89CC78C2u, 0x94C9487Au, 0x5F959BDFu,
+        0xD901E971u, 0x125D3AD4u, 0xE30B8801u, 0x28575BA4u, 0xAEC3290Au, 0x659FFAAFu, 0x789ACA17u,
+        0xB3C619B2u, 0x35526B1Cu, 0xFE0EB8B9u, 0x0C8E08F7u, 0xC7D2DB52u, 0x4146A9FCu, 0x8A1A7A59u,
+        0x971F4AE1u, 0x5C439944u, 0xDAD7EBEAu, 0x118B384Fu, 0xE0DD8A9Au, 0x2B81593Fu, 0xAD152B91u,
+        0x6649F834u, 0x7B4CC88Cu, 0xB0101B29u, 0x36846987u, 0xFDD8BA22u, 0x08F40F5Au, 0xC3A8DCFFu,
+        0x453CAE51u, 0x8E607DF4u, 0x93654D4Cu, 0x58399EE9u, 0xDEADEC47u, 0x15F13FE2u, 0xE4A78D37u,
+        0x2FFB5E92u, 0xA96F2C3Cu, 0x6233FF99u, 0x7F36CF21u, 0xB46A1C84u, 0x32FE6E2Au, 0xF9A2BD8Fu,
+        0x0B220DC1u, 0xC07EDE64u, 0x46EAACCAu, 0x8DB67F6Fu, 0x90B34FD7u, 0x5BEF9C72u, 0xDD7BEEDCu,
+        0x16273D79u, 0xE7718FACu, 0x2C2D5C09u, 0xAAB92EA7u, 0x61E5FD02u, 0x7CE0CDBAu, 0xB7BC1E1Fu,
+        0x31286CB1u, 0xFA74BF14u, 0x1EB014D8u, 0xD5ECC77Du, 0x5378B5D3u, 0x98246676u, 0x852156CEu,
+        0x4E7D856Bu, 0xC8E9F7C5u, 0x03B52460u, 0xF2E396B5u, 0x39BF4510u, 0xBF2B37BEu, 0x7477E41Bu,
+        0x6972D4A3u, 0xA22E0706u, 0x24BA75A8u, 0xEFE6A60Du, 0x1D661643u, 0xD63AC5E6u, 0x50AEB748u,
+        0x9BF264EDu, 0x86F75455u, 0x4DAB87F0u, 0xCB3FF55Eu, 0x006326FBu, 0xF135942Eu, 0x3A69478Bu,
+        0xBCFD3525u, 0x77A1E680u, 0x6AA4D638u, 0xA1F8059Du, 0x276C7733u, 0xEC30A496u, 0x191C11EEu,
+        0xD240C24Bu, 0x54D4B0E5u, 0x9F886340u, 0x828D53F8u, 0x49D1805Du, 0xCF45F2F3u, 0x04192156u,
+        0xF54F9383u, 0x3E134026u, 0xB8873288u, 0x73DBE12Du, 0x6EDED195u, 0xA5820230u, 0x2316709Eu,
+        0xE84AA33Bu, 0x1ACA1375u, 0xD196C0D0u, 0x5702B27Eu, 0x9C5E61DBu, 0x815B5163u, 0x4A0782C6u,
+        0xCC93F068u, 0x07CF23CDu, 0xF6999118u, 0x3DC542BDu, 0xBB513013u, 0x700DE3B6u, 0x6D08D30Eu,
+        0xA65400ABu, 0x20C07205u, 0xEB9CA1A0u, 0x11E81EB4u, 0xDAB4CD11u, 0x5C20BFBFu, 0x977C6C1Au,
+        0x8A795CA2u, 0x41258F07u, 0xC7B1FDA9u, 0x0CED2E0Cu, 0xFDBB9CD9u, 0x36E74F7Cu, 0xB0733DD2u,
+        0x7B2FEE77u, 0x662ADECFu, 0xAD760D6Au, 0x2BE27FC4u, 0xE0BEAC61u, 0x123E1C2Fu, 0xD962CF8Au,
+        0x5FF6BD24u, 0x94AA6E81u, 0x89AF5E39u, 0x42F38D9Cu, 0xC467FF32u, 0x0F3B2C97u, 0xFE6D9E42u,
+        0x35314DE7u, 0xB3A53F49u, 0x78F9ECECu, 0x65FCDC54u, 0xAEA00FF1u, 0x28347D5Fu, 0xE368AEFAu,
+        0x16441B82u, 0xDD18C827u, 0x5B8CBA89u, 0x90D0692Cu, 0x8DD55994u, 0x46898A31u, 0xC01DF89Fu,
+        0x0B412B3Au, 0xFA1799EFu, 0x314B4A4Au, 0xB7DF38E4u, 0x7C83EB41u, 0x6186DBF9u, 0xAADA085Cu,
+        0x2C4E7AF2u, 0xE712A957u, 0x15921919u, 0xDECECABCu, 0x585AB812u, 0x93066BB7u, 0x8E035B0Fu,
+        0x455F88AAu, 0xC3CBFA04u, 0x089729A1u, 0xF9C19B74u, 0x329D48D1u, 0xB4093A7Fu, 0x7F55E9DAu,
+        0x6250D962u, 0xA90C0AC7u, 0x2F987869u, 0xE4C4ABCCu,
+    },
+    {
+        0x00000000u, 0xA6770BB4u, 0x979F1129u, 0x31E81A9Du, 0xF44F2413u, 0x52382FA7u, 0x63D0353Au,
+        0xC5A73E8Eu, 0x33EF4E67u, 0x959845D3u, 0xA4705F4Eu, 0x020754FAu, 0xC7A06A74u, 0x61D761C0u,
+        0x503F7B5Du, 0xF64870E9u, 0x67DE9CCEu, 0xC1A9977Au, 0xF0418DE7u, 0x56368653u, 0x9391B8DDu,
+        0x35E6B369u, 0x040EA9F4u, 0xA279A240u, 0x5431D2A9u, 0xF246D91Du, 0xC3AEC380u, 0x65D9C834u,
+        0xA07EF6BAu, 0x0609FD0Eu, 0x37E1E793u, 0x9196EC27u, 0xCFBD399Cu, 0x69CA3228u, 0x582228B5u,
+        0xFE552301u, 0x3BF21D8Fu, 0x9D85163Bu, 0xAC6D0CA6u, 0x0A1A0712u, 0xFC5277FBu, 0x5A257C4Fu,
+        0x6BCD66D2u, 0xCDBA6D66u, 0x081D53E8u, 0xAE6A585Cu, 0x9F8242C1u, 0x39F54975u, 0xA863A552u,
+        0x0E14AEE6u, 0x3FFCB47Bu, 0x998BBFCFu, 0x5C2C8141u, 0xFA5B8AF5u, 0xCBB39068u, 0x6DC49BDCu,
+        0x9B8CEB35u, 0x3DFBE081u, 0x0C13FA1Cu, 0xAA64F1A8u, 0x6FC3CF26u, 0xC9B4C492u, 0xF85CDE0Fu,
+        0x5E2BD5BBu, 0x440B7579u, 0xE27C7ECDu, 0xD3946450u, 0x75E36FE4u, 0xB044516Au, 0x16335ADEu,
+        0x27DB4043u, 0x81AC4BF7u, 0x77E43B1Eu, 0xD19330AAu, 0xE07B2A37u, 0x460C2183u, 0x83AB1F0Du,
+        0x25DC14B9u, 0x14340E24u, 0xB2430590u, 0x23D5E9B7u, 0x85A2E203u, 0xB44AF89Eu, 0x123DF32Au,
+        0xD79ACDA4u, 0x71EDC610u, 0x4005DC8Du, 0xE672D739u, 0x103AA7D0u, 0xB64DAC64u, 0x87A5B6F9u,
+        0x21D2BD4Du, 0xE47583C3u, 0x42028877u, 0x73EA92EAu, 0xD59D995Eu, 0x8BB64CE5u, 0x2DC14751u,
+        0x1C295DCCu, 0xBA5E5678u, 0x7FF968F6u, 0xD98E6342u, 0xE86679DFu, 0x4E11726Bu, 0xB8590282u,
+        0x1E2E0936u, 0x2FC613ABu, 0x89B1181Fu, 0x4C162691u, 0xEA612D25u, 0xDB8937B8u, 0x7DFE3C0Cu,
+        0xEC68D02Bu, 0x4A1FDB9Fu, 0x7BF7C102u, 0xDD80CAB6u, 0x1827F438u, 0xBE50FF8Cu, 0x8FB8E511u,
+        0x29CFEEA5u, 0xDF879E4Cu, 0x79F095F8u, 0x48188F65u, 0xEE6F84D1u, 0x2BC8BA5Fu, 0x8DBFB1EBu,
+        0xBC57AB76u, 0x1A20A0C2u, 0x8816EAF2u, 0x2E61E146u, 0x1F89FBDBu, 0xB9FEF06Fu, 0x7C59CEE1u,
+        0xDA2EC555u, 0xEBC6DFC8u, 0x4DB1D47Cu, 0xBBF9A495u, 0x1D8EAF21u, 0x2C66B5BCu, 0x8A11BE08u,
+        0x4FB68086u, 0xE9C18B32u, 0xD82991AFu, 0x7E5E9A1Bu, 0xEFC8763Cu, 0x49BF7D88u, 0x78576715u,
+        0xDE206CA1u, 0x1B87522Fu, 0xBDF0599Bu, 0x8C184306u, 0x2A6F48B2u, 0xDC27385Bu, 0x7A5033EFu,
+        0x4BB82972u, 0xEDCF22C6u, 0x28681C48u, 0x8E1F17FCu, 0xBFF70D61u, 0x198006D5u, 0x47ABD36Eu,
+        0xE1DCD8DAu, 0xD034C247u, 0x7643C9F3u, 0xB3E4F77Du, 0x1593FCC9u, 0x247BE654u, 0x820CEDE0u,
+        0x74449D09u, 0xD23396BDu, 0xE3DB8C20u, 0x45AC8794u, 0x800BB91Au, 0x267CB2AEu, 0x1794A833u,
+        0xB1E3A387u, 0x20754FA0u, 0x86024414u, 0xB7EA5E89u, 0x119D553Du, 0xD43A6BB3u, 0x724D6007u,
+        0x43A57A9Au, 0xE5D2712Eu, 0x139A01C7u, 0xB5ED0A73u, 0x840510EEu, 0x22721B5Au, 0xE7D525D4u,
+        0x41A22E60u, 0x704A34FDu, 0xD63D3F49u, 0xCC1D9F8Bu, 0x6A6A943Fu, 0x5B828EA2u, 0xFDF58516u,
+        0x3852BB98u, 0x9E25B02Cu, 0xAFCDAAB1u, 0x09BAA105u, 0xFFF2D1ECu, 0x5985DA58u, 0x686DC0C5u,
+        0xCE1ACB71u, 0x0BBDF5FFu, 0xADCAFE4Bu, 0x9C22E4D6u, 0x3A55EF62u, 0xABC30345u, 0x0DB408F1u,
+        0x3C5C126Cu, 0x9A2B19D8u, 0x5F8C2756u, 0xF9FB2CE2u, 0xC813367Fu, 0x6E643DCBu, 0x982C4D22u,
+        0x3E5B4696u, 0x0FB35C0Bu, 0xA9C457BFu, 0x6C636931u, 0xCA146285u, 0xFBFC7818u, 0x5D8B73ACu,
+        0x03A0A617u, 0xA5D7ADA3u, 0x943FB73Eu, 0x3248BC8Au, 0xF7EF8204u, 0x519889B0u, 0x6070932Du,
+        0xC6079899u, 0x304FE870u, 0x9638E3C4u, 0xA7D0F959u, 0x01A7F2EDu, 0xC400CC63u, 0x6277C7D7u,
+        0x539FDD4Au, 0xF5E8D6FEu, 0x647E3AD9u, 0xC209316Du, 0xF3E12BF0u, 0x55962044u, 0x90311ECAu,
+        0x3646157Eu, 0x07AE0FE3u, 0xA1D90457u, 0x579174BEu, 0xF1E67F0Au, 0xC00E6597u, 0x66796E23u,
+        0xA3DE50ADu, 0x05A95B19u, 0x34414184u, 0x92364A30u,
+    },
+    {
+        0x00000000u, 0xCCAA009Eu, 0x4225077Du, 0x8E8F07E3u, 0x844A0EFAu, 0x48E00E64u, 0xC66F0987u,
+        0x0AC50919u, 0xD3E51BB5u, 0x1F4F1B2Bu, 0x91C01CC8u, 0x5D6A1C56u, 0x57AF154Fu, 0x9B0515D1u,
+        0x158A1232u, 0xD92012ACu, 0x7CBB312Bu, 0xB01131B5u, 0x3E9E3656u, 0xF23436C8u, 0xF8F13FD1u,
+        0x345B3F4Fu, 0xBAD438ACu, 0x767E3832u, 0xAF5E2A9Eu, 0x63F42A00u, 0xED7B2DE3u, 0x21D12D7Du,
+        0x2B142464u, 0xE7BE24FAu, 0x69312319u, 0xA59B2387u, 0xF9766256u, 0x35DC62C8u, 0xBB53652Bu,
+        0x77F965B5u, 0x7D3C6CACu, 0xB1966C32u, 0x3F196BD1u, 0xF3B36B4Fu, 0x2A9379E3u, 0xE639797Du,
+        0x68B67E9Eu, 0xA41C7E00u, 0xAED97719u, 0x62737787u, 0xECFC7064u, 0x205670FAu, 0x85CD537Du,
+        0x496753E3u, 0xC7E85400u, 0x0B42549Eu, 0x01875D87u, 0xCD2D5D19u, 0x43A25AFAu, 0x8F085A64u,
+        0x562848C8u, 0x9A824856u, 0x140D4FB5u, 0xD8A74F2Bu, 0xD2624632u, 0x1EC846ACu, 0x9047414Fu,
+        0x5CED41D1u, 0x299DC2EDu, 0xE537C273u, 0x6BB8C590u, 0xA712C50Eu, 0xADD7CC17u, 0x617DCC89u,
+        0xEFF2CB6Au, 0x2358CBF4u, 0xFA78D958u, 0x36D2D9C6u, 0xB85DDE25u, 0x74F7DEBBu, 0x7E32D7A2u,
+        0xB298D73Cu, 0x3C17D0DFu, 0xF0BDD041u, 0x5526F3C6u, 0x998CF358u, 0x1703F4BBu, 0xDBA9F425u,
+        0xD16CFD3Cu, 0x1DC6FDA2u, 0x9349FA41u, 0x5FE3FADFu, 0x86C3E873u, 0x4A69E8EDu, 0xC4E6EF0Eu,
+        0x084CEF90u, 0x0289E689u, 0xCE23E617u, 0x40ACE1F4u, 0x8C06E16Au, 0xD0EBA0BBu, 0x1C41A025u,
+        0x92CEA7C6u, 0x5E64A758u, 0x54A1AE41u, 0x980BAEDFu, 0x1684A93Cu, 0xDA2EA9A2u, 0x030EBB0Eu,
+        0xCFA4BB90u, 0x412BBC73u, 0x8D81BCEDu, 0x8744B5F4u, 0x4BEEB56Au, 0xC561B289u, 0x09CBB217u,
+        0xAC509190u, 0x60FA910Eu, 0xEE7596EDu, 0x22DF9673u, 0x281A9F6Au, 0xE4B09FF4u, 0x6A3F9817u,
+        0xA6959889u, 0x7FB58A25u, 0xB31F8ABBu, 0x3D908D58u, 0xF13A8DC6u, 0xFBFF84DFu, 0x37558441u,
+        0xB9DA83A2u, 0x7570833Cu, 0x533B85DAu, 0x9F918544u, 0x111E82A7u, 0xDDB48239u, 0xD7718B20u,
+        0x1BDB8BBEu, 0x95548C5Du, 0x59FE8CC3u, 0x80DE9E6Fu, 0x4C749EF1u, 0xC2FB9912u, 0x0E51998Cu,
+        0x04949095u, 0xC83E900Bu, 0x46B197E8u, 0x8A1B9776u, 0x2F80B4F1u, 0xE32AB46Fu, 0x6DA5B38Cu,
+        0xA10FB312u, 0xABCABA0Bu, 0x6760BA95u, 0xE9EFBD76u, 0x2545BDE8u, 0xFC65AF44u, 0x30CFAFDAu,
+        0xBE40A839u, 0x72EAA8A7u, 0x782FA1BEu, 0xB485A120u, 0x3A0AA6C3u, 0xF6A0A65Du, 0xAA4DE78Cu,
+        0x66E7E712u, 0xE868E0F1u, 0x24C2E06Fu, 0x2E07E976u, 0xE2ADE9E8u, 0x6C22EE0Bu, 0xA088EE95u,
+        0x79A8FC39u, 0xB502FCA7u, 0x3B8DFB44u, 0xF727FBDAu, 0xFDE2F2C3u, 0x3148F25Du, 0xBFC7F5BEu,
+        0x736DF520u, 0xD6F6D6A7u, 0x1A5CD639u, 0x94D3D1DAu, 0x5879D144u, 0x52BCD85Du, 0x9E16D8C3u,
+        0x1099DF20u, 0xDC33DFBEu, 0x0513CD12u, 0xC9B9CD8Cu, 0x4736CA6Fu, 0x8B9CCAF1u, 0x8159C3E8u,
+        0x4DF3C376u, 0xC37CC495u, 0x0FD6C40Bu, 0x7AA64737u, 0xB60C47A9u, 0x3883404Au, 0xF42940D4u,
+        0xFEEC49CDu, 0x32464953u, 0xBCC94EB0u, 0x70634E2Eu, 0xA9435C82u, 0x65E95C1Cu, 0xEB665BFFu,
+        0x27CC5B61u, 0x2D095278u, 0xE1A352E6u, 0x6F2C5505u, 0xA386559Bu, 0x061D761Cu, 0xCAB77682u,
+        0x44387161u, 0x889271FFu, 0x825778E6u, 0x4EFD7878u, 0xC0727F9Bu, 0x0CD87F05u, 0xD5F86DA9u,
+        0x19526D37u, 0x97DD6AD4u, 0x5B776A4Au, 0x51B26353u, 0x9D1863CDu, 0x1397642Eu, 0xDF3D64B0u,
+        0x83D02561u, 0x4F7A25FFu, 0xC1F5221Cu, 0x0D5F2282u, 0x079A2B9Bu, 0xCB302B05u, 0x45BF2CE6u,
+        0x89152C78u, 0x50353ED4u, 0x9C9F3E4Au, 0x121039A9u, 0xDEBA3937u, 0xD47F302Eu, 0x18D530B0u,
+        0x965A3753u, 0x5AF037CDu, 0xFF6B144Au, 0x33C114D4u, 0xBD4E1337u, 0x71E413A9u, 0x7B211AB0u,
+        0xB78B1A2Eu, 0x39041DCDu, 0xF5AE1D53u, 0x2C8E0FFFu, 0xE0240F61u, 0x6EAB0882u, 0xA201081Cu,
+        0xA8C40105u, 0x646E019Bu, 0xEAE10678u, 0x264B06E6u,
+    },
 };
 
 static inline uint32_t crc32_byte(uint32_t crc, uint8_t b)
@@ -176,16 +334,68 @@ uint32_t fw_crc32_update(uint32_t crc, const uint8_t *data, size_t len)
 {
     const uint8_t *p = data, *end = data + len;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint32_t *t0 = crc32_tab[0], *t1 = crc32_tab[1], *t2 = crc32_tab[2], *t3 = crc32_tab[3];
     for (; p != end && ((uintptr_t)p & 3u) != 0u; p++) {
         crc = crc32_byte(crc, *p);
     }
-    for (; end - p >= 4; p += 4) {
-        uint32_t w;
-        __builtin_memcpy(&w, __builtin_assume_aligned(p, 4), 4u);
-        crc ^= w; /* little endian: byte p[0] in the low 8 bits */
-        crc = t3[crc & 0xFFu] ^ t2[(crc >> 8) & 0xFFu] ^ t1[(crc >> 16) & 0xFFu] ^ t0[crc >> 24];
+#if defined(__arm__) && !defined(__thumb__)
+    /* Eight bytes per iteration: two word loads, then for each byte one UXTAB (zero-extend a
+     * rotated byte and add: the offset of its table within a group of four, ARM DDI 0406C
+     * A8.8.271) or LSR, one LDR with a scaled register offset and one EOR. Tables 4..7 from a
+     * second base; gcc spends an ADD more per byte on the table offsets. */
+    uint32_t n8 = (uint32_t)(end - p) / 8u;
+    if (n8 != 0u) {
+        uint32_t w0;
+        uint32_t w1;
+        uint32_t t0;
+        uint32_t t1;
+        __asm__ volatile("1:\n\t"
+                         "ldr %[w1], [%[p], #4]\n\t"
+                         "ldr %[w0], [%[p]], #8\n\t"
+                         "eor %[w0], %[w0], %[crc]\n\t"
+                         "uxtab %[t0], %[k3], %[w1]\n\t"
+                         "ldr %[crc], [%[lo], %[t0], lsl #2]\n\t"
+                         "uxtab %[t0], %[k2], %[w1], ror #8\n\t"
+                         "ldr %[t0], [%[lo], %[t0], lsl #2]\n\t"
+                         "uxtab %[t1], %[k1], %[w1], ror #16\n\t"
+                         "eor %[crc], %[crc], %[t0]\n\t"
+                         "ldr %[t1], [%[lo], %[t1], lsl #2]\n\t"
+                         "lsr %[t0], %[w1], #24\n\t"
+                         "eor %[crc], %[crc], %[t1]\n\t"
+                         "ldr %[t0], [%[lo], %[t0], lsl #2]\n\t"
+                         "uxtab %[t1], %[k3], %[w0]\n\t"
+                         "eor %[crc], %[crc], %[t0]\n\t"
+                         "ldr %[t1], [%[hi], %[t1], lsl #2]\n\t"
+                         "uxtab %[t0], %[k2], %[w0], ror #8\n\t"
+                         "eor %[crc], %[crc], %[t1]\n\t"
+                         "ldr %[t0], [%[hi], %[t0], lsl #2]\n\t"
+                         "uxtab %[t1], %[k1], %[w0], ror #16\n\t"
+                         "eor %[crc], %[crc], %[t0]\n\t"
+                         "ldr %[t1], [%[hi], %[t1], lsl #2]\n\t"
+                         "lsr %[t0], %[w0], #24\n\t"
+                         "eor %[crc], %[crc], %[t1]\n\t"
+                         "ldr %[t0], [%[hi], %[t0], lsl #2]\n\t"
+                         "subs %[n], %[n], #1\n\t"
+                         "eor %[crc], %[crc], %[t0]\n\t"
+                         "bne 1b"
+                         : [crc] "+r"(crc), [p] "+r"(p), [n] "+r"(n8), [w0] "=&r"(w0),
+                           [w1] "=&r"(w1), [t0] "=&r"(t0), [t1] "=&r"(t1)
+                         : [lo] "r"(crc32_tab[0]), [hi] "r"(crc32_tab[4]), [k1] "r"(256u),
+                           [k2] "r"(512u), [k3] "r"(768u)
+                         : "cc", "memory");
     }
+#else
+    for (; end - p >= 8; p += 8) {
+        uint32_t w0;
+        uint32_t w1;
+        __builtin_memcpy(&w0, __builtin_assume_aligned(p, 4), 4u);
+        __builtin_memcpy(&w1, __builtin_assume_aligned(p + 4, 4), 4u);
+        w0 ^= crc; /* little endian: byte p[0] in the low 8 bits */
+        crc = crc32_tab[7][w0 & 0xFFu] ^ crc32_tab[6][(w0 >> 8) & 0xFFu] ^
+              crc32_tab[5][(w0 >> 16) & 0xFFu] ^ crc32_tab[4][w0 >> 24] ^ crc32_tab[3][w1 & 0xFFu] ^
+              crc32_tab[2][(w1 >> 8) & 0xFFu] ^ crc32_tab[1][(w1 >> 16) & 0xFFu] ^
+              crc32_tab[0][w1 >> 24];
+    }
+#endif
 #endif
     for (; p != end; p++) {
         crc = crc32_byte(crc, *p);
@@ -225,12 +435,23 @@ size_t fw_cobs_encode(const uint8_t *src, size_t len, uint8_t *dst)
 /* Forward copy of n bytes with d <= s or no overlap (the in-place decode writes each byte at or
  * before the one it reads): 16 bytes per VLD1/VST1 pair on NEON, each chunk read before it is
  * overwritten (ARM DDI 0406C A8.8, VLD1, VST1). */
-static void copy_forward(uint8_t *d, const uint8_t *s, size_t n)
+void fw_copy_forward(uint8_t *d, const uint8_t *s, size_t n)
 {
     size_t i = 0;
 #if ELT_NEON
-    for (; i + 16u <= n; i += 16u) {
-        vst1q_u8(d + i, vld1q_u8(s + i));
+    if (n >= 16u) {
+        uint32_t blocks = (uint32_t)n / 16u;
+        const uint8_t *src = s;
+        uint8_t *dst = d;
+        i = 16u * blocks;
+        __asm__ volatile("1:\n\t"
+                         "vld1.8 {d16-d17}, [%[s]]!\n\t"
+                         "subs %[n], %[n], #1\n\t"
+                         "vst1.8 {d16-d17}, [%[d]]!\n\t"
+                         "bne 1b"
+                         : [s] "+r"(src), [d] "+r"(dst), [n] "+r"(blocks)
+                         :
+                         : "d16", "d17", "cc", "memory");
     }
 #endif
     for (; i < n; i++) {
@@ -259,7 +480,7 @@ int fw_cobs_decode(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, siz
         if (k > cap - out) {
             k = cap - out;
         }
-        copy_forward(dst + out, src + in, k);
+        fw_copy_forward(dst + out, src + in, k);
         in += k;
         out += k;
         if (k < n) {
@@ -276,5 +497,106 @@ int fw_cobs_decode(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, siz
         }
     }
     *out_len = out;
+    return status;
+}
+
+/* The byte-wise minimum of a vector, in a core register (ARM DDI 0406C A8.8 VMIN, VPMIN). */
+#if ELT_NEON
+static inline uint32_t min_u8(uint8x16_t m)
+{
+    uint8x8_t h = vmin_u8(vget_low_u8(m), vget_high_u8(m));
+    h = vpmin_u8(h, h);
+    h = vpmin_u8(h, h);
+    h = vpmin_u8(h, h);
+    return vget_lane_u8(h, 0);
+}
+#endif
+
+size_t fw_zero_index(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+#if ELT_NEON
+    /* 16 bytes per look: their minimum is 0 exactly when one of them is; the byte search is
+     * left for the block that has it. */
+    for (; i + 16u <= n; i += 16u) {
+        if (min_u8(vld1q_u8(p + i)) == 0u) {
+            break;
+        }
+    }
+#endif
+    while (i < n && p[i] != 0u) {
+        i++;
+    }
+    return i;
+}
+
+/* Backward copy of buf[from, to) one byte up (memmove by one, upward): 16 bytes per VLD1/VST1
+ * pair from the top with a negative register post-index, each chunk read before it is
+ * overwritten (ARM DDI 0406C A8.8.320 VLD1, A8.8.404 VST1). */
+static void shift_up(uint8_t *buf, size_t from, size_t to)
+{
+    size_t i = to;
+#if ELT_NEON
+    if (i - from >= 16u) {
+        uint32_t blocks = (uint32_t)(i - from) / 16u;
+        const uint8_t *src = buf + i - 16u;
+        uint8_t *dst = buf + i - 15u;
+        const int32_t step = -16;
+        i -= 16u * blocks;
+        __asm__ volatile("1:\n\t"
+                         "vld1.8 {d16-d17}, [%[s]], %[k]\n\t"
+                         "subs %[n], %[n], #1\n\t"
+                         "vst1.8 {d16-d17}, [%[d]], %[k]\n\t"
+                         "bne 1b"
+                         : [s] "+r"(src), [d] "+r"(dst), [n] "+r"(blocks)
+                         : [k] "r"(step)
+                         : "d16", "d17", "cc", "memory");
+    }
+#endif
+    for (; i > from; i--) {
+        buf[i] = buf[i - 1u];
+    }
+}
+
+/* The body starts one byte in: the first code byte goes, and every later code byte of a block
+ * that ends in an implicit zero becomes that zero, so no data byte moves. A full block (code
+ * 0xFF) has no implicit zero: the code byte after it is dropped by moving the bytes decoded so
+ * far one place up (at most once per 254 data bytes). Before the block whose code byte is at
+ * `at`, the decoded prefix is buf[first, at + 1). */
+int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start, size_t *out_len)
+{
+    size_t first = 1;
+    size_t at = 0;
+    size_t end = len;
+    int status = 0;
+    uint8_t code = len != 0u ? buf[0] : 1u;
+    while (len != 0u) {
+        if (code == 0u) { /* a zero inside a frame cannot be COBS */
+            end = at + 1u;
+            status = -1;
+            break;
+        }
+        const size_t next = at + code; /* the next block's code byte */
+        if (next >= len) {
+            status = next > len ? -1 : 0; /* past the end: a truncated block */
+            break;
+        }
+        const uint8_t c = buf[next];
+        if (code == 0xFFu) {
+            shift_up(buf, first, next);
+            first++;
+        } else {
+            buf[next] = 0u;
+        }
+        at = next;
+        code = c;
+    }
+    size_t n = end > first ? end - first : 0u;
+    if (n > cap) {
+        n = cap;
+        status = -2;
+    }
+    *start = first;
+    *out_len = n;
     return status;
 }

@@ -25,6 +25,17 @@ size_t fw_cobs_encode(const uint8_t *src, size_t len, uint8_t *dst);
  * end, or a zero byte), -2 when the decoded body would exceed cap. */
 int fw_cobs_decode(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, size_t *out_len);
 
+/* The same decode in place, the received frame's buffer being the only copy: the body is left at
+ * buf + *start (1 plus the number of full 254-byte blocks before its end) with *out_len bytes,
+ * and the status and length are fw_cobs_decode's for cap. */
+int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start, size_t *out_len);
+
+/* Copy n bytes forward, d <= s or no overlap (16 at a time on NEON). */
+void fw_copy_forward(uint8_t *d, const uint8_t *s, size_t n);
+
+/* Index of the first 0x00 in p[0, n), or n when there is none. */
+size_t fw_zero_index(const uint8_t *p, size_t n);
+
 static inline uint16_t fw_get_u16(const uint8_t *p)
 {
     return (uint16_t)(p[0] | (p[1] << 8));

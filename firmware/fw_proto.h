@@ -55,7 +55,7 @@
  * reads back at run time. A host finds the description after the block when the tag is there and
  * at FW_INFO_SIZE otherwise, so INFO of a firmware without the block still reads. */
 #define FW_INFO_BOARD_TAG 0xB1u
-#define FW_INFO_BOARD_SIZE 48u
+#define FW_INFO_BOARD_SIZE 52u
 #define FW_INFO_BOARD_NAME_SIZE 20u
 #define FW_INFO_BOARD_L2_FOUND 0x01u /* flags bit: an L2 cache controller answered */
 

@@ -21,13 +21,14 @@ uint64_t fw_probe_read32(uintptr_t addr);
 
 /* What the board reads back at run time, for INFO's board block (docs/protocol.md). */
 typedef struct {
-    uint32_t sctlr;     /* CP15 SCTLR (ARM DDI 0406C B4.1.130): M, C, I, Z as running */
-    uint32_t actlr;     /* CP15 ACTLR (Cortex-A9 TRM §4.3.10): SMP, FW */
-    uint32_t l2_id;     /* the L2 controller's cache ID; 0: no L2 controller answered */
-    uint32_t l2_ctrl;   /* its control register (bit 0: enabled) */
-    uint32_t l2_aux;    /* its auxiliary control register */
-    uint16_t uart_cd;   /* the console UART's baud generator CD, read back */
-    uint16_t uart_bdiv; /* its baud divider BDIV, read back */
+    uint32_t sctlr;            /* CP15 SCTLR (ARM DDI 0406C B4.1.130): M, C, I, Z as running */
+    uint32_t actlr;            /* CP15 ACTLR (Cortex-A9 TRM §4.3.10): SMP, FW */
+    uint32_t l2_id;            /* the L2 controller's cache ID; 0: no L2 controller answered */
+    uint32_t l2_ctrl;          /* its control register (bit 0: enabled) */
+    uint32_t l2_aux;           /* its auxiliary control register */
+    uint16_t uart_cd;          /* the console UART's baud generator CD, read back */
+    uint16_t uart_bdiv;        /* its baud divider BDIV, read back */
+    uint32_t uart_rx_overruns; /* RX FIFO overruns counted by the UART driver (fw_uart_read) */
 } fw_board_report_t;
 
 void fw_board_report(fw_board_report_t *r);

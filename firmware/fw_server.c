@@ -3,6 +3,14 @@
 
 #include "fw_frame.h"
 
+/* The program's one server (the device's, or the host harness's), for fw_server_link. */
+static fw_server_t *fw_server_active;
+
+static uint32_t link_now(const fw_server_t *s)
+{
+    return s->platform->ticks != 0 ? s->platform->ticks(s->platform->ctx) : 0u;
+}
+
 void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
 {
     s->platform = platform;
@@ -15,6 +23,13 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     s->session = 0;
     s->last_valid = 0;
     s->tx_n = 0;
+    s->link.rx_bytes = 0;
+    s->link.ticks = 0;
+    s->poll_t0 = 0;
+    s->app_t0 = 0;
+    s->app_ticks = 0;
+    s->in_poll = 0;
+    fw_server_active = s;
 }
 
 /* COBS, one block at a time: the same bytes as fw_cobs_encode over the whole body. A zero ends
@@ -78,7 +93,7 @@ static void put_board_block(fw_server_t *s, uint8_t *b)
 #else
     static const char name[] = "";
 #endif
-    fw_board_report_t r = {0, 0, 0, 0, 0, 0, 0};
+    fw_board_report_t r = {0, 0, 0, 0, 0, 0, 0, 0};
     if (s->platform->board_report != 0) {
         s->platform->board_report(s->platform->ctx, &r);
     }
@@ -95,6 +110,7 @@ static void put_board_block(fw_server_t *s, uint8_t *b)
     for (uint32_t i = 0; i < FW_INFO_BOARD_NAME_SIZE && name[i] != '\0'; i++) {
         b[28 + i] = (uint8_t)name[i];
     }
+    fw_put_u32(&b[48], r.uart_rx_overruns);
 }
 
 static void send_info(fw_server_t *s, uint32_t seq)
@@ -130,7 +146,7 @@ static void send_info(fw_server_t *s, uint32_t seq)
     if (app != 0 && app->describe != 0) {
         app_len = app->describe(app->ctx, &p[fixed], (uint16_t)(FW_MAX_PAYLOAD - fixed));
     }
-    fw_put_u32(&p[60], s->session); /* the description's length is the payload's minus 112 */
+    fw_put_u32(&p[60], s->session); /* the description's length is the payload's minus 116 */
     send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)(fixed + app_len));
 }
 
@@ -147,7 +163,14 @@ static void serve_app(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t 
         return;
     }
     uint16_t out_len = 0;
-    int32_t r = app != 0 ? app->handle(app->ctx, type, payload, len, s->reply, &out_len) : 0;
+    int32_t r = 0;
+    if (app != 0) {
+        /* the application's time is not the link's (fw_server_poll) */
+        const uint32_t t0 = link_now(s);
+        s->app_t0 = t0;
+        r = app->handle(app->ctx, type, payload, len, s->reply, &out_len);
+        s->app_ticks += link_now(s) - t0;
+    }
     if (r == 0) {
         send_error(s, FW_ERR_TYPE, type, seq);
     } else if (r < 0) {
@@ -169,9 +192,11 @@ static void serve_app(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t 
 __attribute__((noinline)) static void handle_frame(fw_server_t *s)
 {
     size_t n = 0;
-    /* In place: each decoded byte is written at or before the encoded byte just read. */
-    int status = fw_cobs_decode(s->enc, s->enc_len, s->enc, FW_BODY_MAX, &n);
-    const uint8_t *b = s->enc;
+    size_t start = 0;
+    /* In place, the data bytes staying where they arrived (fw_frame.h): the body starts at
+     * enc[start]. A reply built in the receive buffer (INFO) starts at enc[0] instead. */
+    int status = fw_cobs_decode_in_place(s->enc, s->enc_len, FW_BODY_MAX, &start, &n);
+    uint8_t *b = &s->enc[start];
 
     /* Steps 1-2: without version, type and seq there is nobody to answer. */
     if (n < FW_SEQ_READABLE) {
@@ -219,7 +244,7 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
             break;
         }
         s->frames_ok++;
-        send_info(s, seq);
+        send_info(s, seq); /* over the request, read already */
         break;
     case FW_MSG_ECHO:
         s->frames_ok++;
@@ -231,19 +256,102 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
     }
 }
 
-void fw_server_feed(fw_server_t *s, uint8_t byte)
+/* Where the link's next bytes go and how many may: the rest of enc[] (at most a chunk), or, once
+ * the frame being received has filled enc[], rx_hold, whose bytes are only searched for the
+ * delimiter. */
+static uint8_t *rx_space(fw_server_t *s, size_t *room)
 {
-    if (byte != 0u) {
-        if (s->enc_len < sizeof s->enc) {
-            s->enc[s->enc_len++] = byte;
-        } else {
+    const size_t left = sizeof s->enc - s->enc_len;
+    if (left == 0u) {
+        *room = sizeof s->rx_hold;
+        return s->rx_hold;
+    }
+    *room = left < FW_RX_CHUNK ? left : FW_RX_CHUNK;
+    return &s->enc[s->enc_len];
+}
+
+/* n bytes were written at p (rx_space): a 0x00 among them completes a frame, which is answered
+ * before the bytes after it (the next frames' first bytes) are taken, from rx_hold: the answer
+ * may be built in enc[]. One search per chunk instead of a test and a call per byte. */
+static void rx_commit(fw_server_t *s, uint8_t *p, size_t n)
+{
+    for (;;) {
+        const size_t z = fw_zero_index(p, n);
+        if (p != s->rx_hold) {
+            s->enc_len += (uint32_t)z;
+        } else if (z != 0u) {
             s->overflow = 1; /* keep the prefix (it holds seq), discard up to the delimiter */
         }
+        if (z == n) {
+            return;
+        }
+        const size_t rest = n - z - 1u;
+        fw_copy_forward(s->rx_hold, p + z + 1u, rest); /* forward: p may be rx_hold itself */
+        if (s->enc_len != 0u || s->overflow) {
+            handle_frame(s);
+        }
+        s->enc_len = 0;
+        s->overflow = 0;
+        if (rest == 0u) {
+            return;
+        }
+        fw_copy_forward(s->enc, s->rx_hold, rest);
+        p = s->enc;
+        n = rest;
+    }
+}
+
+void fw_server_feed(fw_server_t *s, uint8_t byte)
+{
+    size_t room = 0;
+    uint8_t *p = rx_space(s, &room);
+    *p = byte;
+    s->link.rx_bytes++;
+    rx_commit(s, p, 1u);
+}
+
+/* The link is timed per busy stretch, not per poll: from the first poll that takes bytes after
+ * an idle one to the next poll that finds none, less the application's handlers. Two timer reads
+ * a stretch instead of two a poll. */
+size_t fw_server_poll(fw_server_t *s)
+{
+    const fw_platform_t *pl = s->platform;
+    size_t room = 0;
+    uint8_t *p = rx_space(s, &room);
+    const uint32_t t0 = s->in_poll ? 0u : link_now(s);
+    uint8_t min = 0;
+    const size_t n = pl->read(pl->ctx, p, room, &min);
+    if (n == 0u) {
+        if (s->in_poll) {
+            s->link.ticks += link_now(s) - s->poll_t0 - s->app_ticks;
+            s->in_poll = 0;
+        }
+        return 0;
+    }
+    if (!s->in_poll) {
+        s->poll_t0 = t0;
+        s->app_ticks = 0;
+        s->in_poll = 1;
+    }
+    s->link.rx_bytes += (uint32_t)n;
+    if (p != s->rx_hold && (min != 0u || fw_zero_index(p, n) == n)) {
+        s->enc_len += (uint32_t)n; /* the usual case: a frame's middle */
+    } else {
+        rx_commit(s, p, n);
+    }
+    return n;
+}
+
+void fw_server_link(fw_link_stats_t *out)
+{
+    const fw_server_t *s = fw_server_active;
+    if (s == 0) {
+        out->rx_bytes = 0;
+        out->ticks = 0;
         return;
     }
-    if (s->enc_len != 0u || s->overflow) {
-        handle_frame(s);
+    *out = s->link;
+    if (s->in_poll) { /* called by the application: this stretch's link work up to its call */
+        out->ticks += s->app_t0 - s->poll_t0 - s->app_ticks;
     }
-    s->enc_len = 0;
-    s->overflow = 0;
 }

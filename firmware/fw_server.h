@@ -22,6 +22,10 @@
 #endif
 _Static_assert(FW_REPLY_MAX <= FW_MAX_PAYLOAD, "a reply is a frame payload");
 _Static_assert(FW_INFO_SIZE + FW_INFO_BOARD_SIZE <= FW_MAX_PAYLOAD, "INFO's fixed part fits");
+/* Bytes taken from the link at most per fw_server_poll: four fills of the Zynq UART's 64-byte RX
+ * FIFO (UG585 §19.2.3), which a read that keeps draining while bytes arrive may take in one
+ * poll; the bytes after a delimiter wait in a buffer of this size. */
+#define FW_RX_CHUNK 256u
 /* COBS block: a code byte and up to 254 data bytes (Cheshire & Baker 1999). */
 #define FW_COBS_BLOCK 255u
 
@@ -51,7 +55,22 @@ typedef struct {
     const fw_app_t *app; /* NULL: only HELLO and ECHO are served */
     /* What the board reads back at run time, for INFO's board block; NULL: zeros. */
     void (*board_report)(void *ctx, fw_board_report_t *r);
+    /* Move up to cap received bytes to dst without waiting; returns how many (0: none yet) and
+     * in *min the smallest of them, or 0 when it did not look (the server then searches them for
+     * the delimiter). For fw_server_poll; NULL when bytes come through fw_server_feed. */
+    size_t (*read)(void *ctx, uint8_t *dst, size_t cap, uint8_t *min);
+    /* A free-running 32-bit tick counter (the global timer's low word on the device), to time
+     * the link layer itself; NULL: not timed. */
+    uint32_t (*ticks)(void *ctx);
 } fw_platform_t;
+
+/* The link layer's own cost so far (docs/protocol.md, "Link cost"): bytes received and the ticks
+ * of fw_server_poll outside the application (reading the link, the delimiter search, COBS, the
+ * checks and CRC-32, encoding and writing replies). 32-bit, wrapping: differences are exact. */
+typedef struct {
+    uint32_t rx_bytes;
+    uint32_t ticks;
+} fw_link_stats_t;
 
 typedef struct {
     const fw_platform_t *platform;
@@ -78,12 +97,26 @@ typedef struct {
      * one block at a time on their way to the link, with the CRC computed as they go. */
     uint8_t enc[FW_ENC_MAX];
     uint8_t tx_blk[FW_COBS_BLOCK];
-    uint32_t tx_n; /* data bytes in tx_blk after its code byte */
+    uint32_t tx_n;                /* data bytes in tx_blk after its code byte */
+    uint8_t rx_hold[FW_RX_CHUNK]; /* bytes after a delimiter; a too-long frame's tail */
+    fw_link_stats_t link;
+    uint32_t poll_t0;   /* the start of the busy stretch (fw_server_poll) */
+    uint32_t app_t0;    /* the application's call's start */
+    uint32_t app_ticks; /* ticks in the application during this stretch */
+    uint8_t in_poll;    /* a busy stretch is open: the last poll took bytes */
 } fw_server_t;
 
 void fw_server_init(fw_server_t *s, const fw_platform_t *platform);
 
 /* Feed one received byte; a 0x00 completes a frame, which is answered before returning. */
 void fw_server_feed(fw_server_t *s, uint8_t byte);
+
+/* Take what the link holds now (platform read, at most FW_RX_CHUNK bytes, straight into the
+ * receive buffer) and answer the frames it completes. Returns the bytes taken (0: none). */
+size_t fw_server_poll(fw_server_t *s);
+
+/* The running server's link cost so far (one server per program). Called by an application
+ * from its handler, it includes the link work of the request being handled up to that call. */
+void fw_server_link(fw_link_stats_t *out);
 
 #endif /* FW_SERVER_H */

@@ -10,5 +10,7 @@
 
 void fw_timer_init(void);
 uint64_t fw_timer_now(void);
+/* The counter's low word alone (one load): for intervals shorter than 2^32 ticks. */
+uint32_t fw_timer_now32(void);
 
 #endif /* FW_TIMER_H */

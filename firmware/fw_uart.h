@@ -11,6 +11,12 @@ void fw_uart_init(void);
 /* Blocking write of one byte: waits while the 64-byte TX FIFO is full. */
 void fw_uart_putc(uint8_t c);
 void fw_uart_write(const uint8_t *data, size_t len);
+/* Non-blocking burst read: moves up to cap bytes the RX FIFO holds now to dst, returns how many
+ * (0: none) and the smallest of them in *min (0: a frame delimiter is among them). Counts RX FIFO
+ * overruns on the way. */
+size_t fw_uart_read(uint8_t *dst, size_t cap, uint8_t *min);
+/* RX FIFO overruns counted since start-up (bytes lost because the 64-byte FIFO was full). */
+uint32_t fw_uart_rx_overruns(void);
 /* Non-blocking read: returns 1 and stores the byte when the RX FIFO holds one, else 0. */
 int fw_uart_getc(uint8_t *c);
 /* Sleep (WFI) until the RX FIFO holds a byte. The UART's RX-trigger interrupt is routed through

@@ -33,7 +33,19 @@ static void board_report(void *ctx, fw_board_report_t *r)
     fw_board_report(r);
 }
 
-static fw_platform_t platform = {uart_write, stack_usage, 0, 0, board_report};
+static size_t uart_read(void *ctx, uint8_t *dst, size_t cap, uint8_t *min)
+{
+    (void)ctx;
+    return fw_uart_read(dst, cap, min);
+}
+
+static uint32_t ticks(void *ctx)
+{
+    (void)ctx;
+    return fw_timer_now32();
+}
+
+static fw_platform_t platform = {uart_write, stack_usage, 0, 0, board_report, uart_read, ticks};
 static fw_server_t server;
 
 int main(void)
@@ -43,10 +55,7 @@ int main(void)
     platform.app = fw_app_get();
     fw_server_init(&server, &platform);
     for (;;) {
-        uint8_t c;
-        if (fw_uart_getc(&c)) {
-            fw_server_feed(&server, c);
-        } else {
+        if (fw_server_poll(&server) == 0u) {
             fw_uart_wait_rx();
         }
     }

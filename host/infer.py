@@ -83,6 +83,11 @@ class InferResult:
     logits: tuple[int, ...]
     z: tuple[int, ...]
     ticks_frontend: int | None = None  # audio mode: the integer MFCC front end's ticks
+    # audio mode: the link layer's ticks and received bytes over the utterance, and the ticks of
+    # copying the PCM out of the payloads (codegen.ir.wire RESULT_STREAM)
+    ticks_link: int | None = None
+    link_bytes: int | None = None
+    ticks_unpack: int | None = None
 
     def compared(self) -> dict[str, int | tuple[int, ...]]:
         return {name: getattr(self, name) for name in COMPARED_FIELDS}
@@ -103,7 +108,7 @@ class InferResult:
             "logits_noadapt": list(self.logits_noadapt),
             "logits": list(self.logits),
             "z": list(self.z),
-        } | ({} if self.ticks_frontend is None else {"ticks_frontend": self.ticks_frontend})
+        } | {k: getattr(self, k) for k in STREAM_TICKS if getattr(self, k) is not None}
 
     @classmethod
     def from_json(cls, d: dict[str, object]) -> InferResult:
@@ -132,8 +137,12 @@ class InferResult:
             tup("logits_noadapt"),
             tup("logits"),
             tup("z"),
-            None if d.get("ticks_frontend") is None else num("ticks_frontend"),
+            *(None if d.get(k) is None else num(k) for k in STREAM_TICKS),
         )
+
+
+# the fields RESULT of AUDIO_END appends to INFER's RESULT
+STREAM_TICKS = ("ticks_frontend", "ticks_link", "link_bytes", "ticks_unpack")
 
 
 def encode_audio_begin(sample_id: int, mode: int) -> bytes:

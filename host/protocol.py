@@ -23,7 +23,7 @@ INFO_SIZE = 64
 # INFO's board block after the fixed part (fw_proto.h FW_INFO_BOARD_*): tag, size, then what the
 # board reads back at run time; absent in INFO of a firmware without it.
 INFO_BOARD_TAG = 0xB1
-INFO_BOARD_SIZE = 48
+INFO_BOARD_SIZE = 52
 INFO_BOARD_NAME_SIZE = 20
 INFO_BOARD_L2_FOUND = 0x01
 _HDR = struct.Struct("<BBIH")
@@ -208,15 +208,26 @@ class BoardInfo:
     l2_aux: int  # reg1_aux_control
     uart_cd: int  # console UART BAUDGEN.CD, read back
     uart_bdiv: int  # console UART BAUDDIV, read back
+    # RX FIFO overruns (UG585 Chnl_int_sts ROVR) the UART driver counted; None: a firmware whose
+    # block has no such field (48 bytes)
+    uart_rx_overruns: int | None = 0
 
-    _FMT = struct.Struct("<BBBxIIIIIHH20s")
+    _FMT = struct.Struct("<BBBxIIIIIHH20sI")
+    _FMT_48 = struct.Struct("<BBBxIIIIIHH20s")  # the block before the overrun count
 
     @classmethod
     def unpack(cls, block: bytes) -> BoardInfo:
-        if len(block) < cls._FMT.size:
-            raise ValueError(f"INFO board block of {len(block)} bytes, expected >= {cls._FMT.size}")
+        if len(block) < cls._FMT_48.size:
+            raise ValueError(
+                f"INFO board block of {len(block)} bytes, expected >= {cls._FMT_48.size}"
+            )
         (_tag, _size, flags, sctlr, actlr, l2_id, l2_ctrl, l2_aux, cd, bdiv, name) = (
-            cls._FMT.unpack_from(block)
+            cls._FMT_48.unpack_from(block)
+        )
+        overruns = (
+            struct.unpack_from("<I", block, cls._FMT_48.size)[0]
+            if len(block) >= cls._FMT.size
+            else None
         )
         return cls(
             name.rstrip(b"\0").decode("ascii", "replace"),
@@ -228,6 +239,7 @@ class BoardInfo:
             l2_aux,
             cd,
             bdiv,
+            overruns,
         )
 
     def pack(self) -> bytes:
@@ -243,6 +255,7 @@ class BoardInfo:
             self.uart_cd,
             self.uart_bdiv,
             self.name.encode("ascii"),
+            self.uart_rx_overruns or 0,
         )
 
     def sctlr_bits(self) -> dict[str, bool]:
@@ -280,6 +293,12 @@ class BoardInfo:
             f"actlr          0x{self.actlr:08x}: SMP {on[bool(self.actlr >> 6 & 1)]}",
             f"l2 cache       {l2}",
             f"uart divisors  CD {self.uart_cd}, BDIV {self.uart_bdiv} (read back): {rate}",
+            "uart overruns  "
+            + (
+                "not reported by this firmware"
+                if self.uart_rx_overruns is None
+                else f"{self.uart_rx_overruns} (RX FIFO full, bytes lost; UG585 Chnl_int_sts ROVR)"
+            ),
         ]
 
 

@@ -119,6 +119,18 @@ def test_bench_reduced(tmp_path: Path) -> None:
         assert s["rep_spread"] <= 1, s
     md = (out / "bench.md").read_text()
     assert "F_Enc + λ·n·F_Cls" in md and "QEMU icount ticks" in md
+    # the audio mode's whole-device figures: present, typed, the parts within the total
+    a = doc["audio"]
+    assert isinstance(doc["link_instructions_per_byte"], float)
+    assert doc["link_instructions_per_byte"] == a["link_instructions_per_byte"] > 0
+    assert isinstance(doc["audio_second_ticks"], int)
+    assert doc["audio_second_ticks"] == a["ticks_per_second"]["total"]
+    parts = ("frontend", "link", "unpack", "encoder", "adapt")
+    assert all(isinstance(a["ticks_per_second"][k], int) for k in parts)
+    assert all(a["ticks_per_second"][k] > 0 for k in parts)
+    assert sum(a["ticks_per_second"][k] for k in parts) <= doc["audio_second_ticks"] + len(parts)
+    assert a["link_bytes_per_second"] >= 32000  # one second of int16 PCM, framed
+    assert "## Audio mode: one second of audio" in md
     assert doc["cost_model"] is None  # one k: the model's two terms cannot be told apart
 
     bl = doc["baselines"]

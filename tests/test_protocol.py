@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 import zlib
+from dataclasses import replace
 
 import pytest
 from elatta_host import protocol as p
@@ -138,6 +139,16 @@ def test_info_board_block() -> None:
     assert "PL310 (cache id 0x410000c8), enabled" in text
     # 50 MHz / (62 * 7) = 115,207 baud
     assert "CD 62, BDIV 6 (read back): 115207 baud at 50 MHz (0.01 % off 115200)" in text
+    assert "uart overruns  0 " in text
+    # the RX FIFO overrun count: round-trips; a 48-byte block (before the count) reads as None
+    counted = replace(board, uart_rx_overruns=3)
+    assert p.BoardInfo.unpack(counted.pack()).uart_rx_overruns == 3
+    short = bytearray(board.pack()[:48])
+    short[1] = 48
+    assert p.BoardInfo.unpack(bytes(short)).uart_rx_overruns is None
+    assert "not reported" in "\n".join(
+        p.BoardInfo.unpack(bytes(short)).describe(50_000_000, 115200)
+    )
 
 
 def test_constants_match_c_header() -> None:

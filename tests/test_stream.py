@@ -133,6 +133,10 @@ def test_audio_protocol_checks(kws_build: tuple[Path, Path]) -> None:
         )
         assert res.compared() == s.expected(0)
         assert res.ticks_frontend is not None and res.ticks_frontend > 0
+        # the link's and the unpacking's share are reported: every AUDIO byte was received
+        assert res.link_bytes is not None and res.link_bytes >= 2 * len(pcm)
+        assert res.ticks_link is not None and res.ticks_link > 0
+        assert res.ticks_unpack is not None and res.ticks_unpack > 0
         refused(link, Msg.AUDIO, encode_audio(got, pcm[:10]))  # closed by AUDIO_END
         # feature INFER of the same clip's integer features: the same answer
         x = struct.unpack(f"<{s.x[0].size}h", s.x[0].astype("<i2").tobytes())
@@ -340,8 +344,9 @@ def test_audio_payload_codec() -> None:
     C, k, H = 2, 1, 1
     body = struct.pack("<IBBBBiiiiiIII", 9, 1, C, k, H, 0, 1, 2, 3, 0, 10, 20, 30)
     body += struct.pack("<i2h2hh", 4, 5, 6, 7, 8, 9)
-    res = decode_result(body + struct.pack("<I", 99), stream=True)
+    res = decode_result(body + struct.pack("<IIII", 99, 98, 97, 96), stream=True)
     assert res.ticks_frontend == 99 and res.z == (9,) and res.logits == (7, 8)
+    assert (res.ticks_link, res.link_bytes, res.ticks_unpack) == (98, 97, 96)
     with pytest.raises(ValueError, match="expected"):
         decode_result(body, stream=True)
     assert decode_result(body).ticks_frontend is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from codegen.emit.adapt import adapt_cflags
 from codegen.emit.mfcc import mfcc_cflags
+from codegen.ir import wire
 from codegen.ir.nodes import QModel
 
 
@@ -21,6 +22,6 @@ def model_cflags(q: QModel) -> tuple[str, ...]:
     if q.mfcc is not None:
         mfcc = mfcc_cflags(q.mfcc)
     # the protocol server's reply record holds the largest reply of the model runtime: the
-    # audio mode's RESULT (docs/protocol.md): 40 + 4k + 4C + 2H bytes, + 4 front-end ticks
-    reply = 40 + 4 * q.adapt.cfg.k + 4 * len(q.source.classes) + 2 * q.latent_size + 4
+    # audio mode's RESULT (codegen.ir.wire RESULT_STREAM, docs/protocol.md)
+    reply = wire.RESULT_STREAM.size(k=q.adapt.cfg.k, C=len(q.source.classes), H=q.latent_size)
     return (*adapt_cflags(q.adapt), *cmvn, *pool[last.pool], *mfcc, f"-DFW_REPLY_MAX={reply}u")

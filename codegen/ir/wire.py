@@ -122,8 +122,21 @@ INFER = Payload(
 RESULT = Payload("RESULT", "the answer to INFER", _RESULT_FIELDS)
 RESULT_STREAM = Payload(
     "RESULT",
-    "the answer to AUDIO_END: INFER's RESULT, then the front end's ticks",
-    (*_RESULT_FIELDS, Field("ticks_frontend", "u32", "ticks of the integer MFCC front end", "1")),
+    "the answer to AUDIO_END: INFER's RESULT, then the front end's, the link's and the PCM "
+    "unpacking's ticks",
+    (
+        *_RESULT_FIELDS,
+        Field("ticks_frontend", "u32", "ticks of the integer MFCC front end", "1"),
+        Field(
+            "ticks_link",
+            "u32",
+            "ticks of the link layer from the end of the request before AUDIO_BEGIN to AUDIO_END "
+            "(UART reads, COBS, CRC-32, checks, replies)",
+            "1",
+        ),
+        Field("link_bytes", "u32", "bytes received over the same span", "1"),
+        Field("ticks_unpack", "u32", "ticks of copying the PCM out of the AUDIO payloads", "1"),
+    ),
 )
 AUDIO_BEGIN = Payload(
     "AUDIO_BEGIN",

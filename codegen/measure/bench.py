@@ -62,6 +62,13 @@ it is judged on, the target and whether it is met — the encoder against 1.25x 
 k = 8 and 16, the k = 16 / n = 8 / λ = 12 adaptation against the no-adapt inference of the same
 build, the host reference (strict, all processes) and the front end against CMSIS-DSP.
 
+Audio mode (``audio``, ``audio_second_ticks``, ``link_instructions_per_byte``): one second
+of audio per clip through AUDIO_BEGIN, AUDIO chunks and AUDIO_END (mode strict), RESULT's
+``ticks_total`` (every request's application time) plus ``ticks_link`` (the link layer:
+UART reads, COBS, CRC-32, checks, replies), with the front end, the link, the PCM unpacking,
+the encoder and the adaptation as parts; the link's instructions per received byte are
+``10 * ticks_link / link_bytes``.
+
 Front end (``frontend``, codegen/measure/bench_frontend.py): ticks per hop and per second of audio
 of the
 integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and -DELT_SCALAR) on every frame of a few
@@ -112,6 +119,9 @@ JSON_KEYS = (
     "cost_model",
     "frontend",
     "frontend_ticks_per_hop",
+    "link_instructions_per_byte",
+    "audio_second_ticks",
+    "audio",
     "goals",
 )
 SCALAR_KEYS = JSON_KEYS[:10]
@@ -247,6 +257,100 @@ def measure(
     med["stack_size"] = int(info.stack_size)
     med["pred_noadapt"] = pred
     return med
+
+
+# the audio-mode total RESULT reported before the link and the PCM unpacking were counted
+# (default model, strict, one second of audio): the figure audio_second_ticks replaces
+AUDIO_SECOND_TICKS_BEFORE = 503_000
+
+
+def measure_audio(elf: Path, clips: np.ndarray, budget: float = DEFAULT_BUDGET) -> dict[str, Any]:
+    """Every clip (16 kHz int16) through the audio mode in mode strict, twice in a row, under
+    QEMU -icount shift=0; the second utterance's RESULT is kept, so that its link span (from the
+    previous request's handling to AUDIO_END, docs/protocol.md "Audio mode") holds a RESULT
+    reply like its own, as in a stream of utterances. Medians per second of audio: the device's
+    whole work from AUDIO_BEGIN's first byte to RESULT's last (``ticks_total``, every request's
+    application time, plus ``ticks_link``) and its parts."""
+    from elatta_host.device import Device
+    from elatta_host.infer import max_chunk_samples, mode_index
+    from elatta_host.qemu import Qemu
+    from elatta_host.run import stream_audio
+
+    rows: dict[str, list[float]] = {}
+    q = Qemu(elf, icount=True, link_timeout=5.0, budget=budget, flags={"budget": "--budget"})
+    link = q.start()
+    try:
+        info = Device(link).hello(sync_timeout=budget)
+        chunk = max_chunk_samples(info.max_payload)
+        for j, pcm in enumerate(clips):
+            for _ in range(2):
+                r = stream_audio(link, j, mode_index("strict"), np.asarray(pcm, np.int16), chunk)
+            per_s = 16000 / len(pcm)
+            app, lk = int(r.ticks_total), int(r.ticks_link or 0)
+            parts = {
+                "total": app + lk,
+                "result_total": app,
+                "frontend": int(r.ticks_frontend or 0),
+                "link": lk,
+                "unpack": int(r.ticks_unpack or 0),
+                "encoder": int(r.ticks_encoder),
+                "adapt": int(r.ticks_adapt),
+            }
+            parts["other"] = app - sum(parts[k] for k in ("frontend", "unpack", "encoder", "adapt"))
+            for key, v in parts.items():
+                rows.setdefault(key, []).append(v * per_s)
+            rows.setdefault("link_bytes", []).append(int(r.link_bytes or 0) * per_s)
+            rows.setdefault("link_ipb", []).append(10 * lk / max(1, int(r.link_bytes or 0)))
+    finally:
+        q.stop()
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    return {
+        "clips": int(len(clips)),
+        "chunk_samples": int(chunk),
+        "ticks_per_second": {
+            k: int(round(med[k]))
+            for k in ("total", "result_total", "frontend", "link", "unpack", "encoder", "adapt")
+        }
+        | {"other": int(round(med["other"]))},
+        "link_bytes_per_second": int(round(med["link_bytes"])),
+        "link_instructions_per_byte": round(float(med["link_ipb"]), 2),
+        "before_ticks_per_second": AUDIO_SECOND_TICKS_BEFORE,
+    }
+
+
+def audio_md(a: dict[str, Any] | None) -> list[str]:
+    if not a:
+        return []
+    t = a["ticks_per_second"]
+    total = t["total"]
+
+    def row(name: str, key: str, how: str) -> str:
+        return f"| {name} | {t[key]} | {100 * t[key] / total:.1f} % | {how} |"
+
+    return [
+        "## Audio mode: one second of audio, the whole device",
+        "",
+        f"Default model, mode strict, {a['clips']} clip(s) of the data set streamed as AUDIO "
+        f"chunks of {a['chunk_samples']} samples (RESULT of AUDIO_END, docs/protocol.md). "
+        f"audio_second_ticks = {total} ticks per second of audio, from AUDIO_BEGIN's first byte "
+        f"to RESULT's last (goal ≤ 120,000), next to ≈{a['before_ticks_per_second']:,}, the "
+        f"figure stated before the link and the unpacking were counted (RESULT's total alone; "
+        f"this run: {t['result_total']}). The link layer: {a['link_bytes_per_second']} bytes "
+        f"received, {a['link_instructions_per_byte']} device instructions per byte (10 per "
+        "tick; QEMU's UART hands the bytes over a few at a time, so each poll carries its "
+        "overhead for few bytes: bench/link_bytes.py gives the per-byte cost of full FIFOs).",
+        "",
+        "| part | ticks / s of audio | share | what |",
+        "|---|---:|---:|---|",
+        row("front end", "frontend", "integer MFCC, one frame per 20 ms hop"),
+        row("link", "link", "UART reads, COBS, CRC-32, checks, ACK and RESULT replies"),
+        row("unpacking", "unpack", "PCM copied out of the AUDIO payloads"),
+        row("encoder", "encoder", "one LSTM step per frame, pooling"),
+        row("adaptation", "adapt", "head + entropy, CMA-ES"),
+        row("rest", "other", "payload checks, ACK packing, timing"),
+        f"| whole device | {total} | 100 % | ticks_total + ticks_link |",
+        "",
+    ]
 
 
 def state_bytes(build_dir: Path, q: Any) -> int:
@@ -625,6 +729,10 @@ def run_bench(
 
     families = family_costs(out, data_dir, n_samples, reps, budget)
 
+    from codegen.measure.bench_frontend import frontend_clips as audio_clips
+
+    audio = measure_audio(res0.elf, audio_clips(data_dir, max(1, min(n_samples, 3))), budget)
+
     host: dict[str, Any] | None = None
     if host_n > 0:
         from codegen.measure.host_throughput import host_throughput
@@ -669,6 +777,9 @@ def run_bench(
         "frontend": fe_doc,
         # median ticks per hop of the NEON front end, default model (None: --frontend-clips 0)
         "frontend_ticks_per_hop": fe_doc["ours_neon"]["ticks_per_hop"] if fe_doc else None,
+        "link_instructions_per_byte": audio["link_instructions_per_byte"],
+        "audio_second_ticks": audio["ticks_per_second"]["total"],
+        "audio": audio,
     }
     extra = {
         "lam_variant": lam_pt,
@@ -754,6 +865,17 @@ def goals(d: dict[str, Any], lstm: Any) -> list[dict[str, Any]]:
             f"median of {h.get('repeats', 1)} passes; {h['strict']['samples_per_s_1']:.0f} "
             "on 1 process",
             sense=">=",
+        )
+    a = d.get("audio")
+    if a is not None:
+        goal(
+            "whole device ticks per second of audio (audio mode, strict)",
+            a["ticks_per_second"]["total"],
+            120000,
+            f"front end {a['ticks_per_second']['frontend']}, link "
+            f"{a['ticks_per_second']['link']} ({a['link_instructions_per_byte']} instructions "
+            f"per byte), unpacking {a['ticks_per_second']['unpack']}; RESULT's total alone was "
+            f"≈{a['before_ticks_per_second']:,}",
         )
     fe = d.get("frontend")
     if fe is not None and fe.get("ours_over_cmsis_neon") is not None:
@@ -1051,6 +1173,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         *family_md(d.get("families") or []),
         *host_md(d.get("host_reference")),
         *frontend_md(d.get("frontend"), anchors_md((d.get("frontend") or {}).get("fft_anchors"))),
+        *audio_md(d.get("audio")),
         "## Memory",
         "",
         f"- ram_bytes = {d['ram_bytes']}: .data {x['firmware']['data']} + .bss "
@@ -1280,6 +1403,12 @@ def run(args: argparse.Namespace) -> int:
                 f"{h['workers']} processes, median of {h.get('repeats', 1)} passes "
                 f"({h[mode]['samples_per_s_1']:.0f} on 1)"
             )
+    a = doc["audio"]
+    print(
+        f"audio mode: {doc['audio_second_ticks']} ticks per second of audio (whole device; "
+        f"link {a['ticks_per_second']['link']}, {doc['link_instructions_per_byte']} instructions "
+        f"per received byte)"
+    )
     fe = doc["frontend"]
     if fe is not None:
         print(

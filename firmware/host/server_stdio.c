@@ -4,8 +4,10 @@
  * -fsanitize=address,undefined and drives it with random, truncated, oversized and corrupted
  * frames.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "fw_frame.h"
 #include "fw_server.h"
@@ -16,6 +18,16 @@ static void stdout_write(void *ctx, const uint8_t *data, size_t len)
     if (fwrite(data, 1, len, stdout) != len) {
         exit(3);
     }
+}
+
+/* What stdin holds now, as the device's UART read: at most cap bytes, without waiting once some
+ * arrived (min 0: the server searches them for the delimiter). */
+static size_t stdin_read(void *ctx, uint8_t *dst, size_t cap, uint8_t *min)
+{
+    (void)ctx;
+    *min = 0u;
+    const ssize_t n = read(0, dst, cap);
+    return n > 0 ? (size_t)n : 0u;
 }
 
 static void stack_usage(void *ctx, uint32_t *size, uint32_t *used)
@@ -68,12 +80,12 @@ static uint16_t test_app_describe(void *ctx, uint8_t *out, uint16_t cap)
 int main(void)
 {
     static const fw_app_t app = {test_app_handle, test_app_describe, 0};
-    static const fw_platform_t platform = {stdout_write, stack_usage, 0, &app, 0};
+    static const fw_platform_t platform = {stdout_write, stack_usage, 0, &app, 0, stdin_read, 0};
     static fw_server_t server;
     fw_server_init(&server, &platform);
-    int c;
-    while ((c = getchar()) != EOF) {
-        fw_server_feed(&server, (uint8_t)c);
+    /* fw_server_poll as on the device; a read of 0 bytes is the end of stdin */
+    while (fw_server_poll(&server) != 0u) {
+        fflush(stdout);
     }
     fflush(stdout);
     return 0;

@@ -12,6 +12,7 @@
 
 #include "fw_config.h"
 #include "fw_rt.h"
+#include "fw_uart.h"
 #include "zynq7000.h"
 
 /* Section descriptor fields, DDI 0406C B3.5.1 (Figure B3-4) and B3.8.2 "Short-descriptor format
@@ -156,4 +157,5 @@ void fw_board_report(fw_board_report_t *r)
     r->l2_aux = l2_id != 0u ? L2(L2_AUX_CONTROL) : 0u;
     r->uart_cd = (uint16_t)ZYNQ_REG32(FW_UART_BASE + XUART_BAUDGEN);
     r->uart_bdiv = (uint16_t)ZYNQ_REG32(FW_UART_BASE + XUART_BAUDDIV);
+    r->uart_rx_overruns = fw_uart_rx_overruns();
 }

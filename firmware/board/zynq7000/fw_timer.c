@@ -23,3 +23,8 @@ uint64_t fw_timer_now(void)
     } while (hi != hi2);
     return ((uint64_t)hi << 32) | lo;
 }
+
+uint32_t fw_timer_now32(void)
+{
+    return GTIMER(GTIMER_COUNTER_LO);
+}

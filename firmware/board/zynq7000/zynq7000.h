@@ -40,7 +40,8 @@
  * NBSTOP [7:6] = 0b00 one stop bit; CHMODE [9:8] = 0b00 normal. */
 #define XUART_MR_8N1 (0x4u << 3)
 
-/* Channel_sts_reg0 bits */
+/* Channel_sts_reg0 bits (UG585 B.33) */
+#define XUART_SR_RTRIG (1u << 0) /* RX FIFO fill level >= Rcvr_FIFO_trigger_level0 */
 #define XUART_SR_RXEMPTY (1u << 1)
 #define XUART_SR_TXEMPTY (1u << 3)
 #define XUART_SR_TXFULL (1u << 4)
@@ -72,6 +73,7 @@
 #define ZYNQ_IRQ_UART1 82u
 
 #define XUART_IXR_RTRIG (1u << 0) /* RX FIFO level >= Rcvr_FIFO_trigger_level0 */
+#define XUART_IXR_ROVR (1u << 5)  /* RX FIFO overflow: a byte arrived at a full FIFO, lost */
 
 /* ---- Snoop control unit, UG585 B.3 "mpcore" (Cortex-A9 MPCore TRM DDI 0407 §2.2) ------------ */
 #define ZYNQ_SCU_BASE 0xF8F00000u
