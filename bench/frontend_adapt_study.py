@@ -1,0 +1,417 @@
+"""Front-end adaptation at low SNR (docs/adaptation.md, "Front-end adaptation at low SNR").
+
+    PYTHONPATH=. python bench/frontend_adapt_study.py select --name fsdd --data out/data/fsdd \
+        --model models/fsdd/model.pt --basis models/fsdd/basis.npz --out out/fes
+    PYTHONPATH=. python bench/frontend_adapt_study.py test --name fsdd ...   # after `select`
+    PYTHONPATH=. python bench/frontend_adapt_study.py tables --out out/fes
+
+Per-channel noise-floor tracking and gain normalisation applied to the 40 mel energies of the
+MFCC front end (`codegen.base.features.mel_energies`), before the log and the DCT, then the
+model unchanged (no retraining). The noise/gain state is a first-order IIR smoother per channel,
+causal over frames; ``carry``: one state over the whole stream (the device hears one stream),
+``reset``: restarted at every clip from the clip's first frame. Every front end is followed by
+the training statistics of its own MFCCs (the training split through the same front end; for
+``carry`` as one stream in file order), alone or with the causal cmvn
+(`codegen.elatta.methods.cmvn_causal_stream`). `select` scores each grid on S by the rule of
+`adaptation_study.causal_score` (segments of 50 and 10); `test` runs the chosen ones once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import signal
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import adaptation_study as A  # noqa: E402
+
+EPS = 1e-9
+# TFLM noise_reduction defaults (even / odd channels) are per 10 ms hop; our hop is 20 ms:
+# one 20 ms step of the smoother = two 10 ms steps, s20 = 1 − (1 − s10)².
+NR_EVEN = 1 - (1 - 0.025) ** 2
+NR_ODD = 1 - (1 - 0.06) ** 2
+PCEN_ALPHA, PCEN_DELTA, PCEN_R, PCEN_EPS = 0.98, 2.0, 0.5, 1e-6
+AUG_COPIES = 3  # noisy training copies in the sample of the front end's MFCC statistics
+CMVN_CAUSAL = {"fsdd": (1 / 4, 0.25), "default": (1 / 16, 0.25)}  # (alpha, w), mean+var, no gate
+
+
+# --------------------------------------------------------------------- float front-end helpers
+
+
+def smooth(x: np.ndarray, s: np.ndarray, init: np.ndarray | None, carry: bool) -> np.ndarray:
+    """Per channel c: M_t = (1 − s_c) M_{t−1} + s_c x_t over frames, x [N, T, C] in play order.
+
+    ``carry``: one recursion over all N·T frames, M_{−1} = ``init`` [C]. Otherwise every clip
+    restarts from its first frame (M_0 = x_0)."""
+    n, t, c = x.shape
+    out = np.empty_like(x)
+    for sv in np.unique(s):
+        cols = np.flatnonzero(s == sv)
+        b, a = [sv], [1.0, -(1.0 - sv)]
+        if carry:
+            assert init is not None
+            flat = x[:, :, cols].reshape(n * t, cols.size)
+            zi = ((1.0 - sv) * init[cols])[None, :]
+            y, _ = signal.lfilter(b, a, flat, axis=0, zi=zi)
+            out[:, :, cols] = y.reshape(n, t, cols.size)
+        else:
+            zi = (1.0 - sv) * x[:, :1, cols]
+            y, _ = signal.lfilter(b, a, x[:, :, cols], axis=1, zi=zi)
+            out[:, :, cols] = y
+    return out
+
+
+@dataclass(frozen=True)
+class FrontEnd:
+    """One front-end configuration. kinds:
+
+    ``nr``  TFLM noise_reduction on the filterbank amplitudes a = √E: estimate N (even/odd
+            smoothing), a′ = max(a − N, m·a), E′ = a′²;
+    ``nrr`` noise-floor replacement: only the estimate's excess over the clean training floor
+            N_ref is subtracted, a′ = max(a − max(N − N_ref, 0), m·a);
+    ``pgr`` relative per-channel gain (PCAN's E/N^α, referenced to the training floor):
+            a′ = a·((ε + N_ref)/(ε + N))^α;
+    ``pcen`` PCEN (Wang et al. 2017) on E: E′ = (E/(ε + M)^α + δ)^r − δ^r, M smoothed with s.
+    """
+
+    kind: str
+    param: float
+    carry: bool
+    speed: float = 1.0  # the TFLM smoothing rates × speed (nr, nrr, pgr)
+
+    @property
+    def label(self) -> str:
+        name = {"nr": "m", "nrr": "m", "pgr": "alpha", "pcen": "s"}[self.kind]
+        sp = "" if self.kind == "pcen" else f"speed={self.speed:g},"
+        return f"{self.kind}/{'carry' if self.carry else 'reset'}/{sp}{name}={self.param:g}"
+
+
+@dataclass
+class Stats:
+    """Source (training-split) quantities of the front end."""
+
+    init_a: np.ndarray  # mean filterbank amplitude per channel (carry state at power-up)
+    init_e: np.ndarray  # mean filterbank energy per channel
+    n_ref: np.ndarray  # mean noise estimate per channel over the training stream
+
+
+def nr_rates(c: int) -> np.ndarray:
+    return np.where(np.arange(c) % 2 == 0, NR_EVEN, NR_ODD)
+
+
+def apply_front(fe: FrontEnd, e: np.ndarray, st: Stats) -> np.ndarray:
+    """Modified mel energies [N, T, C] (float64) of energies ``e`` in play order."""
+    e = np.asarray(e, np.float64)
+    c = e.shape[-1]
+    if fe.kind == "pcen":
+        m = smooth(e, np.full(c, fe.param), st.init_e, fe.carry)
+        out: np.ndarray = (e / (PCEN_EPS + m) ** PCEN_ALPHA + PCEN_DELTA) ** PCEN_R
+        return out - PCEN_DELTA**PCEN_R
+    a = np.sqrt(e)
+    n = smooth(a, fe.speed * nr_rates(c), st.init_a, fe.carry)
+    if fe.kind == "nr":
+        a2 = np.maximum(a - n, fe.param * a)
+    elif fe.kind == "nrr":
+        a2 = np.maximum(a - np.maximum(n - st.n_ref, 0.0), fe.param * a)
+    elif fe.kind == "pgr":
+        a2 = a * ((EPS + st.n_ref) / (EPS + n)) ** fe.param
+    else:
+        raise ValueError(fe.kind)
+    out2: np.ndarray = a2 * a2
+    return out2
+
+
+def flops_per_frame(kind: str, c: int = 40) -> int:
+    """Extra float operations per frame (multiply-add = 2, sqrt/pow/div = 1 each)."""
+    return c * {"nr": 7, "nrr": 9, "pgr": 9, "pcen": 9}[kind]
+
+
+# --------------------------------------------------------------------------------- methods
+
+
+@dataclass
+class FeCtx:
+    ctx: A.Ctx
+    name: str
+    stats: Stats
+    train_e: np.ndarray  # training-split mel energies (for the front end's MFCC statistics)
+    norm: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def mfcc_of(e: np.ndarray) -> np.ndarray:
+    from codegen.base.features import mfcc_from_mel
+
+    out: np.ndarray = mfcc_from_mel(e.astype(np.float32)).astype(np.float64)
+    return out
+
+
+def fe_norm(fc: FeCtx, fe: FrontEnd | None) -> tuple[np.ndarray, np.ndarray]:
+    """The stored training statistics moved by the front end: μ_tr + (m_fe − m_id),
+    σ_tr·s_fe/s_id, with m, s the MFCC mean/std of the training sample through the front end
+    (fe) and without it (id). No front end: the stored statistics exactly."""
+    if fe is None:
+        return fc.ctx.mu_tr, fc.ctx.sd_tr
+    if fe.label not in fc.norm:
+        x = mfcc_of(apply_front(fe, fc.train_e, fc.stats))
+        x = x.reshape(-1, x.shape[-1])
+        m_id, s_id = fc.norm["id"]
+        mu = fc.ctx.mu_tr + (x.mean(axis=0) - m_id)
+        fc.norm[fe.label] = (mu, fc.ctx.sd_tr * (x.std(axis=0) + 1e-6) / (s_id + 1e-6))
+    return fc.norm[fe.label]
+
+
+def m_front(fc: FeCtx, fe: FrontEnd | None, cmvn: bool) -> A.Method:
+    """Front end (or none), its MFCCs, then the training normalisation or the causal cmvn."""
+    from codegen.elatta.methods import CmvnConfig, cmvn_causal_stream
+
+    alpha, w = CMVN_CAUSAL[fc.name]
+    cache: dict[int, int] = {}
+    per_clip = not cmvn and (fe is None or not fe.carry)  # order-independent: cache by id
+
+    def feats(e: np.ndarray) -> np.ndarray:
+        return mfcc_of(e if fe is None else apply_front(fe, e, fc.stats))
+
+    def run(ctx: A.Ctx, e: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        mu, sd = fe_norm(fc, fe)
+        if per_clip:
+            todo = np.array([i for i, k in enumerate(ids) if int(k) not in cache], np.int64)
+            if todo.size:
+                x = ((feats(e[todo]) - mu) / sd).astype(np.float32)
+                for k, p in zip(ids[todo], A.predict(ctx, A.encode(ctx, x)), strict=True):
+                    cache[int(k)] = int(p)
+            return np.array([cache[int(k)] for k in ids])
+        f = feats(e)
+        if cmvn:
+            x = cmvn_causal_stream(f, mu, sd, CmvnConfig(w, alpha, True), None)
+        else:
+            x = ((f - mu) / sd).astype(np.float32)
+        return A.predict(ctx, A.encode(ctx, x))
+
+    return run
+
+
+def grids() -> dict[str, list[FrontEnd]]:
+    """Method -> grid, least → most aggressive (docs/adaptation.md). ``speed`` 1/4 is a noise
+    tracker four times slower than TFLM's (time constants ≈ 0.8 / 1.6 s instead of 0.2 / 0.4 s);
+    the front ends with state carried over the stream are also combined with the causal cmvn."""
+    g: dict[str, list[FrontEnd]] = {}
+    for carry in (True, False):
+        tag = "carry" if carry else "reset"
+        q = 0.25
+        g[f"nr/{tag}"] = [
+            FrontEnd("nr", m, carry, sp) for sp, m in ((q, 0.5), (q, 0.25), (1, 0.5), (1, 0.05))
+        ]
+        g[f"nrr/{tag}"] = [
+            FrontEnd("nrr", m, carry, sp) for sp, m in ((q, 0.5), (q, 0.25), (q, 0.05), (1, 0.5))
+        ]
+        g[f"pgr/{tag}"] = [
+            FrontEnd("pgr", a, carry, sp) for sp, a in ((q, 0.25), (q, 0.5), (q, 0.95), (1, 0.5))
+        ]
+        g[f"pcen/{tag}"] = [FrontEnd("pcen", s, carry) for s in (0.025, 0.05, 0.1)]
+    return g
+
+
+# ------------------------------------------------------------------------------------ run
+
+
+def make_fectx(args: argparse.Namespace) -> FeCtx:
+    """Context, front-end source statistics and the training sample for the MFCC statistics:
+    the clean training split plus `AUG_COPIES` copies mixed by the model's training recipe
+    (the stored statistics are over the clean + noisy copies the model was trained on)."""
+    from codegen.base.features import mel_energies
+    from codegen.data import background_noises, load_split
+    from codegen.frontend.model import load_checkpoint
+    from codegen.train.fit import SILENCE, TrainConfig, augment
+
+    ctx = A.make_ctx(args.model, args.basis, args.data)
+    train = load_split(args.data, "train")
+    clean_e = mel_energies(train.pcm).astype(np.float64)
+    _, meta = load_checkpoint(args.model)
+    known = TrainConfig.__dataclass_fields__
+    recipe = TrainConfig(**{k: x for k, x in meta.train.get("config", {}).items() if k in known})
+    silence = train.labels == (train.classes.index(SILENCE) if SILENCE in train.classes else -1)
+    rng = np.random.default_rng([0, 0xFE5])
+    noises = background_noises(args.data)
+    copies = [clean_e]
+    for _ in range(AUG_COPIES):
+        copies.append(mel_energies(augment(train.pcm, silence, noises, recipe, rng)))
+    train_e = np.concatenate(copies).astype(np.float64)
+    c = clean_e.shape[-1]
+    a = np.sqrt(clean_e)
+    init_a = a.reshape(-1, c).mean(axis=0)
+    n = smooth(a, nr_rates(c), init_a, True)
+    stats = Stats(init_a, clean_e.reshape(-1, c).mean(axis=0), n.reshape(-1, c).mean(axis=0))
+    x = mfcc_of(train_e).reshape(-1, ctx.mu_tr.size)
+    return FeCtx(ctx, args.name, stats, train_e, {"id": (x.mean(axis=0), x.std(axis=0))})
+
+
+def methods_of(fc: FeCtx) -> dict[str, list[tuple[str, A.Method]]]:
+    out: dict[str, list[tuple[str, A.Method]]] = {}
+    for name, grid in grids().items():
+        out[name] = [(fe.label, m_front(fc, fe, False)) for fe in grid]
+    for name, grid in grids().items():
+        if name.endswith("/carry"):
+            out[f"{name}+cmvn_causal"] = [(fe.label, m_front(fc, fe, True)) for fe in grid]
+    return out
+
+
+def select(args: argparse.Namespace) -> int:
+    import torch
+
+    from codegen.base.features import mel_energies
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    fc = make_fectx(args)
+    src = A.load_source(args.data, mel_energies)
+    A.log(f"{args.name}: {len(src)} source conditions ({time.perf_counter() - t0:.0f} s)")
+    base = A.run_protocol(fc.ctx, src, m_front(fc, None, False), 0, False)
+    result: dict[str, Any] = {"name": args.name, "methods": {}}
+    ref = A.causal_eval(fc.ctx, src, m_front(fc, None, True), base)
+    result["cmvn_causal"] = {"score": A.causal_score(ref), "eval": ref}
+    A.log(f"  cmvn_causal alone: {A.causal_score(ref)}")
+    only = set(args.only.split(",")) if args.only else None
+    for meth, grid in methods_of(fc).items():
+        if only is not None and meth not in only:
+            continue
+        rows = []
+        for label, method in grid:
+            t1 = time.perf_counter()
+            ev = A.causal_eval(fc.ctx, src, method, base)
+            sc, ok = A.causal_score(ev)
+            rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
+            A.log(f"  {meth} {label}: {sc:+.2f} {ok} ({time.perf_counter() - t1:.0f} s)")
+        adm = [i for i, r in enumerate(rows) if r["admissible"]]
+        if adm:
+            best = max(rows[i]["score"] for i in adm)
+            chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
+        else:
+            chosen = 0
+        result["methods"][meth] = {"chosen": rows[chosen]["config"], "rows": rows}
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / f"{args.name}.selection.json").write_text(json.dumps(result, indent=1))
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.selection.json").write_text(json.dumps(result, indent=1))
+    A.log(f"done in {result['seconds']} s")
+    return 0
+
+
+def from_label(label: str) -> FrontEnd:
+    kind, state, kvs = label.split("/")
+    kv = {k: float(v) for k, v in (p.split("=") for p in kvs.split(","))}
+    name = {"nr": "m", "nrr": "m", "pgr": "alpha", "pcen": "s"}[kind]
+    return FrontEnd(kind, kv[name], state == "carry", kv.get("speed", 1.0))
+
+
+def test(args: argparse.Namespace) -> int:
+    """The test split, once, for the configuration each method chose on S."""
+    import torch
+
+    from codegen.base.features import mel_energies
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    sel = json.loads((Path(args.out) / f"{args.name}.selection.json").read_text())
+    fc = make_fectx(args)
+    test_c = A.load_test(args.data, mel_energies)
+    base = A.run_protocol(fc.ctx, test_c, m_front(fc, None, False), 0, False)
+    res: dict[str, Any] = {"name": args.name, "noadapt": A.gains(base, [base], test_c)}
+    runs: dict[str, Any] = {"cmvn_causal": ("—", m_front(fc, None, True))}
+    for meth, ch in sel["methods"].items():
+        fe = from_label(ch["chosen"])
+        runs[meth] = (ch["chosen"], m_front(fc, fe, meth.endswith("+cmvn_causal")))
+    res["test"] = {}
+    for meth, (label, method) in runs.items():
+        res["test"][meth] = {"config": label, "eval": A.causal_eval(fc.ctx, test_c, method, base)}
+        A.log(f"  test {meth}: {time.perf_counter() - t0:.0f} s")
+        (Path(args.out) / f"{args.name}.test.json").write_text(json.dumps(res, indent=1))
+    res["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.test.json").write_text(json.dumps(res, indent=1))
+    return 0
+
+
+# --------------------------------------------------------------------------------- tables
+
+
+def tables(args: argparse.Namespace) -> int:
+    out: list[str] = []
+    cols = (*A.COLUMNS, "clean_only")
+    for name in ("default", "fsdd"):
+        p = Path(args.out) / f"{name}.test.json"
+        if not p.exists():
+            continue
+        r = json.loads(p.read_text())
+        sel = json.loads((Path(args.out) / f"{name}.selection.json").read_text())
+        title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
+        for seg in A.CAUSAL_SEGMENTS:
+            out += [f"#### {title}, continual, segments of {seg}: test, gain over no-adapt", ""]
+            out.append("| method | config (chosen on S) | " + " | ".join(cols) + " | flops/frame |")
+            out.append("|---" * (len(cols) + 3) + "|")
+            na = r["noadapt"]
+            out.append("| no-adapt (accuracy %) | — | "
+                       + " | ".join(f"{na[c]['acc']:.2f}" for c in A.COLUMNS)
+                       + f" | {na['clean']['acc']:.2f} | 0 |")  # fmt: skip
+            for meth, t in r["test"].items():
+                g = t["eval"][str(seg)]
+                cells = " | ".join(A.fmt_cell(g[c], 3) for c in cols)
+                kind = meth.split("/")[0]
+                fl = 0 if kind == "cmvn_causal" else flops_per_frame(kind)
+                fl_s = f"{fl}" + (" + cmvn" if "cmvn" in meth else "")
+                out.append(f"| {meth} | {t['config']} | {cells} | {fl_s} |")
+            out.append("")
+        out += [f"Selection on S ({name}): per method, every configuration: score (mean SNR "
+                "gain, segments 50 and 10), admissible, worst clean seed, worst clean-only "
+                "seed, S −10 and S −20 (segments 50)", "",
+                "| method | config | score | admissible | worst clean | worst clean-only "
+                "| S −10 | S −20 |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        sc, ok = sel["cmvn_causal"]["score"]
+        ev = sel["cmvn_causal"]["eval"]
+        rows = [("cmvn_causal", "—", sc, ok, ev, False)]
+        for meth, m in sel["methods"].items():
+            for row in m["rows"]:
+                chosen = row["config"] == m["chosen"]
+                rows.append((meth, row["config"], row["score"], row["admissible"], row["eval"],
+                             chosen))  # fmt: skip
+        for meth, cfg, s, a, ev, chosen in rows:
+            wc = min(min(g["clean"]["per_seed"]) for g in ev.values())
+            wo = min(min(g["clean_only"]["per_seed"]) for g in ev.values())
+            g50 = ev["50"]
+            mark = " **chosen**" if chosen else ""
+            out.append(f"| {meth} | {cfg}{mark} | {s:+.2f} | {a} | {wc:+.2f} | {wo:+.2f} | "
+                       f"{g50['-10']['gain']:+.2f} | {g50['-20']['gain']:+.2f} |")  # fmt: skip
+        out.append("")
+    print("\n".join(out))
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for cmd in ("select", "test"):
+        r = sub.add_parser(cmd)
+        r.add_argument("--name", required=True, choices=("default", "fsdd"))
+        for opt in ("--data", "--model", "--basis"):
+            r.add_argument(opt, required=True)
+        r.add_argument("--out", default="out/fes")
+        r.add_argument("--only", default="", help="select: comma-separated method names")
+    t = sub.add_parser("tables")
+    t.add_argument("--out", default="out/fes")
+    args = ap.parse_args()
+    cmds: dict[str, Callable[[argparse.Namespace], int]] = {
+        "select": select,
+        "test": test,
+        "tables": tables,
+    }
+    return cmds[args.cmd](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
