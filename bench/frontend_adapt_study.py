@@ -131,7 +131,7 @@ def apply_front(fe: FrontEnd, e: np.ndarray, st: Stats) -> np.ndarray:
 
 def flops_per_frame(kind: str, c: int = 40) -> int:
     """Extra float operations per frame (multiply-add = 2, sqrt/pow/div = 1 each)."""
-    return c * {"nr": 7, "nrr": 9, "pgr": 9, "pcen": 9}[kind]
+    return c * {"nr": 8, "nrr": 10, "pgr": 9, "pcen": 9}[kind]
 
 
 # --------------------------------------------------------------------------------- methods
