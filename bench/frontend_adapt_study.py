@@ -168,16 +168,26 @@ def fe_norm(fc: FeCtx, fe: FrontEnd | None) -> tuple[np.ndarray, np.ndarray]:
     return fc.norm[fe.label]
 
 
-def m_front(fc: FeCtx, fe: FrontEnd | None, cmvn: bool) -> A.Method:
-    """Front end (or none), its MFCCs, then the training normalisation or the causal cmvn."""
+def m_front(
+    fc: FeCtx, fe: FrontEnd | None, cmvn: bool, shared: dict[bytes, np.ndarray] | None = None
+) -> A.Method:
+    """Front end (or none), its MFCCs, then the training normalisation or the causal cmvn.
+    ``shared``: the front end's MFCCs per stream (keyed by its id sequence), shared by the
+    methods that use the same front end on the same streams."""
     from codegen.elatta.methods import CmvnConfig, cmvn_causal_stream
 
     alpha, w = CMVN_CAUSAL[fc.name]
     cache: dict[int, int] = {}
     per_clip = not cmvn and (fe is None or not fe.carry)  # order-independent: cache by id
 
-    def feats(e: np.ndarray) -> np.ndarray:
-        return mfcc_of(e if fe is None else apply_front(fe, e, fc.stats))
+    def feats(e: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
+        key = ids.tobytes() if ids is not None and shared is not None else None
+        if key is not None and shared is not None and key in shared:
+            return shared[key]
+        out = mfcc_of(e if fe is None else apply_front(fe, e, fc.stats))
+        if key is not None and shared is not None:
+            shared[key] = out
+        return out
 
     def run(ctx: A.Ctx, e: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
         mu, sd = fe_norm(fc, fe)
@@ -188,7 +198,7 @@ def m_front(fc: FeCtx, fe: FrontEnd | None, cmvn: bool) -> A.Method:
                 for k, p in zip(ids[todo], A.predict(ctx, A.encode(ctx, x)), strict=True):
                     cache[int(k)] = int(p)
             return np.array([cache[int(k)] for k in ids])
-        f = feats(e)
+        f = feats(e, ids)
         if cmvn:
             x = cmvn_causal_stream(f, mu, sd, CmvnConfig(w, alpha, True), None)
         else:
@@ -206,16 +216,12 @@ def grids() -> dict[str, list[FrontEnd]]:
     for carry in (True, False):
         tag = "carry" if carry else "reset"
         q = 0.25
-        g[f"nr/{tag}"] = [
-            FrontEnd("nr", m, carry, sp) for sp, m in ((q, 0.5), (q, 0.25), (1, 0.5), (1, 0.05))
-        ]
+        g[f"nr/{tag}"] = [FrontEnd("nr", m, carry, sp) for sp, m in ((q, 0.5), (1, 0.5), (1, 0.05))]
         g[f"nrr/{tag}"] = [
-            FrontEnd("nrr", m, carry, sp) for sp, m in ((q, 0.5), (q, 0.25), (q, 0.05), (1, 0.5))
+            FrontEnd("nrr", m, carry, sp) for sp, m in ((q, 0.5), (q, 0.25), (1, 0.5))
         ]
-        g[f"pgr/{tag}"] = [
-            FrontEnd("pgr", a, carry, sp) for sp, a in ((q, 0.25), (q, 0.5), (q, 0.95), (1, 0.5))
-        ]
-        g[f"pcen/{tag}"] = [FrontEnd("pcen", s, carry) for s in (0.025, 0.05, 0.1)]
+        g[f"pgr/{tag}"] = [FrontEnd("pgr", a, carry, q) for a in (0.25, 0.5, 0.95)]
+        g[f"pcen/{tag}"] = [FrontEnd("pcen", s, carry) for s in (0.025, 0.1)]
     return g
 
 
@@ -253,13 +259,19 @@ def make_fectx(args: argparse.Namespace) -> FeCtx:
     return FeCtx(ctx, args.name, stats, train_e, {"id": (x.mean(axis=0), x.std(axis=0))})
 
 
-def methods_of(fc: FeCtx) -> dict[str, list[tuple[str, A.Method]]]:
-    out: dict[str, list[tuple[str, A.Method]]] = {}
+def methods_of(fc: FeCtx) -> dict[str, list[tuple[str, A.Method, dict[bytes, np.ndarray]]]]:
+    """Method -> [(config, method, shared front-end cache)]; a carry front end and its
+    +cmvn_causal combination share one cache (the same streams through the same front end)."""
+    out: dict[str, list[tuple[str, A.Method, dict[bytes, np.ndarray]]]] = {}
     for name, grid in grids().items():
-        out[name] = [(fe.label, m_front(fc, fe, False)) for fe in grid]
-    for name, grid in grids().items():
+        caches = [dict[bytes, np.ndarray]() for _ in grid]
+        out[name] = [
+            (fe.label, m_front(fc, fe, False, c), c) for fe, c in zip(grid, caches, strict=True)
+        ]
         if name.endswith("/carry"):
-            out[f"{name}+cmvn_causal"] = [(fe.label, m_front(fc, fe, True)) for fe in grid]
+            out[f"{name}+cmvn_causal"] = [
+                (fe.label, m_front(fc, fe, True, c), c) for fe, c in zip(grid, caches, strict=True)
+            ]
     return out
 
 
@@ -279,25 +291,32 @@ def select(args: argparse.Namespace) -> int:
     result["cmvn_causal"] = {"score": A.causal_score(ref), "eval": ref}
     A.log(f"  cmvn_causal alone: {A.causal_score(ref)}")
     only = set(args.only.split(",")) if args.only else None
-    for meth, grid in methods_of(fc).items():
+    meths = methods_of(fc)
+    order = [(m, i) for m in meths for i in range(len(meths[m]))]
+    # a carry front end's two methods run back to back, then its cache is dropped
+    order.sort(key=lambda mi: (mi[0].split("+")[0], mi[1], mi[0]))
+    rows: dict[str, list[dict[str, Any]]] = {m: [] for m in meths}
+    for meth, i in order:
         if only is not None and meth not in only:
             continue
-        rows = []
-        for label, method in grid:
-            t1 = time.perf_counter()
-            ev = A.causal_eval(fc.ctx, src, method, base)
-            sc, ok = A.causal_score(ev)
-            rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
-            A.log(f"  {meth} {label}: {sc:+.2f} {ok} ({time.perf_counter() - t1:.0f} s)")
-        adm = [i for i, r in enumerate(rows) if r["admissible"]]
-        if adm:
-            best = max(rows[i]["score"] for i in adm)
-            chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
-        else:
+        label, method, cache = meths[meth][i]
+        t1 = time.perf_counter()
+        ev = A.causal_eval(fc.ctx, src, method, base)
+        sc, ok = A.causal_score(ev)
+        rows[meth].append({"config": label, "score": sc, "admissible": ok, "eval": ev})
+        A.log(f"  {meth} {label}: {sc:+.2f} {ok} ({time.perf_counter() - t1:.0f} s)")
+        if meth.endswith("+cmvn_causal") or not meth.endswith("/carry"):
+            cache.clear()
+        if len(rows[meth]) == len(meths[meth]):
+            adm = [j for j, r in enumerate(rows[meth]) if r["admissible"]]
             chosen = 0
-        result["methods"][meth] = {"chosen": rows[chosen]["config"], "rows": rows}
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / f"{args.name}.selection.json").write_text(json.dumps(result, indent=1))
+            if adm:
+                best = max(rows[meth][j]["score"] for j in adm)
+                chosen = min(j for j in adm if rows[meth][j]["score"] >= best - 0.1)
+            result["methods"][meth] = {"chosen": rows[meth][chosen]["config"], "rows": rows[meth]}
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            out = Path(args.out) / f"{args.name}.selection.json"
+            out.write_text(json.dumps(result, indent=1))
     result["seconds"] = round(time.perf_counter() - t0, 1)
     (Path(args.out) / f"{args.name}.selection.json").write_text(json.dumps(result, indent=1))
     A.log(f"done in {result['seconds']} s")
