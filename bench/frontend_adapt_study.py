@@ -5,6 +5,9 @@
     PYTHONPATH=. python bench/frontend_adapt_study.py test --name fsdd ...   # after `select`
     PYTHONPATH=. python bench/frontend_adapt_study.py tables --out out/fes
 
+Both `select` and `test` take ``--only m1,m2`` to split the methods over processes (each with
+its own ``--out``); `merge --out out/fes DIR...` joins their files.
+
 Per-channel noise-floor tracking and gain normalisation applied to the 40 mel energies of the
 MFCC front end (`codegen.base.features.mel_energies`), before the log and the DCT, then the
 model unchanged (no retraining). The noise/gain state is a first-order IIR smoother per channel,
@@ -186,7 +189,7 @@ def m_front(
             return shared[key]
         out = mfcc_of(e if fe is None else apply_front(fe, e, fc.stats))
         if key is not None and shared is not None:
-            shared[key] = out
+            shared[key] = out.astype(np.float32)
         return out
 
     def run(ctx: A.Ctx, e: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
@@ -343,15 +346,26 @@ def test(args: argparse.Namespace) -> int:
     test_c = A.load_test(args.data, mel_energies)
     base = A.run_protocol(fc.ctx, test_c, m_front(fc, None, False), 0, False)
     res: dict[str, Any] = {"name": args.name, "noadapt": A.gains(base, [base], test_c)}
-    runs: dict[str, Any] = {"cmvn_causal": ("—", m_front(fc, None, True))}
-    for meth, ch in sel["methods"].items():
+    only = set(args.only.split(",")) if args.only else None
+    runs: dict[str, Any] = {}
+    if only is None or "cmvn_causal" in only:
+        runs["cmvn_causal"] = ("—", m_front(fc, None, True))
+    caches: dict[str, dict[bytes, np.ndarray]] = {}
+    for meth, ch in sorted(sel["methods"].items(), key=lambda kv: kv[1]["chosen"]):
+        if only is not None and meth not in only:
+            continue
         fe = from_label(ch["chosen"])
-        runs[meth] = (ch["chosen"], m_front(fc, fe, meth.endswith("+cmvn_causal")))
+        cache = caches.setdefault(ch["chosen"], {})
+        runs[meth] = (ch["chosen"], m_front(fc, fe, meth.endswith("+cmvn_causal"), cache))
     res["test"] = {}
     for meth, (label, method) in runs.items():
         res["test"][meth] = {"config": label, "eval": A.causal_eval(fc.ctx, test_c, method, base)}
         A.log(f"  test {meth}: {time.perf_counter() - t0:.0f} s")
         (Path(args.out) / f"{args.name}.test.json").write_text(json.dumps(res, indent=1))
+        if sum(1 for lb, _ in runs.values() if lb == label) == sum(
+            1 for m in res["test"] if res["test"][m]["config"] == label
+        ):
+            caches.get(label, {}).clear()
     res["seconds"] = round(time.perf_counter() - t0, 1)
     (Path(args.out) / f"{args.name}.test.json").write_text(json.dumps(res, indent=1))
     return 0
@@ -411,6 +425,23 @@ def tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def merge(args: argparse.Namespace) -> int:
+    """Merge the selection (or test) files of runs split with --only into ``--out``."""
+    for name in ("default", "fsdd"):
+        for kind, key in (("selection", "methods"), ("test", "test")):
+            parts = [Path(d) / f"{name}.{kind}.json" for d in args.parts]
+            parts = [p for p in parts if p.exists()]
+            if not parts:
+                continue
+            merged = json.loads(parts[0].read_text())
+            for p in parts[1:]:
+                merged[key].update(json.loads(p.read_text())[key])
+            merged["parts"] = [str(p) for p in parts]
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / f"{name}.{kind}.json").write_text(json.dumps(merged, indent=1))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -420,14 +451,18 @@ def main() -> int:
         for opt in ("--data", "--model", "--basis"):
             r.add_argument(opt, required=True)
         r.add_argument("--out", default="out/fes")
-        r.add_argument("--only", default="", help="select: comma-separated method names")
+        r.add_argument("--only", default="", help="comma-separated method names (a subset)")
     t = sub.add_parser("tables")
     t.add_argument("--out", default="out/fes")
+    mg = sub.add_parser("merge")
+    mg.add_argument("--out", default="out/fes")
+    mg.add_argument("parts", nargs="+", help="--out directories of runs split with --only")
     args = ap.parse_args()
     cmds: dict[str, Callable[[argparse.Namespace], int]] = {
         "select": select,
         "test": test,
         "tables": tables,
+        "merge": merge,
     }
     return cmds[args.cmd](args)
 
