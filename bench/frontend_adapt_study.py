@@ -42,6 +42,7 @@ EPS = 1e-9
 NR_EVEN = 1 - (1 - 0.025) ** 2
 NR_ODD = 1 - (1 - 0.06) ** 2
 PCEN_ALPHA, PCEN_DELTA, PCEN_R, PCEN_EPS = 0.98, 2.0, 0.5, 1e-6
+SELECT_SUBSET = A.SEARCH_SUBSET  # validation clips per S condition (seeded subset, as the searches)
 AUG_COPIES = 3  # noisy training copies in the sample of the front end's MFCC statistics
 CMVN_CAUSAL = {"fsdd": (1 / 4, 0.25), "default": (1 / 16, 0.25)}  # (alpha, w), mean+var, no gate
 
@@ -286,7 +287,7 @@ def select(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     fc = make_fectx(args)
-    src = A.load_source(args.data, mel_energies)
+    src = A.subset(A.load_source(args.data, mel_energies), SELECT_SUBSET)
     A.log(f"{args.name}: {len(src)} source conditions ({time.perf_counter() - t0:.0f} s)")
     base = A.run_protocol(fc.ctx, src, m_front(fc, None, False), 0, False)
     result: dict[str, Any] = {"name": args.name, "methods": {}}
