@@ -54,22 +54,31 @@ def smooth(x: np.ndarray, s: np.ndarray, init: np.ndarray | None, carry: bool) -
     """Per channel c: M_t = (1 − s_c) M_{t−1} + s_c x_t over frames, x [N, T, C] in play order.
 
     ``carry``: one recursion over all N·T frames, M_{−1} = ``init`` [C]. Otherwise every clip
-    restarts from its first frame (M_0 = x_0)."""
+    restarts from its first frame (M_0 = x_0). Computed as the zero-state response within each
+    clip (a loop over the T frames, vectorised over clips) plus the decayed state at the clip's
+    start, (1 − s)^(t+1)·P_i; for ``carry`` P_{i+1} = z_{T−1}(i) + (1 − s)^T·P_i."""
     n, t, c = x.shape
-    out = np.empty_like(x)
-    for sv in np.unique(s):
-        cols = np.flatnonzero(s == sv)
-        b, a = [sv], [1.0, -(1.0 - sv)]
-        if carry:
-            assert init is not None
-            flat = x[:, :, cols].reshape(n * t, cols.size)
-            zi = ((1.0 - sv) * init[cols])[None, :]
-            y, _ = signal.lfilter(b, a, flat, axis=0, zi=zi)
-            out[:, :, cols] = y.reshape(n, t, cols.size)
-        else:
-            zi = (1.0 - sv) * x[:, :1, cols]
-            y, _ = signal.lfilter(b, a, x[:, :, cols], axis=1, zi=zi)
-            out[:, :, cols] = y
+    keep = 1.0 - np.asarray(s, np.float64)
+    z = np.empty_like(x, dtype=np.float64)
+    acc = np.zeros((n, c))
+    for k in range(t):
+        acc = keep * acc + (1.0 - keep) * x[:, k]
+        z[:, k] = acc
+    decay = keep[None, :] ** np.arange(1, t + 1)[:, None]  # [T, C]
+    if not carry:
+        start = np.asarray(x[:, 0], np.float64)
+    else:
+        assert init is not None
+        start = np.empty((n, c))
+        p = np.asarray(init, np.float64).copy()
+        kt = keep**t
+        for kv in np.unique(kt):  # P_i by a first-order filter over clips, per decay value
+            cols = np.flatnonzero(kt == kv)
+            zi = (kv * p[cols])[None, :]
+            y, _ = signal.lfilter([1.0], [1.0, -kv], z[:-1, t - 1][:, cols], axis=0, zi=zi)
+            start[0, cols] = p[cols]
+            start[1:, cols] = y
+    out: np.ndarray = z + decay[None, :, :] * start[:, None, :]
     return out
 
 
