@@ -435,6 +435,76 @@ def tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def plain_ctx(model_path: str) -> A.Ctx:
+    """A `Ctx` with the model, head and normalisation only (no basis: front-end methods only)."""
+    from codegen.frontend.model import head_numpy, load_checkpoint
+
+    model, meta = load_checkpoint(model_path)
+    w, b = head_numpy(model)
+    z = np.zeros((1, 1))
+    return A.Ctx(
+        model, w, b, np.asarray(meta.norm_mean, np.float64), np.asarray(meta.norm_std, np.float64),
+        z, z, 0.0, z[0], z[0],
+    )  # fmt: skip
+
+
+def retrain(args: argparse.Namespace) -> int:
+    """Exploratory: retrain the model with a per-clip (reset) front end (`codegen train`
+    recipe of models/<name>/README.md: 300 epochs, 32 copies, seed 0), then measure it, once,
+    on S (segments irrelevant: no state crosses a clip) and on the test split, as the gain over
+    the original model without adaptation."""
+    import torch
+
+    import codegen.base.features as feat
+    from codegen.frontend.model import save_checkpoint
+    from codegen.train.fit import TrainConfig, train_model
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    fe = from_label(args.front)
+    assert not fe.carry, "retraining needs a per-clip (reset) front end"
+    mel_energies, stats = feat.mel_energies, Stats(np.ones(40), np.ones(40), np.ones(40))
+    if fe.kind in ("nrr", "pgr"):
+        raise SystemExit("nrr/pgr need the training floor N_ref; retrain nr or pcen")
+
+    def front_mfcc(pcm: np.ndarray, params: Any = None) -> np.ndarray:
+        return mfcc_of(apply_front(fe, mel_energies(pcm), stats)).astype(np.float32)
+
+    out_model = Path(args.out) / f"{args.name}.{fe.label.replace('/', '_')}.pt"
+    if not out_model.exists():
+        orig = feat.mfcc
+        feat.mfcc = front_mfcc  # train_model imports mfcc from codegen.base.features
+        try:
+            cfg = TrainConfig(epochs=300, copies=32, threads=1, seed=0)
+            model, meta = train_model(args.data, cfg, progress=False)
+        finally:
+            feat.mfcc = orig
+        save_checkpoint(str(out_model), model, meta)
+        A.log(f"trained {out_model}: {meta.train['best']} ({time.perf_counter() - t0:.0f} s)")
+    new = plain_ctx(str(out_model))
+    old = plain_ctx(args.model)
+
+    def m_new(ctx: A.Ctx, e: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        x = ((mfcc_of(apply_front(fe, e, stats)) - new.mu_tr) / new.sd_tr).astype(np.float32)
+        return A.predict(new, A.encode(new, x))
+
+    def m_old(ctx: A.Ctx, e: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        x = ((mfcc_of(e) - old.mu_tr) / old.sd_tr).astype(np.float32)
+        return A.predict(old, A.encode(old, x))
+
+    res: dict[str, Any] = {"name": args.name, "front": fe.label, "model": str(out_model)}
+    for split, conds in (
+        ("S", A.subset(A.load_source(args.data, mel_energies), SELECT_SUBSET)),
+        ("test", A.load_test(args.data, mel_energies)),
+    ):
+        base = A.run_protocol(old, conds, m_old, 0, False)
+        run = A.run_protocol(new, conds, m_new, 0, False)
+        res[split] = {"gains": A.gains(base, [run], conds), "noadapt": A.gains(base, [base], conds)}
+        A.log(f"  {split}: {time.perf_counter() - t0:.0f} s")
+    (Path(args.out) / f"{args.name}.retrain.json").write_text(json.dumps(res, indent=1))
+    return 0
+
+
 def merge(args: argparse.Namespace) -> int:
     """Merge the selection (or test) files of runs split with --only into ``--out``."""
     for name in ("default", "fsdd"):
@@ -464,6 +534,11 @@ def main() -> int:
         r.add_argument("--only", default="", help="comma-separated method names (a subset)")
     t = sub.add_parser("tables")
     t.add_argument("--out", default="out/fes")
+    rt = sub.add_parser("retrain")
+    rt.add_argument("--name", required=True, choices=("default", "fsdd"))
+    for opt in ("--data", "--model", "--front"):
+        rt.add_argument(opt, required=True)
+    rt.add_argument("--out", default="out/fes/retrain")
     mg = sub.add_parser("merge")
     mg.add_argument("--out", default="out/fes")
     mg.add_argument("parts", nargs="+", help="--out directories of runs split with --only")
@@ -473,6 +548,7 @@ def main() -> int:
         "test": test,
         "tables": tables,
         "merge": merge,
+        "retrain": retrain,
     }
     return cmds[args.cmd](args)
 
