@@ -33,8 +33,13 @@ from typing import Any
 import numpy as np
 from scipy import signal
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# bench/ is sys.path[0] when run as a script; its profile.py would shadow the standard library's
+# (torch imports cProfile), so load the study module from bench/ and drop bench/ from the path
+_BENCH = str(Path(__file__).resolve().parent)
+sys.path.insert(0, _BENCH)
 import adaptation_study as A  # noqa: E402
+
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(_BENCH)]
 
 EPS = 1e-9
 # TFLM noise_reduction defaults (even / odd channels) are per 10 ms hop; our hop is 20 ms:
@@ -407,7 +412,7 @@ def tables(args: argparse.Namespace) -> int:
                 cells = " | ".join(A.fmt_cell(g[c], 3) for c in cols)
                 kind = meth.split("/")[0]
                 fl = 0 if kind == "cmvn_causal" else flops_per_frame(kind)
-                fl_s = f"{fl}" + (" + cmvn" if "cmvn" in meth else "")
+                fl_s = f"{fl}" + (" + cmvn" if "cmvn" in meth else "") if fl else "cmvn only"
                 out.append(f"| {meth} | {t['config']} | {cells} | {fl_s} |")
             out.append("")
         out += [f"Selection on S ({name}): per method, every configuration: score (mean SNR "
@@ -450,7 +455,7 @@ def plain_ctx(model_path: str) -> A.Ctx:
 
 def retrain(args: argparse.Namespace) -> int:
     """Exploratory: retrain the model with a per-clip (reset) front end (`codegen train`
-    recipe of models/<name>/README.md: 300 epochs, 32 copies, seed 0), then measure it, once,
+    defaults; models/<name>/README.md used 300 epochs, 32 copies, seed 0), then measure it, once,
     on S (segments irrelevant: no state crosses a clip) and on the test split, as the gain over
     the original model without adaptation."""
     import torch
@@ -475,7 +480,7 @@ def retrain(args: argparse.Namespace) -> int:
         orig = feat.mfcc
         feat.mfcc = front_mfcc  # train_model imports mfcc from codegen.base.features
         try:
-            cfg = TrainConfig(epochs=300, copies=32, threads=1, seed=0)
+            cfg = TrainConfig(epochs=args.epochs, copies=args.copies, threads=1, seed=0)
             model, meta = train_model(args.data, cfg, progress=False)
         finally:
             feat.mfcc = orig
@@ -539,6 +544,8 @@ def main() -> int:
     for opt in ("--data", "--model", "--front"):
         rt.add_argument(opt, required=True)
     rt.add_argument("--out", default="out/fes/retrain")
+    rt.add_argument("--epochs", type=int, default=300)
+    rt.add_argument("--copies", type=int, default=32)
     mg = sub.add_parser("merge")
     mg.add_argument("--out", default="out/fes")
     mg.add_argument("parts", nargs="+", help="--out directories of runs split with --only")
