@@ -18,14 +18,13 @@ firmware: setup
 # The demo: built-in data set (reused when up to date), the shipped model compiled to C + ELF,
 # QEMU streaming each clip's mixed audio (int16 PCM, chunks of 1,022 samples) through the
 # device's audio mode: integer MFCC and one LSTM step per hop on the device, then the paper's
-# strict and bounded-continual ELaTTA, beside no-adapt, as the continual protocol (segments of
-# one condition, then a switch: 4 clips each for the 200 audio clips over 50 conditions, 12 for
-# the 600 cmvn clips); every result checked bit-exactly against the integer
-# chain (MFCC -> encoder -> adaptation); tables in $(OUT)/run/report.md. 200 clips per mode
-# (every noise and SNR): an audio clip is ~32 KB on the link, 16 times its features, so this
-# keeps the demo near a minute. cmvn needs the whole clip's statistics before the encoder runs,
-# which one pass over the audio cannot give (docs/protocol.md, "Audio mode"): it runs on
-# feature input, 600 clips, tables in $(OUT)/run-cmvn/report.md.
+# strict and bounded-continual ELaTTA and cmvn_select (the deployed input adaptation,
+# docs/adaptation.md), beside no-adapt, as the continual protocol (segments of one condition,
+# then a switch: 4 clips each for the 200 audio clips over 50 conditions, 12 for the 600
+# feature clips); every result checked bit-exactly against the integer chain (MFCC -> encoder
+# -> adaptation); tables in $(OUT)/run/report.md. 200 clips per mode (every noise and SNR): an
+# audio clip is ~32 KB on the link, 16 times its features, so this keeps the demo near a few
+# minutes. Then cmvn_select on feature input, 600 clips, tables in $(OUT)/run-cmvn/report.md.
 DEMO_DATA  ?= $(OUT)/data/demo
 DEMO_BUILD ?= $(OUT)/build/kws
 DEMO_LIMIT ?= 200
@@ -35,10 +34,10 @@ demo: setup
 	$(CODEGEN) build --model models/default/model.pt --basis models/default/basis.npz \
 		--config configs/default.toml --data $(DEMO_DATA) --out $(DEMO_BUILD)
 	$(CODEGEN) run --build $(DEMO_BUILD) --data $(DEMO_DATA) --qemu --jobs 2 \
-		--input pcm --chunk 1022 --mode strict --mode continual_bounded --limit $(DEMO_LIMIT) \
-		--stream-segment 4 --report $(OUT)/run --force-restart
+		--input pcm --chunk 1022 --mode strict --mode continual_bounded --mode cmvn_select \
+		--limit $(DEMO_LIMIT) --stream-segment 4 --report $(OUT)/run --force-restart
 	$(CODEGEN) run --build $(DEMO_BUILD) --data $(DEMO_DATA) --qemu --jobs 2 \
-		--input features --mode cmvn --limit 600 \
+		--input features --mode cmvn_select --limit 600 \
 		--stream-segment 12 --report $(OUT)/run-cmvn --force-restart
 
 # Every layer but the `slow` tests (pure Python, host C with sanitizers, QEMU end to end);

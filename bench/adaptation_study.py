@@ -694,6 +694,124 @@ def causal(args: argparse.Namespace) -> int:
     return 0
 
 
+def m_cmvn_gated(weight: float, alpha: float, gate: float | None) -> Method:
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.methods import CmvnConfig, cmvn_stream
+
+        x = cmvn_stream(f, ctx.mu_tr, ctx.sd_tr, CmvnConfig(weight, alpha, True), gate)
+        return predict(ctx, encode(ctx, x))
+
+    return run
+
+
+def gated(args: argparse.Namespace) -> int:
+    """docs/adaptation.md "Audio mode, round 2": the shift gate on the look-ahead cmvn (the
+    build config's α and w), selected on S by the causal section's rule, then the test once."""
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ctx = make_ctx(args.model, args.basis, args.data)
+    src = load_source(args.data)
+    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
+    fcfg = meta_cmvn(args.config)
+    grid = [
+        (f"alpha=1/{round(1 / fcfg.alpha)},w={fcfg.weight},gate={g or 'none'}",
+         m_cmvn_gated(fcfg.weight, fcfg.alpha, g))
+        for g in (1.0, 0.75, 0.5, None)
+    ]  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for label, method in grid:
+        ev = causal_eval(ctx, src, method, base_src)
+        sc, ok = causal_score(ev)
+        rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
+        log(f"  select {label}: score {sc:+.2f} admissible {ok}")
+    adm = [i for i, r in enumerate(rows) if r["admissible"]]
+    chosen = 0
+    if adm:
+        best = max(rows[i]["score"] for i in adm)
+        chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
+    log(f"  chose {rows[chosen]['config']}")
+    result: dict[str, Any] = {"name": args.name, "selection": rows}
+    result["chosen"] = rows[chosen]["config"]
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / f"{args.name}.gated-selection.json").write_text(json.dumps(result, indent=1))
+    test = load_test(args.data)
+    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
+    result["test"] = {"cmvn (gated)": causal_eval(ctx, test, grid[chosen][1], base_test)}
+    result["noadapt_test"] = gains(base_test, [base_test], test)
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.gated.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
+def _entropy(logits: np.ndarray) -> np.ndarray:
+    e = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(e)
+    p /= p.sum(axis=1, keepdims=True)
+    out: np.ndarray = -(p * np.log(p + 1e-30)).sum(axis=1)
+    return out
+
+
+def m_cmvn_select(weight: float, alpha: float, margin: float) -> Method:
+    """Round 3: the raw and the look-ahead-cmvn clip are both encoded; the cmvn class is taken
+    only where its entropy is lower than the raw one's by more than ``margin`` nats."""
+
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.methods import CmvnConfig, cmvn_stream
+
+        l0 = encode(ctx, norm_train(ctx, f)) @ ctx.w.T + ctx.b
+        x = cmvn_stream(f, ctx.mu_tr, ctx.sd_tr, CmvnConfig(weight, alpha, True))
+        l1 = encode(ctx, x) @ ctx.w.T + ctx.b
+        use = _entropy(l1) < _entropy(l0) - margin
+        out: np.ndarray = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
+        return out
+
+    return run
+
+
+def select_round(args: argparse.Namespace) -> int:
+    """docs/adaptation.md "Round 3": the margin of the confidence selection, by the causal
+    section's rule on S, then the test once."""
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ctx = make_ctx(args.model, args.basis, args.data)
+    src = load_source(args.data)
+    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
+    fcfg = meta_cmvn(args.config)
+    grid = [
+        (f"alpha=1/{round(1 / fcfg.alpha)},w={fcfg.weight},margin={m}",
+         m_cmvn_select(fcfg.weight, float(fcfg.alpha), m))
+        for m in (0.2, 0.1, 0.0)
+    ]  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for label, method in grid:
+        ev = causal_eval(ctx, src, method, base_src)
+        sc, ok = causal_score(ev)
+        rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
+        log(f"  select {label}: score {sc:+.2f} admissible {ok}")
+    adm = [i for i, r in enumerate(rows) if r["admissible"]]
+    chosen = 0
+    if adm:
+        best = max(rows[i]["score"] for i in adm)
+        chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
+    log(f"  chose {rows[chosen]['config']}")
+    result: dict[str, Any] = {"name": args.name, "selection": rows}
+    result["chosen"] = rows[chosen]["config"]
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / f"{args.name}.select-selection.json").write_text(json.dumps(result, indent=1))
+    test = load_test(args.data)
+    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
+    result["test"] = {"cmvn_select": causal_eval(ctx, test, grid[chosen][1], base_test)}
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.select.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
 def meta_cmvn(config: str) -> Any:
     """The feature-mode cmvn deployed by a build config's [cmvn] table."""
     import tomllib
@@ -712,6 +830,14 @@ def causal_tables(args: argparse.Namespace) -> int:
         if not p.exists():
             continue
         r = json.loads(p.read_text())
+        gp = Path(args.out) / f"{name}.gated.json"
+        gated_r = json.loads(gp.read_text()) if gp.exists() else None
+        if gated_r is not None:  # round 2: the gated look-ahead cmvn beside the causal rows
+            r["test"][f"cmvn, gated ({gated_r['chosen']})"] = gated_r["test"]["cmvn (gated)"]
+        sp3 = Path(args.out) / f"{name}.select.json"
+        if sp3.exists():  # round 3: the confidence selection
+            sel3 = json.loads(sp3.read_text())
+            r["test"][f"cmvn_select ({sel3['chosen']})"] = sel3["test"]["cmvn_select"]
         title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
         for seg in CAUSAL_SEGMENTS:
             out += [f"#### {title}, segments of {seg}: gain over no-adapt (points)", ""]
@@ -732,14 +858,20 @@ def causal_tables(args: argparse.Namespace) -> int:
                 "admissible, worst clean / clean-only seed", "",
                 "| config | score | admissible | worst clean seed | worst clean-only seed |",
                 "|---|---|---|---|---|"]  # fmt: skip
-        rows = json.loads((Path(args.out) / f"{name}.causal-selection.json").read_text())
-        for row in rows["selection"]:
-            ev = row["eval"].values()
-            wc = min(min(g["clean"]["per_seed"]) for g in ev)
-            wo = min(min(g["clean_only"]["per_seed"]) for g in ev)
-            mark = " **chosen**" if row["config"] == rows["chosen"] else ""
-            out.append(f"| {row['config']}{mark} | {row['score']:+.2f} | {row['admissible']} | "
-                       f"{wc:+.2f} | {wo:+.2f} |")  # fmt: skip
+        kinds = (("causal", "cmvn_causal"), ("gated", "cmvn (look-ahead)"))
+        kinds += (("select", "cmvn_select"),)
+        for kind, label in kinds:
+            sp = Path(args.out) / f"{name}.{kind}-selection.json"
+            if not sp.exists():
+                continue
+            rows = json.loads(sp.read_text())
+            for row in rows["selection"]:
+                ev = row["eval"].values()
+                wc = min(min(g["clean"]["per_seed"]) for g in ev)
+                wo = min(min(g["clean_only"]["per_seed"]) for g in ev)
+                mark = " **chosen**" if row["config"] == rows["chosen"] else ""
+                out.append(f"| {label}: {row['config']}{mark} | {row['score']:+.2f} | "
+                           f"{row['admissible']} | {wc:+.2f} | {wo:+.2f} |")  # fmt: skip
         out.append("")
     print("\n".join(out))
     return 0
@@ -765,11 +897,23 @@ def main() -> int:
     for opt in ("--data", "--model", "--basis", "--config"):
         c.add_argument(opt, required=True)
     c.add_argument("--out", default="out/study")
+    gt = sub.add_parser("gated")
+    gt.add_argument("--name", required=True, choices=("default", "fsdd"))
+    for opt in ("--data", "--model", "--basis", "--config"):
+        gt.add_argument(opt, required=True)
+    gt.add_argument("--out", default="out/study")
+    sl = sub.add_parser("select")
+    sl.add_argument("--name", required=True, choices=("default", "fsdd"))
+    for opt in ("--data", "--model", "--basis", "--config"):
+        sl.add_argument(opt, required=True)
+    sl.add_argument("--out", default="out/study")
     ct = sub.add_parser("causal-tables")
     ct.add_argument("--out", default="out/study")
     args = ap.parse_args()
     cmds = {"run": run, "positions": positions, "tables": tables, "causal": causal}
     cmds["causal-tables"] = causal_tables
+    cmds["gated"] = gated
+    cmds["select"] = select_round
     return cmds[args.cmd](args)
 
 

@@ -11,18 +11,24 @@
 #define ELT_MODE_CONTINUAL 2         /* ELaTTA (continual, paper) */
 #define ELT_MODE_CONTINUAL_BOUNDED 3 /* ELaTTA (continual, bounded) */
 #define ELT_MODE_CMVN 4              /* cmvn (continual input normalisation) */
-#define ELT_MODE_COUNT 5u
+#define ELT_MODE_CMVN_CAUSAL 5       /* cmvn causal (gated input normalisation) */
+#define ELT_MODE_CMVN_SELECT 6       /* cmvn select (confidence-selected input normalisation) */
+#define ELT_MODE_COUNT 7u
 
 /* The latent search each mode runs after the encoder (one of the plain modes above). */
 #define ELT_MODE_SEARCH_TABLE                                                                      \
     {                                                                                              \
-        ELT_MODE_NO_ADAPT,          ELT_MODE_STRICT,   ELT_MODE_CONTINUAL,                         \
-        ELT_MODE_CONTINUAL_BOUNDED, ELT_MODE_NO_ADAPT,                                             \
+        ELT_MODE_NO_ADAPT, ELT_MODE_STRICT,   ELT_MODE_CONTINUAL, ELT_MODE_CONTINUAL_BOUNDED,      \
+        ELT_MODE_NO_ADAPT, ELT_MODE_NO_ADAPT, ELT_MODE_NO_ADAPT,                                   \
     }
 
 /* Bit n set: mode n is served by the streaming audio mode. */
-#define ELT_MODE_AUDIO_MASK 0x0Fu
+#define ELT_MODE_AUDIO_MASK 0x7Fu
 /* Bit n set: mode n runs the input stage "cmvn" before the encoder. */
 #define ELT_MODE_BEFORE_CMVN_MASK 0x10u
+/* Bit n set: mode n runs the input stage "cmvn_causal" before the encoder. */
+#define ELT_MODE_BEFORE_CMVN_CAUSAL_MASK 0x20u
+/* Bit n set: mode n runs the input stage "cmvn_select" before the encoder. */
+#define ELT_MODE_BEFORE_CMVN_SELECT_MASK 0x40u
 
 #endif /* ELT_MODES_H */

@@ -21,9 +21,13 @@
  * the adaptation and answers RESULT with the front-end ticks appended. A chunk carries its
  * offset in the utterance and is taken only at the next expected offset, so a chunk is never
  * consumed twice even outside the server's replay rule. Mode cmvn normalises with the whole
- * clip's statistics before the encoder runs (elt_cmvn_s16.c), which a one-pass stream cannot:
- * AUDIO_BEGIN refuses it with ERROR(PAYLOAD). INFER and RESET close an open utterance (the
- * feature path shares the encoder's state buffers).
+ * clip's statistics before the encoder runs (elt_cmvn_s16.c), which a one-pass stream cannot;
+ * in mode cmvn the audio mode therefore holds the clip's T frames (a->x, as INFER's features)
+ * and runs the normalisation and the encoder at AUDIO_END: the integers of INFER on the same
+ * frames. Mode cmvn_causal is the causal form: AUDIO_BEGIN takes the normalisation from the
+ * statistics of the clips before, every frame is normalised before its encoder step, and
+ * AUDIO_END adds the clip to the statistics (an utterance closed early never does). INFER and RESET
+ * close an open utterance (the feature path shares the encoder's state buffers).
  */
 #include <stdint.h>
 
@@ -64,15 +68,55 @@ typedef struct {
     elt_adapt_params_t params; /* RAM copy of the generated params; .mode set per request */
     elt_adapt_state_t state;   /* continual p_prev and all scratch of the adaptation core */
     elt_adapt_result_t res;
-    elt_cmvn_state_t cmvn; /* mode cmvn: running input statistics */
-#if FW_APP_FEATURE_INFER
-    int16_t x[APP_FEATURES]; /* features [T][F], copied out of the (unaligned) payload */
+    elt_cmvn_state_t cmvn;     /* modes cmvn, cmvn_causal, cmvn_select: input statistics */
+    elt_cmvn_clip_t cmvn_clip; /* mode cmvn_causal: the clip being normalised */
+    elt_adapt_result_t raw;    /* mode cmvn_select: the raw run's result */
+    int16_t z_raw[FW_APP_H];   /* mode cmvn_select: the raw run's z_t */
+#if FW_APP_FEATURE_INFER || FW_APP_STREAM
+    /* features [T][F]: INFER's, copied out of the (unaligned) payload, or the audio mode's
+     * frames held for mode cmvn, which needs the whole clip before the encoder */
+    int16_t x[APP_FEATURES];
 #endif
     int16_t z[FW_APP_H]; /* z_t, Q0.15 */
 } app_ctx_t;
 
 static app_ctx_t app;
 static const elt_cmvn_params_t app_cmvn = FW_APP_CMVN_PARAMS;
+/* mode cmvn_select's normalised run: mode cmvn's constants without its shift gate */
+static elt_cmvn_params_t app_cmvn_select;
+
+/* Mode cmvn_select (docs/adaptation.md "Round 3"): a->raw, a->z_raw hold the raw run, a->res,
+ * a->z the normalised one (both no-adapt). The answer is the normalised run's where its entropy
+ * plus the margin is below the raw run's, else the raw run's; the no-adapt fields are the raw
+ * run's. codegen/intref/model.py::_infer_select, field by field. */
+static void select_merge(app_ctx_t *a)
+{
+    elt_adapt_result_t *n = &a->res;
+    const elt_adapt_result_t *r = &a->raw;
+    const int32_t use = (int64_t)n->H_noadapt + app_cmvn.select_margin < (int64_t)r->H_noadapt;
+    n->pred = use ? n->pred_noadapt : r->pred_noadapt;
+    n->H_best = use ? n->H_noadapt : r->H_noadapt;
+    for (uint32_t j = 0; j < FW_APP_C; j++) {
+        n->logits[j] = use ? n->logits_noadapt[j] : r->logits_noadapt[j];
+        n->logits_noadapt[j] = r->logits_noadapt[j];
+    }
+    n->pred_noadapt = r->pred_noadapt;
+    n->H_noadapt = r->H_noadapt;
+    if (!use) {
+        for (uint32_t j = 0; j < FW_APP_H; j++) {
+            a->z[j] = a->z_raw[j];
+        }
+    }
+}
+
+/* The raw run is in a->res, a->z: keep it for select_merge. */
+static void select_keep_raw(app_ctx_t *a)
+{
+    a->raw = a->res;
+    for (uint32_t j = 0; j < FW_APP_H; j++) {
+        a->z_raw[j] = a->z[j];
+    }
+}
 
 /* The RESULT fields after the encoder: the adaptation's result, z_t and the ticks. */
 static void pack_result(const app_ctx_t *a, uint32_t sample_id, uint8_t mode, uint32_t t_enc,
@@ -128,11 +172,28 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
         uint64_t tc = fw_timer_now();
         elt_cmvn_apply_s16(&app_cmvn, &a->cmvn, a->x);
         t_cmvn = fw_timer_now() - tc;
+    } else if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, mode)) {
+        /* the audio mode's frame-by-frame order on the whole clip: the same integers */
+        uint64_t tc = fw_timer_now();
+        elt_cmvn_causal_begin(&app_cmvn, &a->cmvn, &a->cmvn_clip);
+        for (uint32_t t = 0; t < FW_APP_T; t++) {
+            elt_cmvn_causal_frame(&app_cmvn, &a->cmvn_clip, &a->x[t * FW_APP_F]);
+        }
+        elt_cmvn_causal_end(&app_cmvn, &a->cmvn, &a->cmvn_clip);
+        t_cmvn = fw_timer_now() - tc;
     }
     uint64_t t1 = fw_timer_now();
     FW_APP_ENCODE(a->x, a->z);
     uint64_t t2 = fw_timer_now();
     elt_adapt_run(&a->params, &a->state, a->z, sample_id, &a->res);
+    if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_SELECT_MASK, mode)) {
+        /* the second, normalised run (its cost is the adaptation's) and the choice */
+        select_keep_raw(a);
+        elt_cmvn_apply_s16(&app_cmvn_select, &a->cmvn, a->x);
+        FW_APP_ENCODE(a->x, a->z);
+        elt_adapt_run(&a->params, &a->state, a->z, sample_id, &a->res);
+        select_merge(a);
+    }
     uint64_t t3 = fw_timer_now();
     pack_result(a, sample_id, mode, (uint32_t)(t2 - t1), (uint32_t)(t_cmvn + (t3 - t2)), out);
     /* Total: payload checks and copy, encoder, adaptation, result packing. */
@@ -165,9 +226,13 @@ typedef struct {
     uint32_t frames;  /* encoder steps run */
     uint64_t t_front; /* front end, encoder and every request of the utterance so far */
     uint64_t t_enc;
+    uint64_t t_cmvn; /* mode cmvn_causal: the normalisation of every frame so far */
     uint64_t t_total;
     uint8_t mode;
     uint8_t open;
+    uint8_t causal;    /* mode cmvn_causal: each frame is normalised before its encoder step */
+    uint8_t lookahead; /* mode cmvn: frames are held, normalised and encoded at AUDIO_END */
+    uint8_t select;    /* mode cmvn_select: frames are encoded now and held for the second run */
 } app_stream_t;
 
 static app_stream_t app_stream;
@@ -191,8 +256,7 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
                            uint8_t *out, uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
-    /* a mode the audio mode does not serve (cmvn needs the whole clip's statistics before the
-     * first encoder step) is refused */
+    /* a mode the audio mode does not serve is refused */
     if (len != APP_AUDIO_BEGIN_FIXED || in[APP_AUDIO_BEGIN_MODE] >= ELT_MODE_COUNT ||
         !APP_MODE_IS(ELT_MODE_AUDIO_MASK, in[APP_AUDIO_BEGIN_MODE])) {
         return -(int32_t)FW_ERR_PAYLOAD;
@@ -204,9 +268,20 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     s->frames = 0;
     s->t_front = 0;
     s->t_enc = 0;
+    s->t_cmvn = 0;
+    s->causal = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, s->mode);
+    s->lookahead = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_MASK, s->mode);
+    s->select = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_SELECT_MASK, s->mode);
+    if (s->causal) { /* from the statistics of the clips before this one */
+        uint64_t tc = fw_timer_now();
+        elt_cmvn_causal_begin(&app_cmvn, &a->cmvn, &a->cmvn_clip);
+        s->t_cmvn = fw_timer_now() - tc;
+    }
     elt_mfcc_stream_reset(&s->st);
     uint64_t t1 = fw_timer_now();
-    FW_APP_STREAM_BEGIN();
+    if (!s->lookahead) {
+        FW_APP_STREAM_BEGIN();
+    }
     uint64_t t2 = fw_timer_now();
     s->t_enc = t2 - t1;
     s->open = 1u;
@@ -215,7 +290,30 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     return (int32_t)FW_MSG_AUDIO_ACK;
 }
 
-static int32_t audio(app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *out,
+/* Mode cmvn's frames wait in a->x for AUDIO_END; the others go to the encoder now. */
+static void stream_frame(app_ctx_t *a, app_stream_t *s, uint64_t te)
+{
+    if (s->lookahead || s->select) {
+        for (uint32_t f = 0; f < FW_APP_F; f++) {
+            a->x[s->frames * FW_APP_F + f] = s->frame[f];
+        }
+    }
+    if (s->lookahead) {
+        s->frames++;
+        return;
+    }
+    if (s->causal) {
+        elt_cmvn_causal_frame(&app_cmvn, &a->cmvn_clip, s->frame);
+        uint64_t tn = fw_timer_now();
+        s->t_cmvn += tn - te;
+        te = tn;
+    }
+    FW_APP_STREAM_STEP(s->frame);
+    s->frames++;
+    s->t_enc += fw_timer_now() - te;
+}
+
+static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *out,
                      uint16_t *out_len)
 {
     uint64_t t0 = fw_timer_now();
@@ -247,9 +345,7 @@ static int32_t audio(app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *
             s->t_front += te - tf;
             pos += used;
             if (got > 0) {
-                FW_APP_STREAM_STEP(s->frame);
-                s->frames++;
-                s->t_enc += fw_timer_now() - te;
+                stream_frame(a, s, te);
             }
         }
         done += m;
@@ -260,6 +356,21 @@ static int32_t audio(app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *
     return (int32_t)FW_MSG_AUDIO_ACK;
 }
 
+/* The held clip a->x: the input normalisation prm in place, then every encoder step, into
+ * a->z (the step takes an aligned frame: each row is copied to s->frame). */
+static void encode_held(app_ctx_t *a, app_stream_t *s, const elt_cmvn_params_t *prm)
+{
+    elt_cmvn_apply_s16(prm, &a->cmvn, a->x);
+    FW_APP_STREAM_BEGIN();
+    for (uint32_t t = 0; t < FW_APP_T; t++) {
+        for (uint32_t f = 0; f < FW_APP_F; f++) {
+            s->frame[f] = a->x[t * FW_APP_F + f];
+        }
+        FW_APP_STREAM_STEP(s->frame);
+    }
+    FW_APP_STREAM_END(a->z);
+}
+
 static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len,
                          uint8_t *out, uint16_t *out_len)
 {
@@ -268,14 +379,30 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
         fw_get_u32(&in[APP_AUDIO_END_SAMPLES]) != s->samples || s->frames != FW_APP_T) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
-    FW_APP_STREAM_END(a->z);
-    a->params.mode = (int32_t)s->mode; /* AUDIO_BEGIN's mode, whatever ran since */
+    if (s->lookahead) { /* the whole clip heard: mode cmvn as INFER runs it, then the encoder */
+        encode_held(a, s, &app_cmvn);
+    } else {
+        FW_APP_STREAM_END(a->z);
+    }
+    /* AUDIO_BEGIN's latent search, whatever ran since */
+    a->params.mode = (int32_t)app_mode_search[s->mode];
     uint64_t t1 = fw_timer_now();
+    if (s->causal) { /* the whole clip heard: it joins the statistics */
+        elt_cmvn_causal_end(&app_cmvn, &a->cmvn, &a->cmvn_clip);
+    }
     elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
+    if (s->select) { /* the second, normalised run on the held clip, and the choice */
+        select_keep_raw(a);
+        encode_held(a, s, &app_cmvn_select);
+        elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
+        select_merge(a);
+    }
     uint64_t t2 = fw_timer_now();
     s->open = 0u;
-    pack_result(a, s->sample_id, s->mode, (uint32_t)(s->t_enc + (t1 - t0)), (uint32_t)(t2 - t1),
-                out);
+    /* encoder: the steps so far and the end (in mode cmvn all of it: the normalisation and the
+     * held clip's steps count as encoder work); adaptation: what the mode adds after it */
+    pack_result(a, s->sample_id, s->mode, (uint32_t)(s->t_enc + (t1 - t0)),
+                (uint32_t)(s->t_cmvn + (t2 - t1)), out);
     fw_put_u32(&out[APP_RESULT_SIZE], (uint32_t)s->t_front);
     /* Total: every request of the utterance, payload checks and copies included. */
     fw_put_u32(&out[APP_RESULT_TICKS_TOTAL], (uint32_t)(s->t_total + (fw_timer_now() - t0)));
@@ -309,7 +436,7 @@ static int32_t handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t 
         return audio_begin(a, &app_stream, payload, len, out, out_len);
     }
     if (type == FW_MSG_AUDIO) {
-        return audio(&app_stream, payload, len, out, out_len);
+        return audio(a, &app_stream, payload, len, out, out_len);
     }
     if (type == FW_MSG_AUDIO_END) {
         return audio_end(a, &app_stream, payload, len, out, out_len);
@@ -349,5 +476,7 @@ const fw_app_t *fw_app_get(void)
     app.params = FW_APP_ADAPT_PARAMS;
     elt_adapt_reset(&app.state);
     elt_cmvn_reset(&app_cmvn, &app.cmvn);
+    app_cmvn_select = app_cmvn;
+    app_cmvn_select.gate_sum = 0;
     return &kws_app;
 }

@@ -137,7 +137,7 @@ class InferResult:
 
 
 def encode_audio_begin(sample_id: int, mode: int) -> bytes:
-    """AUDIO_BEGIN payload: opens an utterance (cmvn is not served in the audio mode)."""
+    """AUDIO_BEGIN payload: opens an utterance in a mode the audio mode serves."""
     return AUDIO_BEGIN.pack(sample_id & 0xFFFFFFFF, mode)
 
 

@@ -160,15 +160,6 @@ def _elatta_mode(mode: str) -> str:
     return device_mode(mode).search
 
 
-def cmvn_float(cfg: Any) -> Any:
-    """The float `codegen.elatta.methods.CmvnConfig` of a build's `AdaptConfig`."""
-    from codegen.elatta.methods import CmvnConfig
-
-    return CmvnConfig(
-        weight=2.0**-cfg.cmvn_weight_shift, alpha=2.0**-cfg.cmvn_alpha_shift, variance=True
-    )
-
-
 def make_plan(
     build_dir: Path,
     data_dir: Path,
@@ -281,7 +272,7 @@ def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> St
     head and adaptation) and float classes."""
     from codegen.base.features import quantize_features
     from codegen.elatta.float_ref import adapt, encode_float, head_logits
-    from codegen.elatta.methods import cmvn_normalised
+    from codegen.elatta.methods import input_stage, select_confident
     from codegen.intref.mfcc import mfcc_int
     from codegen.intref.model import infer_int, stream_infer_int
 
@@ -298,9 +289,13 @@ def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> St
     fres = adapt(z_f, W, b, V, c.ids, el.replace(mode=_elatta_mode(mode)))
     pred = np.asarray(fres.pred)
     pred0 = np.asarray(ref["pred_noadapt"])
-    if device_mode(mode).before_encoder == "cmvn":  # the float twin: cmvn on the float features
-        z_c = encode_float(cmvn_normalised(c.xf, cmvn_float(model.adapt)), model)
+    stage = device_mode(mode).before_encoder
+    if stage is not None:  # the float twin: the input stage on the float features
+        z_c = encode_float(input_stage(c.xf, stage, model.adapt), model)
         pred = np.argmax(head_logits(z_c, W, b), axis=1)
+        if stage == "cmvn_select":  # the more confident of the raw and the normalised run
+            margin = float(model.adapt.cmvn_select_margin)
+            pred = select_confident(head_logits(z_f, W, b), head_logits(z_c, W, b), margin)
         # the device's pred_noadapt is cmvn's class too: no-adapt itself from the reference
         pred0 = np.asarray(infer_int(xi, q, c.ids, mode="no_adapt").pred_noadapt)
     return Stream(

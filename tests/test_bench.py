@@ -23,6 +23,7 @@ from codegen.base.features import quantize_features
 from codegen.data import build as build_data
 from codegen.ir.nodes import QModel
 from codegen.measure.bench import (
+    ANCHORS,
     FAMILIES,
     JSON_KEYS,
     Variant,
@@ -35,6 +36,7 @@ from codegen.measure.bench import (
     samples,
     variants,
 )
+from codegen.measure.bench_anchors import NE10_VARIANTS, run_ne10
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKS = (
@@ -148,6 +150,28 @@ def test_bench_reduced(tmp_path: Path) -> None:
         fe["ours_neon"]["ticks_per_hop"] * 1000 / fe["hop_ms"]
     )
     assert "unavailable" in fe["cmsis"] and "## MFCC front end" in md
+    # the top-level figure is the NEON front end's median per hop
+    assert isinstance(doc["frontend_ticks_per_hop"], int)
+    assert doc["frontend_ticks_per_hop"] == fe["ours_neon"]["ticks_per_hop"]
+    assert f"frontend_ticks_per_hop (ours, NEON, median): **{doc['frontend_ticks_per_hop']}**" in md
+    # FFT anchors per 1024-point transform: ours from the stage probe (bit-exact), Ne10 built
+    # from the anchors folder when it is there, else unavailable by name; CMSIS not asked
+    fa = fe["fft_anchors"]
+    assert fa["n_fft"] == 1024 and fa["ours"]["mismatches"] == 0
+    assert isinstance(fa["ours"]["ticks_per_transform"], int)
+    assert fa["ours"]["ticks_per_transform"] == sum(
+        fa["ours"]["stages"][s] for s in ("head", "fft", "power")
+    )
+    assert "### FFT anchors: ticks per 1024-point real transform" in md
+    assert "arm_rfft_q15: not requested" in fa["unavailable"]["cmsis_rfft"]
+    if (ANCHORS / "ne10" / "modules").is_dir():
+        for key in NE10_VARIANTS:
+            r = fa[key]
+            assert isinstance(r["ticks_per_transform"], int) and r["ticks_per_transform"] > 0
+            assert r["n_fft"] == 1024 and r["transforms"] == fe["ours_neon"]["frames"]
+        assert "Ne10 int16 r2c, scaled" in md and "ne10" not in fa.get("unavailable", {})
+    else:
+        assert fa["unavailable"]["ne10"].startswith("Ne10:") and "Anchor unavailable: Ne10" in md
     # host reference: measured on 1 and every-core processes (outputs compared inside)
     h = doc["host_reference"]
     assert h["n"] == 64 and h["workers"] >= 1
@@ -187,6 +211,17 @@ def test_bench_reduced(tmp_path: Path) -> None:
         ("head_entropy_ticks", "no_adapt.adapt"),
     ):
         assert abs(again[field] - base[key]) <= 1, (key, again[field], base[key])
+
+
+def test_ne10_anchor_absent_is_named(tmp_path: Path) -> None:
+    """Without the Ne10 sources the anchor fails by name before building anything (the bench
+    then lists it as unavailable and goes on)."""
+    from codegen.base.errors import CodegenError
+
+    pcm = np.zeros((1, 16000), np.int16)
+    with pytest.raises(CodegenError, match="Ne10 sources not found"):
+        run_ne10(tmp_path / "no_anchors" / "ne10", pcm, tmp_path / "work", 1024, 640, 320)
+    assert not (tmp_path / "work").exists()
 
 
 @pytest.mark.qemu

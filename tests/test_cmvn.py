@@ -23,7 +23,9 @@ from codegen.measure.hostlib import HOST_CFLAGS, UBSAN_CFLAGS
 from codegen.target.toolchain import find_tool, run_tool
 
 
-def params(T: int, F: int, n: int, a: int, b: int) -> CmvnParams:
+def params(
+    T: int, F: int, n: int, a: int, b: int, ca: int = 2, tau: float = 0.0, gate: float = 0.0
+) -> CmvnParams:
     fs = n + 8
     return CmvnParams(
         frames=T,
@@ -35,11 +37,16 @@ def params(T: int, F: int, n: int, a: int, b: int) -> CmvnParams:
         alpha_shift=a,
         weight_shift=b,
         vmin=max(1, round(1e-4 * (1 << fs))),
+        gate_sum=round(gate * F * (1 << fs)),
+        causal_alpha_shift=ca,
+        causal_gate_sum=round(tau * F * (1 << fs)),
     )
 
 
 CASES = [params(49, 10, 11, 4, 2), params(49, 10, 11, 2, 2), params(98, 40, 8, 1, 0)]
 CASES += [params(1, 3, 15, 15, 15), params(25, 13, 12, 3, 1)]
+# mode cmvn's shift gate on the updated state, a low and a high threshold
+CASES += [params(49, 10, 11, 1, 2, gate=0.75), params(49, 10, 11, 2, 2, gate=40.0)]
 
 
 def rsr(x: int, s: int) -> int:
@@ -57,7 +64,12 @@ def spec_clip(u: list[list[int]], p: CmvnParams, M: list[int], P: list[int]) -> 
         c2 = min(max(rsr(s2 * p.recip, p.recip_shift + p.x_frac - 8), -(2**31)), 2**31 - 1)
         M[f] += rsr(c1 - M[f], p.alpha_shift)
         P[f] += rsr(c2 - P[f], p.alpha_shift)
-        v = max(P[f] - rsr(M[f] * M[f], fs), p.vmin)
+    V = [max(P[f] - rsr(M[f] * M[f], fs), p.vmin) for f in range(F)]
+    dist = sum(rsr(M[f] * M[f], fs) + rsr((V[f] - (1 << fs)) ** 2, fs) for f in range(F))
+    if p.gate_sum > 0 and dist < p.gate_sum:
+        return [row[:] for row in u]
+    for f in range(F):
+        v = V[f]
         d = (1 << fs) - ((1 << fs) >> b) + rsr(v, b)
         o = rsr(M[f], 8 + b)
         g = math.isqrt((1 << (28 + fs)) // d)
@@ -65,6 +77,39 @@ def spec_clip(u: list[list[int]], p: CmvnParams, M: list[int], P: list[int]) -> 
             c = min(max(u[t][f] - o, -32768), 32767)
             out[t][f] = min(max(rsr(c * g, 14), -32768), 32767)
     return out
+
+
+def spec_causal_clip(
+    u: list[list[int]], p: CmvnParams, M: list[int], P: list[int]
+) -> list[list[int]]:
+    """docs/adaptation.md "Audio mode: causal cmvn" in Python ints: normalise with the state
+    before the clip when the shift gate is open, then update with causal_alpha_shift."""
+    T, F, fs, b = p.frames, p.features, p.state_frac, p.weight_shift
+    V = [max(P[f] - rsr(M[f] * M[f], fs), p.vmin) for f in range(F)]
+    dist = sum(rsr(M[f] * M[f], fs) + rsr((V[f] - (1 << fs)) ** 2, fs) for f in range(F))
+    out = [row[:] for row in u]
+    if p.causal_gate_sum == 0 or dist >= p.causal_gate_sum:
+        for f in range(F):
+            d = (1 << fs) - ((1 << fs) >> b) + rsr(V[f], b)
+            o = rsr(M[f], 8 + b)
+            g = math.isqrt((1 << (28 + fs)) // d)
+            for t in range(T):
+                c = min(max(u[t][f] - o, -32768), 32767)
+                out[t][f] = min(max(rsr(c * g, 14), -32768), 32767)
+    for f in range(F):
+        s1 = sum(u[t][f] for t in range(T))
+        s2 = sum(u[t][f] ** 2 for t in range(T))
+        c1 = rsr(s1 * p.recip, p.recip_shift - 8)
+        c2 = min(max(rsr(s2 * p.recip, p.recip_shift + p.x_frac - 8), -(2**31)), 2**31 - 1)
+        M[f] += rsr(c1 - M[f], p.causal_alpha_shift)
+        P[f] += rsr(c2 - P[f], p.causal_alpha_shift)
+    return out
+
+
+# causal cases: no gate, a gate that opens and closes over the clips below, a gate never open
+CAUSAL = [params(49, 10, 11, 4, 2, 2, 0.0), params(49, 10, 11, 4, 2, 1, 0.75)]
+CAUSAL += [params(25, 13, 12, 3, 1, 4, 40.0), params(98, 40, 8, 1, 0, 1, 2.0)]
+CAUSAL += [params(1, 3, 15, 15, 15, 15, 0.5)]
 
 
 def clips(p: CmvnParams, seed: int) -> np.ndarray:
@@ -93,6 +138,45 @@ def test_reference_equals_the_written_spec(p: CmvnParams) -> None:
     assert_array_equal(st.M, M)
     assert_array_equal(st.P, P)
     assert -(2**31) <= min(P) and max(P) < 2**31  # the device's int32 state
+
+
+@pytest.mark.parametrize(
+    "p",
+    CAUSAL,
+    ids=lambda p: f"T{p.frames}F{p.features}a{p.causal_alpha_shift}g{p.causal_gate_sum}",
+)
+def test_causal_reference_equals_the_written_spec(p: CmvnParams) -> None:
+    x = clips(p, 1)
+    got, st = cmvn_int(x, p, causal=True)
+    M, P = [0] * p.features, [1 << p.state_frac] * p.features
+    want = [spec_causal_clip(clip.astype(int).tolist(), p, M, P) for clip in x]
+    assert_array_equal(got, np.array(want))
+    assert_array_equal(st.M, M)
+    assert_array_equal(st.P, P)
+
+
+def test_cmvn_gate_opens_and_closes() -> None:
+    """Mode cmvn's gate (on the state after the clip joined it) both normalises and passes
+    clips unchanged over the clips below, at a low and a high threshold; the higher one passes
+    more of them."""
+    passed = []
+    for p in (CASES[5], CASES[6]):
+        x = clips(p, 1)
+        got, _ = cmvn_int(x, p)
+        changed = [bool((g != c).any()) for g, c in zip(got, x, strict=True)]
+        assert any(changed) and not all(changed), changed
+        passed.append(changed.count(False))
+    assert passed[1] > passed[0], passed
+
+
+def test_causal_gate_opens_and_closes() -> None:
+    """The gated case above both normalises and passes clips unchanged (the gate is exercised),
+    and the first clip, from the training statistics, always passes unchanged."""
+    p = CAUSAL[1]
+    x = clips(p, 1)
+    got, _ = cmvn_int(x, p, causal=True)
+    changed = [bool((g != c).any()) for g, c in zip(got, x, strict=True)]
+    assert not changed[0] and any(changed) and not all(changed[1:]), changed
 
 
 def test_state_continues_across_calls() -> None:
@@ -132,8 +216,9 @@ class _Params(ctypes.Structure):
             "alpha_shift",
             "weight_shift",
             "vmin",
+            "causal_alpha_shift",
         )
-    ]
+    ] + [("gate_sum", ctypes.c_int64), ("causal_gate_sum", ctypes.c_int64)]
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +252,74 @@ def test_firmware_kernel_equals_reference(kernel: ctypes.CDLL, p: CmvnParams) ->
     assert_array_equal(c_state[64 : 64 + p.features], st.P)
 
 
+class _Clip(ctypes.Structure):
+    _fields_ = [
+        ("s1", ctypes.c_int32 * 64),
+        ("s2", ctypes.c_int64 * 64),
+        ("offset", ctypes.c_int32 * 64),
+        ("gain", ctypes.c_int32 * 64),
+        ("open", ctypes.c_int32),
+    ]
+
+
+@pytest.mark.parametrize(
+    "p",
+    CAUSAL,
+    ids=lambda p: f"T{p.frames}F{p.features}a{p.causal_alpha_shift}g{p.causal_gate_sum}",
+)
+def test_firmware_causal_kernel_equals_reference(kernel: ctypes.CDLL, p: CmvnParams) -> None:
+    """begin, then one frame at a time (as the audio mode calls it), then end."""
+    x = clips(p, 5)
+    want, st = cmvn_int(x, p, causal=True)
+    prm = _Params(*(getattr(p, name) for name, _ in _Params._fields_))
+    state = (ctypes.c_int32 * 128)()
+    clip_state = _Clip()
+    kernel.elt_cmvn_reset(ctypes.byref(prm), state)
+    got = np.array(x, dtype=np.int16, copy=True)
+    for clip in got:
+        kernel.elt_cmvn_causal_begin(ctypes.byref(prm), state, ctypes.byref(clip_state))
+        for frame in clip:
+            kernel.elt_cmvn_causal_frame(
+                ctypes.byref(prm),
+                ctypes.byref(clip_state),
+                frame.ctypes.data_as(ctypes.POINTER(ctypes.c_int16)),
+            )
+        kernel.elt_cmvn_causal_end(ctypes.byref(prm), state, ctypes.byref(clip_state))
+    assert_array_equal(got, want)
+    c_state = np.frombuffer(state, dtype=np.int32)
+    assert_array_equal(c_state[: p.features], st.M)
+    assert_array_equal(c_state[64 : 64 + p.features], st.P)
+
+
+def test_causal_integer_form_tracks_the_float_method() -> None:
+    """Without a gate the causal integer form is within a few LSBs of cmvn_causal_stream; with
+    the gate, it opens on the same clips as the float gate away from the threshold."""
+    from codegen.elatta.methods import cmvn_causal_stream
+
+    p = CAUSAL[0]
+    rng = np.random.default_rng(3)
+    u = rng.normal(0.5, 1.5, size=(40, p.frames, p.features))
+    x = np.clip(np.rint(u * (1 << p.x_frac)), -32768, 32767).astype(np.int16)
+    got, _ = cmvn_int(x, p, causal=True)
+    cfg = CmvnConfig(weight=2.0**-p.weight_shift, alpha=2.0**-p.causal_alpha_shift)
+    xf = x / (1 << p.x_frac)
+    zeros, ones = np.zeros(p.features), np.ones(p.features)
+    want = cmvn_causal_stream(xf, zeros, ones, cfg)
+    err = np.abs(got / (1 << p.x_frac) - want)
+    assert err.max() < 8 / (1 << p.x_frac), err.max()
+    # a stream that starts clean and then shifts: the gate closes, then opens, in both forms
+    shifted = np.concatenate([rng.normal(0, 1, (6, p.frames, p.features)), u[:10] * 2 + 1])
+    xs = np.clip(np.rint(shifted * (1 << p.x_frac)), -32768, 32767).astype(np.int16)
+    pg = params(p.frames, p.features, p.x_frac, 4, 2, 2, 1.0)
+    gi, _ = cmvn_int(xs, pg, causal=True)
+    gf = cmvn_causal_stream(xs / (1 << p.x_frac), zeros, ones, cfg, gate=1.0)
+    open_i = [bool((a != b).any()) for a, b in zip(gi, xs, strict=True)]
+    open_f = [
+        bool(np.abs(a - b / (1 << p.x_frac)).max() > 1e-6) for a, b in zip(gf, xs, strict=True)
+    ]
+    assert open_i == open_f and open_i[:6] == [False] * 6 and any(open_i), open_i
+
+
 @pytest.mark.parametrize(
     ("table", "match"),
     [
@@ -174,6 +327,11 @@ def test_firmware_kernel_equals_reference(kernel: ctypes.CDLL, p: CmvnParams) ->
         ("weight_shift = 16", "weight_shift=16 is not allowed: use an integer in 0..15"),
         ("alpha_shift = 0.5", r"\[cmvn\].alpha_shift = 0.5 has type float; expected int"),
         ("gamma = 1", r"unknown key\(s\) gamma; allowed: alpha_shift, weight_shift"),
+        ("causal_alpha_shift = 0", "causal_alpha_shift=0 is not allowed: use an integer in 1..15"),
+        ("gate = -1.0", r"gate=-1.0 is not allowed: use a float in \[0, 64\]"),
+        ("causal_gate = 65.0", r"causal_gate=65.0 is not allowed: use a float in \[0, 64\]"),
+        ("gate = nan", r"gate=nan is not allowed"),
+        ("gate = 'on'", r"\[cmvn\].gate = 'on' has type str; expected float"),
     ],
 )
 def test_cmvn_config_errors_name_the_value(table: str, match: str) -> None:
@@ -187,3 +345,39 @@ def test_cmvn_config_errors_name_the_value(table: str, match: str) -> None:
         2,
         "cmvn",
     )
+
+
+def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
+    """Mode cmvn_select's reference (codegen.intref.model._infer_select) on a quantised model:
+    its no-adapt fields are the raw run's, its answer the run `select_confident` picks, field
+    by field; a margin larger than any entropy keeps every raw answer."""
+    import dataclasses
+
+    from buildkit import calib, int16_inputs, make_kit
+
+    from codegen.frontend.reader import read_model
+    from codegen.intref.model import infer_int
+    from codegen.quantize.model import quantize_model
+
+    kit = make_kit(tmp_path, T=12)
+    q = quantize_model(read_model(kit.model, kit.basis, kit.config), calib(kit))
+    assert q.cmvn is not None
+    x = int16_inputs(np.random.default_rng(5), 24, kit.T, kit.F, q.lstm.x_fmt.frac_bits)
+    x = np.clip(x.astype(np.int64) * 3 + 700, -32768, 32767).astype(np.int16)  # a shifted input
+    ids = np.arange(24)
+    raw = infer_int(x, q, ids, mode="no_adapt")
+    ungated = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, gate_sum=0))
+    norm = infer_int(x, ungated, ids, mode="cmvn")
+    sel = infer_int(x, q, ids, mode="cmvn_select")
+    use = norm.adapt.H_noadapt.astype(np.int64) + q.cmvn.select_margin < raw.adapt.H_noadapt
+    assert use.any() and not use.all(), use  # both runs are picked on these clips
+    for f in ("pred_noadapt", "logits_noadapt", "H_noadapt"):
+        assert_array_equal(getattr(sel.adapt, f), getattr(raw.adapt, f), err_msg=f)
+    assert_array_equal(sel.adapt.pred, np.where(use, norm.adapt.pred, raw.adapt.pred))
+    assert_array_equal(sel.adapt.H_best, np.where(use, norm.adapt.H_best, raw.adapt.H_best))
+    want_logits = np.where(use[:, None], norm.adapt.logits, raw.adapt.logits)
+    assert_array_equal(sel.adapt.logits, want_logits)
+    assert_array_equal(sel.z, np.where(use[:, None], norm.z, raw.z))
+    big = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_margin=2**31 - 1))
+    kept = infer_int(x, big, ids, mode="cmvn_select")
+    assert_array_equal(kept.adapt.pred, raw.adapt.pred)

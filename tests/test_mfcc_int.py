@@ -278,6 +278,31 @@ def test_arm_build_equals_python_under_qemu(qm: QMfcc, tmp_path: Path, scalar: b
     assert run.ticks.min() > 0
 
 
+@pytest.mark.qemu
+@pytest.mark.parametrize(
+    "params",
+    [
+        MfccParams(win_ms=2.0, hop_ms=2.0, n_fft=32, n_mels=3, n_mfcc=3, fmax=8000.0,
+                   clip_samples=2000),
+        MfccParams(win_ms=10.0, hop_ms=25.0, n_fft=256, n_mels=20),
+        MfccParams(win_ms=63.0, hop_ms=20.0, n_mels=33, n_mfcc=13),
+        MfccParams(win_ms=30.0, hop_ms=15.0, n_fft=2048, n_mels=64, fmin=0.0, log_floor=1e-3,
+                   clip_samples=8000),
+    ],
+    ids=["32_3mel", "256_short_window", "1008_of_1024_33mel", "2048_64mel"],
+)  # fmt: skip
+def test_arm_neon_other_shapes_equal_python_under_qemu(params: MfccParams, tmp_path: Path) -> None:
+    """The NEON paths for shapes other than the default: the smallest FFT with the head, a
+    window much shorter than n_fft / 2, one longer (every FFT quarter non-zero), the largest
+    FFT; mel counts not a multiple of four and odd coefficient counts (the scalar tails)."""
+    from codegen.measure.bench_frontend import run_probe
+
+    q = model_like(params, np.random.default_rng(7))
+    clips = edge_clips(np.random.default_rng(8), len(KINDS), params.clip_samples)
+    run = run_probe(q, clips, tmp_path)
+    assert_same(run.out, mfcc_int(clips, q), f"QEMU NEON {params}")
+
+
 # ------------------------------------------------------------------------ slow: ≥ 2,000
 
 

@@ -25,6 +25,7 @@ from faultproxy import FaultProxy
 from qemukit import check_complete, start_qemu
 from torchblock import codegen_without_torch
 
+from codegen.ir.modes import DEVICE_MODES
 from codegen.pipeline.build import build
 
 pytestmark = pytest.mark.qemu
@@ -267,7 +268,7 @@ def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan:
         bad_payloads = [
             (Msg.INFER, good[:-2]),  # short
             (Msg.INFER, good + b"\0\0"),  # long
-            (Msg.INFER, good[:4] + bytes([5]) + good[5:]),  # mode 5 (4 is cmvn)
+            (Msg.INFER, good[:4] + bytes([len(DEVICE_MODES)]) + good[5:]),  # no such mode
             (Msg.INFER, good[:5] + (48).to_bytes(2, "little") + good[7:]),  # T
             (Msg.RESET, b"\1\2\3"),  # neither 0 nor 4k bytes
         ]

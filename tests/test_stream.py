@@ -2,7 +2,9 @@
 in chunks of any size, the integer MFCC and one LSTM step per frame on the device, every RESULT
 field equal to the Python integer reference of the whole chain (integer MFCC -> encoder -> head
 and adaptation), the same RESULTs for every chunking; the app's checks (offsets, retried
-chunks, cmvn refused, sample counts); a 40-MFCC x 98-frame model that only fits RAM in the
+chunks, an unknown mode refused, sample counts); the input normalisations in the audio mode
+(cmvn on the held clip, cmvn_causal frame by frame) equal feature INFER on the same frames; a
+40-MFCC x 98-frame model that only fits RAM in the
 audio-only build.
 
 Fast layer: 10 clips x 2 chunk sizes of the default model, the protocol checks and the 40 x 98
@@ -19,6 +21,7 @@ import pytest
 from elatta_host.plan import make_plan
 from elatta_host.run import DeviceSpec, execute, read_results
 
+from codegen.ir.modes import MODES
 from codegen.pipeline.build import build
 
 pytestmark = pytest.mark.qemu
@@ -61,7 +64,8 @@ def test_audio_mode_bit_exact_and_chunking_invariant(
 
 
 def test_audio_protocol_checks(kws_build: tuple[Path, Path]) -> None:
-    """AUDIO without AUDIO_BEGIN, cmvn, a wrong offset, too much audio and a wrong END count are
+    """AUDIO without AUDIO_BEGIN, an unknown mode, a wrong offset, too much audio and a wrong END
+    count are
     ERROR(PAYLOAD) and change nothing; a retried chunk (same seq) is answered from the replay
     record and not consumed twice; the utterance then still gives the reference's RESULT, and
     feature INFER keeps working."""
@@ -98,7 +102,7 @@ def test_audio_protocol_checks(kws_build: tuple[Path, Path]) -> None:
         assert app.get("input") == "features,pcm"
         link.request(Msg.RESET, b"", expect=Msg.RESET_ACK)
         refused(link, Msg.AUDIO, encode_audio(0, pcm[:100]))  # no utterance open
-        refused(link, Msg.AUDIO_BEGIN, encode_audio_begin(sid, 4))  # cmvn
+        refused(link, Msg.AUDIO_BEGIN, encode_audio_begin(sid, len(MODES)))  # no such mode
         refused(link, Msg.AUDIO_BEGIN, encode_audio_begin(sid, 1) + b"\0")  # size
         begin = link.request(Msg.AUDIO_BEGIN, encode_audio_begin(sid, 1), expect=Msg.AUDIO_ACK)
         assert decode_audio_ack(begin.payload) == (0, 0)
@@ -275,21 +279,43 @@ def default_with_payload(data: Path, out: Path, max_payload: int) -> Path:
     return res.out_dir
 
 
-def test_cmvn_and_feature_only_builds_are_refused_by_name(kws_build: tuple[Path, Path]) -> None:
-    """cmvn needs the whole clip's statistics: the reference and `codegen run --input pcm`
-    refuse it, naming why (the device's ERROR(PAYLOAD) is in test_audio_protocol_checks)."""
-    from elatta_host.plan import RunError, load_build
+def test_input_normalisations_in_the_audio_mode(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """cmvn (the clip's frames held and normalised when it ends), cmvn_causal (each frame
+    normalised from the past as it arrives) and cmvn_select (the clip encoded as it is and
+    normalised, the more confident answer) through QEMU's audio mode: bit-exact with the
+    reference for two chunkings, and the reference equals feature INFER's on the front end's
+    frames (one mode, both input modes); feature INFER of the same modes is bit-exact too. A
+    clip that is not 49 frames is refused by name."""
+    from elatta_host.plan import load_build
 
     from codegen.base.errors import ConfigError
-    from codegen.intref.model import stream_infer_int
+    from codegen.intref.mfcc import mfcc_int
+    from codegen.intref.model import infer_int, stream_infer_int
 
     build_dir, data = kws_build
+    modes = ("cmvn", "cmvn_causal", "cmvn_select")
+    a = run_pcm(build_dir, data, tmp_path / "c160", modes, 8, 160)
+    b = run_pcm(build_dir, data, tmp_path / "c1022", modes, 8, 1022)
+    assert len(a) >= 24 and a == b
+    # feature INFER of the same modes through the device (its own code path)
+    plan_f = make_plan(build_dir, data, modes, 8)
+    spec = DeviceSpec("qemu0", elf=build_dir / "fw.elf", icount=True, timeout=5.0)
+    out = execute(plan_f, [spec], tmp_path / "feat", resume=False, target=TARGET, progress=False)
+    assert not out.errors, out.errors
+    assert out.report["bit_exact"]["compared"] == plan_f.total > 0
+    assert out.report["bit_exact"]["mismatches"] == 0
     _, q = load_build(build_dir)
-    pcm = np.zeros((1, 16000), np.int16)
-    with pytest.raises(ConfigError, match="whole clip's statistics"):
-        stream_infer_int(pcm, q, np.array([1]), mode="cmvn")
-    with pytest.raises(RunError, match="--mode cmvn"):
-        make_plan(build_dir, data, ("strict", "cmvn"), 2, input_kind="pcm")
+    plan = make_plan(build_dir, data, ("strict",), 8, input_kind="pcm")
+    pcm = plan.streams[0].pcm
+    assert pcm is not None
+    ids = np.arange(len(pcm))
+    for mode in modes:
+        audio = stream_infer_int(pcm, q, ids, mode=mode).fields()
+        feats = infer_int(mfcc_int(pcm, q.mfcc), q, ids, mode=mode).fields()
+        for name, want in feats.items():
+            np.testing.assert_array_equal(audio[name], want, err_msg=f"{mode}: {name}")
     with pytest.raises(ConfigError, match="exactly T = 49"):
         stream_infer_int(np.zeros((1, 8000), np.int16), q, np.array([1]), mode="strict")
 

@@ -81,7 +81,9 @@ def test_strict_does_not_depend_on_the_stream(
         assert r["float"]["strict"] == reports[0]["float"]["strict"]
         assert r["float"]["no_adapt"] == reports[0]["float"]["no_adapt"]
         st = r["stream"]
-        assert st["clips"] == 8 * 58 and set(st["continual"]) >= {"head", "rest", "all"}
-    # the continual mode does see the stream: its state crosses condition boundaries
+        assert st["clips"] == 8 * 58 and set(st["continual_bounded"]) >= {"head", "rest", "all"}
+        assert set(st["cmvn_select"]) >= {"head", "rest", "all"}  # an input stage on the stream
+        assert "continual" not in st  # the unbounded mode only runs when asked for
+    # the continual modes do see the stream: their state crosses condition boundaries
     assert reports[1]["stream"]["spec"]["segment_len"] == 3
     assert reports[0]["stream"] == {}

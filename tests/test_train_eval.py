@@ -8,6 +8,7 @@ wiring and determinism are checked.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -119,11 +120,16 @@ def test_eval_end_to_end_report_schema(
     printed = capsys.readouterr().out
     assert "Table: GSC-C (paper layout)" in printed and "Did adaptation help?" in printed
     assert "reverb family" in printed and "channel family" in printed
+    # the unbounded continual is left out by default, with the reason; every other mode runs
+    assert "Not run: ELaTTA continual (continual): the paper's unbounded" in printed
+    assert re.search(r"cmvn select +limit -0\.5: (safe|UNSAFE); 0 dB", printed), printed
 
     report = json.loads((report_dir / "report.json").read_text())
     assert report["data"] in ("builtin", "gsc")
-    modes = ("no_adapt", "strict", "continual", "continual_bounded")
+    modes = ("no_adapt", "strict", "continual_bounded", "cmvn", "cmvn_causal", "cmvn_select")
     assert tuple(report["float"]) == modes
+    assert set(report["config"]["not_run_by_default"]) == {"continual"}
+    assert report["config"]["cmvn"]["select_margin"] == 0.2  # configs/default.toml's
     for mode in modes:
         per_snr = report["float"][mode]
         assert {"-10", "-15", "-20"} <= set(per_snr)
@@ -141,7 +147,10 @@ def test_eval_end_to_end_report_schema(
     gain = report["gains"]["strict"]["additive/-10"]
     assert len(gain["per_seed_points"]) == 2
     assert gain["verdict"] in ("helped", "hurt", "no measurable effect")
-    assert set(report["safety"]) == {"strict", "continual_bounded"}
+    assert set(report["safety"]) == set(modes[1:])
+    for per in report["safety"].values():  # every SNR and every shift family, clean included
+        assert {"-10", "clean", "reverb", "channel"} <= set(per)
+        assert all(v["pass"] == (v["gain_points"] >= v["limit_points"]) for v in per.values())
 
     toml = tomllib.loads((report_dir / "elatta.toml").read_text())["elatta"]
     assert toml["sigma0"] == cfg["sigma0"] and toml["radius"] == cfg["radius"]

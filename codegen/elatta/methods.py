@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -112,10 +113,37 @@ def _ema(x: FloatArray, alpha: float, init: FloatArray) -> FloatArray:
     return out
 
 
+def _gate(
+    m: FloatArray,
+    q: FloatArray,
+    mu: FloatArray,
+    sd: FloatArray,
+    mu0: FloatArray,
+    sd0: FloatArray,
+    gate: float | None,
+) -> tuple[FloatArray, FloatArray]:
+    """The shift gate (docs/adaptation.md "Audio mode"): where the running statistics m, q
+    [N, F], in units of the training ones, are nearer to them than d = mean_f(m_u² +
+    (v_u − 1)²) < τ, the clip keeps the training statistics (μ_tr, σ_tr)."""
+    if gate is None:
+        return mu, sd
+    mu_u = (m - mu0) / sd0
+    v_u = np.maximum(q - m**2, VAR_FLOOR) / sd0**2
+    off = np.mean(mu_u**2 + (v_u - 1.0) ** 2, axis=1) < gate
+    mu, sd = mu.copy(), np.array(np.broadcast_to(sd, mu.shape))
+    mu[off], sd[off] = mu0, np.broadcast_to(sd0, sd[off].shape)
+    return mu, sd
+
+
 def cmvn_stream(
-    feats: npt.ArrayLike, mu_tr: npt.ArrayLike, sd_tr: npt.ArrayLike, cfg: CmvnConfig
+    feats: npt.ArrayLike,
+    mu_tr: npt.ArrayLike,
+    sd_tr: npt.ArrayLike,
+    cfg: CmvnConfig,
+    gate: float | None = None,
 ) -> npt.NDArray[np.float32]:
-    """`cmvn_step` over the clips of ``feats`` [N, T, F] in order (batched): float32 [N, T, F]."""
+    """`cmvn_step` over the clips of ``feats`` [N, T, F] in order (batched): float32 [N, T, F].
+    ``gate`` τ: the shift gate on the statistics after the clip joined them (`_gate`)."""
     x = np.asarray(feats, dtype=np.float64)
     mu0, sd0 = np.asarray(mu_tr, np.float64), np.asarray(sd_tr, np.float64)
     cm, cq = x.mean(axis=1), (x * x).mean(axis=1)
@@ -124,6 +152,7 @@ def cmvn_stream(
         cm = _ema(cm, float(cfg.alpha), st.mean)
         cq = _ema(cq, float(cfg.alpha), st.sqmean)
     mu, sd = _blend(cm, cq, mu0, sd0, cfg)
+    mu, sd = _gate(cm, cq, mu, sd, mu0, sd0, gate)
     return ((x - mu[:, None, :]) / sd[:, None, :]).astype(np.float32)
 
 
@@ -155,12 +184,49 @@ def cmvn_causal_stream(
     m = np.concatenate([st.mean[None, :], cm[:-1]], axis=0)
     q = np.concatenate([st.sqmean[None, :], cq[:-1]], axis=0)
     mu, sd = _blend(m, q, mu0, sd0, cfg)
-    if gate is not None:
-        mu_u = (m - mu0) / sd0
-        v_u = np.maximum(q - m**2, VAR_FLOOR) / sd0**2
-        off = np.mean(mu_u**2 + (v_u - 1.0) ** 2, axis=1) < gate
-        mu[off], sd[off] = mu0, np.broadcast_to(sd0, sd[off].shape)
+    mu, sd = _gate(m, q, mu, sd, mu0, sd0, gate)
     return ((x - mu[:, None, :]) / sd[:, None, :]).astype(np.float32)
+
+
+INPUT_STAGES: tuple[str, ...] = ("cmvn", "cmvn_causal", "cmvn_select")
+
+
+def stage_config(stage: str, adapt: Any) -> tuple[CmvnConfig, float | None]:
+    """The float (CmvnConfig, gate) of a device input stage from a build's settings ``adapt``
+    (`codegen.ir.nodes.AdaptConfig`: the [cmvn] table's shifts and gate)."""
+    if stage not in INPUT_STAGES:
+        raise ConfigError(f"input stage {stage!r}: use one of {INPUT_STAGES}")
+    causal = stage == "cmvn_causal"
+    a = adapt.cmvn_causal_alpha_shift if causal else adapt.cmvn_alpha_shift
+    cfg = CmvnConfig(weight=2.0**-adapt.cmvn_weight_shift, alpha=2.0**-a, variance=True)
+    if stage == "cmvn_select":  # the normalised run of the selection is ungated
+        return cfg, None
+    gate = float(adapt.cmvn_causal_gate if causal else adapt.cmvn_gate) or None
+    return cfg, gate
+
+
+def input_stage(u: npt.ArrayLike, stage: str, adapt: Any) -> npt.NDArray[np.float32]:
+    """The float twin of a device input stage on features already normalised with the training
+    statistics, u [N, T, F] in stream order from a reset state: `cmvn_normalised` (modes cmvn
+    and, for its normalised run, cmvn_select) or `cmvn_causal_stream` with the training
+    statistics 0 and 1 (mode cmvn_causal)."""
+    cfg, gate = stage_config(stage, adapt)
+    if stage != "cmvn_causal":
+        return cmvn_normalised(u, cfg, gate)
+    f = np.asarray(u).shape[-1]
+    return cmvn_causal_stream(u, np.zeros(f), np.ones(f), cfg, gate)
+
+
+def select_confident(
+    logits_raw: npt.ArrayLike, logits_norm: npt.ArrayLike, margin: float
+) -> npt.NDArray[np.int64]:
+    """Mode cmvn_select's classes (docs/adaptation.md "Round 3"): the normalised run's where its
+    prediction entropy is below the raw run's by more than ``margin`` nats, else the raw one's."""
+    l0 = np.asarray(logits_raw, np.float64)
+    l1 = np.asarray(logits_norm, np.float64)
+    use = entropy(l1) < entropy(l0) - margin
+    out: npt.NDArray[np.int64] = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
+    return out
 
 
 # ------------------------------------------------------------------ latent-statistics alignment
@@ -293,10 +359,12 @@ def search_adapt(
     return pred
 
 
-def cmvn_normalised(u: npt.ArrayLike, cfg: CmvnConfig) -> npt.NDArray[np.float32]:
+def cmvn_normalised(
+    u: npt.ArrayLike, cfg: CmvnConfig, gate: float | None = None
+) -> npt.NDArray[np.float32]:
     """The device's form of `cmvn_stream`: on features already normalised with the training
     statistics, u = (x − μ_tr)/σ_tr, with running statistics m_u, v_u of u (start 0 and 1):
     û = (u − w·m_u) / √(1 − w + w·v_u). Algebraically equal to `cmvn_stream` on x (the
     training statistics cancel), so the device needs no copy of μ_tr, σ_tr."""
     f = np.asarray(u).shape[-1]
-    return cmvn_stream(u, np.zeros(f), np.ones(f), cfg)
+    return cmvn_stream(u, np.zeros(f), np.ones(f), cfg, gate)

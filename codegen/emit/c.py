@@ -620,7 +620,16 @@ def app_description(q: QModel) -> str:
         ("logits", fm.get("logits", {}).get("name", "-")),
         ("entropy", fm.get("entropy", {}).get("name", "-")),
         ("p", fm.get("p", {}).get("name", "-")),
-        ("cmvn", "-" if q.cmvn is None else f"a{q.cmvn.alpha_shift}w{q.cmvn.weight_shift}"),
+        (
+            "cmvn",
+            "-"
+            if q.cmvn is None
+            else f"a{q.cmvn.alpha_shift}w{q.cmvn.weight_shift}g{q.cmvn.gate_sum}",
+        ),
+        (
+            "cmvn_causal",
+            "-" if q.cmvn is None else f"a{q.cmvn.causal_alpha_shift}g{q.cmvn.causal_gate_sum}",
+        ),
         # input paths: "features" (INFER), "pcm" (the audio mode), "features,pcm"
         (
             "input",

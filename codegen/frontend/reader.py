@@ -124,7 +124,18 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     cm = doc.get("cmvn", {})
     if not isinstance(cm, dict):
         raise ConfigError(f"{source}: [cmvn] must be a table")
-    _check_keys(cm, ("alpha_shift", "weight_shift"), f"{source} [cmvn]")
+    _check_keys(
+        cm,
+        (
+            "alpha_shift",
+            "weight_shift",
+            "gate",
+            "causal_alpha_shift",
+            "causal_gate",
+            "select_margin",
+        ),
+        f"{source} [cmvn]",
+    )
     qt = doc.get("quant", {})
     tg = doc.get("target", {})
     for name, table in (("elatta", el), ("quant", qt), ("target", tg)):
@@ -151,9 +162,12 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     if "lam" not in kw:  # the paper's λ = 4 + ⌊3 ln k⌋ (a bad k is reported by AdaptConfig)
         k = kw.get("k", 2)
         kw["lam"] = default_popsize(k) if k >= 1 else 2
-    for key in ("alpha_shift", "weight_shift"):
+    for key in ("alpha_shift", "weight_shift", "causal_alpha_shift"):
         if key in cm:
             kw[f"cmvn_{key}"] = _typed(cm, key, int, "[cmvn]")
+    for key in ("gate", "causal_gate", "select_margin"):
+        if key in cm:
+            kw[f"cmvn_{key}"] = _typed(cm, key, float, "[cmvn]")
     try:
         adapt = AdaptConfig(**kw, qelatta_v2=v2)
     except ConfigError as exc:

@@ -1,10 +1,13 @@
-"""Mode "cmvn": continual per-coefficient input normalisation, bit-exact twin of
-``firmware/elt_cmvn_s16.c`` (docs/adaptation.md "Integer specification"; the float form is
-`codegen.elatta.methods.cmvn_normalised`).
+"""Modes "cmvn" and "cmvn_causal": continual per-coefficient input normalisation, bit-exact
+twin of ``firmware/elt_cmvn_s16.c`` (docs/adaptation.md "Integer specification" and "Audio mode:
+causal cmvn"; the float forms are `codegen.elatta.methods.cmvn_normalised` and
+`codegen.elatta.methods.cmvn_causal_stream`).
 
 Per clip, before the encoder and in clip order, from the state of the previous clip: the clip's
 coefficient sums update an exponential moving average of the mean and the mean square; the
 clip's frames are then shifted by w times the running mean and scaled by 1/√(1 − w + w·v).
+The causal form normalises with the state before the clip (under its shift gate) and updates
+after it, so the audio mode can normalise each frame as the front end produces it.
 Every constant is in `codegen.ir.nodes.CmvnParams`; this module decides nothing.
 """
 
@@ -41,29 +44,66 @@ def _sat16(x: I64) -> I64:
     return np.minimum(np.maximum(x, -32768), 32767)
 
 
-def cmvn_clip(u: I64, p: CmvnParams, st: CmvnState) -> I64:
-    """``elt_cmvn_apply_s16`` on one clip u [T, F] (int16 values): updates ``st`` in place and
-    returns the normalised clip (int16 values in the same format)."""
-    fs, b = p.state_frac, p.weight_shift
-    s1 = u.sum(axis=0)
-    s2 = (u * u).sum(axis=0)
+def _update(st: CmvnState, s1: I64, s2: I64, p: CmvnParams, alpha_shift: int) -> None:
+    """Steps 2–3: the clip means from the sums S1, S2, then the EMA of M and P (in place)."""
     c1 = rshift_round(s1 * p.recip, p.recip_shift - 8)
     c2 = np.clip(rshift_round(s2 * p.recip, p.recip_shift + p.x_frac - 8), INT32_MIN, INT32_MAX)
-    st.M = st.M + rshift_round(c1 - st.M, p.alpha_shift)
-    st.P = st.P + rshift_round(c2 - st.P, p.alpha_shift)
+    st.M = st.M + rshift_round(c1 - st.M, alpha_shift)
+    st.P = st.P + rshift_round(c2 - st.P, alpha_shift)
+
+
+def _coefficients(st: CmvnState, p: CmvnParams, gate_sum: int) -> tuple[I64, I64] | None:
+    """Steps 4–6: offsets O and gains G from the state; None where the shift gate is closed
+    (Σ_f rsr(M², F_s) + rsr((V − 1)², F_s) < gate_sum, docs/adaptation.md "Audio mode")."""
+    fs, b = p.state_frac, p.weight_shift
+    one = np.int64(1) << fs
     v = np.maximum(st.P - rshift_round(st.M * st.M, fs), p.vmin)
-    d = (1 << fs) - ((1 << fs) >> b) + rshift_round(v, b)
+    if gate_sum > 0:
+        d = rshift_round(st.M * st.M, fs) + rshift_round((v - one) * (v - one), fs)
+        if int(d.sum()) < gate_sum:
+            return None
+    d = one - (one >> b) + rshift_round(v, b)
     offset = rshift_round(st.M, 8 + b)
     gain = isqrt64((np.int64(1) << (28 + fs)) // d)
+    return offset, gain
+
+
+def _normalise(u: I64, coef: tuple[I64, I64] | None) -> I64:
+    """Step 7 on frames [.., F]; a closed gate passes them unchanged."""
+    if coef is None:
+        return u.copy()
+    offset, gain = coef
     return _sat16(rshift_round(_sat16(u - offset) * gain, GAIN_FRAC))
 
 
+def cmvn_clip(u: I64, p: CmvnParams, st: CmvnState) -> I64:
+    """``elt_cmvn_apply_s16`` on one clip u [T, F] (int16 values): updates ``st`` in place and
+    returns the normalised clip (int16 values in the same format), or the clip unchanged where
+    the shift gate on the updated state is closed."""
+    _update(st, u.sum(axis=0), (u * u).sum(axis=0), p, p.alpha_shift)
+    return _normalise(u, _coefficients(st, p, p.gate_sum))
+
+
+def cmvn_causal_clip(u: I64, p: CmvnParams, st: CmvnState) -> I64:
+    """Mode "cmvn_causal" on one clip (``elt_cmvn_causal_begin``, ``_frame`` per frame,
+    ``_end``): the clip is normalised with the state before it, under the shift gate, and then
+    updates the state (EMA factor 2^-causal_alpha_shift). Frame t's output depends on frame t
+    and the past only, so any chunking of the audio gives these integers."""
+    out = _normalise(u, _coefficients(st, p, p.causal_gate_sum))
+    _update(st, u.sum(axis=0), (u * u).sum(axis=0), p, p.causal_alpha_shift)
+    return out
+
+
 def cmvn_int(
-    features: npt.ArrayLike, p: CmvnParams, state: CmvnState | None = None
+    features: npt.ArrayLike,
+    p: CmvnParams,
+    state: CmvnState | None = None,
+    causal: bool = False,
 ) -> tuple[I64, CmvnState]:
     """Normalise clips [N, T, F] (int16, the model's input format) in row order from ``state``
-    (default: a reset state, as after RESET). Returns the clips as int64 arrays of int16 values
-    and the state after the last clip."""
+    (default: a reset state, as after RESET), with mode cmvn's clip (or ``causal``: mode
+    cmvn_causal's). Returns the clips as int64 arrays of int16 values and the state after the
+    last clip."""
     X = np.asarray(features)
     if X.ndim != 3 or X.shape[1:] != (p.frames, p.features):
         raise ConfigError(f"features must have shape [N, {p.frames}, {p.features}], got {X.shape}")
@@ -73,5 +113,5 @@ def cmvn_int(
     st = CmvnState.reset(p) if state is None else CmvnState(state.M.copy(), state.P.copy())
     out = np.empty_like(X)
     for i in range(X.shape[0]):
-        out[i] = cmvn_clip(X[i], p, st)
+        out[i] = (cmvn_causal_clip if causal else cmvn_clip)(X[i], p, st)
     return out, st

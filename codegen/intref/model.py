@@ -102,14 +102,17 @@ def infer_int(
                 tr(row, stage, index, np.asarray(values[row]).reshape(-1).copy())
 
     m = device_mode(mode or q.adapt_params.cfg.mode)
-    if m.before_encoder == "cmvn":
-        # continual input normalisation in row order from a reset state (RESET), then the
-        # encoder and the mode's latent search (codegen.intref.cmvn)
+    if m.before_encoder == "cmvn_select":
+        return _infer_select(features, q, sample_ids, trace)
+    if m.before_encoder is not None:
+        # continual input normalisation (cmvn, or its causal form cmvn_causal) in row order from
+        # a reset state (RESET), then the encoder and the mode's latent search
+        # (codegen.intref.cmvn)
         from codegen.intref.cmvn import cmvn_int
 
         if q.cmvn is None:
             raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
-        features, _ = cmvn_int(features, q.cmvn)
+        features, _ = cmvn_int(features, q.cmvn, causal=m.before_encoder == "cmvn_causal")
     mode = m.search
     z = encode_int(features, q, trace=lstm_trace).astype(np.int16)
     params = params_for_mode(q, mode)
@@ -133,15 +136,60 @@ def infer_int(
     return IntInferResult(z=z, adapt=dataclasses.replace(parts[0], **merged))
 
 
+def select_confident(
+    raw: IntAdaptResult, norm: IntAdaptResult, margin: int
+) -> npt.NDArray[np.bool_]:
+    """Mode cmvn_select's choice per sample: the normalised run where its no-adapt entropy plus
+    ``margin`` (Q5.26) is below the raw run's (docs/adaptation.md "Round 3")."""
+    return np.asarray(norm.H_noadapt, np.int64) + margin < np.asarray(raw.H_noadapt, np.int64)
+
+
+def _infer_select(
+    features: npt.ArrayLike, q: QModel, sample_ids: npt.ArrayLike, trace: SampleTraceFn | None
+) -> IntInferResult:
+    """Mode cmvn_select: the clip encoded as it is and after the look-ahead cmvn (ungated,
+    ``codegen.intref.cmvn.cmvn_int``, state from a reset in row order); the no-adapt fields are
+    the raw run's, the answer (pred, logits, H_best, z) the run `select_confident` picks."""
+    from codegen.intref.adapt import adapt_int
+    from codegen.intref.cmvn import cmvn_int
+
+    if q.cmvn is None:
+        raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
+    if trace is not None:
+        raise ConfigError("mode cmvn_select runs two encoders: trace another mode")
+    params = params_for_mode(q, "no_adapt")
+    ids = np.asarray(sample_ids)
+    z0 = encode_int(features, q).astype(np.int16)
+    r0 = adapt_int(z0, params, ids)
+    x1, _ = cmvn_int(features, dataclasses.replace(q.cmvn, gate_sum=0))
+    z1 = encode_int(x1, q).astype(np.int16)
+    r1 = adapt_int(z1, params, ids)
+    use = select_confident(r0, r1, q.cmvn.select_margin)
+
+    def pick(raw: npt.NDArray[Any], norm: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        return np.where(use.reshape((-1,) + (1,) * (raw.ndim - 1)), norm, raw)
+
+    fields: dict[str, Any] = {
+        "pred": pick(r0.pred_noadapt, r1.pred_noadapt),
+        "logits": pick(r0.logits_noadapt, r1.logits_noadapt),
+        "H_best": pick(r0.H_noadapt, r1.H_noadapt),
+    }
+    for a in fields.values():
+        a.setflags(write=False)
+    z = pick(z0, z1).astype(np.int16)
+    return IntInferResult(z=z, adapt=dataclasses.replace(r0, **fields))
+
+
 def stream_infer_int(
     pcm: npt.ArrayLike, q: QModel, sample_ids: npt.ArrayLike, mode: str | None = None
 ) -> IntInferResult:
     """The device's streaming audio mode (docs/protocol.md, "Audio mode"), int16 PCM
     [N, samples] -> all per-sample outputs: the integer MFCC front end (`codegen.intref.mfcc`,
     frames as `MfccStream` yields them whatever the chunking), then `infer_int`. The encoder's
-    one-step-per-frame run gives the same integers as the whole-sequence LSTM. Mode cmvn is
-    refused as the device refuses it: it normalises with the whole clip's statistics before the
-    encoder's first step, which a one-pass stream cannot."""
+    one-step-per-frame run gives the same integers as the whole-sequence LSTM; mode
+    cmvn_causal normalises frame t from the past only, and mode cmvn runs on the clip's held
+    frames when it ends, so both equal `infer_int` on the front end's frames. A mode the audio
+    mode does not serve (`codegen.ir.modes.Mode.audio`) is refused as the device refuses it."""
     from codegen.intref.mfcc import mfcc_int
 
     m = device_mode(mode or q.adapt_params.cfg.mode)

@@ -5,7 +5,10 @@ own kernels.
 
 A mode is what runs around the encoder for one sample: an optional input stage before it
 (``before_encoder``: "cmvn", the continual input normalisation of docs/adaptation.md,
-``codegen.intref.cmvn`` / ``firmware/elt_cmvn_s16.c``) and one of the paper's latent searches
+``codegen.intref.cmvn`` / ``firmware/elt_cmvn_s16.c``, which the audio mode runs on the clip's
+held frames when the clip ends, "cmvn_causal", its causal form, which normalises each frame as
+it arrives, or "cmvn_select", which encodes the clip both as it is and after cmvn and answers
+with the more confident run) and one of the paper's latent searches
 after it (``search``: a mode of ``codegen.elatta.float_ref.MODES``; paper §3, Algorithm 1).
 The wire id is the mode byte of INFER, AUDIO_BEGIN and RESULT (docs/protocol.md).
 """
@@ -19,7 +22,12 @@ from codegen.base.resources import jinja_env
 from codegen.elatta.float_ref import MODES as SEARCHES
 
 # The input stages a mode may run before the encoder, with the kernel that implements each.
-BEFORE_ENCODER: dict[str, str] = {"cmvn": "elt_cmvn_s16.c (codegen.intref.cmvn)"}
+BEFORE_ENCODER: dict[str, str] = {
+    "cmvn": "elt_cmvn_s16.c (codegen.intref.cmvn)",
+    "cmvn_causal": "elt_cmvn_s16.c, causal form (codegen.intref.cmvn.cmvn_causal_clip)",
+    "cmvn_select": "elt_cmvn_s16.c on a second copy of the clip, then the confidence selection "
+    "(codegen.intref.model.select_confident)",
+}
 
 
 @dataclass(frozen=True)
@@ -69,12 +77,25 @@ MODES: tuple[Mode, ...] = (
         "no_adapt",
         before_encoder="cmvn",
         stateful=True,
-        audio=False,
         config_section="cmvn",
-        why_not_audio=(
-            "it normalises every frame with the whole clip's statistics before the encoder's "
-            "first step, which the one-pass audio mode cannot"
-        ),
+    ),
+    Mode(
+        "cmvn_causal",
+        5,
+        "cmvn causal (gated input normalisation)",
+        "no_adapt",
+        before_encoder="cmvn_causal",
+        stateful=True,
+        config_section="cmvn",
+    ),
+    Mode(
+        "cmvn_select",
+        6,
+        "cmvn select (confidence-selected input normalisation)",
+        "no_adapt",
+        before_encoder="cmvn_select",
+        stateful=True,
+        config_section="cmvn",
     ),
 )
 

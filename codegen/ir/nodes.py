@@ -480,6 +480,8 @@ H_FMT = QFormat(31 - H_FRAC, H_FRAC, 32)  # Q5.26
 LNSIG_FMT = QFormat(31 - LNSIG_FRAC, LNSIG_FRAC, 32)  # Q8.23
 RADIUS_FRAC = 23  # continual_bounded radius, Q8.23
 BETA_FRAC = 30  # Q1.30
+CMVN_MARGIN_MAX = 8.0  # cmvn_select's entropy margin in nats (Q5.26 holds < 32)
+CMVN_GATE_MAX = 64.0  # the shift gate's τ (docs/adaptation.md "Audio mode: causal cmvn")
 CMVN_SHIFT_MAX = 15  # α = 2^-a, w = 2^-b with a in 1..15, b in 0..15
 
 
@@ -569,6 +571,13 @@ class AdaptConfig:
     # (docs/adaptation.md "Deployed method"; [cmvn] in the TOML config)
     cmvn_alpha_shift: int = 4
     cmvn_weight_shift: int = 2
+    # the shift gates' thresholds τ of mode cmvn and mode cmvn_causal (0: no gate) and the
+    # latter's EMA factor 2^-cmvn_causal_alpha_shift (docs/adaptation.md "Audio mode")
+    cmvn_gate: float = 0.0
+    cmvn_causal_alpha_shift: int = 2
+    cmvn_causal_gate: float = 0.0
+    # mode cmvn_select's entropy margin m in nats (docs/adaptation.md "Round 3")
+    cmvn_select_margin: float = 0.0
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -598,6 +607,32 @@ class AdaptConfig:
                 f"cmvn weight_shift={self.cmvn_weight_shift!r} is not allowed: use an integer in "
                 f"0..{CMVN_SHIFT_MAX} (w = 2^-weight_shift)"
             )
+        ca = self.cmvn_causal_alpha_shift
+        if not is_int(ca) or not 1 <= ca <= CMVN_SHIFT_MAX:
+            raise ConfigError(
+                f"cmvn causal_alpha_shift={ca!r} is not allowed: use an integer in "
+                f"1..{CMVN_SHIFT_MAX} (alpha = 2^-causal_alpha_shift)"
+            )
+        sm = self.cmvn_select_margin
+        if (
+            not isinstance(sm, int | float)
+            or isinstance(sm, bool)
+            or not (math.isfinite(sm) and 0.0 <= sm <= CMVN_MARGIN_MAX)
+        ):
+            raise ConfigError(
+                f"cmvn select_margin={sm!r} is not allowed: use a float in "
+                f"[0, {CMVN_MARGIN_MAX:g}] (nats)"
+            )
+        for name, g in (("gate", self.cmvn_gate), ("causal_gate", self.cmvn_causal_gate)):
+            if (
+                not isinstance(g, int | float)
+                or isinstance(g, bool)
+                or not (math.isfinite(g) and 0.0 <= g <= CMVN_GATE_MAX)
+            ):
+                raise ConfigError(
+                    f"cmvn {name}={g!r} is not allowed: use a float in [0, {CMVN_GATE_MAX:g}] "
+                    "(0: no shift gate)"
+                )
         if not is_int(self.seed) or not 0 <= self.seed < 2**64:
             raise ConfigError(f"seed={self.seed!r} is not allowed: use an integer in [0, 2^64)")
         if not isinstance(self.beta, int | float) or not 0.0 <= self.beta <= 1.0:
@@ -731,6 +766,15 @@ class CmvnParams:
     alpha_shift: int  # a
     weight_shift: int  # b
     vmin: int  # max(1, round(1e-4 · 2^F_s))
+    # the shift gates (docs/adaptation.md "Audio mode"): thresholds round(τ·F·2^F_s) on
+    # Σ_f rsr(M², F_s) + rsr((V − 1)², F_s) of mode cmvn (after the update) and of mode
+    # cmvn_causal (before it), 0: no gate; and cmvn_causal's EMA factor 2^-causal_alpha_shift
+    gate_sum: int = 0
+    causal_alpha_shift: int = 2
+    causal_gate_sum: int = 0
+    # mode cmvn_select: the normalised run's class is taken where H(cmvn) + margin < H(raw),
+    # margin in the entropy's Q5.26 (docs/adaptation.md "Round 3")
+    select_margin: int = 0
 
     @property
     def state_bytes(self) -> int:

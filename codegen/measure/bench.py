@@ -68,6 +68,11 @@ integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and -DELT_SCALAR) on every
 mixed test clips, and in the same run CMSIS-DSP 1.10.3's ``arm_mfcc_q15`` (Neon and portable C)
 as the anchor; its sources are fetched from PyPI into ``out/cache/cmsisdsp`` by this setup step
 (``--no-cmsis`` skips it; without network the anchor is reported unavailable, by name).
+``frontend_ticks_per_hop`` is the NEON front end's median ticks per hop, on its own at the top
+level. In the same run, ``frontend.fft_anchors`` (codegen/measure/bench_anchors.py): ticks per
+n_fft-point real FFT of ours, of Ne10's int16 and int32 NEON FFTs (built at bench time from the
+sources in ``--anchors DIR``/ne10, never vendored; absent: unavailable, by name) and of CMSIS-DSP
+``arm_rfft_q15``.
 """
 
 from __future__ import annotations
@@ -106,6 +111,7 @@ JSON_KEYS = (
     "host_reference",
     "cost_model",
     "frontend",
+    "frontend_ticks_per_hop",
     "goals",
 )
 SCALAR_KEYS = JSON_KEYS[:10]
@@ -118,6 +124,8 @@ BASIS = ROOT / "models" / "default" / "basis.npz"
 CONFIG = ROOT / "configs" / "default.toml"
 # the bench's setup fetches the CMSIS-DSP anchor's sources here (codegen.measure.bench_frontend)
 CMSIS_CACHE = ROOT / "out" / "cache" / "cmsisdsp"
+# third-party FFT sources the bench builds as anchors (Ne10), never copied into the repository
+ANCHORS = ROOT.parent / "shared" / "anchors"
 
 
 class BenchError(CodegenError):
@@ -537,6 +545,7 @@ def run_bench(
     frontend_clips: int = 2,
     cmsis_cache: Path | None = CMSIS_CACHE,
     budget: float = DEFAULT_BUDGET,
+    anchors: Path | None = ANCHORS,
 ) -> dict[str, Any]:
     from codegen.data import build as build_data
     from codegen.measure.bench_frontend import frontend_bench
@@ -623,6 +632,17 @@ def run_bench(
         _, xh = samples(data_dir, q0.source.meta, 256)
         host = host_throughput(q0, quantize_features(xh, q0.lstm.x_fmt), host_n)
 
+    fe_doc = (
+        frontend_bench(q0, data_dir, out / "frontend", frontend_clips, cmsis_cache)
+        if frontend_clips > 0
+        else None
+    )
+    if fe_doc is not None:
+        from codegen.measure.bench_anchors import fft_anchors
+
+        fe_doc["fft_anchors"] = fft_anchors(
+            q0, data_dir, out / "frontend" / "fft_anchors", frontend_clips, anchors, cmsis_cache
+        )
     k2 = sorted((s for s in sweep if s["k"] == 2), key=lambda s: s["n"])
     lo, hi = k2[0], k2[-1]
     cmaes_iter = round((hi["adapt_ticks"] - lo["adapt_ticks"]) / (hi["n"] - lo["n"]))
@@ -646,11 +666,9 @@ def run_bench(
         "cost_model": cost_model_fit(
             [*sweep, lam_pt], base["head_entropy_ticks"], q0.adapt.dim, q0.adapt.n_classes
         ),
-        "frontend": (
-            frontend_bench(q0, data_dir, out / "frontend", frontend_clips, cmsis_cache)
-            if frontend_clips > 0
-            else None
-        ),
+        "frontend": fe_doc,
+        # median ticks per hop of the NEON front end, default model (None: --frontend-clips 0)
+        "frontend_ticks_per_hop": fe_doc["ours_neon"]["ticks_per_hop"] if fe_doc else None,
     }
     extra = {
         "lam_variant": lam_pt,
@@ -987,6 +1005,7 @@ def encoder_floor_line(enc: int, floor: dict[str, int]) -> str:
 
 
 def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
+    from codegen.measure.bench_anchors import anchors_md
     from codegen.measure.bench_frontend import frontend_md
 
     enc, fcls = d["encoder_ticks"], d["head_entropy_ticks"]
@@ -1031,7 +1050,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         "",
         *family_md(d.get("families") or []),
         *host_md(d.get("host_reference")),
-        *frontend_md(d.get("frontend")),
+        *frontend_md(d.get("frontend"), anchors_md((d.get("frontend") or {}).get("fft_anchors"))),
         "## Memory",
         "",
         f"- ram_bytes = {d['ram_bytes']}: .data {x['firmware']['data']} + .bss "
@@ -1210,6 +1229,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "out/cache/cmsisdsp)",
     )
     p.add_argument(
+        "--anchors",
+        type=Path,
+        default=ANCHORS,
+        metavar="DIR",
+        help="folder with the Ne10 FFT sources (DIR/ne10) built as the per-transform anchor "
+        f"(default {ANCHORS}; absent: the anchor is reported unavailable)",
+    )
+    p.add_argument(
         "--baselines",
         type=parse_names,
         default=BASELINES,
@@ -1239,6 +1266,7 @@ def run(args: argparse.Namespace) -> int:
         frontend_clips=args.frontend_clips,
         cmsis_cache=None if args.no_cmsis else CMSIS_CACHE,
         budget=args.budget,
+        anchors=args.anchors,
     )
     for key in SCALAR_KEYS:
         print(f"{key:<20} {doc[key]}")
@@ -1260,6 +1288,12 @@ def run(args: argparse.Namespace) -> int:
         )
         for name, r in fe["cmsis"].items():
             print(f"  CMSIS-DSP {name}: {r if isinstance(r, str) else r['ticks_per_hop']}")
+        fa = fe["fft_anchors"]
+        for name, r in fa.items():
+            if isinstance(r, dict) and "ticks_per_transform" in r:
+                print(f"  {fa['n_fft']}-point real FFT, {name}: {r['ticks_per_transform']} ticks")
+        for why in fa.get("unavailable", {}).values():
+            print(f"  anchor unavailable: {why}")
         lb = fe["link_budget"]
         print(
             f"link at {lb['baud']} baud: features {lb['features_bytes_per_s_audio']:.0f} B/s, "

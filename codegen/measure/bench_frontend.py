@@ -292,6 +292,112 @@ def run_probe(q: QMfcc, pcm: np.ndarray, work: Path, *, scalar: bool = False) ->
     )
 
 
+STAGE_MAIN = r"""
+/* codegen/measure/bench_frontend.py: the static stage functions of firmware/elt_mfcc_s16.c
+ * timed one by one; "S t0 .. t4 x0 .. x(n-1)" per frame on UART0. */
+#include <stdint.h>
+#include "fw_timer.h"
+#include "fw_probe_print.h"
+#include "fw_uart.h"
+#include "bfe_mfcc_params.h"
+#include "bfe_data.h"
+#include "elt_mfcc_s16.c"
+int main(void);
+static elt_mfcc_work_t work;
+static int16_t feat[BFE_MFCC_N_MFCC];
+int main(void)
+{
+    const elt_mfcc_params_t *p = &bfe_mfcc_params;
+    uint32_t c, t, j;
+    fw_uart_init();
+    fw_timer_init();
+    for (c = 0; c < BFE_CLIPS; ++c) {
+        for (t = 0; t < BFE_FRAMES; ++t) {
+            const int16_t *x = bfe_pcm + c * BFE_SAMPLES + t * BFE_MFCC_HOP_LENGTH;
+            uint64_t s[6];
+            int32_t sh;
+            s[0] = fw_timer_now();
+#if ELT_NEON
+            if (p->n_cfft >= 16) {
+                sh = mfcc_head(p, x, work.z);
+                s[1] = fw_timer_now();
+                mfcc_fft_neon(p, work.z, 4);
+            } else
+#endif
+            {
+                sh = mfcc_load(p, x, work.z);
+                s[1] = fw_timer_now();
+                mfcc_fft(p, work.z, 1);
+            }
+            s[2] = fw_timer_now();
+            mfcc_power(p, work.z, work.p);
+            s[3] = fw_timer_now();
+            mfcc_mel(p, &work, sh);
+            s[4] = fw_timer_now();
+            mfcc_dct(p, &work, feat);
+            s[5] = fw_timer_now();
+            fw_uart_putc('S');
+            fw_uart_putc(' ');
+            for (j = 0; j < 5; ++j) {
+                put_s((int32_t)(s[j + 1] - s[j]));
+            }
+            for (j = 0; j < BFE_MFCC_N_MFCC; ++j) {
+                put_s(feat[j]);
+            }
+            fw_uart_putc('\n');
+        }
+    }
+    fw_uart_write((const uint8_t *)"END\n", 4u);
+    fw_uart_flush();
+    for (;;) {
+    }
+}
+"""
+# The stages STAGE_MAIN times, in order; the first three are the transform (window, block
+# exponent, FFT, real split and power).
+STAGES: tuple[str, ...] = ("head", "fft", "power", "mel_log2", "dct")
+
+
+def run_stages(q: QMfcc, pcm: np.ndarray, work: Path, *, scalar: bool = False) -> dict[str, Any]:
+    """Median ticks per hop of each stage of our front end on every frame of ``pcm`` (the probe
+    includes firmware/elt_mfcc_s16.c and calls its static stage functions; the timer reads
+    between them cost a few ticks each), every feature checked against `codegen.intref.mfcc`.
+    ``fft_ticks`` = head + fft + power: the n_fft-point real transform with its window."""
+    from codegen.intref.mfcc import mfcc_int
+
+    p = q.params
+    x = np.ascontiguousarray(pcm, dtype=np.int16)
+    frames = 1 + (x.shape[1] - p.win_length) // p.hop_length
+    src = work / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    for name, text in emit_mfcc_c(q, "bfe_").items():
+        (src / name).write_text(text)
+    (src / "bfe_data.h").write_text(_data_header(x, frames))
+    (src / "stage_main.c").write_text(STAGE_MAIN)
+    inc = work / "include"
+    _fw_config(inc)
+    elf = link_probe(
+        work / ("stages_scalar.elf" if scalar else "stages.elf"),
+        [src / "stage_main.c", src / "bfe_mfcc_params.c"],
+        cflags=[*mfcc_cflags(q), *(["-DELT_SCALAR"] if scalar else [])],
+        includes=[inc, src, firmware_dir()],
+    )
+    rows = np.asarray(_run_qemu(elf, "S"), np.int64).reshape(-1, len(STAGES) + p.n_mfcc)
+    mism = int((rows[:, len(STAGES) :] != mfcc_int(x, q).reshape(-1, p.n_mfcc)).sum())
+    if mism:
+        raise CodegenError(f"front-end stage probe: {mism} coefficients differ from Python")
+    med = {s: int(statistics.median_low(rows[:, i].tolist())) for i, s in enumerate(STAGES)}
+    fft = rows[:, :3].sum(axis=1)
+    return {
+        "stages": med,
+        "fft_ticks": med["head"] + med["fft"] + med["power"],
+        "fft_min": int(fft.min()),
+        "fft_max": int(fft.max()),
+        "frames": int(len(rows)),
+        "mismatches": mism,
+    }
+
+
 # ------------------------------------------------------------------------------ CMSIS-DSP
 
 
@@ -477,12 +583,17 @@ def frontend_clips(data_dir: Path, n: int) -> np.ndarray:
 
 
 def frontend_bench(
-    q: Any, data_dir: Path, work: Path, n_clips: int = 2, cmsis_cache: Path | None = None
+    q: Any,
+    data_dir: Path,
+    work: Path,
+    n_clips: int = 2,
+    cmsis_cache: Path | None = None,
 ) -> dict[str, Any]:
     """Ticks per hop and per second of audio of our front end (NEON and -DELT_SCALAR) and of
     CMSIS-DSP's arm_mfcc_q15 (Neon and portable C) on the same clips and QEMU; our ARM outputs
     checked against `codegen.intref.mfcc` on every coefficient. ``cmsis_cache`` None: no
-    anchor (reported as such)."""
+    anchor (reported as such). (`codegen.measure.bench_anchors.fft_anchors` adds the per-transform
+    anchors as ``fft_anchors``.)"""
     from codegen.intref.mfcc import mfcc_int
     from codegen.quantize.mfcc import quantize_mfcc_for
 
@@ -520,8 +631,9 @@ def frontend_bench(
     return doc
 
 
-def frontend_md(d: dict[str, Any] | None) -> list[str]:
-    """The bench.md section of `frontend_bench`'s record."""
+def frontend_md(d: dict[str, Any] | None, anchors: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The bench.md section of `frontend_bench`'s record, ``anchors`` (the per-transform anchors'
+    rows) before the link budget."""
     if not d:
         return []
     rows = [
@@ -536,6 +648,8 @@ def frontend_md(d: dict[str, Any] | None) -> list[str]:
         "zero-padded to the same FFT length, built with the same -mcpu=cortex-a9 -mfpu=neon "
         "-O2: `neon` = -DARM_MATH_NEON (its Ne10 int16 rfft), `c` = its portable C. CMSIS "
         "returns unnormalised q8.7 MFCCs of the magnitude spectrum; ours also normalises.",
+        "",
+        f"frontend_ticks_per_hop (ours, NEON, median): **{d['ours_neon']['ticks_per_hop']}**.",
         "",
         "| front end | ticks / hop (median) | min | max | ticks / s of audio | code + tables B |",
         "|---|---:|---:|---:|---:|---:|",
@@ -558,7 +672,7 @@ def frontend_md(d: dict[str, Any] | None) -> list[str]:
             f"(front end ≤ CMSIS-DSP ticks per frame) {verdict}.",
             "",
         ]
-    return rows + link_md(d["link_budget"])
+    return rows + list(anchors) + link_md(d["link_budget"])
 
 
 LINK_BAUD = 115200  # the board default (README "Running on a real ZYNQ-7020 board")

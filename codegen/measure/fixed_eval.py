@@ -71,6 +71,7 @@ def compare_fixed_float(
     progress: bool = False,
     trust_pickle: bool = False,
     declared: Any = None,
+    stream: Any = None,
 ) -> FixedEval:
     """Integer reference (and float reference) accuracy on every additive GSC-C condition.
 
@@ -78,24 +79,31 @@ def compare_fixed_float(
     ``radius`` override it (e.g. with the values `codegen eval` selected on source data).
     ``declared`` (`codegen.frontend.cliargs.Declared`): what the model file cannot show; the
     pooling of a model with a forward pass is told by running it, as in `codegen build`.
+    ``stream`` (`codegen.data.streams.StreamSpec`): the stateful modes run over one stream of
+    every condition, as `codegen eval --stream-segment` runs them; otherwise each condition is
+    its own stream from a reset state.
     """
     from tqdm import tqdm
 
     from codegen.base.features import quantize_features
     from codegen.data import conditions, load_condition, load_split
     from codegen.data.selection import stream_order
-    from codegen.elatta.float_ref import MODES, adapt, encode_float
+    from codegen.data.streams import build_stream
+    from codegen.elatta.float_ref import adapt, encode_float, head_logits
+    from codegen.elatta.methods import input_stage, select_confident
     from codegen.frontend.cliargs import Declared, merge
     from codegen.frontend.importer import load_model, resolve_pooling
     from codegen.frontend.reader import BuildConfig, load_config, read_model
     from codegen.intref.model import infer_int
     from codegen.ir.meta import features_for
+    from codegen.ir.modes import DEVICE_MODES
+    from codegen.ir.modes import mode as device_mode
     from codegen.quantize.format_search import search_weight_formats
     from codegen.quantize.model import calibration_features, quantize_model
 
-    bad = [m for m in modes if m not in MODES]
+    bad = [m for m in modes if m not in DEVICE_MODES]
     if bad:
-        raise ConfigError(f"modes {bad} are not allowed: use {MODES}")
+        raise ConfigError(f"modes {bad} are not allowed: use {DEVICE_MODES}")
     cfg = config if isinstance(config, BuildConfig) else load_config(config)
     imported = load_model(
         model_path,
@@ -114,46 +122,85 @@ def compare_fixed_float(
     seed_list = seeds if seeds is not None else (int(el.seed),)
     W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
 
-    acc_fixed: dict[tuple[str, float, str], list[float]] = {}
-    acc_float: dict[tuple[str, float, str], list[float]] = {}
-    same: dict[tuple[str, float], list[float]] = {}
-    conds = [c for c in conditions(str(data_dir), "additive") if c.snr_db is not None]
+    # With a stream every condition joins it (as in `codegen eval`); the tables are additive.
+    conds = [
+        c
+        for c in conditions(str(data_dir), None if stream is not None else "additive")
+        if stream is not None or c.snr_db is not None
+    ]
     order: np.ndarray | None = None
-    n_clips = 0
-    for cond in tqdm(conds, desc="fixed eval", unit="cond", disable=not progress):
+    clips: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for cond in tqdm(conds, desc="fixed eval: features", unit="cond", disable=not progress):
         split = load_condition(str(data_dir), cond)
         if order is None:
             order = stream_order(len(split), limit, seed_list[0])
         xf = features_for(split.pcm[order], model.meta)
-        y, ids = split.labels[order], split.ids[order]
-        n_clips = len(y)
-        xi = quantize_features(xf, q.lstm.x_fmt)
-        z_f = encode_float(xf, model) if with_float else None
-        snr = float(cond.snr_db)
-        for mode in modes:
-            for s in seed_list if mode != "no_adapt" else seed_list[:1]:
-                qs = (
-                    q
-                    if s == el.seed
-                    else dataclasses.replace(
-                        q,
-                        adapt=dataclasses.replace(
-                            q.adapt_params,
-                            cfg=dataclasses.replace(q.adapt_params.cfg, seed=int(s)),
-                        ),
-                    )
-                )
-                res = infer_int(xi, qs, ids, mode=mode)
+        clips.append((cond, xf, quantize_features(xf, q.lstm.x_fmt), split.labels[order],
+                      split.ids[order]))  # fmt: skip
+    n_clips = len(clips[0][3]) if clips else 0
+    # the order every stateful mode runs in: one stream, or each condition from a reset
+    if stream is not None:
+        st = build_stream([len(c[3]) for c in clips], stream)
+        runs = [list(zip(st.condition.tolist(), st.clip.tolist(), strict=True))]
+    else:
+        runs = [[(ci, i) for i in range(len(c[3]))] for ci, c in enumerate(clips)]
+
+    def run_order(pairs: list[tuple[int, int]], mode: str, s: int) -> tuple[Any, Any]:
+        """(fixed classes, float classes or None) of one order of (condition, clip) pairs."""
+        xi = np.stack([clips[c][2][i] for c, i in pairs])
+        ids = np.array([clips[c][4][i] for c, i in pairs])
+        qs = (
+            q
+            if s == el.seed
+            else dataclasses.replace(
+                q,
+                adapt=dataclasses.replace(
+                    q.adapt_params, cfg=dataclasses.replace(q.adapt_params.cfg, seed=int(s))
+                ),
+            )
+        )
+        fixed = np.asarray(infer_int(xi, qs, ids, mode=mode).pred)
+        if not with_float:
+            return fixed, None
+        xf = np.stack([clips[c][1][i] for c, i in pairs])
+        stage = device_mode(mode).before_encoder
+        if stage is not None:
+            z = encode_float(input_stage(xf, stage, model.adapt), model)
+            if stage == "cmvn_select":
+                l_raw = head_logits(encode_float(xf, model), W, b)
+                margin = float(model.adapt.cmvn_select_margin)
+                return fixed, select_confident(l_raw, head_logits(z, W, b), margin)
+            return fixed, np.argmax(head_logits(z, W, b), axis=1)
+        z_f = encode_float(xf, model)
+        search = device_mode(mode).search
+        return fixed, adapt(z_f, W, b, V, ids, el.replace(mode=search, seed=int(s))).pred
+
+    acc_fixed: dict[tuple[str, float, str], list[float]] = {}
+    acc_float: dict[tuple[str, float, str], list[float]] = {}
+    same: dict[tuple[str, float], list[float]] = {}
+    for mode in tqdm(modes, desc="fixed eval", unit="mode", disable=not progress):
+        for s in seed_list if mode != "no_adapt" else seed_list[:1]:
+            pred_i = [np.empty(len(c[3]), np.int64) for c in clips]
+            pred_f = [np.empty(len(c[3]), np.int64) for c in clips]
+            for pairs in runs:
+                fx, fl = run_order(pairs, mode, int(s))
+                for j, (c, i) in enumerate(pairs):
+                    pred_i[c][i] = fx[j]
+                    if fl is not None:
+                        pred_f[c][i] = fl[j]
+            for ci, (cond, _, _, y, _) in enumerate(clips):
+                if cond.family != "additive" or cond.snr_db is None:
+                    continue
+                snr = float(cond.snr_db)
                 acc_fixed.setdefault((mode, snr, cond.name), []).append(
-                    float(np.mean(np.asarray(res.pred) == y))
+                    float(np.mean(pred_i[ci] == y))
                 )
-                if z_f is not None:
-                    fres = adapt(z_f, W, b, V, ids, el.replace(mode=mode, seed=int(s)))
+                if with_float:
                     acc_float.setdefault((mode, snr, cond.name), []).append(
-                        float(np.mean(fres.pred == y))
+                        float(np.mean(pred_f[ci] == y))
                     )
                     same.setdefault((mode, snr), []).append(
-                        float(np.mean(fres.pred == np.asarray(res.pred)))
+                        float(np.mean(pred_f[ci] == pred_i[ci]))
                     )
     same_table: dict[str, Any] = {}
     for (mode, snr), vals in sorted(same.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
@@ -176,6 +223,7 @@ def evaluate_fixed(
     progress: bool = False,
     trust_pickle: bool = False,
     declared: Any = None,
+    stream: Any = None,
 ) -> dict[str, Any]:
     """Fixed-point accuracies ``{mode: {snr: {noise: acc, "average": acc}}}`` (report.json's
     ``"float"`` layout) from the Python integer reference."""
@@ -194,4 +242,5 @@ def evaluate_fixed(
         progress=progress,
         trust_pickle=trust_pickle,
         declared=declared,
+        stream=stream,
     ).fixed

@@ -62,6 +62,7 @@ from codegen.ir.nodes import (
     QuantOptions,
     SigmoidLut,
 )
+from codegen.ir.nodes import H_FMT as ENTROPY_FMT  # Q5.26 of the adaptation's entropies
 from codegen.quantize.common import (
     FLOAT64_EXACT,
     GATE_FMT,
@@ -383,6 +384,11 @@ def cmvn_params(q: QLstm, cfg: AdaptConfig) -> CmvnParams:
         alpha_shift=int(cfg.cmvn_alpha_shift),
         weight_shift=int(cfg.cmvn_weight_shift),
         vmin=max(1, round(1e-4 * (1 << fs))),
+        causal_alpha_shift=int(cfg.cmvn_causal_alpha_shift),
+        # τ·F in Q.F_s: the gates compare the sum over coefficients, not the mean
+        gate_sum=round(float(cfg.cmvn_gate) * q.input_size * (1 << fs)),
+        causal_gate_sum=round(float(cfg.cmvn_causal_gate) * q.input_size * (1 << fs)),
+        select_margin=round(float(cfg.cmvn_select_margin) * (1 << ENTROPY_FMT.frac_bits)),
     )
 
 
