@@ -74,31 +74,38 @@ def column_of(family: str, snr: float | None) -> str:
     return family
 
 
-def load_test(data_dir: str) -> list[CondData]:
+def load_test(
+    data_dir: str, features: Callable[[np.ndarray], np.ndarray] | None = None
+) -> list[CondData]:
+    """The test conditions; ``features`` (default `mfcc`) maps a condition's PCM to its feats."""
     from codegen.base.features import mfcc
     from codegen.data import conditions, load_condition
 
+    feat = features or mfcc
     out = []
     for cond in conditions(data_dir):
         s = load_condition(data_dir, cond)
-        out.append(CondData(column_of(cond.family, cond.snr_db), mfcc(s.pcm), s.labels, s.ids))
+        out.append(CondData(column_of(cond.family, cond.snr_db), feat(s.pcm), s.labels, s.ids))
     return out
 
 
-def load_source(data_dir: str) -> list[CondData]:
+def load_source(
+    data_dir: str, features: Callable[[np.ndarray], np.ndarray] | None = None
+) -> list[CondData]:
     """S: clean validation + validation × each non-target kind × each SNR (mix_additive)."""
     from codegen.base.features import mfcc
     from codegen.data import background_noises, dataset_info, load_split
     from codegen.data.common import ID_STRIDE, SILENCE
     from codegen.data.shifts import mix_additive
 
+    feat = features or mfcc
     info = dataset_info(data_dir)
     val = load_split(data_dir, "val")
     with np.load(Path(data_dir) / info["background"]["file"]) as z:
         kinds = [str(k) for k in z["kinds"]]
     noises = background_noises(data_dir)
     silence = val.labels == (val.classes.index(SILENCE) if SILENCE in val.classes else -1)
-    out = [CondData("clean", mfcc(val.pcm), val.labels, val.ids)]
+    out = [CondData("clean", feat(val.pcm), val.labels, val.ids)]
     code = SRC_CODE
     for kind in sorted(set(kinds)):
         bank = noises[[i for i, k in enumerate(kinds) if k == kind]]
@@ -109,7 +116,7 @@ def load_source(data_dir: str) -> list[CondData]:
                 val.pcm, ids, silence, bank, category=f"src/{kind}", snr_db=float(snr),
                 seed=int(info["seed"]),
             )  # fmt: skip
-            out.append(CondData(f"{float(snr):g}", mfcc(res.pcm), val.labels, ids))
+            out.append(CondData(f"{float(snr):g}", feat(res.pcm), val.labels, ids))
     return out
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from codegen.base.errors import ConfigError
-from codegen.base.features import MfccParams, mfcc
+from codegen.base.features import MfccParams, mel_energies, mfcc, mfcc_from_mel
 
 
 def reference_mfcc(clip: np.ndarray, p: MfccParams) -> np.ndarray:
@@ -82,6 +82,14 @@ def test_nondefault_params_match_reference() -> None:
     got = mfcc(x, p)
     assert got.shape == (p.n_frames, 13) == (1 + (4000 - 400) // 160, 13)
     np.testing.assert_allclose(got, reference_mfcc(x, p), rtol=1e-3, atol=2e-3)
+
+
+def test_mel_energies_then_log_dct_is_mfcc() -> None:
+    pcm = (np.random.default_rng(4).standard_normal((3, 16000)) * 2000).astype(np.int16)
+    mel = mel_energies(pcm)
+    assert mel.shape == (3, 49, 40) and mel.dtype == np.float32 and np.all(mel >= 0)
+    np.testing.assert_array_equal(mfcc_from_mel(mel), mfcc(pcm))
+    np.testing.assert_array_equal(mel_energies(pcm[1]), mel[1])
 
 
 def test_int16_equals_scaled_float() -> None:

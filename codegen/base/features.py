@@ -161,6 +161,28 @@ def _tables(p: MfccParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def mfcc(pcm: np.ndarray, params: MfccParams | None = None, *, chunk: int = 16) -> np.ndarray:
     """MFCCs of int16 or float clips [N, clip_samples] (or one clip) → float32 [N, 49, 10]."""
+    return _front(pcm, params, chunk, log_dct=True)
+
+
+def mel_energies(
+    pcm: np.ndarray, params: MfccParams | None = None, *, chunk: int = 16
+) -> np.ndarray:
+    """The mel filterbank energies that `mfcc` logs (before `log_floor`): float32
+    [N, 49, n_mels] (or [49, n_mels] for one clip). ``mfcc_from_mel(mel_energies(x))`` equals
+    ``mfcc(x)``; a front end that modifies the energies (noise reduction, gain control) sits
+    between the two."""
+    return _front(pcm, params, chunk, log_dct=False)
+
+
+def mfcc_from_mel(mel: np.ndarray, params: MfccParams | None = None) -> np.ndarray:
+    """log(mel + log_floor) then the DCT of `mfcc`: float32 [..., n_mels] → [..., n_mfcc]."""
+    p = params if params is not None else MfccParams()
+    dct = _tables(p)[2]
+    out: np.ndarray = np.log(np.asarray(mel, np.float32) + np.float32(p.log_floor)) @ dct
+    return out
+
+
+def _front(pcm: np.ndarray, params: MfccParams | None, chunk: int, log_dct: bool) -> np.ndarray:
     p = params if params is not None else MfccParams()
     x = np.asarray(pcm)
     single = x.ndim == 1
@@ -181,7 +203,8 @@ def mfcc(pcm: np.ndarray, params: MfccParams | None = None, *, chunk: int = 16) 
     n_bins = int(np.flatnonzero(fb.any(axis=1)).max()) + 1  # bins above fmax carry no weight
     fb = fb[:n_bins]
     n_frames, wl, hop = p.n_frames, p.win_length, p.hop_length
-    out = np.empty((x.shape[0], n_frames, p.n_mfcc), dtype=np.float32)
+    width = p.n_mfcc if log_dct else p.n_mels
+    out = np.empty((x.shape[0], n_frames, width), dtype=np.float32)
     idx = np.arange(n_frames)[:, None] * hop + np.arange(wl)[None, :]
     floor = np.float32(p.log_floor)
     for s in range(0, x.shape[0], chunk):
@@ -190,7 +213,7 @@ def mfcc(pcm: np.ndarray, params: MfccParams | None = None, *, chunk: int = 16) 
         spec = sfft.rfft(frames, n=p.n_fft, axis=-1)[..., :n_bins]
         power = spec.real**2 + spec.imag**2
         mel = power @ fb
-        out[s : s + chunk] = np.log(mel + floor) @ dct
+        out[s : s + chunk] = np.log(mel + floor) @ dct if log_dct else mel
     return out[0] if single else out
 
 
