@@ -315,15 +315,18 @@ def test_python_api_compiles_an_in_memory_module(data: Path, tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("cell", "pool", "layers"),
     [
-        ("lstm", "last", 1),
-        ("lstm", "mean", 1),
+        # `make test`: one of each encoder the firmware runs (LSTM of 1 and 2 layers, GRU, an
+        # MLP head) and each pooling kernel (last, mean, max); the rest repeat a firmware path
+        # with another file format or pooling (`make test-all`)
+        pytest.param("lstm", "last", 1, marks=pytest.mark.slow),
+        pytest.param("lstm", "mean", 1, marks=pytest.mark.slow),
         ("lstm", "max", 1),
         ("lstm", "mean", 2),
-        ("gru", "last", 1),
+        pytest.param("gru", "last", 1, marks=pytest.mark.slow),
         ("gru", "max", 2),
         ("mlp", "last", 1),
-        ("gru-export", "mean", 1),
-        ("lstm-state-dict", "last", 1),
+        pytest.param("gru-export", "mean", 1, marks=pytest.mark.slow),
+        pytest.param("lstm-state-dict", "last", 1, marks=pytest.mark.slow),
     ],
 )
 def test_imported_model_streams_bit_exactly(
