@@ -537,7 +537,10 @@ def run_bench(
     frontend_clips: int = 2,
     cmsis_cache: Path | None = CMSIS_CACHE,
     budget: float = DEFAULT_BUDGET,
+    families: tuple[tuple[str, int, str], ...] | None = None,
 ) -> dict[str, Any]:
+    """``families``: the encoder families timed beside the default (None: every one of
+    `FAMILIES`; a reduced bench may time a few)."""
     from codegen.data import build as build_data
     from codegen.measure.bench_frontend import frontend_bench
 
@@ -614,7 +617,7 @@ def run_bench(
             sweep.append(point(*build_point(out, data_dir, Point(k, n, None), default)))
     lam_pt = point(*build_point(out, data_dir, Point(2, 2, 2 * lam0), default))
 
-    families = family_costs(out, data_dir, n_samples, reps, budget)
+    family_rows = family_costs(out, data_dir, n_samples, reps, budget, families)
 
     host: dict[str, Any] | None = None
     if host_n > 0:
@@ -638,7 +641,7 @@ def run_bench(
         "elatta_state_bytes": base["elatta_state_bytes"],
         "cmvn_ticks": m0["cmvn.adapt"],
         "cmvn_total_ticks": m0["cmvn.total"],
-        "families": families,
+        "families": family_rows,
         "sweep": sweep,
         "baselines": bl,
         "ratios": ratios(bl),
@@ -798,7 +801,12 @@ FAMILIES: tuple[tuple[str, int, str], ...] = (
 
 
 def family_costs(
-    out: Path, data_dir: Path, n_samples: int, reps: int, budget: float = DEFAULT_BUDGET
+    out: Path,
+    data_dir: Path,
+    n_samples: int,
+    reps: int,
+    budget: float = DEFAULT_BUDGET,
+    which: tuple[tuple[str, int, str], ...] | None = None,
 ) -> list[dict[str, Any]]:
     """Encoder and no-adapt ticks of the other supported encoder families
     (codegen.frontend.importer),
@@ -824,7 +832,7 @@ def family_costs(
             return self.head(z)
 
     rows = []
-    for cell, layers, pool in FAMILIES:
+    for cell, layers, pool in FAMILIES if which is None else which:
         torch.manual_seed(layers * 10 + len(pool))
         name = f"family_{cell}_{layers}layer_{pool}"
         print(f"bench: building {name}", file=sys.stderr)
