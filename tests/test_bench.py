@@ -177,19 +177,13 @@ def test_bench_reduced(tmp_path: Path, families: tuple[tuple[str, int, str], ...
     assert not any(r["goal"].startswith("c(") for r in doc["goals"])
     assert "## Performance goals (this run)" in md
 
-    # a second boot of the default build: the same medians
-    from codegen.pipeline.build import build
+    # a second boot of the default build's firmware: the same medians
+    from codegen.artefact.program import load_manifest, load_program
 
-    res = build(
-        Path(__file__).resolve().parents[1] / "models/default/model.pt",
-        Path(__file__).resolve().parents[1] / "models/default/basis.npz",
-        Path(__file__).resolve().parents[1] / "configs/default.toml",
-        out / "builds" / "k2_n2",
-        data_dir=data,
-    )
-    assert res.elf is not None
-    ids, xf = samples(data, res.qmodel.source.meta, 2)
-    again = measure(res.elf, quantize_features(xf, res.qmodel.lstm.x_fmt), ids, 2)
+    k2n2 = out / "builds" / "k2_n2"
+    q = load_program(k2n2, load_manifest(k2n2)["program"])
+    ids, xf = samples(data, q.source.meta, 2)
+    again = measure(k2n2 / "fw.elf", quantize_features(xf, q.lstm.x_fmt), ids, 2)
     base = doc["sweep"][0]
     for key, field in (
         ("encoder_ticks", "strict.encoder"),
