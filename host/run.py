@@ -13,9 +13,11 @@ Link faults. Damaged frames re-send the same frame with the same seq at once, si
 adaptive time-out, within a per-request budget (`elatta_host.transport.Link.request`); the
 device's replay rule answers a repeated (session, type, seq) from its record without running
 the model again, so continual state advances exactly once per sample, and each worker's link
-is a new session, so no request is answered from another session's record. A device that stops
-answering ends its worker with a message naming its last good sample; its link statistics are
-kept.
+is a new session, so no request is answered from another session's record. A --port link that
+closes (QEMU killed and started again on its port) is opened again within --budget as a new
+session and the run goes on from the state the reference assumes (`run_device`). A device that
+stops answering ends its worker with a message naming its last good sample; its link
+statistics are kept, and `codegen run` prints the exact command that resumes the run.
 
 Results. ``OUT/results.jsonl`` gets one line per answered sample, flushed as it arrives; the
 host keeps only what the report needs (a few integers per sample), not the records.
@@ -522,7 +524,61 @@ def run_stream(
         stats.samples += 1
 
 
+# A --port link that closed (the QEMU serving it killed and started again on its port, a
+# USB-UART that re-enumerates) is opened again, as long as the sessions answer samples: this
+# many sessions in a row that answer none end the worker.
+MAX_IDLE_REOPENS = 2
+
+
 def run_device(
+    spec: DeviceSpec,
+    streams: list[Stream],
+    rec: Recorder,
+    plan: Plan,
+    stop: threading.Event,
+    sessions: list[LinkStats],
+    chunk: int | None = None,
+) -> None:
+    """The worker: its streams in order, one device session after another. A --port link
+    that closes (the QEMU serving the port was killed, a USB-UART went away) does not end the
+    worker: the link is opened again within --budget, the new session says HELLO (a restarted
+    device answers it as a new session; `check_device` checks it runs the build), and every
+    stream continues from the state the reference assumes, as --resume does (`run_stream`:
+    RESET with the best p of the last answered sample, cmvn's recorded prefix replayed). The
+    sample in flight when the link closed has no result and is run again. Each session's
+    figures are a LinkStats in ``sessions``. A QEMU this host started (--qemu) that dies ends
+    the worker: `run` then prints the command that resumes the run."""
+    idle = 0
+    reopen_until: float | None = None  # while the link is being opened again
+    while True:
+        stats = sessions[-1]
+        try:
+            run_session(spec, streams, rec, plan, stop, stats, chunk)
+            return
+        except LinkClosed as exc:  # could not open it: before the first session, the end
+            if reopen_until is None or stop.is_set():
+                raise
+            if time.monotonic() >= reopen_until:
+                raise RunError(
+                    f"{spec.name}: the link closed and could not be opened again within the "
+                    f"{spec.budget:g} s budget (raise it with --budget): {exc}; last good "
+                    f"sample: {rec.last_good.get(spec.name, 'none')}"
+                ) from exc
+            time.sleep(0.1)
+            continue
+        except RunError as exc:
+            cause = exc.__cause__
+            if spec.url is None or not isinstance(cause, LinkClosed) or stop.is_set():
+                raise  # a QEMU this host started and lost: stop, with the resume command
+            idle = 0 if stats.samples > 0 else idle + 1
+            if idle > MAX_IDLE_REOPENS:
+                raise
+            stats.note = "the link closed; opened again as a new session"
+            sessions.append(LinkStats(spec.name))
+            reopen_until = time.monotonic() + spec.budget
+
+
+def run_session(
     spec: DeviceSpec,
     streams: list[Stream],
     rec: Recorder,
@@ -728,7 +784,8 @@ def execute(
     t0 = time.monotonic()
     stop = threading.Event()
     errors: list[str] = []
-    stats = [LinkStats(spec.name) for spec in specs[: len(blocks)]]
+    # each worker's sessions: one, and another each time its link closed and was opened again
+    per_worker = [[LinkStats(spec.name)] for spec in specs[: len(blocks)]]
     with tqdm(
         total=plan.total,
         unit="sample",
@@ -753,7 +810,7 @@ def execute(
             with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
                 futs = [
                     pool.submit(run_device, spec, block, rec, plan, stop, st, chunk)
-                    for spec, block, st in zip(specs, blocks, stats, strict=False)
+                    for spec, block, st in zip(specs, blocks, per_worker, strict=False)
                 ]
                 try:
                     for fut in futs:
@@ -772,6 +829,7 @@ def execute(
                     raise
         finally:
             rec.close()
+            stats = [st for sessions in per_worker for st in sessions]
             with open(out / SESSIONS, "a", encoding="utf-8") as f:
                 for st in stats:
                     f.write(json.dumps(st.to_json(), separators=(",", ":")) + "\n")
@@ -891,6 +949,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
 
+def resume_command(args: argparse.Namespace, modes: tuple[str, ...]) -> str:
+    """The command line that continues this run: every setting that selects the run (so
+    run.json matches), the link's, and --resume in place of --force-restart."""
+    import shlex
+
+    cmd = ["codegen", "run", "--build", str(args.build), "--data", str(args.data)]
+    if args.qemu:
+        cmd += ["--qemu", "--jobs", str(args.jobs)]
+        if not args.icount:
+            cmd.append("--no-icount")
+    else:
+        for url in args.port:
+            cmd += ["--port", url]
+        cmd += ["--baud", str(args.baud)]
+    for m in modes:
+        cmd += ["--mode", m]
+    if args.limit is not None:
+        cmd += ["--limit", str(args.limit)]
+    if args.stream_segment is not None:
+        cmd += ["--stream-segment", str(args.stream_segment)]
+        cmd += ["--stream-order", args.stream_order, "--stream-seed", str(args.stream_seed)]
+    cmd += ["--input", args.input]
+    if args.chunk is not None:
+        cmd += ["--chunk", str(args.chunk)]
+    cmd += ["--timeout", f"{args.timeout:g}", "--budget", f"{args.budget:g}"]
+    if not args.progress:
+        cmd.append("--no-progress")
+    cmd += ["--report", str(args.report), "--resume"]
+    return shlex.join(cmd)
+
+
 def run(args: argparse.Namespace) -> int:
     modes = tuple(dict.fromkeys(args.mode)) if args.mode else DEFAULT_MODES
     if args.jobs < 1:
@@ -995,7 +1084,10 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         else:
-            print("codegen run: incomplete; continue with --resume", file=sys.stderr)
+            print(
+                f"codegen run: incomplete; continue with: {resume_command(args, modes)}",
+                file=sys.stderr,
+            )
         return 1
     be = outcome.report["bit_exact"]
     return 0 if be["mismatches"] == 0 and be["compared"] == plan.total else 1

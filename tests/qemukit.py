@@ -4,6 +4,7 @@ start a firmware in QEMU on a TCP port, and check that a run's report is complet
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,10 @@ def check_complete(report: dict[str, Any], out: Path, n: int) -> None:
     assert set(fixed) - shown <= {"no_adapt"}
 
 
-def start_qemu(elf: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
+def start_qemu(elf: Path, port: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """QEMU serving ``elf``'s UART on ``port`` (default: a free one); it boots the firmware
+    once a client connects (`elatta_host.qemu.qemu_command`: wait=on)."""
+    port = free_port() if port is None else port
     proc = subprocess.Popen(
         qemu_command(elf, port, icount=False),
         stdin=subprocess.DEVNULL,
@@ -39,3 +42,17 @@ def start_qemu(elf: Path) -> tuple[subprocess.Popen[bytes], int]:
         stderr=subprocess.DEVNULL,
     )
     return proc, port
+
+
+def wait_listening(port: int, timeout: float = 30.0) -> None:
+    """Until something listens on 127.0.0.1:``port`` (a QEMU just started), seen in
+    /proc/net/tcp without connecting: QEMU's wait=on serial takes the first connection as its
+    client."""
+    want = f"0100007F:{port:04X}"
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+        if any(r.split()[1] == want and r.split()[3] == "0A" for r in rows):  # 0A: LISTEN
+            return
+        assert time.monotonic() < deadline, f"nothing listens on port {port}"
+        time.sleep(0.02)

@@ -1,7 +1,8 @@
 """`codegen bench` on a reduced sweep (k = 2, n in {2, 3}, 2 clips x 2 repetitions):
 bench.json has exactly the documented keys, every tick figure is positive, and a second boot of
 the same firmware gives the same medians (QEMU -icount shift=0; the global timer's phase against
-the instruction count allows +-1 tick, docs/protocol.md).
+the instruction count allows +-1 tick, docs/protocol.md). Encoder families: two in `make test`,
+all six in `make test-all`.
 
 Baselines: the float32 C model (codegen/emit/f32.py + firmware/elt_lstm_f32.c) is rendered
 deterministically with documented arrays, compiles -Wall -Wextra -Werror (UBSan) on the host and
@@ -79,8 +80,18 @@ BASELINE_KEYS = {
 }
 
 
+# `make test` times two encoder families beside the default (a second LSTM layer, the GRU);
+# the other four (pooling variants of the same kernels) in `make test-all`
+SOME_FAMILIES = (("lstm", 2, "last"), ("gru", 1, "last"))
+
+
 @pytest.mark.qemu
-def test_bench_reduced(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "families",
+    [SOME_FAMILIES, pytest.param(FAMILIES, marks=pytest.mark.slow)],
+    ids=["two-families", "every-family"],
+)
+def test_bench_reduced(tmp_path: Path, families: tuple[tuple[str, int, str], ...]) -> None:
     data = tmp_path / "data"
     build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
     out = tmp_path / "bench"
@@ -95,6 +106,7 @@ def test_bench_reduced(tmp_path: Path) -> None:
         host_n=64,
         frontend_clips=1,
         cmsis_cache=None,  # the anchor's PyPI fetch: tests/test_mfcc_int.py (slow)
+        families=families,
     )
 
     on_disk = json.loads((out / "bench.json").read_text())
@@ -106,7 +118,7 @@ def test_bench_reduced(tmp_path: Path) -> None:
     assert doc["adapt_ticks"] > doc["cmaes_iter_ticks"] > doc["head_entropy_ticks"]
     # the other encoder families: a second layer costs about one more encoder
     fam = {(r["cell"], r["layers"], r["pool"]): r for r in doc["families"]}
-    assert set(fam) == set(FAMILIES) and ("gru", 1, "last") in fam
+    assert set(fam) == set(families) and ("gru", 1, "last") in fam
     assert all(r["no_adapt_ticks"] > r["encoder_ticks"] > 0 for r in fam.values())
     assert fam[("lstm", 2, "last")]["encoder_ticks"] > 1.5 * doc["encoder_ticks"]
     # mode cmvn: the normalisation plus one head + entropy; under a quarter of no-adapt
@@ -201,19 +213,13 @@ def test_bench_reduced(tmp_path: Path) -> None:
     assert not any(r["goal"].startswith("c(") for r in doc["goals"])
     assert "## Performance goals (this run)" in md
 
-    # a second boot of the default build: the same medians
-    from codegen.pipeline.build import build
+    # a second boot of the default build's firmware: the same medians
+    from codegen.artefact.program import load_manifest, load_program
 
-    res = build(
-        Path(__file__).resolve().parents[1] / "models/default/model.pt",
-        Path(__file__).resolve().parents[1] / "models/default/basis.npz",
-        Path(__file__).resolve().parents[1] / "configs/default.toml",
-        out / "builds" / "k2_n2",
-        data_dir=data,
-    )
-    assert res.elf is not None
-    ids, xf = samples(data, res.qmodel.source.meta, 2)
-    again = measure(res.elf, quantize_features(xf, res.qmodel.lstm.x_fmt), ids, 2)
+    k2n2 = out / "builds" / "k2_n2"
+    q = load_program(k2n2, load_manifest(k2n2)["program"])
+    ids, xf = samples(data, q.source.meta, 2)
+    again = measure(k2n2 / "fw.elf", quantize_features(xf, q.lstm.x_fmt), ids, 2)
     base = doc["sweep"][0]
     for key, field in (
         ("encoder_ticks", "strict.encoder"),

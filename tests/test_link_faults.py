@@ -9,8 +9,11 @@ SIGKILL. The 10 % run and the 10,000-sample soak are slow tests."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
+import shlex
 import signal
 import struct
 import subprocess
@@ -24,10 +27,12 @@ from elatta_host.errors import LinkClosed, LinkTimeout, ProtocolError, VersionMi
 from elatta_host.plan import Plan, RunError, make_plan
 from elatta_host.protocol import Frame, FrameDecoder, Msg
 from elatta_host.report import format_summary
-from elatta_host.run import DeviceSpec, execute, what_failed
+from elatta_host.run import DeviceSpec, execute, read_results, what_failed
 from elatta_host.transport import Link
 from faultproxy import FaultProxy
-from qemukit import ROOT, check_complete, start_qemu
+from qemukit import ROOT, check_complete, start_qemu, wait_listening
+
+from codegen.data.streams import StreamSpec
 
 pytestmark = pytest.mark.qemu
 MODE = ("continual_bounded",)
@@ -241,6 +246,95 @@ def test_new_session_is_not_answered_from_the_old_record(
         check_complete(got.report, tmp_path / "r", plan.total)
         run = got.report["run"]
         assert run["replayed"] is not None and run["replayed"] <= run["retransmits"]
+
+
+def _untimed(out: Path) -> list[tuple[str, int, int, dict]]:  # type: ignore[type-arg]
+    """Every results record of ``out`` in stream order, without its device name and timer
+    ticks (QEMU without -icount: they differ from run to run)."""
+    rows = []
+    for r in read_results(out / "results.jsonl"):
+        res = {k: v for k, v in dataclasses.asdict(r.result).items() if not k.startswith("ticks")}
+        rows.append((r.stream, r.index, r.label, res))
+    return sorted(rows, key=lambda row: (row[0], row[1]))
+
+
+def _tables(out: Path) -> dict:  # type: ignore[type-arg]
+    """report.json without the run facts, the timer ticks and the target description."""
+    rep = json.loads((out / "report.json").read_text())
+    return {k: v for k, v in rep.items() if k not in ("run", "ticks", "target")}
+
+
+def test_qemu_killed_and_restarted_on_the_same_port(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`codegen run --port socket://...` (default settings); the QEMU serving the port is
+    killed mid-run and started again on the same port. The run either completes by itself or
+    stops printing the exact command that resumes it; after that command (if any), the results
+    and the report tables equal an uninterrupted run's, each sample answered once. A continual
+    stream and cmvn cross the restart mid-stream, so the state the new device is given counts."""
+    build_dir, data = kws_build
+    modes = ("continual_bounded", "cmvn")
+    plan = make_plan(build_dir, data, modes, 100, StreamSpec(segment_len=2, seed=3))
+    # the uninterrupted run
+    proc, qport = start_qemu(build_dir / "fw.elf")
+    try:
+        wait_listening(qport)
+        spec = DeviceSpec("port0", url=f"socket://127.0.0.1:{qport}")
+        whole = execute(plan, [spec], tmp_path / "whole", resume=False, target={"kind": "serial"},
+                        progress=False)  # fmt: skip
+    finally:
+        proc.kill()
+        proc.wait()
+    assert whole.errors == (), whole.errors
+    check_complete(whole.report, tmp_path / "whole", plan.total)
+
+    out = tmp_path / "restarted"
+    proc, qport = start_qemu(build_dir / "fw.elf")
+    wait_listening(qport)
+    cmd = [sys.executable, "-m", "codegen", "run", "--build", str(build_dir), "--data", str(data)]
+    cmd += ["--port", f"socket://127.0.0.1:{qport}", "--limit", "100", "--stream-segment", "2"]
+    cmd += ["--stream-seed", "3", "--report", str(out), "--no-progress"]
+    cmd += [a for m in modes for a in ("--mode", m)]
+    cli = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=ROOT)  # fmt: skip
+    try:
+        results = out / "results.jsonl"
+        deadline = time.monotonic() + 120
+        while not results.is_file() or len(results.read_bytes().splitlines()) < 30:
+            assert time.monotonic() < deadline and cli.poll() is None, "no results came"
+            time.sleep(0.02)
+        proc.kill()  # mid-run: some 30 of 200 samples answered
+        proc.wait()
+        at_kill = len(read_results(results))
+        proc, _ = start_qemu(build_dir / "fw.elf", qport)
+        stdout, err = cli.communicate(timeout=300)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        proc.kill()
+        proc.wait()
+    assert 30 <= at_kill < plan.total  # the restart fell mid-run
+    if cli.returncode != 0:  # stopped: it must say how to go on, and that must work
+        m = re.search(r"continue with: (codegen run .*--resume)$", err, re.M)
+        assert m, err[-3000:]
+        proc, _ = start_qemu(build_dir / "fw.elf", qport)
+        try:
+            wait_listening(qport)
+            argv = [sys.executable, "-m", "codegen", *shlex.split(m.group(1))[1:]]
+            again = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=300)
+        finally:
+            proc.kill()
+            proc.wait()
+        assert again.returncode == 0, again.stderr[-3000:]
+    else:  # went on by itself, in a new session
+        assert stdout.startswith(f"BIT-EXACT: {plan.total} results compared"), stdout
+        sessions = json.loads((out / "report.json").read_text())["run"]["workers"]
+        assert len(sessions) >= 2 and "opened again" in sessions[0]["note"], sessions
+    report = json.loads((out / "report.json").read_text())
+    check_complete(report, out, plan.total)
+    assert _untimed(out) == _untimed(tmp_path / "whole")
+    assert _tables(out) == _tables(tmp_path / "whole")
 
 
 def _fake_results(out: Path) -> bytes:

@@ -144,6 +144,11 @@ def test_fault_proxy_then_kill_and_resume(kws_build: tuple[Path, Path], tmp_path
     stdout, err = cli.communicate(timeout=60)
     assert cli.returncode == 1, err.decode()
     assert b"stopped answering" in err and b"last good sample: sample id" in err, err.decode()
+    # the exact command that continues the run: the same selection and link, --resume
+    said = err.decode().rsplit("continue with: ", 1)[-1].strip()
+    assert said.startswith("codegen run ") and said.endswith(f"--report {out} --resume"), said
+    for part in ("--qemu", "--no-icount", "--mode continual_bounded", f"--limit {LIMIT}"):
+        assert f" {part} " in said, said
     done = len(read_results(results))
     assert 30 <= done < LIMIT
     # the incomplete run's report: INCOMPLETE first, never BIT-EXACT; every target over the

@@ -198,3 +198,20 @@ def test_feature_quantization_rounds_and_saturates() -> None:
     raw = quantize_features(x, fmt)
     assert raw.dtype == np.int16
     assert raw.tolist() == [0, 0, 4096, -32768, 32767, 32767, -32768]
+
+
+@pytest.mark.parametrize("word", [8, 16, 32])
+def test_qformat_quantize_is_fxpmath_round_then_saturate(word: int) -> None:
+    """QFormat.quantize saturates on the floats before fxpmath rounds: the same integers as
+    fxpmath's own round-then-saturate, at every split of the word, ties and bounds included."""
+    from fxpmath import Fxp
+
+    rng = np.random.default_rng(word)
+    for n in range(word):
+        fmt = QFormat(word - 1 - n, n, word)
+        hi, lo = fmt.max_raw, fmt.min_raw
+        edges = [hi, hi + 0.5, hi + 0.49, hi + 1, lo, lo - 0.5, lo - 0.51, lo - 1, 0.5, -0.5]
+        edges += [1.5, -1.5, 2.5, 1e12, -1e12]
+        x = np.concatenate([np.array(edges) / (1 << n), rng.standard_normal(400) * 2.0**n])
+        want = Fxp(x, signed=True, n_word=word, n_frac=n, rounding="around", overflow="saturate")
+        np.testing.assert_array_equal(fmt.quantize(x), np.asarray(want.val, dtype=np.int64))

@@ -55,17 +55,30 @@ class QFormat:
         return self.max_raw / (1 << self.frac_bits)
 
     def quantize(self, x: np.ndarray | float) -> np.ndarray:
-        """Round to nearest, saturate, return int64 raw values (fxpmath does both)."""
+        """Round to nearest, saturate, return int64 raw values (fxpmath rounds).
+
+        Saturation happens first, on the float values: clipping to [min_raw, max_raw]·2^-n
+        (exact: a power-of-two scale of integers below 2^53) and then rounding gives what
+        rounding and then saturating gives, since both bounds are integers after the scale.
+        fxpmath's own saturation clips element by element in Python (``fxpmath.utils.clip`` is
+        an ``np.vectorize``), seconds per large weight matrix; after the clip its
+        ``overflow="wrap"`` has nothing to wrap. A 64-bit word keeps fxpmath's saturation
+        (2^63 - 1 is not a float64)."""
         arr = np.asarray(x, dtype=np.float64)
         if not np.all(np.isfinite(arr)):
             raise ConfigError(f"cannot quantize non-finite values to {self.name}")
+        overflow = "saturate"
+        if self.word <= 32:
+            scale = float(1 << self.frac_bits)
+            arr = np.clip(arr, self.min_raw / scale, self.max_raw / scale)
+            overflow = "wrap"
         fx = Fxp(
             arr,
             signed=True,
             n_word=self.word,
             n_frac=self.frac_bits,
             rounding="around",
-            overflow="saturate",
+            overflow=overflow,
         )
         raw = np.asarray(fx.val, dtype=np.int64).reshape(arr.shape)
         if raw.size and (raw.min() < self.min_raw or raw.max() > self.max_raw):

@@ -650,7 +650,10 @@ def run_bench(
     cmsis_cache: Path | None = CMSIS_CACHE,
     budget: float = DEFAULT_BUDGET,
     anchors: Path | None = ANCHORS,
+    families: tuple[tuple[str, int, str], ...] | None = None,
 ) -> dict[str, Any]:
+    """``families``: the encoder families timed beside the default (None: every one of
+    `FAMILIES`; a reduced bench may time a few)."""
     from codegen.data import build as build_data
     from codegen.measure.bench_frontend import frontend_bench
 
@@ -727,7 +730,7 @@ def run_bench(
             sweep.append(point(*build_point(out, data_dir, Point(k, n, None), default)))
     lam_pt = point(*build_point(out, data_dir, Point(2, 2, 2 * lam0), default))
 
-    families = family_costs(out, data_dir, n_samples, reps, budget)
+    family_rows = family_costs(out, data_dir, n_samples, reps, budget, families)
 
     from codegen.measure.bench_frontend import frontend_clips as audio_clips
 
@@ -766,7 +769,7 @@ def run_bench(
         "elatta_state_bytes": base["elatta_state_bytes"],
         "cmvn_ticks": m0["cmvn.adapt"],
         "cmvn_total_ticks": m0["cmvn.total"],
-        "families": families,
+        "families": family_rows,
         "sweep": sweep,
         "baselines": bl,
         "ratios": ratios(bl),
@@ -938,7 +941,12 @@ FAMILIES: tuple[tuple[str, int, str], ...] = (
 
 
 def family_costs(
-    out: Path, data_dir: Path, n_samples: int, reps: int, budget: float = DEFAULT_BUDGET
+    out: Path,
+    data_dir: Path,
+    n_samples: int,
+    reps: int,
+    budget: float = DEFAULT_BUDGET,
+    which: tuple[tuple[str, int, str], ...] | None = None,
 ) -> list[dict[str, Any]]:
     """Encoder and no-adapt ticks of the other supported encoder families
     (codegen.frontend.importer),
@@ -964,7 +972,7 @@ def family_costs(
             return self.head(z)
 
     rows = []
-    for cell, layers, pool in FAMILIES:
+    for cell, layers, pool in FAMILIES if which is None else which:
         torch.manual_seed(layers * 10 + len(pool))
         name = f"family_{cell}_{layers}layer_{pool}"
         print(f"bench: building {name}", file=sys.stderr)

@@ -234,15 +234,9 @@ def ram_split(elf: Path, prefix: str, stack_bytes: int, total: int) -> dict[str,
         parts = line.split()
         if len(parts) != 4 or parts[2] not in "bBdD":
             continue
-        size, name = int(parts[1], 16), parts[3]
-        if name == "server":
-            split["frame buffers"] += size
-        elif name.startswith((f"{prefix}lstm", f"{prefix}step", f"{prefix}z_t")):
-            split["encoder state"] += size
-        elif name == "app_stream":
-            split["front end"] += size
-        elif name == "app":
-            split["model runtime"] += size
+        size, role = int(parts[1], 16), _role(parts[3], prefix)
+        if role is not None:
+            split[role] += size
     return split | {"stacks": stack_bytes, "other": total - stack_bytes - sum(split.values())}
 
 
@@ -268,22 +262,74 @@ def link_firmware(
     )
 
 
+def _role(name: str, prefix: str) -> str | None:
+    """The `ram_split` role of a RAM variable, by its symbol name."""
+    if name == "server":
+        return "frame buffers"
+    if name.startswith((f"{prefix}lstm", f"{prefix}step", f"{prefix}z_t")):
+        return "encoder state"
+    if name == "app_stream":
+        return "front end"
+    if name == "app":
+        return "model runtime"
+    return None
+
+
+def map_ram_split(map_file: Path, prefix: str) -> tuple[int, dict[str, int]] | None:
+    """Static RAM and its `ram_split` from a link map (``-Wl,-Map``), which ld writes even when
+    the RAM budget ASSERT of link.ld refuses the link: the sizes of the output sections .data,
+    .bss and .stack, and of each variable's own input section (``.bss.NAME``/``.data.NAME``:
+    the firmware compiles with -fdata-sections). None when the map does not have them."""
+    try:
+        text = map_file.read_text(errors="replace")
+    except OSError:
+        return None
+    # what --gc-sections dropped is listed first ("Discarded input sections"): not in RAM
+    lines = text.partition("Linker script and memory map")[2].splitlines()
+    out: dict[str, int] = {}
+    split = {"frame buffers": 0, "encoder state": 0, "front end": 0, "model runtime": 0}
+    for i, line in enumerate(lines):
+        parts = line.split()
+        if len(parts) == 1 and i + 1 < len(lines):  # a long name: address and size wrap
+            parts += lines[i + 1].split()
+        if len(parts) < 3 or not parts[1].startswith("0x") or not parts[2].startswith("0x"):
+            continue
+        name, size = parts[0], int(parts[2], 16)
+        if not line.startswith(" ") and name in (".data", ".bss", ".stack"):
+            out[name] = size
+        elif line.startswith(" .") and name.startswith((".bss.", ".data.")):
+            role = _role(name.split(".", 2)[2], prefix)
+            if role is not None:
+                split[role] += size
+    if set(out) != {".data", ".bss", ".stack"}:
+        return None
+    total = sum(out.values())
+    stacks = out[".stack"]
+    return total, split | {"stacks": stacks, "other": total - stacks - sum(split.values())}
+
+
 def over_budget_message(
-    q: QModel, cfg: Any, src_files: list[Path], src_dir: Path, probe_dir: Path
+    q: QModel, cfg: Any, src_files: list[Path], src_dir: Path, probe_dir: Path, map_file: Path
 ) -> str:
-    """The linker refused the firmware (data + bss + stacks > 64 KiB): link it once more without
-    the budget, to say by how much and where (`ram_split`), and name the ways out."""
+    """The linker refused the firmware (data + bss + stacks > 64 KiB): say by how much and where
+    (`ram_split`), from the refused link's map, or, without one, from a second link without the
+    budget; and name the ways out."""
     import shutil
 
-    try:
-        fw = link_firmware(
-            q, cfg, src_files, src_dir, probe_dir, ldflags=("-Wl,--defsym=RAM_BUDGET=0x1000000",)
-        )
-        stacks = fw.sections.get(".stack", (0, 0))[0]
-        split = ram_split(fw.elf, q.prefix, stacks, fw.static_ram)
-        total = fw.static_ram
-    finally:
-        shutil.rmtree(probe_dir, ignore_errors=True)
+    found = map_ram_split(map_file, q.prefix)
+    if found is not None:
+        total, split = found
+    else:
+        try:
+            fw = link_firmware(
+                q, cfg, src_files, src_dir, probe_dir,
+                ldflags=("-Wl,--defsym=RAM_BUDGET=0x1000000",),
+            )  # fmt: skip
+            stacks = fw.sections.get(".stack", (0, 0))[0]
+            split = ram_split(fw.elf, q.prefix, stacks, fw.static_ram)
+            total = fw.static_ram
+        finally:
+            shutil.rmtree(probe_dir, ignore_errors=True)
     parts = ", ".join(f"{k} {v} B" for k, v in split.items())
     t = q.source.target
     ways = []
@@ -442,13 +488,14 @@ def build(
     fw = None
     if compile_elf:
         fw_cfg = firmware_config(model.target, board, uart_overrides or {}, notes)
+        (out / "fw.map").unlink(missing_ok=True)  # only this link's map tells its RAM
         try:
             fw = link_firmware(q, fw_cfg, sources, src_dir, out)
         except BuildError as exc:
             if "exceed the RAM budget" not in str(exc):
                 raise
             raise CodegenError(
-                over_budget_message(q, fw_cfg, sources, src_dir, out / "ram-probe")
+                over_budget_message(q, fw_cfg, sources, src_dir, out / "ram-probe", out / "fw.map")
             ) from None
     quality = float_vs_fixed(q, feats)
     quality["weight_format_search"] = search.to_dict()
