@@ -41,12 +41,18 @@ demo: setup
 		--stream-segment 12 --report $(OUT)/run-cmvn --force-restart
 
 # Every layer but the `slow` tests (pure Python, host C with sanitizers, QEMU end to end);
-# `make test-all` adds the slow ones.
+# `make test-all` adds the slow ones. TEST_JOBS pytest-xdist workers (default: the cores this
+# process may use, at most 4), one test file per worker at a time (`--dist loadfile`: a file's
+# module fixtures are built once); much of a QEMU test is waiting on the emulated UART, so two
+# workers on two cores finish in about half the time. TEST_JOBS=0 runs in this process.
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
+PYTEST_JOBS = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
+
 test: setup
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow" -q $(PYTEST_JOBS)
 
 test-all: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_JOBS)
 
 lint: setup
 	$(VENV)/bin/ruff check codegen host tests bench tools

@@ -135,6 +135,12 @@ class Link:
         self._pending: deque[Frame | BadFrame] = deque()
         self._seq = 0
         self._rtt: dict[int, RttEstimator] = {}  # per request type: INFER is slower than HELLO
+        # The line's pace (bytes/s), for time-outs that cover a frame's time on the wire: a
+        # serial device's nominal rate (8N1: 10 bits a byte) from the start; on a socket (QEMU,
+        # a proxy, a network UART) unknown until measured (`line_rate`).
+        self.nominal_rate = None if "://" in url else baud / 10.0
+        self._measured_rate = 0.0
+        self._reply_bytes: dict[int, int] = {}  # per request type: the last reply's frame size
         self.bad_frames = 0
         self.retransmits = 0  # requests re-sent, for any reason (same seq)
         self.resent_on_timeout = 0
@@ -165,6 +171,24 @@ class Link:
     def rto(self, type_: int) -> float:
         """The current time-out for requests of this type."""
         return self._estimator(type_).rto
+
+    @property
+    def line_rate(self) -> float | None:
+        """Bytes/s the link moves at least: the nominal rate of a serial device, else the best
+        (bytes there and back) / (round trip) of the requests answered on their first try. A
+        round trip also holds the device's work, so the measured figure is a lower bound, and
+        the wire times computed from it are upper bounds. None before anything is known."""
+        rate = max(self.nominal_rate or 0.0, self._measured_rate)
+        return rate if rate > 0 else None
+
+    def wire_time(self, type_: int, request_bytes: int) -> float:
+        """Seconds a request of this size and its reply (as large as the last reply of this
+        type) take on the wire at `line_rate`: at 9,600 baud a 2 KiB AUDIO frame alone is 2.1 s,
+        more than the default time-out, which must not fire while the frame is still moving."""
+        rate = self.line_rate
+        if rate is None:
+            return 0.0
+        return (request_bytes + self._reply_bytes.get(type_, 0)) / rate
 
     def _estimator(self, type_: int) -> RttEstimator:
         est = self._rtt.get(type_)
@@ -270,9 +294,13 @@ class Link:
             self.write(wire if tries == 0 else b"\0" + wire)
             sent_at = time.monotonic()
             tries += 1
-            wait = est.rto if timeout is None else timeout
+            # the adaptive time-out, never shorter than twice the frames' time on the wire
+            on_wire = self.wire_time(type_, len(wire)) if timeout is None else 0.0
+            wait = max(est.rto, 2 * on_wire + est.floor) if timeout is None else timeout
             if timeout is None:
-                base = max(MIN_HOLDOFF, 0.5 * est.srtt if est.srtt is not None else 0.0)
+                srtt = est.srtt if est.srtt is not None else 0.0
+                # a damaged copy's ERROR comes once the device has read it: not before it could
+                base = max(MIN_HOLDOFF, 0.5 * srtt, len(wire) / (self.line_rate or float("inf")))
                 holdoff = min(wait, base * 2**damage_resends)
             else:
                 holdoff = timeout
@@ -287,8 +315,14 @@ class Link:
                 lambda: min(hard_end, self._heard + budget),
             )
             if isinstance(got, Frame):
+                reply_bytes = len(got.encode())
+                self._reply_bytes[type_] = reply_bytes
                 if tries == 1 and timeout is None:  # Karn: a re-sent request is not measured
-                    est.sample(time.monotonic() - sent_at)
+                    rtt = time.monotonic() - sent_at
+                    est.sample(rtt)
+                    if rtt > 0:
+                        moved = (len(wire) + reply_bytes) / rtt
+                        self._measured_rate = max(self._measured_rate, moved)
                 return got
             now = time.monotonic()
             if now >= hard_end or now >= self._heard + budget:

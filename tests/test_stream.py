@@ -292,9 +292,9 @@ def test_input_normalisations_in_the_audio_mode(
     """cmvn (the clip's frames held and normalised when it ends), cmvn_causal (each frame
     normalised from the past as it arrives) and cmvn_select (the clip encoded as it is and
     normalised, the more confident answer) through QEMU's audio mode: bit-exact with the
-    reference for two chunkings, and the reference equals feature INFER's on the front end's
-    frames (one mode, both input modes); feature INFER of the same modes is bit-exact too. A
-    clip that is not 49 frames is refused by name."""
+    reference (cmvn_causal in two chunkings, the same RESULTs), and the reference equals feature
+    INFER's on the front end's frames (one mode, both input modes); feature INFER of the same
+    modes is bit-exact too. A clip that is not 49 frames is refused by name."""
     from elatta_host.plan import load_build
 
     from codegen.base.errors import ConfigError
@@ -303,9 +303,12 @@ def test_input_normalisations_in_the_audio_mode(
 
     build_dir, data = kws_build
     modes = ("cmvn", "cmvn_causal", "cmvn_select")
-    a = run_pcm(build_dir, data, tmp_path / "c160", modes, 8, 160)
     b = run_pcm(build_dir, data, tmp_path / "c1022", modes, 8, 1022)
-    assert len(a) >= 24 and a == b
+    # chunks of 160 (one hop each) for the mode that normalises frame by frame as they arrive;
+    # cmvn and cmvn_select hold the clip and normalise it at AUDIO_END whatever the chunking
+    a = run_pcm(build_dir, data, tmp_path / "c160", ("cmvn_causal",), 8, 160)
+    causal = {key: r for key, r in b.items() if key[0].split("/")[0] == "cmvn_causal"}
+    assert len(a) >= 8 and a == causal
     # feature INFER of the same modes through the device (its own code path)
     plan_f = make_plan(build_dir, data, modes, 8)
     spec = DeviceSpec("qemu0", elf=build_dir / "fw.elf", icount=True, timeout=5.0)

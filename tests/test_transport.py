@@ -211,6 +211,33 @@ def test_timeout_adapts_to_measured_round_trips(tcp_peer: Callable[[Peer], str])
         assert link.rto(Msg.HELLO) == 2.0  # each request type has its own estimate
 
 
+def test_timeout_covers_the_frames_time_on_a_slow_line(tcp_peer: Callable[[Peer], str]) -> None:
+    """9,600 baud (960 bytes/s): a 2,400-byte request is 2.5 s on the wire, longer than the
+    default 2 s time-out. Once a small exchange has measured the line's pace, the time-out
+    covers the frame's time on the wire and the request is not re-sent while it is still
+    moving (a re-send would double the traffic of every large frame)."""
+    rate = 960.0
+
+    def peer(conn: socket.socket) -> None:
+        dec = FrameDecoder()
+        while data := conn.recv(65536):
+            for f in dec.feed(data):
+                if isinstance(f, Frame):
+                    reply = Frame(Msg.ECHO_REPLY, f.seq, b"ok").encode()
+                    # the request's and the reply's bytes at the line's pace
+                    time.sleep((len(f.encode()) + len(reply)) / rate)
+                    conn.sendall(reply)
+
+    with Link(tcp_peer(peer)) as link:
+        assert link.line_rate is None and link.wire_time(Msg.ECHO, 1000) == 0.0  # unknown yet
+        link.request(Msg.ECHO, b"hi", expect=Msg.ECHO_REPLY)
+        assert link.line_rate is not None and link.line_rate <= rate  # a lower bound
+        for _ in range(2):
+            got = link.request(Msg.ECHO, bytes(2400), expect=Msg.ECHO_REPLY)
+            assert got.payload == b"ok"
+        assert link.retransmits == 0
+
+
 def test_hello_carries_the_session_and_waits_for_its_info(
     tcp_peer: Callable[[Peer], str],
 ) -> None:
