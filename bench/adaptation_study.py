@@ -890,6 +890,7 @@ def gated_select_tables(args: argparse.Namespace) -> int:
     feature-mode cmvn and round 3's `cmvn_select`, then every configuration's S row."""
     out: list[str] = []
     cols = (*COLUMNS, "clean_only")
+    deploy: dict[str, tuple[float, bool, float]] = {}
     for name in ("default", "fsdd"):
         p = Path(args.out) / f"{name}.gated-select.json"
         if not p.exists():
@@ -935,8 +936,25 @@ def gated_select_tables(args: argparse.Namespace) -> int:
                        f"{wc:+.2f} | {wo:+.2f} | {g50['-10']['gain']:+.2f} | "
                        f"{g50['-20']['gain']:+.2f} |")  # fmt: skip
         out.append("")
+        deploy[name] = (r4_score(r4), bool(r4_row(r4)["admissible"]), r3_score)
+    if len(deploy) == 2:  # the deployment rule of "Round 4"
+        s4 = float(np.mean([v[0] for v in deploy.values()]))
+        s3 = float(np.mean([v[2] for v in deploy.values()]))
+        ok = all(v[1] for v in deploy.values())
+        verdict = "deployed" if ok and s4 > s3 else "not deployed: round 3 stays"
+        out.append(f"Deployment rule: round 4's choices admissible on both S: {ok}; mean S score "
+                   f"over both sets {s4:+.3f} against round 3's {s3:+.3f}: {verdict}.")  # fmt: skip
+        out.append("")
     print("\n".join(out))
     return 0
+
+
+def r4_row(r4: dict[str, Any]) -> dict[str, Any]:
+    return next(x for x in r4["selection"] if x["config"] == r4["chosen"])
+
+
+def r4_score(r4: dict[str, Any]) -> float:
+    return float(r4_row(r4)["score"])
 
 
 def meta_cmvn(config: str) -> Any:
