@@ -396,6 +396,7 @@ def test_causal_integer_form_tracks_the_float_method() -> None:
         ("gate = -1.0", r"gate=-1.0 is not allowed: use a float in \[0, 64\]"),
         ("causal_gate = 65.0", r"causal_gate=65.0 is not allowed: use a float in \[0, 64\]"),
         ("gate = nan", r"gate=nan is not allowed"),
+        ("select_gate = -0.5", r"select_gate=-0.5 is not allowed: use a float in \[0, 64\]"),
         ("gate = 'on'", r"\[cmvn\].gate = 'on' has type str; expected float"),
     ],
 )
