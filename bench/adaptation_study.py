@@ -10,7 +10,8 @@
     PYTHONPATH=. python bench/adaptation_study.py causal-tables --out out/study
 
 `causal` is the study of the causal, gated input normalisation for the audio mode
-(docs/adaptation.md, "Audio mode: causal cmvn"): selection on S, then the test once.
+(docs/adaptation.md, "Audio mode: causal cmvn"): selection on S, then the test once; `gated`,
+`select` and `gated-select` are its rounds 2, 3 and 4 (`gated-select-tables` renders round 4).
 
 `run` writes ``<out>/<name>.json`` (selection rows, chosen configurations, per-condition
 correct counts per method, protocol and seed); `tables` renders the Markdown tables. Every MFCC
@@ -328,19 +329,26 @@ def select(
 ) -> tuple[int, list[dict[str, Any]]]:
     """Index of the chosen grid entry by the rule of docs/adaptation.md, and all rows."""
     rows: list[dict[str, Any]] = []
-    scores: list[float] = []
     for label, method in grid:
         g = evaluate_method(ctx, conds, method, continual, base)
         sc, ok = score(g)
         rows.append({"config": label, "score": sc, "admissible": ok, "gains": g})
-        scores.append(sc)
         log(f"  select {label}: score {sc:+.2f} admissible {ok}")
+    return choose_by_rule(rows), rows
+
+
+TIE = 0.1  # points: a less aggressive configuration this near the best wins
+
+
+def choose_by_rule(rows: list[dict[str, Any]]) -> int:
+    """The selection rule of docs/adaptation.md on rows listed least → most aggressive, each
+    with "score" and "admissible": the admissible row with the highest score, the first row
+    within `TIE` of it winning the tie; the first (least aggressive) row if none is admissible."""
     adm = [i for i, r in enumerate(rows) if r["admissible"]]
     if not adm:
-        return 0, rows
-    best = max(scores[i] for i in adm)
-    chosen = min(i for i in adm if scores[i] >= best - 0.1)
-    return chosen, rows
+        return 0
+    best = max(rows[i]["score"] for i in adm)
+    return min(i for i in adm if rows[i]["score"] >= best - TIE)
 
 
 # ------------------------------------------------------------------------------ run
@@ -645,6 +653,20 @@ def causal_score(ev: dict[str, Any]) -> tuple[float, bool]:
     return float(np.mean(scores)), bool(ok)
 
 
+def causal_select(
+    ctx: Ctx, src: list[CondData], grid: list[tuple[str, Method]], base_src: list[np.ndarray]
+) -> tuple[int, list[dict[str, Any]]]:
+    """Every configuration of ``grid`` (least → most aggressive) on S by `causal_eval` and
+    `causal_score`; the index `choose_by_rule` picks, and the rows."""
+    rows: list[dict[str, Any]] = []
+    for label, method in grid:
+        ev = causal_eval(ctx, src, method, base_src)
+        sc, ok = causal_score(ev)
+        rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
+        log(f"  select {label}: score {sc:+.2f} admissible {ok}")
+    return choose_by_rule(rows), rows
+
+
 def causal(args: argparse.Namespace) -> int:
     import torch
 
@@ -654,19 +676,8 @@ def causal(args: argparse.Namespace) -> int:
     src = load_source(args.data)
     assert src[0].column == "clean"
     base_src = run_protocol(ctx, src, m_noadapt, 0, False)
-    rows: list[dict[str, Any]] = []
     grid = causal_grid()
-    for label, method in grid:
-        ev = causal_eval(ctx, src, method, base_src)
-        sc, ok = causal_score(ev)
-        rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
-        log(f"  select {label}: score {sc:+.2f} admissible {ok}")
-    adm = [i for i, r in enumerate(rows) if r["admissible"]]
-    if adm:
-        best = max(rows[i]["score"] for i in adm)
-        chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
-    else:
-        chosen = 0
+    chosen, rows = causal_select(ctx, src, grid, base_src)
     log(f"  chose {rows[chosen]['config']}")
     result: dict[str, Any] = {"name": args.name, "selection": rows}
     result["chosen"] = rows[chosen]["config"]
@@ -720,17 +731,7 @@ def gated(args: argparse.Namespace) -> int:
          m_cmvn_gated(fcfg.weight, fcfg.alpha, g))
         for g in (1.0, 0.75, 0.5, None)
     ]  # fmt: skip
-    rows: list[dict[str, Any]] = []
-    for label, method in grid:
-        ev = causal_eval(ctx, src, method, base_src)
-        sc, ok = causal_score(ev)
-        rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
-        log(f"  select {label}: score {sc:+.2f} admissible {ok}")
-    adm = [i for i, r in enumerate(rows) if r["admissible"]]
-    chosen = 0
-    if adm:
-        best = max(rows[i]["score"] for i in adm)
-        chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
+    chosen, rows = causal_select(ctx, src, grid, base_src)
     log(f"  chose {rows[chosen]['config']}")
     result: dict[str, Any] = {"name": args.name, "selection": rows}
     result["chosen"] = rows[chosen]["config"]
@@ -787,17 +788,7 @@ def select_round(args: argparse.Namespace) -> int:
          m_cmvn_select(fcfg.weight, float(fcfg.alpha), m))
         for m in (0.2, 0.1, 0.0)
     ]  # fmt: skip
-    rows: list[dict[str, Any]] = []
-    for label, method in grid:
-        ev = causal_eval(ctx, src, method, base_src)
-        sc, ok = causal_score(ev)
-        rows.append({"config": label, "score": sc, "admissible": ok, "eval": ev})
-        log(f"  select {label}: score {sc:+.2f} admissible {ok}")
-    adm = [i for i, r in enumerate(rows) if r["admissible"]]
-    chosen = 0
-    if adm:
-        best = max(rows[i]["score"] for i in adm)
-        chosen = min(i for i in adm if rows[i]["score"] >= best - 0.1)
+    chosen, rows = causal_select(ctx, src, grid, base_src)
     log(f"  chose {rows[chosen]['config']}")
     result: dict[str, Any] = {"name": args.name, "selection": rows}
     result["chosen"] = rows[chosen]["config"]
@@ -810,6 +801,160 @@ def select_round(args: argparse.Namespace) -> int:
     (Path(args.out) / f"{args.name}.select.json").write_text(json.dumps(result, indent=1))
     log(f"done in {result['seconds']} s")
     return 0
+
+
+# ------------------------------------------------------------------ round 4: gated selection
+
+GS_GATES: tuple[float | None, ...] = (None, 1.0, 0.75, 0.5)  # least → most aggressive
+GS_MARGINS: tuple[float, ...] = (0.5, 0.3, 0.2, 0.1, 0.0)
+_GS_CACHE: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _gs_runs(
+    ctx: Ctx, f: np.ndarray, ids: np.ndarray, weight: float, alpha: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(raw logits, look-ahead-cmvn logits, shift distance d) of one stream; every grid entry
+    of round 4 reads the same three, so they are computed once per stream (keyed by the
+    stream's sample ids in play order and a checksum of its features)."""
+    from codegen.elatta.methods import CmvnConfig, cmvn_shift, cmvn_stream
+
+    key = (hash(ids.tobytes()), f.shape, float(f.sum(dtype=np.float64)), weight, alpha)
+    hit = _GS_CACHE.get(key)
+    if hit is not None:
+        return hit
+    cfg = CmvnConfig(weight, alpha, True)
+    l0 = encode(ctx, norm_train(ctx, f)) @ ctx.w.T + ctx.b
+    l1 = encode(ctx, cmvn_stream(f, ctx.mu_tr, ctx.sd_tr, cfg)) @ ctx.w.T + ctx.b
+    d = cmvn_shift(f, ctx.mu_tr, ctx.sd_tr, cfg)
+    if len(_GS_CACHE) >= 32:
+        _GS_CACHE.clear()
+    _GS_CACHE[key] = (l0, l1, d)
+    return l0, l1, d
+
+
+def m_gated_select(weight: float, alpha: float, gate: float | None, margin: float) -> Method:
+    """Round 4: the cmvn class where the shift gate on the look-ahead statistics fires (d ≥ τ)
+    or where its entropy is lower than the raw one's by more than ``margin`` nats; else raw.
+    With ``gate=None`` it is round 3's `m_cmvn_select` (same logits, same entropies)."""
+
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        l0, l1, d = _gs_runs(ctx, f, ids, weight, alpha)
+        use = _entropy(l1) < _entropy(l0) - margin
+        if gate is not None:
+            use |= d >= gate
+        out: np.ndarray = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
+        return out
+
+    return run
+
+
+def gs_label(alpha: float, weight: float, gate: float | None, margin: float) -> str:
+    return f"alpha=1/{round(1 / alpha)},w={weight},gate={gate or 'none'},margin={margin}"
+
+
+def gated_select(args: argparse.Namespace) -> int:
+    """docs/adaptation.md "Round 4": the gated selection's (τ, m) on S by the causal section's
+    rule, then the test once, beside the feature-mode cmvn and round 3's choice (references)."""
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ctx = make_ctx(args.model, args.basis, args.data)
+    src = load_source(args.data)
+    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
+    fcfg = meta_cmvn(args.config)
+    a, w = float(fcfg.alpha), float(fcfg.weight)
+    cfgs = [(g, m) for g in GS_GATES for m in GS_MARGINS]
+    grid = [(gs_label(a, w, g, m), m_gated_select(w, a, g, m)) for g, m in cfgs]
+    chosen, rows = causal_select(ctx, src, grid, base_src)
+    log(f"  chose {rows[chosen]['config']}")
+    result: dict[str, Any] = {"name": args.name, "selection": rows}
+    result["chosen"] = rows[chosen]["config"]
+    result["chosen_gate"], result["chosen_margin"] = cfgs[chosen]
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    out = Path(args.out) / f"{args.name}.gated-select-selection.json"
+    out.write_text(json.dumps(result, indent=1))
+    log(f"selection written to {out}; the test, once")
+    _GS_CACHE.clear()
+    test = load_test(args.data)
+    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
+    result["test"] = {"gated_select": causal_eval(ctx, test, grid[chosen][1], base_test)}
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.gated-select.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
+def gated_select_tables(args: argparse.Namespace) -> int:
+    """Round 4's tables: per data set and segment length the chosen gated selection beside the
+    feature-mode cmvn and round 3's `cmvn_select`, then every configuration's S row."""
+    out: list[str] = []
+    cols = (*COLUMNS, "clean_only")
+    deploy: dict[str, tuple[float, bool, float]] = {}
+    for name in ("default", "fsdd"):
+        p = Path(args.out) / f"{name}.gated-select.json"
+        if not p.exists():
+            continue
+        r4 = json.loads(p.read_text())
+        ref = json.loads((Path(args.out) / f"{name}.causal.json").read_text())
+        r3 = json.loads((Path(args.out) / f"{name}.select.json").read_text())
+        r3s = json.loads((Path(args.out) / f"{name}.select-selection.json").read_text())
+        r3_score = next(x["score"] for x in r3s["selection"] if x["config"] == r3s["chosen"])
+        rows = {
+            "cmvn (feature mode)": ref["test"]["cmvn (feature mode)"],
+            f"round 3: cmvn_select ({r3['chosen']})": r3["test"]["cmvn_select"],
+            f"round 4: gated selection ({r4['chosen']})": r4["test"]["gated_select"],
+        }
+        title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
+        for seg in CAUSAL_SEGMENTS:
+            out += [f"#### {title}, round 4, segments of {seg}: gain over no-adapt (points)", ""]
+            out.append("| method | " + " | ".join(cols) + " | clean-only per seed |")
+            out.append("|---" * (len(cols) + 2) + "|")
+            na = ref["noadapt_test"]
+            out.append("| no-adapt (accuracy %) | "
+                       + " | ".join(f"{na[c]['acc']:.2f}" for c in COLUMNS) + " | "
+                       + f"{na['clean']['acc']:.2f} | — |")  # fmt: skip
+            for label, ev in rows.items():
+                g = ev[str(seg)]
+                seeds = " / ".join(f"{v:+.2f}" for v in g["clean_only"]["per_seed"])
+                cells = " | ".join(fmt_cell(g[c], 3) for c in cols)
+                out.append(f"| {label} | {cells} | {seeds} |")
+            out.append("")
+        out += [f"Selection on S ({name}), round 4, least → most aggressive: score (mean SNR "
+                "gain, both segment lengths), admissible, worst clean / clean-only seed (both "
+                "lengths), S −10 and S −20 (segments of 50). Round 3's chosen configuration "
+                f"scored {r3_score:+.2f}.", "",
+                "| config | score | admissible | worst clean seed | worst clean-only seed "
+                "| S −10 | S −20 |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for row in r4["selection"]:
+            ev = row["eval"].values()
+            wc = min(min(g["clean"]["per_seed"]) for g in ev)
+            wo = min(min(g["clean_only"]["per_seed"]) for g in ev)
+            g50 = row["eval"]["50"]
+            mark = " **chosen**" if row["config"] == r4["chosen"] else ""
+            out.append(f"| {row['config']}{mark} | {row['score']:+.2f} | {row['admissible']} | "
+                       f"{wc:+.2f} | {wo:+.2f} | {g50['-10']['gain']:+.2f} | "
+                       f"{g50['-20']['gain']:+.2f} |")  # fmt: skip
+        out.append("")
+        deploy[name] = (r4_score(r4), bool(r4_row(r4)["admissible"]), r3_score)
+    if len(deploy) == 2:  # the deployment rule of "Round 4"
+        s4 = float(np.mean([v[0] for v in deploy.values()]))
+        s3 = float(np.mean([v[2] for v in deploy.values()]))
+        ok = all(v[1] for v in deploy.values())
+        verdict = "deployed" if ok and s4 > s3 else "not deployed: round 3 stays"
+        out.append(f"Deployment rule: round 4's choices admissible on both S: {ok}; mean S score "
+                   f"over both sets {s4:+.3f} against round 3's {s3:+.3f}: {verdict}.")  # fmt: skip
+        out.append("")
+    print("\n".join(out))
+    return 0
+
+
+def r4_row(r4: dict[str, Any]) -> dict[str, Any]:
+    return next(x for x in r4["selection"] if x["config"] == r4["chosen"])
+
+
+def r4_score(r4: dict[str, Any]) -> float:
+    return float(r4_row(r4)["score"])
 
 
 def meta_cmvn(config: str) -> Any:
@@ -907,13 +1052,22 @@ def main() -> int:
     for opt in ("--data", "--model", "--basis", "--config"):
         sl.add_argument(opt, required=True)
     sl.add_argument("--out", default="out/study")
+    gs = sub.add_parser("gated-select")
+    gs.add_argument("--name", required=True, choices=("default", "fsdd"))
+    for opt in ("--data", "--model", "--basis", "--config"):
+        gs.add_argument(opt, required=True)
+    gs.add_argument("--out", default="out/study")
     ct = sub.add_parser("causal-tables")
     ct.add_argument("--out", default="out/study")
+    gt4 = sub.add_parser("gated-select-tables")
+    gt4.add_argument("--out", default="out/study")
     args = ap.parse_args()
     cmds = {"run": run, "positions": positions, "tables": tables, "causal": causal}
     cmds["causal-tables"] = causal_tables
     cmds["gated"] = gated
     cmds["select"] = select_round
+    cmds["gated-select"] = gated_select
+    cmds["gated-select-tables"] = gated_select_tables
     return cmds[args.cmd](args)
 
 

@@ -326,11 +326,7 @@ def select(args: argparse.Namespace) -> int:
         if meth.endswith("+cmvn_causal") or not meth.endswith("/carry"):
             cache.clear()
         if len(rows[meth]) == len(meths[meth]):
-            adm = [j for j, r in enumerate(rows[meth]) if r["admissible"]]
-            chosen = 0
-            if adm:
-                best = max(rows[meth][j]["score"] for j in adm)
-                chosen = min(j for j in adm if rows[meth][j]["score"] >= best - 0.1)
+            chosen = A.choose_by_rule(rows[meth])
             result["methods"][meth] = {"chosen": rows[meth][chosen]["config"], "rows": rows[meth]}
             Path(args.out).mkdir(parents=True, exist_ok=True)
             out = Path(args.out) / f"{args.name}.selection.json"

@@ -1,5 +1,5 @@
 /*
- * Modes "cmvn" and "cmvn_causal" kernel (elt_cmvn_s16.h; docs/adaptation.md "Integer
+ * Modes "cmvn", "cmvn_causal" and "cmvn_select" kernel (elt_cmvn_s16.h; docs/adaptation.md "Integer
  * specification" and "Audio mode: causal cmvn"). Every step is one line of
  * codegen/intref/cmvn.py (_update, _coefficients, _normalise), in the same order, with the
  * numeric contract's one rounding rule (fw_fixed.h) and explicit saturation. Widths: S1 = sum of
@@ -35,11 +35,11 @@ static void update(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int32_t f
 }
 
 /* Steps 4-6: v = P - M^2 (floored), D = 1 - w + w v, offset w M in the input format, gain
- * 1/sqrt(D) in Q14. With gate_sum > 0 the shift gate first measures how far the state is from
- * the training statistics, sum_f M^2 + (V - 1)^2 in Q.state_frac, and returns 0 (closed: the
- * clip passes unchanged) below gate_sum. */
+ * 1/sqrt(D) in Q14. The shift distance of the state from the training statistics,
+ * sum_f M^2 + (V - 1)^2 in Q.state_frac, goes to *dist_out; with gate_sum > 0 the shift gate
+ * returns 0 (closed: the clip passes unchanged) below gate_sum. */
 static int32_t coefficients(const elt_cmvn_params_t *prm, const elt_cmvn_state_t *st,
-                            int64_t gate_sum, int32_t *offset, int32_t *gain)
+                            int64_t gate_sum, int32_t *offset, int32_t *gain, int64_t *dist_out)
 {
     const int32_t F = prm->features;
     const int32_t fs = prm->state_frac;
@@ -55,6 +55,7 @@ static int32_t coefficients(const elt_cmvn_params_t *prm, const elt_cmvn_state_t
         }
         dist += fx_rshift_round64(mm, fs) + fx_rshift_round64((v[f] - one) * (v[f] - one), fs);
     }
+    *dist_out = dist;
     if (gate_sum > 0 && dist < gate_sum) {
         return 0;
     }
@@ -75,12 +76,13 @@ static void normalise(int32_t F, const int32_t *offset, const int32_t *gain, int
     }
 }
 
-void elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x)
+int64_t elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x)
 {
     const int32_t T = prm->frames;
     const int32_t F = prm->features;
     int32_t offset[ELT_CMVN_F_MAX];
     int32_t gain[ELT_CMVN_F_MAX];
+    int64_t dist = 0;
 
     for (int32_t f = 0; f < F; f++) {
         int32_t s1 = 0;
@@ -92,12 +94,13 @@ void elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int1
         }
         update(prm, st, f, s1, s2, prm->alpha_shift);
     }
-    if (!coefficients(prm, st, prm->gate_sum, offset, gain)) {
-        return; /* the shift gate is closed: the clip passes unchanged */
+    if (!coefficients(prm, st, prm->gate_sum, offset, gain, &dist)) {
+        return dist; /* the shift gate is closed: the clip passes unchanged */
     }
     for (int32_t t = 0; t < T; t++) {
         normalise(F, offset, gain, &x[t * F]);
     }
+    return dist;
 }
 
 void elt_cmvn_causal_begin(const elt_cmvn_params_t *prm, const elt_cmvn_state_t *st,
@@ -107,7 +110,8 @@ void elt_cmvn_causal_begin(const elt_cmvn_params_t *prm, const elt_cmvn_state_t 
         clip->s1[f] = 0;
         clip->s2[f] = 0;
     }
-    clip->open = coefficients(prm, st, prm->causal_gate_sum, clip->offset, clip->gain);
+    int64_t dist;
+    clip->open = coefficients(prm, st, prm->causal_gate_sum, clip->offset, clip->gain, &dist);
 }
 
 void elt_cmvn_causal_frame(const elt_cmvn_params_t *prm, elt_cmvn_clip_t *clip, int16_t *frame)

@@ -1,7 +1,7 @@
 /*
- * Modes "cmvn" and "cmvn_causal": continual per-coefficient input normalisation (docs/adaptation.md
- * "Deployed method", "Integer specification"). Python twin: codegen/intref/cmvn.py (cmvn_int),
- * bit-exact.
+ * Modes "cmvn", "cmvn_causal" and "cmvn_select": continual per-coefficient input normalisation
+ * (docs/adaptation.md "Deployed method", "Integer specification", "Round 4"). Python twin:
+ * codegen/intref/cmvn.py (cmvn_int, cmvn_select_int), bit-exact.
  *
  * Before the encoder, each clip's coefficient sums update an exponential moving average of the
  * input's mean M and mean square P (alpha = 2^-alpha_shift); the clip is then shifted by
@@ -31,6 +31,7 @@ typedef struct {
     int64_t gate_sum;           /* mode cmvn: shift gate threshold, Q.state_frac; 0 none */
     int64_t causal_gate_sum;    /* mode cmvn_causal: the same, on the state before the clip */
     int32_t select_margin;      /* mode cmvn_select: entropy margin, Q5.26 (fw_app_kws.c) */
+    int64_t select_gate_sum;    /* mode cmvn_select: its shift gate, as gate_sum; 0 none */
 } elt_cmvn_params_t;
 
 typedef struct {
@@ -42,8 +43,10 @@ typedef struct {
 void elt_cmvn_reset(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st);
 
 /* One clip x [T][F] (int16, the model's input format): update the state, normalise in place
- * (or leave it unchanged where the shift gate on the updated state is closed). */
-void elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x);
+ * (or leave it unchanged where the shift gate on the updated state is closed). Returns the
+ * shift distance of the updated state, sum_f M^2 + (V - 1)^2 in Q.state_frac (what the gates
+ * compare with their thresholds; mode cmvn_select's gate reads it). */
+int64_t elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x);
 
 /* Mode "cmvn_causal" (docs/adaptation.md "Audio mode: causal cmvn"): the clip is normalised
  * with the state BEFORE it, under the shift gate, one frame at a time as frames arrive, and

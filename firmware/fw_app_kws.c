@@ -72,6 +72,7 @@ typedef struct {
     elt_cmvn_clip_t cmvn_clip; /* mode cmvn_causal: the clip being normalised */
     elt_adapt_result_t raw;    /* mode cmvn_select: the raw run's result */
     int16_t z_raw[FW_APP_H];   /* mode cmvn_select: the raw run's z_t */
+    int32_t fired;             /* mode cmvn_select: its shift gate fired on this clip */
 #if FW_APP_FEATURE_INFER || FW_APP_STREAM
     /* features [T][F]: INFER's, copied out of the (unaligned) payload, or the audio mode's
      * frames held for mode cmvn, which needs the whole clip before the encoder */
@@ -85,15 +86,17 @@ static const elt_cmvn_params_t app_cmvn = FW_APP_CMVN_PARAMS;
 /* mode cmvn_select's normalised run: mode cmvn's constants without its shift gate */
 static elt_cmvn_params_t app_cmvn_select;
 
-/* Mode cmvn_select (docs/adaptation.md "Round 3"): a->raw, a->z_raw hold the raw run, a->res,
- * a->z the normalised one (both no-adapt). The answer is the normalised run's where its entropy
- * plus the margin is below the raw run's, else the raw run's; the no-adapt fields are the raw
- * run's. codegen/intref/model.py::_infer_select, field by field. */
+/* Mode cmvn_select (docs/adaptation.md "Round 3", "Round 4"): a->raw, a->z_raw hold the raw
+ * run, a->res, a->z the normalised one (both no-adapt). The answer is the normalised run's where
+ * its shift gate fired (a->fired, select_fired) or its entropy plus the margin is below the raw
+ * run's, else the raw run's; the no-adapt fields are the raw run's.
+ * codegen/intref/model.py::_infer_select, field by field. */
 static void select_merge(app_ctx_t *a)
 {
     elt_adapt_result_t *n = &a->res;
     const elt_adapt_result_t *r = &a->raw;
-    const int32_t use = (int64_t)n->H_noadapt + app_cmvn.select_margin < (int64_t)r->H_noadapt;
+    const int32_t use =
+        a->fired || (int64_t)n->H_noadapt + app_cmvn.select_margin < (int64_t)r->H_noadapt;
     n->pred = use ? n->pred_noadapt : r->pred_noadapt;
     n->H_best = use ? n->H_noadapt : r->H_noadapt;
     for (uint32_t j = 0; j < FW_APP_C; j++) {
@@ -107,6 +110,12 @@ static void select_merge(app_ctx_t *a)
             a->z[j] = a->z_raw[j];
         }
     }
+}
+
+/* Mode cmvn_select's shift gate on the shift distance of the updated state (0: no gate). */
+static int32_t select_fired(int64_t dist)
+{
+    return app_cmvn.select_gate_sum > 0 && dist >= app_cmvn.select_gate_sum;
 }
 
 /* The raw run is in a->res, a->z: keep it for select_merge. */
@@ -170,7 +179,7 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     uint64_t t_cmvn = 0;
     if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_MASK, mode)) {
         uint64_t tc = fw_timer_now();
-        elt_cmvn_apply_s16(&app_cmvn, &a->cmvn, a->x);
+        (void)elt_cmvn_apply_s16(&app_cmvn, &a->cmvn, a->x);
         t_cmvn = fw_timer_now() - tc;
     } else if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, mode)) {
         /* the audio mode's frame-by-frame order on the whole clip: the same integers */
@@ -189,7 +198,7 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_SELECT_MASK, mode)) {
         /* the second, normalised run (its cost is the adaptation's) and the choice */
         select_keep_raw(a);
-        elt_cmvn_apply_s16(&app_cmvn_select, &a->cmvn, a->x);
+        a->fired = select_fired(elt_cmvn_apply_s16(&app_cmvn_select, &a->cmvn, a->x));
         FW_APP_ENCODE(a->x, a->z);
         elt_adapt_run(&a->params, &a->state, a->z, sample_id, &a->res);
         select_merge(a);
@@ -366,10 +375,11 @@ static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t 
 }
 
 /* The held clip a->x: the input normalisation prm in place, then every encoder step, into
- * a->z (the step takes an aligned frame: each row is copied to s->frame). */
-static void encode_held(app_ctx_t *a, app_stream_t *s, const elt_cmvn_params_t *prm)
+ * a->z (the step takes an aligned frame: each row is copied to s->frame). Returns the shift
+ * distance of the updated statistics (elt_cmvn_apply_s16). */
+static int64_t encode_held(app_ctx_t *a, app_stream_t *s, const elt_cmvn_params_t *prm)
 {
-    elt_cmvn_apply_s16(prm, &a->cmvn, a->x);
+    int64_t dist = elt_cmvn_apply_s16(prm, &a->cmvn, a->x);
     FW_APP_STREAM_BEGIN();
     for (uint32_t t = 0; t < FW_APP_T; t++) {
         for (uint32_t f = 0; f < FW_APP_F; f++) {
@@ -378,6 +388,7 @@ static void encode_held(app_ctx_t *a, app_stream_t *s, const elt_cmvn_params_t *
         FW_APP_STREAM_STEP(s->frame);
     }
     FW_APP_STREAM_END(a->z);
+    return dist;
 }
 
 static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len,
@@ -389,7 +400,7 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     if (s->lookahead) { /* the whole clip heard: mode cmvn as INFER runs it, then the encoder */
-        encode_held(a, s, &app_cmvn);
+        (void)encode_held(a, s, &app_cmvn);
     } else {
         FW_APP_STREAM_END(a->z);
     }
@@ -402,7 +413,7 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
     elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
     if (s->select) { /* the second, normalised run on the held clip, and the choice */
         select_keep_raw(a);
-        encode_held(a, s, &app_cmvn_select);
+        a->fired = select_fired(encode_held(a, s, &app_cmvn_select));
         elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
         select_merge(a);
     }

@@ -272,7 +272,7 @@ def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> St
     head and adaptation) and float classes."""
     from codegen.base.features import quantize_features
     from codegen.elatta.float_ref import adapt, encode_float, head_logits
-    from codegen.elatta.methods import input_stage, select_confident
+    from codegen.elatta.methods import stage_classes
     from codegen.intref.mfcc import mfcc_int
     from codegen.intref.model import infer_int, stream_infer_int
 
@@ -291,11 +291,9 @@ def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> St
     pred0 = np.asarray(ref["pred_noadapt"])
     stage = device_mode(mode).before_encoder
     if stage is not None:  # the float twin: the input stage on the float features
-        z_c = encode_float(input_stage(c.xf, stage, model.adapt), model)
-        pred = np.argmax(head_logits(z_c, W, b), axis=1)
-        if stage == "cmvn_select":  # the more confident of the raw and the normalised run
-            margin = float(model.adapt.cmvn_select_margin)
-            pred = select_confident(head_logits(z_f, W, b), head_logits(z_c, W, b), margin)
+        pred = stage_classes(
+            c.xf, stage, model.adapt, lambda u: head_logits(encode_float(u, model), W, b)
+        )
         # the device's pred_noadapt is cmvn's class too: no-adapt itself from the reference
         pred0 = np.asarray(infer_int(xi, q, c.ids, mode="no_adapt").pred_noadapt)
     return Stream(

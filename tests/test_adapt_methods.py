@@ -114,3 +114,40 @@ def test_normalised_domain_form_equals_the_raw_form() -> None:
         np.testing.assert_allclose(
             cmvn_normalised(u, cfg), cmvn_stream(FEATS, MU_TR, SD_TR, cfg), rtol=1e-4, atol=1e-4
         )
+
+
+def test_stage_classes_gated_selection() -> None:
+    """cmvn_select's float twin (docs/adaptation.md "Round 4"): with no gate it is round 3's
+    `select_confident`; with the gate and a margin no entropy passes, the normalised class is
+    taken exactly where the look-ahead shift d (`cmvn_shift`, what cmvn's gate tests) reaches τ;
+    the gate's d and cmvn's own gate agree."""
+    import dataclasses
+
+    from codegen.elatta.methods import cmvn_shift, select_confident, stage_classes
+    from codegen.ir.nodes import AdaptConfig
+
+    u = (FEATS - MU_TR) / SD_TR * np.linspace(0.5, 2.0, 40)[:, None, None]  # a growing shift
+    rng = np.random.default_rng(3)
+    W, b = rng.standard_normal((6, 10)), rng.standard_normal(6)
+
+    def logits_of(x: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.asarray(x, np.float64).mean(axis=1) @ W.T + b
+        return out
+
+    base = AdaptConfig(cmvn_alpha_shift=2, cmvn_weight_shift=2, cmvn_select_margin=0.1)
+    cfg = CmvnConfig(0.25, 0.25, True)
+    l0, l1 = logits_of(u), logits_of(cmvn_normalised(u, cfg))
+    got = stage_classes(u, "cmvn_select", base, logits_of)
+    np.testing.assert_array_equal(got, select_confident(l0, l1, 0.1))
+    d = cmvn_shift(u, np.zeros(10), np.ones(10), cfg)
+    tau = float(np.median(d))
+    gated = dataclasses.replace(base, cmvn_select_margin=8.0, cmvn_select_gate=tau)
+    fired = d >= tau
+    assert fired.any() and not fired.all()
+    want = np.where(fired, l1.argmax(axis=1), l0.argmax(axis=1))
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", gated, logits_of), want)
+    assert (l1.argmax(axis=1) != l0.argmax(axis=1))[fired].any()  # the gate changes answers
+    # cmvn's own gate (cmvn_stream's) passes exactly the clips where d < τ
+    passed = cmvn_normalised(u, cfg, gate=tau)
+    same = np.all(np.abs(passed - u.astype(np.float32)) < 1e-6, axis=(1, 2))
+    np.testing.assert_array_equal(same, ~fired)

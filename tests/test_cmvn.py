@@ -6,6 +6,7 @@ every value, and the integer form tracks the float method (codegen.elatta.method
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
 from pathlib import Path
 
@@ -24,7 +25,15 @@ from codegen.target.toolchain import find_tool, run_tool
 
 
 def params(
-    T: int, F: int, n: int, a: int, b: int, ca: int = 2, tau: float = 0.0, gate: float = 0.0
+    T: int,
+    F: int,
+    n: int,
+    a: int,
+    b: int,
+    ca: int = 2,
+    tau: float = 0.0,
+    gate: float = 0.0,
+    select_gate: float = 0.0,
 ) -> CmvnParams:
     fs = n + 8
     return CmvnParams(
@@ -40,6 +49,7 @@ def params(
         gate_sum=round(gate * F * (1 << fs)),
         causal_alpha_shift=ca,
         causal_gate_sum=round(tau * F * (1 << fs)),
+        select_gate_sum=round(select_gate * F * (1 << fs)),
     )
 
 
@@ -53,8 +63,15 @@ def rsr(x: int, s: int) -> int:
     return (x + (1 << (s - 1))) >> s if s > 0 else x << -s
 
 
-def spec_clip(u: list[list[int]], p: CmvnParams, M: list[int], P: list[int]) -> list[list[int]]:
-    """docs/adaptation.md "Integer specification", step by step in Python ints."""
+def spec_clip(
+    u: list[list[int]],
+    p: CmvnParams,
+    M: list[int],
+    P: list[int],
+    dists: list[int] | None = None,
+) -> list[list[int]]:
+    """docs/adaptation.md "Integer specification", step by step in Python ints; the shift
+    distance of the updated state is appended to ``dists``."""
     T, F, fs, b = p.frames, p.features, p.state_frac, p.weight_shift
     out = [[0] * F for _ in range(T)]
     for f in range(F):
@@ -66,6 +83,8 @@ def spec_clip(u: list[list[int]], p: CmvnParams, M: list[int], P: list[int]) -> 
         P[f] += rsr(c2 - P[f], p.alpha_shift)
     V = [max(P[f] - rsr(M[f] * M[f], fs), p.vmin) for f in range(F)]
     dist = sum(rsr(M[f] * M[f], fs) + rsr((V[f] - (1 << fs)) ** 2, fs) for f in range(F))
+    if dists is not None:
+        dists.append(dist)
     if p.gate_sum > 0 and dist < p.gate_sum:
         return [row[:] for row in u]
     for f in range(F):
@@ -155,6 +174,34 @@ def test_causal_reference_equals_the_written_spec(p: CmvnParams) -> None:
     assert_array_equal(st.P, P)
 
 
+# mode cmvn_select's normalised run (ungated) and its own shift gate on the updated state: a
+# threshold that fires on some of the clips below, one that never fires, and none
+SELECT = [params(49, 10, 11, 1, 2, select_gate=0.75), params(49, 10, 11, 2, 2, select_gate=40.0)]
+SELECT += [params(25, 13, 12, 3, 1), params(49, 10, 11, 1, 2, gate=0.75, select_gate=0.75)]
+
+
+@pytest.mark.parametrize(
+    "p", SELECT, ids=lambda p: f"a{p.alpha_shift}g{p.gate_sum}s{p.select_gate_sum}"
+)
+def test_select_run_equals_the_written_spec(p: CmvnParams) -> None:
+    """cmvn_select_int: every clip normalised as mode cmvn without its gate (gate_sum is
+    ignored), and the selection's gate fires where the updated state's shift distance reaches
+    select_gate_sum (docs/adaptation.md "Round 4")."""
+    from codegen.intref.cmvn import cmvn_select_int
+
+    x = clips(p, 1)
+    got, fired = cmvn_select_int(x, p)
+    M, P = [0] * p.features, [1 << p.state_frac] * p.features
+    dists: list[int] = []
+    ungated = dataclasses.replace(p, gate_sum=0)
+    want = [spec_clip(clip.astype(int).tolist(), ungated, M, P, dists) for clip in x]
+    assert_array_equal(got, np.array(want))
+    sg = p.select_gate_sum
+    assert fired.tolist() == [sg > 0 and d >= sg for d in dists]
+    if p is SELECT[0]:  # the gate both fires and stays closed on these clips
+        assert fired.any() and not fired.all(), fired
+
+
 def test_cmvn_gate_opens_and_closes() -> None:
     """Mode cmvn's gate (on the state after the clip joined it) both normalises and passes
     clips unchanged over the clips below, at a low and a high threshold; the higher one passes
@@ -218,7 +265,12 @@ class _Params(ctypes.Structure):
             "vmin",
             "causal_alpha_shift",
         )
-    ] + [("gate_sum", ctypes.c_int64), ("causal_gate_sum", ctypes.c_int64)]
+    ] + [
+        ("gate_sum", ctypes.c_int64),
+        ("causal_gate_sum", ctypes.c_int64),
+        ("select_margin", ctypes.c_int32),
+        ("select_gate_sum", ctypes.c_int64),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -236,17 +288,30 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
 
 @pytest.mark.parametrize("p", CASES, ids=lambda p: f"a{p.alpha_shift}b{p.weight_shift}n{p.x_frac}")
 def test_firmware_kernel_equals_reference(kernel: ctypes.CDLL, p: CmvnParams) -> None:
+    """Every clip and the state, and the shift distance the kernel returns (mode cmvn_select's
+    gate reads it) equals the reference's `shift_sum` of the updated state."""
+    from codegen.intref.cmvn import shift_sum
+
     x = clips(p, 4)
     want, st = cmvn_int(x, p)
+    want_dist = []
+    ref = CmvnState.reset(p)
+    for clip in x:
+        _, ref = cmvn_int(clip[None], p, ref)
+        want_dist.append(shift_sum(ref, p))
     prm = _Params(*(getattr(p, name) for name, _ in _Params._fields_))
     state = (ctypes.c_int32 * 128)()
     kernel.elt_cmvn_reset(ctypes.byref(prm), state)
+    kernel.elt_cmvn_apply_s16.restype = ctypes.c_int64
     got = np.array(x, dtype=np.int16, copy=True)
-    for clip in got:
+    dist = [
         kernel.elt_cmvn_apply_s16(
             ctypes.byref(prm), state, clip.ctypes.data_as(ctypes.POINTER(ctypes.c_int16))
         )
+        for clip in got
+    ]
     assert_array_equal(got, want)
+    assert dist == want_dist
     c_state = np.frombuffer(state, dtype=np.int32)
     assert_array_equal(c_state[: p.features], st.M)
     assert_array_equal(c_state[64 : 64 + p.features], st.P)
@@ -331,6 +396,7 @@ def test_causal_integer_form_tracks_the_float_method() -> None:
         ("gate = -1.0", r"gate=-1.0 is not allowed: use a float in \[0, 64\]"),
         ("causal_gate = 65.0", r"causal_gate=65.0 is not allowed: use a float in \[0, 64\]"),
         ("gate = nan", r"gate=nan is not allowed"),
+        ("select_gate = -0.5", r"select_gate=-0.5 is not allowed: use a float in \[0, 64\]"),
         ("gate = 'on'", r"\[cmvn\].gate = 'on' has type str; expected float"),
     ],
 )
@@ -381,3 +447,20 @@ def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
     big = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_margin=2**31 - 1))
     kept = infer_int(x, big, ids, mode="cmvn_select")
     assert_array_equal(kept.adapt.pred, raw.adapt.pred)
+    # round 4's shift gate: with a margin no entropy passes, the normalised answer is taken
+    # exactly where the gate fires on the updated state (docs/adaptation.md "Round 4")
+    from codegen.intref.cmvn import cmvn_select_int, shift_sum
+
+    st, dists = CmvnState.reset(q.cmvn), []
+    for clip in x:  # the updated state's shift distance per clip, for thresholds between them
+        _, st = cmvn_int(clip[None], q.cmvn, st)
+        dists.append(shift_sum(st, q.cmvn))
+    for sg in sorted(set(dists))[1:-1:4]:
+        gated = dataclasses.replace(big.cmvn, select_gate_sum=sg)
+        _, fired = cmvn_select_int(x, gated)
+        assert fired.any() and not fired.all(), (sg, fired)
+        assert (norm.z != raw.z).any(axis=1)[fired].any()  # an ignored gate would show
+        g = infer_int(x, dataclasses.replace(q, cmvn=gated), ids, mode="cmvn_select")
+        assert_array_equal(g.adapt.pred, np.where(fired, norm.adapt.pred, raw.adapt.pred))
+        assert_array_equal(g.z, np.where(fired[:, None], norm.z, raw.z))
+        assert_array_equal(g.adapt.pred_noadapt, raw.adapt.pred_noadapt)

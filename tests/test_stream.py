@@ -330,6 +330,68 @@ def test_input_normalisations_in_the_audio_mode(
         stream_infer_int(np.zeros((1, 8000), np.int16), q, np.array([1]), mode="strict")
 
 
+@pytest.fixture(scope="module")
+def select_gate_build(
+    kws_build: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """The default model built with cmvn_select's shift gate on (`[cmvn] select_gate`,
+    docs/adaptation.md "Round 4") and a margin no entropy difference passes, so every
+    normalised answer comes from the gate: (build dir, data dir)."""
+    _, data = kws_build
+    tmp = tmp_path_factory.mktemp("selgate")
+    text = (ROOT / "configs/default.toml").read_text()
+    text = text.replace("\nselect_margin = 0.2\n", "\nselect_margin = 8.0\n")
+    text = text.replace("\nselect_gate = 0.0\n", "\nselect_gate = 0.01\n")
+    assert "select_gate = 0.01" in text and "select_margin = 8.0" in text
+    (tmp / "gated.toml").write_text(text)
+    out = tmp / "build"
+    build(
+        ROOT / "models/default/model.pt",
+        ROOT / "models/default/basis.npz",
+        tmp / "gated.toml",
+        out,
+        data_dir=data,
+    )
+    return out, data
+
+
+def test_select_gate_in_the_audio_mode(
+    select_gate_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """cmvn_select with its shift gate through QEMU's audio mode, chunks of 160 and 1,022
+    samples: bit-exact with the reference (run_pcm) and the same RESULTs; the gate fires on
+    some clips and not on others, and where it fires the answer differs from the same build's
+    reference without the gate, so a device or a reference that ignored it would fail."""
+    import dataclasses
+
+    from elatta_host.plan import load_build
+
+    from codegen.intref.cmvn import cmvn_select_int
+    from codegen.intref.mfcc import mfcc_int
+    from codegen.intref.model import stream_infer_int
+
+    build_dir, data = select_gate_build
+    a = run_pcm(build_dir, data, tmp_path / "c160", ("cmvn_select",), 8, 160)
+    b = run_pcm(build_dir, data, tmp_path / "c1022", ("cmvn_select",), 8, 1022)
+    assert len(a) >= 8 and a == b
+    _, q = load_build(build_dir)
+    assert q.cmvn is not None and q.cmvn.select_gate_sum > 0
+    q0 = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_gate_sum=0))
+    plan = make_plan(build_dir, data, ("cmvn_select",), 8, input_kind="pcm")
+    fired_all, changed = [], []
+    for st in plan.streams:
+        assert st.pcm is not None
+        _, fired = cmvn_select_int(mfcc_int(st.pcm, q.mfcc), q.cmvn)
+        gated = stream_infer_int(st.pcm, q, st.ids, mode="cmvn_select")
+        plain = stream_infer_int(st.pcm, q0, st.ids, mode="cmvn_select")
+        fired_all += fired.tolist()
+        changed += (np.asarray(gated.z) != np.asarray(plain.z)).any(axis=1).tolist()
+        for i in range(len(st.ids)):  # the device's RESULT is the gated reference's
+            assert a[(st.key, int(st.ids[i]))]["pred"] == int(gated.pred[i])
+    assert any(fired_all) and not all(fired_all), fired_all
+    assert changed == fired_all
+
+
 def test_audio_payload_codec() -> None:
     from elatta_host.infer import (
         decode_audio_ack,

@@ -16,6 +16,7 @@ All arrays are float64 unless stated; frames are MFCC [T, F] before normalisatio
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,15 @@ def _ema(x: FloatArray, alpha: float, init: FloatArray) -> FloatArray:
     return out
 
 
+def shift_distance(m: FloatArray, q: FloatArray, mu0: FloatArray, sd0: FloatArray) -> FloatArray:
+    """The shift gate's distance of running statistics m, q [N, F] from the training ones:
+    d = mean_f(m_u² + (v_u − 1)²), m_u, v_u the mean and variance in units of μ_tr, σ_tr."""
+    mu_u = (m - mu0) / sd0
+    v_u = np.maximum(q - m**2, VAR_FLOOR) / sd0**2
+    out: FloatArray = np.mean(mu_u**2 + (v_u - 1.0) ** 2, axis=1)
+    return out
+
+
 def _gate(
     m: FloatArray,
     q: FloatArray,
@@ -127,12 +137,32 @@ def _gate(
     (v_u − 1)²) < τ, the clip keeps the training statistics (μ_tr, σ_tr)."""
     if gate is None:
         return mu, sd
-    mu_u = (m - mu0) / sd0
-    v_u = np.maximum(q - m**2, VAR_FLOOR) / sd0**2
-    off = np.mean(mu_u**2 + (v_u - 1.0) ** 2, axis=1) < gate
+    off = shift_distance(m, q, mu0, sd0) < gate
     mu, sd = mu.copy(), np.array(np.broadcast_to(sd, mu.shape))
     mu[off], sd[off] = mu0, np.broadcast_to(sd0, sd[off].shape)
     return mu, sd
+
+
+def _lookahead_stats(
+    x: FloatArray, mu0: FloatArray, sd0: FloatArray, cfg: CmvnConfig
+) -> tuple[FloatArray, FloatArray]:
+    """Running mean and mean square [N, F] after each clip of x [N, T, F] joined them."""
+    cm, cq = x.mean(axis=1), (x * x).mean(axis=1)
+    if cfg.alpha is not None:
+        st = CmvnState.initial(mu0, sd0)
+        cm = _ema(cm, float(cfg.alpha), st.mean)
+        cq = _ema(cq, float(cfg.alpha), st.sqmean)
+    return cm, cq
+
+
+def cmvn_shift(
+    feats: npt.ArrayLike, mu_tr: npt.ArrayLike, sd_tr: npt.ArrayLike, cfg: CmvnConfig
+) -> FloatArray:
+    """Per clip of ``feats`` [N, T, F] in order: the shift distance d (`shift_distance`) of the
+    look-ahead running statistics after the clip joined them, what `cmvn_stream`'s gate tests."""
+    x = np.asarray(feats, dtype=np.float64)
+    mu0, sd0 = np.asarray(mu_tr, np.float64), np.asarray(sd_tr, np.float64)
+    return shift_distance(*_lookahead_stats(x, mu0, sd0, cfg), mu0, sd0)
 
 
 def cmvn_stream(
@@ -146,11 +176,7 @@ def cmvn_stream(
     ``gate`` τ: the shift gate on the statistics after the clip joined them (`_gate`)."""
     x = np.asarray(feats, dtype=np.float64)
     mu0, sd0 = np.asarray(mu_tr, np.float64), np.asarray(sd_tr, np.float64)
-    cm, cq = x.mean(axis=1), (x * x).mean(axis=1)
-    if cfg.alpha is not None:
-        st = CmvnState.initial(mu0, sd0)
-        cm = _ema(cm, float(cfg.alpha), st.mean)
-        cq = _ema(cq, float(cfg.alpha), st.sqmean)
+    cm, cq = _lookahead_stats(x, mu0, sd0, cfg)
     mu, sd = _blend(cm, cq, mu0, sd0, cfg)
     mu, sd = _gate(cm, cq, mu, sd, mu0, sd0, gate)
     return ((x - mu[:, None, :]) / sd[:, None, :]).astype(np.float32)
@@ -218,15 +244,47 @@ def input_stage(u: npt.ArrayLike, stage: str, adapt: Any) -> npt.NDArray[np.floa
 
 
 def select_confident(
-    logits_raw: npt.ArrayLike, logits_norm: npt.ArrayLike, margin: float
+    logits_raw: npt.ArrayLike,
+    logits_norm: npt.ArrayLike,
+    margin: float,
+    fired: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.int64]:
-    """Mode cmvn_select's classes (docs/adaptation.md "Round 3"): the normalised run's where its
-    prediction entropy is below the raw run's by more than ``margin`` nats, else the raw one's."""
+    """Mode cmvn_select's classes (docs/adaptation.md "Round 3", "Round 4"): the normalised
+    run's where its prediction entropy is below the raw run's by more than ``margin`` nats or
+    where ``fired`` (bool [N], the shift gate d ≥ τ) is set, else the raw one's."""
     l0 = np.asarray(logits_raw, np.float64)
     l1 = np.asarray(logits_norm, np.float64)
     use = entropy(l1) < entropy(l0) - margin
+    if fired is not None:
+        use = use | np.asarray(fired, bool)
     out: npt.NDArray[np.int64] = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
     return out
+
+
+def stage_classes(
+    u: npt.ArrayLike,
+    stage: str,
+    adapt: Any,
+    logits_of: Callable[[Any], npt.ArrayLike],
+) -> npt.NDArray[np.int64]:
+    """The float twin's classes of a device input stage over clips u [N, T, F] (features
+    normalised with the training statistics, stream order from a reset state): the stage
+    (`input_stage`), then ``logits_of`` (features -> head logits [N, C]: the caller's encoder
+    and head). For cmvn_select the raw clips u are run too and `select_confident` picks per
+    clip, with the shift gate d ≥ ``adapt.cmvn_select_gate`` on the look-ahead statistics
+    (`cmvn_shift`; 0: no gate, docs/adaptation.md "Round 4")."""
+    l1 = np.asarray(logits_of(input_stage(u, stage, adapt)))
+    if stage != "cmvn_select":
+        out: npt.NDArray[np.int64] = np.argmax(l1, axis=1)
+        return out
+    l0 = np.asarray(logits_of(u))
+    tau = float(adapt.cmvn_select_gate)
+    fired = None
+    if tau > 0:
+        cfg, _ = stage_config(stage, adapt)
+        f = np.asarray(u).shape[-1]
+        fired = cmvn_shift(u, np.zeros(f), np.ones(f), cfg) >= tau
+    return select_confident(l0, l1, float(adapt.cmvn_select_margin), fired)
 
 
 # ------------------------------------------------------------------ latent-statistics alignment

@@ -1,7 +1,8 @@
-"""Modes "cmvn" and "cmvn_causal": continual per-coefficient input normalisation, bit-exact
-twin of ``firmware/elt_cmvn_s16.c`` (docs/adaptation.md "Integer specification" and "Audio mode:
-causal cmvn"; the float forms are `codegen.elatta.methods.cmvn_normalised` and
-`codegen.elatta.methods.cmvn_causal_stream`).
+"""Modes "cmvn", "cmvn_causal" and "cmvn_select": continual per-coefficient input
+normalisation, bit-exact twin of ``firmware/elt_cmvn_s16.c`` (docs/adaptation.md "Integer
+specification", "Audio mode: causal cmvn" and "Round 4"; the float forms are
+`codegen.elatta.methods.cmvn_normalised`, `codegen.elatta.methods.cmvn_causal_stream` and
+`codegen.elatta.methods.cmvn_shift`).
 
 Per clip, before the encoder and in clip order, from the state of the previous clip: the clip's
 coefficient sums update an exponential moving average of the mean and the mean square; the
@@ -52,16 +53,30 @@ def _update(st: CmvnState, s1: I64, s2: I64, p: CmvnParams, alpha_shift: int) ->
     st.P = st.P + rshift_round(c2 - st.P, alpha_shift)
 
 
+def _variance(st: CmvnState, p: CmvnParams) -> I64:
+    """Step 4: V = max(P − rsr(M², F_s), vmin)."""
+    return np.maximum(st.P - rshift_round(st.M * st.M, p.state_frac), p.vmin)
+
+
+def shift_sum(st: CmvnState, p: CmvnParams) -> int:
+    """The shift distance of the state from the training statistics that the shift gates
+    compare with their thresholds: Σ_f rsr(M², F_s) + rsr((V − 1)², F_s) (Q.F_s; the C kernel's
+    ``dist``, docs/adaptation.md "Audio mode")."""
+    fs = p.state_frac
+    one = np.int64(1) << fs
+    v = _variance(st, p)
+    d = rshift_round(st.M * st.M, fs) + rshift_round((v - one) * (v - one), fs)
+    return int(d.sum())
+
+
 def _coefficients(st: CmvnState, p: CmvnParams, gate_sum: int) -> tuple[I64, I64] | None:
     """Steps 4–6: offsets O and gains G from the state; None where the shift gate is closed
-    (Σ_f rsr(M², F_s) + rsr((V − 1)², F_s) < gate_sum, docs/adaptation.md "Audio mode")."""
+    (`shift_sum` < gate_sum, docs/adaptation.md "Audio mode")."""
     fs, b = p.state_frac, p.weight_shift
     one = np.int64(1) << fs
-    v = np.maximum(st.P - rshift_round(st.M * st.M, fs), p.vmin)
-    if gate_sum > 0:
-        d = rshift_round(st.M * st.M, fs) + rshift_round((v - one) * (v - one), fs)
-        if int(d.sum()) < gate_sum:
-            return None
+    v = _variance(st, p)
+    if gate_sum > 0 and shift_sum(st, p) < gate_sum:
+        return None
     d = one - (one >> b) + rshift_round(v, b)
     offset = rshift_round(st.M, 8 + b)
     gain = isqrt64((np.int64(1) << (28 + fs)) // d)
@@ -94,6 +109,31 @@ def cmvn_causal_clip(u: I64, p: CmvnParams, st: CmvnState) -> I64:
     return out
 
 
+def cmvn_select_int(features: npt.ArrayLike, p: CmvnParams) -> tuple[I64, npt.NDArray[np.bool_]]:
+    """Mode cmvn_select's normalised run over clips [N, T, F] from a reset state: mode cmvn's
+    clip without its shift gate, and per clip whether the selection's own shift gate fires on
+    the updated state (`shift_sum` ≥ select_gate_sum > 0; docs/adaptation.md "Round 4")."""
+    X = _check(features, p)
+    st = CmvnState.reset(p)
+    out = np.empty_like(X)
+    fired = np.zeros(X.shape[0], bool)
+    for i in range(X.shape[0]):
+        u = X[i]
+        _update(st, u.sum(axis=0), (u * u).sum(axis=0), p, p.alpha_shift)
+        out[i] = _normalise(u, _coefficients(st, p, 0))
+        fired[i] = p.select_gate_sum > 0 and shift_sum(st, p) >= p.select_gate_sum
+    return out, fired
+
+
+def _check(features: npt.ArrayLike, p: CmvnParams) -> I64:
+    X = np.asarray(features)
+    if X.ndim != 3 or X.shape[1:] != (p.frames, p.features):
+        raise ConfigError(f"features must have shape [N, {p.frames}, {p.features}], got {X.shape}")
+    if not np.issubdtype(X.dtype, np.integer):
+        raise ConfigError(f"features must be integers (int16 raw), got {X.dtype}")
+    return X.astype(np.int64)
+
+
 def cmvn_int(
     features: npt.ArrayLike,
     p: CmvnParams,
@@ -104,12 +144,7 @@ def cmvn_int(
     (default: a reset state, as after RESET), with mode cmvn's clip (or ``causal``: mode
     cmvn_causal's). Returns the clips as int64 arrays of int16 values and the state after the
     last clip."""
-    X = np.asarray(features)
-    if X.ndim != 3 or X.shape[1:] != (p.frames, p.features):
-        raise ConfigError(f"features must have shape [N, {p.frames}, {p.features}], got {X.shape}")
-    if not np.issubdtype(X.dtype, np.integer):
-        raise ConfigError(f"features must be integers (int16 raw), got {X.dtype}")
-    X = X.astype(np.int64)
+    X = _check(features, p)
     st = CmvnState.reset(p) if state is None else CmvnState(state.M.copy(), state.P.copy())
     out = np.empty_like(X)
     for i in range(X.shape[0]):

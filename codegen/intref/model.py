@@ -137,21 +137,27 @@ def infer_int(
 
 
 def select_confident(
-    raw: IntAdaptResult, norm: IntAdaptResult, margin: int
+    raw: IntAdaptResult,
+    norm: IntAdaptResult,
+    margin: int,
+    fired: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.bool_]:
-    """Mode cmvn_select's choice per sample: the normalised run where its no-adapt entropy plus
-    ``margin`` (Q5.26) is below the raw run's (docs/adaptation.md "Round 3")."""
-    return np.asarray(norm.H_noadapt, np.int64) + margin < np.asarray(raw.H_noadapt, np.int64)
+    """Mode cmvn_select's choice per sample: the normalised run where its shift gate ``fired``
+    or its no-adapt entropy plus ``margin`` (Q5.26) is below the raw run's (docs/adaptation.md
+    "Round 3", "Round 4")."""
+    use = np.asarray(norm.H_noadapt, np.int64) + margin < np.asarray(raw.H_noadapt, np.int64)
+    return use if fired is None else use | np.asarray(fired, bool)
 
 
 def _infer_select(
     features: npt.ArrayLike, q: QModel, sample_ids: npt.ArrayLike, trace: SampleTraceFn | None
 ) -> IntInferResult:
     """Mode cmvn_select: the clip encoded as it is and after the look-ahead cmvn (ungated,
-    ``codegen.intref.cmvn.cmvn_int``, state from a reset in row order); the no-adapt fields are
-    the raw run's, the answer (pred, logits, H_best, z) the run `select_confident` picks."""
+    ``codegen.intref.cmvn.cmvn_select_int``, state from a reset in row order, with its shift
+    gate); the no-adapt fields are the raw run's, the answer (pred, logits, H_best, z) the run
+    `select_confident` picks."""
     from codegen.intref.adapt import adapt_int
-    from codegen.intref.cmvn import cmvn_int
+    from codegen.intref.cmvn import cmvn_select_int
 
     if q.cmvn is None:
         raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
@@ -161,10 +167,10 @@ def _infer_select(
     ids = np.asarray(sample_ids)
     z0 = encode_int(features, q).astype(np.int16)
     r0 = adapt_int(z0, params, ids)
-    x1, _ = cmvn_int(features, dataclasses.replace(q.cmvn, gate_sum=0))
+    x1, fired = cmvn_select_int(features, q.cmvn)
     z1 = encode_int(x1, q).astype(np.int16)
     r1 = adapt_int(z1, params, ids)
-    use = select_confident(r0, r1, q.cmvn.select_margin)
+    use = select_confident(r0, r1, q.cmvn.select_margin, fired)
 
     def pick(raw: npt.NDArray[Any], norm: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return np.where(use.reshape((-1,) + (1,) * (raw.ndim - 1)), norm, raw)

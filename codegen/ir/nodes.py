@@ -576,8 +576,10 @@ class AdaptConfig:
     cmvn_gate: float = 0.0
     cmvn_causal_alpha_shift: int = 2
     cmvn_causal_gate: float = 0.0
-    # mode cmvn_select's entropy margin m in nats (docs/adaptation.md "Round 3")
+    # mode cmvn_select's entropy margin m in nats (docs/adaptation.md "Round 3") and its shift
+    # gate τ (0: none; "Round 4": the normalised class also where d ≥ τ after the update)
     cmvn_select_margin: float = 0.0
+    cmvn_select_gate: float = 0.0
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -623,7 +625,11 @@ class AdaptConfig:
                 f"cmvn select_margin={sm!r} is not allowed: use a float in "
                 f"[0, {CMVN_MARGIN_MAX:g}] (nats)"
             )
-        for name, g in (("gate", self.cmvn_gate), ("causal_gate", self.cmvn_causal_gate)):
+        for name, g in (
+            ("gate", self.cmvn_gate),
+            ("causal_gate", self.cmvn_causal_gate),
+            ("select_gate", self.cmvn_select_gate),
+        ):
             if (
                 not isinstance(g, int | float)
                 or isinstance(g, bool)
@@ -773,8 +779,11 @@ class CmvnParams:
     causal_alpha_shift: int = 2
     causal_gate_sum: int = 0
     # mode cmvn_select: the normalised run's class is taken where H(cmvn) + margin < H(raw),
-    # margin in the entropy's Q5.26 (docs/adaptation.md "Round 3")
+    # margin in the entropy's Q5.26 (docs/adaptation.md "Round 3"), or also where the shift
+    # distance of the updated state reaches select_gate_sum (Q.F_s as gate_sum; 0: no gate;
+    # "Round 4")
     select_margin: int = 0
+    select_gate_sum: int = 0
 
     @property
     def state_bytes(self) -> int:

@@ -400,17 +400,11 @@ def evaluate(
 
     def stage_pred(mode: str, x: np.ndarray) -> np.ndarray:
         """Classes after the mode's input stage over clips x in stream order (from a reset)."""
-        from codegen.elatta.methods import input_stage, select_confident
+        from codegen.elatta.methods import stage_classes
 
         stage = stages[mode]
         assert stage is not None
-        z_n = encode_numpy(model, input_stage(x, stage, opts.adapt))
-        out: np.ndarray = np.argmax(z_n @ w.T + b, axis=1)
-        if stage == "cmvn_select":  # the more confident of the raw and the normalised run
-            l_raw = encode_numpy(model, x) @ w.T + b
-            margin = float(opts.adapt.cmvn_select_margin)
-            out = select_confident(l_raw, z_n @ w.T + b, margin)
-        return out
+        return stage_classes(x, stage, opts.adapt, lambda u: encode_numpy(model, u) @ w.T + b)
 
     # Input stages without a stream: each condition is its own stream from a reset state; they
     # are deterministic, so every seed gives the same classes.
@@ -603,6 +597,7 @@ def build_report(
                 "gate": opts.adapt.cmvn_gate,
                 "causal_gate": opts.adapt.cmvn_causal_gate,
                 "select_margin": opts.adapt.cmvn_select_margin,
+                "select_gate": opts.adapt.cmvn_select_gate,
             },
             "chosen_by": sel.source,
             "selection_rows": sel.rows,
@@ -676,8 +671,8 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
                 f"cmvn: alpha=2^-{cm['alpha_shift']}, w=2^-{cm['weight_shift']}, gate "
                 f"{cm['gate'] or 'none'}; cmvn causal: "
                 f"alpha=2^-{cm['causal_alpha_shift']}, gate "
-                f"{cm['causal_gate'] or 'none'}; cmvn select: margin {cm['select_margin']} nats "
-                "(docs/adaptation.md)"
+                f"{cm['causal_gate'] or 'none'}; cmvn select: margin {cm['select_margin']} nats, "
+                f"gate {cm.get('select_gate') or 'none'} (docs/adaptation.md)"
             ]
             if (cm := cfg.get("cmvn")) and any(m.startswith("cmvn") for m in cfg["modes"])
             else []

@@ -90,7 +90,7 @@ def compare_fixed_float(
     from codegen.data.selection import stream_order
     from codegen.data.streams import build_stream
     from codegen.elatta.float_ref import adapt, encode_float, head_logits
-    from codegen.elatta.methods import input_stage, select_confident
+    from codegen.elatta.methods import stage_classes
     from codegen.frontend.cliargs import Declared, merge
     from codegen.frontend.importer import load_model, resolve_pooling
     from codegen.frontend.reader import BuildConfig, load_config, read_model
@@ -165,12 +165,9 @@ def compare_fixed_float(
         xf = np.stack([clips[c][1][i] for c, i in pairs])
         stage = device_mode(mode).before_encoder
         if stage is not None:
-            z = encode_float(input_stage(xf, stage, model.adapt), model)
-            if stage == "cmvn_select":
-                l_raw = head_logits(encode_float(xf, model), W, b)
-                margin = float(model.adapt.cmvn_select_margin)
-                return fixed, select_confident(l_raw, head_logits(z, W, b), margin)
-            return fixed, np.argmax(head_logits(z, W, b), axis=1)
+            return fixed, stage_classes(
+                xf, stage, model.adapt, lambda u: head_logits(encode_float(u, model), W, b)
+            )
         z_f = encode_float(xf, model)
         search = device_mode(mode).search
         return fixed, adapt(z_f, W, b, V, ids, el.replace(mode=search, seed=int(s))).pred
