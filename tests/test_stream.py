@@ -358,10 +358,11 @@ def select_gate_build(
 def test_select_gate_in_the_audio_mode(
     select_gate_build: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """cmvn_select with its shift gate through QEMU's audio mode, chunks of 160 and 1,022
-    samples: bit-exact with the reference (run_pcm) and the same RESULTs; the gate fires on
-    some clips and not on others, and where it fires the answer differs from the same build's
-    reference without the gate, so a device or a reference that ignored it would fail."""
+    """cmvn_select with its shift gate through QEMU's audio mode (chunks of 1,022 samples; the
+    mode holds the clip and decides at AUDIO_END, so the chunking is not what is tested here):
+    bit-exact with the reference (run_pcm); the gate fires on some clips and not on others, and
+    where it fires the answer differs from the same build's reference without the gate, so a
+    device or a reference that ignored it would fail."""
     import dataclasses
 
     from elatta_host.plan import load_build
@@ -371,9 +372,8 @@ def test_select_gate_in_the_audio_mode(
     from codegen.intref.model import stream_infer_int
 
     build_dir, data = select_gate_build
-    a = run_pcm(build_dir, data, tmp_path / "c160", ("cmvn_select",), 8, 160)
-    b = run_pcm(build_dir, data, tmp_path / "c1022", ("cmvn_select",), 8, 1022)
-    assert len(a) >= 8 and a == b
+    a = run_pcm(build_dir, data, tmp_path / "c1022", ("cmvn_select",), 8, 1022)
+    assert len(a) >= 8
     _, q = load_build(build_dir)
     assert q.cmvn is not None and q.cmvn.select_gate_sum > 0
     q0 = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_gate_sum=0))
