@@ -91,7 +91,8 @@ static inline uint8x16_t gather16(const uint32_t **f)
                      : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "memory");
     return v;
 }
-__attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, uint8_t *min)
+__attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, size_t *clean,
+                                         uint32_t *slept)
 {
     (void)ctx;
     size_t n = (size_t)(src_end - src_p);
@@ -125,7 +126,8 @@ __attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, ui
         lo = c < lo ? c : lo;
     }
     src_p = f;
-    *min = (uint8_t)lo;
+    *clean = lo != 0u ? n : 0u; /* a delimiter among them: the server searches them */
+    *slept = 0u;
     return n;
 }
 static uint32_t tk(void *ctx)

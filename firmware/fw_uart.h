@@ -11,10 +11,11 @@ void fw_uart_init(void);
 /* Blocking write of one byte: waits while the 64-byte TX FIFO is full. */
 void fw_uart_putc(uint8_t c);
 void fw_uart_write(const uint8_t *data, size_t len);
-/* Non-blocking burst read: moves up to cap bytes the RX FIFO holds now to dst, returns how many
- * (0: none) and the smallest of them in *min (0: a frame delimiter is among them). Counts RX FIFO
- * overruns on the way. */
-size_t fw_uart_read(uint8_t *dst, size_t cap, uint8_t *min);
+/* Moves received bytes to dst until a frame delimiter (0x00) is among them or cap are moved,
+ * sleeping (fw_uart_wait_rx) while the RX FIFO is empty; returns how many (at least one), in
+ * *clean how many leading bytes hold no delimiter (n when none does) and in *slept the global
+ * timer ticks spent asleep. Counts RX FIFO overruns on the way. */
+size_t fw_uart_read(uint8_t *dst, size_t cap, size_t *clean, uint32_t *slept);
 /* RX FIFO overruns counted since start-up (bytes lost because the 64-byte FIFO was full). */
 uint32_t fw_uart_rx_overruns(void);
 /* Non-blocking read: returns 1 and stores the byte when the RX FIFO holds one, else 0. */

@@ -108,6 +108,7 @@ def test_compare_names_every_differing_field() -> None:
     want = {**want, "z": (0,) * 32, "H_best": 1}
     assert [f for f, _, _ in compare(r, want)] == ["H_best", "z"]
     assert "ticks_total" not in COMPARED_FIELDS
+    assert "ticks_link" not in COMPARED_FIELDS and "link_bytes" not in COMPARED_FIELDS
 
 
 def test_selection_and_shards() -> None:

@@ -107,51 +107,65 @@ static inline uint8x16_t fifo16(volatile uint32_t *fifo)
 }
 #endif
 
-/* Channel_sts RTRIG (UG585 B.33 Channel_sts_reg0 bit 0) is set while the RX FIFO holds at least
- * Rcvr_FIFO_trigger_level0 (= RX_BURST) bytes: that many are read without looking at the status
- * again; the rest byte by byte while RxEMPTY (bit 1) is clear. Chnl_int_sts ROVR (bit 5, write 1
- * to clear; set whether or not the interrupt is enabled, UG585 §19.2.4 and B.33
- * Chnl_int_sts_reg0) records a byte lost to a full 64-byte FIFO since the last read: counted
- * here, reported in INFO. */
-size_t fw_uart_read(uint8_t *dst, size_t cap, uint8_t *min)
+/* The global timer's low word (fw_timer.c), read in line: the sleeps in fw_uart_read are timed
+ * to leave them out of the link's work. */
+#define GTIMER_LO ZYNQ_REG32(ZYNQ_GTIMER_BASE + GTIMER_COUNTER_LO)
+
+/* Takes bytes until a frame delimiter (0x00) is among them or cap are taken, sleeping while none
+ * are there. Channel_sts RTRIG (UG585 B.33 Channel_sts_reg0 bit 0) is set while the RX FIFO holds
+ * at least Rcvr_FIFO_trigger_level0 (= RX_BURST) bytes: that many are read without looking at the
+ * status again and searched for the delimiter at once; otherwise one byte while RxEMPTY (bit 1) is
+ * clear. One call takes a whole frame: the call, the server's bookkeeping and its two timer reads
+ * are paid once a frame, not once per look at the FIFO (the bytes trickle in under QEMU, a few at
+ * a time). Chnl_int_sts ROVR (bit 5, write 1 to clear; set whether or not the interrupt is
+ * enabled, UG585 §19.2.4 and B.33 Chnl_int_sts_reg0) records a byte lost to a full RX FIFO since
+ * the last read: counted here, reported in INFO. */
+size_t fw_uart_read(uint8_t *dst, size_t cap, size_t *clean, uint32_t *slept)
 {
     size_t n = 0;
-    uint32_t lo = 0xFFu; /* the smallest byte moved */
+    size_t last = 0; /* where the last look's bytes start */
+    uint32_t zz = 0;
+    uint32_t zero = 0;
+    while (n < cap) {
+        const uint32_t sr = UART(XUART_SR);
+        last = n;
+        if ((sr & XUART_SR_RTRIG) != 0u && cap - n >= RX_BURST) {
 #if ELT_NEON
-    uint8x16_t m = vdupq_n_u8(0xFFu);
-    while (cap - n >= RX_BURST && (UART(XUART_SR) & XUART_SR_RTRIG) != 0u) {
-        const uint8x16_t a = fifo16(&UART(XUART_FIFO));
-        vst1q_u8(dst + n, a);
-        m = vminq_u8(m, a);
-        n += RX_BURST;
-    }
-    if (n != 0u) {
-        uint8x8_t h = vmin_u8(vget_low_u8(m), vget_high_u8(m));
-        h = vpmin_u8(h, h);
-        h = vpmin_u8(h, h);
-        h = vpmin_u8(h, h);
-        lo = vget_lane_u8(h, 0);
-    }
+            const uint8x16_t a = fifo16(&UART(XUART_FIFO));
+            vst1q_u8(dst + n, a);
+            /* a zero among the 16: VCEQ, then the two halves ORed into a core register pair */
+            const uint8x16_t z = vceqq_u8(a, vdupq_n_u8(0u));
+            zero = vget_lane_u64(vreinterpret_u64_u8(vorr_u8(vget_low_u8(z), vget_high_u8(z))),
+                                 0) != 0u;
 #else
-    while (cap - n >= RX_BURST && (UART(XUART_SR) & XUART_SR_RTRIG) != 0u) {
-        for (uint32_t i = 0; i < RX_BURST; i++) {
-            const uint32_t c = UART(XUART_FIFO) & 0xFFu;
-            dst[n + i] = (uint8_t)c;
-            lo = c < lo ? c : lo;
-        }
-        n += RX_BURST;
-    }
+            for (uint32_t i = 0; i < RX_BURST; i++) {
+                const uint32_t c = UART(XUART_FIFO) & 0xFFu;
+                dst[n + i] = (uint8_t)c;
+                zero |= c == 0u;
+            }
 #endif
-    while (n < cap && (UART(XUART_SR) & XUART_SR_RXEMPTY) == 0u) {
-        const uint32_t c = UART(XUART_FIFO) & 0xFFu;
-        dst[n++] = (uint8_t)c;
-        lo = c < lo ? c : lo;
+            n += RX_BURST;
+        } else if ((sr & XUART_SR_RXEMPTY) == 0u) {
+            const uint32_t c = UART(XUART_FIFO) & 0xFFu;
+            dst[n++] = (uint8_t)c;
+            zero = c == 0u;
+        } else {
+            /* nothing there: the wait for the host is not link work */
+            const uint32_t t = GTIMER_LO;
+            fw_uart_wait_rx();
+            zz += GTIMER_LO - t;
+            continue;
+        }
+        if (zero) {
+            break;
+        }
     }
     if ((UART(XUART_ISR) & XUART_IXR_ROVR) != 0u) {
         UART(XUART_ISR) = XUART_IXR_ROVR;
         rx_overruns++;
     }
-    *min = (uint8_t)lo;
+    *clean = zero ? last : n;
+    *slept = zz;
     return n;
 }
 
