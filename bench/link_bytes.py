@@ -91,10 +91,11 @@ static inline uint8x16_t gather16(const uint32_t **f)
                      : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "memory");
     return v;
 }
-__attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, size_t *clean,
-                                         uint32_t *slept)
+__attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, size_t need,
+                                         size_t *clean, uint32_t *slept)
 {
     (void)ctx;
+    (void)need;
     size_t n = (size_t)(src_end - src_p);
     if (n > cap) {
         n = cap;

@@ -33,10 +33,11 @@ static void board_report(void *ctx, fw_board_report_t *r)
     fw_board_report(r);
 }
 
-static size_t uart_read(void *ctx, uint8_t *dst, size_t cap, size_t *clean, uint32_t *slept)
+static size_t uart_read(void *ctx, uint8_t *dst, size_t cap, size_t need, size_t *clean,
+                        uint32_t *slept)
 {
     (void)ctx;
-    return fw_uart_read(dst, cap, clean, slept);
+    return fw_uart_read(dst, cap, need, clean, slept);
 }
 
 static uint32_t ticks(void *ctx)

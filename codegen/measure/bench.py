@@ -359,8 +359,8 @@ def audio_md(a: dict[str, Any] | None) -> list[str]:
         f"figure stated before the link and the unpacking were counted (RESULT's total alone; "
         f"this run: {t['result_total']}). The link layer: {a['link_bytes_per_second']} bytes "
         f"received, {a['link_instructions_per_byte']} device instructions per byte (10 per "
-        "tick; QEMU's UART hands the bytes over a few at a time, so each poll carries its "
-        "overhead for few bytes: bench/link_bytes.py gives the per-byte cost of full FIFOs).",
+        "tick; under QEMU the UART driver wakes once per 16-byte burst, its model's whole RX "
+        "FIFO, and the CRC-32 takes about 3.5 a byte: docs/targets.md §4).",
         "",
         "| part | ticks / s of audio | share | what |",
         "|---|---:|---:|---|",
