@@ -5,11 +5,13 @@ the firmware does, with an application that answers every frame with a 4-byte re
 one second of 16 kHz int16 audio (speech-like, framed as AUDIO chunks of the default 2,048-byte
 payload) the way firmware/main.c takes the UART's bytes: fw_server_poll with a read callback
 that moves each byte from a 32-bit word (as the FIFO register returns it) by the NEON lane
-loads and table lookups fw_uart_read uses, 64 bytes a poll (one RX FIFO) and 256 (the FIFO refilled
-while it drains), with the link timed by the global timer's low word as on the device; the
-UART's Channel_sts looks (one per 32 bytes) are not in the figure. For comparison, the same
-bytes through fw_server_feed, one call per byte. Every frame must be accepted (the reply count
-is checked). Also timed alone over the same bytes: fw_cobs_decode and fw_crc32.
+loads and table lookups fw_uart_read uses, 64 bytes a poll (one RX FIFO of the chip) and 256
+(the most fw_server_poll takes, FW_RX_CHUNK), with the link timed by the global timer's low word
+as on the device; the UART's Channel_sts looks and the wake-ups between bursts (on the device
+one per 16 bytes under QEMU, whose RX FIFO holds 16: docs/targets.md §4) are not in the
+figure. For comparison, the same bytes through fw_server_feed, one call per byte. Every frame
+must be accepted (the reply count is checked). Also timed alone over the same bytes:
+fw_cobs_decode and fw_crc32.
 
     python bench/link_bytes.py
 """
@@ -91,9 +93,11 @@ static inline uint8x16_t gather16(const uint32_t **f)
                      : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "memory");
     return v;
 }
-__attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, uint8_t *min)
+__attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, size_t need,
+                                         size_t *clean, uint32_t *slept)
 {
     (void)ctx;
+    (void)need;
     size_t n = (size_t)(src_end - src_p);
     if (n > cap) {
         n = cap;
@@ -125,7 +129,8 @@ __attribute__((unused)) static size_t rd(void *ctx, uint8_t *dst, size_t cap, ui
         lo = c < lo ? c : lo;
     }
     src_p = f;
-    *min = (uint8_t)lo;
+    *clean = lo != 0u ? n : 0u; /* a delimiter among them: the server searches them */
+    *slept = 0u;
     return n;
 }
 static uint32_t tk(void *ctx)

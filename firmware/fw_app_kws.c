@@ -54,12 +54,14 @@ static const uint8_t app_mode_search[ELT_MODE_COUNT] = ELT_MODE_SEARCH_TABLE;
 #define APP_FEATURES (FW_APP_T * FW_APP_F)
 #define APP_INFER_SIZE (APP_INFER_FIXED + 2u * APP_FEATURES)
 #define APP_RESULT_SIZE (APP_RESULT_FIXED + 4u * FW_APP_K + 4u * FW_APP_C + 2u * FW_APP_H)
+/* INFER's RESULT: the fields above, then u32 ticks_link and link_bytes (codegen.ir.wire RESULT) */
+#define APP_INFER_RESULT_SIZE (APP_RESULT_SIZE + 8u)
 
 #if FW_APP_FEATURE_INFER
 _Static_assert(APP_INFER_SIZE <= FW_MAX_PAYLOAD,
                "INFER of this model does not fit FW_MAX_PAYLOAD: raise [target] max_payload");
 #endif
-_Static_assert(APP_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
+_Static_assert(APP_INFER_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
 _Static_assert(FW_APP_F <= ELT_CMVN_F_MAX, "the cmvn state holds fewer coefficients than F");
 _Static_assert(FW_APP_C <= 255u && FW_APP_K <= 255u && FW_APP_H <= 255u,
                "RESULT carries C, k and H in one byte each");
@@ -82,6 +84,12 @@ typedef struct {
 } app_ctx_t;
 
 static app_ctx_t app;
+/* The link's cost (fw_server_link) when the previous request reached the application: a request's
+ * link ticks run from there, so that the reply to that request, sent after it, stands in for this
+ * request's own, sent after its reply is packed (docs/protocol.md, "Link cost"). */
+static fw_link_stats_t app_link_prev;
+/* The link's cost from app_link_prev to the request being handled (set by handle()). */
+static fw_link_stats_t app_link_span;
 static const elt_cmvn_params_t app_cmvn = FW_APP_CMVN_PARAMS;
 /* mode cmvn_select's normalised run: mode cmvn's constants without its shift gate */
 static elt_cmvn_params_t app_cmvn_select;
@@ -205,9 +213,11 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     }
     uint64_t t3 = fw_timer_now();
     pack_result(a, sample_id, mode, (uint32_t)(t2 - t1), (uint32_t)(t_cmvn + (t3 - t2)), out);
+    fw_put_u32(&out[APP_RESULT_SIZE], app_link_span.ticks);
+    fw_put_u32(&out[APP_RESULT_SIZE + 4u], app_link_span.rx_bytes);
     /* Total: payload checks and copy, encoder, adaptation, result packing. */
     fw_put_u32(&out[APP_RESULT_TICKS_TOTAL], (uint32_t)(fw_timer_now() - t0));
-    *out_len = (uint16_t)APP_RESULT_SIZE;
+    *out_len = (uint16_t)APP_INFER_RESULT_SIZE;
     return (int32_t)FW_MSG_RESULT;
 }
 #endif
@@ -248,10 +258,6 @@ typedef struct {
 } app_stream_t;
 
 static app_stream_t app_stream;
-/* The link's cost (fw_server_link) when the previous request reached the application: an
- * utterance's link ticks run from there, so that the reply to that request, sent after it,
- * stands in for RESULT's own, sent after RESULT is packed. */
-static fw_link_stats_t app_link_prev;
 
 /* Frames that n samples complete: frame t covers [t hop, t hop + win). */
 static uint32_t frames_of(uint32_t n)
@@ -456,19 +462,20 @@ static int32_t handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t 
                       uint16_t *out_len)
 {
     app_ctx_t *a = (app_ctx_t *)ctx;
-#if FW_APP_STREAM
     fw_link_stats_t now;
     fw_server_link(&now);
+    const fw_link_stats_t prev = app_link_prev;
+    app_link_prev = now;
+    app_link_span.ticks = now.ticks - prev.ticks;
+    app_link_span.rx_bytes = now.rx_bytes - prev.rx_bytes;
+#if FW_APP_STREAM
     if (type == FW_MSG_AUDIO_BEGIN) { /* the utterance's link cost starts at the previous one */
-        fw_link_stats_t prev = app_link_prev;
-        app_link_prev = now;
         int32_t r = audio_begin(a, &app_stream, payload, len, out, out_len);
         if (r > 0) {
             app_stream.link0 = prev;
         }
         return r;
     }
-    app_link_prev = now;
     if (type == FW_MSG_AUDIO) {
         return audio(a, &app_stream, payload, len, out, out_len);
     }

@@ -14,7 +14,8 @@
 #define APP_INFER_FIXED 9u
 /* then features: i16[T*F], features [T][F] in the model's input format */
 
-/* RESULT: the answer to INFER. */
+/* RESULT: the answer to INFER: its fields, then the link's ticks and bytes since the request
+ * before. */
 #define APP_RESULT_SAMPLE_ID 0u      /* u32 the request's sample id */
 #define APP_RESULT_MODE 4u           /* u8 the mode byte (codegen.ir.modes) */
 #define APP_RESULT_C 5u              /* u8 classes */
@@ -33,6 +34,9 @@
 /* then logits_noadapt: i16[C], no-adapt logits */
 /* then logits: i16[C], adapted logits */
 /* then z: i16[H], the latent z_t, Q0.15 */
+/* then ticks_link: u32[1], ticks of the link layer from the previous request's handling to this
+ * one's (UART reads, COBS, CRC-32, checks, replies) */
+/* then link_bytes: u32[1], bytes received over the same span */
 
 /* RESULT: the answer to AUDIO_END: INFER's RESULT, then the front end's, the link's and the PCM
  * unpacking's ticks. */

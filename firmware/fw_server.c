@@ -310,35 +310,68 @@ void fw_server_feed(fw_server_t *s, uint8_t byte)
     rx_commit(s, p, 1u);
 }
 
-/* The link is timed per busy stretch, not per poll: from the first poll that takes bytes after
- * an idle one to the next poll that finds none, less the application's handlers. Two timer reads
- * a stretch instead of two a poll. */
+/* The fewest bytes still to come for the frame being received, read from its header: the body is
+ * FW_HDR_SIZE + length + FW_CRC_SIZE bytes, COBS adds its first code byte and one per full
+ * 254-byte block, the delimiter one byte. The header is enc[1, FW_HDR_SIZE + 1) with every code
+ * byte among them standing for a zero. 0 when it cannot tell (a damaged code or length: the
+ * platform then waits for what comes). */
+static size_t rx_need(const fw_server_t *s)
+{
+    uint8_t h[FW_HDR_SIZE];
+    for (uint32_t i = 0; i < FW_HDR_SIZE; i++) {
+        h[i] = s->enc[i + 1u];
+    }
+    for (uint32_t at = s->enc[0]; at <= FW_HDR_SIZE;) {
+        const uint8_t c = s->enc[at];
+        if (c == 0u) {
+            return 0;
+        }
+        h[at - 1u] = 0u;
+        at += c;
+    }
+    const uint16_t len = fw_get_u16(&h[6]);
+    const size_t total = FW_HDR_SIZE + (size_t)len + FW_CRC_SIZE + 2u;
+    return len <= FW_MAX_PAYLOAD && total > s->enc_len ? total - s->enc_len : 0u;
+}
+
+/* Timed per poll, less the application's handlers and the platform read's wait for bytes (not
+ * link work: poll_t0 moves on by it). On the device a poll takes a whole frame (fw_uart_read
+ * stops at the delimiter), so the call and the two timer reads are paid once a frame. */
 size_t fw_server_poll(fw_server_t *s)
 {
     const fw_platform_t *pl = s->platform;
     size_t room = 0;
     uint8_t *p = rx_space(s, &room);
-    const uint32_t t0 = s->in_poll ? 0u : link_now(s);
-    uint8_t min = 0;
-    const size_t n = pl->read(pl->ctx, p, room, &min);
-    if (n == 0u) {
-        if (s->in_poll) {
-            s->link.ticks += link_now(s) - s->poll_t0 - s->app_ticks;
-            s->in_poll = 0;
+    s->poll_t0 = link_now(s);
+    s->app_ticks = 0;
+    /* A frame's first bytes are taken up to its header, which says how many more to wait for. */
+    size_t need = 0;
+    if (p != s->rx_hold) {
+        if (s->enc_len <= FW_HDR_SIZE) {
+            need = FW_HDR_SIZE + 1u - s->enc_len;
+            room = room < need ? room : need;
+        } else {
+            need = rx_need(s);
         }
-        return 0;
     }
-    if (!s->in_poll) {
-        s->poll_t0 = t0;
-        s->app_ticks = 0;
-        s->in_poll = 1;
-    }
+    size_t clean = 0;
+    uint32_t slept = 0;
+    const size_t n = pl->read(pl->ctx, p, room, need, &clean, &slept);
+    s->poll_t0 += slept;
+    s->in_poll = 1;
     s->link.rx_bytes += (uint32_t)n;
-    if (p != s->rx_hold && (min != 0u || fw_zero_index(p, n) == n)) {
-        s->enc_len += (uint32_t)n; /* the usual case: a frame's middle */
+    if (p != s->rx_hold && clean != 0u) {
+        s->enc_len += (uint32_t)clean; /* a frame's middle: no delimiter there */
+        p += clean;
+        clean = n - clean;
     } else {
-        rx_commit(s, p, n);
+        clean = n;
     }
+    if (clean != 0u) {
+        rx_commit(s, p, clean);
+    }
+    s->link.ticks += link_now(s) - s->poll_t0 - s->app_ticks;
+    s->in_poll = 0;
     return n;
 }
 

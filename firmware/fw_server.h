@@ -55,10 +55,15 @@ typedef struct {
     const fw_app_t *app; /* NULL: only HELLO and ECHO are served */
     /* What the board reads back at run time, for INFO's board block; NULL: zeros. */
     void (*board_report)(void *ctx, fw_board_report_t *r);
-    /* Move up to cap received bytes to dst without waiting; returns how many (0: none yet) and
-     * in *min the smallest of them, or 0 when it did not look (the server then searches them for
-     * the delimiter). For fw_server_poll; NULL when bytes come through fw_server_feed. */
-    size_t (*read)(void *ctx, uint8_t *dst, size_t cap, uint8_t *min);
+    /* Move up to cap received bytes to dst (need: the fewest the frame being received still
+     * needs, from its header, 0 when unknown; a hint for how long to wait between bursts);
+     * returns how many (0: the link has ended), in *clean
+     * how many leading bytes are known to hold no delimiter (0: the server searches them all) and
+     * in *slept the ticks of the wait for bytes within the call, which is not link work (0 when
+     * it does not wait or keeps no time). For fw_server_poll; NULL when bytes come through
+     * fw_server_feed. */
+    size_t (*read)(void *ctx, uint8_t *dst, size_t cap, size_t need, size_t *clean,
+                   uint32_t *slept);
     /* A free-running 32-bit tick counter (the global timer's low word on the device), to time
      * the link layer itself; NULL: not timed. */
     uint32_t (*ticks)(void *ctx);

@@ -11,18 +11,21 @@ void fw_uart_init(void);
 /* Blocking write of one byte: waits while the 64-byte TX FIFO is full. */
 void fw_uart_putc(uint8_t c);
 void fw_uart_write(const uint8_t *data, size_t len);
-/* Non-blocking burst read: moves up to cap bytes the RX FIFO holds now to dst, returns how many
- * (0: none) and the smallest of them in *min (0: a frame delimiter is among them). Counts RX FIFO
- * overruns on the way. */
-size_t fw_uart_read(uint8_t *dst, size_t cap, uint8_t *min);
+/* Moves received bytes to dst until a frame delimiter (0x00) is among them or cap are moved,
+ * sleeping while the RX FIFO is empty until it holds a burst (16 bytes), or the bytes still
+ * needed when fewer (need: the fewest the caller expects, 0 when it does not know), or the
+ * receiver time-out says the line went idle; returns how many (at least one), in *clean how many
+ * leading bytes hold no delimiter (n when none does) and in *slept the global timer ticks spent
+ * asleep. Counts RX FIFO overruns on the way. */
+size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32_t *slept);
 /* RX FIFO overruns counted since start-up (bytes lost because the 64-byte FIFO was full). */
 uint32_t fw_uart_rx_overruns(void);
 /* Non-blocking read: returns 1 and stores the byte when the RX FIFO holds one, else 0. */
 int fw_uart_getc(uint8_t *c);
-/* Sleep (WFI) until the RX FIFO holds a byte. The UART's RX-trigger interrupt is routed through
- * the GIC to CPU0 but stays masked in CPSR, so it only wakes the core: an idle device no longer
- * spins on the status register (on QEMU that spin competes with the I/O thread for the host CPU
- * and the big lock). */
+/* Sleep (WFI) until the RX FIFO holds a byte (at once when it does). The UART's RX-trigger
+ * interrupt is routed through the GIC to CPU0 but stays masked in CPSR, so it only wakes the core:
+ * an idle device no longer spins on the status register (on QEMU that spin competes with the I/O
+ * thread for the host CPU and the big lock). */
 void fw_uart_wait_rx(void);
 /* Wait until the transmitter has shifted out everything (FIFO empty and not active). */
 void fw_uart_flush(void);

@@ -33,10 +33,11 @@ static void board_report(void *ctx, fw_board_report_t *r)
     fw_board_report(r);
 }
 
-static size_t uart_read(void *ctx, uint8_t *dst, size_t cap, uint8_t *min)
+static size_t uart_read(void *ctx, uint8_t *dst, size_t cap, size_t need, size_t *clean,
+                        uint32_t *slept)
 {
     (void)ctx;
-    return fw_uart_read(dst, cap, min);
+    return fw_uart_read(dst, cap, need, clean, slept);
 }
 
 static uint32_t ticks(void *ctx)
@@ -54,9 +55,8 @@ int main(void)
     fw_timer_init();
     platform.app = fw_app_get();
     fw_server_init(&server, &platform);
+    /* Each poll takes a frame (fw_uart_read sleeps while the UART has nothing) and answers it. */
     for (;;) {
-        if (fw_server_poll(&server) == 0u) {
-            fw_uart_wait_rx();
-        }
+        (void)fw_server_poll(&server);
     }
 }

@@ -37,9 +37,14 @@ AUDIO_ACK = struct.Struct(wire.AUDIO_ACK.fixed_format)
 RESULT_FIXED = struct.Struct(wire.RESULT.fixed_format)
 # RESULT's sizes (C, k, H) are checked against the payload's length, not kept
 _SIZES = ("C", "k", "H")
-# Fields compared bit-exactly with the integer reference (every field but sizes and ticks).
+# The link's measurements (ticks and bytes received since the request before): not results
+_LINK = ("ticks_link", "link_bytes")
+# Fields compared bit-exactly with the integer reference (every field but sizes, ticks and the
+# link's bytes).
 COMPARED_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in wire.RESULT.fields if f.name not in _SIZES and not f.name.startswith("ticks_")
+    f.name
+    for f in wire.RESULT.fields
+    if f.name not in _SIZES and f.name not in _LINK and not f.name.startswith("ticks_")
 )
 
 

@@ -35,7 +35,7 @@ def encode_result(fields: dict[str, Any], ticks: int = 1000) -> bytes:
     layout = wire.RESULT
     sizes = {"C": len(fields["logits"]), "k": len(fields["p_best"]), "H": len(fields["z"])}
     values = {**fields, **sizes, "ticks_encoder": ticks, "ticks_adapt": ticks,
-              "ticks_total": 3 * ticks}  # fmt: skip
+              "ticks_total": 3 * ticks, "ticks_link": (ticks,), "link_bytes": (1000,)}  # fmt: skip
     out = struct.pack(layout.fixed_format, *(values[f.name] for f in layout.fixed))
     for f in layout.arrays:
         arr = values[f.name]

@@ -37,6 +37,8 @@ def sample_result(C: int = 12, k: int = 2, H: int = 32) -> InferResult:
         tuple(range(C)),
         tuple(range(-C, 0)),
         tuple(range(100, 100 + H)),
+        ticks_link=4321,
+        link_bytes=1002,
     )
 
 
@@ -62,6 +64,7 @@ def pack(r: InferResult, C: int, k: int, H: int) -> bytes:
         + struct.pack(f"<{C}h", *r.logits_noadapt)
         + struct.pack(f"<{C}h", *r.logits)
         + struct.pack(f"<{H}h", *r.z)
+        + struct.pack("<II", r.ticks_link, r.link_bytes)
     )
 
 
@@ -80,7 +83,7 @@ def test_infer_layout() -> None:
 def test_result_round_trip_and_sizes() -> None:
     r = sample_result()
     payload = pack(r, 12, 2, 32)
-    assert len(payload) == 40 + 4 * 2 + 4 * 12 + 2 * 32
+    assert len(payload) == 40 + 4 * 2 + 4 * 12 + 2 * 32 + 8
     got = decode_result(payload)
     assert got == r
     assert InferResult.from_json(got.to_json()) == r
@@ -105,6 +108,7 @@ def test_compare_names_every_differing_field() -> None:
     want = {**want, "z": (0,) * 32, "H_best": 1}
     assert [f for f, _, _ in compare(r, want)] == ["H_best", "z"]
     assert "ticks_total" not in COMPARED_FIELDS
+    assert "ticks_link" not in COMPARED_FIELDS and "link_bytes" not in COMPARED_FIELDS
 
 
 def test_selection_and_shards() -> None:

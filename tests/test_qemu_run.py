@@ -296,6 +296,9 @@ def test_runtime_checks_payloads_and_replays(kws_build: tuple[Path, Path], plan:
         )
         want = s.expected(1)
         assert {k: v for k, v in second.compared().items()} == want
+        # the link's work since the request before: this request's bytes at least
+        assert second.link_bytes is not None and second.link_bytes >= len(good)
+        assert second.ticks_link is not None and second.ticks_link > 0
 
 
 def test_copied_build_runs_without_its_inputs(kws_build: tuple[Path, Path], tmp_path: Path) -> None:

@@ -417,4 +417,8 @@ def test_audio_payload_codec() -> None:
     assert (res.ticks_link, res.link_bytes, res.ticks_unpack) == (98, 97, 96)
     with pytest.raises(ValueError, match="expected"):
         decode_result(body, stream=True)
-    assert decode_result(body).ticks_frontend is None
+    with pytest.raises(ValueError, match="expected"):
+        decode_result(body)  # INFER's RESULT ends in the link's ticks and bytes
+    res = decode_result(body + struct.pack("<II", 95, 94))
+    assert res.ticks_frontend is None and res.ticks_unpack is None
+    assert (res.ticks_link, res.link_bytes) == (95, 94)

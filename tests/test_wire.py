@@ -74,14 +74,17 @@ def test_result_round_trip(C: int, k: int, H: int, stream: bool) -> None:
     )  # fmt: skip
     payload += struct.pack(f"<{k}i{C}h{C}h{H}h", *vals["p_best"], *vals["logits_noadapt"],
                            *vals["logits"], *vals["z"])  # fmt: skip
-    if stream:
-        payload += struct.pack("<IIII", 344300, 61000, 32305, 1200)
+    payload += (
+        struct.pack("<IIII", 344300, 61000, 32305, 1200)
+        if stream
+        else struct.pack("<II", 61000, 1027)
+    )
     r = infer.decode_result(payload, stream=stream)
     for name, v in vals.items():
         assert getattr(r, name) == v, name
     assert r.ticks_frontend == (344300 if stream else None)
     assert (r.ticks_link, r.link_bytes, r.ticks_unpack) == (
-        (61000, 32305, 1200) if stream else (None, None, None)
+        (61000, 32305, 1200) if stream else (61000, 1027, None)
     )
     with pytest.raises(ValueError, match="expected"):
         infer.decode_result(payload[:-1], stream=stream)

@@ -119,7 +119,21 @@ INFER = Payload(
         Field("features", "i16", "features [T][F] in the model's input format", "T*F"),
     ),
 )
-RESULT = Payload("RESULT", "the answer to INFER", _RESULT_FIELDS)
+_LINK_FIELDS = (
+    Field(
+        "ticks_link",
+        "u32",
+        "ticks of the link layer from the previous request's handling to this one's (UART reads, "
+        "COBS, CRC-32, checks, replies)",
+        "1",
+    ),
+    Field("link_bytes", "u32", "bytes received over the same span", "1"),
+)
+RESULT = Payload(
+    "RESULT",
+    "the answer to INFER: its fields, then the link's ticks and bytes since the request before",
+    (*_RESULT_FIELDS, *_LINK_FIELDS),
+)
 RESULT_STREAM = Payload(
     "RESULT",
     "the answer to AUDIO_END: INFER's RESULT, then the front end's, the link's and the PCM "

@@ -21,11 +21,15 @@ static void stdout_write(void *ctx, const uint8_t *data, size_t len)
 }
 
 /* What stdin holds now, as the device's UART read: at most cap bytes, without waiting once some
- * arrived (min 0: the server searches them for the delimiter). */
-static size_t stdin_read(void *ctx, uint8_t *dst, size_t cap, uint8_t *min)
+ * arrived (clean 0: the server searches them all for the delimiter; nothing slept: the harness
+ * has no timer). */
+static size_t stdin_read(void *ctx, uint8_t *dst, size_t cap, size_t need, size_t *clean,
+                         uint32_t *slept)
 {
     (void)ctx;
-    *min = 0u;
+    (void)need;
+    *clean = 0u;
+    *slept = 0u;
     const ssize_t n = read(0, dst, cap);
     return n > 0 ? (size_t)n : 0u;
 }

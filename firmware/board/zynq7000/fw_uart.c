@@ -10,8 +10,23 @@
 #define GICD(reg) ZYNQ_REG32(ZYNQ_GIC_DIST_BASE + (reg))
 #define GICD8(off) (*(volatile uint8_t *)(uintptr_t)(ZYNQ_GIC_DIST_BASE + (off)))
 
-/* Bytes read per look at Channel_sts: the RX trigger level while bytes are being taken. */
-#define RX_BURST 32u
+/* Bytes read per look at Channel_sts: the RX trigger level while bytes are being taken. 16: the
+ * RX FIFO of QEMU's model holds 16 bytes (include/hw/char/cadence_uart.h,
+ * CADENCE_UART_RX_FIFO_SIZE; hw/char/cadence_uart.c sets Channel_sts RTRIG when the count reaches
+ * the trigger level), the chip's 64 (UG585 §19.2.3): a larger burst is never seen under QEMU, and
+ * every byte then went through the byte-by-byte path. */
+#define RX_BURST 16u
+/* Rcvr_timeout_reg0 RTO (UG585 B.33; §19.2.4, receiver time-out): Chnl_int_sts TIMEOUT is set
+ * once the RX line has been idle for RTO x 4 baud_sample_clk periods after the last character;
+ * baud_sample_clk runs BDIV + 1 periods a bit (UG585 §19.2.3), so 10 (BDIV + 1) is 40 bit times,
+ * four characters. It wakes fw_uart_read when fewer bytes come than it waits for (a damaged
+ * length, line noise). QEMU's model (hw/char/cadence_uart.c, fifo_trigger_update) sets TIMEOUT
+ * four character times after each write into the RX FIFO whatever the non-zero RTO. */
+#define RX_TIMEOUT_RTO (10u * (FW_UART_BDIV + 1u) < 255u ? 10u * (FW_UART_BDIV + 1u) : 255u)
+
+/* Rcvr_FIFO_trigger_level0 as last written: RX_BURST while bursts are read, fewer for the last
+ * bytes of a frame (fw_uart_read). */
+static uint32_t rx_level;
 
 /* RX FIFO overruns seen (Chnl_int_sts ROVR), for INFO's board block. */
 static uint32_t rx_overruns;
@@ -36,11 +51,13 @@ void fw_uart_init(void)
     while (UART(XUART_CR) & (XUART_CR_TXRST | XUART_CR_RXRST)) {
     }
     UART(XUART_RXWM) = RX_BURST;
-    UART(XUART_RXTOUT) = 0u;
+    rx_level = RX_BURST;
+    UART(XUART_RXTOUT) = RX_TIMEOUT_RTO;
     UART(XUART_CR) = XUART_CR_TX_EN | XUART_CR_RX_EN | XUART_CR_RSTTO | XUART_CR_STPBRK;
 
-    /* Wake-up path for fw_uart_wait_rx: UART RX trigger -> GIC -> CPU0, highest priority. */
-    UART(XUART_IER) = XUART_IXR_RTRIG;
+    /* Wake-up path for the waits: UART RX trigger or receiver time-out -> GIC -> CPU0, highest
+     * priority. */
+    UART(XUART_IER) = XUART_IXR_RTRIG | XUART_IXR_TOUT;
     GICD8(GIC_ICDIPR(UART_IRQ)) = 0x00u;
     GICD8(GIC_ICDIPTR(UART_IRQ)) = 0x01u;
     GICD(GIC_ICDISER(UART_IRQ / 32u)) = 1u << (UART_IRQ % 32u);
@@ -49,16 +66,30 @@ void fw_uart_init(void)
     GICC(GIC_ICCICR) = 1u;
 }
 
-void fw_uart_wait_rx(void)
+/* Sleep (WFI) until the RX FIFO holds `level` bytes (Channel_sts RTRIG at that trigger level) or
+ * the receiver time-out says the line went idle. RTRIG, and TIMEOUT when the FIFO is empty (it is
+ * then stale), are cleared first (write 1 to clear, UG585 B.33 Chnl_int_sts_reg0); a condition
+ * met after the look raises the interrupt again and WFI returns at once, so no byte is slept
+ * through. */
+static void wait_rx(uint32_t level)
 {
-    /* Clear the trigger first, then look: a byte that lands after the look re-raises it and WFI
-     * returns at once, so no byte is slept through. */
-    UART(XUART_RXWM) = 1u; /* wake on the first byte, not on a burst */
-    UART(XUART_ISR) = XUART_IXR_RTRIG;
-    if (UART(XUART_SR) & XUART_SR_RXEMPTY) {
+    if (level != rx_level) {
+        UART(XUART_RXWM) = level;
+        rx_level = level;
+    }
+    /* with bytes in the FIFO a TIMEOUT may be theirs: kept, it ends the wait at once */
+    UART(XUART_ISR) = (UART(XUART_SR) & XUART_SR_RXEMPTY) != 0u ? XUART_IXR_RTRIG | XUART_IXR_TOUT
+                                                                : XUART_IXR_RTRIG;
+    while ((UART(XUART_SR) & XUART_SR_RTRIG) == 0u && (UART(XUART_ISR) & XUART_IXR_TOUT) == 0u) {
         __asm__ volatile("dsb\n\twfi" ::: "memory");
     }
-    UART(XUART_RXWM) = RX_BURST;
+}
+
+void fw_uart_wait_rx(void)
+{
+    if ((UART(XUART_SR) & XUART_SR_RXEMPTY) != 0u) {
+        wait_rx(1u);
+    }
 }
 
 void fw_uart_putc(uint8_t c)
@@ -103,53 +134,84 @@ static inline uint8x16_t fifo16(volatile uint32_t *fifo)
 }
 #endif
 
-/* Channel_sts RTRIG (UG585 B.33 Channel_sts_reg0 bit 0) is set while the RX FIFO holds at least
- * Rcvr_FIFO_trigger_level0 (= RX_BURST) bytes: that many are read without looking at the status
- * again; the rest byte by byte while RxEMPTY (bit 1) is clear. Chnl_int_sts ROVR (bit 5, write 1
- * to clear; set whether or not the interrupt is enabled, UG585 §19.2.4 and B.33
- * Chnl_int_sts_reg0) records a byte lost to a full 64-byte FIFO since the last read: counted
- * here, reported in INFO. */
-size_t fw_uart_read(uint8_t *dst, size_t cap, uint8_t *min)
+/* The global timer's low word (fw_timer.c), read in line: the sleeps in fw_uart_read are timed
+ * to leave them out of the link's work. */
+#define GTIMER_LO ZYNQ_REG32(ZYNQ_GTIMER_BASE + GTIMER_COUNTER_LO)
+
+/* Takes bytes until a frame delimiter (0x00) is among them or cap are taken, sleeping while they
+ * have not arrived: whole bursts first, as many as the `need` bytes the caller still expects
+ * hold, waiting for Channel_sts RTRIG (UG585 B.33 Channel_sts_reg0 bit 0: the RX FIFO holds at
+ * least Rcvr_FIFO_trigger_level0 = RX_BURST bytes) and reading that many without looking at the
+ * status again, searched for the delimiter at once; then one byte while RxEMPTY (bit 1) is clear,
+ * waiting for the bytes still needed (at least one). Waking once a burst, not for each byte of a
+ * FIFO that QEMU refills as it drains, and taking a whole frame per call, the call, the server's
+ * bookkeeping and its two timer reads are paid once a frame (or FW_RX_CHUNK bytes). A receiver
+ * time-out (the line idle short of a burst: a damaged length, line noise) ends the bursts.
+ * Chnl_int_sts ROVR (bit 5, write 1 to clear; set whether or not the interrupt is enabled, UG585
+ * §19.2.4 and B.33 Chnl_int_sts_reg0) records a byte lost to a full RX FIFO since the last read:
+ * counted here, reported in INFO. */
+size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32_t *slept)
 {
     size_t n = 0;
-    uint32_t lo = 0xFFu; /* the smallest byte moved */
+    size_t last = 0; /* where the last look's bytes start */
+    uint32_t zz = 0;
+    uint32_t zero = 0;
+    const size_t bulk = (need < cap ? need : cap) / RX_BURST * RX_BURST;
+    if (bulk != 0u && rx_level != RX_BURST) {
+        UART(XUART_RXWM) = RX_BURST;
+        rx_level = RX_BURST;
+    }
+    while (n < bulk) {
+        if ((UART(XUART_SR) & XUART_SR_RTRIG) == 0u) {
+            /* the wait for the host is not link work */
+            const uint32_t t = GTIMER_LO;
+            wait_rx(RX_BURST);
+            zz += GTIMER_LO - t;
+            if ((UART(XUART_SR) & XUART_SR_RTRIG) == 0u) {
+                break; /* the line went idle short of a burst */
+            }
+        }
+        last = n;
 #if ELT_NEON
-    uint8x16_t m = vdupq_n_u8(0xFFu);
-    while (cap - n >= RX_BURST && (UART(XUART_SR) & XUART_SR_RTRIG) != 0u) {
         const uint8x16_t a = fifo16(&UART(XUART_FIFO));
-        const uint8x16_t b = fifo16(&UART(XUART_FIFO));
         vst1q_u8(dst + n, a);
-        vst1q_u8(dst + n + 16u, b);
-        m = vminq_u8(m, vminq_u8(a, b));
-        n += RX_BURST;
-    }
-    if (n != 0u) {
-        uint8x8_t h = vmin_u8(vget_low_u8(m), vget_high_u8(m));
-        h = vpmin_u8(h, h);
-        h = vpmin_u8(h, h);
-        h = vpmin_u8(h, h);
-        lo = vget_lane_u8(h, 0);
-    }
+        /* a zero among the 16: VCEQ, then the two halves ORed into a core register pair */
+        const uint8x16_t z = vceqq_u8(a, vdupq_n_u8(0u));
+        zero =
+            vget_lane_u64(vreinterpret_u64_u8(vorr_u8(vget_low_u8(z), vget_high_u8(z))), 0) != 0u;
 #else
-    while (cap - n >= RX_BURST && (UART(XUART_SR) & XUART_SR_RTRIG) != 0u) {
         for (uint32_t i = 0; i < RX_BURST; i++) {
             const uint32_t c = UART(XUART_FIFO) & 0xFFu;
             dst[n + i] = (uint8_t)c;
-            lo = c < lo ? c : lo;
+            zero |= c == 0u;
         }
-        n += RX_BURST;
-    }
 #endif
-    while (n < cap && (UART(XUART_SR) & XUART_SR_RXEMPTY) == 0u) {
-        const uint32_t c = UART(XUART_FIFO) & 0xFFu;
-        dst[n++] = (uint8_t)c;
-        lo = c < lo ? c : lo;
+        n += RX_BURST;
+        if (zero) {
+            break;
+        }
+    }
+    while (!zero && n < cap) {
+        if ((UART(XUART_SR) & XUART_SR_RXEMPTY) == 0u) {
+            const uint32_t c = UART(XUART_FIFO) & 0xFFu;
+            last = n;
+            dst[n++] = (uint8_t)c;
+            zero = c == 0u;
+        } else {
+            /* the bytes still needed, at least one, at most a burst */
+            size_t k = need > n ? need - n : 1u;
+            k = k < cap - n ? k : cap - n;
+            const uint32_t t = GTIMER_LO;
+            wait_rx(k < RX_BURST ? (uint32_t)k : RX_BURST);
+            zz += GTIMER_LO - t;
+        }
     }
     if ((UART(XUART_ISR) & XUART_IXR_ROVR) != 0u) {
         UART(XUART_ISR) = XUART_IXR_ROVR;
         rx_overruns++;
     }
-    *min = (uint8_t)lo;
+    *clean = zero ? last : n;
+    *slept = zz;
     return n;
 }
 

@@ -20,7 +20,7 @@
 #define XUART_IDR 0x0Cu     /* Intrpt_dis_reg0 */
 #define XUART_ISR 0x14u     /* Chnl_int_sts_reg0 (write 1 to clear) */
 #define XUART_BAUDGEN 0x18u /* Baud_rate_gen_reg0: CD, 16 bits (0 disables, 1 bypasses) */
-#define XUART_RXTOUT 0x1Cu  /* Rcvr_timeout_reg0 */
+#define XUART_RXTOUT 0x1Cu  /* Rcvr_timeout_reg0: RTO [7:0], 0 disables the receiver time-out */
 #define XUART_RXWM 0x20u    /* Rcvr_FIFO_trigger_level0 */
 #define XUART_SR 0x2Cu      /* Channel_sts_reg0 */
 #define XUART_FIFO 0x30u    /* TX_RX_FIFO0 */
@@ -74,6 +74,7 @@
 
 #define XUART_IXR_RTRIG (1u << 0) /* RX FIFO level >= Rcvr_FIFO_trigger_level0 */
 #define XUART_IXR_ROVR (1u << 5)  /* RX FIFO overflow: a byte arrived at a full FIFO, lost */
+#define XUART_IXR_TOUT (1u << 8)  /* receiver time-out: line idle for Rcvr_timeout_reg0 RTO */
 
 /* ---- Snoop control unit, UG585 B.3 "mpcore" (Cortex-A9 MPCore TRM DDI 0407 §2.2) ------------ */
 #define ZYNQ_SCU_BASE 0xF8F00000u
