@@ -381,7 +381,7 @@ def test_select_gate_in_the_audio_mode(
     fired_all, changed = [], []
     for st in plan.streams:
         assert st.pcm is not None
-        _, fired = cmvn_select_int(mfcc_int(st.pcm, q.mfcc), q.cmvn)
+        _, fired, _ = cmvn_select_int(mfcc_int(st.pcm, q.mfcc), q.cmvn)
         gated = stream_infer_int(st.pcm, q, st.ids, mode="cmvn_select")
         plain = stream_infer_int(st.pcm, q0, st.ids, mode="cmvn_select")
         fired_all += fired.tolist()

@@ -784,9 +784,11 @@ class CmvnParams:
     # mode cmvn_select: the normalised run's class is taken where H(cmvn) + margin < H(raw),
     # margin in the entropy's Q5.26 (docs/adaptation.md "Round 3"), or also where the shift
     # distance of the updated state reaches select_gate_sum (Q.F_s as gate_sum; 0: no gate;
-    # "Round 4")
+    # "Round 4"); and only where that distance reaches select_floor_sum (the same format; 0:
+    # no floor; "Round 5")
     select_margin: int = 0
     select_gate_sum: int = 0
+    select_floor_sum: int = 0
 
     @property
     def state_bytes(self) -> int:
