@@ -97,9 +97,8 @@ static void select_merge(app_ctx_t *a)
 {
     elt_adapt_result_t *n = &a->res;
     const elt_adapt_result_t *r = &a->raw;
-    const int32_t use =
-        a->fired || (a->floor_ok &&
-                     (int64_t)n->H_noadapt + app_cmvn.select_margin < (int64_t)r->H_noadapt);
+    const int32_t use = a->fired || (a->floor_ok && (int64_t)n->H_noadapt + app_cmvn.select_margin <
+                                                        (int64_t)r->H_noadapt);
     n->pred = use ? n->pred_noadapt : r->pred_noadapt;
     n->H_best = use ? n->H_noadapt : r->H_noadapt;
     for (uint32_t j = 0; j < FW_APP_C; j++) {
