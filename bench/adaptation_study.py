@@ -11,7 +11,8 @@
 
 `causal` is the study of the causal, gated input normalisation for the audio mode
 (docs/adaptation.md, "Audio mode: causal cmvn"): selection on S, then the test once; `gated`,
-`select` and `gated-select` are its rounds 2, 3 and 4 (`gated-select-tables` renders round 4).
+`select`, `gated-select` and `select-floor` are its rounds 2, 3, 4 and 5 (`gated-select-tables`
+and `select-floor-tables` render rounds 4 and 5).
 
 `run` writes ``<out>/<name>.json`` (selection rows, chosen configurations, per-condition
 correct counts per method, protocol and seed); `tables` renders the Markdown tables. Every MFCC
@@ -957,6 +958,136 @@ def r4_score(r4: dict[str, Any]) -> float:
     return float(r4_row(r4)["score"])
 
 
+# ------------------------------------------------------------ round 5: selection with a floor
+
+SF_FLOORS: tuple[float | None, ...] = (0.5, 0.3, 0.2, 0.1, None)  # least → most aggressive
+SF_MARGINS: tuple[float, ...] = (0.2, 0.1, 0.0)
+
+
+def m_select_floor(weight: float, alpha: float, floor: float | None, margin: float) -> Method:
+    """Round 5: the cmvn class only where the look-ahead shift distance reaches the floor
+    (d ≥ floor) and its entropy is lower than the raw one's by more than ``margin`` nats; else
+    raw. With ``floor=None`` it is round 3's `m_cmvn_select` (same logits, same entropies)."""
+
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        l0, l1, d = _gs_runs(ctx, f, ids, weight, alpha)
+        use = _entropy(l1) < _entropy(l0) - margin
+        if floor is not None:
+            use &= d >= floor
+        out: np.ndarray = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
+        return out
+
+    return run
+
+
+def sf_label(alpha: float, weight: float, floor: float | None, margin: float) -> str:
+    return f"alpha=1/{round(1 / alpha)},w={weight},floor={floor or 'none'},margin={margin}"
+
+
+def select_floor(args: argparse.Namespace) -> int:
+    """docs/adaptation.md "Round 5": the selection's (floor, m) on S by the causal section's
+    rule, then the test once (references: feature-mode cmvn and round 3, from their JSONs)."""
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ctx = make_ctx(args.model, args.basis, args.data)
+    src = load_source(args.data)
+    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
+    fcfg = meta_cmvn(args.config)
+    a, w = float(fcfg.alpha), float(fcfg.weight)
+    cfgs = [(fl, m) for fl in SF_FLOORS for m in SF_MARGINS]
+    grid = [(sf_label(a, w, fl, m), m_select_floor(w, a, fl, m)) for fl, m in cfgs]
+    chosen, rows = causal_select(ctx, src, grid, base_src)
+    log(f"  chose {rows[chosen]['config']}")
+    result: dict[str, Any] = {"name": args.name, "selection": rows}
+    result["chosen"] = rows[chosen]["config"]
+    result["chosen_floor"], result["chosen_margin"] = cfgs[chosen]
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    out = Path(args.out) / f"{args.name}.select-floor-selection.json"
+    out.write_text(json.dumps(result, indent=1))
+    log(f"selection written to {out}")
+    if args.selection_only:
+        return 0
+    log("the test, once")
+    _GS_CACHE.clear()
+    test = load_test(args.data)
+    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
+    result["test"] = {"select_floor": causal_eval(ctx, test, grid[chosen][1], base_test)}
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.select-floor.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
+def select_floor_tables(args: argparse.Namespace) -> int:
+    """Round 5's tables: per data set and segment length the chosen floor selection beside the
+    feature-mode cmvn and round 3's `cmvn_select`, every configuration's S row, the verdict."""
+    out: list[str] = []
+    cols = (*COLUMNS, "clean_only")
+    deploy: dict[str, tuple[float, bool, float]] = {}
+    for name in ("default", "fsdd"):
+        p = Path(args.out) / f"{name}.select-floor.json"
+        if not p.exists():
+            p = Path(args.out) / f"{name}.select-floor-selection.json"
+        if not p.exists():
+            continue
+        r5 = json.loads(p.read_text())
+        ref = json.loads((Path(args.out) / f"{name}.causal.json").read_text())
+        r3 = json.loads((Path(args.out) / f"{name}.select.json").read_text())
+        r3s = json.loads((Path(args.out) / f"{name}.select-selection.json").read_text())
+        r3_score = next(x["score"] for x in r3s["selection"] if x["config"] == r3s["chosen"])
+        title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
+        if "test" in r5:
+            rows = {
+                "cmvn (feature mode)": ref["test"]["cmvn (feature mode)"],
+                f"round 3: cmvn_select ({r3['chosen']})": r3["test"]["cmvn_select"],
+                f"round 5: selection with a floor ({r5['chosen']})": r5["test"]["select_floor"],
+            }
+            for seg in CAUSAL_SEGMENTS:
+                out += [f"#### {title}, round 5, segments of {seg}: gain over no-adapt (points)",
+                        ""]  # fmt: skip
+                out.append("| method | " + " | ".join(cols) + " | clean-only per seed |")
+                out.append("|---" * (len(cols) + 2) + "|")
+                na = ref["noadapt_test"]
+                out.append("| no-adapt (accuracy %) | "
+                           + " | ".join(f"{na[c]['acc']:.2f}" for c in COLUMNS) + " | "
+                           + f"{na['clean']['acc']:.2f} | — |")  # fmt: skip
+                for label, ev in rows.items():
+                    g = ev[str(seg)]
+                    seeds = " / ".join(f"{v:+.2f}" for v in g["clean_only"]["per_seed"])
+                    cells = " | ".join(fmt_cell(g[c], 3) for c in cols)
+                    out.append(f"| {label} | {cells} | {seeds} |")
+                out.append("")
+        out += [f"Selection on S ({name}), round 5, least → most aggressive: score (mean SNR "
+                "gain, both segment lengths), admissible, worst clean / clean-only seed (both "
+                "lengths), S −10 and S −20 (segments of 50). Round 3's chosen configuration "
+                f"scored {r3_score:+.2f}.", "",
+                "| config | score | admissible | worst clean seed | worst clean-only seed "
+                "| S −10 | S −20 |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for row in r5["selection"]:
+            ev = row["eval"].values()
+            wc = min(min(g["clean"]["per_seed"]) for g in ev)
+            wo = min(min(g["clean_only"]["per_seed"]) for g in ev)
+            g50 = row["eval"]["50"]
+            mark = " **chosen**" if row["config"] == r5["chosen"] else ""
+            out.append(f"| {row['config']}{mark} | {row['score']:+.2f} | {row['admissible']} | "
+                       f"{wc:+.2f} | {wo:+.2f} | {g50['-10']['gain']:+.2f} | "
+                       f"{g50['-20']['gain']:+.2f} |")  # fmt: skip
+        out.append("")
+        deploy[name] = (r4_score(r5), bool(r4_row(r5)["admissible"]), r3_score)
+    if len(deploy) == 2:  # the deployment rule of "Round 5"
+        s5 = float(np.mean([v[0] for v in deploy.values()]))
+        s3 = float(np.mean([v[2] for v in deploy.values()]))
+        ok = all(v[1] for v in deploy.values())
+        verdict = "deployed" if ok and s5 > s3 else "not deployed: round 3 stays"
+        out.append(f"Deployment rule: round 5's choices admissible on both S: {ok}; mean S score "
+                   f"over both sets {s5:+.3f} against round 3's {s3:+.3f}: {verdict}.")  # fmt: skip
+        out.append("")
+    print("\n".join(out))
+    return 0
+
+
 def meta_cmvn(config: str) -> Any:
     """The feature-mode cmvn deployed by a build config's [cmvn] table."""
     import tomllib
@@ -1057,6 +1188,14 @@ def main() -> int:
     for opt in ("--data", "--model", "--basis", "--config"):
         gs.add_argument(opt, required=True)
     gs.add_argument("--out", default="out/study")
+    sf = sub.add_parser("select-floor")
+    sf.add_argument("--name", required=True, choices=("default", "fsdd"))
+    for opt in ("--data", "--model", "--basis", "--config"):
+        sf.add_argument(opt, required=True)
+    sf.add_argument("--out", default="out/study")
+    sf.add_argument("--selection-only", action="store_true", help="stop before the test split")
+    sft = sub.add_parser("select-floor-tables")
+    sft.add_argument("--out", default="out/study")
     ct = sub.add_parser("causal-tables")
     ct.add_argument("--out", default="out/study")
     gt4 = sub.add_parser("gated-select-tables")
@@ -1068,6 +1207,8 @@ def main() -> int:
     cmds["select"] = select_round
     cmds["gated-select"] = gated_select
     cmds["gated-select-tables"] = gated_select_tables
+    cmds["select-floor"] = select_floor
+    cmds["select-floor-tables"] = select_floor_tables
     return cmds[args.cmd](args)
 
 

@@ -32,6 +32,7 @@ typedef struct {
     int64_t causal_gate_sum;    /* mode cmvn_causal: the same, on the state before the clip */
     int32_t select_margin;      /* mode cmvn_select: entropy margin, Q5.26 (fw_app_kws.c) */
     int64_t select_gate_sum;    /* mode cmvn_select: its shift gate, as gate_sum; 0 none */
+    int64_t select_floor_sum;   /* mode cmvn_select: its shift floor, as gate_sum; 0 none */
 } elt_cmvn_params_t;
 
 typedef struct {

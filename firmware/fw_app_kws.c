@@ -75,6 +75,7 @@ typedef struct {
     elt_adapt_result_t raw;    /* mode cmvn_select: the raw run's result */
     int16_t z_raw[FW_APP_H];   /* mode cmvn_select: the raw run's z_t */
     int32_t fired;             /* mode cmvn_select: its shift gate fired on this clip */
+    int32_t floor_ok;          /* mode cmvn_select: the shift distance reached its floor */
 #if FW_APP_FEATURE_INFER || FW_APP_STREAM
     /* features [T][F]: INFER's, copied out of the (unaligned) payload, or the audio mode's
      * frames held for mode cmvn, which needs the whole clip before the encoder */
@@ -94,17 +95,18 @@ static const elt_cmvn_params_t app_cmvn = FW_APP_CMVN_PARAMS;
 /* mode cmvn_select's normalised run: mode cmvn's constants without its shift gate */
 static elt_cmvn_params_t app_cmvn_select;
 
-/* Mode cmvn_select (docs/adaptation.md "Round 3", "Round 4"): a->raw, a->z_raw hold the raw
- * run, a->res, a->z the normalised one (both no-adapt). The answer is the normalised run's where
- * its shift gate fired (a->fired, select_fired) or its entropy plus the margin is below the raw
- * run's, else the raw run's; the no-adapt fields are the raw run's.
+/* Mode cmvn_select (docs/adaptation.md "Round 3", "Round 4", "Round 5"): a->raw, a->z_raw hold
+ * the raw run, a->res, a->z the normalised one (both no-adapt). The answer is the normalised
+ * run's where its shift gate fired (a->fired, select_shift) or where its entropy plus the margin
+ * is below the raw run's and the shift distance reached the floor (a->floor_ok), else the raw
+ * run's; the no-adapt fields are the raw run's.
  * codegen/intref/model.py::_infer_select, field by field. */
 static void select_merge(app_ctx_t *a)
 {
     elt_adapt_result_t *n = &a->res;
     const elt_adapt_result_t *r = &a->raw;
-    const int32_t use =
-        a->fired || (int64_t)n->H_noadapt + app_cmvn.select_margin < (int64_t)r->H_noadapt;
+    const int32_t use = a->fired || (a->floor_ok && (int64_t)n->H_noadapt + app_cmvn.select_margin <
+                                                        (int64_t)r->H_noadapt);
     n->pred = use ? n->pred_noadapt : r->pred_noadapt;
     n->H_best = use ? n->H_noadapt : r->H_noadapt;
     for (uint32_t j = 0; j < FW_APP_C; j++) {
@@ -120,10 +122,12 @@ static void select_merge(app_ctx_t *a)
     }
 }
 
-/* Mode cmvn_select's shift gate on the shift distance of the updated state (0: no gate). */
-static int32_t select_fired(int64_t dist)
+/* Mode cmvn_select's shift gate and shift floor on the shift distance of the updated state
+ * (0: no gate, no floor). */
+static void select_shift(app_ctx_t *a, int64_t dist)
 {
-    return app_cmvn.select_gate_sum > 0 && dist >= app_cmvn.select_gate_sum;
+    a->fired = app_cmvn.select_gate_sum > 0 && dist >= app_cmvn.select_gate_sum;
+    a->floor_ok = app_cmvn.select_floor_sum <= 0 || dist >= app_cmvn.select_floor_sum;
 }
 
 /* The raw run is in a->res, a->z: keep it for select_merge. */
@@ -206,7 +210,7 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_SELECT_MASK, mode)) {
         /* the second, normalised run (its cost is the adaptation's) and the choice */
         select_keep_raw(a);
-        a->fired = select_fired(elt_cmvn_apply_s16(&app_cmvn_select, &a->cmvn, a->x));
+        select_shift(a, elt_cmvn_apply_s16(&app_cmvn_select, &a->cmvn, a->x));
         FW_APP_ENCODE(a->x, a->z);
         elt_adapt_run(&a->params, &a->state, a->z, sample_id, &a->res);
         select_merge(a);
@@ -419,7 +423,7 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
     elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
     if (s->select) { /* the second, normalised run on the held clip, and the choice */
         select_keep_raw(a);
-        a->fired = select_fired(encode_held(a, s, &app_cmvn_select));
+        select_shift(a, encode_held(a, s, &app_cmvn_select));
         elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
         select_merge(a);
     }

@@ -151,3 +151,23 @@ def test_stage_classes_gated_selection() -> None:
     passed = cmvn_normalised(u, cfg, gate=tau)
     same = np.all(np.abs(passed - u.astype(np.float32)) < 1e-6, axis=(1, 2))
     np.testing.assert_array_equal(same, ~fired)
+    # round 5's floor (AND): the normalised class only where the entropy test passes and d
+    # reaches the floor; with the gate on too, also where d ≥ τ (docs/adaptation.md "Round 5").
+    # Logits that sharpen as the input shrinks, so the normalised run is the more confident one
+
+    def sharp(x: np.ndarray) -> np.ndarray:
+        m = np.asarray(x, np.float64).mean(axis=1)
+        out: np.ndarray = (m @ W.T + b) / (0.1 + (m * m).mean(axis=1, keepdims=True))
+        return out
+
+    k0, k1 = sharp(u), sharp(cmvn_normalised(u, cfg))
+    takes = select_confident(k0, k1, 0.0) != k0.argmax(axis=1)
+    floor = 3.0
+    assert (takes & (d < floor)).any() and (takes & (d >= floor)).any()
+    floored = dataclasses.replace(base, cmvn_select_margin=0.0, cmvn_select_floor=floor)
+    want = np.where(takes & (d >= floor), k1.argmax(axis=1), k0.argmax(axis=1))
+    np.testing.assert_array_equal(select_confident(k0, k1, 0.0, floor_ok=d >= floor), want)
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", floored, sharp), want)
+    both = dataclasses.replace(floored, cmvn_select_gate=tau)
+    want = select_confident(k0, k1, 0.0, fired=fired, floor_ok=d >= floor)
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", both, sharp), want)

@@ -34,6 +34,7 @@ def params(
     tau: float = 0.0,
     gate: float = 0.0,
     select_gate: float = 0.0,
+    select_floor: float = 0.0,
 ) -> CmvnParams:
     fs = n + 8
     return CmvnParams(
@@ -50,6 +51,7 @@ def params(
         causal_alpha_shift=ca,
         causal_gate_sum=round(tau * F * (1 << fs)),
         select_gate_sum=round(select_gate * F * (1 << fs)),
+        select_floor_sum=round(select_floor * F * (1 << fs)),
     )
 
 
@@ -178,10 +180,17 @@ def test_causal_reference_equals_the_written_spec(p: CmvnParams) -> None:
 # threshold that fires on some of the clips below, one that never fires, and none
 SELECT = [params(49, 10, 11, 1, 2, select_gate=0.75), params(49, 10, 11, 2, 2, select_gate=40.0)]
 SELECT += [params(25, 13, 12, 3, 1), params(49, 10, 11, 1, 2, gate=0.75, select_gate=0.75)]
+# and its shift floor ("Round 5"): one that some of the clips below reach and some not, one with
+# the gate on too, and a high one
+SELECT += [params(49, 10, 11, 1, 2, select_floor=0.75)]
+SELECT += [params(49, 10, 11, 1, 2, select_gate=40.0, select_floor=0.75)]
+SELECT += [params(49, 10, 11, 2, 2, select_floor=40.0)]
 
 
 @pytest.mark.parametrize(
-    "p", SELECT, ids=lambda p: f"a{p.alpha_shift}g{p.gate_sum}s{p.select_gate_sum}"
+    "p",
+    SELECT,
+    ids=lambda p: f"a{p.alpha_shift}g{p.gate_sum}s{p.select_gate_sum}f{p.select_floor_sum}",
 )
 def test_select_run_equals_the_written_spec(p: CmvnParams) -> None:
     """cmvn_select_int: every clip normalised as mode cmvn without its gate (gate_sum is
@@ -190,7 +199,7 @@ def test_select_run_equals_the_written_spec(p: CmvnParams) -> None:
     from codegen.intref.cmvn import cmvn_select_int
 
     x = clips(p, 1)
-    got, fired = cmvn_select_int(x, p)
+    got, fired, floor_ok = cmvn_select_int(x, p)
     M, P = [0] * p.features, [1 << p.state_frac] * p.features
     dists: list[int] = []
     ungated = dataclasses.replace(p, gate_sum=0)
@@ -198,8 +207,12 @@ def test_select_run_equals_the_written_spec(p: CmvnParams) -> None:
     assert_array_equal(got, np.array(want))
     sg = p.select_gate_sum
     assert fired.tolist() == [sg > 0 and d >= sg for d in dists]
+    sf = p.select_floor_sum
+    assert floor_ok.tolist() == [sf <= 0 or d >= sf for d in dists]
     if p is SELECT[0]:  # the gate both fires and stays closed on these clips
         assert fired.any() and not fired.all(), fired
+    if p is SELECT[4]:  # the floor is reached on some of these clips and not on others
+        assert floor_ok.any() and not floor_ok.all(), floor_ok
 
 
 def test_cmvn_gate_opens_and_closes() -> None:
@@ -270,6 +283,7 @@ class _Params(ctypes.Structure):
         ("causal_gate_sum", ctypes.c_int64),
         ("select_margin", ctypes.c_int32),
         ("select_gate_sum", ctypes.c_int64),
+        ("select_floor_sum", ctypes.c_int64),
     ]
 
 
@@ -397,6 +411,7 @@ def test_causal_integer_form_tracks_the_float_method() -> None:
         ("causal_gate = 65.0", r"causal_gate=65.0 is not allowed: use a float in \[0, 64\]"),
         ("gate = nan", r"gate=nan is not allowed"),
         ("select_gate = -0.5", r"select_gate=-0.5 is not allowed: use a float in \[0, 64\]"),
+        ("select_floor = -0.5", r"select_floor=-0.5 is not allowed: use a float in \[0, 64\]"),
         ("gate = 'on'", r"\[cmvn\].gate = 'on' has type str; expected float"),
     ],
 )
@@ -457,10 +472,26 @@ def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
         dists.append(shift_sum(st, q.cmvn))
     for sg in sorted(set(dists))[1:-1:4]:
         gated = dataclasses.replace(big.cmvn, select_gate_sum=sg)
-        _, fired = cmvn_select_int(x, gated)
+        _, fired, _ = cmvn_select_int(x, gated)
         assert fired.any() and not fired.all(), (sg, fired)
         assert (norm.z != raw.z).any(axis=1)[fired].any()  # an ignored gate would show
         g = infer_int(x, dataclasses.replace(q, cmvn=gated), ids, mode="cmvn_select")
         assert_array_equal(g.adapt.pred, np.where(fired, norm.adapt.pred, raw.adapt.pred))
         assert_array_equal(g.z, np.where(fired[:, None], norm.z, raw.z))
         assert_array_equal(g.adapt.pred_noadapt, raw.adapt.pred_noadapt)
+    # round 5's shift floor: the normalised answer only where the entropy test passes AND the
+    # updated state's distance reaches the floor; the floors below drop some of the clips the
+    # entropy test alone would take, so an ignored floor would show (docs/adaptation.md "Round 5")
+    dropped = 0
+    for sf in sorted(set(dists))[1:-1:4]:
+        floored = dataclasses.replace(q.cmvn, select_floor_sum=sf)
+        _, fired, floor_ok = cmvn_select_int(x, floored)
+        assert not fired.any() and floor_ok.tolist() == [d >= sf for d in dists]
+        want = use & floor_ok
+        dropped += int((use & ~floor_ok & (norm.adapt.pred != raw.adapt.pred)).sum())
+        f = infer_int(x, dataclasses.replace(q, cmvn=floored), ids, mode="cmvn_select")
+        assert_array_equal(f.adapt.pred, np.where(want, norm.adapt.pred, raw.adapt.pred))
+        assert_array_equal(f.adapt.H_best, np.where(want, norm.adapt.H_best, raw.adapt.H_best))
+        assert_array_equal(f.z, np.where(want[:, None], norm.z, raw.z))
+        assert_array_equal(f.adapt.pred_noadapt, raw.adapt.pred_noadapt)
+    assert dropped > 0  # some floor changed an answer the entropy test alone gives

@@ -12,6 +12,7 @@ build with 3 clips. Slow layer: >= 1,000 samples over chunk sizes 1, 160, 511 an
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -335,14 +336,17 @@ def select_gate_build(
     kws_build: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, Path]:
     """The default model built with cmvn_select's shift gate on (`[cmvn] select_gate`,
-    docs/adaptation.md "Round 4") and a margin no entropy difference passes, so every
-    normalised answer comes from the gate: (build dir, data dir)."""
+    docs/adaptation.md "Round 4") and a shift floor below it (`select_floor`, "Round 5") at
+    margin 0: a clip takes the normalised answer where d ≥ 0.01, or where 0.0025 ≤ d and the
+    normalised run is more confident: (build dir, data dir)."""
     _, data = kws_build
     tmp = tmp_path_factory.mktemp("selgate")
     text = (ROOT / "configs/default.toml").read_text()
-    text = text.replace("\nselect_margin = 0.2\n", "\nselect_margin = 8.0\n")
+    text = re.sub(r"\nselect_margin = [0-9.]+\n", "\nselect_margin = 0.0\n", text)
     text = text.replace("\nselect_gate = 0.0\n", "\nselect_gate = 0.01\n")
-    assert "select_gate = 0.01" in text and "select_margin = 8.0" in text
+    text = re.sub(r"\nselect_floor = [0-9.]+", "\nselect_floor = 0.0025", text)
+    for key in ("select_gate = 0.01", "select_margin = 0.0", "select_floor = 0.0025"):
+        assert f"\n{key}" in text, key
     (tmp / "gated.toml").write_text(text)
     out = tmp / "build"
     build(
@@ -358,11 +362,12 @@ def select_gate_build(
 def test_select_gate_in_the_audio_mode(
     select_gate_build: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """cmvn_select with its shift gate through QEMU's audio mode (chunks of 1,022 samples; the
-    mode holds the clip and decides at AUDIO_END, so the chunking is not what is tested here):
-    bit-exact with the reference (run_pcm); the gate fires on some clips and not on others, and
-    where it fires the answer differs from the same build's reference without the gate, so a
-    device or a reference that ignored it would fail."""
+    """cmvn_select with its shift gate and its shift floor through QEMU's audio mode (chunks of
+    1,022 samples; the mode holds the clip and decides at AUDIO_END, so the chunking is not
+    what is tested here): bit-exact with the reference (run_pcm, every field); the gate fires on
+    some clips and not on others, the floor holds some clips back, and the reference differs
+    from the same build's reference without the gate and from the one without the floor, so a
+    device or a reference that ignored either would fail."""
     import dataclasses
 
     from elatta_host.plan import load_build
@@ -375,21 +380,27 @@ def test_select_gate_in_the_audio_mode(
     a = run_pcm(build_dir, data, tmp_path / "c1022", ("cmvn_select",), 8, 1022)
     assert len(a) >= 8
     _, q = load_build(build_dir)
-    assert q.cmvn is not None and q.cmvn.select_gate_sum > 0
+    assert q.cmvn is not None and q.cmvn.select_gate_sum > q.cmvn.select_floor_sum > 0
+    assert q.cmvn.select_margin == 0
     q0 = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_gate_sum=0))
+    qf = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_floor_sum=0))
     plan = make_plan(build_dir, data, ("cmvn_select",), 8, input_kind="pcm")
-    fired_all, changed = [], []
+    fired_all, held_all, by_gate, by_floor = [], [], 0, 0
     for st in plan.streams:
         assert st.pcm is not None
-        _, fired = cmvn_select_int(mfcc_int(st.pcm, q.mfcc), q.cmvn)
-        gated = stream_infer_int(st.pcm, q, st.ids, mode="cmvn_select")
-        plain = stream_infer_int(st.pcm, q0, st.ids, mode="cmvn_select")
+        _, fired, floor_ok = cmvn_select_int(mfcc_int(st.pcm, q.mfcc), q.cmvn)
+        ref = stream_infer_int(st.pcm, q, st.ids, mode="cmvn_select")
+        no_gate = stream_infer_int(st.pcm, q0, st.ids, mode="cmvn_select")
+        no_floor = stream_infer_int(st.pcm, qf, st.ids, mode="cmvn_select")
         fired_all += fired.tolist()
-        changed += (np.asarray(gated.z) != np.asarray(plain.z)).any(axis=1).tolist()
-        for i in range(len(st.ids)):  # the device's RESULT is the gated reference's
-            assert a[(st.key, int(st.ids[i]))]["pred"] == int(gated.pred[i])
+        held_all += (~floor_ok).tolist()
+        by_gate += int((np.asarray(ref.z) != np.asarray(no_gate.z)).any(axis=1).sum())
+        by_floor += int((np.asarray(ref.z) != np.asarray(no_floor.z)).any(axis=1).sum())
+        for i in range(len(st.ids)):  # the device's RESULT is this reference's (every field)
+            assert a[(st.key, int(st.ids[i]))]["pred"] == int(ref.pred[i])
     assert any(fired_all) and not all(fired_all), fired_all
-    assert changed == fired_all
+    assert any(held_all) and not all(held_all), held_all
+    assert by_gate > 0 and by_floor > 0, (by_gate, by_floor)
 
 
 def test_audio_payload_codec() -> None:

@@ -129,7 +129,7 @@ def test_eval_end_to_end_report_schema(
     modes = ("no_adapt", "strict", "continual_bounded", "cmvn", "cmvn_causal", "cmvn_select")
     assert tuple(report["float"]) == modes
     assert set(report["config"]["not_run_by_default"]) == {"continual"}
-    assert report["config"]["cmvn"]["select_margin"] == 0.2  # configs/default.toml's
+    assert report["config"]["cmvn"]["select_margin"] == 0.1  # configs/default.toml's
     for mode in modes:
         per_snr = report["float"][mode]
         assert {"-10", "-15", "-20"} <= set(per_snr)

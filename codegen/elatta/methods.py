@@ -248,13 +248,17 @@ def select_confident(
     logits_norm: npt.ArrayLike,
     margin: float,
     fired: npt.ArrayLike | None = None,
+    floor_ok: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.int64]:
-    """Mode cmvn_select's classes (docs/adaptation.md "Round 3", "Round 4"): the normalised
-    run's where its prediction entropy is below the raw run's by more than ``margin`` nats or
-    where ``fired`` (bool [N], the shift gate d ≥ τ) is set, else the raw one's."""
+    """Mode cmvn_select's classes (docs/adaptation.md "Round 3", "Round 4", "Round 5"): the
+    normalised run's where its prediction entropy is below the raw run's by more than ``margin``
+    nats and ``floor_ok`` (bool [N], the shift floor d ≥ floor; None: no floor) is set, or where
+    ``fired`` (bool [N], the shift gate d ≥ τ) is set; else the raw one's."""
     l0 = np.asarray(logits_raw, np.float64)
     l1 = np.asarray(logits_norm, np.float64)
     use = entropy(l1) < entropy(l0) - margin
+    if floor_ok is not None:
+        use = use & np.asarray(floor_ok, bool)
     if fired is not None:
         use = use | np.asarray(fired, bool)
     out: npt.NDArray[np.int64] = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
@@ -271,20 +275,24 @@ def stage_classes(
     normalised with the training statistics, stream order from a reset state): the stage
     (`input_stage`), then ``logits_of`` (features -> head logits [N, C]: the caller's encoder
     and head). For cmvn_select the raw clips u are run too and `select_confident` picks per
-    clip, with the shift gate d ≥ ``adapt.cmvn_select_gate`` on the look-ahead statistics
-    (`cmvn_shift`; 0: no gate, docs/adaptation.md "Round 4")."""
+    clip, with the shift gate d ≥ ``adapt.cmvn_select_gate`` and the shift floor
+    d ≥ ``adapt.cmvn_select_floor`` on the look-ahead statistics (`cmvn_shift`; 0: none,
+    docs/adaptation.md "Round 4", "Round 5")."""
     l1 = np.asarray(logits_of(input_stage(u, stage, adapt)))
     if stage != "cmvn_select":
         out: npt.NDArray[np.int64] = np.argmax(l1, axis=1)
         return out
     l0 = np.asarray(logits_of(u))
     tau = float(adapt.cmvn_select_gate)
-    fired = None
-    if tau > 0:
+    floor = float(getattr(adapt, "cmvn_select_floor", 0.0))
+    fired = floor_ok = None
+    if tau > 0 or floor > 0:
         cfg, _ = stage_config(stage, adapt)
         f = np.asarray(u).shape[-1]
-        fired = cmvn_shift(u, np.zeros(f), np.ones(f), cfg) >= tau
-    return select_confident(l0, l1, float(adapt.cmvn_select_margin), fired)
+        d = cmvn_shift(u, np.zeros(f), np.ones(f), cfg)
+        fired = d >= tau if tau > 0 else None
+        floor_ok = d >= floor if floor > 0 else None
+    return select_confident(l0, l1, float(adapt.cmvn_select_margin), fired, floor_ok)
 
 
 # ------------------------------------------------------------------ latent-statistics alignment

@@ -134,6 +134,7 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
             "causal_gate",
             "select_margin",
             "select_gate",
+            "select_floor",
         ),
         f"{source} [cmvn]",
     )
@@ -166,7 +167,7 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     for key in ("alpha_shift", "weight_shift", "causal_alpha_shift"):
         if key in cm:
             kw[f"cmvn_{key}"] = _typed(cm, key, int, "[cmvn]")
-    for key in ("gate", "causal_gate", "select_margin", "select_gate"):
+    for key in ("gate", "causal_gate", "select_margin", "select_gate", "select_floor"):
         if key in cm:
             kw[f"cmvn_{key}"] = _typed(cm, key, float, "[cmvn]")
     try:

@@ -109,20 +109,27 @@ def cmvn_causal_clip(u: I64, p: CmvnParams, st: CmvnState) -> I64:
     return out
 
 
-def cmvn_select_int(features: npt.ArrayLike, p: CmvnParams) -> tuple[I64, npt.NDArray[np.bool_]]:
+def cmvn_select_int(
+    features: npt.ArrayLike, p: CmvnParams
+) -> tuple[I64, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Mode cmvn_select's normalised run over clips [N, T, F] from a reset state: mode cmvn's
-    clip without its shift gate, and per clip whether the selection's own shift gate fires on
-    the updated state (`shift_sum` ≥ select_gate_sum > 0; docs/adaptation.md "Round 4")."""
+    clip without its shift gate; per clip whether the selection's own shift gate fires on the
+    updated state (`shift_sum` ≥ select_gate_sum > 0; docs/adaptation.md "Round 4"), and
+    whether that distance reaches its floor (`shift_sum` ≥ select_floor_sum, always with
+    select_floor_sum = 0; "Round 5")."""
     X = _check(features, p)
     st = CmvnState.reset(p)
     out = np.empty_like(X)
     fired = np.zeros(X.shape[0], bool)
+    floor_ok = np.ones(X.shape[0], bool)
     for i in range(X.shape[0]):
         u = X[i]
         _update(st, u.sum(axis=0), (u * u).sum(axis=0), p, p.alpha_shift)
         out[i] = _normalise(u, _coefficients(st, p, 0))
-        fired[i] = p.select_gate_sum > 0 and shift_sum(st, p) >= p.select_gate_sum
-    return out, fired
+        d = shift_sum(st, p)
+        fired[i] = p.select_gate_sum > 0 and d >= p.select_gate_sum
+        floor_ok[i] = p.select_floor_sum <= 0 or d >= p.select_floor_sum
+    return out, fired, floor_ok
 
 
 def _check(features: npt.ArrayLike, p: CmvnParams) -> I64:

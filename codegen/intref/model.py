@@ -141,11 +141,15 @@ def select_confident(
     norm: IntAdaptResult,
     margin: int,
     fired: npt.NDArray[np.bool_] | None = None,
+    floor_ok: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.bool_]:
     """Mode cmvn_select's choice per sample: the normalised run where its shift gate ``fired``
-    or its no-adapt entropy plus ``margin`` (Q5.26) is below the raw run's (docs/adaptation.md
-    "Round 3", "Round 4")."""
+    or where its no-adapt entropy plus ``margin`` (Q5.26) is below the raw run's and the shift
+    distance reached its floor (``floor_ok``; None: no floor) (docs/adaptation.md "Round 3",
+    "Round 4", "Round 5")."""
     use = np.asarray(norm.H_noadapt, np.int64) + margin < np.asarray(raw.H_noadapt, np.int64)
+    if floor_ok is not None:
+        use = use & np.asarray(floor_ok, bool)
     return use if fired is None else use | np.asarray(fired, bool)
 
 
@@ -167,10 +171,10 @@ def _infer_select(
     ids = np.asarray(sample_ids)
     z0 = encode_int(features, q).astype(np.int16)
     r0 = adapt_int(z0, params, ids)
-    x1, fired = cmvn_select_int(features, q.cmvn)
+    x1, fired, floor_ok = cmvn_select_int(features, q.cmvn)
     z1 = encode_int(x1, q).astype(np.int16)
     r1 = adapt_int(z1, params, ids)
-    use = select_confident(r0, r1, q.cmvn.select_margin, fired)
+    use = select_confident(r0, r1, q.cmvn.select_margin, fired, floor_ok)
 
     def pick(raw: npt.NDArray[Any], norm: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return np.where(use.reshape((-1,) + (1,) * (raw.ndim - 1)), norm, raw)

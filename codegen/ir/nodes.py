@@ -577,9 +577,11 @@ class AdaptConfig:
     cmvn_causal_alpha_shift: int = 2
     cmvn_causal_gate: float = 0.0
     # mode cmvn_select's entropy margin m in nats (docs/adaptation.md "Round 3") and its shift
-    # gate τ (0: none; "Round 4": the normalised class also where d ≥ τ after the update)
+    # gate τ (0: none; "Round 4": the normalised class also where d ≥ τ after the update) and
+    # its shift floor (0: none; "Round 5": the normalised class only where d ≥ floor)
     cmvn_select_margin: float = 0.0
     cmvn_select_gate: float = 0.0
+    cmvn_select_floor: float = 0.0
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -629,6 +631,7 @@ class AdaptConfig:
             ("gate", self.cmvn_gate),
             ("causal_gate", self.cmvn_causal_gate),
             ("select_gate", self.cmvn_select_gate),
+            ("select_floor", self.cmvn_select_floor),
         ):
             if (
                 not isinstance(g, int | float)
@@ -781,9 +784,11 @@ class CmvnParams:
     # mode cmvn_select: the normalised run's class is taken where H(cmvn) + margin < H(raw),
     # margin in the entropy's Q5.26 (docs/adaptation.md "Round 3"), or also where the shift
     # distance of the updated state reaches select_gate_sum (Q.F_s as gate_sum; 0: no gate;
-    # "Round 4")
+    # "Round 4"); and only where that distance reaches select_floor_sum (the same format; 0:
+    # no floor; "Round 5")
     select_margin: int = 0
     select_gate_sum: int = 0
+    select_floor_sum: int = 0
 
     @property
     def state_bytes(self) -> int:

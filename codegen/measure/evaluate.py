@@ -598,6 +598,7 @@ def build_report(
                 "causal_gate": opts.adapt.cmvn_causal_gate,
                 "select_margin": opts.adapt.cmvn_select_margin,
                 "select_gate": opts.adapt.cmvn_select_gate,
+                "select_floor": opts.adapt.cmvn_select_floor,
             },
             "chosen_by": sel.source,
             "selection_rows": sel.rows,
@@ -672,7 +673,8 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
                 f"{cm['gate'] or 'none'}; cmvn causal: "
                 f"alpha=2^-{cm['causal_alpha_shift']}, gate "
                 f"{cm['causal_gate'] or 'none'}; cmvn select: margin {cm['select_margin']} nats, "
-                f"gate {cm.get('select_gate') or 'none'} (docs/adaptation.md)"
+                f"gate {cm.get('select_gate') or 'none'}, floor "
+                f"{cm.get('select_floor') or 'none'} (docs/adaptation.md)"
             ]
             if (cm := cfg.get("cmvn")) and any(m.startswith("cmvn") for m in cfg["modes"])
             else []

@@ -390,6 +390,7 @@ def cmvn_params(q: QLstm, cfg: AdaptConfig) -> CmvnParams:
         causal_gate_sum=round(float(cfg.cmvn_causal_gate) * q.input_size * (1 << fs)),
         select_margin=round(float(cfg.cmvn_select_margin) * (1 << ENTROPY_FMT.frac_bits)),
         select_gate_sum=round(float(cfg.cmvn_select_gate) * q.input_size * (1 << fs)),
+        select_floor_sum=round(float(cfg.cmvn_select_floor) * q.input_size * (1 << fs)),
     )
 
 
