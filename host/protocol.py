@@ -126,6 +126,13 @@ class Frame:
         """Wire bytes: COBS(body) + 0x00."""
         return cobs_encode(self.body()) + b"\0"
 
+    @property
+    def wire_size(self) -> int:
+        """An upper bound on len(encode()) without encoding: COBS adds at most one byte per 254
+        (at least one), then the 0x00 delimiter."""
+        n = HDR_SIZE + len(self.payload) + CRC_SIZE
+        return n + max(1, -(-n // 254)) + 1
+
 
 @dataclass(frozen=True)
 class BadFrame:

@@ -315,7 +315,7 @@ class Link:
                 lambda: min(hard_end, self._heard + budget),
             )
             if isinstance(got, Frame):
-                reply_bytes = len(got.encode())
+                reply_bytes = got.wire_size  # the reply's bytes on the line, at most
                 self._reply_bytes[type_] = reply_bytes
                 if tries == 1 and timeout is None:  # Karn: a re-sent request is not measured
                     rtt = time.monotonic() - sent_at
