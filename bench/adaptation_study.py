@@ -11,8 +11,9 @@
 
 `causal` is the study of the causal, gated input normalisation for the audio mode
 (docs/adaptation.md, "Audio mode: causal cmvn"): selection on S, then the test once; `gated`,
-`select`, `gated-select` and `select-floor` are its rounds 2, 3, 4 and 5 (`gated-select-tables`
-and `select-floor-tables` render rounds 4 and 5).
+`select`, `gated-select`, `select-floor` and `select-clip` are its rounds 2, 3, 4, 5 and 6
+(`gated-select-tables`, `select-floor-tables` and `select-clip-tables` render rounds 4, 5 and
+6).
 
 `run` writes ``<out>/<name>.json`` (selection rows, chosen configurations, per-condition
 correct counts per method, protocol and seed); `tables` renders the Markdown tables. Every MFCC
@@ -1088,6 +1089,180 @@ def select_floor_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------- round 6: a per-clip shift statistic
+
+SC_FORMS: tuple[str, ...] = ("clip floor", "clip gate")  # least → most aggressive
+SC_TAUS: tuple[float, ...] = (2.0, 1.5, 1.0, 0.75)
+
+
+def m_select_clip(
+    weight: float, alpha: float, floor: float, margin: float, form: str, tau: float
+) -> Method:
+    """Round 6 (docs/adaptation.md): the cmvn class where the "clip floor" (d ≥ floor or
+    d_clip ≥ τ) and the entropy test both pass, or where the floor d ≥ floor and the "clip gate"
+    (d_clip ≥ τ or the entropy test) both pass; else raw. τ = inf is round 5's
+    `m_select_floor`."""
+    if form not in SC_FORMS:
+        raise ValueError(f"form {form!r}: use one of {SC_FORMS}")
+
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.methods import cmvn_clip_shift
+
+        l0, l1, d = _gs_runs(ctx, f, ids, weight, alpha)
+        confident = _entropy(l1) < _entropy(l0) - margin
+        clip = cmvn_clip_shift(f, ctx.mu_tr, ctx.sd_tr) >= tau
+        floor_ok = d >= floor
+        if form == "clip floor":
+            use = (floor_ok | clip) & confident
+        else:
+            use = floor_ok & (clip | confident)
+        out: np.ndarray = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
+        return out
+
+    return run
+
+
+def sc_label(
+    alpha: float, weight: float, floor: float, margin: float, form: str, tau: float
+) -> str:
+    return f"alpha=1/{round(1 / alpha)},w={weight},floor={floor},margin={margin},{form}={tau}"
+
+
+def select_clip(args: argparse.Namespace) -> int:
+    """docs/adaptation.md "Round 6": the per-clip statistic's (form, τ) on S by the causal
+    section's rule, beside round 5's deployed configuration on S (the deployment rule's
+    reference); then the test once, the choice beside round 5's configuration (a reference)."""
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ctx = make_ctx(args.model, args.basis, args.data)
+    src = load_source(args.data)
+    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
+    cm = meta_select(args.config)
+    a, w, fl, m = cm["alpha"], cm["weight"], cm["floor"], cm["margin"]
+    cfgs = [(form, tau) for form in SC_FORMS for tau in SC_TAUS]
+    grid = [(sc_label(a, w, fl, m, fo, t), m_select_clip(w, a, fl, m, fo, t)) for fo, t in cfgs]
+    chosen, rows = causal_select(ctx, src, grid, base_src)
+    log(f"  chose {rows[chosen]['config']}")
+    r5 = m_select_floor(w, a, fl, m)
+    r5_ev = causal_eval(ctx, src, r5, base_src)
+    r5_score, r5_ok = causal_score(r5_ev)
+    result: dict[str, Any] = {"name": args.name, "selection": rows}
+    result["chosen"] = rows[chosen]["config"]
+    result["chosen_form"], result["chosen_tau"] = cfgs[chosen]
+    result["round5"] = {"config": sf_label(a, w, fl, m), "score": r5_score, "admissible": r5_ok}
+    result["round5"]["eval"] = r5_ev
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    out = Path(args.out) / f"{args.name}.select-clip-selection.json"
+    out.write_text(json.dumps(result, indent=1))
+    log(f"selection written to {out}")
+    if args.selection_only:
+        return 0
+    log("the test, once")
+    _GS_CACHE.clear()
+    test = load_test(args.data)
+    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
+    result["test"] = {
+        "select_clip": causal_eval(ctx, test, grid[chosen][1], base_test),
+        "round5": causal_eval(ctx, test, r5, base_test),
+    }
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (Path(args.out) / f"{args.name}.select-clip.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
+def meta_select(config: str) -> dict[str, float]:
+    """α, w of a build config's [cmvn] table and its deployed selection's floor and margin."""
+    import tomllib
+
+    cm = tomllib.loads(Path(config).read_text()).get("cmvn", {})
+    out = {"alpha": 2.0 ** -int(cm["alpha_shift"]), "weight": 2.0 ** -int(cm["weight_shift"])}
+    out["floor"] = float(cm.get("select_floor", 0.0))
+    out["margin"] = float(cm.get("select_margin", 0.0))
+    return out
+
+
+def gain_table(title: str, na: dict[str, Any], rows: dict[str, Any], seg: int) -> list[str]:
+    """One segment length's test table: the no-adapt accuracies, then a row per method."""
+    cols = (*COLUMNS, "clean_only")
+    out = [f"#### {title}: gain over no-adapt (points)", ""]
+    out.append("| method | " + " | ".join(cols) + " | clean-only per seed |")
+    out.append("|---" * (len(cols) + 2) + "|")
+    out.append("| no-adapt (accuracy %) | "
+               + " | ".join(f"{na[c]['acc']:.2f}" for c in COLUMNS) + " | "
+               + f"{na['clean']['acc']:.2f} | — |")  # fmt: skip
+    for label, ev in rows.items():
+        g = ev[str(seg)]
+        seeds = " / ".join(f"{v:+.2f}" for v in g["clean_only"]["per_seed"])
+        cells = " | ".join(fmt_cell(g[c], 3) for c in cols)
+        out.append(f"| {label} | {cells} | {seeds} |")
+    return [*out, ""]
+
+
+def selection_table(rows: list[dict[str, Any]], chosen: str) -> list[str]:
+    """The S rows of a round, least → most aggressive (the columns of rounds 4 and 5)."""
+    out = ["| config | score | admissible | worst clean seed | worst clean-only seed "
+           "| S −10 | S −20 |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for row in rows:
+        ev = row["eval"].values()
+        wc = min(min(g["clean"]["per_seed"]) for g in ev)
+        wo = min(min(g["clean_only"]["per_seed"]) for g in ev)
+        g50 = row["eval"]["50"]
+        mark = " **chosen**" if row["config"] == chosen else ""
+        out.append(f"| {row['config']}{mark} | {row['score']:+.3f} | {row['admissible']} | "
+                   f"{wc:+.2f} | {wo:+.2f} | {g50['-10']['gain']:+.2f} | "
+                   f"{g50['-20']['gain']:+.2f} |")  # fmt: skip
+    return [*out, ""]
+
+
+def select_clip_tables(args: argparse.Namespace) -> int:
+    """Round 6's tables: per data set and segment length the chosen per-clip selection beside
+    the feature-mode cmvn and round 5's configuration, every configuration's S row (and round
+    5's), the verdict of round 6's deployment rule."""
+    out: list[str] = []
+    deploy: dict[str, tuple[float, bool, float]] = {}
+    for name in ("default", "fsdd"):
+        p = Path(args.out) / f"{name}.select-clip.json"
+        if not p.exists():
+            p = Path(args.out) / f"{name}.select-clip-selection.json"
+        if not p.exists():
+            continue
+        r6 = json.loads(p.read_text())
+        ref = json.loads((Path(args.out) / f"{name}.causal.json").read_text())
+        title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
+        r5 = r6["round5"]
+        if "test" in r6:
+            rows = {
+                "cmvn (feature mode)": ref["test"]["cmvn (feature mode)"],
+                f"round 5: selection with a floor ({r5['config']})": r6["test"]["round5"],
+                f"round 6: per-clip statistic ({r6['chosen']})": r6["test"]["select_clip"],
+            }
+            for seg in CAUSAL_SEGMENTS:
+                out += gain_table(f"{title}, round 6, segments of {seg}", ref["noadapt_test"],
+                                  rows, seg)  # fmt: skip
+        out += [f"Selection on S ({name}), round 6, least → most aggressive: score (mean SNR "
+                "gain, both segment lengths), admissible, worst clean / clean-only seed (both "
+                "lengths), S −10 and S −20 (segments of 50); the last row is round 5's "
+                "deployed configuration (the deployment rule's reference, not a grid entry).",
+                ""]  # fmt: skip
+        out += selection_table([*r6["selection"], {**r5, "config": f"round 5: {r5['config']}"}],
+                               r6["chosen"])  # fmt: skip
+        row = next(x for x in r6["selection"] if x["config"] == r6["chosen"])
+        deploy[name] = (float(row["score"]), bool(row["admissible"]), float(r5["score"]))
+    if len(deploy) == 2:  # the deployment rule of "Round 6"
+        s6 = float(np.mean([v[0] for v in deploy.values()]))
+        s5 = float(np.mean([v[2] for v in deploy.values()]))
+        ok = all(v[1] for v in deploy.values())
+        verdict = "deployed" if ok and s6 > s5 else "not deployed: round 5 stays"
+        out.append(f"Deployment rule: round 6's choices admissible on both S: {ok}; mean S score "
+                   f"over both sets {s6:+.3f} against round 5's {s5:+.3f}: {verdict}.")  # fmt: skip
+        out.append("")
+    print("\n".join(out))
+    return 0
+
+
 def meta_cmvn(config: str) -> Any:
     """The feature-mode cmvn deployed by a build config's [cmvn] table."""
     import tomllib
@@ -1200,6 +1375,14 @@ def main() -> int:
     ct.add_argument("--out", default="out/study")
     gt4 = sub.add_parser("gated-select-tables")
     gt4.add_argument("--out", default="out/study")
+    sc = sub.add_parser("select-clip")
+    sc.add_argument("--name", required=True, choices=("default", "fsdd"))
+    for opt in ("--data", "--model", "--basis", "--config"):
+        sc.add_argument(opt, required=True)
+    sc.add_argument("--out", default="out/study")
+    sc.add_argument("--selection-only", action="store_true", help="stop before the test split")
+    sct = sub.add_parser("select-clip-tables")
+    sct.add_argument("--out", default="out/study")
     args = ap.parse_args()
     cmds = {"run": run, "positions": positions, "tables": tables, "causal": causal}
     cmds["causal-tables"] = causal_tables
@@ -1209,6 +1392,8 @@ def main() -> int:
     cmds["gated-select-tables"] = gated_select_tables
     cmds["select-floor"] = select_floor
     cmds["select-floor-tables"] = select_floor_tables
+    cmds["select-clip"] = select_clip
+    cmds["select-clip-tables"] = select_clip_tables
     return cmds[args.cmd](args)
 
 

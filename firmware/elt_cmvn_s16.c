@@ -21,17 +21,37 @@ void elt_cmvn_reset(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st)
     }
 }
 
+/* One coefficient's term of a shift distance: rsr(m^2, F_s) + rsr((v - 1)^2, F_s) with
+ * v = max(p - rsr(m^2, F_s), vmin) (written to *v_out). */
+static int64_t shift_term(const elt_cmvn_params_t *prm, int64_t m, int64_t p, int64_t *v_out)
+{
+    const int32_t fs = prm->state_frac;
+    const int64_t one = (int64_t)1 << fs;
+    int64_t mm = fx_rshift_round64(m * m, fs);
+    int64_t v = p - mm;
+    if (v < prm->vmin) {
+        v = prm->vmin;
+    }
+    *v_out = v;
+    return mm + fx_rshift_round64((v - one) * (v - one), fs);
+}
+
 /* Steps 2-3 for coefficient f: the clip's mean and mean square in Q.state_frac (1/T as one
  * rounded reciprocal), then M += (c1 - M) alpha, P += (c2 - P) alpha (both stay between the
- * old and the new value, so in int32). */
+ * old and the new value, so in int32). With own non-NULL, the clip's own shift term of f
+ * (shift_term of c1, c2) is added to *own. */
 static void update(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int32_t f, int32_t s1,
-                   int64_t s2, int32_t alpha_shift)
+                   int64_t s2, int32_t alpha_shift, int64_t *own)
 {
     int64_t c1 = fx_rshift_round64((int64_t)s1 * prm->recip, prm->recip_shift - 8);
     int64_t c2 =
         fx_sat32_64(fx_rshift_round64(s2 * prm->recip, prm->recip_shift + prm->x_frac - 8));
     st->m[f] += (int32_t)fx_rshift_round64(c1 - st->m[f], alpha_shift);
     st->p[f] += (int32_t)fx_rshift_round64(c2 - st->p[f], alpha_shift);
+    if (own) {
+        int64_t v;
+        *own += shift_term(prm, c1, c2, &v);
+    }
 }
 
 /* Steps 4-6: v = P - M^2 (floored), D = 1 - w + w v, offset w M in the input format, gain
@@ -48,12 +68,7 @@ static int32_t coefficients(const elt_cmvn_params_t *prm, const elt_cmvn_state_t
     int64_t v[ELT_CMVN_F_MAX];
     int64_t dist = 0;
     for (int32_t f = 0; f < F; f++) {
-        int64_t mm = (int64_t)st->m[f] * st->m[f];
-        v[f] = (int64_t)st->p[f] - fx_rshift_round64(mm, fs);
-        if (v[f] < prm->vmin) {
-            v[f] = prm->vmin;
-        }
-        dist += fx_rshift_round64(mm, fs) + fx_rshift_round64((v[f] - one) * (v[f] - one), fs);
+        dist += shift_term(prm, st->m[f], st->p[f], &v[f]);
     }
     *dist_out = dist;
     if (gate_sum > 0 && dist < gate_sum) {
@@ -76,13 +91,15 @@ static void normalise(int32_t F, const int32_t *offset, const int32_t *gain, int
     }
 }
 
-int64_t elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x)
+int64_t elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x,
+                           int64_t *clip_dist)
 {
     const int32_t T = prm->frames;
     const int32_t F = prm->features;
     int32_t offset[ELT_CMVN_F_MAX];
     int32_t gain[ELT_CMVN_F_MAX];
     int64_t dist = 0;
+    int64_t own = 0;
 
     for (int32_t f = 0; f < F; f++) {
         int32_t s1 = 0;
@@ -92,7 +109,10 @@ int64_t elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, i
             s1 += u;
             s2 += (int64_t)(u * u);
         }
-        update(prm, st, f, s1, s2, prm->alpha_shift);
+        update(prm, st, f, s1, s2, prm->alpha_shift, clip_dist ? &own : 0);
+    }
+    if (clip_dist) {
+        *clip_dist = own;
     }
     if (!coefficients(prm, st, prm->gate_sum, offset, gain, &dist)) {
         return dist; /* the shift gate is closed: the clip passes unchanged */
@@ -131,6 +151,6 @@ void elt_cmvn_causal_end(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st,
                          const elt_cmvn_clip_t *clip)
 {
     for (int32_t f = 0; f < prm->features; f++) {
-        update(prm, st, f, clip->s1[f], clip->s2[f], prm->causal_alpha_shift);
+        update(prm, st, f, clip->s1[f], clip->s2[f], prm->causal_alpha_shift, 0);
     }
 }

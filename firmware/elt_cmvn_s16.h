@@ -1,7 +1,7 @@
 /*
  * Modes "cmvn", "cmvn_causal" and "cmvn_select": continual per-coefficient input normalisation
- * (docs/adaptation.md "Deployed method", "Integer specification", "Round 4"). Python twin:
- * codegen/intref/cmvn.py (cmvn_int, cmvn_select_int), bit-exact.
+ * (docs/adaptation.md "Deployed method", "Integer specification", "Round 4" ... "Round 6"). Python
+ * twin: codegen/intref/cmvn.py (cmvn_int, cmvn_select_int), bit-exact.
  *
  * Before the encoder, each clip's coefficient sums update an exponential moving average of the
  * input's mean M and mean square P (alpha = 2^-alpha_shift); the clip is then shifted by
@@ -18,21 +18,23 @@
 #endif
 
 typedef struct {
-    int32_t frames;             /* T */
-    int32_t features;           /* F <= ELT_CMVN_F_MAX */
-    int32_t x_frac;             /* n: fraction bits of the int16 input */
-    int32_t state_frac;         /* n + 8: fraction bits of M and P */
-    int32_t recip;              /* round(2^recip_shift / T) */
-    int32_t recip_shift;        /* 22 */
-    int32_t alpha_shift;        /* EMA factor 2^-a, a >= 1 */
-    int32_t weight_shift;       /* blend 2^-b */
-    int32_t vmin;               /* floor of the variance, Q.state_frac */
-    int32_t causal_alpha_shift; /* mode cmvn_causal: its EMA factor 2^-a */
-    int64_t gate_sum;           /* mode cmvn: shift gate threshold, Q.state_frac; 0 none */
-    int64_t causal_gate_sum;    /* mode cmvn_causal: the same, on the state before the clip */
-    int32_t select_margin;      /* mode cmvn_select: entropy margin, Q5.26 (fw_app_kws.c) */
-    int64_t select_gate_sum;    /* mode cmvn_select: its shift gate, as gate_sum; 0 none */
-    int64_t select_floor_sum;   /* mode cmvn_select: its shift floor, as gate_sum; 0 none */
+    int32_t frames;                /* T */
+    int32_t features;              /* F <= ELT_CMVN_F_MAX */
+    int32_t x_frac;                /* n: fraction bits of the int16 input */
+    int32_t state_frac;            /* n + 8: fraction bits of M and P */
+    int32_t recip;                 /* round(2^recip_shift / T) */
+    int32_t recip_shift;           /* 22 */
+    int32_t alpha_shift;           /* EMA factor 2^-a, a >= 1 */
+    int32_t weight_shift;          /* blend 2^-b */
+    int32_t vmin;                  /* floor of the variance, Q.state_frac */
+    int32_t causal_alpha_shift;    /* mode cmvn_causal: its EMA factor 2^-a */
+    int64_t gate_sum;              /* mode cmvn: shift gate threshold, Q.state_frac; 0 none */
+    int64_t causal_gate_sum;       /* mode cmvn_causal: the same, on the state before the clip */
+    int32_t select_margin;         /* mode cmvn_select: entropy margin, Q5.26 (fw_app_kws.c) */
+    int64_t select_gate_sum;       /* mode cmvn_select: its shift gate, as gate_sum; 0 none */
+    int64_t select_floor_sum;      /* mode cmvn_select: its shift floor, as gate_sum; 0 none */
+    int64_t select_clip_floor_sum; /* mode cmvn_select: the clip floor on clip_dist; 0 none */
+    int64_t select_clip_gate_sum;  /* mode cmvn_select: the clip gate on clip_dist; 0 none */
 } elt_cmvn_params_t;
 
 typedef struct {
@@ -46,8 +48,12 @@ void elt_cmvn_reset(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st);
 /* One clip x [T][F] (int16, the model's input format): update the state, normalise in place
  * (or leave it unchanged where the shift gate on the updated state is closed). Returns the
  * shift distance of the updated state, sum_f M^2 + (V - 1)^2 in Q.state_frac (what the gates
- * compare with their thresholds; mode cmvn_select's gate reads it). */
-int64_t elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x);
+ * compare with their thresholds; mode cmvn_select's gate reads it). With clip_dist non-NULL,
+ * *clip_dist is the clip's own shift distance, the same sum over the clip's mean and mean
+ * square in place of M and P (docs/adaptation.md "Round 6"; mode cmvn_select's clip floor and
+ * clip gate read it). */
+int64_t elt_cmvn_apply_s16(const elt_cmvn_params_t *prm, elt_cmvn_state_t *st, int16_t *x,
+                           int64_t *clip_dist);
 
 /* Mode "cmvn_causal" (docs/adaptation.md "Audio mode: causal cmvn"): the clip is normalised
  * with the state BEFORE it, under the shift gate, one frame at a time as frames arrive, and

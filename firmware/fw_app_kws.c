@@ -95,11 +95,11 @@ static const elt_cmvn_params_t app_cmvn = FW_APP_CMVN_PARAMS;
 /* mode cmvn_select's normalised run: mode cmvn's constants without its shift gate */
 static elt_cmvn_params_t app_cmvn_select;
 
-/* Mode cmvn_select (docs/adaptation.md "Round 3", "Round 4", "Round 5"): a->raw, a->z_raw hold
- * the raw run, a->res, a->z the normalised one (both no-adapt). The answer is the normalised
- * run's where its shift gate fired (a->fired, select_shift) or where its entropy plus the margin
- * is below the raw run's and the shift distance reached the floor (a->floor_ok), else the raw
- * run's; the no-adapt fields are the raw run's.
+/* Mode cmvn_select (docs/adaptation.md "Round 3" ... "Round 6"): a->raw, a->z_raw hold the raw
+ * run, a->res, a->z the normalised one (both no-adapt). The answer is the normalised run's where
+ * its shift gate or clip gate fired (a->fired, select_shift) or where its entropy plus the
+ * margin is below the raw run's and the floor was reached (a->floor_ok), else the raw run's;
+ * the no-adapt fields are the raw run's.
  * codegen/intref/model.py::_infer_select, field by field. */
 static void select_merge(app_ctx_t *a)
 {
@@ -122,12 +122,19 @@ static void select_merge(app_ctx_t *a)
     }
 }
 
-/* Mode cmvn_select's shift gate and shift floor on the shift distance of the updated state
- * (0: no gate, no floor). */
-static void select_shift(app_ctx_t *a, int64_t dist)
+/* Mode cmvn_select's shift gate and shift floor on the shift distance of the updated state,
+ * and the clip floor and clip gate on the clip's own (each 0: none). a->floor_ok: the entropy
+ * test may take the normalised answer (the floor or the clip floor reached); a->fired: it is
+ * taken without the test (the shift gate, or the clip gate where floor_ok holds).
+ * codegen/intref/cmvn.py::cmvn_select_int. */
+static void select_shift(app_ctx_t *a, int64_t dist, int64_t clip_dist)
 {
-    a->fired = app_cmvn.select_gate_sum > 0 && dist >= app_cmvn.select_gate_sum;
-    a->floor_ok = app_cmvn.select_floor_sum <= 0 || dist >= app_cmvn.select_floor_sum;
+    const int64_t cf = app_cmvn.select_clip_floor_sum;
+    const int64_t cg = app_cmvn.select_clip_gate_sum;
+    a->floor_ok = app_cmvn.select_floor_sum <= 0 || dist >= app_cmvn.select_floor_sum ||
+                  (cf > 0 && clip_dist >= cf);
+    a->fired = (app_cmvn.select_gate_sum > 0 && dist >= app_cmvn.select_gate_sum) ||
+               (a->floor_ok && cg > 0 && clip_dist >= cg);
 }
 
 /* The raw run is in a->res, a->z: keep it for select_merge. */
@@ -191,7 +198,7 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     uint64_t t_cmvn = 0;
     if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_MASK, mode)) {
         uint64_t tc = fw_timer_now();
-        (void)elt_cmvn_apply_s16(&app_cmvn, &a->cmvn, a->x);
+        (void)elt_cmvn_apply_s16(&app_cmvn, &a->cmvn, a->x, 0);
         t_cmvn = fw_timer_now() - tc;
     } else if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, mode)) {
         /* the audio mode's frame-by-frame order on the whole clip: the same integers */
@@ -210,7 +217,9 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_SELECT_MASK, mode)) {
         /* the second, normalised run (its cost is the adaptation's) and the choice */
         select_keep_raw(a);
-        select_shift(a, elt_cmvn_apply_s16(&app_cmvn_select, &a->cmvn, a->x));
+        int64_t clip_dist;
+        int64_t dist = elt_cmvn_apply_s16(&app_cmvn_select, &a->cmvn, a->x, &clip_dist);
+        select_shift(a, dist, clip_dist);
         FW_APP_ENCODE(a->x, a->z);
         elt_adapt_run(&a->params, &a->state, a->z, sample_id, &a->res);
         select_merge(a);
@@ -386,10 +395,12 @@ static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t 
 
 /* The held clip a->x: the input normalisation prm in place, then every encoder step, into
  * a->z (the step takes an aligned frame: each row is copied to s->frame). Returns the shift
- * distance of the updated statistics (elt_cmvn_apply_s16). */
-static int64_t encode_held(app_ctx_t *a, app_stream_t *s, const elt_cmvn_params_t *prm)
+ * distance of the updated statistics and, with clip_dist non-NULL, the clip's own in
+ * *clip_dist (elt_cmvn_apply_s16). */
+static int64_t encode_held(app_ctx_t *a, app_stream_t *s, const elt_cmvn_params_t *prm,
+                           int64_t *clip_dist)
 {
-    int64_t dist = elt_cmvn_apply_s16(prm, &a->cmvn, a->x);
+    int64_t dist = elt_cmvn_apply_s16(prm, &a->cmvn, a->x, clip_dist);
     FW_APP_STREAM_BEGIN();
     for (uint32_t t = 0; t < FW_APP_T; t++) {
         for (uint32_t f = 0; f < FW_APP_F; f++) {
@@ -410,7 +421,7 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     if (s->lookahead) { /* the whole clip heard: mode cmvn as INFER runs it, then the encoder */
-        (void)encode_held(a, s, &app_cmvn);
+        (void)encode_held(a, s, &app_cmvn, 0);
     } else {
         FW_APP_STREAM_END(a->z);
     }
@@ -423,7 +434,9 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
     elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
     if (s->select) { /* the second, normalised run on the held clip, and the choice */
         select_keep_raw(a);
-        select_shift(a, encode_held(a, s, &app_cmvn_select));
+        int64_t clip_dist;
+        int64_t dist = encode_held(a, s, &app_cmvn_select, &clip_dist);
+        select_shift(a, dist, clip_dist);
         elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
         select_merge(a);
     }

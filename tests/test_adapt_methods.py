@@ -171,3 +171,27 @@ def test_stage_classes_gated_selection() -> None:
     both = dataclasses.replace(floored, cmvn_select_gate=tau)
     want = select_confident(k0, k1, 0.0, fired=fired, floor_ok=d >= floor)
     np.testing.assert_array_equal(stage_classes(u, "cmvn_select", both, sharp), want)
+    # round 6 on the clip's own shift d_clip (`cmvn_clip_shift`): the clip floor also opens the
+    # floor where d_clip reaches it, the clip gate takes the normalised class without the
+    # entropy test where the floor is open and d_clip reaches it (docs/adaptation.md "Round 6")
+    from codegen.elatta.methods import cmvn_clip_shift
+
+    dc = cmvn_clip_shift(u, np.zeros(10), np.ones(10))
+    np.testing.assert_allclose(dc, cmvn_shift(u, np.zeros(10), np.ones(10), CmvnConfig(0.25)))
+    cf = float(np.quantile(dc[d < floor], 0.5))
+    opened = (d < floor) & (dc >= cf)
+    assert (takes & opened).any()  # the clip floor gives back answers the floor held back
+    clip_floored = dataclasses.replace(floored, cmvn_select_clip_floor=cf)
+    ok = (d >= floor) | (dc >= cf)
+    want = np.where(takes & ok, k1.argmax(axis=1), k0.argmax(axis=1))
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", clip_floored, sharp), want)
+    # the clip gate with a margin no entropy passes: the normalised class exactly where the
+    # floor is open and d_clip reaches it
+    cg = float(np.quantile(dc[d < floor], 0.75))
+    no_entropy = dataclasses.replace(base, cmvn_select_margin=8.0, cmvn_select_floor=floor)
+    clip_fired = (d >= floor) & (dc >= cg)
+    assert (clip_fired & (l1.argmax(axis=1) != l0.argmax(axis=1))).any()
+    assert ((d < floor) & (dc >= cg)).any()  # the floor holds back some clips the gate reaches
+    want = np.where(clip_fired, l1.argmax(axis=1), l0.argmax(axis=1))
+    gated_clip = dataclasses.replace(no_entropy, cmvn_select_clip_gate=cg)
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", gated_clip, logits_of), want)

@@ -35,6 +35,8 @@ def params(
     gate: float = 0.0,
     select_gate: float = 0.0,
     select_floor: float = 0.0,
+    clip_floor: float = 0.0,
+    clip_gate: float = 0.0,
 ) -> CmvnParams:
     fs = n + 8
     return CmvnParams(
@@ -52,6 +54,8 @@ def params(
         causal_gate_sum=round(tau * F * (1 << fs)),
         select_gate_sum=round(select_gate * F * (1 << fs)),
         select_floor_sum=round(select_floor * F * (1 << fs)),
+        select_clip_floor_sum=round(clip_floor * F * (1 << fs)),
+        select_clip_gate_sum=round(clip_gate * F * (1 << fs)),
     )
 
 
@@ -71,11 +75,14 @@ def spec_clip(
     M: list[int],
     P: list[int],
     dists: list[int] | None = None,
+    clip_dists: list[int] | None = None,
 ) -> list[list[int]]:
     """docs/adaptation.md "Integer specification", step by step in Python ints; the shift
-    distance of the updated state is appended to ``dists``."""
+    distance of the updated state is appended to ``dists``, the clip's own ("Round 6": the same
+    sum over the clip's mean c1 and mean square c2) to ``clip_dists``."""
     T, F, fs, b = p.frames, p.features, p.state_frac, p.weight_shift
     out = [[0] * F for _ in range(T)]
+    own = 0
     for f in range(F):
         s1 = sum(u[t][f] for t in range(T))
         s2 = sum(u[t][f] ** 2 for t in range(T))
@@ -83,10 +90,14 @@ def spec_clip(
         c2 = min(max(rsr(s2 * p.recip, p.recip_shift + p.x_frac - 8), -(2**31)), 2**31 - 1)
         M[f] += rsr(c1 - M[f], p.alpha_shift)
         P[f] += rsr(c2 - P[f], p.alpha_shift)
+        vc = max(c2 - rsr(c1 * c1, fs), p.vmin)
+        own += rsr(c1 * c1, fs) + rsr((vc - (1 << fs)) ** 2, fs)
     V = [max(P[f] - rsr(M[f] * M[f], fs), p.vmin) for f in range(F)]
     dist = sum(rsr(M[f] * M[f], fs) + rsr((V[f] - (1 << fs)) ** 2, fs) for f in range(F))
     if dists is not None:
         dists.append(dist)
+    if clip_dists is not None:
+        clip_dists.append(own)
     if p.gate_sum > 0 and dist < p.gate_sum:
         return [row[:] for row in u]
     for f in range(F):
@@ -185,34 +196,59 @@ SELECT += [params(25, 13, 12, 3, 1), params(49, 10, 11, 1, 2, gate=0.75, select_
 SELECT += [params(49, 10, 11, 1, 2, select_floor=0.75)]
 SELECT += [params(49, 10, 11, 1, 2, select_gate=40.0, select_floor=0.75)]
 SELECT += [params(49, 10, 11, 2, 2, select_floor=40.0)]
+# and round 6's clip floor and clip gate on the clip's own distance: a clip floor that opens a
+# floor some clips miss, a clip gate with the floor reached on some clips, both, and no floor
+SELECT += [params(49, 10, 11, 1, 2, select_floor=40.0, clip_floor=1.0)]
+SELECT += [params(49, 10, 11, 1, 2, select_floor=40.0, clip_gate=1.0)]
+SELECT += [params(49, 10, 11, 1, 2, select_floor=40.0, clip_floor=1.0, clip_gate=2.0)]
+SELECT += [params(25, 13, 12, 3, 1, select_gate=40.0, clip_gate=0.5)]
 
 
 @pytest.mark.parametrize(
     "p",
     SELECT,
-    ids=lambda p: f"a{p.alpha_shift}g{p.gate_sum}s{p.select_gate_sum}f{p.select_floor_sum}",
+    ids=lambda p: (
+        f"a{p.alpha_shift}g{p.gate_sum}s{p.select_gate_sum}f{p.select_floor_sum}"
+        f"cf{p.select_clip_floor_sum}cg{p.select_clip_gate_sum}"
+    ),
 )
 def test_select_run_equals_the_written_spec(p: CmvnParams) -> None:
     """cmvn_select_int: every clip normalised as mode cmvn without its gate (gate_sum is
-    ignored), and the selection's gate fires where the updated state's shift distance reaches
-    select_gate_sum (docs/adaptation.md "Round 4")."""
+    ignored); floor_ok where the updated state's shift distance d reaches select_floor_sum
+    ("Round 5") or the clip's own distance d_clip reaches select_clip_floor_sum ("Round 6");
+    fired where d reaches select_gate_sum ("Round 4") or, with floor_ok, d_clip reaches
+    select_clip_gate_sum ("Round 6"); each threshold 0 meaning none (docs/adaptation.md)."""
     from codegen.intref.cmvn import cmvn_select_int
 
     x = clips(p, 1)
     got, fired, floor_ok = cmvn_select_int(x, p)
     M, P = [0] * p.features, [1 << p.state_frac] * p.features
     dists: list[int] = []
+    own: list[int] = []
     ungated = dataclasses.replace(p, gate_sum=0)
-    want = [spec_clip(clip.astype(int).tolist(), ungated, M, P, dists) for clip in x]
+    want = [spec_clip(clip.astype(int).tolist(), ungated, M, P, dists, own) for clip in x]
     assert_array_equal(got, np.array(want))
-    sg = p.select_gate_sum
-    assert fired.tolist() == [sg > 0 and d >= sg for d in dists]
-    sf = p.select_floor_sum
-    assert floor_ok.tolist() == [sf <= 0 or d >= sf for d in dists]
+    sg, sf = p.select_gate_sum, p.select_floor_sum
+    cf, cg = p.select_clip_floor_sum, p.select_clip_gate_sum
+    want_ok = [
+        sf <= 0 or d >= sf or (cf > 0 and dc >= cf) for d, dc in zip(dists, own, strict=True)
+    ]
+    assert floor_ok.tolist() == want_ok
+    want_fired = [
+        (sg > 0 and d >= sg) or (ok and cg > 0 and dc >= cg)
+        for d, dc, ok in zip(dists, own, want_ok, strict=True)
+    ]
+    assert fired.tolist() == want_fired
     if p is SELECT[0]:  # the gate both fires and stays closed on these clips
         assert fired.any() and not fired.all(), fired
     if p is SELECT[4]:  # the floor is reached on some of these clips and not on others
         assert floor_ok.any() and not floor_ok.all(), floor_ok
+    if p is SELECT[7]:  # the clip floor opens the floor on a clip below it, not on another
+        opened = [d < sf and dc >= cf for d, dc in zip(dists, own, strict=True)]
+        assert any(opened) and not floor_ok.all(), (opened, floor_ok)
+    if p is SELECT[8]:  # the clip gate fires on some clips, and the floor holds back others
+        held = [dc >= cg and not ok for dc, ok in zip(own, want_ok, strict=True)]
+        assert fired.any() and any(held), (fired, held)
 
 
 def test_cmvn_gate_opens_and_closes() -> None:
@@ -284,6 +320,8 @@ class _Params(ctypes.Structure):
         ("select_margin", ctypes.c_int32),
         ("select_gate_sum", ctypes.c_int64),
         ("select_floor_sum", ctypes.c_int64),
+        ("select_clip_floor_sum", ctypes.c_int64),
+        ("select_clip_gate_sum", ctypes.c_int64),
     ]
 
 
@@ -302,9 +340,11 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
 
 @pytest.mark.parametrize("p", CASES, ids=lambda p: f"a{p.alpha_shift}b{p.weight_shift}n{p.x_frac}")
 def test_firmware_kernel_equals_reference(kernel: ctypes.CDLL, p: CmvnParams) -> None:
-    """Every clip and the state, and the shift distance the kernel returns (mode cmvn_select's
-    gate reads it) equals the reference's `shift_sum` of the updated state."""
-    from codegen.intref.cmvn import shift_sum
+    """Every clip and the state, the shift distance the kernel returns (mode cmvn_select's
+    gate reads it) equals the reference's `shift_sum` of the updated state, and the clip's own
+    distance it writes (round 6's clip floor and clip gate read it) equals `clip_shift_sum`;
+    with a NULL pointer nothing else changes."""
+    from codegen.intref.cmvn import clip_shift_sum, shift_sum
 
     x = clips(p, 4)
     want, st = cmvn_int(x, p)
@@ -313,19 +353,29 @@ def test_firmware_kernel_equals_reference(kernel: ctypes.CDLL, p: CmvnParams) ->
     for clip in x:
         _, ref = cmvn_int(clip[None], p, ref)
         want_dist.append(shift_sum(ref, p))
+    want_own = [clip_shift_sum(clip.astype(np.int64), p) for clip in x]
     prm = _Params(*(getattr(p, name) for name, _ in _Params._fields_))
-    state = (ctypes.c_int32 * 128)()
-    kernel.elt_cmvn_reset(ctypes.byref(prm), state)
     kernel.elt_cmvn_apply_s16.restype = ctypes.c_int64
-    got = np.array(x, dtype=np.int16, copy=True)
-    dist = [
-        kernel.elt_cmvn_apply_s16(
-            ctypes.byref(prm), state, clip.ctypes.data_as(ctypes.POINTER(ctypes.c_int16))
-        )
-        for clip in got
-    ]
-    assert_array_equal(got, want)
-    assert dist == want_dist
+    for with_own in (True, False):
+        state = (ctypes.c_int32 * 128)()
+        kernel.elt_cmvn_reset(ctypes.byref(prm), state)
+        got = np.array(x, dtype=np.int16, copy=True)
+        dist, own = [], []
+        for clip in got:
+            o = ctypes.c_int64(-1)
+            dist.append(
+                kernel.elt_cmvn_apply_s16(
+                    ctypes.byref(prm),
+                    state,
+                    clip.ctypes.data_as(ctypes.POINTER(ctypes.c_int16)),
+                    ctypes.byref(o) if with_own else None,
+                )
+            )
+            own.append(o.value)
+        assert_array_equal(got, want)
+        assert dist == want_dist
+        assert own == (want_own if with_own else [-1] * len(x))
+        assert len(set(want_own)) > 1  # the clips differ in their own shift
     c_state = np.frombuffer(state, dtype=np.int32)
     assert_array_equal(c_state[: p.features], st.M)
     assert_array_equal(c_state[64 : 64 + p.features], st.P)
@@ -412,6 +462,9 @@ def test_causal_integer_form_tracks_the_float_method() -> None:
         ("gate = nan", r"gate=nan is not allowed"),
         ("select_gate = -0.5", r"select_gate=-0.5 is not allowed: use a float in \[0, 64\]"),
         ("select_floor = -0.5", r"select_floor=-0.5 is not allowed: use a float in \[0, 64\]"),
+        ("select_clip_floor = -1.0", r"clip_floor=-1.0 is not allowed: use a float in \[0, 64\]"),
+        ("select_clip_gate = 65.0", r"clip_gate=65.0 is not allowed: use a float in \[0, 64\]"),
+        ("select_clip_gate = 'on'", r"\[cmvn\].select_clip_gate = 'on' has type str"),
         ("gate = 'on'", r"\[cmvn\].gate = 'on' has type str; expected float"),
     ],
 )
@@ -495,3 +548,32 @@ def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
         assert_array_equal(f.z, np.where(want[:, None], norm.z, raw.z))
         assert_array_equal(f.adapt.pred_noadapt, raw.adapt.pred_noadapt)
     assert dropped > 0  # some floor changed an answer the entropy test alone gives
+    # round 6 on the clip's own distance d_clip (`clip_shift_sum`): with a margin no entropy
+    # passes, the clip gate takes the normalised answer exactly where d_clip reaches it; and the
+    # clip floor gives back, where d_clip reaches it, answers a floor above every d took away, so
+    # an ignored clip gate or clip floor would show (docs/adaptation.md "Round 6")
+    from codegen.intref.cmvn import clip_shift_sum
+
+    own = np.array([clip_shift_sum(clip.astype(np.int64), q.cmvn) for clip in x])
+    dist = np.array(dists)
+    for cg in sorted(set(own.tolist()))[1:-1:4]:
+        gate = dataclasses.replace(big.cmvn, select_clip_gate_sum=cg)
+        _, fired, floor_ok = cmvn_select_int(x, gate)
+        assert_array_equal(fired, own >= cg)
+        assert floor_ok.all() and fired.any() and not fired.all()
+        g = infer_int(x, dataclasses.replace(q, cmvn=gate), ids, mode="cmvn_select")
+        assert_array_equal(g.adapt.pred, np.where(fired, norm.adapt.pred, raw.adapt.pred))
+        assert_array_equal(g.z, np.where(fired[:, None], norm.z, raw.z))
+    reopened = 0
+    high = int(dist.max()) + 1  # a floor no clip reaches: the clip floor alone opens it
+    for cf in sorted(set(own.tolist()))[1:-1:4]:
+        cfl = dataclasses.replace(q.cmvn, select_floor_sum=high, select_clip_floor_sum=cf)
+        _, fired, floor_ok = cmvn_select_int(x, cfl)
+        assert not fired.any()
+        assert_array_equal(floor_ok, own >= cf)
+        want = use & floor_ok
+        reopened += int((want & (norm.adapt.pred != raw.adapt.pred)).sum())
+        f = infer_int(x, dataclasses.replace(q, cmvn=cfl), ids, mode="cmvn_select")
+        assert_array_equal(f.adapt.pred, np.where(want, norm.adapt.pred, raw.adapt.pred))
+        assert_array_equal(f.z, np.where(want[:, None], norm.z, raw.z))
+    assert reopened > 0  # some clip floor gave back an answer the floor alone holds back

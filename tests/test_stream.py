@@ -336,16 +336,22 @@ def select_gate_build(
     kws_build: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, Path]:
     """The default model built with cmvn_select's shift gate on (`[cmvn] select_gate`,
-    docs/adaptation.md "Round 4") and a shift floor below it (`select_floor`, "Round 5") at
-    margin 0: a clip takes the normalised answer where d ≥ 0.01, or where 0.0025 ≤ d and the
-    normalised run is more confident: (build dir, data dir)."""
+    docs/adaptation.md "Round 4"), a shift floor below it (`select_floor`, "Round 5") and round
+    6's clip floor and clip gate on the clip's own shift d_clip (`select_clip_floor`,
+    `select_clip_gate`) at margin 0: a clip takes the normalised answer where d ≥ 0.01, or where
+    d_clip ≥ 1.5 and the floor is reached, or where the normalised run is more confident and the
+    floor is reached (0.0025 ≤ d or 0.5 ≤ d_clip): (build dir, data dir). The thresholds sit
+    between the distances of the tiny set's clips, so each of the four changes some answers."""
     _, data = kws_build
     tmp = tmp_path_factory.mktemp("selgate")
     text = (ROOT / "configs/default.toml").read_text()
     text = re.sub(r"\nselect_margin = [0-9.]+\n", "\nselect_margin = 0.0\n", text)
     text = text.replace("\nselect_gate = 0.0\n", "\nselect_gate = 0.01\n")
     text = re.sub(r"\nselect_floor = [0-9.]+", "\nselect_floor = 0.0025", text)
-    for key in ("select_gate = 0.01", "select_margin = 0.0", "select_floor = 0.0025"):
+    text = re.sub(r"\nselect_clip_floor = [0-9.]+", "\nselect_clip_floor = 0.5", text)
+    text = re.sub(r"\nselect_clip_gate = [0-9.]+", "\nselect_clip_gate = 1.5", text)
+    keys = ("select_gate = 0.01", "select_margin = 0.0", "select_floor = 0.0025")
+    for key in (*keys, "select_clip_floor = 0.5", "select_clip_gate = 1.5"):
         assert f"\n{key}" in text, key
     (tmp / "gated.toml").write_text(text)
     out = tmp / "build"
@@ -362,12 +368,13 @@ def select_gate_build(
 def test_select_gate_in_the_audio_mode(
     select_gate_build: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """cmvn_select with its shift gate and its shift floor through QEMU's audio mode (chunks of
-    1,022 samples; the mode holds the clip and decides at AUDIO_END, so the chunking is not
-    what is tested here): bit-exact with the reference (run_pcm, every field); the gate fires on
-    some clips and not on others, the floor holds some clips back, and the reference differs
-    from the same build's reference without the gate and from the one without the floor, so a
-    device or a reference that ignored either would fail."""
+    """cmvn_select with its shift gate, its shift floor, its clip floor and its clip gate
+    through QEMU's audio mode (chunks of 1,022 samples; the mode holds the clip and decides at
+    AUDIO_END, so the chunking is not what is tested here): bit-exact with the reference
+    (run_pcm, every field); the gates fire on some clips and not on others, the floor holds
+    some clips back, and the reference differs from the same build's reference without the
+    gate, without the floor, without the clip floor and without the clip gate, so a device or a
+    reference that ignored any of them would fail."""
     import dataclasses
 
     from elatta_host.plan import load_build
@@ -380,27 +387,35 @@ def test_select_gate_in_the_audio_mode(
     a = run_pcm(build_dir, data, tmp_path / "c1022", ("cmvn_select",), 8, 1022)
     assert len(a) >= 8
     _, q = load_build(build_dir)
-    assert q.cmvn is not None and q.cmvn.select_gate_sum > q.cmvn.select_floor_sum > 0
-    assert q.cmvn.select_margin == 0
-    q0 = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_gate_sum=0))
-    qf = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_floor_sum=0))
+    cm = q.cmvn
+    assert cm is not None and cm.select_gate_sum > cm.select_floor_sum > 0
+    assert cm.select_clip_gate_sum > cm.select_clip_floor_sum > 0 and cm.select_margin == 0
+    without = {
+        name: dataclasses.replace(q, cmvn=dataclasses.replace(cm, **{name: 0}))
+        for name in (
+            "select_gate_sum",
+            "select_floor_sum",
+            "select_clip_floor_sum",
+            "select_clip_gate_sum",
+        )
+    }
     plan = make_plan(build_dir, data, ("cmvn_select",), 8, input_kind="pcm")
-    fired_all, held_all, by_gate, by_floor = [], [], 0, 0
+    fired_all, held_all = [], []
+    changed = dict.fromkeys(without, 0)
     for st in plan.streams:
         assert st.pcm is not None
-        _, fired, floor_ok = cmvn_select_int(mfcc_int(st.pcm, q.mfcc), q.cmvn)
+        _, fired, floor_ok = cmvn_select_int(mfcc_int(st.pcm, q.mfcc), cm)
         ref = stream_infer_int(st.pcm, q, st.ids, mode="cmvn_select")
-        no_gate = stream_infer_int(st.pcm, q0, st.ids, mode="cmvn_select")
-        no_floor = stream_infer_int(st.pcm, qf, st.ids, mode="cmvn_select")
         fired_all += fired.tolist()
         held_all += (~floor_ok).tolist()
-        by_gate += int((np.asarray(ref.z) != np.asarray(no_gate.z)).any(axis=1).sum())
-        by_floor += int((np.asarray(ref.z) != np.asarray(no_floor.z)).any(axis=1).sum())
+        for name, qw in without.items():
+            other = stream_infer_int(st.pcm, qw, st.ids, mode="cmvn_select")
+            changed[name] += int((np.asarray(ref.z) != np.asarray(other.z)).any(axis=1).sum())
         for i in range(len(st.ids)):  # the device's RESULT is this reference's (every field)
             assert a[(st.key, int(st.ids[i]))]["pred"] == int(ref.pred[i])
     assert any(fired_all) and not all(fired_all), fired_all
     assert any(held_all) and not all(held_all), held_all
-    assert by_gate > 0 and by_floor > 0, (by_gate, by_floor)
+    assert all(n > 0 for n in changed.values()), changed
 
 
 def test_audio_payload_codec() -> None:

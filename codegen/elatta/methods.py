@@ -165,6 +165,14 @@ def cmvn_shift(
     return shift_distance(*_lookahead_stats(x, mu0, sd0, cfg), mu0, sd0)
 
 
+def cmvn_clip_shift(feats: npt.ArrayLike, mu_tr: npt.ArrayLike, sd_tr: npt.ArrayLike) -> FloatArray:
+    """Per clip of ``feats`` [N, T, F]: d_clip, the shift distance (`shift_distance`) of the
+    clip's own mean and variance from the training statistics (docs/adaptation.md "Round 6")."""
+    x = np.asarray(feats, dtype=np.float64)
+    mu0, sd0 = np.asarray(mu_tr, np.float64), np.asarray(sd_tr, np.float64)
+    return shift_distance(x.mean(axis=1), (x * x).mean(axis=1), mu0, sd0)
+
+
 def cmvn_stream(
     feats: npt.ArrayLike,
     mu_tr: npt.ArrayLike,
@@ -250,10 +258,11 @@ def select_confident(
     fired: npt.ArrayLike | None = None,
     floor_ok: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.int64]:
-    """Mode cmvn_select's classes (docs/adaptation.md "Round 3", "Round 4", "Round 5"): the
-    normalised run's where its prediction entropy is below the raw run's by more than ``margin``
-    nats and ``floor_ok`` (bool [N], the shift floor d ≥ floor; None: no floor) is set, or where
-    ``fired`` (bool [N], the shift gate d ≥ τ) is set; else the raw one's."""
+    """Mode cmvn_select's classes (docs/adaptation.md "Round 3" … "Round 6"): the normalised
+    run's where its prediction entropy is below the raw run's by more than ``margin`` nats and
+    ``floor_ok`` (bool [N], the shift floor or the clip floor reached; None: no floor) is set,
+    or where ``fired`` (bool [N], the shift gate, or the clip gate with the floor reached) is
+    set; else the raw one's."""
     l0 = np.asarray(logits_raw, np.float64)
     l1 = np.asarray(logits_norm, np.float64)
     use = entropy(l1) < entropy(l0) - margin
@@ -275,23 +284,33 @@ def stage_classes(
     normalised with the training statistics, stream order from a reset state): the stage
     (`input_stage`), then ``logits_of`` (features -> head logits [N, C]: the caller's encoder
     and head). For cmvn_select the raw clips u are run too and `select_confident` picks per
-    clip, with the shift gate d ≥ ``adapt.cmvn_select_gate`` and the shift floor
-    d ≥ ``adapt.cmvn_select_floor`` on the look-ahead statistics (`cmvn_shift`; 0: none,
-    docs/adaptation.md "Round 4", "Round 5")."""
+    clip, each threshold 0 meaning none: the shift gate d ≥ ``adapt.cmvn_select_gate`` and the
+    shift floor d ≥ ``adapt.cmvn_select_floor`` on the look-ahead statistics (`cmvn_shift`;
+    docs/adaptation.md "Round 4", "Round 5"); the clip floor d_clip ≥
+    ``adapt.cmvn_select_clip_floor`` (the floor is reached too) and the clip gate d_clip ≥
+    ``adapt.cmvn_select_clip_gate`` (with the floor reached, the normalised class without the
+    entropy test) on the clip's own statistics (`cmvn_clip_shift`, "Round 6")."""
     l1 = np.asarray(logits_of(input_stage(u, stage, adapt)))
     if stage != "cmvn_select":
         out: npt.NDArray[np.int64] = np.argmax(l1, axis=1)
         return out
     l0 = np.asarray(logits_of(u))
     tau = float(adapt.cmvn_select_gate)
-    floor = float(getattr(adapt, "cmvn_select_floor", 0.0))
+    floor = float(adapt.cmvn_select_floor)
+    clip_floor = float(adapt.cmvn_select_clip_floor)
+    clip_gate = float(adapt.cmvn_select_clip_gate)
     fired = floor_ok = None
-    if tau > 0 or floor > 0:
+    if tau > 0 or floor > 0 or clip_floor > 0 or clip_gate > 0:
         cfg, _ = stage_config(stage, adapt)
         f = np.asarray(u).shape[-1]
         d = cmvn_shift(u, np.zeros(f), np.ones(f), cfg)
-        fired = d >= tau if tau > 0 else None
-        floor_ok = d >= floor if floor > 0 else None
+        dc = cmvn_clip_shift(u, np.zeros(f), np.ones(f))
+        floor_ok = d >= floor if floor > 0 else np.ones(len(d), bool)
+        if clip_floor > 0:
+            floor_ok |= dc >= clip_floor
+        fired = d >= tau if tau > 0 else np.zeros(len(d), bool)
+        if clip_gate > 0:
+            fired |= floor_ok & (dc >= clip_gate)
     return select_confident(l0, l1, float(adapt.cmvn_select_margin), fired, floor_ok)
 
 

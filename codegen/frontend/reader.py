@@ -135,6 +135,8 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
             "select_margin",
             "select_gate",
             "select_floor",
+            "select_clip_floor",
+            "select_clip_gate",
         ),
         f"{source} [cmvn]",
     )
@@ -167,7 +169,8 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     for key in ("alpha_shift", "weight_shift", "causal_alpha_shift"):
         if key in cm:
             kw[f"cmvn_{key}"] = _typed(cm, key, int, "[cmvn]")
-    for key in ("gate", "causal_gate", "select_margin", "select_gate", "select_floor"):
+    cm_float = ("gate", "causal_gate", "select_margin", "select_gate", "select_floor")
+    for key in (*cm_float, "select_clip_floor", "select_clip_gate"):
         if key in cm:
             kw[f"cmvn_{key}"] = _typed(cm, key, float, "[cmvn]")
     try:

@@ -1,6 +1,6 @@
 """Modes "cmvn", "cmvn_causal" and "cmvn_select": continual per-coefficient input
 normalisation, bit-exact twin of ``firmware/elt_cmvn_s16.c`` (docs/adaptation.md "Integer
-specification", "Audio mode: causal cmvn" and "Round 4"; the float forms are
+specification", "Audio mode: causal cmvn" and "Round 4" … "Round 6"; the float forms are
 `codegen.elatta.methods.cmvn_normalised`, `codegen.elatta.methods.cmvn_causal_stream` and
 `codegen.elatta.methods.cmvn_shift`).
 
@@ -45,10 +45,16 @@ def _sat16(x: I64) -> I64:
     return np.minimum(np.maximum(x, -32768), 32767)
 
 
-def _update(st: CmvnState, s1: I64, s2: I64, p: CmvnParams, alpha_shift: int) -> None:
-    """Steps 2–3: the clip means from the sums S1, S2, then the EMA of M and P (in place)."""
+def _clip_means(s1: I64, s2: I64, p: CmvnParams) -> tuple[I64, I64]:
+    """Step 2: the clip's mean c1 and mean square c2 (Q.state_frac) from the sums S1, S2."""
     c1 = rshift_round(s1 * p.recip, p.recip_shift - 8)
     c2 = np.clip(rshift_round(s2 * p.recip, p.recip_shift + p.x_frac - 8), INT32_MIN, INT32_MAX)
+    return c1, c2
+
+
+def _update(st: CmvnState, s1: I64, s2: I64, p: CmvnParams, alpha_shift: int) -> None:
+    """Steps 2–3: the clip means from the sums S1, S2, then the EMA of M and P (in place)."""
+    c1, c2 = _clip_means(s1, s2, p)
     st.M = st.M + rshift_round(c1 - st.M, alpha_shift)
     st.P = st.P + rshift_round(c2 - st.P, alpha_shift)
 
@@ -67,6 +73,12 @@ def shift_sum(st: CmvnState, p: CmvnParams) -> int:
     v = _variance(st, p)
     d = rshift_round(st.M * st.M, fs) + rshift_round((v - one) * (v - one), fs)
     return int(d.sum())
+
+
+def clip_shift_sum(u: I64, p: CmvnParams) -> int:
+    """The clip's own shift distance (docs/adaptation.md "Round 6"): `shift_sum` of the clip's
+    mean c1 and mean square c2 (step 2) in place of M and P (the C kernel's ``clip_dist``)."""
+    return shift_sum(CmvnState(*_clip_means(u.sum(axis=0), (u * u).sum(axis=0), p)), p)
 
 
 def _coefficients(st: CmvnState, p: CmvnParams, gate_sum: int) -> tuple[I64, I64] | None:
@@ -113,22 +125,29 @@ def cmvn_select_int(
     features: npt.ArrayLike, p: CmvnParams
 ) -> tuple[I64, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Mode cmvn_select's normalised run over clips [N, T, F] from a reset state: mode cmvn's
-    clip without its shift gate; per clip whether the selection's own shift gate fires on the
-    updated state (`shift_sum` ≥ select_gate_sum > 0; docs/adaptation.md "Round 4"), and
-    whether that distance reaches its floor (`shift_sum` ≥ select_floor_sum, always with
-    select_floor_sum = 0; "Round 5")."""
+    clip without its shift gate; per clip ``fired``, the normalised class is taken without the
+    entropy test, and ``floor_ok``, the entropy test may take it. With d the updated state's
+    `shift_sum` and d_clip the clip's own (`clip_shift_sum`), each threshold 0 meaning none:
+    floor_ok = d ≥ select_floor_sum ("Round 5"; always with no floor) or d_clip ≥
+    select_clip_floor_sum > 0 ("Round 6", the clip floor); fired = d ≥ select_gate_sum > 0
+    ("Round 4", the shift gate) or (floor_ok and d_clip ≥ select_clip_gate_sum > 0; "Round 6",
+    the clip gate) (docs/adaptation.md)."""
     X = _check(features, p)
     st = CmvnState.reset(p)
     out = np.empty_like(X)
     fired = np.zeros(X.shape[0], bool)
     floor_ok = np.ones(X.shape[0], bool)
+    cf, cg = p.select_clip_floor_sum, p.select_clip_gate_sum
     for i in range(X.shape[0]):
         u = X[i]
         _update(st, u.sum(axis=0), (u * u).sum(axis=0), p, p.alpha_shift)
         out[i] = _normalise(u, _coefficients(st, p, 0))
         d = shift_sum(st, p)
-        fired[i] = p.select_gate_sum > 0 and d >= p.select_gate_sum
-        floor_ok[i] = p.select_floor_sum <= 0 or d >= p.select_floor_sum
+        dc = clip_shift_sum(u, p) if cf > 0 or cg > 0 else 0
+        floor_ok[i] = p.select_floor_sum <= 0 or d >= p.select_floor_sum or (0 < cf <= dc)
+        fired[i] = (p.select_gate_sum > 0 and d >= p.select_gate_sum) or (
+            floor_ok[i] and 0 < cg <= dc
+        )
     return out, fired, floor_ok
 
 

@@ -143,10 +143,10 @@ def select_confident(
     fired: npt.NDArray[np.bool_] | None = None,
     floor_ok: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.bool_]:
-    """Mode cmvn_select's choice per sample: the normalised run where its shift gate ``fired``
-    or where its no-adapt entropy plus ``margin`` (Q5.26) is below the raw run's and the shift
-    distance reached its floor (``floor_ok``; None: no floor) (docs/adaptation.md "Round 3",
-    "Round 4", "Round 5")."""
+    """Mode cmvn_select's choice per sample: the normalised run where its shift gate or clip
+    gate ``fired`` or where its no-adapt entropy plus ``margin`` (Q5.26) is below the raw run's
+    and the floor was reached (``floor_ok``: the shift floor or the clip floor; None: no floor)
+    (docs/adaptation.md "Round 3" … "Round 6"; `codegen.intref.cmvn.cmvn_select_int`)."""
     use = np.asarray(norm.H_noadapt, np.int64) + margin < np.asarray(raw.H_noadapt, np.int64)
     if floor_ok is not None:
         use = use & np.asarray(floor_ok, bool)

@@ -578,10 +578,15 @@ class AdaptConfig:
     cmvn_causal_gate: float = 0.0
     # mode cmvn_select's entropy margin m in nats (docs/adaptation.md "Round 3") and its shift
     # gate τ (0: none; "Round 4": the normalised class also where d ≥ τ after the update) and
-    # its shift floor (0: none; "Round 5": the normalised class only where d ≥ floor)
+    # its shift floor (0: none; "Round 5": the normalised class only where d ≥ floor); and the
+    # thresholds τ on the clip's own shift distance d_clip ("Round 6"; 0: none): the clip floor
+    # (the floor is also reached where d_clip ≥ τ) and the clip gate (where the floor is reached
+    # and d_clip ≥ τ, the normalised class without the entropy test)
     cmvn_select_margin: float = 0.0
     cmvn_select_gate: float = 0.0
     cmvn_select_floor: float = 0.0
+    cmvn_select_clip_floor: float = 0.0
+    cmvn_select_clip_gate: float = 0.0
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -632,6 +637,8 @@ class AdaptConfig:
             ("causal_gate", self.cmvn_causal_gate),
             ("select_gate", self.cmvn_select_gate),
             ("select_floor", self.cmvn_select_floor),
+            ("select_clip_floor", self.cmvn_select_clip_floor),
+            ("select_clip_gate", self.cmvn_select_clip_gate),
         ):
             if (
                 not isinstance(g, int | float)
@@ -785,10 +792,15 @@ class CmvnParams:
     # margin in the entropy's Q5.26 (docs/adaptation.md "Round 3"), or also where the shift
     # distance of the updated state reaches select_gate_sum (Q.F_s as gate_sum; 0: no gate;
     # "Round 4"); and only where that distance reaches select_floor_sum (the same format; 0:
-    # no floor; "Round 5")
+    # no floor; "Round 5"). Round 6, on the clip's own shift distance (the same sum over the
+    # clip's mean c1 and mean square c2 instead of M and P; the same format; 0: none): the floor
+    # is also reached where it reaches select_clip_floor_sum, and where the floor is reached and
+    # it reaches select_clip_gate_sum the normalised class is taken without the entropy test
     select_margin: int = 0
     select_gate_sum: int = 0
     select_floor_sum: int = 0
+    select_clip_floor_sum: int = 0
+    select_clip_gate_sum: int = 0
 
     @property
     def state_bytes(self) -> int:

@@ -599,6 +599,8 @@ def build_report(
                 "select_margin": opts.adapt.cmvn_select_margin,
                 "select_gate": opts.adapt.cmvn_select_gate,
                 "select_floor": opts.adapt.cmvn_select_floor,
+                "select_clip_floor": opts.adapt.cmvn_select_clip_floor,
+                "select_clip_gate": opts.adapt.cmvn_select_clip_gate,
             },
             "chosen_by": sel.source,
             "selection_rows": sel.rows,
@@ -674,7 +676,9 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
                 f"alpha=2^-{cm['causal_alpha_shift']}, gate "
                 f"{cm['causal_gate'] or 'none'}; cmvn select: margin {cm['select_margin']} nats, "
                 f"gate {cm.get('select_gate') or 'none'}, floor "
-                f"{cm.get('select_floor') or 'none'} (docs/adaptation.md)"
+                f"{cm.get('select_floor') or 'none'}, clip floor "
+                f"{cm.get('select_clip_floor') or 'none'}, clip gate "
+                f"{cm.get('select_clip_gate') or 'none'} (docs/adaptation.md)"
             ]
             if (cm := cfg.get("cmvn")) and any(m.startswith("cmvn") for m in cfg["modes"])
             else []

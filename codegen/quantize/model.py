@@ -391,6 +391,8 @@ def cmvn_params(q: QLstm, cfg: AdaptConfig) -> CmvnParams:
         select_margin=round(float(cfg.cmvn_select_margin) * (1 << ENTROPY_FMT.frac_bits)),
         select_gate_sum=round(float(cfg.cmvn_select_gate) * q.input_size * (1 << fs)),
         select_floor_sum=round(float(cfg.cmvn_select_floor) * q.input_size * (1 << fs)),
+        select_clip_floor_sum=round(float(cfg.cmvn_select_clip_floor) * q.input_size * (1 << fs)),
+        select_clip_gate_sum=round(float(cfg.cmvn_select_clip_gate) * q.input_size * (1 << fs)),
     )
 
 
