@@ -223,11 +223,13 @@ class Link:
         deadline = time.monotonic() + timeout
         while not self._pending:
             left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            data = self._read_some(left)
+            # at least one look, even with the time up: what arrived while this process was
+            # not scheduled (a busy machine) is read before any deadline is declared
+            data = self._read_some(max(0.0, left))
             if data:
                 self._pending.extend(self._decoder.feed(data))
+            elif left <= 0:
+                return None
         item = self._pending.popleft()
         if isinstance(item, BadFrame):
             self.bad_frames += 1
@@ -325,7 +327,10 @@ class Link:
                         self._measured_rate = max(self._measured_rate, moved)
                 return got
             now = time.monotonic()
-            if now >= hard_end or now >= self._heard + budget:
+            # silence is counted only while a try is out: a valid frame after this try (say an
+            # ERROR for a damaged copy) shows the device alive however late this process looks
+            silent = self._heard < sent_at and now >= self._heard + budget
+            if now >= hard_end or silent:
                 break
             if retries is not None and tries > retries:
                 break
@@ -338,9 +343,10 @@ class Link:
                 damage_resends += 1
             self.retransmits += 1
         now = time.monotonic()
-        if retries is not None and tries > retries and now < min(hard_end, self._heard + budget):
+        silent = self._heard < sent_at and now >= self._heard + budget
+        if retries is not None and tries > retries and now < hard_end and not silent:
             why = f"the cap of {retries} re-sends was reached"
-        elif now >= hard_end and now < self._heard + budget:
+        elif now >= hard_end and not silent:
             why = (
                 f"the device kept sending, but not this reply, for {PATIENCE} budgets "
                 f"({PATIENCE * budget:g} s){self._raise_hint('budget')}"
@@ -385,17 +391,26 @@ class Link:
         ``holdoff``: a burst of line noise must not re-send faster than the link carries the
         frame."""
         damage: str | None = None
+        looked = False  # the one look at what has arrived, once the time is up
         while True:
             now = time.monotonic()
             end = min(deadline, budget_end())
             if damage is not None and now >= sent_at + holdoff:
                 return damage
             if now >= end:
-                return damage
-            until = end if damage is None else min(end, sent_at + holdoff)
-            item = self._next_item(until - now)
-            if item is None:
-                continue
+                # a deadline passed while this process was not running is not the device's
+                # silence: take what came meanwhile (one read, then what it decoded) first
+                if looked and not self._pending:
+                    return damage
+                looked = True
+                item = self._next_item(0.0)
+                if item is None:
+                    return damage
+            else:
+                until = end if damage is None else min(end, sent_at + holdoff)
+                item = self._next_item(until - now)
+                if item is None:
+                    continue
             if isinstance(item, BadFrame):
                 damage = damage or f"damaged frame ({item.reason})"
                 continue

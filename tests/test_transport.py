@@ -185,6 +185,49 @@ def test_budget_follows_progress(tcp_peer: Callable[[Peer], str]) -> None:
         assert time.monotonic() - t0 >= PATIENCE * 0.5
 
 
+class StalledLink(Link):
+    """A host process that is not scheduled for ``stall`` seconds after each write (a busy
+    machine): the device's answer is already waiting when it runs again."""
+
+    stall = 0.0
+
+    def write(self, data: bytes) -> None:
+        super().write(data)
+        time.sleep(self.stall)
+
+
+@pytest.mark.parametrize("answer", ["echo", "error-crc"])
+def test_a_stalled_host_does_not_blame_the_device(
+    tcp_peer: Callable[[Peer], str], answer: str
+) -> None:
+    """The host sleeps longer than the whole budget after every send; the device answered at
+    once. What arrived meanwhile is read before any deadline: the reply is taken, and a device
+    that answers every try (ERROR CRC) is never reported silent."""
+    from elatta_host.transport import PATIENCE
+
+    def peer(conn: socket.socket) -> None:
+        try:
+            for req in requests(conn):
+                if answer == "echo":
+                    conn.sendall(Frame(Msg.ECHO_REPLY, req.seq, req.payload).encode())
+                else:
+                    conn.sendall(Frame(Msg.ERROR, req.seq, bytes([Err.CRC, req.type])).encode())
+        except OSError:
+            pass
+
+    with StalledLink(tcp_peer(peer), timeout=0.1, budget=0.5, flags={"budget": "--budget"}) as link:
+        link.stall = 0.7
+        if answer == "echo":
+            got = link.request(Msg.ECHO, b"hi", expect=Msg.ECHO_REPLY)
+            assert got.payload == b"hi" and link.retransmits == 0
+        else:
+            with pytest.raises(LinkTimeout) as exc:
+                link.request(Msg.ECHO, b"x", expect=Msg.ECHO_REPLY)
+            msg = str(exc.value)
+            assert f"kept sending, but not this reply, for {PATIENCE} budgets" in msg, msg
+            assert "nothing valid came" not in msg
+
+
 def test_rtt_estimator_follows_rfc6298() -> None:
     est = RttEstimator(initial=1.0, floor=0.2, ceiling=4.0)
     assert est.rto == 1.0
