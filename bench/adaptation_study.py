@@ -774,9 +774,21 @@ def m_cmvn_select(weight: float, alpha: float, margin: float) -> Method:
     return run
 
 
-def select_round(args: argparse.Namespace) -> int:
-    """docs/adaptation.md "Round 3": the margin of the confidence selection, by the causal
-    section's rule on S, then the test once."""
+def study_round(
+    args: argparse.Namespace,
+    key: str,
+    grid: list[tuple[str, Method]],
+    choice: list[dict[str, Any]],
+    test_key: str,
+    references: dict[str, tuple[str, Method]] | None = None,
+) -> int:
+    """One rule-first round of docs/adaptation.md (rounds 3 to 6): every configuration of
+    ``grid`` (least → most aggressive) on S, the choice by the causal section's rule
+    (`causal_select`, `choose_by_rule`) with ``choice[i]``, the chosen entry's parameters, and
+    each reference (label: (config, method); not a grid entry) scored on S beside it, written to
+    ``{name}.{key}-selection.json``; then, unless --selection-only, the chosen configuration and
+    the references on the test split once, ``{name}.{key}.json`` (the test under
+    ``test_key``)."""
     import torch
 
     torch.set_num_threads(1)
@@ -784,25 +796,43 @@ def select_round(args: argparse.Namespace) -> int:
     ctx = make_ctx(args.model, args.basis, args.data)
     src = load_source(args.data)
     base_src = run_protocol(ctx, src, m_noadapt, 0, False)
-    fcfg = meta_cmvn(args.config)
-    grid = [
-        (f"alpha=1/{round(1 / fcfg.alpha)},w={fcfg.weight},margin={m}",
-         m_cmvn_select(fcfg.weight, float(fcfg.alpha), m))
-        for m in (0.2, 0.1, 0.0)
-    ]  # fmt: skip
     chosen, rows = causal_select(ctx, src, grid, base_src)
     log(f"  chose {rows[chosen]['config']}")
     result: dict[str, Any] = {"name": args.name, "selection": rows}
     result["chosen"] = rows[chosen]["config"]
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / f"{args.name}.select-selection.json").write_text(json.dumps(result, indent=1))
+    result.update(choice[chosen])
+    refs = references or {}
+    for ref, (config, method) in refs.items():
+        ev = causal_eval(ctx, src, method, base_src)
+        ref_score, ok = causal_score(ev)
+        result[ref] = {"config": config, "score": ref_score, "admissible": ok, "eval": ev}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.name}.{key}-selection.json").write_text(json.dumps(result, indent=1))
+    log(f"selection written to {out / f'{args.name}.{key}-selection.json'}")
+    if args.selection_only:
+        return 0
+    log("the test, once")
+    _GS_CACHE.clear()
     test = load_test(args.data)
     base_test = run_protocol(ctx, test, m_noadapt, 0, False)
-    result["test"] = {"cmvn_select": causal_eval(ctx, test, grid[chosen][1], base_test)}
+    result["test"] = {test_key: causal_eval(ctx, test, grid[chosen][1], base_test)}
+    for ref, (_, method) in refs.items():
+        result["test"][ref] = causal_eval(ctx, test, method, base_test)
     result["seconds"] = round(time.perf_counter() - t0, 1)
-    (Path(args.out) / f"{args.name}.select.json").write_text(json.dumps(result, indent=1))
+    (out / f"{args.name}.{key}.json").write_text(json.dumps(result, indent=1))
     log(f"done in {result['seconds']} s")
     return 0
+
+
+def select_round(args: argparse.Namespace) -> int:
+    """docs/adaptation.md "Round 3": the margin of the confidence selection, by the causal
+    section's rule on S, then the test once."""
+    fcfg = meta_cmvn(args.config)
+    a, w = float(fcfg.alpha), float(fcfg.weight)
+    margins = (0.2, 0.1, 0.0)
+    grid = [(f"alpha=1/{round(1 / a)},w={w},margin={m}", m_cmvn_select(w, a, m)) for m in margins]
+    return study_round(args, "select", grid, [{} for _ in margins], "cmvn_select")
 
 
 # ------------------------------------------------------------------ round 4: gated selection
@@ -856,107 +886,106 @@ def gs_label(alpha: float, weight: float, gate: float | None, margin: float) -> 
 
 def gated_select(args: argparse.Namespace) -> int:
     """docs/adaptation.md "Round 4": the gated selection's (τ, m) on S by the causal section's
-    rule, then the test once, beside the feature-mode cmvn and round 3's choice (references)."""
-    import torch
-
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    ctx = make_ctx(args.model, args.basis, args.data)
-    src = load_source(args.data)
-    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
+    rule, then the test once (references: feature-mode cmvn and round 3, from their JSONs)."""
     fcfg = meta_cmvn(args.config)
     a, w = float(fcfg.alpha), float(fcfg.weight)
     cfgs = [(g, m) for g in GS_GATES for m in GS_MARGINS]
     grid = [(gs_label(a, w, g, m), m_gated_select(w, a, g, m)) for g, m in cfgs]
-    chosen, rows = causal_select(ctx, src, grid, base_src)
-    log(f"  chose {rows[chosen]['config']}")
-    result: dict[str, Any] = {"name": args.name, "selection": rows}
-    result["chosen"] = rows[chosen]["config"]
-    result["chosen_gate"], result["chosen_margin"] = cfgs[chosen]
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    out = Path(args.out) / f"{args.name}.gated-select-selection.json"
-    out.write_text(json.dumps(result, indent=1))
-    log(f"selection written to {out}; the test, once")
-    _GS_CACHE.clear()
-    test = load_test(args.data)
-    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
-    result["test"] = {"gated_select": causal_eval(ctx, test, grid[chosen][1], base_test)}
-    result["seconds"] = round(time.perf_counter() - t0, 1)
-    (Path(args.out) / f"{args.name}.gated-select.json").write_text(json.dumps(result, indent=1))
-    log(f"done in {result['seconds']} s")
-    return 0
+    choice = [{"chosen_gate": g, "chosen_margin": m} for g, m in cfgs]
+    return study_round(args, "gated-select", grid, choice, "gated_select")
+
+
+@dataclass(frozen=True)
+class RoundRef:
+    """What a round's deployment rule compares with: its test row (label, evaluation), its S
+    score, rows added to the S table, and the S table caption's tail."""
+
+    label: str
+    test: dict[str, Any] | None
+    score: float
+    rows: list[dict[str, Any]]
+    caption: str
+
+
+def round3_reference(out: Path, name: str, _: dict[str, Any]) -> RoundRef:
+    """Round 3's chosen `cmvn_select`, from its JSONs (the reference of rounds 4 and 5)."""
+    r3 = json.loads((out / f"{name}.select.json").read_text())
+    r3s = json.loads((out / f"{name}.select-selection.json").read_text())
+    score3 = float(next(x["score"] for x in r3s["selection"] if x["config"] == r3s["chosen"]))
+    return RoundRef(f"round 3: cmvn_select ({r3['chosen']})", r3["test"]["cmvn_select"], score3,
+                    [], f". Round 3's chosen configuration scored {score3:+.2f}.")  # fmt: skip
+
+
+def round5_reference(_: Path, name: str, r6: dict[str, Any]) -> RoundRef:
+    """Round 5's deployed configuration as round 6 measured it beside its grid."""
+    r5 = r6["round5"]
+    return RoundRef(f"round 5: selection with a floor ({r5['config']})",
+                    r6.get("test", {}).get("round5"), float(r5["score"]),
+                    [{**r5, "config": f"round 5: {r5['config']}"}],
+                    "; the last row is round 5's deployed configuration (the deployment rule's "
+                    "reference, not a grid entry).")  # fmt: skip
+
+
+ROUND_TITLES = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}
+
+
+def round_tables(
+    out_dir: Path,
+    number: int,
+    key: str,
+    test_key: str,
+    label: str,
+    reference: Callable[[Path, str, dict[str, Any]], RoundRef],
+    against: int,
+    digits: int,
+) -> list[str]:
+    """A round's tables (rounds 4 to 6): per data set and segment length the chosen
+    configuration beside the feature-mode cmvn and the round it would replace, every
+    configuration's S row (``digits`` decimals for the score), the deployment rule's verdict:
+    deployed if admissible on both S and its mean S score over both sets is higher."""
+    out: list[str] = []
+    deploy: dict[str, tuple[float, bool, float]] = {}
+    for name, title in ROUND_TITLES.items():
+        p = out_dir / f"{name}.{key}.json"
+        if not p.exists():
+            p = out_dir / f"{name}.{key}-selection.json"
+        if not p.exists():
+            continue
+        rn = json.loads(p.read_text())
+        causal_ref = json.loads((out_dir / f"{name}.causal.json").read_text())
+        ref = reference(out_dir, name, rn)
+        if "test" in rn:
+            rows = {
+                "cmvn (feature mode)": causal_ref["test"]["cmvn (feature mode)"],
+                ref.label: ref.test,
+                f"round {number}: {label} ({rn['chosen']})": rn["test"][test_key],
+            }
+            for seg in CAUSAL_SEGMENTS:
+                out += gain_table(f"{title}, round {number}, segments of {seg}",
+                                  causal_ref["noadapt_test"], rows, seg)  # fmt: skip
+        out += [f"Selection on S ({name}), round {number}, least → most aggressive: score (mean "
+                "SNR gain, both segment lengths), admissible, worst clean / clean-only seed "
+                f"(both lengths), S −10 and S −20 (segments of 50){ref.caption}", ""]  # fmt: skip
+        out += selection_table([*rn["selection"], *ref.rows], rn["chosen"], digits)
+        row = next(x for x in rn["selection"] if x["config"] == rn["chosen"])
+        deploy[name] = (float(row["score"]), bool(row["admissible"]), ref.score)
+    if len(deploy) == 2:
+        s_new = float(np.mean([v[0] for v in deploy.values()]))
+        s_old = float(np.mean([v[2] for v in deploy.values()]))
+        ok = all(v[1] for v in deploy.values())
+        verdict = "deployed" if ok and s_new > s_old else f"not deployed: round {against} stays"
+        out.append(f"Deployment rule: round {number}'s choices admissible on both S: {ok}; mean S "
+                   f"score over both sets {s_new:+.3f} against round {against}'s {s_old:+.3f}: "
+                   f"{verdict}.")  # fmt: skip
+        out.append("")
+    return out
 
 
 def gated_select_tables(args: argparse.Namespace) -> int:
-    """Round 4's tables: per data set and segment length the chosen gated selection beside the
-    feature-mode cmvn and round 3's `cmvn_select`, then every configuration's S row."""
-    out: list[str] = []
-    cols = (*COLUMNS, "clean_only")
-    deploy: dict[str, tuple[float, bool, float]] = {}
-    for name in ("default", "fsdd"):
-        p = Path(args.out) / f"{name}.gated-select.json"
-        if not p.exists():
-            continue
-        r4 = json.loads(p.read_text())
-        ref = json.loads((Path(args.out) / f"{name}.causal.json").read_text())
-        r3 = json.loads((Path(args.out) / f"{name}.select.json").read_text())
-        r3s = json.loads((Path(args.out) / f"{name}.select-selection.json").read_text())
-        r3_score = next(x["score"] for x in r3s["selection"] if x["config"] == r3s["chosen"])
-        rows = {
-            "cmvn (feature mode)": ref["test"]["cmvn (feature mode)"],
-            f"round 3: cmvn_select ({r3['chosen']})": r3["test"]["cmvn_select"],
-            f"round 4: gated selection ({r4['chosen']})": r4["test"]["gated_select"],
-        }
-        title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
-        for seg in CAUSAL_SEGMENTS:
-            out += [f"#### {title}, round 4, segments of {seg}: gain over no-adapt (points)", ""]
-            out.append("| method | " + " | ".join(cols) + " | clean-only per seed |")
-            out.append("|---" * (len(cols) + 2) + "|")
-            na = ref["noadapt_test"]
-            out.append("| no-adapt (accuracy %) | "
-                       + " | ".join(f"{na[c]['acc']:.2f}" for c in COLUMNS) + " | "
-                       + f"{na['clean']['acc']:.2f} | — |")  # fmt: skip
-            for label, ev in rows.items():
-                g = ev[str(seg)]
-                seeds = " / ".join(f"{v:+.2f}" for v in g["clean_only"]["per_seed"])
-                cells = " | ".join(fmt_cell(g[c], 3) for c in cols)
-                out.append(f"| {label} | {cells} | {seeds} |")
-            out.append("")
-        out += [f"Selection on S ({name}), round 4, least → most aggressive: score (mean SNR "
-                "gain, both segment lengths), admissible, worst clean / clean-only seed (both "
-                "lengths), S −10 and S −20 (segments of 50). Round 3's chosen configuration "
-                f"scored {r3_score:+.2f}.", "",
-                "| config | score | admissible | worst clean seed | worst clean-only seed "
-                "| S −10 | S −20 |", "|---|---|---|---|---|---|---|"]  # fmt: skip
-        for row in r4["selection"]:
-            ev = row["eval"].values()
-            wc = min(min(g["clean"]["per_seed"]) for g in ev)
-            wo = min(min(g["clean_only"]["per_seed"]) for g in ev)
-            g50 = row["eval"]["50"]
-            mark = " **chosen**" if row["config"] == r4["chosen"] else ""
-            out.append(f"| {row['config']}{mark} | {row['score']:+.2f} | {row['admissible']} | "
-                       f"{wc:+.2f} | {wo:+.2f} | {g50['-10']['gain']:+.2f} | "
-                       f"{g50['-20']['gain']:+.2f} |")  # fmt: skip
-        out.append("")
-        deploy[name] = (r4_score(r4), bool(r4_row(r4)["admissible"]), r3_score)
-    if len(deploy) == 2:  # the deployment rule of "Round 4"
-        s4 = float(np.mean([v[0] for v in deploy.values()]))
-        s3 = float(np.mean([v[2] for v in deploy.values()]))
-        ok = all(v[1] for v in deploy.values())
-        verdict = "deployed" if ok and s4 > s3 else "not deployed: round 3 stays"
-        out.append(f"Deployment rule: round 4's choices admissible on both S: {ok}; mean S score "
-                   f"over both sets {s4:+.3f} against round 3's {s3:+.3f}: {verdict}.")  # fmt: skip
-        out.append("")
-    print("\n".join(out))
+    """Round 4's tables, beside round 3's `cmvn_select`."""
+    print("\n".join(round_tables(Path(args.out), 4, "gated-select", "gated_select",
+                                 "gated selection", round3_reference, 3, 2)))  # fmt: skip
     return 0
-
-
-def r4_row(r4: dict[str, Any]) -> dict[str, Any]:
-    return next(x for x in r4["selection"] if x["config"] == r4["chosen"])
-
-
-def r4_score(r4: dict[str, Any]) -> float:
-    return float(r4_row(r4)["score"])
 
 
 # ------------------------------------------------------------ round 5: selection with a floor
@@ -988,104 +1017,18 @@ def sf_label(alpha: float, weight: float, floor: float | None, margin: float) ->
 def select_floor(args: argparse.Namespace) -> int:
     """docs/adaptation.md "Round 5": the selection's (floor, m) on S by the causal section's
     rule, then the test once (references: feature-mode cmvn and round 3, from their JSONs)."""
-    import torch
-
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    ctx = make_ctx(args.model, args.basis, args.data)
-    src = load_source(args.data)
-    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
     fcfg = meta_cmvn(args.config)
     a, w = float(fcfg.alpha), float(fcfg.weight)
     cfgs = [(fl, m) for fl in SF_FLOORS for m in SF_MARGINS]
     grid = [(sf_label(a, w, fl, m), m_select_floor(w, a, fl, m)) for fl, m in cfgs]
-    chosen, rows = causal_select(ctx, src, grid, base_src)
-    log(f"  chose {rows[chosen]['config']}")
-    result: dict[str, Any] = {"name": args.name, "selection": rows}
-    result["chosen"] = rows[chosen]["config"]
-    result["chosen_floor"], result["chosen_margin"] = cfgs[chosen]
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    out = Path(args.out) / f"{args.name}.select-floor-selection.json"
-    out.write_text(json.dumps(result, indent=1))
-    log(f"selection written to {out}")
-    if args.selection_only:
-        return 0
-    log("the test, once")
-    _GS_CACHE.clear()
-    test = load_test(args.data)
-    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
-    result["test"] = {"select_floor": causal_eval(ctx, test, grid[chosen][1], base_test)}
-    result["seconds"] = round(time.perf_counter() - t0, 1)
-    (Path(args.out) / f"{args.name}.select-floor.json").write_text(json.dumps(result, indent=1))
-    log(f"done in {result['seconds']} s")
-    return 0
+    choice = [{"chosen_floor": fl, "chosen_margin": m} for fl, m in cfgs]
+    return study_round(args, "select-floor", grid, choice, "select_floor")
 
 
 def select_floor_tables(args: argparse.Namespace) -> int:
-    """Round 5's tables: per data set and segment length the chosen floor selection beside the
-    feature-mode cmvn and round 3's `cmvn_select`, every configuration's S row, the verdict."""
-    out: list[str] = []
-    cols = (*COLUMNS, "clean_only")
-    deploy: dict[str, tuple[float, bool, float]] = {}
-    for name in ("default", "fsdd"):
-        p = Path(args.out) / f"{name}.select-floor.json"
-        if not p.exists():
-            p = Path(args.out) / f"{name}.select-floor-selection.json"
-        if not p.exists():
-            continue
-        r5 = json.loads(p.read_text())
-        ref = json.loads((Path(args.out) / f"{name}.causal.json").read_text())
-        r3 = json.loads((Path(args.out) / f"{name}.select.json").read_text())
-        r3s = json.loads((Path(args.out) / f"{name}.select-selection.json").read_text())
-        r3_score = next(x["score"] for x in r3s["selection"] if x["config"] == r3s["chosen"])
-        title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
-        if "test" in r5:
-            rows = {
-                "cmvn (feature mode)": ref["test"]["cmvn (feature mode)"],
-                f"round 3: cmvn_select ({r3['chosen']})": r3["test"]["cmvn_select"],
-                f"round 5: selection with a floor ({r5['chosen']})": r5["test"]["select_floor"],
-            }
-            for seg in CAUSAL_SEGMENTS:
-                out += [f"#### {title}, round 5, segments of {seg}: gain over no-adapt (points)",
-                        ""]  # fmt: skip
-                out.append("| method | " + " | ".join(cols) + " | clean-only per seed |")
-                out.append("|---" * (len(cols) + 2) + "|")
-                na = ref["noadapt_test"]
-                out.append("| no-adapt (accuracy %) | "
-                           + " | ".join(f"{na[c]['acc']:.2f}" for c in COLUMNS) + " | "
-                           + f"{na['clean']['acc']:.2f} | — |")  # fmt: skip
-                for label, ev in rows.items():
-                    g = ev[str(seg)]
-                    seeds = " / ".join(f"{v:+.2f}" for v in g["clean_only"]["per_seed"])
-                    cells = " | ".join(fmt_cell(g[c], 3) for c in cols)
-                    out.append(f"| {label} | {cells} | {seeds} |")
-                out.append("")
-        out += [f"Selection on S ({name}), round 5, least → most aggressive: score (mean SNR "
-                "gain, both segment lengths), admissible, worst clean / clean-only seed (both "
-                "lengths), S −10 and S −20 (segments of 50). Round 3's chosen configuration "
-                f"scored {r3_score:+.2f}.", "",
-                "| config | score | admissible | worst clean seed | worst clean-only seed "
-                "| S −10 | S −20 |", "|---|---|---|---|---|---|---|"]  # fmt: skip
-        for row in r5["selection"]:
-            ev = row["eval"].values()
-            wc = min(min(g["clean"]["per_seed"]) for g in ev)
-            wo = min(min(g["clean_only"]["per_seed"]) for g in ev)
-            g50 = row["eval"]["50"]
-            mark = " **chosen**" if row["config"] == r5["chosen"] else ""
-            out.append(f"| {row['config']}{mark} | {row['score']:+.2f} | {row['admissible']} | "
-                       f"{wc:+.2f} | {wo:+.2f} | {g50['-10']['gain']:+.2f} | "
-                       f"{g50['-20']['gain']:+.2f} |")  # fmt: skip
-        out.append("")
-        deploy[name] = (r4_score(r5), bool(r4_row(r5)["admissible"]), r3_score)
-    if len(deploy) == 2:  # the deployment rule of "Round 5"
-        s5 = float(np.mean([v[0] for v in deploy.values()]))
-        s3 = float(np.mean([v[2] for v in deploy.values()]))
-        ok = all(v[1] for v in deploy.values())
-        verdict = "deployed" if ok and s5 > s3 else "not deployed: round 3 stays"
-        out.append(f"Deployment rule: round 5's choices admissible on both S: {ok}; mean S score "
-                   f"over both sets {s5:+.3f} against round 3's {s3:+.3f}: {verdict}.")  # fmt: skip
-        out.append("")
-    print("\n".join(out))
+    """Round 5's tables, beside round 3's `cmvn_select`."""
+    print("\n".join(round_tables(Path(args.out), 5, "select-floor", "select_floor",
+                                 "selection with a floor", round3_reference, 3, 2)))  # fmt: skip
     return 0
 
 
@@ -1132,45 +1075,13 @@ def select_clip(args: argparse.Namespace) -> int:
     """docs/adaptation.md "Round 6": the per-clip statistic's (form, τ) on S by the causal
     section's rule, beside round 5's deployed configuration on S (the deployment rule's
     reference); then the test once, the choice beside round 5's configuration (a reference)."""
-    import torch
-
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    ctx = make_ctx(args.model, args.basis, args.data)
-    src = load_source(args.data)
-    base_src = run_protocol(ctx, src, m_noadapt, 0, False)
     cm = meta_select(args.config)
     a, w, fl, m = cm["alpha"], cm["weight"], cm["floor"], cm["margin"]
     cfgs = [(form, tau) for form in SC_FORMS for tau in SC_TAUS]
     grid = [(sc_label(a, w, fl, m, fo, t), m_select_clip(w, a, fl, m, fo, t)) for fo, t in cfgs]
-    chosen, rows = causal_select(ctx, src, grid, base_src)
-    log(f"  chose {rows[chosen]['config']}")
-    r5 = m_select_floor(w, a, fl, m)
-    r5_ev = causal_eval(ctx, src, r5, base_src)
-    r5_score, r5_ok = causal_score(r5_ev)
-    result: dict[str, Any] = {"name": args.name, "selection": rows}
-    result["chosen"] = rows[chosen]["config"]
-    result["chosen_form"], result["chosen_tau"] = cfgs[chosen]
-    result["round5"] = {"config": sf_label(a, w, fl, m), "score": r5_score, "admissible": r5_ok}
-    result["round5"]["eval"] = r5_ev
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    out = Path(args.out) / f"{args.name}.select-clip-selection.json"
-    out.write_text(json.dumps(result, indent=1))
-    log(f"selection written to {out}")
-    if args.selection_only:
-        return 0
-    log("the test, once")
-    _GS_CACHE.clear()
-    test = load_test(args.data)
-    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
-    result["test"] = {
-        "select_clip": causal_eval(ctx, test, grid[chosen][1], base_test),
-        "round5": causal_eval(ctx, test, r5, base_test),
-    }
-    result["seconds"] = round(time.perf_counter() - t0, 1)
-    (Path(args.out) / f"{args.name}.select-clip.json").write_text(json.dumps(result, indent=1))
-    log(f"done in {result['seconds']} s")
-    return 0
+    choice = [{"chosen_form": fo, "chosen_tau": t} for fo, t in cfgs]
+    r5 = (sf_label(a, w, fl, m), m_select_floor(w, a, fl, m))
+    return study_round(args, "select-clip", grid, choice, "select_clip", {"round5": r5})
 
 
 def meta_select(config: str) -> dict[str, float]:
@@ -1201,8 +1112,8 @@ def gain_table(title: str, na: dict[str, Any], rows: dict[str, Any], seg: int) -
     return [*out, ""]
 
 
-def selection_table(rows: list[dict[str, Any]], chosen: str) -> list[str]:
-    """The S rows of a round, least → most aggressive (the columns of rounds 4 and 5)."""
+def selection_table(rows: list[dict[str, Any]], chosen: str, digits: int = 3) -> list[str]:
+    """The S rows of a round, least → most aggressive, the score with ``digits`` decimals."""
     out = ["| config | score | admissible | worst clean seed | worst clean-only seed "
            "| S −10 | S −20 |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
@@ -1211,55 +1122,16 @@ def selection_table(rows: list[dict[str, Any]], chosen: str) -> list[str]:
         wo = min(min(g["clean_only"]["per_seed"]) for g in ev)
         g50 = row["eval"]["50"]
         mark = " **chosen**" if row["config"] == chosen else ""
-        out.append(f"| {row['config']}{mark} | {row['score']:+.3f} | {row['admissible']} | "
+        out.append(f"| {row['config']}{mark} | {row['score']:+.{digits}f} | {row['admissible']} | "
                    f"{wc:+.2f} | {wo:+.2f} | {g50['-10']['gain']:+.2f} | "
                    f"{g50['-20']['gain']:+.2f} |")  # fmt: skip
     return [*out, ""]
 
 
 def select_clip_tables(args: argparse.Namespace) -> int:
-    """Round 6's tables: per data set and segment length the chosen per-clip selection beside
-    the feature-mode cmvn and round 5's configuration, every configuration's S row (and round
-    5's), the verdict of round 6's deployment rule."""
-    out: list[str] = []
-    deploy: dict[str, tuple[float, bool, float]] = {}
-    for name in ("default", "fsdd"):
-        p = Path(args.out) / f"{name}.select-clip.json"
-        if not p.exists():
-            p = Path(args.out) / f"{name}.select-clip-selection.json"
-        if not p.exists():
-            continue
-        r6 = json.loads(p.read_text())
-        ref = json.loads((Path(args.out) / f"{name}.causal.json").read_text())
-        title = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}[name]
-        r5 = r6["round5"]
-        if "test" in r6:
-            rows = {
-                "cmvn (feature mode)": ref["test"]["cmvn (feature mode)"],
-                f"round 5: selection with a floor ({r5['config']})": r6["test"]["round5"],
-                f"round 6: per-clip statistic ({r6['chosen']})": r6["test"]["select_clip"],
-            }
-            for seg in CAUSAL_SEGMENTS:
-                out += gain_table(f"{title}, round 6, segments of {seg}", ref["noadapt_test"],
-                                  rows, seg)  # fmt: skip
-        out += [f"Selection on S ({name}), round 6, least → most aggressive: score (mean SNR "
-                "gain, both segment lengths), admissible, worst clean / clean-only seed (both "
-                "lengths), S −10 and S −20 (segments of 50); the last row is round 5's "
-                "deployed configuration (the deployment rule's reference, not a grid entry).",
-                ""]  # fmt: skip
-        out += selection_table([*r6["selection"], {**r5, "config": f"round 5: {r5['config']}"}],
-                               r6["chosen"])  # fmt: skip
-        row = next(x for x in r6["selection"] if x["config"] == r6["chosen"])
-        deploy[name] = (float(row["score"]), bool(row["admissible"]), float(r5["score"]))
-    if len(deploy) == 2:  # the deployment rule of "Round 6"
-        s6 = float(np.mean([v[0] for v in deploy.values()]))
-        s5 = float(np.mean([v[2] for v in deploy.values()]))
-        ok = all(v[1] for v in deploy.values())
-        verdict = "deployed" if ok and s6 > s5 else "not deployed: round 5 stays"
-        out.append(f"Deployment rule: round 6's choices admissible on both S: {ok}; mean S score "
-                   f"over both sets {s6:+.3f} against round 5's {s5:+.3f}: {verdict}.")  # fmt: skip
-        out.append("")
-    print("\n".join(out))
+    """Round 6's tables, beside round 5's deployed configuration (also a row of the S table)."""
+    print("\n".join(round_tables(Path(args.out), 6, "select-clip", "select_clip",
+                                 "per-clip statistic", round5_reference, 5, 3)))  # fmt: skip
     return 0
 
 
@@ -1309,8 +1181,8 @@ def causal_tables(args: argparse.Namespace) -> int:
                 "admissible, worst clean / clean-only seed", "",
                 "| config | score | admissible | worst clean seed | worst clean-only seed |",
                 "|---|---|---|---|---|"]  # fmt: skip
-        kinds = (("causal", "cmvn_causal"), ("gated", "cmvn (look-ahead)"))
-        kinds += (("select", "cmvn_select"),)
+        kinds = (("causal", "cmvn_causal"), ("gated", "cmvn (look-ahead)"),
+                 ("select", "cmvn_select"))  # fmt: skip
         for kind, label in kinds:
             sp = Path(args.out) / f"{name}.{kind}-selection.json"
             if not sp.exists():
@@ -1358,11 +1230,13 @@ def main() -> int:
     for opt in ("--data", "--model", "--basis", "--config"):
         sl.add_argument(opt, required=True)
     sl.add_argument("--out", default="out/study")
+    sl.add_argument("--selection-only", action="store_true", help="stop before the test split")
     gs = sub.add_parser("gated-select")
     gs.add_argument("--name", required=True, choices=("default", "fsdd"))
     for opt in ("--data", "--model", "--basis", "--config"):
         gs.add_argument(opt, required=True)
     gs.add_argument("--out", default="out/study")
+    gs.add_argument("--selection-only", action="store_true", help="stop before the test split")
     sf = sub.add_parser("select-floor")
     sf.add_argument("--name", required=True, choices=("default", "fsdd"))
     for opt in ("--data", "--model", "--basis", "--config"):
