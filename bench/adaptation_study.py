@@ -1203,72 +1203,30 @@ def causal_tables(args: argparse.Namespace) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--name", required=True, choices=("default", "fsdd"))
-    r.add_argument("--data", required=True)
-    r.add_argument("--model", required=True)
-    r.add_argument("--basis", required=True)
-    r.add_argument("--out", default="out/study")
-    q = sub.add_parser("positions")
-    for opt in ("--name", "--data", "--model", "--basis"):
-        q.add_argument(opt, required=True)
-    q.add_argument("--out", default="out/study")
-    t = sub.add_parser("tables")
-    t.add_argument("--out", default="out/study")
-    c = sub.add_parser("causal")
-    c.add_argument("--name", required=True, choices=("default", "fsdd"))
-    for opt in ("--data", "--model", "--basis", "--config"):
-        c.add_argument(opt, required=True)
-    c.add_argument("--out", default="out/study")
-    gt = sub.add_parser("gated")
-    gt.add_argument("--name", required=True, choices=("default", "fsdd"))
-    for opt in ("--data", "--model", "--basis", "--config"):
-        gt.add_argument(opt, required=True)
-    gt.add_argument("--out", default="out/study")
-    sl = sub.add_parser("select")
-    sl.add_argument("--name", required=True, choices=("default", "fsdd"))
-    for opt in ("--data", "--model", "--basis", "--config"):
-        sl.add_argument(opt, required=True)
-    sl.add_argument("--out", default="out/study")
-    sl.add_argument("--selection-only", action="store_true", help="stop before the test split")
-    gs = sub.add_parser("gated-select")
-    gs.add_argument("--name", required=True, choices=("default", "fsdd"))
-    for opt in ("--data", "--model", "--basis", "--config"):
-        gs.add_argument(opt, required=True)
-    gs.add_argument("--out", default="out/study")
-    gs.add_argument("--selection-only", action="store_true", help="stop before the test split")
-    sf = sub.add_parser("select-floor")
-    sf.add_argument("--name", required=True, choices=("default", "fsdd"))
-    for opt in ("--data", "--model", "--basis", "--config"):
-        sf.add_argument(opt, required=True)
-    sf.add_argument("--out", default="out/study")
-    sf.add_argument("--selection-only", action="store_true", help="stop before the test split")
-    sft = sub.add_parser("select-floor-tables")
-    sft.add_argument("--out", default="out/study")
-    ct = sub.add_parser("causal-tables")
-    ct.add_argument("--out", default="out/study")
-    gt4 = sub.add_parser("gated-select-tables")
-    gt4.add_argument("--out", default="out/study")
-    sc = sub.add_parser("select-clip")
-    sc.add_argument("--name", required=True, choices=("default", "fsdd"))
-    for opt in ("--data", "--model", "--basis", "--config"):
-        sc.add_argument(opt, required=True)
-    sc.add_argument("--out", default="out/study")
-    sc.add_argument("--selection-only", action="store_true", help="stop before the test split")
-    sct = sub.add_parser("select-clip-tables")
-    sct.add_argument("--out", default="out/study")
+    study: dict[str, Callable[[argparse.Namespace], int]] = {
+        "run": run, "positions": positions, "causal": causal, "gated": gated,
+        "select": select_round, "gated-select": gated_select, "select-floor": select_floor,
+        "select-clip": select_clip,
+    }  # fmt: skip
+    rounds = ("select", "gated-select", "select-floor", "select-clip")  # study_round's
+    tables_of: dict[str, Callable[[argparse.Namespace], int]] = {
+        "tables": tables, "causal-tables": causal_tables,
+        "gated-select-tables": gated_select_tables, "select-floor-tables": select_floor_tables,
+        "select-clip-tables": select_clip_tables,
+    }  # fmt: skip
+    for cmd in study:
+        sp = sub.add_parser(cmd)
+        sp.add_argument("--name", required=True, choices=("default", "fsdd"))
+        config = ("--config",) if cmd not in ("run", "positions") else ()
+        for opt in ("--data", "--model", "--basis", *config):
+            sp.add_argument(opt, required=True)
+        sp.add_argument("--out", default="out/study")
+        if cmd in rounds:
+            sp.add_argument("--selection-only", action="store_true", help="stop before the test")
+    for cmd in tables_of:
+        sub.add_parser(cmd).add_argument("--out", default="out/study")
     args = ap.parse_args()
-    cmds = {"run": run, "positions": positions, "tables": tables, "causal": causal}
-    cmds["causal-tables"] = causal_tables
-    cmds["gated"] = gated
-    cmds["select"] = select_round
-    cmds["gated-select"] = gated_select
-    cmds["gated-select-tables"] = gated_select_tables
-    cmds["select-floor"] = select_floor
-    cmds["select-floor-tables"] = select_floor_tables
-    cmds["select-clip"] = select_clip
-    cmds["select-clip-tables"] = select_clip_tables
-    return cmds[args.cmd](args)
+    return {**study, **tables_of}[args.cmd](args)
 
 
 if __name__ == "__main__":
