@@ -1136,43 +1136,17 @@ size_t fw_zero_index(const uint8_t *p, size_t n)
     return i;
 }
 
-/* Backward copy of buf[from, to) one byte up (memmove by one, upward): 16 bytes per VLD1/VST1
- * pair from the top with a negative register post-index, each chunk read before it is
- * overwritten (ARM DDI 0406C A8.8.320 VLD1, A8.8.404 VST1). */
-static void shift_up(uint8_t *buf, size_t from, size_t to)
-{
-    size_t i = to;
-#if ELT_NEON
-    if (i - from >= 16u) {
-        uint32_t blocks = (uint32_t)(i - from) / 16u;
-        const uint8_t *src = buf + i - 16u;
-        uint8_t *dst = buf + i - 15u;
-        const int32_t step = -16;
-        i -= 16u * blocks;
-        __asm__ volatile("1:\n\t"
-                         "vld1.8 {d16-d17}, [%[s]], %[k]\n\t"
-                         "subs %[n], %[n], #1\n\t"
-                         "vst1.8 {d16-d17}, [%[d]], %[k]\n\t"
-                         "bne 1b"
-                         : [s] "+r"(src), [d] "+r"(dst), [n] "+r"(blocks)
-                         : [k] "r"(step)
-                         : "d16", "d17", "cc", "memory");
-    }
-#endif
-    for (; i > from; i--) {
-        buf[i] = buf[i - 1u];
-    }
-}
-
 /* The body starts one byte in: the first code byte goes, and every later code byte of a block
- * that ends in an implicit zero becomes that zero, so no data byte moves. A full block (code
- * 0xFF) has no implicit zero: the code byte after it is dropped by moving the bytes decoded so
- * far one place up (at most once per 254 data bytes). Before the block whose code byte is at
- * `at`, the decoded prefix is buf[first, at + 1). */
+ * that ends in an implicit zero becomes that zero. A full block (code 0xFF) has no implicit zero:
+ * the code byte after it is dropped, and the bytes after it move down by the number of code bytes
+ * dropped so far. They move once, a stretch at a time: the stretch between two dropped code bytes
+ * when the second is reached, the last one at the end (moving the decoded prefix up by one at
+ * every full block instead moved a frame of full blocks about four times over). */
 int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start, size_t *out_len)
 {
-    size_t first = 1;
     size_t at = 0;
+    size_t gap = 0; /* code bytes dropped after full blocks */
+    size_t seg = 0; /* the stretch after the last of them starts here */
     size_t end = len;
     int status = 0;
     uint8_t code = len != 0u ? buf[0] : 1u;
@@ -1189,20 +1163,27 @@ int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start,
         }
         const uint8_t c = buf[next];
         if (code == 0xFFu) {
-            shift_up(buf, first, next);
-            first++;
+            if (gap != 0u) {
+                fw_copy_forward(buf + seg - gap, buf + seg, next - seg);
+            }
+            gap++;
+            seg = next + 1u;
         } else {
             buf[next] = 0u;
         }
         at = next;
         code = c;
     }
+    if (gap != 0u && end > seg) {
+        fw_copy_forward(buf + seg - gap, buf + seg, end - seg);
+    }
+    const size_t first = 1u + gap;
     size_t n = end > first ? end - first : 0u;
     if (n > cap) {
         n = cap;
         status = -2;
     }
-    *start = first;
+    *start = 1u;
     *out_len = n;
     return status;
 }
