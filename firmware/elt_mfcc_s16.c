@@ -934,13 +934,29 @@ static void copy_s16(int16_t *d, const int16_t *s, int32_t n)
     }
 }
 
+/* n samples of little-endian int16 bytes at any alignment (a frame's payload) into d: the bytes
+ * as they are, 16 at a time (VLD1.8/VST1.8 need no alignment, ARM DDI 0406C A3.2.1), on the
+ * little-endian Cortex-A9. */
+static void copy_le16(int16_t *d, const uint8_t *s, int32_t n)
+{
+    int32_t k = 0;
+#if ELT_NEON
+    for (; k + 8 <= n; k += 8) {
+        vst1q_u8((uint8_t *)(d + k), vld1q_u8(s + 2 * k));
+    }
+#endif
+    for (; k < n; ++k) {
+        d[k] = (int16_t)(uint16_t)(s[2 * k] | (s[2 * k + 1] << 8));
+    }
+}
+
 void elt_mfcc_stream_reset(elt_mfcc_stream_t *s)
 {
     s->fill = 0;
     s->skip = 0;
 }
 
-int32_t elt_mfcc_stream_push(const elt_mfcc_params_t *p, elt_mfcc_stream_t *s, const int16_t *pcm,
+int32_t elt_mfcc_stream_push(const elt_mfcc_params_t *p, elt_mfcc_stream_t *s, const uint8_t *pcm,
                              int32_t n, elt_mfcc_work_t *w, int16_t *out, int32_t max_frames,
                              int32_t *used)
 {
@@ -957,7 +973,7 @@ int32_t elt_mfcc_stream_push(const elt_mfcc_params_t *p, elt_mfcc_stream_t *s, c
         if (take > n - i) {
             take = n - i;
         }
-        copy_s16(s->buf + s->fill, pcm + i, take);
+        copy_le16(s->buf + s->fill, pcm + 2 * i, take);
         s->fill += take;
         i += take;
         if (s->fill == W) {

@@ -1136,12 +1136,58 @@ size_t fw_zero_index(const uint8_t *p, size_t n)
     return i;
 }
 
+/* From the code byte at buf[at] (its code in 1..254: a block with an implicit zero), along the
+ * chain: each next code byte ends such a block, so it becomes that zero. Stops at a code byte
+ * at or past len (returned; *code is then the last code followed), or at one whose own code is
+ * 0 or 0xFF (returned, already made 0; *code its code). On ARM 8 instructions a code byte (the
+ * codes 1..254 tested by one unsigned compare of code - 1 against 253); a frame of 16-bit speech
+ * has a code byte every ten bytes or so. */
+static size_t cobs_walk(uint8_t *buf, size_t at, size_t len, uint8_t *code)
+{
+#if defined(__arm__) && !defined(__thumb__)
+    uint8_t *p = buf + at;
+    uint32_t c = *code;
+    uint32_t t;
+    __asm__ volatile("1:\n\t"
+                     "add %[p], %[p], %[c]\n\t"
+                     "cmp %[p], %[end]\n\t"
+                     "bhs 2f\n\t"
+                     "ldrb %[c], [%[p]]\n\t"
+                     "strb %[z], [%[p]]\n\t"
+                     "sub %[t], %[c], #1\n\t"
+                     "cmp %[t], #253\n\t"
+                     "bls 1b\n"
+                     "2:"
+                     : [p] "+r"(p), [c] "+r"(c), [t] "=&r"(t)
+                     : [end] "r"(buf + len), [z] "r"(0u)
+                     : "cc", "memory");
+    *code = (uint8_t)c;
+    return (size_t)(p - buf);
+#else
+    uint32_t c = *code;
+    for (;;) {
+        at += c;
+        if (at >= len) {
+            break;
+        }
+        c = buf[at];
+        buf[at] = 0u;
+        if (c - 1u > 253u) {
+            break;
+        }
+    }
+    *code = (uint8_t)c;
+    return at;
+#endif
+}
+
 /* The body starts one byte in: the first code byte goes, and every later code byte of a block
- * that ends in an implicit zero becomes that zero. A full block (code 0xFF) has no implicit zero:
- * the code byte after it is dropped, and the bytes after it move down by the number of code bytes
- * dropped so far. They move once, a stretch at a time: the stretch between two dropped code bytes
- * when the second is reached, the last one at the end (moving the decoded prefix up by one at
- * every full block instead moved a frame of full blocks about four times over). */
+ * that ends in an implicit zero becomes that zero (cobs_walk). A full block (code 0xFF) has no
+ * implicit zero: the code byte after it is dropped, and the bytes after it move down by the
+ * number of code bytes dropped so far. They move once, a stretch at a time: the stretch between
+ * two dropped code bytes when the second is reached, the last one at the end (moving the decoded
+ * prefix up by one at every full block instead moved a frame of full blocks about four times
+ * over). */
 int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start, size_t *out_len)
 {
     size_t at = 0;
@@ -1156,23 +1202,26 @@ int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start,
             status = -1;
             break;
         }
-        const size_t next = at + code; /* the next block's code byte */
+        if (code != 0xFFu) {
+            at = cobs_walk(buf, at, len, &code);
+            if (at >= len) {
+                status = at > len ? -1 : 0; /* past the end: a truncated block */
+                break;
+            }
+            continue;
+        }
+        const size_t next = at + 0xFFu; /* the code byte after a full block */
         if (next >= len) {
-            status = next > len ? -1 : 0; /* past the end: a truncated block */
+            status = next > len ? -1 : 0;
             break;
         }
-        const uint8_t c = buf[next];
-        if (code == 0xFFu) {
-            if (gap != 0u) {
-                fw_copy_forward(buf + seg - gap, buf + seg, next - seg);
-            }
-            gap++;
-            seg = next + 1u;
-        } else {
-            buf[next] = 0u;
+        if (gap != 0u) {
+            fw_copy_forward(buf + seg - gap, buf + seg, next - seg);
         }
+        gap++;
+        seg = next + 1u;
         at = next;
-        code = c;
+        code = buf[next];
     }
     if (gap != 0u && end > seg) {
         fw_copy_forward(buf + seg - gap, buf + seg, end - seg);

@@ -1,6 +1,7 @@
-"""The device's CRC-32 (firmware/fw_frame.c) on the Cortex-A9 under QEMU, NEON (carry-less
-products) and -DELT_SCALAR (slice-by-8) builds, against zlib.crc32 for every length 0 ... 2,100
-and pieces of any split (fw_crc32_update from a running value)."""
+"""The device's frame codec (firmware/fw_frame.c) on the Cortex-A9 under QEMU, NEON and
+-DELT_SCALAR builds: CRC-32 (carry-less products; slice-by-8) against zlib.crc32 for every length
+0 ... 2,100 and in pieces (fw_crc32_update from a running value), and the in-place COBS decode
+(its ARM code-byte walk) against the encoder on bodies from all zeros to none."""
 
 from __future__ import annotations
 
@@ -21,6 +22,34 @@ PROBE = r"""
 #include "fw_uart.h"
 
 static uint8_t buf[%(n)d + 16];
+static uint8_t body[2100];
+static uint8_t enc[2200];
+
+/* Bodies of every zero density (none: full 254-byte blocks; all; between) and length: encoded,
+ * decoded in place, compared; the count of those that do not come back. */
+static uint32_t cobs_round_trips(uint32_t *x)
+{
+    uint32_t bad = 0;
+    for (uint32_t t = 0; t < 200u; t++) {
+        *x = *x * 1664525u + 1013904223u;
+        const uint32_t len = (*x >> 8) %% 2100u;
+        const uint32_t every = t %% 8u == 0u ? 1000000u : 1u + t %% 13u * (t %% 3u) * 20u;
+        for (uint32_t i = 0; i < len; i++) {
+            *x = *x * 1664525u + 1013904223u;
+            body[i] = (*x >> 16) %% every == 0u ? 0u : (uint8_t)(1u + (*x >> 24) %% 255u);
+        }
+        const size_t n = fw_cobs_encode(body, len, enc);
+        size_t start = 0;
+        size_t out = 0;
+        const int st = fw_cobs_decode_in_place(enc, n, sizeof body, &start, &out);
+        uint32_t ok = st == 0 && out == len;
+        for (uint32_t i = 0; ok && i < len; i++) {
+            ok = enc[start + i] == body[i];
+        }
+        bad += !ok;
+    }
+    return bad;
+}
 
 int main(void)
 {
@@ -45,6 +74,7 @@ int main(void)
     r = fw_crc32_update(r, buf + 7, 1030u);
     r = fw_crc32_update(r, buf + 1037, 1019u) ^ 0xFFFFFFFFu;
     put_u64(r);
+    put_u64(cobs_round_trips(&x));
     fw_uart_write((const uint8_t *)"\nEND\n", 5u);
     for (;;) {
     }
@@ -64,11 +94,11 @@ def expected() -> list[str]:
         all_ = (all_ * 31 + c) & 0xFFFFFFFF
         if n in (2056, 15, 1024):
             out.append(str(c))
-    return [*out, str(all_), str(zlib.crc32(bytes(buf[:2056])))]
+    return [*out, str(all_), str(zlib.crc32(bytes(buf[:2056]))), "0"]
 
 
 @pytest.mark.parametrize("cflags", [(), ("-DELT_SCALAR",)], ids=["neon", "scalar"])
-def test_device_crc32_equals_zlib(tmp_path: Path, cflags: tuple[str, ...]) -> None:
+def test_device_crc32_and_cobs(tmp_path: Path, cflags: tuple[str, ...]) -> None:
     from codegen.base.resources import firmware_dir
 
     main_c = tmp_path / "crc_main.c"
