@@ -179,6 +179,7 @@ LINK_FNS = (
     "fw_server_poll",
     "rx_commit",
     "rx_need",
+    "rx_take",
     "handle_frame",
     "serve_app",
     "send_frame",
