@@ -214,9 +214,11 @@ static inline uint32_t rx_group(uint8_t *d, uint32_t g, uint32_t *zz, uint32_t *
 /* Takes bytes until a frame delimiter (0x00) is among them or cap are taken, sleeping while they
  * have not arrived: whole bursts first, as many as the `need` bytes the caller still expects
  * hold, in groups of RX_GROUP (rx_group), the group searched for the delimiter once; then the
- * rest of `need` (fewer than a burst: a frame's header or its last bytes) after waiting for
- * exactly that many (the trigger level set to it), taken without another look, and one byte
- * while RxEMPTY (bit 1) is clear when the receiver time-out ended the wait short of them. Waking
+ * rest of `need` (fewer than a burst: a frame's header or its last bytes): from an empty FIFO,
+ * after waiting for exactly that many (the trigger level set to it), taken without another look;
+ * one byte at a time while RxEMPTY (bit 1) is clear when fewer are there (a short frame's
+ * delimiter may be among them: no wait for bytes that may never come) or the receiver time-out
+ * ended the wait short of them. Waking
  * once a burst, not for each byte of a FIFO that QEMU refills as it drains, and taking a whole
  * frame per call, the call, the server's bookkeeping and its two timer reads are paid once a
  * frame. Chnl_int_sts ROVR (bit 5, write 1 to clear; set whether or not the interrupt is enabled,
@@ -253,7 +255,9 @@ size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32
             rx_level = (uint32_t)k;
         }
         uint32_t sr = UART(XUART_SR);
-        if ((sr & XUART_SR_RTRIG) == 0u) {
+        /* fewer there than k (a short frame's delimiter may be among them): taken one by one
+         * below, no wait; an empty FIFO: wait for k */
+        if ((sr & (XUART_SR_RTRIG | XUART_SR_RXEMPTY)) == XUART_SR_RXEMPTY) {
             const uint32_t t = GTIMER_LO;
             sr = wait_rx((uint32_t)k);
             zz += GTIMER_LO - t;
@@ -270,7 +274,7 @@ size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32
                 }
             }
         } else {
-            /* the receiver time-out: what came, one byte at a time */
+            /* fewer than k, or the receiver time-out: what came, one byte at a time */
             while (n < cap && (UART(XUART_SR) & XUART_SR_RXEMPTY) == 0u) {
                 const uint32_t c = UART(XUART_FIFO) & 0xFFu;
                 dst[n++] = (uint8_t)c;
