@@ -331,22 +331,22 @@ static inline uint32_t crc32_byte(uint32_t crc, uint8_t b)
 }
 
 #if ELT_NEON
-/* CRC-32 by carry-less products (VMULL.P8, ARM DDI 0406C A8.8.351) instead of table lookups. The
- * register update is linear over GF(2) in the data: from register 0, a buffer's CRC is the XOR of
- * each byte's contribution alone, c(b, d) = the register after byte b and d zero bytes, and a
- * start value acts as its four bytes XORed into the buffer's first four (the identity the
- * slicing algorithms use, Kounavis & Berry 2008). In the reflected bit order c(b, d) = R(b * K_d):
- * K_d = c(0x80, d), `*` the carry-less product of the raw bit patterns (39 bits), R(v) = (v >> 7)
- * ^ crc32_tab[0][(v & 0x7F) << 1] (the 7 bits past the CRC's 32 reduced by the byte table; a
- * reflected product is the reflection of the plain one). R is linear too, so a block's register
- * is R of the XOR of all its byte products, v = XOR over bytes i and j = 0..3 of
- * (b_i * K_{d_i}[j]) << 8j, K[j] the constant's byte j. Per 16 bytes: one VLD1 of data, two of
- * constants (crc32_fold[g][j] = byte j of K_d for the group's 16 distances d to the block's end),
- * eight VMULL.P8 (eight 8 x 8-bit products each) and eight VEOR into four accumulators, one per
- * j: 21 instructions with the loop, 1.3 a byte against 3.4 for the slice-by-8 tables. The
- * accumulators' lanes are XORed together once per block of up to CRC32_FOLD_GROUPS x 16 bytes.
- * crc32_fold holds K_d for d = 0 ... 1,023, the group furthest from the block's end first (a
- * block of g < 64 groups starts at row 64 - g): 4 KiB. */
+/* CRC-32 by carry-less products (VMULL.P8, ARM DDI 0406C A8.8, "VMULL (integer and polynomial)")
+ * instead of table lookups. The register update is linear over GF(2) in the data: from register 0,
+ * a buffer's CRC is the XOR of each byte's contribution alone, c(b, d) = the register after byte b
+ * and d zero bytes, and a start value acts as its four bytes XORed into the buffer's first four
+ * (the identity the slicing algorithms use, Kounavis & Berry 2008). In the reflected bit order c(b,
+ * d) = R(b * K_d): K_d = c(0x80, d), `*` the carry-less product of the raw bit patterns (39 bits),
+ * R(v) = (v >> 7) ^ crc32_tab[0][(v & 0x7F) << 1] (the 7 bits past the CRC's 32 reduced by the byte
+ * table; a reflected product is the reflection of the plain one). R is linear too, so a block's
+ * register is R of the XOR of all its byte products, v = XOR over bytes i and j = 0..3 of (b_i *
+ * K_{d_i}[j]) << 8j, K[j] the constant's byte j. Per 16 bytes: one VLD1 of data, two of constants
+ * (crc32_fold[g][j] = byte j of K_d for the group's 16 distances d to the block's end), eight
+ * VMULL.P8 (eight 8 x 8-bit products each) and eight VEOR into four accumulators, one per j: 21
+ * instructions with the loop, 1.3 a byte against 3.4 for the slice-by-8 tables. The accumulators'
+ * lanes are XORed together once per block of up to CRC32_FOLD_GROUPS x 16 bytes. crc32_fold holds
+ * K_d for d = 0 ... 1,023, the group furthest from the block's end first (a block of g < 64 groups
+ * starts at row 64 - g): 4 KiB. */
 #define CRC32_FOLD_GROUPS 64u
 static const uint8_t crc32_fold[CRC32_FOLD_GROUPS][4][16] = {
     {{0x4Eu, 0x89u, 0x87u, 0x0Eu, 0x19u, 0x21u, 0xABu, 0x6Bu, 0xFAu, 0x4Eu, 0x86u, 0xEDu, 0x90u,
@@ -904,7 +904,7 @@ static uint32_t crc32_fold_block(uint32_t crc, const uint8_t *p, uint32_t g)
                      "subs %[g], %[g], #1\n\t"
                      "bne 1b\n\t"
                      /* each accumulator's 8 lanes to 4, a 4 x 4 transpose of the 16-bit lanes
-                      * (VTRN, A8.8.418), then one lane per accumulator: [S0 S1 S2 S3] */
+                      * (VTRN, ARM DDI 0406C A8.8), then one lane per accumulator: [S0 S1 S2 S3] */
                      "veor d24, d24, d25\n\t"
                      "veor d26, d26, d27\n\t"
                      "veor d28, d28, d29\n\t"
