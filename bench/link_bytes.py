@@ -5,13 +5,13 @@ the firmware does, with an application that answers every frame with a 4-byte re
 one second of 16 kHz int16 audio (speech-like, framed as AUDIO chunks of the default 2,048-byte
 payload) the way firmware/main.c takes the UART's bytes: fw_server_poll with a read callback
 that moves each byte from a 32-bit word (as the FIFO register returns it) by the NEON lane
-loads and table lookups fw_uart_read uses, 64 bytes a poll (one RX FIFO of the chip) and 256
-(the most fw_server_poll takes, FW_RX_CHUNK), with the link timed by the global timer's low word
-as on the device; the UART's Channel_sts looks and the wake-ups between bursts (on the device
-one per 16 bytes under QEMU, whose RX FIFO holds 16: docs/targets.md §4) are not in the
-figure. For comparison, the same bytes through fw_server_feed, one call per byte. Every frame
-must be accepted (the reply count is checked). Also timed alone over the same bytes:
-fw_cobs_decode and fw_crc32.
+loads and table lookups fw_uart_read uses, 64 bytes a read (one RX FIFO of the chip) and 256
+(FW_RX_CHUNK, the most a read may take past a delimiter), with the link timed by the global
+timer's low word as on the device; the UART's Channel_sts looks and the wake-ups between
+bursts (on the device one per 16 bytes under QEMU, whose RX FIFO holds 16: docs/targets.md §4)
+are not in the figure. For comparison, the same bytes through fw_server_feed, one call per
+byte. Every frame must be accepted (the reply count is checked). Also timed alone over the same
+bytes: fw_cobs_decode and fw_crc32.
 
     python bench/link_bytes.py
 """

@@ -9,6 +9,12 @@ multiply, branch). One instruction = 1 ns under `-icount shift=0`; a global-time
 
     python bench/profile.py --build out/build/kws --data out/data/demo [--mode strict] [--top 25]
         [--mnemonics elt_lstm_s16_run,kws_lstm_kernel]
+    python bench/profile.py --build out/build/kws --data out/data/demo --audio
+
+--audio: the link layer of one second of audio in the audio mode (mode strict, as `codegen
+bench` streams it), every function logged: two runs, one utterance and two, and their
+difference, so boot and HELLO drop out; the link's functions per received byte, and
+fw_uart_read's blocks one by one (the per-burst path apart from the wait for bytes).
 
 Slow (QEMU logs every block): one sample per mode, a few seconds each.
 """
@@ -167,6 +173,116 @@ def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[
     }
 
 
+# The link layer's functions (docs/protocol.md, "Link cost"); the rest of an utterance's
+# instructions are the application's. wait_rx is the sleep for bytes (not link work).
+LINK_FNS = (
+    "fw_server_poll",
+    "rx_commit",
+    "rx_need",
+    "rx_take",
+    "handle_frame",
+    "serve_app",
+    "send_frame",
+    "send_error",
+    "tx_bytes",
+    "tx_block",
+    "fw_cobs_decode_in_place",
+    "fw_crc32_update",
+    "fw_crc32",
+    "fw_zero_index",
+    "fw_uart_read",
+    "uart_read",
+    "uart_write",
+    "fw_uart_write",
+    "fw_uart_putc",
+    "ticks",
+    "fw_timer_now32",
+    "fw_server_link",
+    "main",
+)
+
+
+def audio_log(elf: Path, pcm: object, utterances: int, tmp: Path) -> tuple[Path, int, int]:
+    """QEMU's block log of `utterances` identical audio-mode utterances after HELLO; the log, and
+    the last utterance's link bytes and link ticks (its RESULT)."""
+    import numpy as np
+    from elatta_host.device import Device
+    from elatta_host.infer import max_chunk_samples, mode_index
+    from elatta_host.qemu import Qemu
+    from elatta_host.run import stream_audio
+
+    log = tmp / f"qemu{utterances}.log"
+    q = Qemu(
+        elf,
+        icount=True,
+        link_timeout=120.0,
+        startup_timeout=60.0,
+        extra_args=("-d", "in_asm,exec,nochain", "-D", str(log)),
+    )
+    link = q.start()
+    try:
+        info = Device(link).hello(sync_timeout=60)
+        chunk = max_chunk_samples(info.max_payload)
+        for _ in range(utterances):
+            r = stream_audio(link, 0, mode_index("strict"), np.asarray(pcm, np.int16), chunk)
+    finally:
+        q.stop()
+    return log, int(r.link_bytes or 0), int(r.ticks_link or 0)
+
+
+def audio_profile(elf: Path, pcm: object, top: int) -> None:
+    """The link layer of one utterance: instructions per function (and fw_uart_read's blocks)."""
+    addrs, names, _ = symbols(elf)
+    counts = []
+    with tempfile.TemporaryDirectory() as tmpd:
+        tmp = Path(tmpd)
+        for k in (1, 2):
+            log, nbytes, lticks = audio_log(elf, pcm, k, tmp)
+            blocks, execs = parse_log(log)
+            log.unlink()
+            counts.append((blocks, execs))
+    (b1, e1), (b2, e2) = counts
+    blocks = b1 | b2
+    by_fn: collections.Counter[str] = collections.Counter()
+    by_blk: collections.Counter[int] = collections.Counter()
+    runs: collections.Counter[int] = collections.Counter()
+    for pc in set(e1) | set(e2):
+        d = e2[pc] - e1[pc]
+        body = blocks.get(pc)
+        if body is None or d == 0:
+            continue
+        i = bisect.bisect_right(addrs, pc) - 1
+        fn = names[i] if i >= 0 else "?"
+        by_fn[fn] += d * len(body)
+        if fn in ("fw_uart_read", "wait_rx"):
+            by_blk[pc] += d * len(body)
+            runs[pc] += d
+    link = {f: n for f, n in by_fn.items() if f in LINK_FNS}
+    total_link = sum(link.values())
+    print(
+        f"\n## one utterance (1 s of audio, strict): {sum(by_fn.values())} instructions; "
+        f"{nbytes} link bytes received, RESULT's ticks_link {lticks} "
+        f"({10 * lticks / max(1, nbytes):.2f} instructions per byte)\n"
+    )
+    print(f"link functions: {total_link} instructions, {total_link / max(1, nbytes):.2f} per byte ")
+    print("(wait_rx is the sleep, outside the link's ticks; main's loop calls the poll)\n")
+    print("| function | instructions | per received byte |")
+    print("|---|---:|---:|")
+    for fn, n in sorted(link.items(), key=lambda kv: -kv[1]):
+        print(f"| {fn} | {n} | {n / max(1, nbytes):.3f} |")
+    print(f"| wait_rx (sleep) | {by_fn['wait_rx']} | {by_fn['wait_rx'] / max(1, nbytes):.3f} |")
+    print("\n### fw_uart_read and wait_rx by block\n")
+    print("| block | runs | instructions | per byte | first instructions |")
+    print("|---|---:|---:|---:|---|")
+    for pc, n in sorted(by_blk.items()):
+        head = " ".join(blocks[pc][:4])
+        print(f"| 0x{pc:x} | {runs[pc]} | {n} | {n / max(1, nbytes):.3f} | {head} |")
+    print("\n### the application's top functions\n")
+    for fn, n in by_fn.most_common(top):
+        if fn not in LINK_FNS:
+            print(f"| {fn} | {n} |")
+
+
 def main() -> int:
 
     import numpy as np
@@ -187,7 +303,17 @@ def main() -> int:
         "joined by commas are summed: the LSTM encoder is elt_lstm_s16_run and the kernels the "
         "build generates, <prefix>lstm_kernel and <prefix>lstm2_kernel)",
     )
+    ap.add_argument(
+        "--audio",
+        action="store_true",
+        help="profile the link layer of one second of audio in the audio mode instead",
+    )
     a = ap.parse_args()
+    if a.audio:
+        from codegen.measure.bench_frontend import frontend_clips
+
+        audio_profile(a.build / "fw.elf", frontend_clips(a.data, 1)[0], a.top)
+        return 0
     from elatta_host.plan import load_build
 
     from codegen.base.features import quantize_features

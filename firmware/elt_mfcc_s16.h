@@ -77,10 +77,12 @@ typedef struct {
 /* Start a new stream (no samples). */
 void elt_mfcc_stream_reset(elt_mfcc_stream_t *s);
 
-/* Append n samples (any n >= 0, chunks of any size); every frame they complete goes to
- * out [frames][n_mfcc], at most max_frames (the rest of the chunk then waits: call again with
- * pcm + the returned *used). Returns the frames written; *used = samples consumed. */
-int32_t elt_mfcc_stream_push(const elt_mfcc_params_t *p, elt_mfcc_stream_t *s, const int16_t *pcm,
+/* Append n samples (any n >= 0, chunks of any size), little-endian int16 at any alignment (2n
+ * bytes, as a frame's payload holds them: they go straight into the frame window, no other copy);
+ * every frame they complete goes to out [frames][n_mfcc], at most max_frames (the rest of the
+ * chunk then waits: call again with pcm + 2 * the returned *used). Returns the frames written;
+ * *used = samples consumed. */
+int32_t elt_mfcc_stream_push(const elt_mfcc_params_t *p, elt_mfcc_stream_t *s, const uint8_t *pcm,
                              int32_t n, elt_mfcc_work_t *w, int16_t *out, int32_t max_frames,
                              int32_t *used);
 

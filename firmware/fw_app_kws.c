@@ -242,8 +242,6 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
  * RESULT of AUDIO_END: INFER's RESULT, then u32 ticks_frontend, ticks_link, link_bytes and
  * ticks_unpack (codegen.ir.wire RESULT_STREAM). */
 #define APP_STREAM_RESULT_SIZE (APP_RESULT_SIZE + 16u)
-/* PCM samples copied out of the (unaligned) payload at a time. */
-#define APP_PCM_BLOCK 64u
 
 _Static_assert(APP_STREAM_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
 _Static_assert(APP_AUDIO_ACK_FIXED <= FW_REPLY_MAX, "AUDIO_ACK does not fit FW_REPLY_MAX");
@@ -253,7 +251,6 @@ _Static_assert(FW_APP_MFCC_WIN <= ELT_MFCC_WIN_MAX, "the frame window exceeds EL
 typedef struct {
     elt_mfcc_stream_t st; /* the samples of the frame being filled (the overlap) */
     int16_t frame[FW_APP_F] __attribute__((aligned(16))); /* the newest feature frame */
-    int16_t pcm[APP_PCM_BLOCK];
     uint32_t sample_id;
     uint32_t samples; /* received in this utterance */
     uint32_t frames;  /* encoder steps run */
@@ -261,7 +258,6 @@ typedef struct {
     uint64_t t_enc;
     uint64_t t_cmvn; /* mode cmvn_causal: the normalisation of every frame so far */
     uint64_t t_total;
-    uint64_t t_unpack;     /* copying the PCM out of the payloads */
     fw_link_stats_t link0; /* the link's cost up to the request before AUDIO_BEGIN */
     uint8_t mode;
     uint8_t open;
@@ -304,7 +300,6 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     s->t_front = 0;
     s->t_enc = 0;
     s->t_cmvn = 0;
-    s->t_unpack = 0;
     s->causal = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, s->mode);
     s->lookahead = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_MASK, s->mode);
     s->select = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_SELECT_MASK, s->mode);
@@ -366,26 +361,19 @@ static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t 
      * main stack, whose reserve the other requests leave idle, not in static RAM (INFO's stack
      * high-water mark measures it). */
     elt_mfcc_work_t work;
+    /* One frame at a time, each completed frame one encoder step: the samples go from the
+     * (unaligned, little-endian) payload straight into the front end's frame window. */
     for (uint32_t done = 0; done < n;) {
-        const uint32_t m = n - done < APP_PCM_BLOCK ? n - done : APP_PCM_BLOCK;
-        const uint64_t tu = fw_timer_now();
-        /* little-endian int16 from an unaligned payload: a byte copy (16 bytes per NEON pair) */
-        fw_copy_forward((uint8_t *)s->pcm, &src[2u * done], 2u * m);
-        s->t_unpack += fw_timer_now() - tu;
-        /* one frame at a time: each completed frame is one encoder step */
-        for (int32_t pos = 0; pos < (int32_t)m;) {
-            int32_t used = 0;
-            uint64_t tf = fw_timer_now();
-            int32_t got = elt_mfcc_stream_push(&FW_APP_MFCC_PARAMS, &s->st, s->pcm + pos,
-                                               (int32_t)m - pos, &work, s->frame, 1, &used);
-            uint64_t te = fw_timer_now();
-            s->t_front += te - tf;
-            pos += used;
-            if (got > 0) {
-                stream_frame(a, s, te);
-            }
+        int32_t used = 0;
+        const uint64_t tf = fw_timer_now();
+        const int32_t got = elt_mfcc_stream_push(&FW_APP_MFCC_PARAMS, &s->st, &src[2u * done],
+                                                 (int32_t)(n - done), &work, s->frame, 1, &used);
+        const uint64_t te = fw_timer_now();
+        s->t_front += te - tf;
+        done += (uint32_t)used;
+        if (got > 0) {
+            stream_frame(a, s, te);
         }
-        done += m;
     }
     s->samples += n;
     audio_ack(s, out, out_len);
@@ -451,7 +439,8 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
     fw_put_u32(&out[APP_RESULT_SIZE], (uint32_t)s->t_front);
     fw_put_u32(&out[APP_RESULT_SIZE + 4u], link.ticks - s->link0.ticks);
     fw_put_u32(&out[APP_RESULT_SIZE + 8u], link.rx_bytes - s->link0.rx_bytes);
-    fw_put_u32(&out[APP_RESULT_SIZE + 12u], (uint32_t)s->t_unpack);
+    /* ticks_unpack: none, the front end takes the samples from the payloads (ticks_frontend) */
+    fw_put_u32(&out[APP_RESULT_SIZE + 12u], 0u);
     /* Total: every request of the utterance, payload checks and copies included. */
     fw_put_u32(&out[APP_RESULT_TICKS_TOTAL], (uint32_t)(s->t_total + (fw_timer_now() - t0)));
     *out_len = (uint16_t)APP_STREAM_RESULT_SIZE;

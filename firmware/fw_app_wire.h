@@ -62,7 +62,8 @@
 /* then ticks_link: u32[1], ticks of the link layer from the end of the request before AUDIO_BEGIN
  * to AUDIO_END (UART reads, COBS, CRC-32, checks, replies) */
 /* then link_bytes: u32[1], bytes received over the same span */
-/* then ticks_unpack: u32[1], ticks of copying the PCM out of the AUDIO payloads */
+/* then ticks_unpack: u32[1], ticks of copying the PCM out of the AUDIO payloads (0: the front end
+ * takes the samples from them, in ticks_frontend) */
 
 /* AUDIO_BEGIN: opens an utterance, answered with AUDIO_ACK. */
 #define APP_AUDIO_BEGIN_SAMPLE_ID 0u /* u32 the host's sample id */

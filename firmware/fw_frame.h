@@ -26,8 +26,8 @@ size_t fw_cobs_encode(const uint8_t *src, size_t len, uint8_t *dst);
 int fw_cobs_decode(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, size_t *out_len);
 
 /* The same decode in place, the received frame's buffer being the only copy: the body is left at
- * buf + *start (1 plus the number of full 254-byte blocks before its end) with *out_len bytes,
- * and the status and length are fw_cobs_decode's for cap. */
+ * buf + *start (always 1: the first code byte's place) with *out_len bytes, and the status and
+ * length are fw_cobs_decode's for cap. */
 int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start, size_t *out_len);
 
 /* Copy n bytes forward, d <= s or no overlap (16 at a time on NEON). */

@@ -193,8 +193,8 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
 {
     size_t n = 0;
     size_t start = 0;
-    /* In place, the data bytes staying where they arrived (fw_frame.h): the body starts at
-     * enc[start]. A reply built in the receive buffer (INFO) starts at enc[0] instead. */
+    /* In place (fw_frame.h): the body starts at enc[start]. A reply built in the receive buffer
+     * (INFO) starts at enc[0] instead. */
     int status = fw_cobs_decode_in_place(s->enc, s->enc_len, FW_BODY_MAX, &start, &n);
     uint8_t *b = &s->enc[start];
 
@@ -256,9 +256,8 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
     }
 }
 
-/* Where the link's next bytes go and how many may: the rest of enc[] (at most a chunk), or, once
- * the frame being received has filled enc[], rx_hold, whose bytes are only searched for the
- * delimiter. */
+/* Where the link's next bytes go and how many may: the rest of enc[], or, once the frame being
+ * received has filled enc[], rx_hold, whose bytes are only searched for the delimiter. */
 static uint8_t *rx_space(fw_server_t *s, size_t *room)
 {
     const size_t left = sizeof s->enc - s->enc_len;
@@ -266,7 +265,7 @@ static uint8_t *rx_space(fw_server_t *s, size_t *room)
         *room = sizeof s->rx_hold;
         return s->rx_hold;
     }
-    *room = left < FW_RX_CHUNK ? left : FW_RX_CHUNK;
+    *room = left;
     return &s->enc[s->enc_len];
 }
 
@@ -334,17 +333,13 @@ static size_t rx_need(const fw_server_t *s)
     return len <= FW_MAX_PAYLOAD && total > s->enc_len ? total - s->enc_len : 0u;
 }
 
-/* Timed per poll, less the application's handlers and the platform read's wait for bytes (not
- * link work: poll_t0 moves on by it). On the device a poll takes a whole frame (fw_uart_read
- * stops at the delimiter), so the call and the two timer reads are paid once a frame. */
-size_t fw_server_poll(fw_server_t *s)
+/* One platform read: a frame's first bytes up to its header, or, the header there, as many as it
+ * says are still to come. Returns the bytes taken. */
+static size_t rx_take(fw_server_t *s)
 {
     const fw_platform_t *pl = s->platform;
     size_t room = 0;
     uint8_t *p = rx_space(s, &room);
-    s->poll_t0 = link_now(s);
-    s->app_ticks = 0;
-    /* A frame's first bytes are taken up to its header, which says how many more to wait for. */
     size_t need = 0;
     if (p != s->rx_hold) {
         if (s->enc_len <= FW_HDR_SIZE) {
@@ -358,7 +353,6 @@ size_t fw_server_poll(fw_server_t *s)
     uint32_t slept = 0;
     const size_t n = pl->read(pl->ctx, p, room, need, &clean, &slept);
     s->poll_t0 += slept;
-    s->in_poll = 1;
     s->link.rx_bytes += (uint32_t)n;
     if (p != s->rx_hold && clean != 0u) {
         s->enc_len += (uint32_t)clean; /* a frame's middle: no delimiter there */
@@ -369,6 +363,24 @@ size_t fw_server_poll(fw_server_t *s)
     }
     if (clean != 0u) {
         rx_commit(s, p, clean);
+    }
+    return n;
+}
+
+/* Timed per poll, less the application's handlers and the platform read's wait for bytes (not
+ * link work: poll_t0 moves on by it). On the device a poll takes a whole frame: its header, then
+ * in the same poll the rest (fw_uart_read stops at the delimiter), so the call and the two timer
+ * reads are paid once a frame. */
+size_t fw_server_poll(fw_server_t *s)
+{
+    s->poll_t0 = link_now(s);
+    s->app_ticks = 0;
+    s->in_poll = 1;
+    const uint32_t before = s->enc_len;
+    size_t n = rx_take(s);
+    /* the header has just come in (no delimiter yet): the rest of the frame in the same poll */
+    if (n != 0u && before <= FW_HDR_SIZE && s->enc_len > FW_HDR_SIZE) {
+        n += rx_take(s);
     }
     s->link.ticks += link_now(s) - s->poll_t0 - s->app_ticks;
     s->in_poll = 0;

@@ -22,9 +22,9 @@
 #endif
 _Static_assert(FW_REPLY_MAX <= FW_MAX_PAYLOAD, "a reply is a frame payload");
 _Static_assert(FW_INFO_SIZE + FW_INFO_BOARD_SIZE <= FW_MAX_PAYLOAD, "INFO's fixed part fits");
-/* Bytes taken from the link at most per fw_server_poll: four fills of the Zynq UART's 64-byte RX
- * FIFO (UG585 §19.2.3), which a read that keeps draining while bytes arrive may take in one
- * poll; the bytes after a delimiter wait in a buffer of this size. */
+/* The most bytes a platform read may take past a frame's delimiter (fw_platform_t.read): they wait
+ * in rx_hold while the frame is answered. The device's read looks for the delimiter once per 256
+ * bytes (fw_uart.c), the host harness reads at most this many at a time. */
 #define FW_RX_CHUNK 256u
 /* COBS block: a code byte and up to 254 data bytes (Cheshire & Baker 1999). */
 #define FW_COBS_BLOCK 255u
@@ -56,12 +56,12 @@ typedef struct {
     /* What the board reads back at run time, for INFO's board block; NULL: zeros. */
     void (*board_report)(void *ctx, fw_board_report_t *r);
     /* Move up to cap received bytes to dst (need: the fewest the frame being received still
-     * needs, from its header, 0 when unknown; a hint for how long to wait between bursts);
-     * returns how many (0: the link has ended), in *clean
-     * how many leading bytes are known to hold no delimiter (0: the server searches them all) and
-     * in *slept the ticks of the wait for bytes within the call, which is not link work (0 when
-     * it does not wait or keeps no time). For fw_server_poll; NULL when bytes come through
-     * fw_server_feed. */
+     * needs, from its header, 0 when unknown; a hint for how long to wait between bursts), fewer
+     * than FW_RX_CHUNK of them after a delimiter; returns how many (0: the link has ended), in
+     * *clean how many leading bytes are known to hold no delimiter (0: the server searches them
+     * all) and in *slept the ticks of the wait for bytes within the call, which is not link work
+     * (0 when it does not wait or keeps no time). For fw_server_poll; NULL when bytes come
+     * through fw_server_feed. */
     size_t (*read)(void *ctx, uint8_t *dst, size_t cap, size_t need, size_t *clean,
                    uint32_t *slept);
     /* A free-running 32-bit tick counter (the global timer's low word on the device), to time
@@ -116,8 +116,9 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform);
 /* Feed one received byte; a 0x00 completes a frame, which is answered before returning. */
 void fw_server_feed(fw_server_t *s, uint8_t byte);
 
-/* Take what the link holds now (platform read, at most FW_RX_CHUNK bytes, straight into the
- * receive buffer) and answer the frames it completes. Returns the bytes taken (0: none). */
+/* Take a frame from the link (platform reads straight into the receive buffer: its header, then
+ * as many bytes as the header says) and answer the frames the bytes complete. Returns the bytes
+ * taken (0: none). */
 size_t fw_server_poll(fw_server_t *s);
 
 /* The running server's link cost so far (one server per program). Called by an application

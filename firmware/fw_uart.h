@@ -14,9 +14,10 @@ void fw_uart_write(const uint8_t *data, size_t len);
 /* Moves received bytes to dst until a frame delimiter (0x00) is among them or cap are moved,
  * sleeping while the RX FIFO is empty until it holds a burst (16 bytes), or the bytes still
  * needed when fewer (need: the fewest the caller expects, 0 when it does not know), or the
- * receiver time-out says the line went idle; returns how many (at least one), in *clean how many
- * leading bytes hold no delimiter (n when none does) and in *slept the global timer ticks spent
- * asleep. Counts RX FIFO overruns on the way. */
+ * receiver time-out says the line went idle; returns how many (at least one; fewer than
+ * FW_RX_CHUNK, 256, after a delimiter), in *clean how many leading bytes hold no delimiter (n when
+ * none does) and in *slept the global timer ticks spent asleep. Counts RX FIFO overruns on the
+ * way. */
 size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32_t *slept);
 /* RX FIFO overruns counted since start-up (bytes lost because the 64-byte FIFO was full). */
 uint32_t fw_uart_rx_overruns(void);

@@ -149,7 +149,13 @@ RESULT_STREAM = Payload(
             "1",
         ),
         Field("link_bytes", "u32", "bytes received over the same span", "1"),
-        Field("ticks_unpack", "u32", "ticks of copying the PCM out of the AUDIO payloads", "1"),
+        Field(
+            "ticks_unpack",
+            "u32",
+            "ticks of copying the PCM out of the AUDIO payloads (0: the front end takes the "
+            "samples from them, in ticks_frontend)",
+            "1",
+        ),
     ),
 )
 AUDIO_BEGIN = Payload(

@@ -360,13 +360,17 @@ def audio_md(a: dict[str, Any] | None) -> list[str]:
         f"this run: {t['result_total']}). The link layer: {a['link_bytes_per_second']} bytes "
         f"received, {a['link_instructions_per_byte']} device instructions per byte (10 per "
         "tick; under QEMU the UART driver wakes once per 16-byte burst, its model's whole RX "
-        "FIFO, and the CRC-32 takes about 3.5 a byte: docs/targets.md §4).",
+        "FIFO, and the CRC-32 takes about 1.4 a byte: docs/targets.md §4).",
         "",
         "| part | ticks / s of audio | share | what |",
         "|---|---:|---:|---|",
         row("front end", "frontend", "integer MFCC, one frame per 20 ms hop"),
         row("link", "link", "UART reads, COBS, CRC-32, checks, ACK and RESULT replies"),
-        row("unpacking", "unpack", "PCM copied out of the AUDIO payloads"),
+        row(
+            "unpacking",
+            "unpack",
+            "PCM copied out of the AUDIO payloads (0: the front end takes the samples from them)",
+        ),
         row("encoder", "encoder", "one LSTM step per frame, pooling"),
         row("adaptation", "adapt", "head + entropy, CMA-ES"),
         row("rest", "other", "payload checks, ACK packing, timing"),

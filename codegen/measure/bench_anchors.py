@@ -27,18 +27,20 @@ import numpy as np
 
 from codegen.base.errors import CodegenError
 from codegen.measure.bench_frontend import (
-    CMSIS_CFLAGS,
-    CMSIS_NE10,
     CMSIS_SOURCES,
     CMSIS_VERSION,
     _data_header,
     _fw_config,
     _gcc,
     _run_qemu,
+    arm_cpu_flags,
+    cmsis_includes,
+    cmsis_sources,
+    compile_cmsis,
     fetch_cmsis,
 )
 from codegen.target.qemu_probe import link_probe
-from codegen.target.toolchain import ARM_CFLAGS, find_tool
+from codegen.target.toolchain import find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the bench looks for the anchor sources unless --anchors says otherwise.
@@ -256,10 +258,6 @@ int main(void)
 """
 
 
-def _cpu_flags() -> list[str]:
-    return [f for f in ARM_CFLAGS if f.startswith(("-mcpu", "-mfpu", "-mfloat-abi", "-marm"))]
-
-
 def _frames(pcm: np.ndarray, win: int, hop: int) -> int:
     return 1 + (pcm.shape[1] - win) // hop
 
@@ -308,7 +306,7 @@ def run_ne10(ne10: Path, pcm: np.ndarray, work: Path, n_fft: int, win: int, hop:
         raise CodegenError(f"Ne10 sources not found under {ne10} (missing {missing[0]})")
     work.mkdir(parents=True, exist_ok=True)
     src = _probe_src(work, NE10_MAIN, pcm, n_fft, win, hop)
-    cpu = _cpu_flags()
+    cpu = arm_cpu_flags()
     inc = [f"-I{ne10 / d}" for d in NE10_INCLUDES]
     objs = []
     obj_dir = work / "obj"
@@ -340,32 +338,10 @@ def run_cmsis_rfft(
     work.mkdir(parents=True, exist_ok=True)
     src = _probe_src(work, CMSIS_RFFT_MAIN, pcm, n_fft, win, hop)
     defines = ["-DARM_MATH_NEON"] if neon else []
-    cm_src = [root / "Source" / s for s in CMSIS_SOURCES if "mfcc" not in s]
-    if neon:
-        cm_src += [root / "Source" / "CommonTables" / "arm_neon_tables.c"]
-        cm_src += [root / "Ne10" / s for s in CMSIS_NE10]
-    includes = [f"-I{root / 'Include'}", f"-I{root / 'PrivateInclude'}", f"-I{root / 'Ne10'}"]
-    objs = []
-    obj_dir = work / "obj"
-    obj_dir.mkdir(exist_ok=True)
-    for s in cm_src:
-        o = obj_dir / (s.stem + ".o")
-        if "MatrixFunctions" in str(s):
-            continue
-        _gcc(
-            [
-                find_tool("arm-none-eabi-gcc"),
-                *_cpu_flags(),
-                *CMSIS_CFLAGS,
-                *defines,
-                *includes,
-                "-c",
-                str(s),
-                "-o",
-                str(o),
-            ]
-        )
-        objs.append(str(o))
+    # the rfft's own sources: not the MFCC, not the matrix functions
+    names = [s for s in CMSIS_SOURCES if "mfcc" not in s and "MatrixFunctions" not in s]
+    objs = compile_cmsis(root, cmsis_sources(root, names, neon=neon), work / "obj", defines)
+    includes = cmsis_includes(root)
     elf = work / "rfft.elf"
     link_probe(
         elf,

@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -442,6 +443,56 @@ def fetch_cmsis(cache: Path) -> Path:
     return root
 
 
+def arm_cpu_flags() -> list[str]:
+    """The CPU flags of ARM_CFLAGS (-mcpu, -mfpu, -mfloat-abi, -marm): third-party sources are
+    built for the firmware's core, with their own warnings and optimisation flags."""
+    return [f for f in ARM_CFLAGS if f.startswith(("-mcpu", "-mfpu", "-mfloat-abi", "-marm"))]
+
+
+def cmsis_sources(root: Path, names: Sequence[str], *, neon: bool) -> list[Path]:
+    """The CMSIS-DSP sources ``names`` (relative to Source/), plus its Neon tables and Ne10
+    port with ``neon``."""
+    src = [root / "Source" / s for s in names]
+    if neon:
+        src += [root / "Source" / "CommonTables" / "arm_neon_tables.c"]
+        src += [root / "Ne10" / s for s in CMSIS_NE10]
+    return src
+
+
+def cmsis_includes(root: Path) -> list[str]:
+    return [f"-I{root / 'Include'}", f"-I{root / 'PrivateInclude'}", f"-I{root / 'Ne10'}"]
+
+
+def compile_cmsis(
+    root: Path,
+    files: Sequence[Path],
+    obj_dir: Path,
+    defines: Sequence[str],
+    plain: frozenset[Path] = frozenset(),
+) -> list[str]:
+    """Object files of the CMSIS-DSP ``files`` built for the Cortex-A9 (arm_cpu_flags,
+    CMSIS_CFLAGS) with ``defines``, except for the files in ``plain`` (built without them)."""
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    objs = []
+    for s in files:
+        o = obj_dir / (s.stem + ".o")
+        _gcc(
+            [
+                find_tool("arm-none-eabi-gcc"),
+                *arm_cpu_flags(),
+                *CMSIS_CFLAGS,
+                *(defines if s not in plain else []),
+                *cmsis_includes(root),
+                "-c",
+                str(s),
+                "-o",
+                str(o),
+            ]
+        )
+        objs.append(str(o))
+    return objs
+
+
 def cmsis_tables(q: QMfcc) -> tuple[str, dict[str, int]]:
     """CMSIS-DSP's MFCC inputs for the same features: window (the win_length window zero-padded
     to fftLen), the same mel filters and the orthonormal DCT, all q15 (the layout the cmsisdsp
@@ -504,33 +555,15 @@ def run_cmsis(q: QMfcc, pcm: np.ndarray, work: Path, cache: Path, *, neon: bool)
     (src / "cmsis_main.c").write_text(CMSIS_MAIN)
     inc = work / "include"
     _fw_config(inc)
-    cm_src = [root / "Source" / s for s in CMSIS_SOURCES]
-    if neon:
-        cm_src += [root / "Source" / "CommonTables" / "arm_neon_tables.c"]
-        cm_src += [root / "Ne10" / s for s in CMSIS_NE10]
     defines = ["-DARM_MATH_NEON"] if neon else []
-    plain = {root / "Source" / s for s in CMSIS_NOT_NEON}
-    objs = []
-    obj_dir = work / ("obj_neon" if neon else "obj_c")
-    obj_dir.mkdir(parents=True, exist_ok=True)
-    cpu = [f for f in ARM_CFLAGS if f.startswith(("-mcpu", "-mfpu", "-mfloat-abi", "-marm"))]
-    includes = [f"-I{root / 'Include'}", f"-I{root / 'PrivateInclude'}", f"-I{root / 'Ne10'}"]
-    for s in cm_src:
-        o = obj_dir / (s.stem + ".o")
-        _gcc(
-            [
-                find_tool("arm-none-eabi-gcc"),
-                *cpu,
-                *CMSIS_CFLAGS,
-                *(defines if s not in plain else []),
-                *includes,
-                "-c",
-                str(s),
-                "-o",
-                str(o),
-            ]
-        )
-        objs.append(str(o))
+    objs = compile_cmsis(
+        root,
+        cmsis_sources(root, CMSIS_SOURCES, neon=neon),
+        work / ("obj_neon" if neon else "obj_c"),
+        defines,
+        frozenset(root / "Source" / s for s in CMSIS_NOT_NEON),
+    )
+    includes = cmsis_includes(root)
     elf = work / ("cmsis_neon.elf" if neon else "cmsis_c.elf")
     link_probe(
         elf,

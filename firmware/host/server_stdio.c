@@ -20,9 +20,9 @@ static void stdout_write(void *ctx, const uint8_t *data, size_t len)
     }
 }
 
-/* What stdin holds now, as the device's UART read: at most cap bytes, without waiting once some
- * arrived (clean 0: the server searches them all for the delimiter; nothing slept: the harness
- * has no timer). */
+/* What stdin holds now, as the device's UART read: at most cap bytes and FW_RX_CHUNK (the most a
+ * read may take past a delimiter, fw_server.h), without waiting once some arrived (clean 0: the
+ * server searches them all for the delimiter; nothing slept: the harness has no timer). */
 static size_t stdin_read(void *ctx, uint8_t *dst, size_t cap, size_t need, size_t *clean,
                          uint32_t *slept)
 {
@@ -30,7 +30,7 @@ static size_t stdin_read(void *ctx, uint8_t *dst, size_t cap, size_t need, size_
     (void)need;
     *clean = 0u;
     *slept = 0u;
-    const ssize_t n = read(0, dst, cap);
+    const ssize_t n = read(0, dst, cap < FW_RX_CHUNK ? cap : FW_RX_CHUNK);
     return n > 0 ? (size_t)n : 0u;
 }
 

@@ -67,11 +67,11 @@ void fw_uart_init(void)
 }
 
 /* Sleep (WFI) until the RX FIFO holds `level` bytes (Channel_sts RTRIG at that trigger level) or
- * the receiver time-out says the line went idle. RTRIG, and TIMEOUT when the FIFO is empty (it is
- * then stale), are cleared first (write 1 to clear, UG585 B.33 Chnl_int_sts_reg0); a condition
- * met after the look raises the interrupt again and WFI returns at once, so no byte is slept
- * through. */
-static void wait_rx(uint32_t level)
+ * the receiver time-out says the line went idle; returns Channel_sts as last read (RTRIG set: the
+ * bytes are there). RTRIG, and TIMEOUT when the FIFO is empty (it is then stale), are cleared
+ * first (write 1 to clear, UG585 B.33 Chnl_int_sts_reg0); a condition met after the look raises
+ * the interrupt again and WFI returns at once, so no byte is slept through. */
+static uint32_t wait_rx(uint32_t level)
 {
     if (level != rx_level) {
         UART(XUART_RXWM) = level;
@@ -80,7 +80,11 @@ static void wait_rx(uint32_t level)
     /* with bytes in the FIFO a TIMEOUT may be theirs: kept, it ends the wait at once */
     UART(XUART_ISR) = (UART(XUART_SR) & XUART_SR_RXEMPTY) != 0u ? XUART_IXR_RTRIG | XUART_IXR_TOUT
                                                                 : XUART_IXR_RTRIG;
-    while ((UART(XUART_SR) & XUART_SR_RTRIG) == 0u && (UART(XUART_ISR) & XUART_IXR_TOUT) == 0u) {
+    for (;;) {
+        const uint32_t sr = UART(XUART_SR);
+        if ((sr & XUART_SR_RTRIG) != 0u || (UART(XUART_ISR) & XUART_IXR_TOUT) != 0u) {
+            return sr;
+        }
         __asm__ volatile("dsb\n\twfi" ::: "memory");
     }
 }
@@ -88,7 +92,7 @@ static void wait_rx(uint32_t level)
 void fw_uart_wait_rx(void)
 {
     if ((UART(XUART_SR) & XUART_SR_RXEMPTY) != 0u) {
-        wait_rx(1u);
+        (void)wait_rx(1u);
     }
 }
 
@@ -99,10 +103,25 @@ void fw_uart_putc(uint8_t c)
     UART(XUART_FIFO) = c;
 }
 
+/* Bytes written per look at Channel_sts TxEMPTY: the TX FIFO of QEMU's model holds 16
+ * (include/hw/char/cadence_uart.h, CADENCE_UART_TX_FIFO_SIZE), the chip's 64 (UG585 §19.2.3). */
+#define TX_BURST 16u
+
+/* Whole bursts into an empty TX FIFO (Channel_sts bit 3, TxEMPTY), one look each instead of a
+ * TxFULL look per byte; the last bytes one by one. */
 void fw_uart_write(const uint8_t *data, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
-        fw_uart_putc(data[i]);
+    const uint8_t *end = data + len;
+    while (end - data >= (ptrdiff_t)TX_BURST) {
+        while ((UART(XUART_SR) & XUART_SR_TXEMPTY) == 0u) {
+        }
+        for (uint32_t i = 0; i < TX_BURST; i++) {
+            UART(XUART_FIFO) = data[i];
+        }
+        data += TX_BURST;
+    }
+    while (data != end) {
+        fw_uart_putc(*data++);
     }
 }
 
@@ -138,72 +157,132 @@ static inline uint8x16_t fifo16(volatile uint32_t *fifo)
  * to leave them out of the link's work. */
 #define GTIMER_LO ZYNQ_REG32(ZYNQ_GTIMER_BASE + GTIMER_COUNTER_LO)
 
+/* Bursts per look for a delimiter: a delimiter ends the read after the group of RX_GROUP bursts
+ * that holds it, so fewer than FW_RX_CHUNK (256) bytes follow it (fw_uart.h). */
+#define RX_GROUP 16u
+
+/* Up to g bursts of RX_BURST bytes to d: per burst one look at Channel_sts (RTRIG: the RX FIFO
+ * holds RX_BURST bytes, UG585 B.33 Channel_sts_reg0 bit 0) and, when they are not there yet, a
+ * timed sleep (wait_rx) until they are; then the 16 bytes without another look. Returns the
+ * bursts taken (fewer when the line went idle short of a burst: a damaged length, line noise),
+ * adds the ticks slept to *zz and sets *zero when a delimiter is among the bytes. */
+static inline uint32_t rx_group(uint8_t *d, uint32_t g, uint32_t *zz, uint32_t *zero)
+{
+    uint32_t i = 0;
+#if ELT_NEON
+    /* the bytes' minimum, one VMIN a burst: it is 0 exactly when a delimiter is among them */
+    uint8x16_t lo = vdupq_n_u8(0xFFu);
+#else
+    uint32_t lo = 0xFFu;
+#endif
+    for (; i < g; i++) {
+        uint32_t sr = UART(XUART_SR);
+        if ((sr & XUART_SR_RTRIG) == 0u) {
+            /* the wait for the host is not link work */
+            const uint32_t t = GTIMER_LO;
+            sr = wait_rx(RX_BURST);
+            *zz += GTIMER_LO - t;
+            if ((sr & XUART_SR_RTRIG) == 0u) {
+                break; /* the line went idle short of a burst */
+            }
+        }
+#if ELT_NEON
+        const uint8x16_t a = fifo16(&UART(XUART_FIFO));
+        vst1q_u8(d, a);
+        lo = vminq_u8(lo, a);
+#else
+        for (uint32_t k = 0; k < RX_BURST; k++) {
+            const uint32_t c = UART(XUART_FIFO) & 0xFFu;
+            d[k] = (uint8_t)c;
+            lo = c < lo ? c : lo;
+        }
+#endif
+        d += RX_BURST;
+    }
+#if ELT_NEON
+    uint8x8_t h = vmin_u8(vget_low_u8(lo), vget_high_u8(lo));
+    h = vpmin_u8(h, h);
+    h = vpmin_u8(h, h);
+    h = vpmin_u8(h, h);
+    *zero = vget_lane_u8(h, 0) == 0u;
+#else
+    *zero = lo == 0u;
+#endif
+    return i;
+}
+
 /* Takes bytes until a frame delimiter (0x00) is among them or cap are taken, sleeping while they
  * have not arrived: whole bursts first, as many as the `need` bytes the caller still expects
- * hold, waiting for Channel_sts RTRIG (UG585 B.33 Channel_sts_reg0 bit 0: the RX FIFO holds at
- * least Rcvr_FIFO_trigger_level0 = RX_BURST bytes) and reading that many without looking at the
- * status again, searched for the delimiter at once; then one byte while RxEMPTY (bit 1) is clear,
- * waiting for the bytes still needed (at least one). Waking once a burst, not for each byte of a
- * FIFO that QEMU refills as it drains, and taking a whole frame per call, the call, the server's
- * bookkeeping and its two timer reads are paid once a frame (or FW_RX_CHUNK bytes). A receiver
- * time-out (the line idle short of a burst: a damaged length, line noise) ends the bursts.
- * Chnl_int_sts ROVR (bit 5, write 1 to clear; set whether or not the interrupt is enabled, UG585
- * §19.2.4 and B.33 Chnl_int_sts_reg0) records a byte lost to a full RX FIFO since the last read:
- * counted here, reported in INFO. */
+ * hold, in groups of RX_GROUP (rx_group), the group searched for the delimiter once; then the
+ * rest of `need` (fewer than a burst: a frame's header or its last bytes): from an empty FIFO,
+ * after waiting for exactly that many (the trigger level set to it), taken without another look;
+ * one byte at a time while RxEMPTY (bit 1) is clear when fewer are there (a short frame's
+ * delimiter may be among them: no wait for bytes that may never come) or the receiver time-out
+ * ended the wait short of them. Waking
+ * once a burst, not for each byte of a FIFO that QEMU refills as it drains, and taking a whole
+ * frame per call, the call, the server's bookkeeping and its two timer reads are paid once a
+ * frame. Chnl_int_sts ROVR (bit 5, write 1 to clear; set whether or not the interrupt is enabled,
+ * UG585 §19.2.4 and B.33 Chnl_int_sts_reg0) records a byte lost to a full RX FIFO since the last
+ * read: counted here, reported in INFO. */
 size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32_t *slept)
 {
     size_t n = 0;
     size_t last = 0; /* where the last look's bytes start */
     uint32_t zz = 0;
     uint32_t zero = 0;
-    const size_t bulk = (need < cap ? need : cap) / RX_BURST * RX_BURST;
-    if (bulk != 0u && rx_level != RX_BURST) {
+    uint32_t bursts = (uint32_t)((need < cap ? need : cap) / RX_BURST);
+    if (bursts != 0u && rx_level != RX_BURST) {
         UART(XUART_RXWM) = RX_BURST;
         rx_level = RX_BURST;
     }
-    while (n < bulk) {
-        if ((UART(XUART_SR) & XUART_SR_RTRIG) == 0u) {
-            /* the wait for the host is not link work */
-            const uint32_t t = GTIMER_LO;
-            wait_rx(RX_BURST);
-            zz += GTIMER_LO - t;
-            if ((UART(XUART_SR) & XUART_SR_RTRIG) == 0u) {
-                break; /* the line went idle short of a burst */
-            }
-        }
+    while (bursts != 0u) {
+        const uint32_t g = bursts < RX_GROUP ? bursts : RX_GROUP;
         last = n;
-#if ELT_NEON
-        const uint8x16_t a = fifo16(&UART(XUART_FIFO));
-        vst1q_u8(dst + n, a);
-        /* a zero among the 16: VCEQ, then the two halves ORed into a core register pair */
-        const uint8x16_t z = vceqq_u8(a, vdupq_n_u8(0u));
-        zero =
-            vget_lane_u64(vreinterpret_u64_u8(vorr_u8(vget_low_u8(z), vget_high_u8(z))), 0) != 0u;
-#else
-        for (uint32_t i = 0; i < RX_BURST; i++) {
-            const uint32_t c = UART(XUART_FIFO) & 0xFFu;
-            dst[n + i] = (uint8_t)c;
-            zero |= c == 0u;
-        }
-#endif
-        n += RX_BURST;
-        if (zero) {
+        const uint32_t got = rx_group(dst + n, g, &zz, &zero);
+        n += RX_BURST * got;
+        bursts -= got;
+        if (zero || got < g) {
             break;
         }
     }
     while (!zero && n < cap) {
-        if ((UART(XUART_SR) & XUART_SR_RXEMPTY) == 0u) {
-            const uint32_t c = UART(XUART_FIFO) & 0xFFu;
-            last = n;
-            dst[n++] = (uint8_t)c;
-            zero = c == 0u;
-        } else {
-            /* the bytes still needed, at least one, at most a burst */
-            size_t k = need > n ? need - n : 1u;
-            k = k < cap - n ? k : cap - n;
+        /* the bytes still needed, at least one, at most a burst */
+        size_t k = need > n ? need - n : 1u;
+        k = k < cap - n ? k : cap - n;
+        k = k < RX_BURST ? k : RX_BURST;
+        if (k != rx_level) {
+            UART(XUART_RXWM) = (uint32_t)k;
+            rx_level = (uint32_t)k;
+        }
+        uint32_t sr = UART(XUART_SR);
+        /* fewer there than k (a short frame's delimiter may be among them): taken one by one
+         * below, no wait; an empty FIFO: wait for k */
+        if ((sr & (XUART_SR_RTRIG | XUART_SR_RXEMPTY)) == XUART_SR_RXEMPTY) {
             const uint32_t t = GTIMER_LO;
-            wait_rx(k < RX_BURST ? (uint32_t)k : RX_BURST);
+            sr = wait_rx((uint32_t)k);
             zz += GTIMER_LO - t;
+        }
+        last = n;
+        if ((sr & XUART_SR_RTRIG) != 0u) {
+            /* k bytes are there */
+            for (size_t i = 0; i < k; i++) {
+                const uint32_t c = UART(XUART_FIFO) & 0xFFu;
+                dst[n++] = (uint8_t)c;
+                if (c == 0u) {
+                    zero = 1;
+                    break;
+                }
+            }
+        } else {
+            /* fewer than k, or the receiver time-out: what came, one byte at a time */
+            while (n < cap && (UART(XUART_SR) & XUART_SR_RXEMPTY) == 0u) {
+                const uint32_t c = UART(XUART_FIFO) & 0xFFu;
+                dst[n++] = (uint8_t)c;
+                if (c == 0u) {
+                    zero = 1;
+                    break;
+                }
+            }
         }
     }
     if ((UART(XUART_ISR) & XUART_IXR_ROVR) != 0u) {
