@@ -11,9 +11,9 @@
 
 `causal` is the study of the causal, gated input normalisation for the audio mode
 (docs/adaptation.md, "Audio mode: causal cmvn"): selection on S, then the test once; `gated`,
-`select`, `gated-select`, `select-floor` and `select-clip` are its rounds 2, 3, 4, 5 and 6
-(`gated-select-tables`, `select-floor-tables` and `select-clip-tables` render rounds 4, 5 and
-6).
+`select`, `gated-select`, `select-floor`, `select-clip` and `select-heldout` are its rounds 2
+to 7 (`gated-select-tables`, `select-floor-tables`, `select-clip-tables` and
+`select-heldout-tables` render rounds 4 to 7).
 
 `run` writes ``<out>/<name>.json`` (selection rows, chosen configurations, per-condition
 correct counts per method, protocol and seed); `tables` renders the Markdown tables. Every MFCC
@@ -1092,6 +1092,8 @@ def meta_select(config: str) -> dict[str, float]:
     out = {"alpha": 2.0 ** -int(cm["alpha_shift"]), "weight": 2.0 ** -int(cm["weight_shift"])}
     out["floor"] = float(cm.get("select_floor", 0.0))
     out["margin"] = float(cm.get("select_margin", 0.0))
+    out["clip_floor"] = float(cm.get("select_clip_floor", 0.0))
+    out["clip_gate"] = float(cm.get("select_clip_gate", 0.0))
     return out
 
 
@@ -1200,19 +1202,192 @@ def causal_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------- round 7: selection on held-out noise kinds
+
+HELDOUT_CODE = 200  # sample-id offset of S_h's conditions (S's are 100 + k, test's < 100)
+HELDOUT_BANK = (8, 4.0)  # clips per held-out kind, seconds per clip
+SO_TAUS: tuple[float, ...] = (2.0, 1.5, 1.25, 1.0, 0.9, 0.75, 0.6, 0.5)  # least → most
+
+
+def load_heldout(
+    data_dir: str, features: Callable[[np.ndarray], np.ndarray] | None = None
+) -> list[CondData]:
+    """S_h: clean validation + validation × each held-out noise kind (`HELDOUT_GENERATORS`:
+    neither a training nor a target noise) × each SNR, mixed as S is (`mix_additive`)."""
+    from codegen.base.features import mfcc
+    from codegen.data import dataset_info, load_split
+    from codegen.data.common import ID_STRIDE, SILENCE, rng_for
+    from codegen.data.noise import HELDOUT_GENERATORS, heldout_clip
+    from codegen.data.shifts import mix_additive
+
+    feat = features or mfcc
+    info = dataset_info(data_dir)
+    seed = int(info["seed"])
+    val = load_split(data_dir, "val")
+    silence = val.labels == (val.classes.index(SILENCE) if SILENCE in val.classes else -1)
+    out = [CondData("clean", feat(val.pcm), val.labels, val.ids)]
+    code = HELDOUT_CODE
+    count, seconds = HELDOUT_BANK
+    for kind in sorted(HELDOUT_GENERATORS):
+        bank = np.stack([heldout_clip(kind, rng_for(seed, "heldout", kind, i), seconds)
+                         for i in range(count)])  # fmt: skip
+        for snr in info["snrs"]:
+            code += 1
+            ids = val.ids + code * ID_STRIDE
+            res = mix_additive(
+                val.pcm, ids, silence, bank, category=f"heldout/{kind}", snr_db=float(snr),
+                seed=seed,
+            )  # fmt: skip
+            out.append(CondData(f"{float(snr):g}", feat(res.pcm), val.labels, ids))
+    return out
+
+
+def m_select_device(
+    weight: float, alpha: float, margin: float, floor: float, clip_floor: float, clip_gate: float
+) -> Method:
+    """`cmvn_select` as the device decides it with no shift gate (`stage_classes`; each
+    threshold 0 meaning none): floor_ok = d ≥ floor or d_clip ≥ clip floor; the normalised
+    class where floor_ok and d_clip ≥ clip gate, or where floor_ok and the entropy test pass.
+    With clip floor = clip gate = τ: d_clip ≥ τ, or round 5 (d ≥ floor and the entropy test)."""
+
+    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
+        from codegen.elatta.methods import cmvn_clip_shift
+
+        l0, l1, d = _gs_runs(ctx, f, ids, weight, alpha)
+        dc = cmvn_clip_shift(f, ctx.mu_tr, ctx.sd_tr)
+        floor_ok = d >= floor if floor > 0 else np.ones(len(d), bool)
+        if clip_floor > 0:
+            floor_ok |= dc >= clip_floor
+        fired = floor_ok & (dc >= clip_gate) if clip_gate > 0 else np.zeros(len(d), bool)
+        use = fired | (floor_ok & (_entropy(l1) < _entropy(l0) - margin))
+        out: np.ndarray = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
+        return out
+
+    return run
+
+
+def heldout_select(
+    ctx: Ctx,
+    sets: dict[str, tuple[list[CondData], list[np.ndarray]]],
+    grid: list[tuple[str, Method]],
+) -> tuple[int, list[dict[str, Any]]]:
+    """Round 7's rule: each configuration evaluated on S and on S_h (`causal_eval`); the score
+    is S_h's (`causal_score`), admissible where it is admissible on both; `choose_by_rule`."""
+    rows: list[dict[str, Any]] = []
+    for label, method in grid:
+        ev = {k: causal_eval(ctx, conds, method, base) for k, (conds, base) in sets.items()}
+        sc = {k: causal_score(e) for k, e in ev.items()}
+        ok = all(v[1] for v in sc.values())
+        rows.append({"config": label, "score": sc["S_h"][0], "score_S": sc["S"][0],
+                     "admissible": ok, "admissible_S": sc["S"][1],
+                     "admissible_S_h": sc["S_h"][1], "eval": ev["S_h"],
+                     "eval_S": ev["S"]})  # fmt: skip
+        log(f"  select {label}: S_h {sc['S_h'][0]:+.3f} ({sc['S_h'][1]}), "
+            f"S {sc['S'][0]:+.3f} ({sc['S'][1]})")  # fmt: skip
+    return choose_by_rule(rows), rows
+
+
+def select_heldout(args: argparse.Namespace) -> int:
+    """docs/adaptation.md "Round 7": the deployed `cmvn_select` and the "clip or" rule at each τ
+    of `SO_TAUS`, scored on the held-out noise kinds S_h, admissible on S and S_h; then the
+    test once, the choice beside the deployed configuration (a reference)."""
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    cm = meta_select(args.config)
+    a, w, fl, m = cm["alpha"], cm["weight"], cm["floor"], cm["margin"]
+    cf, cg = cm["clip_floor"], cm["clip_gate"]
+    deployed = f"deployed: floor={fl},margin={m},clip floor={cf},clip gate={cg}"
+    grid = [(deployed, m_select_device(w, a, m, fl, cf, cg))]
+    grid += [(f"clip or={t}: floor={fl},margin={m}", m_select_device(w, a, m, fl, t, t))
+             for t in SO_TAUS]  # fmt: skip
+    choice = [{"clip_floor": cf, "clip_gate": cg}] + [
+        {"clip_floor": t, "clip_gate": t} for t in SO_TAUS
+    ]
+    ctx = make_ctx(args.model, args.basis, args.data)
+    sets: dict[str, tuple[list[CondData], list[np.ndarray]]] = {}
+    for key, conds in (("S", load_source(args.data)), ("S_h", load_heldout(args.data))):
+        sets[key] = (conds, run_protocol(ctx, conds, m_noadapt, 0, False))
+    chosen, rows = heldout_select(ctx, sets, grid)
+    log(f"  chose {rows[chosen]['config']}")
+    result: dict[str, Any] = {"name": args.name, "selection": rows}
+    result["chosen"] = rows[chosen]["config"]
+    result.update(choice[chosen])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.name}.select-heldout-selection.json").write_text(json.dumps(result, indent=1))
+    if args.selection_only:
+        return 0
+    log("the test, once")
+    _GS_CACHE.clear()
+    test = load_test(args.data)
+    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
+    result["test"] = {"select_heldout": causal_eval(ctx, test, grid[chosen][1], base_test)}
+    if chosen != 0:
+        result["test"]["deployed"] = causal_eval(ctx, test, grid[0][1], base_test)
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (out / f"{args.name}.select-heldout.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
+def select_heldout_tables(args: argparse.Namespace) -> int:
+    """Round 7's tables: per data set and segment length the choice beside the feature-mode
+    cmvn and the deployed round 6 configuration, then every entry's S_h and S rows."""
+    out_dir, lines = Path(args.out), []
+    for name, title in ROUND_TITLES.items():
+        p = out_dir / f"{name}.select-heldout.json"
+        if not p.exists():
+            p = out_dir / f"{name}.select-heldout-selection.json"
+        if not p.exists():
+            continue
+        rn = json.loads(p.read_text())
+        causal_ref = json.loads((out_dir / f"{name}.causal.json").read_text())
+        if "test" in rn:
+            rows = {"cmvn (feature mode)": causal_ref["test"]["cmvn (feature mode)"]}
+            if "deployed" in rn["test"]:
+                rows[f"round 6 ({rn['selection'][0]['config']})"] = rn["test"]["deployed"]
+            rows[f"round 7: {rn['chosen']}"] = rn["test"]["select_heldout"]
+            for seg in CAUSAL_SEGMENTS:
+                lines += gain_table(f"{title}, round 7, segments of {seg}",
+                                    causal_ref["noadapt_test"], rows, seg)  # fmt: skip
+        lines += [f"Selection ({name}), round 7, least → most aggressive: the S_h score (mean "
+                  "SNR gain, both segment lengths) and S_h's row, then S's score, admissibility "
+                  "and row (worst clean / clean-only seed over both lengths, −10 and −20 at "
+                  "segments of 50)", ""]  # fmt: skip
+        lines += ["| config | S_h score | S_h adm. | S_h clean / clean-only | S_h −10 / −20 "
+                  "| S score | S adm. | S clean / clean-only | S −10 / −20 |",
+                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for row in rn["selection"]:
+            cells = []
+            for ev, sc, ok in ((row["eval"], row["score"], row["admissible_S_h"]),
+                               (row["eval_S"], row["score_S"], row["admissible_S"])):  # fmt: skip
+                wc = min(min(g["clean"]["per_seed"]) for g in ev.values())
+                wo = min(min(g["clean_only"]["per_seed"]) for g in ev.values())
+                g50 = ev["50"]
+                cells += [f"{sc:+.3f}", str(ok), f"{wc:+.2f} / {wo:+.2f}",
+                          f"{g50['-10']['gain']:+.2f} / {g50['-20']['gain']:+.2f}"]  # fmt: skip
+            mark = " **chosen**" if row["config"] == rn["chosen"] else ""
+            lines.append(f"| {row['config']}{mark} | " + " | ".join(cells) + " |")
+        lines.append("")
+    print("\n".join(lines))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     study: dict[str, Callable[[argparse.Namespace], int]] = {
         "run": run, "positions": positions, "causal": causal, "gated": gated,
         "select": select_round, "gated-select": gated_select, "select-floor": select_floor,
-        "select-clip": select_clip,
+        "select-clip": select_clip, "select-heldout": select_heldout,
     }  # fmt: skip
-    rounds = ("select", "gated-select", "select-floor", "select-clip")  # study_round's
+    rounds = ("select", "gated-select", "select-floor", "select-clip", "select-heldout")
     tables_of: dict[str, Callable[[argparse.Namespace], int]] = {
         "tables": tables, "causal-tables": causal_tables,
         "gated-select-tables": gated_select_tables, "select-floor-tables": select_floor_tables,
-        "select-clip-tables": select_clip_tables,
+        "select-clip-tables": select_clip_tables, "select-heldout-tables": select_heldout_tables,
     }  # fmt: skip
     for cmd in study:
         sp = sub.add_parser(cmd)

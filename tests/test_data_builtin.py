@@ -231,6 +231,24 @@ def test_noise_stand_ins_have_events_and_gaps() -> None:
         assert np.abs(a).max() == pytest.approx(1.0)
 
 
+def test_held_out_noises_are_new_kinds_and_deterministic() -> None:
+    """The held-out kinds of the adaptation study's S_h (docs/adaptation.md "Round 7"): none
+    is a training or target noise; each clip is seeded, peak-normalised, and not silence."""
+    from codegen.data.common import NOISES
+
+    kinds = set(noise.HELDOUT_GENERATORS)
+    assert kinds and not kinds & (set(NOISES) | set(noise.BACKGROUND_GENERATORS))
+    for kind in sorted(kinds):
+        a = noise.heldout_clip(kind, np.random.default_rng(7), 1.5)
+        assert a.dtype == np.float32 and a.shape == (24000,)
+        assert float(np.max(np.abs(a))) == pytest.approx(1.0)
+        assert float(np.sqrt(np.mean(a.astype(np.float64) ** 2))) > 0.02
+        np.testing.assert_array_equal(a, noise.heldout_clip(kind, np.random.default_rng(7), 1.5))
+        assert not np.array_equal(a, noise.heldout_clip(kind, np.random.default_rng(8), 1.5))
+    with pytest.raises(ValueError, match="held-out noise 'dog': use one of"):
+        noise.heldout_clip("dog", np.random.default_rng(0), 1.0)
+
+
 def test_build_argument_errors(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="preset 'huge'"):
         build(tmp_path, preset="huge", progress=False)

@@ -461,6 +461,83 @@ def background_clip(kind: str, rng: np.random.Generator, seconds: float) -> np.n
     return (x / peak if peak > 0 else x).astype(np.float32)
 
 
+# ---------------------------------------------------------------------------- held-out noises
+# Kinds that are neither a training noise nor one of the ten target categories. They serve one
+# purpose: a selection set of *unseen* noises for adaptation hyperparameters (docs/adaptation.md
+# "Round 7"), in the way ImageNet-C holds out validation corruptions apart from its test ones
+# (Hendrycks & Dietterich, ICLR 2019, §3). No model is trained with them.
+
+
+def wind(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Wind: low-passed noise under slow random gusts, with a drifting whistle band."""
+    t = np.arange(n) / SR
+    gust = np.cumsum(rng.standard_normal(n // 800 + 2))
+    gust = np.interp(np.arange(n) / 800.0, np.arange(gust.size), gust - gust.mean())
+    env = np.exp(0.35 * gust / (np.std(gust) + 1e-9))
+    bed = _unit(_filt(pink(rng, n), "band", 80.0, float(rng.uniform(600, 1500))))
+    fc = float(rng.uniform(500, 900)) * (1.0 + 0.3 * np.sin(2 * np.pi * 0.15 * t))
+    whistle = np.sin(2 * np.pi * np.cumsum(fc) / SR) * _unit(_filt(white(rng, n), "low", 8.0))
+    return _unit(bed * env + 0.05 * whistle * env)
+
+
+def siren(rng: np.random.Generator, n: int) -> np.ndarray:
+    """An emergency siren passing: a wailing or yelping harmonic tone sweeping 600-1500 Hz."""
+    t = np.arange(n) / SR
+    rate = float(rng.uniform(0.2, 0.4)) if rng.random() < 0.5 else float(rng.uniform(2.5, 4.0))
+    lo, hi = float(rng.uniform(550, 750)), float(rng.uniform(1200, 1500))
+    f0 = lo + (hi - lo) * 0.5 * (1.0 - np.cos(2 * np.pi * rate * t + rng.uniform(0, 6.3)))
+    tone = _tone(f0, [(1500.0, 600.0), (3000.0, 900.0)], tilt=1.5)
+    swell = 0.4 + 0.6 * np.sin(np.pi * np.clip(t / max(n / SR, 1e-3), 0.0, 1.0))
+    return tone * swell + 0.05 * _unit(pink(rng, n))
+
+
+def applause(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Applause: dense independent hand claps, 15-40 per second, each a short band of noise."""
+    out = 0.02 * _unit(pink(rng, n))
+    count = int(n / SR * rng.uniform(15, 40))
+    m = int(0.03 * SR)
+    for s in np.sort(rng.integers(0, n, count)):
+        lo = float(rng.uniform(600, 1500))
+        clap = _unit(_filt(white(rng, m), "band", lo, lo * float(rng.uniform(2.0, 3.5))))
+        _place(out, clap * _ad_env(m, 0.0005, float(rng.uniform(0.004, 0.012))), int(s),
+               float(rng.uniform(0.3, 1.0)))  # fmt: skip
+    return out
+
+
+def birdsong(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Birds: trills of short frequency-modulated chirps at 2-6 kHz over a quiet outdoor floor."""
+    out = 0.01 * _unit(_filt(pink(rng, n), "low", 1500.0))
+    for s in _event_times(rng, n, int(rng.integers(3, 9)), (0.2, 1.0)):
+        f_hi, f_lo = float(rng.uniform(3500, 6000)), float(rng.uniform(2000, 3500))
+        pos = s
+        for _ in range(int(rng.integers(2, 8))):
+            m = int(float(rng.uniform(0.03, 0.12)) * SR)
+            f = np.linspace(f_hi, f_lo, m) if rng.random() < 0.7 else np.linspace(f_lo, f_hi, m)
+            chirp = np.sin(2 * np.pi * np.cumsum(f) / SR) * np.hanning(m)
+            _place(out, chirp, pos, float(rng.uniform(0.4, 1.0)))
+            pos += m + int(float(rng.uniform(0.01, 0.06)) * SR)
+    return out
+
+
+HELDOUT_GENERATORS: dict[str, Generator] = {
+    "wind": wind,
+    "siren": siren,
+    "applause": applause,
+    "birdsong": birdsong,
+}
+assert not set(HELDOUT_GENERATORS) & (set(NOISES) | set(BACKGROUND_GENERATORS))
+
+
+def heldout_clip(kind: str, rng: np.random.Generator, seconds: float) -> np.ndarray:
+    """A peak-normalised held-out noise clip (neither a training noise nor a target one)."""
+    if kind not in HELDOUT_GENERATORS:
+        raise ValueError(f"held-out noise {kind!r}: use one of {sorted(HELDOUT_GENERATORS)}")
+    n = int(seconds * SR)
+    x = HELDOUT_GENERATORS[kind](rng, n)[:n]
+    peak = float(np.max(np.abs(x)))
+    return (x / peak if peak > 0 else x).astype(np.float32)
+
+
 def silence_clip(rng: np.random.Generator) -> np.ndarray:
     """A built-in `_silence_` clip: low-level white/pink/brown noise or hum at −60…−30 dBFS RMS."""
     kind = SILENCE_KINDS[int(rng.integers(len(SILENCE_KINDS)))]
