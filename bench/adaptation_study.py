@@ -1332,14 +1332,83 @@ def select_heldout(args: argparse.Namespace) -> int:
     return 0
 
 
-def select_heldout_tables(args: argparse.Namespace) -> int:
-    """Round 7's tables: per data set and segment length the choice beside the feature-mode
-    cmvn and the deployed round 6 configuration, then every entry's S_h and S rows."""
-    out_dir, lines = Path(args.out), []
+# --------------------------------------- round 8: the normalised run's own blend and EMA factor
+
+SN_WEIGHTS: tuple[float, ...] = (0.25, 0.5, 1.0)  # w = 2^-b, least → most aggressive
+SN_ALPHAS: tuple[float, ...] = (1 / 16, 1 / 4, 1 / 2)  # α = 2^-a, a ≥ 1
+SN_TAUS: tuple[float, ...] = (2.0, 1.5, 1.0)  # "clip or" thresholds, least → most aggressive
+
+
+def sn_rules(cm: dict[str, float]) -> list[tuple[str, float, float]]:
+    """Round 8's selection rules, least → most aggressive: (label, clip floor, clip gate) — the
+    deployed rule unless it is a "clip or" (clip floor = clip gate), then "clip or" at each τ."""
+    rules = []
+    if not (cm["clip_floor"] > 0 and cm["clip_floor"] == cm["clip_gate"]):
+        rules.append((f"clip floor={cm['clip_floor']},clip gate={cm['clip_gate']}",
+                      cm["clip_floor"], cm["clip_gate"]))  # fmt: skip
+    return rules + [(f"clip or={t}", t, t) for t in SN_TAUS]
+
+
+def select_norm(args: argparse.Namespace) -> int:
+    """docs/adaptation.md "Round 8": the normalised run's (w, α) with the selection rules of
+    `sn_rules`, scored on S_h and admissible on S and S_h (round 7's rule); then the test once,
+    the choice beside the deployed configuration (a reference)."""
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    cm = meta_select(args.config)
+    fl, m = cm["floor"], cm["margin"]
+    grid: list[tuple[str, Method]] = []
+    choice: list[dict[str, Any]] = []
+    for w in SN_WEIGHTS:
+        for a in SN_ALPHAS:
+            for rule, cf, cg in sn_rules(cm):
+                grid.append((f"w={w},alpha=1/{round(1 / a)},{rule}",
+                             m_select_device(w, a, m, fl, cf, cg)))  # fmt: skip
+                choice.append({"weight": w, "alpha": a, "clip_floor": cf, "clip_gate": cg})
+    dep = {"weight": cm["weight"], "alpha": cm["alpha"], "clip_floor": cm["clip_floor"],
+           "clip_gate": cm["clip_gate"]}  # fmt: skip
+    deployed = choice.index(dep)
+    ctx = make_ctx(args.model, args.basis, args.data)
+    sets: dict[str, tuple[list[CondData], list[np.ndarray]]] = {}
+    for key, conds in (("S", load_source(args.data)), ("S_h", load_heldout(args.data))):
+        sets[key] = (conds, run_protocol(ctx, conds, m_noadapt, 0, False))
+    chosen, rows = heldout_select(ctx, sets, grid)
+    if not any(r["admissible"] for r in rows):
+        chosen = deployed  # the rule's fallback: the deployed configuration stays
+    log(f"  chose {rows[chosen]['config']} (deployed: {rows[deployed]['config']})")
+    result: dict[str, Any] = {"name": args.name, "selection": rows}
+    result["chosen"] = rows[chosen]["config"]
+    result["deployed"] = rows[deployed]["config"]
+    result.update(choice[chosen])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.name}.select-norm-selection.json").write_text(json.dumps(result, indent=1))
+    if args.selection_only:
+        return 0
+    log("the test, once")
+    _GS_CACHE.clear()
+    test = load_test(args.data)
+    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
+    result["test"] = {"select_norm": causal_eval(ctx, test, grid[chosen][1], base_test)}
+    if chosen != deployed:
+        result["test"]["deployed"] = causal_eval(ctx, test, grid[deployed][1], base_test)
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (out / f"{args.name}.select-norm.json").write_text(json.dumps(result, indent=1))
+    log(f"done in {result['seconds']} s")
+    return 0
+
+
+def heldout_round_tables(out_dir: Path, number: int, key: str, test_key: str) -> list[str]:
+    """The tables of a round scored on S_h (rounds 7 and 8): per data set and segment length
+    the choice beside the feature-mode cmvn and the deployed configuration before the round,
+    then every entry's S_h and S rows."""
+    lines: list[str] = []
     for name, title in ROUND_TITLES.items():
-        p = out_dir / f"{name}.select-heldout.json"
+        p = out_dir / f"{name}.{key}.json"
         if not p.exists():
-            p = out_dir / f"{name}.select-heldout-selection.json"
+            p = out_dir / f"{name}.{key}-selection.json"
         if not p.exists():
             continue
         rn = json.loads(p.read_text())
@@ -1347,15 +1416,16 @@ def select_heldout_tables(args: argparse.Namespace) -> int:
         if "test" in rn:
             rows = {"cmvn (feature mode)": causal_ref["test"]["cmvn (feature mode)"]}
             if "deployed" in rn["test"]:
-                rows[f"round 6 ({rn['selection'][0]['config']})"] = rn["test"]["deployed"]
-            rows[f"round 7: {rn['chosen']}"] = rn["test"]["select_heldout"]
+                deployed = rn.get("deployed", rn["selection"][0]["config"])
+                rows[f"round {number - 1} ({deployed})"] = rn["test"]["deployed"]
+            rows[f"round {number}: {rn['chosen']}"] = rn["test"][test_key]
             for seg in CAUSAL_SEGMENTS:
-                lines += gain_table(f"{title}, round 7, segments of {seg}",
+                lines += gain_table(f"{title}, round {number}, segments of {seg}",
                                     causal_ref["noadapt_test"], rows, seg)  # fmt: skip
-        lines += [f"Selection ({name}), round 7, least → most aggressive: the S_h score (mean "
-                  "SNR gain, both segment lengths) and S_h's row, then S's score, admissibility "
-                  "and row (worst clean / clean-only seed over both lengths, −10 and −20 at "
-                  "segments of 50)", ""]  # fmt: skip
+        lines += [f"Selection ({name}), round {number}, least → most aggressive: the S_h score "
+                  "(mean SNR gain, both segment lengths) and S_h's row, then S's score, "
+                  "admissibility and row (worst clean / clean-only seed over both lengths, −10 "
+                  "and −20 at segments of 50)", ""]  # fmt: skip
         lines += ["| config | S_h score | S_h adm. | S_h clean / clean-only | S_h −10 / −20 "
                   "| S score | S adm. | S clean / clean-only | S −10 / −20 |",
                   "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -1371,7 +1441,18 @@ def select_heldout_tables(args: argparse.Namespace) -> int:
             mark = " **chosen**" if row["config"] == rn["chosen"] else ""
             lines.append(f"| {row['config']}{mark} | " + " | ".join(cells) + " |")
         lines.append("")
-    print("\n".join(lines))
+    return lines
+
+
+def select_heldout_tables(args: argparse.Namespace) -> int:
+    """Round 7's tables, beside round 6's deployed configuration."""
+    print("\n".join(heldout_round_tables(Path(args.out), 7, "select-heldout", "select_heldout")))
+    return 0
+
+
+def select_norm_tables(args: argparse.Namespace) -> int:
+    """Round 8's tables, beside round 7's deployed configuration."""
+    print("\n".join(heldout_round_tables(Path(args.out), 8, "select-norm", "select_norm")))
     return 0
 
 
@@ -1381,13 +1462,15 @@ def main() -> int:
     study: dict[str, Callable[[argparse.Namespace], int]] = {
         "run": run, "positions": positions, "causal": causal, "gated": gated,
         "select": select_round, "gated-select": gated_select, "select-floor": select_floor,
-        "select-clip": select_clip, "select-heldout": select_heldout,
+        "select-clip": select_clip, "select-heldout": select_heldout, "select-norm": select_norm,
     }  # fmt: skip
-    rounds = ("select", "gated-select", "select-floor", "select-clip", "select-heldout")
+    rounds = ("select", "gated-select", "select-floor", "select-clip", "select-heldout",
+              "select-norm")  # fmt: skip
     tables_of: dict[str, Callable[[argparse.Namespace], int]] = {
         "tables": tables, "causal-tables": causal_tables,
         "gated-select-tables": gated_select_tables, "select-floor-tables": select_floor_tables,
         "select-clip-tables": select_clip_tables, "select-heldout-tables": select_heldout_tables,
+        "select-norm-tables": select_norm_tables,
     }  # fmt: skip
     for cmd in study:
         sp = sub.add_parser(cmd)
