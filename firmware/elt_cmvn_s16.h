@@ -35,6 +35,8 @@ typedef struct {
     int64_t select_floor_sum;      /* mode cmvn_select: its shift floor, as gate_sum; 0 none */
     int64_t select_clip_floor_sum; /* mode cmvn_select: the clip floor on clip_dist; 0 none */
     int64_t select_clip_gate_sum;  /* mode cmvn_select: the clip gate on clip_dist; 0 none */
+    int32_t select_alpha_shift;    /* mode cmvn_select's normalised run: its EMA factor 2^-a */
+    int32_t select_weight_shift;   /* mode cmvn_select's normalised run: its blend 2^-b */
 } elt_cmvn_params_t;
 
 typedef struct {

@@ -92,7 +92,8 @@ static fw_link_stats_t app_link_prev;
 /* The link's cost from app_link_prev to the request being handled (set by handle()). */
 static fw_link_stats_t app_link_span;
 static const elt_cmvn_params_t app_cmvn = FW_APP_CMVN_PARAMS;
-/* mode cmvn_select's normalised run: mode cmvn's constants without its shift gate */
+/* mode cmvn_select's normalised run: mode cmvn's constants without its shift gate, with the
+ * run's own EMA factor and blend (docs/adaptation.md "Round 8") */
 static elt_cmvn_params_t app_cmvn_select;
 
 /* Mode cmvn_select (docs/adaptation.md "Round 3" ... "Round 6"): a->raw, a->z_raw hold the raw
@@ -525,5 +526,7 @@ const fw_app_t *fw_app_get(void)
     elt_cmvn_reset(&app_cmvn, &app.cmvn);
     app_cmvn_select = app_cmvn;
     app_cmvn_select.gate_sum = 0;
+    app_cmvn_select.alpha_shift = app_cmvn.select_alpha_shift;
+    app_cmvn_select.weight_shift = app_cmvn.select_weight_shift;
     return &kws_app;
 }

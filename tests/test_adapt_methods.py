@@ -195,3 +195,15 @@ def test_stage_classes_gated_selection() -> None:
     want = np.where(clip_fired, l1.argmax(axis=1), l0.argmax(axis=1))
     gated_clip = dataclasses.replace(no_entropy, cmvn_select_clip_gate=cg)
     np.testing.assert_array_equal(stage_classes(u, "cmvn_select", gated_clip, logits_of), want)
+    # round 8: the normalised run's own shifts (α = w = 1/2 here) make both the normalised run
+    # and the floor's distance d; mode cmvn keeps its own (docs/adaptation.md "Round 8")
+    own = dataclasses.replace(floored, cmvn_select_alpha_shift=1, cmvn_select_weight_shift=1)
+    cfg8 = CmvnConfig(0.5, 0.5, True)
+    k8 = sharp(cmvn_normalised(u, cfg8))
+    d8 = cmvn_shift(u, np.zeros(10), np.ones(10), cfg8)
+    want = select_confident(k0, k8, 0.0, floor_ok=d8 >= floor)
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", own, sharp), want)
+    assert (want != stage_classes(u, "cmvn_select", floored, sharp)).any()
+    np.testing.assert_array_equal(
+        stage_classes(u, "cmvn", own, sharp), stage_classes(u, "cmvn", floored, sharp)
+    )

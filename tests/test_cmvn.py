@@ -37,6 +37,8 @@ def params(
     select_floor: float = 0.0,
     clip_floor: float = 0.0,
     clip_gate: float = 0.0,
+    sa: int = -1,
+    sb: int = -1,
 ) -> CmvnParams:
     fs = n + 8
     return CmvnParams(
@@ -56,6 +58,8 @@ def params(
         select_floor_sum=round(select_floor * F * (1 << fs)),
         select_clip_floor_sum=round(clip_floor * F * (1 << fs)),
         select_clip_gate_sum=round(clip_gate * F * (1 << fs)),
+        select_alpha_shift=sa,
+        select_weight_shift=sb,
     )
 
 
@@ -202,6 +206,10 @@ SELECT += [params(49, 10, 11, 1, 2, select_floor=40.0, clip_floor=1.0)]
 SELECT += [params(49, 10, 11, 1, 2, select_floor=40.0, clip_gate=1.0)]
 SELECT += [params(49, 10, 11, 1, 2, select_floor=40.0, clip_floor=1.0, clip_gate=2.0)]
 SELECT += [params(25, 13, 12, 3, 1, select_gate=40.0, clip_gate=0.5)]
+# the normalised run's own shifts ("Round 8"): a faster EMA and a stronger blend, a slower EMA
+# and w = 1, with a floor and a gate on the run's own shift distance
+SELECT += [params(49, 10, 11, 4, 2, select_floor=0.75, sa=1, sb=1)]
+SELECT += [params(49, 10, 11, 1, 2, select_gate=0.75, clip_gate=1.0, sa=3, sb=0)]
 
 
 @pytest.mark.parametrize(
@@ -210,12 +218,15 @@ SELECT += [params(25, 13, 12, 3, 1, select_gate=40.0, clip_gate=0.5)]
     ids=lambda p: (
         f"a{p.alpha_shift}g{p.gate_sum}s{p.select_gate_sum}f{p.select_floor_sum}"
         f"cf{p.select_clip_floor_sum}cg{p.select_clip_gate_sum}"
+        f"sa{p.select_alpha_shift}sb{p.select_weight_shift}"
     ),
 )
 def test_select_run_equals_the_written_spec(p: CmvnParams) -> None:
     """cmvn_select_int: every clip normalised as mode cmvn without its gate (gate_sum is
-    ignored); floor_ok where the updated state's shift distance d reaches select_floor_sum
-    ("Round 5") or the clip's own distance d_clip reaches select_clip_floor_sum ("Round 6");
+    ignored) and with the run's own shifts select_alpha_shift, select_weight_shift in place of
+    alpha_shift, weight_shift ("Round 8"; the distances d too); floor_ok where the updated
+    state's shift distance d reaches select_floor_sum ("Round 5") or the clip's own distance
+    d_clip reaches select_clip_floor_sum ("Round 6");
     fired where d reaches select_gate_sum ("Round 4") or, with floor_ok, d_clip reaches
     select_clip_gate_sum ("Round 6"); each threshold 0 meaning none (docs/adaptation.md)."""
     from codegen.intref.cmvn import cmvn_select_int
@@ -225,8 +236,10 @@ def test_select_run_equals_the_written_spec(p: CmvnParams) -> None:
     M, P = [0] * p.features, [1 << p.state_frac] * p.features
     dists: list[int] = []
     own: list[int] = []
-    ungated = dataclasses.replace(p, gate_sum=0)
-    want = [spec_clip(clip.astype(int).tolist(), ungated, M, P, dists, own) for clip in x]
+    run = dataclasses.replace(
+        p, gate_sum=0, alpha_shift=p.select_alpha_shift, weight_shift=p.select_weight_shift
+    )
+    want = [spec_clip(clip.astype(int).tolist(), run, M, P, dists, own) for clip in x]
     assert_array_equal(got, np.array(want))
     sg, sf = p.select_gate_sum, p.select_floor_sum
     cf, cg = p.select_clip_floor_sum, p.select_clip_gate_sum
@@ -249,6 +262,27 @@ def test_select_run_equals_the_written_spec(p: CmvnParams) -> None:
     if p is SELECT[8]:  # the clip gate fires on some clips, and the floor holds back others
         held = [dc >= cg and not ok for dc, ok in zip(own, want_ok, strict=True)]
         assert fired.any() and any(held), (fired, held)
+    if p.select_alpha_shift != p.alpha_shift:  # the own shifts change every normalised clip
+        same = dataclasses.replace(
+            p, select_alpha_shift=p.alpha_shift, select_weight_shift=p.weight_shift
+        )
+        other, _, _ = cmvn_select_int(x, same)
+        assert all((g != o).any() for g, o in zip(got, other, strict=True))
+
+
+def test_select_shifts_default_to_mode_cmvns() -> None:
+    """Without select_alpha_shift / select_weight_shift the normalised run uses mode cmvn's
+    shifts, in the integer parameters and in the build settings (configs written before
+    round 8 build what they built)."""
+    import tomllib
+
+    p = params(49, 10, 11, 4, 2)
+    assert (p.select_alpha_shift, p.select_weight_shift) == (4, 2)
+    assert params(49, 10, 11, 4, 2, sa=1).select_weight_shift == 2
+    cfg = parse_config(tomllib.loads("[cmvn]\nalpha_shift = 3\nweight_shift = 1\n"))
+    assert cfg.adapt.select_shifts == (3, 1)
+    cfg = parse_config(tomllib.loads("[cmvn]\nalpha_shift = 3\nselect_alpha_shift = 1\n"))
+    assert cfg.adapt.select_shifts == (1, 2)
 
 
 def test_cmvn_gate_opens_and_closes() -> None:
@@ -322,6 +356,8 @@ class _Params(ctypes.Structure):
         ("select_floor_sum", ctypes.c_int64),
         ("select_clip_floor_sum", ctypes.c_int64),
         ("select_clip_gate_sum", ctypes.c_int64),
+        ("select_alpha_shift", ctypes.c_int32),
+        ("select_weight_shift", ctypes.c_int32),
     ]
 
 
@@ -465,6 +501,9 @@ def test_causal_integer_form_tracks_the_float_method() -> None:
         ("select_clip_floor = -1.0", r"clip_floor=-1.0 is not allowed: use a float in \[0, 64\]"),
         ("select_clip_gate = 65.0", r"clip_gate=65.0 is not allowed: use a float in \[0, 64\]"),
         ("select_clip_gate = 'on'", r"\[cmvn\].select_clip_gate = 'on' has type str"),
+        ("select_alpha_shift = 0", r"select_alpha_shift=0 is not allowed: use an integer in 1..15"),
+        ("select_weight_shift = 16", r"select_weight_shift=16 is not allowed: use an integer in"),
+        ("select_weight_shift = 1.0", r"\[cmvn\].select_weight_shift = 1.0 has type float"),
         ("gate = 'on'", r"\[cmvn\].gate = 'on' has type str; expected float"),
     ],
 )

@@ -337,22 +337,26 @@ def select_gate_build(
     kws_build: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, Path]:
     """The default model built with cmvn_select's shift gate on (`[cmvn] select_gate`,
-    docs/adaptation.md "Round 4"), a shift floor below it (`select_floor`, "Round 5") and round
+    docs/adaptation.md "Round 4"), a shift floor below it (`select_floor`, "Round 5"), round
     6's clip floor and clip gate on the clip's own shift d_clip (`select_clip_floor`,
-    `select_clip_gate`) at margin 0: a clip takes the normalised answer where d ≥ 0.01, or where
-    d_clip ≥ 1.5 and the floor is reached, or where the normalised run is more confident and the
-    floor is reached (0.0025 ≤ d or 0.5 ≤ d_clip): (build dir, data dir). The thresholds sit
-    between the distances of the tiny set's clips, so each of the four changes some answers."""
+    `select_clip_gate`) and round 8's own shifts of the normalised run (`select_alpha_shift` =
+    3, `select_weight_shift` = 1: α = 1/8, w = 1/2, where mode cmvn has 1/16 and 1/4) at margin
+    0: a clip takes the normalised answer where d ≥ 0.04, or where d_clip ≥ 1.5 and the floor
+    is reached, or where the normalised run is more confident and the floor is reached (0.01 ≤
+    d or 0.5 ≤ d_clip; d from the run's own α): (build dir, data dir). The thresholds sit
+    between the distances of the tiny set's clips, so each of the five changes some answers."""
     _, data = kws_build
     tmp = tmp_path_factory.mktemp("selgate")
     text = (ROOT / "configs/default.toml").read_text()
     text = re.sub(r"\nselect_margin = [0-9.]+\n", "\nselect_margin = 0.0\n", text)
-    text = text.replace("\nselect_gate = 0.0\n", "\nselect_gate = 0.01\n")
-    text = re.sub(r"\nselect_floor = [0-9.]+", "\nselect_floor = 0.0025", text)
+    text = text.replace("\nselect_gate = 0.0\n", "\nselect_gate = 0.04\n")
+    text = re.sub(r"\nselect_floor = [0-9.]+", "\nselect_floor = 0.01", text)
     text = re.sub(r"\nselect_clip_floor = [0-9.]+", "\nselect_clip_floor = 0.5", text)
     text = re.sub(r"\nselect_clip_gate = [0-9.]+", "\nselect_clip_gate = 1.5", text)
-    keys = ("select_gate = 0.01", "select_margin = 0.0", "select_floor = 0.0025")
-    for key in (*keys, "select_clip_floor = 0.5", "select_clip_gate = 1.5"):
+    text = text.replace("\n[cmvn]\n", "\n[cmvn]\nselect_alpha_shift = 3\nselect_weight_shift = 1\n")
+    keys = ("select_gate = 0.04", "select_margin = 0.0", "select_floor = 0.01")
+    shifts = ("select_alpha_shift = 3", "select_weight_shift = 1")
+    for key in (*keys, "select_clip_floor = 0.5", "select_clip_gate = 1.5", *shifts):
         assert f"\n{key}" in text, key
     (tmp / "gated.toml").write_text(text)
     out = tmp / "build"
@@ -369,13 +373,13 @@ def select_gate_build(
 def test_select_gate_in_the_audio_mode(
     select_gate_build: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """cmvn_select with its shift gate, its shift floor, its clip floor and its clip gate
-    through QEMU's audio mode (chunks of 1,022 samples; the mode holds the clip and decides at
-    AUDIO_END, so the chunking is not what is tested here): bit-exact with the reference
-    (run_pcm, every field); the gates fire on some clips and not on others, the floor holds
-    some clips back, and the reference differs from the same build's reference without the
-    gate, without the floor, without the clip floor and without the clip gate, so a device or a
-    reference that ignored any of them would fail."""
+    """cmvn_select with its shift gate, its shift floor, its clip floor, its clip gate and its
+    own shifts through QEMU's audio mode (chunks of 1,022 samples; the mode holds the clip and
+    decides at AUDIO_END, so the chunking is not what is tested here): bit-exact with the
+    reference (run_pcm, every field); the gates fire on some clips and not on others, the floor
+    holds some clips back, and the reference differs from the same build's reference without
+    the gate, without the floor, without the clip floor, without the clip gate and with mode
+    cmvn's shifts, so a device or a reference that ignored any of them would fail."""
     import dataclasses
 
     from elatta_host.plan import load_build
@@ -391,14 +395,30 @@ def test_select_gate_in_the_audio_mode(
     cm = q.cmvn
     assert cm is not None and cm.select_gate_sum > cm.select_floor_sum > 0
     assert cm.select_clip_gate_sum > cm.select_clip_floor_sum > 0 and cm.select_margin == 0
-    without = {
-        name: dataclasses.replace(q, cmvn=dataclasses.replace(cm, **{name: 0}))
+    assert (
+        (cm.select_alpha_shift, cm.select_weight_shift)
+        == (3, 1)
+        != (
+            cm.alpha_shift,
+            cm.weight_shift,
+        )
+    )
+    changes: dict[str, dict[str, int]] = {
+        name: {name: 0}
         for name in (
             "select_gate_sum",
             "select_floor_sum",
             "select_clip_floor_sum",
             "select_clip_gate_sum",
         )
+    }
+    changes["mode cmvn's shifts"] = {
+        "select_alpha_shift": cm.alpha_shift,
+        "select_weight_shift": cm.weight_shift,
+    }
+    without = {
+        name: dataclasses.replace(q, cmvn=dataclasses.replace(cm, **kw))
+        for name, kw in changes.items()
     }
     plan = make_plan(build_dir, data, ("cmvn_select",), 8, input_kind="pcm")
     fired_all, held_all = [], []

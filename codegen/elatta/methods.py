@@ -231,10 +231,11 @@ def stage_config(stage: str, adapt: Any) -> tuple[CmvnConfig, float | None]:
     if stage not in INPUT_STAGES:
         raise ConfigError(f"input stage {stage!r}: use one of {INPUT_STAGES}")
     causal = stage == "cmvn_causal"
+    if stage == "cmvn_select":  # the selection's normalised run: its own shifts, ungated
+        a, b = adapt.select_shifts
+        return CmvnConfig(weight=2.0**-b, alpha=2.0**-a, variance=True), None
     a = adapt.cmvn_causal_alpha_shift if causal else adapt.cmvn_alpha_shift
     cfg = CmvnConfig(weight=2.0**-adapt.cmvn_weight_shift, alpha=2.0**-a, variance=True)
-    if stage == "cmvn_select":  # the normalised run of the selection is ungated
-        return cfg, None
     gate = float(adapt.cmvn_causal_gate if causal else adapt.cmvn_gate) or None
     return cfg, gate
 

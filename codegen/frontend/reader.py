@@ -137,6 +137,8 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
             "select_floor",
             "select_clip_floor",
             "select_clip_gate",
+            "select_alpha_shift",
+            "select_weight_shift",
         ),
         f"{source} [cmvn]",
     )
@@ -166,7 +168,13 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     if "lam" not in kw:  # the paper's λ = 4 + ⌊3 ln k⌋ (a bad k is reported by AdaptConfig)
         k = kw.get("k", 2)
         kw["lam"] = default_popsize(k) if k >= 1 else 2
-    for key in ("alpha_shift", "weight_shift", "causal_alpha_shift"):
+    for key in (
+        "alpha_shift",
+        "weight_shift",
+        "causal_alpha_shift",
+        "select_alpha_shift",
+        "select_weight_shift",
+    ):
         if key in cm:
             kw[f"cmvn_{key}"] = _typed(cm, key, int, "[cmvn]")
     cm_float = ("gate", "causal_gate", "select_margin", "select_gate", "select_floor")

@@ -134,15 +134,16 @@ def cmvn_select_int(
     the clip gate) (docs/adaptation.md)."""
     X = _check(features, p)
     st = CmvnState.reset(p)
+    run = p.select_run  # the normalised run's own shifts ("Round 8"), no shift gate
     out = np.empty_like(X)
     fired = np.zeros(X.shape[0], bool)
     floor_ok = np.ones(X.shape[0], bool)
     cf, cg = p.select_clip_floor_sum, p.select_clip_gate_sum
     for i in range(X.shape[0]):
         u = X[i]
-        _update(st, u.sum(axis=0), (u * u).sum(axis=0), p, p.alpha_shift)
-        out[i] = _normalise(u, _coefficients(st, p, 0))
-        d = shift_sum(st, p)
+        _update(st, u.sum(axis=0), (u * u).sum(axis=0), run, run.alpha_shift)
+        out[i] = _normalise(u, _coefficients(st, run, 0))
+        d = shift_sum(st, run)
         dc = clip_shift_sum(u, p) if cf > 0 or cg > 0 else 0
         floor_ok[i] = p.select_floor_sum <= 0 or d >= p.select_floor_sum or (0 < cf <= dc)
         fired[i] = (p.select_gate_sum > 0 and d >= p.select_gate_sum) or (

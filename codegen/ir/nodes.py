@@ -19,7 +19,7 @@ frozen all the way down. Equality is by identity (``eq=False``) for classes hold
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -587,6 +587,19 @@ class AdaptConfig:
     cmvn_select_floor: float = 0.0
     cmvn_select_clip_floor: float = 0.0
     cmvn_select_clip_gate: float = 0.0
+    # mode cmvn_select's normalised run: its own EMA factor 2^-a and blend 2^-b (docs/adaptation.md
+    # "Round 8"); None: mode cmvn's cmvn_alpha_shift and cmvn_weight_shift
+    cmvn_select_alpha_shift: int | None = None
+    cmvn_select_weight_shift: int | None = None
+
+    @property
+    def select_shifts(self) -> tuple[int, int]:
+        """(alpha_shift, weight_shift) of mode cmvn_select's normalised run."""
+        a, b = self.cmvn_select_alpha_shift, self.cmvn_select_weight_shift
+        return (
+            self.cmvn_alpha_shift if a is None else a,
+            self.cmvn_weight_shift if b is None else b,
+        )
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -615,6 +628,19 @@ class AdaptConfig:
             raise ConfigError(
                 f"cmvn weight_shift={self.cmvn_weight_shift!r} is not allowed: use an integer in "
                 f"0..{CMVN_SHIFT_MAX} (w = 2^-weight_shift)"
+            )
+        sa, sb = self.cmvn_select_alpha_shift, self.cmvn_select_weight_shift
+        if sa is not None and (not is_int(sa) or not 1 <= sa <= CMVN_SHIFT_MAX):
+            raise ConfigError(
+                f"cmvn select_alpha_shift={sa!r} is not allowed: use an integer in "
+                f"1..{CMVN_SHIFT_MAX} (alpha = 2^-select_alpha_shift), or leave it out "
+                "(alpha_shift)"
+            )
+        if sb is not None and (not is_int(sb) or not 0 <= sb <= CMVN_SHIFT_MAX):
+            raise ConfigError(
+                f"cmvn select_weight_shift={sb!r} is not allowed: use an integer in "
+                f"0..{CMVN_SHIFT_MAX} (w = 2^-select_weight_shift), or leave it out "
+                "(weight_shift)"
             )
         ca = self.cmvn_causal_alpha_shift
         if not is_int(ca) or not 1 <= ca <= CMVN_SHIFT_MAX:
@@ -801,6 +827,27 @@ class CmvnParams:
     select_floor_sum: int = 0
     select_clip_floor_sum: int = 0
     select_clip_gate_sum: int = 0
+    # mode cmvn_select's normalised run ("Round 8"): its EMA factor 2^-select_alpha_shift and
+    # blend 2^-select_weight_shift in place of a and b; -1 (the default): a and b themselves,
+    # resolved on construction, so the fields always hold the shifts the device uses
+    select_alpha_shift: int = -1
+    select_weight_shift: int = -1
+
+    def __post_init__(self) -> None:
+        if self.select_alpha_shift == -1:
+            object.__setattr__(self, "select_alpha_shift", self.alpha_shift)
+        if self.select_weight_shift == -1:
+            object.__setattr__(self, "select_weight_shift", self.weight_shift)
+
+    @property
+    def select_run(self) -> CmvnParams:
+        """The parameters of mode cmvn_select's normalised run: its own shifts, no shift gate."""
+        return replace(
+            self,
+            alpha_shift=self.select_alpha_shift,
+            weight_shift=self.select_weight_shift,
+            gate_sum=0,
+        )
 
     @property
     def state_bytes(self) -> int:

@@ -601,6 +601,8 @@ def build_report(
                 "select_floor": opts.adapt.cmvn_select_floor,
                 "select_clip_floor": opts.adapt.cmvn_select_clip_floor,
                 "select_clip_gate": opts.adapt.cmvn_select_clip_gate,
+                "select_alpha_shift": opts.adapt.select_shifts[0],
+                "select_weight_shift": opts.adapt.select_shifts[1],
             },
             "chosen_by": sel.source,
             "selection_rows": sel.rows,
@@ -678,7 +680,15 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
                 f"gate {cm.get('select_gate') or 'none'}, floor "
                 f"{cm.get('select_floor') or 'none'}, clip floor "
                 f"{cm.get('select_clip_floor') or 'none'}, clip gate "
-                f"{cm.get('select_clip_gate') or 'none'} (docs/adaptation.md)"
+                f"{cm.get('select_clip_gate') or 'none'}"
+                + (
+                    f", its own alpha=2^-{cm['select_alpha_shift']}, "
+                    f"w=2^-{cm['select_weight_shift']}"
+                    if (cm.get("select_alpha_shift"), cm.get("select_weight_shift"))
+                    not in ((None, None), (cm["alpha_shift"], cm["weight_shift"]))
+                    else ""
+                )
+                + " (docs/adaptation.md)"
             ]
             if (cm := cfg.get("cmvn")) and any(m.startswith("cmvn") for m in cfg["modes"])
             else []

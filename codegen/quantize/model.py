@@ -393,6 +393,8 @@ def cmvn_params(q: QLstm, cfg: AdaptConfig) -> CmvnParams:
         select_floor_sum=round(float(cfg.cmvn_select_floor) * q.input_size * (1 << fs)),
         select_clip_floor_sum=round(float(cfg.cmvn_select_clip_floor) * q.input_size * (1 << fs)),
         select_clip_gate_sum=round(float(cfg.cmvn_select_clip_gate) * q.input_size * (1 << fs)),
+        select_alpha_shift=int(cfg.select_shifts[0]),
+        select_weight_shift=int(cfg.select_shifts[1]),
     )
 
 
