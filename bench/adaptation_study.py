@@ -15,6 +15,10 @@
 to 7 (`gated-select-tables`, `select-floor-tables`, `select-clip-tables` and
 `select-heldout-tables` render rounds 4 to 7).
 
+A round reads the deployed configuration from ``--config``; to re-run a round as it ran, give
+it the build config of the round's rule commit (e.g. ``git show e1e816c:configs/fsdd.toml`` for
+round 8), since a later round may have changed what is deployed.
+
 `run` writes ``<out>/<name>.json`` (selection rows, chosen configurations, per-condition
 correct counts per method, protocol and seed); `tables` renders the Markdown tables. Every MFCC
 is computed once per clip and every latent once per (clip, input normalisation); the CMA-ES
@@ -806,6 +810,21 @@ def study_round(
         ev = causal_eval(ctx, src, method, base_src)
         ref_score, ok = causal_score(ev)
         result[ref] = {"config": config, "score": ref_score, "admissible": ok, "eval": ev}
+    tests = {test_key: grid[chosen][1], **{ref: method for ref, (_, method) in refs.items()}}
+    return finish_round(args, ctx, key, result, tests, t0)
+
+
+def finish_round(
+    args: argparse.Namespace,
+    ctx: Ctx,
+    key: str,
+    result: dict[str, Any],
+    tests: dict[str, Method],
+    t0: float,
+) -> int:
+    """A round's end: the selection ``result`` written to ``{name}.{key}-selection.json``; then,
+    unless --selection-only, each of ``tests`` (label: method; the choice first) on the test
+    split once, under result["test"], written to ``{name}.{key}.json``."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.name}.{key}-selection.json").write_text(json.dumps(result, indent=1))
@@ -816,9 +835,7 @@ def study_round(
     _GS_CACHE.clear()
     test = load_test(args.data)
     base_test = run_protocol(ctx, test, m_noadapt, 0, False)
-    result["test"] = {test_key: causal_eval(ctx, test, grid[chosen][1], base_test)}
-    for ref, (_, method) in refs.items():
-        result["test"][ref] = causal_eval(ctx, test, method, base_test)
+    result["test"] = {k: causal_eval(ctx, test, m, base_test) for k, m in tests.items()}
     result["seconds"] = round(time.perf_counter() - t0, 1)
     (out / f"{args.name}.{key}.json").write_text(json.dumps(result, indent=1))
     log(f"done in {result['seconds']} s")
@@ -929,6 +946,18 @@ def round5_reference(_: Path, name: str, r6: dict[str, Any]) -> RoundRef:
 ROUND_TITLES = {"default": "Built-in set (models/default)", "fsdd": "FSDD (models/fsdd)"}
 
 
+def round_json(out_dir: Path, name: str, key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A round's JSON for data set ``name`` (with its test, else its selection alone; None if
+    it has not run) and the causal study's, which holds the no-adapt and feature-mode cmvn rows."""
+    p = out_dir / f"{name}.{key}.json"
+    if not p.exists():
+        p = out_dir / f"{name}.{key}-selection.json"
+    if not p.exists():
+        return None
+    causal_ref = json.loads((out_dir / f"{name}.causal.json").read_text())
+    return json.loads(p.read_text()), causal_ref
+
+
 def round_tables(
     out_dir: Path,
     number: int,
@@ -946,13 +975,10 @@ def round_tables(
     out: list[str] = []
     deploy: dict[str, tuple[float, bool, float]] = {}
     for name, title in ROUND_TITLES.items():
-        p = out_dir / f"{name}.{key}.json"
-        if not p.exists():
-            p = out_dir / f"{name}.{key}-selection.json"
-        if not p.exists():
+        loaded = round_json(out_dir, name, key)
+        if loaded is None:
             continue
-        rn = json.loads(p.read_text())
-        causal_ref = json.loads((out_dir / f"{name}.causal.json").read_text())
+        rn, causal_ref = loaded
         ref = reference(out_dir, name, rn)
         if "test" in rn:
             rows = {
@@ -1085,11 +1111,15 @@ def select_clip(args: argparse.Namespace) -> int:
 
 
 def meta_select(config: str) -> dict[str, float]:
-    """α, w of a build config's [cmvn] table and its deployed selection's floor and margin."""
+    """α, w of a build config's cmvn_select run ([cmvn]) and its deployed selection's floor,
+    margin, clip floor and clip gate."""
     import tomllib
 
     cm = tomllib.loads(Path(config).read_text()).get("cmvn", {})
-    out = {"alpha": 2.0 ** -int(cm["alpha_shift"]), "weight": 2.0 ** -int(cm["weight_shift"])}
+    # the normalised run's own shifts where the config gives them (round 8), else mode cmvn's
+    a = int(cm.get("select_alpha_shift", cm["alpha_shift"]))
+    b = int(cm.get("select_weight_shift", cm["weight_shift"]))
+    out = {"alpha": 2.0**-a, "weight": 2.0**-b}
     out["floor"] = float(cm.get("select_floor", 0.0))
     out["margin"] = float(cm.get("select_margin", 0.0))
     out["clip_floor"] = float(cm.get("select_clip_floor", 0.0))
@@ -1305,31 +1335,7 @@ def select_heldout(args: argparse.Namespace) -> int:
     choice = [{"clip_floor": cf, "clip_gate": cg}] + [
         {"clip_floor": t, "clip_gate": t} for t in SO_TAUS
     ]
-    ctx = make_ctx(args.model, args.basis, args.data)
-    sets: dict[str, tuple[list[CondData], list[np.ndarray]]] = {}
-    for key, conds in (("S", load_source(args.data)), ("S_h", load_heldout(args.data))):
-        sets[key] = (conds, run_protocol(ctx, conds, m_noadapt, 0, False))
-    chosen, rows = heldout_select(ctx, sets, grid)
-    log(f"  chose {rows[chosen]['config']}")
-    result: dict[str, Any] = {"name": args.name, "selection": rows}
-    result["chosen"] = rows[chosen]["config"]
-    result.update(choice[chosen])
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.name}.select-heldout-selection.json").write_text(json.dumps(result, indent=1))
-    if args.selection_only:
-        return 0
-    log("the test, once")
-    _GS_CACHE.clear()
-    test = load_test(args.data)
-    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
-    result["test"] = {"select_heldout": causal_eval(ctx, test, grid[chosen][1], base_test)}
-    if chosen != 0:
-        result["test"]["deployed"] = causal_eval(ctx, test, grid[0][1], base_test)
-    result["seconds"] = round(time.perf_counter() - t0, 1)
-    (out / f"{args.name}.select-heldout.json").write_text(json.dumps(result, indent=1))
-    log(f"done in {result['seconds']} s")
-    return 0
+    return heldout_round(args, "select-heldout", "select_heldout", grid, choice, 0, t0)
 
 
 # --------------------------------------- round 8: the normalised run's own blend and EMA factor
@@ -1369,11 +1375,27 @@ def select_norm(args: argparse.Namespace) -> int:
                 choice.append({"weight": w, "alpha": a, "clip_floor": cf, "clip_gate": cg})
     dep = {"weight": cm["weight"], "alpha": cm["alpha"], "clip_floor": cm["clip_floor"],
            "clip_gate": cm["clip_gate"]}  # fmt: skip
-    deployed = choice.index(dep)
+    return heldout_round(args, "select-norm", "select_norm", grid, choice, choice.index(dep), t0)
+
+
+def heldout_round(
+    args: argparse.Namespace,
+    key: str,
+    test_key: str,
+    grid: list[tuple[str, Method]],
+    choice: list[dict[str, Any]],
+    deployed: int,
+    t0: float,
+) -> int:
+    """One round scored on S_h (rounds 7 and 8): ``grid`` (least → most aggressive) on S and
+    S_h by `heldout_select`, the deployed entry ``grid[deployed]`` staying if none is
+    admissible; the choice, ``choice[chosen]``, written to ``{name}.{key}-selection.json``;
+    then, unless --selection-only, the test once (the choice under ``test_key``, and the
+    deployed entry as a reference if another was chosen), ``{name}.{key}.json``."""
     ctx = make_ctx(args.model, args.basis, args.data)
     sets: dict[str, tuple[list[CondData], list[np.ndarray]]] = {}
-    for key, conds in (("S", load_source(args.data)), ("S_h", load_heldout(args.data))):
-        sets[key] = (conds, run_protocol(ctx, conds, m_noadapt, 0, False))
+    for name, conds in (("S", load_source(args.data)), ("S_h", load_heldout(args.data))):
+        sets[name] = (conds, run_protocol(ctx, conds, m_noadapt, 0, False))
     chosen, rows = heldout_select(ctx, sets, grid)
     if not any(r["admissible"] for r in rows):
         chosen = deployed  # the rule's fallback: the deployed configuration stays
@@ -1382,22 +1404,10 @@ def select_norm(args: argparse.Namespace) -> int:
     result["chosen"] = rows[chosen]["config"]
     result["deployed"] = rows[deployed]["config"]
     result.update(choice[chosen])
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.name}.select-norm-selection.json").write_text(json.dumps(result, indent=1))
-    if args.selection_only:
-        return 0
-    log("the test, once")
-    _GS_CACHE.clear()
-    test = load_test(args.data)
-    base_test = run_protocol(ctx, test, m_noadapt, 0, False)
-    result["test"] = {"select_norm": causal_eval(ctx, test, grid[chosen][1], base_test)}
+    tests = {test_key: grid[chosen][1]}
     if chosen != deployed:
-        result["test"]["deployed"] = causal_eval(ctx, test, grid[deployed][1], base_test)
-    result["seconds"] = round(time.perf_counter() - t0, 1)
-    (out / f"{args.name}.select-norm.json").write_text(json.dumps(result, indent=1))
-    log(f"done in {result['seconds']} s")
-    return 0
+        tests["deployed"] = grid[deployed][1]
+    return finish_round(args, ctx, key, result, tests, t0)
 
 
 def heldout_round_tables(out_dir: Path, number: int, key: str, test_key: str) -> list[str]:
@@ -1406,13 +1416,10 @@ def heldout_round_tables(out_dir: Path, number: int, key: str, test_key: str) ->
     then every entry's S_h and S rows."""
     lines: list[str] = []
     for name, title in ROUND_TITLES.items():
-        p = out_dir / f"{name}.{key}.json"
-        if not p.exists():
-            p = out_dir / f"{name}.{key}-selection.json"
-        if not p.exists():
+        loaded = round_json(out_dir, name, key)
+        if loaded is None:
             continue
-        rn = json.loads(p.read_text())
-        causal_ref = json.loads((out_dir / f"{name}.causal.json").read_text())
+        rn, causal_ref = loaded
         if "test" in rn:
             rows = {"cmvn (feature mode)": causal_ref["test"]["cmvn (feature mode)"]}
             if "deployed" in rn["test"]:

@@ -43,6 +43,12 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / r if r > 0 else x
 
 
+def _peak_unit(x: np.ndarray) -> np.ndarray:
+    """float32, peak 1 (silence stays silence): the clips' common scale before mixing."""
+    peak = float(np.max(np.abs(x)))
+    return (x / peak if peak > 0 else x).astype(np.float32)
+
+
 def white(rng: np.random.Generator, n: int) -> np.ndarray:
     return rng.standard_normal(n)
 
@@ -342,8 +348,7 @@ def esc_clip(category: str, rng: np.random.Generator, seconds: float) -> np.ndar
         end = int(float(rng.uniform(0.5, 0.9)) * n)
         x[end:] = 0.0
         x[max(end - 160, 0) : end] *= np.linspace(1.0, 0.0, min(160, end))
-    peak = float(np.max(np.abs(x)))
-    return (x / peak if peak > 0 else x).astype(np.float32)
+    return _peak_unit(x)
 
 
 # ---------------------------------------------------------------------------- non-target noises
@@ -457,8 +462,7 @@ def background_clip(kind: str, rng: np.random.Generator, seconds: float) -> np.n
     """A peak-normalised non-target noise clip."""
     n = int(seconds * SR)
     x = BACKGROUND_GENERATORS[kind](rng, n)[:n]
-    peak = float(np.max(np.abs(x)))
-    return (x / peak if peak > 0 else x).astype(np.float32)
+    return _peak_unit(x)
 
 
 # ---------------------------------------------------------------------------- held-out noises
@@ -534,8 +538,7 @@ def heldout_clip(kind: str, rng: np.random.Generator, seconds: float) -> np.ndar
         raise ValueError(f"held-out noise {kind!r}: use one of {sorted(HELDOUT_GENERATORS)}")
     n = int(seconds * SR)
     x = HELDOUT_GENERATORS[kind](rng, n)[:n]
-    peak = float(np.max(np.abs(x)))
-    return (x / peak if peak > 0 else x).astype(np.float32)
+    return _peak_unit(x)
 
 
 def silence_clip(rng: np.random.Generator) -> np.ndarray:
