@@ -84,33 +84,53 @@ def spec_clip(
     """docs/adaptation.md "Integer specification", step by step in Python ints; the shift
     distance of the updated state is appended to ``dists``, the clip's own ("Round 6": the same
     sum over the clip's mean c1 and mean square c2) to ``clip_dists``."""
-    T, F, fs, b = p.frames, p.features, p.state_frac, p.weight_shift
-    out = [[0] * F for _ in range(T)]
+    fs = p.state_frac
     own = 0
-    for f in range(F):
-        s1 = sum(u[t][f] for t in range(T))
-        s2 = sum(u[t][f] ** 2 for t in range(T))
-        c1 = rsr(s1 * p.recip, p.recip_shift - 8)
-        c2 = min(max(rsr(s2 * p.recip, p.recip_shift + p.x_frac - 8), -(2**31)), 2**31 - 1)
+    for f in range(p.features):
+        c1, c2 = _spec_means(u, p, f)
         M[f] += rsr(c1 - M[f], p.alpha_shift)
         P[f] += rsr(c2 - P[f], p.alpha_shift)
         vc = max(c2 - rsr(c1 * c1, fs), p.vmin)
         own += rsr(c1 * c1, fs) + rsr((vc - (1 << fs)) ** 2, fs)
-    V = [max(P[f] - rsr(M[f] * M[f], fs), p.vmin) for f in range(F)]
-    dist = sum(rsr(M[f] * M[f], fs) + rsr((V[f] - (1 << fs)) ** 2, fs) for f in range(F))
+    V, dist = _spec_shift(p, M, P)
     if dists is not None:
         dists.append(dist)
     if clip_dists is not None:
         clip_dists.append(own)
     if p.gate_sum > 0 and dist < p.gate_sum:
         return [row[:] for row in u]
-    for f in range(F):
-        v = V[f]
-        d = (1 << fs) - ((1 << fs) >> b) + rsr(v, b)
+    return _spec_normalise(u, p, M, V)
+
+
+def _spec_means(u: list[list[int]], p: CmvnParams, f: int) -> tuple[int, int]:
+    """Steps 1–2: the clip's mean c1 and mean square c2 of coefficient f, Q.state_frac."""
+    s1 = sum(row[f] for row in u)
+    s2 = sum(row[f] ** 2 for row in u)
+    c1 = rsr(s1 * p.recip, p.recip_shift - 8)
+    c2 = min(max(rsr(s2 * p.recip, p.recip_shift + p.x_frac - 8), -(2**31)), 2**31 - 1)
+    return c1, c2
+
+
+def _spec_shift(p: CmvnParams, M: list[int], P: list[int]) -> tuple[list[int], int]:
+    """Step 4's floored variances V of the state and its shift distance Σ M² + (V − 1)²."""
+    fs = p.state_frac
+    V = [max(P[f] - rsr(M[f] * M[f], fs), p.vmin) for f in range(p.features)]
+    dist = sum(rsr(M[f] ** 2, fs) + rsr((V[f] - (1 << fs)) ** 2, fs) for f in range(p.features))
+    return V, dist
+
+
+def _spec_normalise(
+    u: list[list[int]], p: CmvnParams, M: list[int], V: list[int]
+) -> list[list[int]]:
+    """Steps 5–7: offset w·M, gain 1/sqrt(1 − w + w·V) in Q14, applied to every frame."""
+    fs, b = p.state_frac, p.weight_shift
+    out = [row[:] for row in u]
+    for f in range(p.features):
+        d = (1 << fs) - ((1 << fs) >> b) + rsr(V[f], b)
         o = rsr(M[f], 8 + b)
         g = math.isqrt((1 << (28 + fs)) // d)
-        for t in range(T):
-            c = min(max(u[t][f] - o, -32768), 32767)
+        for t, row in enumerate(u):
+            c = min(max(row[f] - o, -32768), 32767)
             out[t][f] = min(max(rsr(c * g, 14), -32768), 32767)
     return out
 
@@ -120,23 +140,12 @@ def spec_causal_clip(
 ) -> list[list[int]]:
     """docs/adaptation.md "Audio mode: causal cmvn" in Python ints: normalise with the state
     before the clip when the shift gate is open, then update with causal_alpha_shift."""
-    T, F, fs, b = p.frames, p.features, p.state_frac, p.weight_shift
-    V = [max(P[f] - rsr(M[f] * M[f], fs), p.vmin) for f in range(F)]
-    dist = sum(rsr(M[f] * M[f], fs) + rsr((V[f] - (1 << fs)) ** 2, fs) for f in range(F))
+    V, dist = _spec_shift(p, M, P)
     out = [row[:] for row in u]
     if p.causal_gate_sum == 0 or dist >= p.causal_gate_sum:
-        for f in range(F):
-            d = (1 << fs) - ((1 << fs) >> b) + rsr(V[f], b)
-            o = rsr(M[f], 8 + b)
-            g = math.isqrt((1 << (28 + fs)) // d)
-            for t in range(T):
-                c = min(max(u[t][f] - o, -32768), 32767)
-                out[t][f] = min(max(rsr(c * g, 14), -32768), 32767)
-    for f in range(F):
-        s1 = sum(u[t][f] for t in range(T))
-        s2 = sum(u[t][f] ** 2 for t in range(T))
-        c1 = rsr(s1 * p.recip, p.recip_shift - 8)
-        c2 = min(max(rsr(s2 * p.recip, p.recip_shift + p.x_frac - 8), -(2**31)), 2**31 - 1)
+        out = _spec_normalise(u, p, M, V)
+    for f in range(p.features):
+        c1, c2 = _spec_means(u, p, f)
         M[f] += rsr(c1 - M[f], p.causal_alpha_shift)
         P[f] += rsr(c2 - P[f], p.causal_alpha_shift)
     return out
