@@ -1069,26 +1069,12 @@ def m_select_clip(
 ) -> Method:
     """Round 6 (docs/adaptation.md): the cmvn class where the "clip floor" (d ≥ floor or
     d_clip ≥ τ) and the entropy test both pass, or where the floor d ≥ floor and the "clip gate"
-    (d_clip ≥ τ or the entropy test) both pass; else raw. τ = inf is round 5's
-    `m_select_floor`."""
+    (d_clip ≥ τ or the entropy test) both pass; else raw: `m_select_device` with the clip floor
+    or the clip gate at τ. τ = inf is round 5's `m_select_floor`."""
     if form not in SC_FORMS:
         raise ValueError(f"form {form!r}: use one of {SC_FORMS}")
-
-    def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
-        from codegen.elatta.methods import cmvn_clip_shift
-
-        l0, l1, d = _gs_runs(ctx, f, ids, weight, alpha)
-        confident = _entropy(l1) < _entropy(l0) - margin
-        clip = cmvn_clip_shift(f, ctx.mu_tr, ctx.sd_tr) >= tau
-        floor_ok = d >= floor
-        if form == "clip floor":
-            use = (floor_ok | clip) & confident
-        else:
-            use = floor_ok & (clip | confident)
-        out: np.ndarray = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
-        return out
-
-    return run
+    cf, cg = (tau, 0.0) if form == "clip floor" else (0.0, tau)
+    return m_select_device(weight, alpha, margin, floor, cf, cg)
 
 
 def sc_label(
@@ -1281,14 +1267,11 @@ def m_select_device(
     With clip floor = clip gate = τ: d_clip ≥ τ, or round 5 (d ≥ floor and the entropy test)."""
 
     def run(ctx: Ctx, f: np.ndarray, ids: np.ndarray, seed: int, cont: bool) -> np.ndarray:
-        from codegen.elatta.methods import cmvn_clip_shift
+        from codegen.elatta.methods import cmvn_clip_shift, select_masks
 
         l0, l1, d = _gs_runs(ctx, f, ids, weight, alpha)
         dc = cmvn_clip_shift(f, ctx.mu_tr, ctx.sd_tr)
-        floor_ok = d >= floor if floor > 0 else np.ones(len(d), bool)
-        if clip_floor > 0:
-            floor_ok |= dc >= clip_floor
-        fired = floor_ok & (dc >= clip_gate) if clip_gate > 0 else np.zeros(len(d), bool)
+        fired, floor_ok = select_masks(d, dc, 0.0, floor, clip_floor, clip_gate)
         use = fired | (floor_ok & (_entropy(l1) < _entropy(l0) - margin))
         out: np.ndarray = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
         return out

@@ -306,13 +306,30 @@ def stage_classes(
         f = np.asarray(u).shape[-1]
         d = cmvn_shift(u, np.zeros(f), np.ones(f), cfg)
         dc = cmvn_clip_shift(u, np.zeros(f), np.ones(f))
-        floor_ok = d >= floor if floor > 0 else np.ones(len(d), bool)
-        if clip_floor > 0:
-            floor_ok |= dc >= clip_floor
-        fired = d >= tau if tau > 0 else np.zeros(len(d), bool)
-        if clip_gate > 0:
-            fired |= floor_ok & (dc >= clip_gate)
+        fired, floor_ok = select_masks(d, dc, tau, floor, clip_floor, clip_gate)
     return select_confident(l0, l1, float(adapt.cmvn_select_margin), fired, floor_ok)
+
+
+def select_masks(
+    d: npt.ArrayLike,
+    d_clip: npt.ArrayLike,
+    gate: float,
+    floor: float,
+    clip_floor: float,
+    clip_gate: float,
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Mode cmvn_select's thresholds per clip, each 0 meaning none (docs/adaptation.md "Round 4"
+    … "Round 6"; the integer form is `codegen.intref.cmvn.cmvn_select_int`): floor_ok = d ≥
+    floor or d_clip ≥ clip floor (the entropy test may take the normalised class); fired = d ≥
+    gate or (floor_ok and d_clip ≥ clip gate) (it is taken without the test)."""
+    d, d_clip = np.asarray(d), np.asarray(d_clip)
+    floor_ok = d >= floor if floor > 0 else np.ones(len(d), bool)
+    if clip_floor > 0:
+        floor_ok |= d_clip >= clip_floor
+    fired = d >= gate if gate > 0 else np.zeros(len(d), bool)
+    if clip_gate > 0:
+        fired |= floor_ok & (d_clip >= clip_gate)
+    return fired, floor_ok
 
 
 # ------------------------------------------------------------------ latent-statistics alignment
