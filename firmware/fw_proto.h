@@ -1,11 +1,11 @@
 /*
- * Device protocol v2 constants (docs/protocol.md). host/protocol.py mirrors every value here;
+ * Device protocol v3 constants (docs/protocol.md). host/protocol.py mirrors every value here;
  * tests/test_protocol.py::test_constants_match_c_header keeps the two equal.
  */
 #ifndef FW_PROTO_H
 #define FW_PROTO_H
 
-#define FW_PROTO_VERSION 2u
+#define FW_PROTO_VERSION 3u
 
 /* Body layout: version u8, type u8, seq u32, length u16, payload, CRC-32 u32 (little-endian). */
 #define FW_HDR_SIZE 8u
@@ -33,6 +33,32 @@
 #define FW_MSG_AUDIO_END 0x07u
 #define FW_MSG_AUDIO_ACK 0x85u
 
+/* The rate switch (docs/protocol.md, "Rate switch"): BAUD asks for one of the rates INFO lists,
+ * BAUD_ACK answers at the old rate, then the UART runs at the new one until a frame arrives
+ * whole at it or the revert time passes. */
+#define FW_MSG_BAUD 0x08u
+#define FW_MSG_BAUD_ACK 0x88u
+/* AUDIO with its samples as one IMA-ADPCM block (codegen/base/adpcm.py, elt_adpcm.h). */
+#define FW_MSG_AUDIO_ADPCM 0x09u
+/* The link's own report (docs/protocol.md, "Windowed link"): the next ordered seq the device will
+ * serve, the ordered frames it holds beyond it, and why it speaks. */
+#define FW_MSG_STATUS 0x8Fu
+
+/* Ordered frames (every application type) carry seq = tag << 24 | counter: the tag is the low 7
+ * bits of the session nonce (a frame of another session is never served), the 24-bit counter
+ * starts at 1 with each session and is compared modulo 2^24. Control frames (HELLO, ECHO, BAUD)
+ * are served on arrival whatever their seq; the host gives them seqs with bit 31 set. */
+#define FW_SEQ_CONTROL 0x80000000u
+#define FW_SEQ_TAG_SHIFT 24u
+#define FW_SEQ_TAG_MASK 0x7Fu
+#define FW_SEQ_COUNT_MASK 0x00FFFFFFu
+/* A type with this bit is one part of a longer message of type & ~FW_TYPE_MORE, more parts
+ * following in the next seqs; the part without it ends the message. */
+#define FW_TYPE_MORE 0x40u
+/* STATUS's window bitmap: bit i = seq next + i is held (bit 0 never: next is served on
+ * arrival); a frame is held when 0 < seq - next < FW_WINDOW. */
+#define FW_WINDOW 32u
+
 /* ERROR codes (docs/protocol.md, "How the device treats a frame"). */
 #define FW_ERR_CRC 1u
 #define FW_ERR_SHORT 2u
@@ -42,6 +68,13 @@
 #define FW_ERR_VERSION 6u
 #define FW_ERR_TYPE 7u
 #define FW_ERR_PAYLOAD 8u /* the application rejected the payload (size, shape, mode) */
+/* STATUS causes: 0, or a link-damage ERROR code above (the frame that made the device speak was
+ * damaged), or why an intact ordered frame was not served on arrival. */
+#define FW_CAUSE_ACK 0u    /* ordered frames were served without a reply of their own */
+#define FW_CAUSE_GAP 9u    /* beyond next: held (its bit set) until the frames before it come */
+#define FW_CAUSE_DUP 10u   /* served already and no reply recorded for it: the window as it is */
+#define FW_CAUSE_FULL 11u  /* beyond the window, or too long to hold, or no free slot: dropped */
+#define FW_CAUSE_STALE 12u /* another session's tag, or a control seq on an ordered type */
 
 /* HELLO payload: empty (INFO only) or the host's session nonce (u32), which the device folds into
  * its replay key so that no request of one session is answered from another's record. */
@@ -58,5 +91,21 @@
 #define FW_INFO_BOARD_SIZE 52u
 #define FW_INFO_BOARD_NAME_SIZE 20u
 #define FW_INFO_BOARD_L2_FOUND 0x01u /* flags bit: an L2 cache controller answered */
+
+/* INFO's link block, after the board block: what the host's window may use and the rates the
+ * UART can switch to (docs/protocol.md, "INFO payload"). */
+#define FW_INFO_LINK_TAG 0xB2u
+#define FW_INFO_LINK_FIXED 40u
+#define FW_INFO_LINK_RATES_MAX 8u
+#define FW_INFO_LINK_SIZE (FW_INFO_LINK_FIXED + 4u * FW_INFO_LINK_RATES_MAX)
+
+/* STATUS payload: next u32 (the seq, tag included), held u32 (the window bitmap), cause u8, type
+ * u8 (of the frame that made the device speak, as read), ring_free u16 (bytes free in the receive
+ * ring, saturated at 65535), last_error u32 (the seq of the last ordered request answered with
+ * ERROR, 0: none: an ERROR whose frame was lost is not taken for an acknowledgement). */
+#define FW_STATUS_SIZE 16u
+/* BAUD payload: rate u32, revert_ms u16; BAUD_ACK: rate u32, cd u16, bdiv u16. */
+#define FW_BAUD_SIZE 6u
+#define FW_BAUD_ACK_SIZE 8u
 
 #endif /* FW_PROTO_H */

@@ -29,6 +29,10 @@ typedef struct {
     uint16_t uart_cd;          /* the console UART's baud generator CD, read back */
     uint16_t uart_bdiv;        /* its baud divider BDIV, read back */
     uint32_t uart_rx_overruns; /* RX FIFO overruns counted by the UART driver (fw_uart_read) */
+    uint32_t baud;             /* the rate the UART runs at now (nominal, from the rate table) */
+    uint32_t rx_ring;          /* bytes the receive interrupt's ring holds */
+    uint32_t ring_overruns;    /* bytes lost because the ring was full */
+    uint32_t rate_reverts;     /* rate switches undone because no frame came whole at the rate */
 } fw_board_report_t;
 
 void fw_board_report(fw_board_report_t *r);

@@ -6,9 +6,45 @@
 /* The program's one server (the device's, or the host harness's), for fw_server_link. */
 static fw_server_t *fw_server_active;
 
+/* The rates BAUD may ask for (codegen.target.firmware.uart_rates: every standard rate the UART's
+ * reference clock reaches within 2 %), each with its divisors. */
+typedef struct {
+    uint32_t baud;
+    uint16_t cd;
+    uint16_t bdiv;
+} fw_rate_t;
+static const fw_rate_t fw_rates[] = FW_UART_RATE_TABLE;
+#define FW_RATE_COUNT (sizeof fw_rates / sizeof fw_rates[0])
+_Static_assert(FW_RATE_COUNT <= FW_INFO_LINK_RATES_MAX, "INFO lists every rate");
+
 static uint32_t link_now(const fw_server_t *s)
 {
     return s->platform->ticks != 0 ? s->platform->ticks(s->platform->ctx) : 0u;
+}
+
+static void board_report(const fw_server_t *s, fw_board_report_t *r);
+
+static uint32_t seq_tag(uint32_t session)
+{
+    return (session & FW_SEQ_TAG_MASK) << FW_SEQ_TAG_SHIFT;
+}
+
+/* A new session: the window starts over at counter 1, nothing held, nothing recorded. */
+static void open_session(fw_server_t *s, uint32_t session)
+{
+    s->session = session;
+    s->next = seq_tag(session) | 1u;
+    s->held_mask = 0;
+    s->asm_type = 0;
+    s->asm_len = 0;
+    s->ack_due = 0;
+    s->last_error = 0;
+    for (uint32_t i = 0; i < FW_HOLD_SLOTS; i++) {
+        s->hold[i].used = 0;
+    }
+    for (uint32_t i = 0; i < FW_RECORDS; i++) {
+        s->rec[i].type = 0;
+    }
 }
 
 void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
@@ -16,12 +52,15 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     s->platform = platform;
     s->enc_len = 0;
     s->overflow = 0;
+    s->rate_pending = 0;
     s->frames_ok = 0;
     s->frames_err = 0;
     s->frames_dropped = 0;
     s->frames_replayed = 0;
-    s->session = 0;
-    s->last_valid = 0;
+    s->frames_held = 0;
+    s->frames_stale = 0;
+    s->ack_rx = 0;
+    s->rec_next = 0;
     s->tx_n = 0;
     s->link.rx_bytes = 0;
     s->link.ticks = 0;
@@ -29,6 +68,10 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     s->app_t0 = 0;
     s->app_ticks = 0;
     s->in_poll = 0;
+    open_session(s, 0u);
+    fw_board_report_t r;
+    board_report(s, &r);
+    s->rx_ring = r.rx_ring;
     fw_server_active = s;
 }
 
@@ -58,7 +101,7 @@ static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t 
 }
 
 /* Body = header + payload + CRC, COBS-encoded as it goes out, then the 0x00 delimiter. The
- * payload may lie anywhere (the reply record, the received frame, a local). */
+ * payload may lie anywhere (a record, the received frame, a local). */
 static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
                        uint16_t len)
 {
@@ -85,32 +128,83 @@ static void send_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
     send_frame(s, FW_MSG_ERROR, seq, payload, (uint16_t)sizeof payload);
 }
 
+static void board_report(const fw_server_t *s, fw_board_report_t *r)
+{
+    const fw_board_report_t zero = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    *r = zero;
+    if (s->platform->board_report != 0) {
+        s->platform->board_report(s->platform->ctx, r);
+    }
+}
+
+/* The window as the device sees it (docs/protocol.md, "STATUS"): sent for a damaged frame (cause:
+ * its ERROR code), an intact ordered frame not served on arrival (GAP, DUP, FULL, STALE), and
+ * once ordered frames served without a reply of their own have no more bytes behind them (ACK). */
+static void send_status(fw_server_t *s, uint8_t cause, uint8_t type, uint32_t seq)
+{
+    uint8_t p[FW_STATUS_SIZE];
+    size_t pending = s->platform->pending != 0 ? s->platform->pending(s->platform->ctx) : 0u;
+    const uint32_t ring = s->rx_ring > pending ? s->rx_ring - (uint32_t)pending : 0u;
+    fw_put_u32(&p[0], s->next);
+    fw_put_u32(&p[4], s->held_mask);
+    p[8] = cause;
+    p[9] = type;
+    fw_put_u16(&p[10], (uint16_t)(ring < 0xFFFFu ? ring : 0xFFFFu));
+    fw_put_u32(&p[12], s->last_error);
+    if (cause != FW_CAUSE_ACK) {
+        s->frames_err++;
+    }
+    send_frame(s, FW_MSG_STATUS, seq, p, (uint16_t)sizeof p);
+    s->ack_due = 0;
+    s->ack_rx = s->link.rx_bytes;
+}
+
 /* INFO's board block (fw_proto.h, docs/protocol.md): tag, size, flags, then the registers. */
-static void put_board_block(fw_server_t *s, uint8_t *b)
+static void put_board_block(const fw_board_report_t *r, uint8_t *b)
 {
 #ifdef FW_BOARD_NAME
     static const char name[] = FW_BOARD_NAME;
 #else
     static const char name[] = "";
 #endif
-    fw_board_report_t r = {0, 0, 0, 0, 0, 0, 0, 0};
-    if (s->platform->board_report != 0) {
-        s->platform->board_report(s->platform->ctx, &r);
-    }
     b[0] = (uint8_t)FW_INFO_BOARD_TAG;
     b[1] = (uint8_t)FW_INFO_BOARD_SIZE;
-    b[2] = r.l2_id != 0u ? (uint8_t)FW_INFO_BOARD_L2_FOUND : 0u;
-    fw_put_u32(&b[4], r.sctlr);
-    fw_put_u32(&b[8], r.actlr);
-    fw_put_u32(&b[12], r.l2_id);
-    fw_put_u32(&b[16], r.l2_ctrl);
-    fw_put_u32(&b[20], r.l2_aux);
-    fw_put_u16(&b[24], r.uart_cd);
-    fw_put_u16(&b[26], r.uart_bdiv);
+    b[2] = r->l2_id != 0u ? (uint8_t)FW_INFO_BOARD_L2_FOUND : 0u;
+    fw_put_u32(&b[4], r->sctlr);
+    fw_put_u32(&b[8], r->actlr);
+    fw_put_u32(&b[12], r->l2_id);
+    fw_put_u32(&b[16], r->l2_ctrl);
+    fw_put_u32(&b[20], r->l2_aux);
+    fw_put_u16(&b[24], r->uart_cd);
+    fw_put_u16(&b[26], r->uart_bdiv);
     for (uint32_t i = 0; i < FW_INFO_BOARD_NAME_SIZE && name[i] != '\0'; i++) {
         b[28 + i] = (uint8_t)name[i];
     }
-    fw_put_u32(&b[48], r.uart_rx_overruns);
+    fw_put_u32(&b[48], r->uart_rx_overruns);
+}
+
+/* INFO's link block (fw_proto.h, docs/protocol.md): what the host's window may use, the link's
+ * counters and the rates BAUD may ask for. */
+static void put_link_block(const fw_server_t *s, const fw_board_report_t *r, uint8_t *b)
+{
+    b[0] = (uint8_t)FW_INFO_LINK_TAG;
+    b[1] = (uint8_t)FW_INFO_LINK_SIZE;
+    b[2] = (uint8_t)FW_RATE_COUNT;
+    b[3] = (uint8_t)FW_WINDOW;
+    fw_put_u32(&b[4], r->rx_ring);
+    b[8] = (uint8_t)FW_HOLD_SLOTS;
+    b[9] = (uint8_t)FW_RECORDS;
+    fw_put_u16(&b[10], (uint16_t)FW_HOLD_PAYLOAD);
+    fw_put_u32(&b[12], r->baud);
+    fw_put_u32(&b[16], r->ring_overruns);
+    fw_put_u32(&b[20], r->rate_reverts);
+    fw_put_u32(&b[24], s->frames_held);
+    fw_put_u32(&b[28], s->frames_stale);
+    fw_put_u32(&b[32], s->next);
+    fw_put_u32(&b[36], (uint32_t)FW_REPLY_MAX);
+    for (uint32_t i = 0; i < FW_RATE_COUNT; i++) {
+        fw_put_u32(&b[FW_INFO_LINK_FIXED + 4u * i], fw_rates[i].baud);
+    }
 }
 
 static void send_info(fw_server_t *s, uint32_t seq)
@@ -119,7 +213,8 @@ static void send_info(fw_server_t *s, uint32_t seq)
     /* Built in place of the HELLO request (read already): the received frame's buffer holds a
      * whole payload. */
     uint8_t *p = &s->enc[FW_HDR_SIZE];
-    for (uint32_t i = 0; i < FW_INFO_SIZE + FW_INFO_BOARD_SIZE; i++) {
+    const uint16_t fixed = (uint16_t)(FW_INFO_SIZE + FW_INFO_BOARD_SIZE + FW_INFO_LINK_SIZE);
+    for (uint32_t i = 0; i < fixed; i++) {
         p[i] = 0u;
     }
     uint32_t stack_size = 0;
@@ -139,52 +234,229 @@ static void send_info(fw_server_t *s, uint32_t seq)
         p[32 + i] = (uint8_t)build_id[i];
     }
     fw_put_u32(&p[56], s->frames_replayed);
-    put_board_block(s, &p[FW_INFO_SIZE]);
-    const uint16_t fixed = (uint16_t)(FW_INFO_SIZE + FW_INFO_BOARD_SIZE);
+    fw_put_u32(&p[60], s->session);
+    fw_board_report_t r;
+    board_report(s, &r);
+    put_board_block(&r, &p[FW_INFO_SIZE]);
+    put_link_block(s, &r, &p[FW_INFO_SIZE + FW_INFO_BOARD_SIZE]);
     uint16_t app_len = 0;
     const fw_app_t *app = s->platform->app;
     if (app != 0 && app->describe != 0) {
         app_len = app->describe(app->ctx, &p[fixed], (uint16_t)(FW_MAX_PAYLOAD - fixed));
     }
-    fw_put_u32(&p[60], s->session); /* the description's length is the payload's minus 116 */
     send_frame(s, FW_MSG_INFO, seq, p, (uint16_t)(fixed + app_len));
 }
 
-/* Step 9 for application types: replay a repeated (session, type, seq), else ask the
- * application. */
-static void serve_app(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
-                      uint16_t len)
+/* BAUD: the rate must be one of the table's; BAUD_ACK leaves at the old rate, then the platform
+ * switches (docs/protocol.md, "Rate switch"). */
+static void serve_baud(fw_server_t *s, uint32_t seq, const uint8_t *payload, uint16_t len)
 {
-    const fw_app_t *app = s->platform->app;
-    if (s->last_valid && s->last_session == s->session && s->last_type == type &&
-        s->last_seq == seq) {
-        s->frames_replayed++;
-        send_frame(s, s->last_reply_type, seq, s->reply, s->last_len);
+    const uint32_t baud = len == FW_BAUD_SIZE ? fw_get_u32(payload) : 0u;
+    const fw_rate_t *rate = 0;
+    for (uint32_t i = 0; i < FW_RATE_COUNT; i++) {
+        if (fw_rates[i].baud == baud) {
+            rate = &fw_rates[i];
+        }
+    }
+    if (rate == 0 || s->platform->set_rate == 0) {
+        send_error(s, FW_ERR_PAYLOAD, FW_MSG_BAUD, seq);
         return;
     }
+    uint8_t ack[FW_BAUD_ACK_SIZE];
+    fw_put_u32(&ack[0], rate->baud);
+    fw_put_u16(&ack[4], rate->cd);
+    fw_put_u16(&ack[6], rate->bdiv);
+    s->frames_ok++;
+    send_frame(s, FW_MSG_BAUD_ACK, seq, ack, (uint16_t)sizeof ack);
+    s->platform->set_rate(s->platform->ctx, rate->baud, rate->cd, rate->bdiv,
+                          fw_get_u16(&payload[4]));
+    s->rate_pending = 1;
+}
+
+static const fw_record_t *find_record(const fw_server_t *s, uint32_t seq)
+{
+    for (uint32_t i = 0; i < FW_RECORDS; i++) {
+        if (s->rec[i].type != 0u && s->rec[i].seq == seq) {
+            return &s->rec[i];
+        }
+    }
+    return 0;
+}
+
+/* The record slot the next reply goes to: the oldest one. */
+static fw_record_t *record_slot(fw_server_t *s)
+{
+    return &s->rec[s->rec_next];
+}
+
+/* The reply in the record slot, for the request that ended with seq: kept (a request sent again
+ * gets the same answer, ERRORs too) and sent. */
+static void record_send(fw_server_t *s, uint8_t type, uint32_t seq, uint16_t len)
+{
+    fw_record_t *rec = record_slot(s);
+    rec->seq = seq;
+    rec->type = type;
+    rec->len = len <= FW_REPLY_MAX ? len : (uint16_t)FW_REPLY_MAX;
+    s->rec_next = (s->rec_next + 1u) % FW_RECORDS;
+    s->ack_due = 0; /* the reply says it: every ordered seq up to this one was served */
+    send_frame(s, rec->type, seq, rec->data, rec->len);
+}
+
+static void record_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
+{
+    fw_record_t *rec = record_slot(s);
+    rec->data[0] = code;
+    rec->data[1] = type;
+    s->frames_err++;
+    s->last_error = seq;
+    record_send(s, (uint8_t)FW_MSG_ERROR, seq, 2u);
+}
+
+/* The application's answer to the message that ended with seq. */
+static void app_call(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
+                     uint16_t len)
+{
+    const fw_app_t *app = s->platform->app;
     uint16_t out_len = 0;
     int32_t r = 0;
     if (app != 0) {
         /* the application's time is not the link's (fw_server_poll) */
         const uint32_t t0 = link_now(s);
         s->app_t0 = t0;
-        r = app->handle(app->ctx, type, payload, len, s->reply, &out_len);
+        r = app->handle(app->ctx, type, payload, len, record_slot(s)->data, &out_len);
         s->app_ticks += link_now(s) - t0;
     }
-    if (r == 0) {
-        send_error(s, FW_ERR_TYPE, type, seq);
-    } else if (r < 0) {
-        send_error(s, (uint8_t)(-r), type, seq);
-    } else {
+    if (r == FW_APP_ACK) {
         s->frames_ok++;
-        s->last_valid = 1;
-        s->last_type = type;
-        s->last_seq = seq;
-        s->last_session = s->session;
-        s->last_reply_type = (uint8_t)r;
-        s->last_len = out_len <= FW_REPLY_MAX ? out_len : (uint16_t)FW_REPLY_MAX;
-        send_frame(s, s->last_reply_type, seq, s->reply, s->last_len);
+        s->ack_due = 1;
+    } else if (r > 0) {
+        s->frames_ok++;
+        record_send(s, (uint8_t)r, seq, out_len);
+    } else {
+        record_error(s, r == 0 ? (uint8_t)FW_ERR_TYPE : (uint8_t)(-r), type, seq);
     }
+}
+
+/* One ordered frame in seq order: a part is appended to the message being put together; a whole
+ * message, or the last part, goes to the application. A message longer than a payload, or with
+ * parts of two types, is refused whole (ERROR TOO_LONG) when its last part comes. */
+static void deliver(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
+                    uint16_t len)
+{
+    const uint8_t base = (uint8_t)(type & ~FW_TYPE_MORE);
+    if ((type & FW_TYPE_MORE) == 0u && s->asm_type == 0u) {
+        app_call(s, type, seq, payload, len); /* whole: from the received frame, no copy */
+        return;
+    }
+    if (s->asm_type != 0u && s->asm_type != base) {
+        s->asm_len = FW_MAX_PAYLOAD + 1u;
+    }
+    s->asm_type = base;
+    if (s->asm_len + len <= FW_MAX_PAYLOAD) {
+        fw_copy_forward(&s->asm_buf[s->asm_len], payload, len);
+    }
+    s->asm_len += len;
+    if ((type & FW_TYPE_MORE) != 0u) {
+        s->frames_ok++;
+        s->ack_due = 1;
+        return;
+    }
+    const uint32_t total = s->asm_len;
+    s->asm_type = 0;
+    s->asm_len = 0;
+    if (total > FW_MAX_PAYLOAD) {
+        record_error(s, (uint8_t)FW_ERR_TOO_LONG, base, seq);
+        return;
+    }
+    app_call(s, base, seq, s->asm_buf, (uint16_t)total);
+}
+
+static void next_advance(fw_server_t *s)
+{
+    s->next = (s->next & ~FW_SEQ_COUNT_MASK) | ((s->next + 1u) & FW_SEQ_COUNT_MASK);
+    s->held_mask >>= 1;
+}
+
+/* Serve held frames that have become next, in order (bit 0 of held_mask is next itself). */
+static void serve_held(fw_server_t *s)
+{
+    while ((s->held_mask & 1u) != 0u) {
+        for (uint32_t i = 0; i < FW_HOLD_SLOTS; i++) {
+            fw_held_t *h = &s->hold[i];
+            if (h->used && h->seq == s->next) {
+                h->used = 0;
+                deliver(s, h->type, h->seq, h->data, h->len);
+                break;
+            }
+        }
+        next_advance(s);
+    }
+}
+
+/* An ordered frame ahead of next: held when it fits a free slot, else dropped; either way the
+ * host hears of the window. */
+static void hold_frame(fw_server_t *s, uint8_t type, uint32_t seq, uint32_t d,
+                       const uint8_t *payload, uint16_t len)
+{
+    const uint32_t bit = 1u << d;
+    if ((s->held_mask & bit) != 0u) {
+        send_status(s, (uint8_t)FW_CAUSE_GAP, type, seq); /* held already: a copy */
+        return;
+    }
+    fw_held_t *slot = 0;
+    for (uint32_t i = 0; i < FW_HOLD_SLOTS && len <= FW_HOLD_PAYLOAD; i++) {
+        if (!s->hold[i].used) {
+            slot = &s->hold[i];
+            break;
+        }
+    }
+    if (slot == 0) {
+        send_status(s, (uint8_t)FW_CAUSE_FULL, type, seq);
+        return;
+    }
+    slot->used = 1;
+    slot->seq = seq;
+    slot->type = type;
+    slot->len = len;
+    fw_copy_forward(slot->data, payload, len);
+    s->held_mask |= bit;
+    s->frames_held++;
+    send_status(s, (uint8_t)FW_CAUSE_GAP, type, seq);
+}
+
+/* Step 9 for ordered types (docs/protocol.md, "Windowed link"): by the counter's distance d from
+ * next, modulo 2^24: 0 served now (then whatever it frees), 1..FW_WINDOW - 1 held, a frame served
+ * already answered from its record, anything else dropped with the window in a STATUS. */
+static void serve_ordered(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
+                          uint16_t len)
+{
+    if ((seq & FW_SEQ_CONTROL) != 0u || (seq & ~FW_SEQ_COUNT_MASK) != seq_tag(s->session)) {
+        s->frames_stale++;
+        send_status(s, (uint8_t)FW_CAUSE_STALE, type, seq);
+        return;
+    }
+    const uint32_t d = (seq - s->next) & FW_SEQ_COUNT_MASK;
+    if (d == 0u) {
+        deliver(s, type, seq, payload, len);
+        next_advance(s);
+        serve_held(s);
+        return;
+    }
+    if (d < FW_WINDOW) {
+        hold_frame(s, type, seq, d, payload, len);
+        return;
+    }
+    if (d >= (FW_SEQ_COUNT_MASK + 1u) / 2u) { /* behind next: served already */
+        const fw_record_t *rec = find_record(s, seq);
+        if (rec != 0) {
+            s->frames_replayed++;
+            send_frame(s, rec->type, seq, rec->data, rec->len);
+            return;
+        }
+        send_status(s, (uint8_t)FW_CAUSE_DUP, type, seq);
+        return;
+    }
+    send_status(s, (uint8_t)FW_CAUSE_FULL, type, seq);
 }
 
 /* Out of line: inlined into fw_server_feed, its register saves and stack frame were paid on
@@ -206,39 +478,47 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
     uint8_t type = b[1];
     uint32_t seq = fw_get_u32(&b[2]);
     if (s->overflow || status == -2) {
-        send_error(s, FW_ERR_TOO_LONG, type, seq);
+        send_status(s, (uint8_t)FW_ERR_TOO_LONG, type, seq);
         return;
     }
-    if (b[0] != FW_PROTO_VERSION) { /* step 3 */
+    if (b[0] != FW_PROTO_VERSION) { /* step 3: a peer of another version hears it as such */
         send_error(s, FW_ERR_VERSION, type, seq);
         return;
     }
     if (status != 0) { /* step 4 */
-        send_error(s, FW_ERR_COBS, type, seq);
+        send_status(s, (uint8_t)FW_ERR_COBS, type, seq);
         return;
     }
     if (n < FW_HDR_SIZE + FW_CRC_SIZE) { /* step 5 */
-        send_error(s, FW_ERR_SHORT, type, seq);
+        send_status(s, (uint8_t)FW_ERR_SHORT, type, seq);
         return;
     }
     uint16_t len = fw_get_u16(&b[6]);
     if (len > FW_MAX_PAYLOAD) { /* step 6 */
-        send_error(s, FW_ERR_TOO_LONG, type, seq);
+        send_status(s, (uint8_t)FW_ERR_TOO_LONG, type, seq);
         return;
     }
     if (FW_HDR_SIZE + (size_t)len + FW_CRC_SIZE != n) { /* step 7 */
-        send_error(s, FW_ERR_LENGTH, type, seq);
+        send_status(s, (uint8_t)FW_ERR_LENGTH, type, seq);
         return;
     }
     if (fw_crc32(b, FW_HDR_SIZE + (size_t)len) != fw_get_u32(&b[FW_HDR_SIZE + len])) { /* step 8 */
-        send_error(s, FW_ERR_CRC, type, seq);
+        send_status(s, (uint8_t)FW_ERR_CRC, type, seq);
         return;
+    }
+    if (s->rate_pending) { /* a whole frame at the new rate: it stays */
+        s->rate_pending = 0;
+        s->platform->confirm(s->platform->ctx);
     }
     switch (type) { /* step 9 */
     case FW_MSG_HELLO:
-        /* Empty: INFO only. A nonce opens (or re-announces) the host's session. */
+        /* Empty: INFO only. A nonce opens the host's session (a new one starts the window
+         * over) or re-announces it. */
         if (len == FW_SESSION_SIZE) {
-            s->session = fw_get_u32(&b[FW_HDR_SIZE]);
+            const uint32_t session = fw_get_u32(&b[FW_HDR_SIZE]);
+            if (session != s->session) {
+                open_session(s, session);
+            }
         } else if (len != 0u) {
             send_error(s, FW_ERR_PAYLOAD, type, seq);
             break;
@@ -250,9 +530,25 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
         s->frames_ok++;
         send_frame(s, FW_MSG_ECHO_REPLY, seq, &b[FW_HDR_SIZE], len);
         break;
-    default:
-        serve_app(s, type, seq, &b[FW_HDR_SIZE], len);
+    case FW_MSG_BAUD:
+        serve_baud(s, seq, &b[FW_HDR_SIZE], len);
         break;
+    default:
+        serve_ordered(s, type, seq, &b[FW_HDR_SIZE], len);
+        break;
+    }
+}
+
+/* Ordered frames served without a reply are acknowledged once no more bytes wait behind them (the
+ * host's window moves on), or every quarter of the receive ring when bytes keep coming. */
+static void maybe_ack(fw_server_t *s)
+{
+    if (!s->ack_due) {
+        return;
+    }
+    const size_t pending = s->platform->pending != 0 ? s->platform->pending(s->platform->ctx) : 0u;
+    if (pending == 0u || s->link.rx_bytes - s->ack_rx >= FW_ACK_EVERY) {
+        send_status(s, (uint8_t)FW_CAUSE_ACK, 0u, s->next);
     }
 }
 
@@ -292,6 +588,7 @@ static void rx_commit(fw_server_t *s, uint8_t *p, size_t n)
         s->enc_len = 0;
         s->overflow = 0;
         if (rest == 0u) {
+            maybe_ack(s);
             return;
         }
         fw_copy_forward(s->enc, s->rx_hold, rest);
@@ -398,5 +695,8 @@ void fw_server_link(fw_link_stats_t *out)
     *out = s->link;
     if (s->in_poll) { /* called by the application: this stretch's link work up to its call */
         out->ticks += s->app_t0 - s->poll_t0 - s->app_ticks;
+    }
+    if (s->platform->irq_ticks != 0) { /* the receive interrupt's work is the link's */
+        out->ticks += s->platform->irq_ticks(s->platform->ctx);
     }
 }

@@ -9,8 +9,12 @@
 #include <stdint.h>
 
 void fw_timer_init(void);
+/* The foreground's clock: the counter less the ticks spent in interrupt handlers (fw_irq.c), so a
+ * stage timed with it keeps the ticks of its own work whatever lands in it. */
 uint64_t fw_timer_now(void);
-/* The counter's low word alone (one load): for intervals shorter than 2^32 ticks. */
+/* Its low word (for intervals shorter than 2^32 ticks). */
 uint32_t fw_timer_now32(void);
+/* Ticks spent in interrupt handlers so far (32-bit, wrapping). */
+uint32_t fw_irq_ticks(void);
 
 #endif /* FW_TIMER_H */

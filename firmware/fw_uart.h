@@ -1,4 +1,5 @@
-/* Polled Cadence UART driver (UG585 §19 and B.33). */
+/* Cadence UART driver (UG585 §19 and B.33): polled reads, a receive interrupt into a ring while
+ * the device computes, and the rate switch. */
 #ifndef FW_UART_H
 #define FW_UART_H
 
@@ -21,6 +22,23 @@ void fw_uart_write(const uint8_t *data, size_t len);
 size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32_t *slept);
 /* RX FIFO overruns counted since start-up (bytes lost because the 64-byte FIFO was full). */
 uint32_t fw_uart_rx_overruns(void);
+/* The receive interrupt's handler (called by the board's IRQ dispatch with IRQs masked): the RX
+ * FIFO into the ring that fw_uart_read empties first. */
+void fw_uart_isr(void);
+/* Bytes received and not yet read (the ring's, plus 1 when the RX FIFO is not empty). */
+size_t fw_uart_pending(void);
+/* Switch to baud (divisors cd, bdiv) once the TX FIFO has emptied; back to the rate before
+ * after revert_ms unless fw_uart_confirm is called first (docs/protocol.md, "Rate switch"). */
+void fw_uart_set_rate(uint32_t baud, uint16_t cd, uint16_t bdiv, uint32_t revert_ms);
+void fw_uart_confirm(void);
+/* The link's facts for INFO: the rate now, the ring's size, its overruns, the reverts. */
+typedef struct {
+    uint32_t baud;
+    uint32_t rx_ring;
+    uint32_t ring_overruns;
+    uint32_t rate_reverts;
+} fw_uart_link_t;
+void fw_uart_link_report(fw_uart_link_t *r);
 /* Non-blocking read: returns 1 and stores the byte when the RX FIFO holds one, else 0. */
 int fw_uart_getc(uint8_t *c);
 /* Sleep (WFI) until the RX FIFO holds a byte (at once when it does). The UART's RX-trigger

@@ -1,4 +1,4 @@
-/* Device main loop: poll the UART, feed the protocol server (docs/protocol.md). */
+/* Device main loop: read the UART, feed the protocol server (docs/protocol.md). */
 #include <stdint.h>
 
 #include "fw_rt.h"
@@ -46,7 +46,32 @@ static uint32_t ticks(void *ctx)
     return fw_timer_now32();
 }
 
-static fw_platform_t platform = {uart_write, stack_usage, 0, 0, board_report, uart_read, ticks};
+static size_t pending(void *ctx)
+{
+    (void)ctx;
+    return fw_uart_pending();
+}
+
+static void set_rate(void *ctx, uint32_t baud, uint16_t cd, uint16_t bdiv, uint32_t revert_ms)
+{
+    (void)ctx;
+    fw_uart_set_rate(baud, cd, bdiv, revert_ms);
+}
+
+static void confirm(void *ctx)
+{
+    (void)ctx;
+    fw_uart_confirm();
+}
+
+static uint32_t irq_ticks(void *ctx)
+{
+    (void)ctx;
+    return fw_irq_ticks();
+}
+
+static fw_platform_t platform = {uart_write, stack_usage, 0,       0,      board_report, uart_read,
+                                 ticks,      pending,     set_rate, confirm, irq_ticks};
 static fw_server_t server;
 
 int main(void)
@@ -55,6 +80,9 @@ int main(void)
     fw_timer_init();
     platform.app = fw_app_get();
     fw_server_init(&server, &platform);
+    /* IRQs on from here (CPSR.I, ARM DDI 0406C B1.3.3): bytes that come while the device computes
+     * or transmits go to the receive ring; fw_uart_read masks them while it reads. */
+    __asm__ volatile("cpsie i" ::: "memory");
     /* Each poll takes a frame (fw_uart_read sleeps while the UART has nothing) and answers it. */
     for (;;) {
         (void)fw_server_poll(&server);

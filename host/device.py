@@ -3,12 +3,38 @@
 from __future__ import annotations
 
 import struct
+import time
+from dataclasses import dataclass
 
-from elatta_host.errors import ProtocolError
+from elatta_host.errors import DeviceError, LinkError, LinkTimeout, ProtocolError
 from elatta_host.protocol import Frame, Info, Msg
-from elatta_host.transport import UNCAPPED, Link
+from elatta_host.transport import UNCAPPED, Link, baud_payload
 
 SYNC_TRY = 0.25  # s between HELLOs while the device boots
+# The rate switch (docs/protocol.md, "Rate switch"): the device goes back to its old rate this
+# long after BAUD_ACK unless a frame arrives whole at the new one; the host tries the new rate
+# for half of it, then the old one.
+REVERT_MS = 1500
+# The fastest rate every USB-UART bridge of the board presets carries (FTDI FT2232H, Silicon Labs
+# CP2104, Cypress CY7C64225; Linux termios B921600): the default of --baud.
+BRIDGE_RATE = 921_600
+
+
+@dataclass(frozen=True)
+class BaudSwitch:
+    """How a rate switch ended: ``baud`` is the rate both sides use now."""
+
+    asked: int
+    baud: int
+    switched: bool
+    note: str
+
+
+def default_baud(rates: tuple[int, ...], build_baud: int) -> int:
+    """The fastest rate of the device's table that common USB-UART bridges carry (at most
+    BRIDGE_RATE), else the build's own."""
+    fit = [r for r in rates if r <= BRIDGE_RATE]
+    return max(fit) if fit else build_baud
 
 
 class Device:
@@ -48,7 +74,52 @@ class Device:
             self._info = Info.unpack(reply.payload)
         except ValueError as exc:
             raise ProtocolError(str(exc)) from exc
+        self.link.configure(self._info)
         return self._info
+
+    def switch_baud(self, rate: int, *, revert_ms: int = REVERT_MS) -> BaudSwitch:
+        """Agree on ``rate`` (as esptool's change-baudrate does): BAUD at the current rate,
+        BAUD_ACK back at it, both sides switch, then a HELLO at the new rate confirms it. If no
+        HELLO gets through within half the revert time (a bridge that cannot carry the rate),
+        the host goes back to the old rate, waits out the device's revert time and says HELLO
+        there. Nothing ordered may be in flight."""
+        info = self.info
+        now = info.link.baud if info.link is not None else info.baud
+        rates = info.link.rates if info.link is not None else ()
+        if rate == now:
+            return BaudSwitch(rate, now, False, f"already at {now} baud")
+        if rate not in rates:
+            offered = ", ".join(str(r) for r in rates) or "none (a firmware without the switch)"
+            raise ProtocolError(
+                f"--baud {rate}: the device's UART cannot switch to it; its rates are {offered}"
+            )
+        self.link.flush()
+        host_old = self.link.baud
+        try:
+            self.link.request(Msg.BAUD, baud_payload(rate, revert_ms), expect=Msg.BAUD_ACK)
+        except DeviceError as exc:
+            return BaudSwitch(rate, now, False, f"the device refused {rate} baud: {exc}")
+        except LinkTimeout:
+            pass  # BAUD_ACK lost: the device may have switched; the HELLOs below tell
+        acked = time.monotonic()
+        self.link.drain_output()
+        self.link.set_baud(rate)
+        try:
+            self.hello(sync_timeout=revert_ms / 2000)
+            return BaudSwitch(rate, rate, True, f"switched to {rate} baud")
+        except LinkError:
+            pass
+        self.link.set_baud(host_old)
+        # the device goes back once its revert time has passed without a whole frame
+        time.sleep(max(0.0, acked + revert_ms / 1000 + 0.1 - time.monotonic()))
+        self.hello(sync_timeout=max(2.0, revert_ms / 1000))
+        return BaudSwitch(
+            rate,
+            now,
+            False,
+            f"no frame got through at {rate} baud within {revert_ms / 2000:g} s (a USB-UART "
+            f"bridge that cannot carry it?); both sides went back to {now} baud",
+        )
 
     @property
     def info(self) -> Info:

@@ -1,4 +1,4 @@
-"""Typed link errors (issue: time-out, closed link, protocol error)."""
+"""Typed link errors: time-out, closed link, protocol error, a device's ERROR, a stop request."""
 
 from __future__ import annotations
 
@@ -37,6 +37,10 @@ class DeviceError(LinkError):
         self.name = name
         self.seq = seq
         self.offending_type = offending_type
+
+
+class Stopped(LinkError):
+    """The link's stop flag was set (Ctrl-C): it stopped waiting; nothing received is lost."""
 
 
 class QemuError(LinkError):

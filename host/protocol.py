@@ -1,8 +1,9 @@
-"""Protocol v2 codec, host side (docs/protocol.md; mirrors firmware/fw_proto.h, fw_frame.c).
+"""Protocol v3 codec, host side (docs/protocol.md; mirrors firmware/fw_proto.h, fw_frame.c).
 
 A frame body is ``version:u8 type:u8 seq:u32 length:u16 payload CRC-32:u32`` (little-endian),
-COBS-encoded and terminated by one 0x00. v2 adds the session nonce carried by HELLO (and echoed
-in INFO) that the device folds into its replay key.
+COBS-encoded and terminated by one 0x00. v3 is the windowed link: ordered frames carry the
+session's tag and a counter in their seq, a message may go in parts (``FW_TYPE_MORE``), the
+device reports its window in STATUS and can switch its rate (BAUD).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
-PROTO_VERSION = 2
+PROTO_VERSION = 3
 HDR_SIZE = 8
 CRC_SIZE = 4
 SEQ_READABLE = 6
@@ -26,6 +27,21 @@ INFO_BOARD_TAG = 0xB1
 INFO_BOARD_SIZE = 52
 INFO_BOARD_NAME_SIZE = 20
 INFO_BOARD_L2_FOUND = 0x01
+# INFO's link block after the board block (fw_proto.h FW_INFO_LINK_*)
+INFO_LINK_TAG = 0xB2
+INFO_LINK_FIXED = 40
+INFO_LINK_RATES_MAX = 8
+INFO_LINK_SIZE = INFO_LINK_FIXED + 4 * INFO_LINK_RATES_MAX
+# Ordered seqs: bit 31 clear, the session's tag in bits 30..24, a counter in 23..0 (fw_proto.h)
+SEQ_CONTROL = 0x80000000
+SEQ_TAG_SHIFT = 24
+SEQ_TAG_MASK = 0x7F
+SEQ_COUNT_MASK = 0x00FFFFFF
+TYPE_MORE = 0x40  # a part of a longer message; more parts follow
+WINDOW = 32  # STATUS's bitmap: a frame is held when 0 < seq - next < WINDOW
+STATUS_SIZE = 16
+BAUD_SIZE = 6
+BAUD_ACK_SIZE = 8
 _HDR = struct.Struct("<BBIH")
 
 
@@ -42,7 +58,15 @@ class Msg(IntEnum):
     AUDIO = 0x06
     AUDIO_END = 0x07
     AUDIO_ACK = 0x85
+    BAUD = 0x08
+    BAUD_ACK = 0x88
+    AUDIO_ADPCM = 0x09
+    STATUS = 0x8F
     ERROR = 0x7F
+
+
+# Served by the device on arrival, whatever their seq; every other request type is ordered.
+CONTROL_TYPES = frozenset({Msg.HELLO, Msg.ECHO, Msg.BAUD})
 
 
 class Err(IntEnum):
@@ -54,6 +78,49 @@ class Err(IntEnum):
     VERSION = 6
     TYPE = 7
     PAYLOAD = 8
+
+
+class Cause(IntEnum):
+    """Why a STATUS was sent: 0, a link-damage Err code (1-6), or one of these (fw_proto.h)."""
+
+    ACK = 0
+    GAP = 9
+    DUP = 10
+    FULL = 11
+    STALE = 12
+
+
+@dataclass(frozen=True)
+class Status:
+    """STATUS payload (docs/protocol.md): the device's window as it stands."""
+
+    next: int  # the next ordered seq it serves (tag included)
+    held: int  # bit i: seq next + i is held
+    cause: int
+    type: int  # the type of the frame that made the device speak, as read
+    ring_free: int  # bytes free in its receive ring (saturated at 65535)
+    last_error: int = 0  # the seq of the last ordered request answered with ERROR (0: none)
+
+    _FMT = struct.Struct("<IIBBHI")
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> Status:
+        if len(payload) != cls._FMT.size:
+            raise ValueError(f"STATUS payload of {len(payload)} bytes, expected {cls._FMT.size}")
+        return cls(*cls._FMT.unpack(payload))
+
+    def pack(self) -> bytes:
+        return self._FMT.pack(
+            self.next, self.held, self.cause, self.type, self.ring_free, self.last_error
+        )
+
+
+def cause_name(code: int) -> str:
+    if code in Cause._value2member_map_:
+        return Cause(code).name
+    if code in Err._value2member_map_:
+        return Err(code).name
+    return f"cause {code}"
 
 
 def cobs_max(n: int) -> int:
@@ -310,6 +377,59 @@ class BoardInfo:
 
 
 @dataclass(frozen=True)
+class LinkInfo:
+    """INFO's link block (docs/protocol.md): what the host's window may use, the link's counters
+    and the rates BAUD may ask for."""
+
+    rx_ring: int  # bytes the device's receive ring holds
+    window: int  # STATUS's bitmap width
+    hold_slots: int  # ordered frames held while an earlier one is missing
+    records: int  # replies kept for requests sent again
+    hold_payload: int  # the largest payload a held frame may have
+    baud: int  # the rate the UART runs at now
+    ring_overruns: int
+    rate_reverts: int
+    frames_held: int
+    frames_stale: int
+    next: int  # the next ordered seq it serves
+    reply_max: int  # the largest reply payload a record keeps
+    rates: tuple[int, ...]  # the rates BAUD may ask for
+
+    _FMT = struct.Struct("<BBBBIBBHIIIIIII")
+
+    @classmethod
+    def unpack(cls, block: bytes) -> LinkInfo:
+        if len(block) < cls._FMT.size:
+            raise ValueError(f"INFO link block of {len(block)} bytes, expected >= {cls._FMT.size}")
+        (_tag, _size, n_rates, window, ring, slots, records, hold_payload, baud, overruns,
+         reverts, held, stale, nxt, reply_max) = cls._FMT.unpack_from(block)  # fmt: skip
+        n = min(n_rates, (len(block) - cls._FMT.size) // 4)
+        rates = struct.unpack_from(f"<{n}I", block, cls._FMT.size)
+        return cls(ring, window, slots, records, hold_payload, baud, overruns, reverts, held,
+                   stale, nxt, reply_max, tuple(rates))  # fmt: skip
+
+    def pack(self) -> bytes:
+        head = self._FMT.pack(
+            INFO_LINK_TAG, INFO_LINK_SIZE, len(self.rates), self.window, self.rx_ring,
+            self.hold_slots, self.records, self.hold_payload, self.baud, self.ring_overruns,
+            self.rate_reverts, self.frames_held, self.frames_stale, self.next, self.reply_max,
+        )  # fmt: skip
+        rates = struct.pack(f"<{len(self.rates)}I", *self.rates)
+        return (head + rates).ljust(INFO_LINK_SIZE, b"\0")
+
+    def describe(self) -> list[str]:
+        return [
+            f"link           {self.baud} baud now; switchable to "
+            + (", ".join(f"{r:,}" for r in self.rates) or "none"),
+            f"window         receive ring {self.rx_ring} bytes ({self.ring_overruns} overruns), "
+            f"{self.hold_slots} frames of <= {self.hold_payload} bytes held out of order, "
+            f"{self.records} replies recorded",
+            f"link counters  {self.frames_held} held, {self.frames_stale} stale, "
+            f"{self.rate_reverts} rate switches reverted",
+        ]
+
+
+@dataclass(frozen=True)
 class Info:
     """INFO payload (docs/protocol.md)."""
 
@@ -328,6 +448,7 @@ class Info:
     app: bytes = b""  # the application's description (model, shapes, formats), if any
     session: int = 0  # the nonce of the last HELLO that carried one
     board: BoardInfo | None = None  # the board block; None: a firmware without one
+    link: LinkInfo | None = None  # the link block; None: a firmware without one
 
     _FMT = struct.Struct("<BBHIIIIIII24sII")
 
@@ -356,6 +477,10 @@ class Info:
         if len(rest) >= 2 and rest[0] == INFO_BOARD_TAG and len(rest) >= rest[1]:
             board = BoardInfo.unpack(rest[: rest[1]])
             rest = rest[rest[1] :]
+        link = None
+        if len(rest) >= 2 and rest[0] == INFO_LINK_TAG and len(rest) >= rest[1]:
+            link = LinkInfo.unpack(rest[: rest[1]])
+            rest = rest[rest[1] :]
         return cls(
             ver,
             uart,
@@ -372,6 +497,7 @@ class Info:
             rest,
             session,
             board,
+            link,
         )
 
     def pack(self) -> bytes:
@@ -392,6 +518,7 @@ class Info:
                 self.session,
             )
             + (b"" if self.board is None else self.board.pack())
+            + (b"" if self.link is None else self.link.pack())
             + self.app
         )
 
@@ -409,5 +536,6 @@ class Info:
                 f"stack          {self.stack_used} of {self.stack_size} bytes used (high-water)",
                 f"session        0x{self.session:08x}",
                 *([] if self.board is None else self.board.describe(self.uart_ref_hz, self.baud)),
+                *([] if self.link is None else self.link.describe()),
             ]
         )

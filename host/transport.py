@@ -1,10 +1,26 @@
 """Serial transport over ``serial.serial_for_url``: ``socket://127.0.0.1:PORT`` (QEMU),
 ``/dev/ttyUSB1`` (a board), ``loop://`` (tests) all work the same way.
 
-One request outstanding at a time; replies are matched by sequence number. Recovery
-(docs/protocol.md, "Host rules"): the same frame (same seq) is re-sent, behind a 0x00 that ends
-any half-received frame on the device, at once when a damaged frame or a link-damage ERROR
-arrives, and after an adaptive time-out otherwise; every request has a total time budget.
+The windowed link (docs/protocol.md, "Windowed link", "Host rules"):
+
+- Control requests (HELLO, ECHO, BAUD) go one at a time and are re-sent, behind a 0x00 that ends
+  any half-received frame on the device, on damage (paced by a hold-off) or after a time-out.
+- Ordered requests (INFER, RESET, the AUDIO messages) are *submitted*: cut into frames no longer
+  than the line's measured damage makes worth it, numbered with the session's tag and a counter,
+  and sent while the device's window has room: the bytes in flight fit its receive ring, the
+  counters fit its STATUS bitmap, the replies awaited fit its records. The device serves them in
+  order; its replies and STATUS frames say what arrived (selective repeat).
+- A frame is re-sent when the device shows it received a frame sent after the frame's last copy
+  (the line keeps bytes in order, so that copy was lost) or reported the copy damaged; a reply is
+  asked for again when the device acknowledged its request but the reply never came. Only
+  silence (nothing from the device for the re-send time-out) re-sends the oldest frame and
+  doubles the time-out, RFC 6298 §5.5; damage never slows the link down.
+- Re-send time-outs come from measured round trips, RFC 6298 §2-§5 (`RttEstimator`), never
+  shorter than the time the bytes in flight need on the wire at the line's pace.
+- Budgets are time and follow progress: the link fails when nothing valid has come from the
+  device for ``budget`` seconds while something is outstanding, or when the oldest outstanding
+  request has waited ``PATIENCE`` budgets. A set ``stop`` flag ends any wait within
+  ``STOP_POLL`` seconds with `Stopped`; what was received stays received.
 """
 
 from __future__ import annotations
@@ -12,10 +28,12 @@ from __future__ import annotations
 import secrets
 import select
 import socket
+import struct
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 
 import serial
@@ -25,29 +43,56 @@ from elatta_host.errors import (
     LinkError,
     LinkTimeout,
     ProtocolError,
+    Stopped,
     VersionMismatch,
 )
-from elatta_host.protocol import PROTO_VERSION, BadFrame, Err, Frame, FrameDecoder, Msg
+from elatta_host.protocol import (
+    CONTROL_TYPES,
+    HDR_SIZE,
+    PROTO_VERSION,
+    SEQ_CONTROL,
+    SEQ_COUNT_MASK,
+    SEQ_TAG_MASK,
+    SEQ_TAG_SHIFT,
+    TYPE_MORE,
+    WINDOW,
+    BadFrame,
+    Cause,
+    Err,
+    Frame,
+    FrameDecoder,
+    Info,
+    Msg,
+    Status,
+    cause_name,
+)
 
-# ERROR codes that say the request frame was damaged on the link, not that it was wrong: the
-# host re-sends the same frame (same seq); the device's replay rule makes that safe.
+# ERROR codes and STATUS causes that say a frame was damaged on the link, not that it was wrong.
 LINK_ERRORS: frozenset[int] = frozenset(
     {Err.CRC, Err.SHORT, Err.LENGTH, Err.TOO_LONG, Err.COBS, Err.VERSION}
 )
 
 DEFAULT_TIMEOUT = 2.0  # s: time-out before the first measured round trip, and its ceiling
-DEFAULT_BUDGET = 30.0  # s: everything one request may take, re-sends included
+DEFAULT_BUDGET = 30.0  # s: silence from the device that ends the link
 # `retries` for a request that only its time budget may end (the boot-time HELLO sync: a device
 # still booting answers nothing for seconds, however many tries that takes)
 UNCAPPED = 1 << 62
 MIN_TIMEOUT = 0.2  # s: floor of the adaptive time-out (scheduling jitter of a loaded host)
-# s: the least hold-off of a damage-triggered re-send (before a round trip is measured, and on a
-# link far faster than the device's serial line), doubled by each further one
+# s: the least hold-off of a damage-triggered re-send of a control request
 MIN_HOLDOFF = 0.02
-# A request ends after `budget` seconds without any valid frame from the device, or after
-# PATIENCE budgets in all: a device that keeps answering (ERRORs of a link that damages every
-# request) but never this request is not waited for forever.
+# The oldest outstanding request fails after PATIENCE budgets, however much the device says.
 PATIENCE = 4
+STOP_POLL = 0.1  # s: how often a waiting link looks at its stop flag
+# A frame's bytes besides its payload: header, CRC, COBS's first code byte, the delimiter.
+FRAME_OVERHEAD = HDR_SIZE + 4 + 2
+# Payload sizes the link cuts messages into (`payload_size`), and where it starts: small enough
+# that a line which damages one chunk in five still carries a frame now and then; it grows while
+# nothing is lost.
+PAYLOAD_STEPS = (32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 4096, 8192)
+FIRST_PAYLOAD = 512
+CLEAN_TO_GROW = 16  # transmissions without a loss before the payload may double
+LOSS_MEMORY = 0.95  # decay per transmission of the damage estimate (about 20 frames)
+QUEUE_FRAMES = 256  # frames submitted and not yet sent before `submit` waits
 
 
 @dataclass
@@ -55,7 +100,7 @@ class RttEstimator:
     """Retransmission time-out from measured round trips, RFC 6298 §2-§5 (Jacobson/Karels):
     SRTT and RTTVAR smoothed with gains 1/8 and 1/4, RTO = SRTT + max(G, 4·RTTVAR) clamped to
     [floor, ceiling]; a time-out doubles RTO (§5.5) until the next measurement. Karn's rule
-    (§3): only requests answered on their first try are measured."""
+    (§3): only frames answered on their first transmission are measured."""
 
     initial: float
     floor: float
@@ -90,6 +135,97 @@ def new_session() -> int:
     return nonce
 
 
+@dataclass(frozen=True)
+class Window:
+    """What the device lets the host keep in flight (INFO's link block)."""
+
+    rx_ring: int  # unacknowledged bytes on their way (its receive ring)
+    frames: int  # counters beyond the device's next it can place (STATUS's bitmap)
+    hold_payload: int  # the largest payload of a frame it can hold out of order
+    records: int  # replies it keeps: requests awaiting a reply at once
+    max_payload: int
+
+    @classmethod
+    def from_info(cls, info: Info) -> Window:
+        if info.link is None:
+            return STOP_AND_WAIT
+        ln = info.link
+        return cls(ln.rx_ring, ln.window, ln.hold_payload, ln.records, info.max_payload)
+
+
+# Before INFO has been read: one frame at a time, no larger than any firmware takes.
+STOP_AND_WAIT = Window(rx_ring=0, frames=1, hold_payload=0, records=1, max_payload=256)
+
+
+@dataclass
+class Ticket:
+    """A submitted ordered request: done once its reply came (``expect`` set) or once the
+    device acknowledged its last frame (``expect`` None); ``error`` when it failed."""
+
+    type: int
+    expect: int | None
+    seq: int  # the seq of its last frame
+    submitted: float
+    reply: Frame | None = None
+    error: LinkError | None = None
+    done: bool = False
+
+    def result(self) -> Frame | None:
+        if self.error is not None:
+            raise self.error
+        return self.reply
+
+
+@dataclass(eq=False)
+class _Out:
+    """One ordered frame and what the host knows of it."""
+
+    count: int
+    seq: int
+    type: int
+    wire: bytes
+    ticket: Ticket | None  # on the message's last frame
+    first_tx: int = -1  # transmission order of its first and last copies
+    last_tx: int = -1
+    sends: int = 0
+    first_at: float = 0.0
+    last_at: float = 0.0
+    copies: int = 0  # copies on the wire not known lost
+    acked: bool = False  # the device served it
+    held: bool = False  # the device holds it until the frames before it come
+    queued: bool = False  # waiting in the send queue (first send or a re-send)
+
+
+@dataclass
+class _Loss:
+    """Decayed counts of transmissions, their bytes and the copies lost: the line's damage per
+    byte, q, from 1 - (1 - p)^(1/w) with p the loss rate per frame and w the mean frame size."""
+
+    sent: float = 0.0
+    lost: float = 0.0
+    bytes: float = 0.0
+    clean_run: int = 0
+    events: int = 0
+
+    def on_send(self, n: int) -> None:
+        self.sent = self.sent * LOSS_MEMORY + 1.0
+        self.bytes = self.bytes * LOSS_MEMORY + n
+        self.lost *= LOSS_MEMORY
+        self.clean_run += 1
+
+    def on_loss(self) -> None:
+        self.lost += 1.0
+        self.clean_run = 0
+        self.events += 1
+
+    def per_byte(self) -> float:
+        if self.sent <= 0 or self.lost <= 0:
+            return 0.0
+        p = min(0.999, self.lost / self.sent)
+        w = max(1.0, self.bytes / self.sent)
+        return 1.0 - (1.0 - p) ** (1.0 / w)
+
+
 class Link:
     def __init__(
         self,
@@ -102,13 +238,14 @@ class Link:
         open_timeout: float = 5.0,
         session: int | None = None,
         flags: dict[str, str] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         """``timeout``: the time-out before a round trip is measured and the adaptive time-out's
-        ceiling; ``budget``: seconds one request may take in all; ``retries``: an optional cap
-        on re-sends per request (None: the budget alone decides); ``session``: the nonce HELLO
-        sends (default: a fresh random one per link); ``flags``: the command-line flag that
-        sets each budget ("budget", "timeout"), named in the errors so they say how to raise
-        it."""
+        ceiling; ``budget``: seconds of silence from the device that end the link; ``retries``:
+        an optional cap on re-sends of a control request (None: the budget alone decides);
+        ``session``: the nonce HELLO sends (default: a fresh random one per link); ``flags``:
+        the command-line flag that sets each budget ("budget", "timeout"), named in the errors
+        so they say how to raise it; ``stop``: set it to end every wait (`Stopped`)."""
         if timeout <= 0 or budget <= 0:
             raise ValueError(f"timeout={timeout!r}, budget={budget!r}: both must be > 0 seconds")
         self.url = url
@@ -116,7 +253,9 @@ class Link:
         self.budget = budget
         self.retries = retries
         self.flags = dict(flags or {})
+        self.stop = stop
         self.session = new_session() if session is None else session & 0xFFFFFFFF
+        self.baud = baud
         try:
             self._ser = serial.serial_for_url(url, baudrate=baud, timeout=0, write_timeout=timeout)
         except (serial.SerialException, OSError, ValueError) as exc:
@@ -133,25 +272,49 @@ class Link:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._decoder = FrameDecoder()
         self._pending: deque[Frame | BadFrame] = deque()
-        self._seq = 0
-        self._rtt: dict[int, RttEstimator] = {}  # per request type: INFER is slower than HELLO
+        self._seq = 0  # control requests' counter (their seqs have bit 31 set)
+        self._rtt: dict[int, RttEstimator] = {}  # control requests, per type
         # The line's pace (bytes/s), for time-outs that cover a frame's time on the wire: a
         # serial device's nominal rate (8N1: 10 bits a byte) from the start; on a socket (QEMU,
         # a proxy, a network UART) unknown until measured (`line_rate`).
         self.nominal_rate = None if "://" in url else baud / 10.0
         self._measured_rate = 0.0
-        self._reply_bytes: dict[int, int] = {}  # per request type: the last reply's frame size
+        self._reply_bytes: dict[int, int] = {}  # control requests: the last reply's frame size
         self.bad_frames = 0
-        self.retransmits = 0  # requests re-sent, for any reason (same seq)
+        self.retransmits = 0  # frames re-sent, for any reason
         self.resent_on_timeout = 0
-        self.resent_on_damage = 0  # at once: a damaged frame or a link-damage ERROR arrived
-        self.damaged_requests = 0  # link-damage ERRORs the device answered
-        self.stale_replies = 0  # valid frames for an earlier seq (late or duplicated answers)
+        self.resent_on_damage = 0  # re-sent because the device showed the copy lost or damaged
+        self.replies_asked = 0  # requests sent again because their reply was lost
+        self.damaged_requests = 0  # damage the device reported (STATUS, link-damage ERROR)
+        self.stale_replies = 0  # valid frames for an earlier or another session's request
         self.refused_replies = 0  # the right seq and type, refused by `accept` (another session)
+        self.frames_sent = 0  # ordered frames sent (first copies)
+        self.bytes_sent = 0
         self._heard = time.monotonic()  # when the last valid frame came from the device
         self.recent_bad: deque[BadFrame] = deque(maxlen=4)
+        # the ordered stream
+        self.window = STOP_AND_WAIT
+        self._count = 0  # the last counter given
+        self._dev_next = 1  # the device's next counter, as last heard
+        self._out: dict[int, _Out] = {}  # sent or queued, not yet served
+        self._awaiting: dict[int, _Out] = {}  # served, their reply not yet here
+        self._queue: deque[_Out] = deque()
+        self._tx = 0  # transmissions so far (ordered)
+        self._unacked = 0  # frames sent and not yet served
+        self._delivered_tx = -1  # the latest transmission known to have arrived
+        self._in_flight = 0  # bytes of copies on the wire not known to have arrived or been lost
+        self._replies_open = 0  # tickets awaiting a reply that were sent
+        self._ordered_rtt = RttEstimator(timeout, min(MIN_TIMEOUT, timeout), timeout)
+        self._progress = time.monotonic()  # the last time the device moved the window
+        self._loss = _Loss()
+        self._grown = FIRST_PAYLOAD
+        self._last_error = 0  # STATUS last_error as last seen
+        self._control_seq: int | None = None  # the control request waiting for its reply
+        self._control_got: list[Frame | str] = []
         # A leading delimiter makes the device drop any half-received frame (resync).
         self.write(b"\0")
+
+    # ------------------------------------------------------------------ plumbing
 
     def close(self) -> None:
         self._ser.close()
@@ -164,27 +327,53 @@ class Link:
     ) -> None:
         self.close()
 
-    def next_seq(self) -> int:
-        self._seq = (self._seq + 1) & 0xFFFFFFFF
-        return self._seq
+    @property
+    def tag(self) -> int:
+        return (self.session & SEQ_TAG_MASK) << SEQ_TAG_SHIFT
 
-    def rto(self, type_: int) -> float:
-        """The current time-out for requests of this type."""
+    def next_seq(self) -> int:
+        """A fresh control seq (bit 31 set)."""
+        self._seq = (self._seq + 1) & 0x7FFFFFFF
+        return SEQ_CONTROL | self._seq
+
+    def ordered_seq(self, count: int) -> int:
+        return self.tag | (count & SEQ_COUNT_MASK)
+
+    def configure(self, info: Info) -> None:
+        """Take the device's window from its INFO (`Device.hello` calls it)."""
+        self.window = Window.from_info(info)
+        if info.link is not None and info.link.next & ~SEQ_COUNT_MASK == self.tag:
+            self._dev_next = info.link.next & SEQ_COUNT_MASK
+
+    def set_baud(self, baud: int) -> None:
+        """The host side's rate (a serial device; a socket has none)."""
+        self.baud = baud
+        if self.nominal_rate is not None:
+            self._ser.baudrate = baud
+            self.nominal_rate = baud / 10.0
+
+    def drain_output(self) -> None:
+        try:
+            self._ser.flush()
+        except (serial.SerialException, OSError) as exc:
+            raise LinkClosed(f"{self.url}: write failed: {exc}") from exc
+
+    def rto(self, type_: int | None = None) -> float:
+        """The current re-send time-out: of the ordered stream, or of a control request type."""
+        if type_ is None or type_ not in CONTROL_TYPES:
+            return self._ordered_rtt.rto
         return self._estimator(type_).rto
 
     @property
     def line_rate(self) -> float | None:
         """Bytes/s the link moves at least: the nominal rate of a serial device, else the best
-        (bytes there and back) / (round trip) of the requests answered on their first try. A
-        round trip also holds the device's work, so the measured figure is a lower bound, and
-        the wire times computed from it are upper bounds. None before anything is known."""
+        measured figure. None before anything is known."""
         rate = max(self.nominal_rate or 0.0, self._measured_rate)
         return rate if rate > 0 else None
 
     def wire_time(self, type_: int, request_bytes: int) -> float:
-        """Seconds a request of this size and its reply (as large as the last reply of this
-        type) take on the wire at `line_rate`: at 9,600 baud a 2 KiB AUDIO frame alone is 2.1 s,
-        more than the default time-out, which must not fire while the frame is still moving."""
+        """Seconds a control request of this size and its reply take on the wire at
+        `line_rate`."""
         rate = self.line_rate
         if rate is None:
             return 0.0
@@ -208,6 +397,10 @@ class Link:
     def send(self, frame: Frame) -> None:
         self.write(frame.encode())
 
+    def _check_stop(self) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise Stopped(f"{self.url}: stopped")
+
     def _read_some(self, wait: float) -> bytes:
         try:
             if self._fd is not None:
@@ -225,11 +418,13 @@ class Link:
             left = deadline - time.monotonic()
             # at least one look, even with the time up: what arrived while this process was
             # not scheduled (a busy machine) is read before any deadline is declared
-            data = self._read_some(max(0.0, left))
+            data = self._read_some(max(0.0, min(left, STOP_POLL)))
             if data:
                 self._pending.extend(self._decoder.feed(data))
             elif left <= 0:
                 return None
+            else:
+                self._check_stop()
         item = self._pending.popleft()
         if isinstance(item, BadFrame):
             self.bad_frames += 1
@@ -250,6 +445,12 @@ class Link:
             if item is None or isinstance(item, Frame):
                 return item
 
+    def _raise_hint(self, which: str) -> str:
+        flag = self.flags.get(which)
+        return f"; raise it with {flag}" if flag else ""
+
+    # ------------------------------------------------------------------ requests
+
     def request(
         self,
         type_: int,
@@ -262,91 +463,457 @@ class Link:
         retry_errors: frozenset[int] = LINK_ERRORS,
         accept: Callable[[Frame], bool] | None = None,
     ) -> Frame:
-        """Send a request and return the reply of type ``expect`` with the same seq.
+        """Send a request and return its reply of type ``expect``: a control request (HELLO,
+        ECHO, BAUD) one try at a time (`_control`), an ordered one through the window
+        (`submit`, then `wait`)."""
+        if type_ in CONTROL_TYPES:
+            return self._control(type_, payload, expect, timeout, budget, retries, accept)
+        ticket = self.submit(type_, payload, expect=expect)
+        reply = self.wait(ticket)
+        assert reply is not None
+        return reply
 
-        Re-sends the same frame (same seq, behind a 0x00) when a damaged frame or an ERROR with
-        a code in ``retry_errors`` arrives (the latter whatever its seq: a request damaged in
-        its seq field is answered with that damaged seq), paced (below), and after the adaptive
-        time-out otherwise. ``timeout`` fixes the time-out of every try instead of the adaptive
-        one (the boot-time HELLO sync). ``accept``: a check of a reply of type ``expect`` and
-        the right seq; a reply it refuses counts as stale.
+    def submit(self, type_: int, payload: bytes = b"", *, expect: int | None) -> Ticket:
+        """Queue an ordered request, cut into frames of at most `payload_size` bytes, and send
+        what the window allows. Waits (taking replies as they come) while more than
+        QUEUE_FRAMES frames are queued."""
+        if type_ in CONTROL_TYPES or type_ & TYPE_MORE:
+            raise ValueError(f"type 0x{type_:02x} is not an ordered request type")
+        size = self.payload_size()
+        parts = [payload[i : i + size] for i in range(0, len(payload), size)] or [b""]
+        now = time.monotonic()
+        ticket = Ticket(type_, expect, 0, now)
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            self._count = (self._count + 1) & SEQ_COUNT_MASK
+            seq = self.ordered_seq(self._count)
+            t = type_ if last else type_ | TYPE_MORE
+            o = _Out(self._count, seq, t, Frame(t, seq, part).encode(), ticket if last else None)
+            o.queued = True
+            self._out[o.count] = o
+            self._queue.append(o)
+            ticket.seq = seq
+        self._send_ready()
+        while len(self._queue) > QUEUE_FRAMES:
+            self._step()
+        return ticket
 
-        Pacing (docs/protocol.md, "Host rules"): damage is acted on no sooner than the hold-off
-        after the try, half a smoothed round trip (a fixed ``timeout``: the whole of it, so a
-        burst of noise re-sends once per try), doubled by each damage-triggered re-send of
-        this request up to the time-out: a re-send cuts the copy the device is still reading,
-        whose ERROR must not trigger the next re-send at once.
+    def wait(self, ticket: Ticket) -> Frame | None:
+        """Its reply (None for an acknowledged request without one), taking every other reply
+        as it comes; raises its error."""
+        while not ticket.done:
+            self._step()
+        return ticket.result()
 
-        Budgets are time, never a try count, and follow progress: the request fails when no
-        valid frame has come from the device for ``budget`` seconds (it is lost), or when it
-        has taken ``PATIENCE`` budgets in all (a device that answers, but never this request).
-        ``retries``: an optional cap on re-sends, for tests (None: the budgets alone decide)."""
+    def poll(self) -> None:
+        """Take what has arrived and send what the window allows, without waiting."""
+        self._check_stop()
+        self._send_ready()
+        while (item := self._next_item(0.0)) is not None:
+            self._on_item(item)
+        self._check_timers()
+        self._send_ready()
+
+    def flush(self) -> None:
+        """Wait until every submitted request is served and answered."""
+        while self._out or self._awaiting:
+            self._step()
+
+    @property
+    def outstanding(self) -> int:
+        """Ordered frames not yet served or not yet answered."""
+        return len(self._out) + len(self._awaiting)
+
+    def payload_size(self) -> int:
+        """The payload a frame should carry now: the size that carries the most payload through
+        a line that damages each byte with the probability measured so far (a frame of w bytes
+        arrives whole with (1 - q)^w), never more than the device's largest payload, no more
+        than it can hold out of order once the line has lost anything, and growing from
+        FIRST_PAYLOAD only while nothing is lost."""
+        most = self.window.max_payload
+        q = self._loss.per_byte()
+        steps = [s for s in PAYLOAD_STEPS if s <= most] or [most]
+        if q > 0:
+            best = max(steps, key=lambda f: f / (f + FRAME_OVERHEAD) * (1 - q) ** (f + FRAME_OVERHEAD))
+            if self.window.hold_payload:
+                best = min(best, max(s for s in steps if s <= self.window.hold_payload))
+            self._grown = min(self._grown, max(best, FIRST_PAYLOAD))
+            return min(best, self._grown)
+        if self._loss.clean_run >= CLEAN_TO_GROW and self._grown < most:
+            self._grown = min(most, self._grown * 2)
+            self._loss.clean_run = 0
+        return min(self._grown, most)
+
+    # ------------------------------------------------------------------ the ordered stream
+
+    def _room(self, o: _Out) -> bool:
+        """Whether the device's window takes this frame now."""
+        if (o.count - self._dev_next) & SEQ_COUNT_MASK >= min(self.window.frames, WINDOW):
+            return False
+        if self._in_flight and self._in_flight + len(o.wire) > self.window.rx_ring:
+            return False
+        if self.window.rx_ring == 0 and self._in_flight:
+            return False
+        wants_reply = o.ticket is not None and o.ticket.expect is not None and o.sends == 0
+        return not (wants_reply and self._replies_open >= self.window.records)
+
+    def _send_ready(self) -> None:
+        while self._queue and self._room(self._queue[0]):
+            self._transmit(self._queue.popleft())
+
+    def _transmit(self, o: _Out) -> None:
+        now = time.monotonic()
+        first = o.sends == 0
+        self.write(o.wire if first else b"\0" + o.wire)
+        self._tx += 1
+        if first:
+            o.first_tx, o.first_at = self._tx, now
+            self.frames_sent += 1
+            if o.ticket is not None and o.ticket.expect is not None:
+                self._replies_open += 1
+            if not self._unacked and not self._awaiting:
+                # out of idleness: the re-send clock and the budget of silence start now
+                self._progress = self._heard = now
+            self._unacked += 1
+        else:
+            self.retransmits += 1
+        o.last_tx, o.last_at = self._tx, now
+        o.sends += 1
+        o.queued = False
+        if not o.acked and not o.held:
+            o.copies += 1
+            self._in_flight += len(o.wire)
+        self.bytes_sent += len(o.wire)
+        self._loss.on_send(len(o.wire))
+
+    def _resend(self, o: _Out, why: str) -> None:
+        """Put a frame at the head of the send queue (once)."""
+        if o.queued:
+            return
+        o.queued = True
+        if why == "timeout":
+            self.resent_on_timeout += 1
+        elif why == "reply":
+            self.replies_asked += 1
+        else:
+            self.resent_on_damage += 1
+        self._queue.appendleft(o)
+
+    def _lost(self, o: _Out) -> None:
+        """Every copy of an unserved frame is gone: it goes again."""
+        if o.copies:
+            self._in_flight -= o.copies * len(o.wire)
+            o.copies = 0
+            self._loss.on_loss()
+        self._resend(o, "damage")
+
+    def _arrived(self, o: _Out) -> None:
+        """The device has the frame (served or held): its copies left the wire."""
+        if o.copies:
+            self._in_flight -= o.copies * len(o.wire)
+            o.copies = 0
+        if o.first_tx > self._delivered_tx:
+            self._delivered_tx = o.first_tx
+
+    def _advance(self, next_count: int) -> None:
+        """The device has served every counter before next_count."""
+        if (next_count - self._dev_next) & SEQ_COUNT_MASK >= SEQ_COUNT_MASK // 2:
+            return  # an older view of the window than the one held
+        now = time.monotonic()
+        c = self._dev_next
+        moved = c != next_count
+        while c != next_count:
+            o = self._out.pop(c, None)
+            c = (c + 1) & SEQ_COUNT_MASK
+            if o is None:
+                continue
+            self._arrived(o)
+            o.acked = True
+            if o.sends:
+                self._unacked -= 1
+            if o.sends == 1:  # Karn: a frame sent once is measured
+                rtt = now - o.first_at
+                self._ordered_rtt.sample(rtt)
+                if rtt > 0:
+                    self._measured_rate = max(self._measured_rate, len(o.wire) / rtt)
+            t = o.ticket
+            if t is None or t.done:
+                continue
+            if t.expect is None and self._last_error != o.seq:
+                t.done = True
+                continue
+            # served, and its reply (or the ERROR last_error names) is not here: lost on the way
+            self._awaiting[o.count] = o
+            self._resend(o, "reply")
+        if moved:
+            self._dev_next = next_count
+            self._progress = now
+
+    def _finish(self, o: _Out, reply: Frame) -> None:
+        t = o.ticket
+        assert t is not None
+        if t.expect is not None and o.sends:
+            self._replies_open -= 1
+        t.done = True
+        if reply.type == Msg.ERROR:
+            t.error = _device_error(reply)
+        elif t.expect is not None and reply.type != t.expect:
+            t.error = ProtocolError(
+                f"wrong reply type: the reply to {_type_name(t.type)} seq {t.seq} is "
+                f"{_type_name(reply.type)} (0x{reply.type:02x}), expected "
+                f"{_type_name(t.expect)} (0x{t.expect:02x})"
+            )
+        else:
+            t.reply = reply
+        self._awaiting.pop(o.count, None)
+
+    def _on_reply(self, f: Frame) -> None:
+        """A reply (or a recorded ERROR) to an ordered request."""
+        if f.seq & ~SEQ_COUNT_MASK != self.tag:
+            self.stale_replies += 1  # another session's
+            return
+        count = f.seq & SEQ_COUNT_MASK
+        o = self._out.get(count) or self._awaiting.get(count)
+        if o is None or o.ticket is None or o.ticket.done:
+            self.stale_replies += 1  # a replayed or duplicated answer already taken
+            if o is not None and o.ticket is None and f.type == Msg.ERROR:
+                raise _device_error(f)  # a part of a message refused on its own
+            self._advance((count + 1) & SEQ_COUNT_MASK)
+            return
+        self._finish(o, f)
+        self._advance((count + 1) & SEQ_COUNT_MASK)
+
+    def _on_status(self, f: Frame) -> None:
+        try:
+            st = Status.unpack(f.payload)
+        except ValueError as exc:
+            raise ProtocolError(f"{self.url}: {exc}") from exc
+        if st.cause in LINK_ERRORS:
+            self.damaged_requests += 1
+            # the damaged copy's header often survives: that frame goes again at once
+            o = self._out.get(f.seq & SEQ_COUNT_MASK)
+            if o is not None and o.seq == f.seq and not o.held and o.copies:
+                o.copies -= 1
+                self._in_flight -= len(o.wire)
+                if o.copies == 0:
+                    self._loss.on_loss()
+                    self._resend(o, "damage")
+        elif st.cause == Cause.DUP:
+            o = self._awaiting.get(f.seq & SEQ_COUNT_MASK)
+            if o is not None and o.seq == f.seq and o.ticket is not None:
+                raise ProtocolError(
+                    f"{self.url}: the device no longer holds the reply to "
+                    f"{_type_name(o.ticket.type)} seq {o.seq} (it keeps "
+                    f"{self.window.records} replies)"
+                )
+        elif st.cause == Cause.STALE:
+            self.stale_replies += 1
+        if st.next & ~SEQ_COUNT_MASK != self.tag:
+            return  # the window of another session (before our HELLO reached it)
+        self._last_error = st.last_error
+        base = st.next & SEQ_COUNT_MASK
+        self._advance(base)
+        for i in range(1, WINDOW):
+            if st.held >> i & 1:
+                o = self._out.get((base + i) & SEQ_COUNT_MASK)
+                if o is not None and not o.held:
+                    o.held = True
+                    self._arrived(o)
+                    if o.queued:  # a re-send it no longer needs
+                        o.queued = False
+                        self._queue.remove(o)
+
+    def _infer_losses(self) -> None:
+        """Frames whose last copy went out before a transmission the device is known to have
+        received: on a line that keeps bytes in order, that copy was lost (or its reply was)."""
+        d = self._delivered_tx
+        for o in list(self._out.values()):
+            if o.sends and not o.queued and not o.held and o.last_tx < d:
+                self._lost(o)
+        for o in list(self._awaiting.values()):
+            if not o.queued and o.last_tx < d:
+                self._resend(o, "reply")
+
+    def _oldest(self) -> _Out | None:
+        waiting = [o for o in self._out.values() if o.sends and not o.held and not o.queued]
+        waiting += [o for o in self._awaiting.values() if not o.queued]
+        if not waiting:
+            return None
+        base = self._dev_next
+        return min(waiting, key=lambda o: (o.count - base) & SEQ_COUNT_MASK)
+
+    def _rto_now(self) -> float:
+        """The ordered stream's time-out: the estimator's, never shorter than twice the time the
+        bytes in flight need on the wire at the line's pace, plus the floor."""
+        est = self._ordered_rtt
+        rate = self.line_rate
+        on_wire = self._in_flight / rate if rate else 0.0
+        return max(est.rto, 2 * on_wire + est.floor)
+
+    def _check_timers(self) -> None:
+        now = time.monotonic()
+        outstanding = [o for o in self._out.values() if o.sends] or list(self._awaiting.values())
+        if not outstanding:
+            self._progress = now
+            return
+        oldest = min(o.first_at for o in outstanding)
+        # silence: nothing valid from the device for a budget while frames are out
+        if now >= self._heard + self.budget and self._heard < max(o.last_at for o in outstanding):
+            self._fail(
+                f"nothing valid came from the device for the {self.budget:g} s budget"
+                f"{self._raise_hint('budget')}"
+            )
+        if now >= oldest + PATIENCE * self.budget:
+            self._fail(
+                f"the device kept answering, but did not serve the oldest request for "
+                f"{PATIENCE} budgets ({PATIENCE * self.budget:g} s){self._raise_hint('budget')}"
+            )
+        if now >= self._progress + self._rto_now():
+            o = self._oldest()
+            if o is not None:
+                if not o.acked and o.copies:
+                    self._in_flight -= o.copies * len(o.wire)
+                    o.copies = 0
+                    self._loss.on_loss()
+                self._resend(o, "timeout")
+                self._ordered_rtt.backoff()
+            self._progress = now
+
+    def _fail(self, why: str) -> None:
+        o = self._oldest()
+        what = (
+            f"{_type_name(o.ticket.type if o.ticket else o.type & ~TYPE_MORE)} seq {o.seq}"
+            if o is not None
+            else "the ordered stream"
+        )
+        detail = ""
+        if self.recent_bad:
+            last = self.recent_bad[-1]
+            detail = f"; last undecodable bytes: {last.raw[:80]!r} ({last.reason})"
+        err = LinkTimeout(
+            f"{self.url}: no reply to {what} after {o.sends if o else 0} tries: {why}{detail}"
+        )
+        for x in [*self._out.values(), *self._awaiting.values()]:
+            if x.ticket is not None and not x.ticket.done:
+                x.ticket.done = True
+                x.ticket.error = err
+        raise err
+
+    def _step(self) -> None:
+        """One turn: send what fits, wait for the next item (at most until a timer is due), take
+        it, look at the timers."""
+        self._check_stop()
+        self._send_ready()
+        now = time.monotonic()
+        due = min(self._progress + self._rto_now(), self._heard + self.budget)
+        item = self._next_item(max(0.0, min(due - now, STOP_POLL)))
+        if item is not None:
+            self._on_item(item)
+            while (more := self._next_item(0.0)) is not None:
+                self._on_item(more)
+            self._infer_losses()
+        self._check_timers()
+
+    def _on_item(self, item: Frame | BadFrame) -> None:
+        if isinstance(item, BadFrame):
+            return  # counted; later frames show what it was
+        self._heard = time.monotonic()
+        if item.seq & SEQ_CONTROL:
+            if self._control_seq is not None and item.seq == self._control_seq:
+                self._control_got.append(item)
+            elif item.type == Msg.ERROR and item.payload[:1] and item.payload[0] in LINK_ERRORS:
+                self.damaged_requests += 1
+                self._control_got.append(f"the device answered ERROR {Err(item.payload[0]).name}")
+            else:
+                self.stale_replies += 1
+            return
+        if item.type == Msg.STATUS:
+            if self._control_seq is not None and item.payload[8:9] and item.payload[8] in LINK_ERRORS:
+                self._control_got.append(f"the device reported {cause_name(item.payload[8])}")
+            self._on_status(item)
+            return
+        if item.type == Msg.ERROR and item.payload[:1] and item.payload[0] == Err.VERSION:
+            self.damaged_requests += 1
+            return
+        self._on_reply(item)
+
+    # ------------------------------------------------------------------ control requests
+
+    def _control(
+        self,
+        type_: int,
+        payload: bytes,
+        expect: int,
+        timeout: float | None,
+        budget: float | None,
+        retries: int | None,
+        accept: Callable[[Frame], bool] | None,
+    ) -> Frame:
+        """One control request, stop-and-wait: re-sent (same seq, behind a 0x00) on damage after
+        the hold-off (half a smoothed round trip, at least 20 ms, doubled per damage re-send, up
+        to the time-out: a re-send cuts the copy the device is still reading, whose report must
+        not trigger the next re-send at once) and after the adaptive time-out otherwise; with a
+        fixed ``timeout`` (the boot-time HELLO sync) once per try. Ordered replies that arrive
+        meanwhile are taken as usual."""
         budget = self.budget if budget is None else budget
         retries = self.retries if retries is None else retries
         est = self._estimator(type_)
         frame = Frame(type_, self.next_seq(), payload)
         wire = frame.encode()
         t_start = time.monotonic()
-        self._heard = t_start  # the budget of silence counts from the request's start
+        heard0 = self._heard = t_start
         hard_end = t_start + PATIENCE * budget
         tries = damage_resends = 0
         refused0 = self.refused_replies
-        while True:
-            # the 0x00 ends whatever part of an earlier try the device may still hold
-            self.write(wire if tries == 0 else b"\0" + wire)
-            sent_at = time.monotonic()
-            tries += 1
-            # the adaptive time-out, never shorter than twice the frames' time on the wire
-            on_wire = self.wire_time(type_, len(wire)) if timeout is None else 0.0
-            wait = max(est.rto, 2 * on_wire + est.floor) if timeout is None else timeout
-            if timeout is None:
-                srtt = est.srtt if est.srtt is not None else 0.0
-                # a damaged copy's ERROR comes once the device has read it: not before it could
-                base = max(MIN_HOLDOFF, 0.5 * srtt, len(wire) / (self.line_rate or float("inf")))
-                holdoff = min(wait, base * 2**damage_resends)
-            else:
-                holdoff = timeout
-            got = self._await(
-                frame,
-                expect,
-                sent_at,
-                sent_at + wait,
-                holdoff,
-                retry_errors,
-                accept,
-                lambda: min(hard_end, self._heard + budget),
-            )
-            if isinstance(got, Frame):
-                reply_bytes = got.wire_size  # the reply's bytes on the line, at most
-                self._reply_bytes[type_] = reply_bytes
-                if tries == 1 and timeout is None:  # Karn: a re-sent request is not measured
-                    rtt = time.monotonic() - sent_at
-                    est.sample(rtt)
-                    if rtt > 0:
-                        moved = (len(wire) + reply_bytes) / rtt
-                        self._measured_rate = max(self._measured_rate, moved)
-                return got
-            now = time.monotonic()
-            # silence is counted only while a try is out: a valid frame after this try (say an
-            # ERROR for a damaged copy) shows the device alive however late this process looks
-            silent = self._heard < sent_at and now >= self._heard + budget
-            if now >= hard_end or silent:
-                break
-            if retries is not None and tries > retries:
-                break
-            if got is None:
+        self._control_seq = frame.seq
+        got: Frame | str | None = None
+        try:
+            while True:
+                self.write(wire if tries == 0 else b"\0" + wire)
+                sent_at = time.monotonic()
+                tries += 1
+                on_wire = self.wire_time(type_, len(wire)) if timeout is None else 0.0
+                wait = max(est.rto, 2 * on_wire + est.floor) if timeout is None else timeout
                 if timeout is None:
-                    est.backoff()
-                self.resent_on_timeout += 1
-            else:
-                self.resent_on_damage += 1
-                damage_resends += 1
-            self.retransmits += 1
+                    srtt = est.srtt if est.srtt is not None else 0.0
+                    base = max(MIN_HOLDOFF, 0.5 * srtt, len(wire) / (self.line_rate or float("inf")))
+                    holdoff = min(wait, base * 2**damage_resends)
+                else:
+                    holdoff = timeout
+                got = self._control_await(frame, expect, sent_at, sent_at + wait, holdoff, accept,
+                                          lambda: min(hard_end, self._heard + budget))  # fmt: skip
+                if isinstance(got, Frame):
+                    reply_bytes = got.wire_size
+                    self._reply_bytes[type_] = reply_bytes
+                    if tries == 1 and timeout is None:
+                        rtt = time.monotonic() - sent_at
+                        est.sample(rtt)
+                        if rtt > 0:
+                            moved = (len(wire) + reply_bytes) / rtt
+                            self._measured_rate = max(self._measured_rate, moved)
+                    return got
+                now = time.monotonic()
+                silent = self._heard < sent_at and now >= self._heard + budget
+                if now >= hard_end or silent:
+                    break
+                if retries is not None and tries > retries:
+                    break
+                if got is None:
+                    if timeout is None:
+                        est.backoff()
+                    self.resent_on_timeout += 1
+                else:
+                    self.resent_on_damage += 1
+                    damage_resends += 1
+                self.retransmits += 1
+        finally:
+            self._control_seq = None
+            self._control_got.clear()
         now = time.monotonic()
         silent = self._heard < sent_at and now >= self._heard + budget
         if retries is not None and tries > retries and now < hard_end and not silent:
             why = f"the cap of {retries} re-sends was reached"
-        elif now >= hard_end and not silent:
+        elif now >= hard_end and not silent and self._heard > heard0:
             why = (
                 f"the device kept sending, but not this reply, for {PATIENCE} budgets "
                 f"({PATIENCE * budget:g} s){self._raise_hint('budget')}"
@@ -366,79 +933,69 @@ class Link:
             last = self.recent_bad[-1]
             detail += f"; last undecodable bytes: {last.raw[:80]!r} ({last.reason})"
         raise LinkTimeout(
-            f"{self.url}: no valid reply to {_type_name(type_)} seq {frame.seq} after {tries} "
-            f"tries in {now - t_start:.1f} s: {why} (last try: {got or 'no reply'}){detail}"
+            f"{self.url}: no valid reply to {_type_name(type_)} after {tries} tries in "
+            f"{now - t_start:.1f} s: {why} (last try: {got or 'no reply'}){detail}"
         )
 
-    def _raise_hint(self, which: str) -> str:
-        flag = self.flags.get(which)
-        return f"; raise it with {flag}" if flag else ""
-
-    def _await(
+    def _control_await(
         self,
         frame: Frame,
         expect: int,
         sent_at: float,
         deadline: float,
         holdoff: float,
-        retry_errors: frozenset[int],
         accept: Callable[[Frame], bool] | None,
         budget_end: Callable[[], float],
     ) -> Frame | str | None:
-        """The reply to ``frame``; or why to re-send (str); or None at the deadline (the try's
-        time-out or the request's budget, ``budget_end()``, which moves on with every valid
-        frame). Damage seen sooner than ``holdoff`` after the send is acted on only at
-        ``holdoff``: a burst of line noise must not re-send faster than the link carries the
-        frame."""
+        """The reply to a control ``frame``; or why to re-send (str); or None at the deadline.
+        Damage seen sooner than ``holdoff`` after the send is acted on only at ``holdoff``."""
         damage: str | None = None
-        looked = False  # the one look at what has arrived, once the time is up
+        looked = False
         while True:
+            self._check_stop()
             now = time.monotonic()
             end = min(deadline, budget_end())
             if damage is not None and now >= sent_at + holdoff:
                 return damage
             if now >= end:
-                # a deadline passed while this process was not running is not the device's
-                # silence: take what came meanwhile (one read, then what it decoded) first
                 if looked and not self._pending:
                     return damage
                 looked = True
                 item = self._next_item(0.0)
-                if item is None:
-                    return damage
             else:
                 until = end if damage is None else min(end, sent_at + holdoff)
                 item = self._next_item(until - now)
-                if item is None:
-                    continue
+            if item is None:
+                if now >= end:
+                    return damage
+                continue
             if isinstance(item, BadFrame):
                 damage = damage or f"damaged frame ({item.reason})"
                 continue
-            self._heard = time.monotonic()  # a valid frame: the device is alive
-            if item.type == Msg.ERROR and item.payload[:1] and item.payload[0] in retry_errors:
-                self.damaged_requests += 1
-                damage = damage or f"the device answered ERROR {Err(item.payload[0]).name}"
-                continue
-            if item.seq != frame.seq:
-                self.stale_replies += 1  # a late or duplicated answer to an earlier request
-                continue
-            if item.type == Msg.ERROR:
-                raise _device_error(item)
-            if item.type != expect:
-                raise ProtocolError(
-                    f"wrong reply type: the reply to {_type_name(frame.type)} seq {frame.seq} "
-                    f"is {_type_name(item.type)} (0x{item.type:02x}), expected "
-                    f"{_type_name(expect)} (0x{expect:02x})"
-                )
-            if accept is not None and not accept(item):
-                self.stale_replies += 1
-                self.refused_replies += 1
-                continue
-            return item
+            self._on_item(item)
+            while self._control_got:
+                got = self._control_got.pop(0)
+                if isinstance(got, str):
+                    damage = damage or got
+                    continue
+                if got.type == Msg.ERROR:
+                    raise _device_error(got)
+                if got.type != expect:
+                    raise ProtocolError(
+                        f"wrong reply type: the reply to {_type_name(frame.type)} seq "
+                        f"{frame.seq} is {_type_name(got.type)} (0x{got.type:02x}), expected "
+                        f"{_type_name(expect)} (0x{expect:02x})"
+                    )
+                if accept is not None and not accept(got):
+                    self.stale_replies += 1
+                    self.refused_replies += 1
+                    continue
+                return got
 
 
 def _type_name(type_: int) -> str:
-    return Msg(type_).name if type_ in Msg._value2member_map_ else f"type 0x{type_:02x}"
+    base = type_ & ~TYPE_MORE if type_ & TYPE_MORE and type_ < 0x80 else type_
+    return Msg(base).name if base in Msg._value2member_map_ else f"type 0x{type_:02x}"
 
 
 def _device_error(reply: Frame) -> LinkError:
@@ -447,3 +1004,40 @@ def _device_error(reply: Frame) -> LinkError:
     code, offending = reply.payload[0], reply.payload[1]
     name = Err(code).name if code in Err._value2member_map_ else f"UNKNOWN({code})"
     return DeviceError(code, name, reply.seq, offending)
+
+
+@dataclass
+class Pipe:
+    """Requests submitted in order and taken back in order: what `codegen run` keeps in flight.
+    ``limit``: requests awaiting their reply before `put` waits for the oldest."""
+
+    link: Link
+    limit: int = 64
+    items: deque[tuple[object, Ticket]] = field(default_factory=deque)
+
+    def put(self, key: object, ticket: Ticket) -> list[tuple[object, Ticket]]:
+        """Add a request; returns the oldest ones that are done (in order)."""
+        self.items.append((key, ticket))
+        while len(self.items) > self.limit:
+            self.link.wait(self.items[0][1])
+            return self.take()
+        self.link.poll()
+        return self.take()
+
+    def take(self) -> list[tuple[object, Ticket]]:
+        out = []
+        while self.items and self.items[0][1].done:
+            out.append(self.items.popleft())
+        return out
+
+    def drain(self) -> list[tuple[object, Ticket]]:
+        out: list[tuple[object, Ticket]] = []
+        while self.items:
+            self.link.wait(self.items[0][1])
+            out += self.take()
+        return out
+
+
+def baud_payload(rate: int, revert_ms: int) -> bytes:
+    """BAUD: the rate asked for and the device's revert time (docs/protocol.md)."""
+    return struct.pack("<IH", rate, revert_ms)

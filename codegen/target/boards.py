@@ -30,6 +30,10 @@ class Board:
     uboot_defconfig: str | None  # None: no U-Boot build for this board
     device_tree: str | None  # U-Boot DEVICE_TREE (arch/arm/dts/<name>.dts)
     usb_uart: str  # the console as a Linux host sees it
+    # The global timer's clock, Hz: CPU_3x2x, half the CPU clock (UG585 §8.1: the APU timers run
+    # at 1/2 of the CPU frequency); QEMU's a9gtimer counts one tick per 10 ns of virtual time
+    # (hw/timer/a9gtimer.c, a9_gtimer_get_conv).
+    timer_hz: int = 333_333_333
     baud: int = 115_200
     note: str = ""
 
@@ -58,6 +62,7 @@ BOARDS: dict[str, Board] = {
             uboot_defconfig=None,
             device_tree=None,
             usb_uart="QEMU -serial (a TCP socket that `codegen run --qemu` opens)",
+            timer_hz=100_000_000,
             note="no boot loader: qemu-system-arm -M xilinx-zynq-a9 -kernel fw.elf",
         ),
         # Digilent Zybo Z7-20. U-Boot board/xilinx/zynq/zynq-zybo-z7/ps7_init_gpl.c:
@@ -113,6 +118,8 @@ BOARDS: dict[str, Board] = {
             uboot_defconfig=None,
             device_tree=None,
             usb_uart="/dev/ttyUSB1 (FT2232HQ channel B; channel A is JTAG)",
+            # PYNQ-Z2 board files: PCW_APU_PERIPHERAL_FREQMHZ = 650 -> CPU_3x2x 325 MHz
+            timer_hz=325_000_000,
             note="no open SD boot path: U-Boot has no PYNQ-Z2 board (no ps7_init_gpl.c, no "
             "device tree); UART, clock and JTAG hold, so load the ELF over JTAG after the PYNQ "
             "image's FSBL has set up the PS",

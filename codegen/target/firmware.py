@@ -26,8 +26,16 @@ from codegen.target.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_too
 HELP = "build the bare-metal runtime firmware (ELF) for the Zynq-7020 Cortex-A9"
 
 UART_BASES = {0: 0xE0000000, 1: 0xE0001000}  # UG585 Table 4-6
-MAX_PAYLOAD_RANGE = (128, 8192)  # INFO's fixed part and board block take 116 bytes
+MAX_PAYLOAD_RANGE = (256, 8192)  # INFO's fixed part, board and link blocks take 188 bytes
 BAUD_MAX_ERROR = 0.02  # a UART tolerates a few per cent of mismatch; keep under 2 %
+# The standard rates a session may switch to (docs/protocol.md, "Rate switch"): Linux termios
+# names each (B115200 .. B3000000, termios(3)); the table of a build holds those its UART
+# reference clock reaches within BAUD_MAX_ERROR, at most 8 (INFO's link block).
+STANDARD_RATES = (115_200, 230_400, 460_800, 921_600, 1_000_000, 1_500_000, 2_000_000, 3_000_000)
+# The receive interrupt's ring (docs/protocol.md, "Windowed link"): bytes that arrive while the
+# device computes or transmits; the host keeps at most this many unacknowledged bytes in flight.
+RX_RING_RANGE = (1024, 32768)
+DEFAULT_RX_RING = 8192
 
 
 @dataclass(frozen=True)
@@ -65,8 +73,8 @@ def uart_divisors(uart: int, baud: int, ref_hz: int) -> UartDivisors:
     (UG585 §19.2.3; CD 0 disables and 1 bypasses the generator)."""
     if uart not in UART_BASES:
         raise ConfigError(f"uart={uart!r}: the Zynq-7000 has UART0 and UART1; use 0 or 1")
-    if not 300 <= baud <= 921_600:
-        raise ConfigError(f"baud={baud!r}: supported range is 300..921600 bit/s")
+    if not 300 <= baud <= 3_000_000:
+        raise ConfigError(f"baud={baud!r}: supported range is 300..3000000 bit/s")
     if not 1_000_000 <= ref_hz <= 200_000_000:
         raise ConfigError(f"uart_ref_hz={ref_hz!r}: expected 1 MHz..200 MHz (UG585 §25.6)")
     best: tuple[float, int, int] | None = None
@@ -85,6 +93,20 @@ def uart_divisors(uart: int, baud: int, ref_hz: int) -> UartDivisors:
     return UartDivisors(uart, UART_BASES[uart], baud, ref_hz, best[1], best[2])
 
 
+def uart_rates(uart: int, ref_hz: int, build_baud: int) -> tuple[UartDivisors, ...]:
+    """The rates BAUD may ask for: the build's own, then every standard rate the reference clock
+    reaches within BAUD_MAX_ERROR (one divisor search, `uart_divisors`, for every preset)."""
+    out = [uart_divisors(uart, build_baud, ref_hz)]
+    for rate in STANDARD_RATES:
+        if rate == build_baud:
+            continue
+        try:
+            out.append(uart_divisors(uart, rate, ref_hz))
+        except ConfigError:
+            continue
+    return tuple(sorted(out, key=lambda d: d.baud)[:8])
+
+
 @dataclass(frozen=True)
 class FirmwareConfig:
     """What a firmware build is for. ``board`` names a preset (codegen/target/boards.py);
@@ -96,6 +118,7 @@ class FirmwareConfig:
     uart_ref_hz: int = 100_000_000  # the "qemu" preset's UART reference clock
     max_payload: int = 2048
     board: str = DEFAULT_BOARD
+    rx_ring: int = DEFAULT_RX_RING
 
     @classmethod
     def from_board(
@@ -139,6 +162,11 @@ class FirmwareConfig:
         if self.board not in BOARDS:
             get_board(self.board)
         uart_divisors(self.uart, self.baud, self.uart_ref_hz)
+        lo, hi = RX_RING_RANGE
+        if not lo <= self.rx_ring <= hi or self.rx_ring & (self.rx_ring - 1):
+            raise ConfigError(
+                f"rx_ring={self.rx_ring!r}: allowed are powers of two in {lo}..{hi} bytes"
+            )
 
 
 @dataclass(frozen=True)
@@ -181,7 +209,11 @@ def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
             input_hash=input_hash,
             build_id=build_id,
             uart=div.template_vars(),
+            rates=[d.template_vars() for d in uart_rates(cfg.uart, cfg.uart_ref_hz, cfg.baud)],
             max_payload=cfg.max_payload,
+            rx_ring=cfg.rx_ring,
+            ack_every=cfg.rx_ring // 4,
+            timer_hz=cfg.preset.timer_hz,
             board=cfg.board,
         )
     )

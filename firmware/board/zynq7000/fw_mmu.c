@@ -158,4 +158,10 @@ void fw_board_report(fw_board_report_t *r)
     r->uart_cd = (uint16_t)ZYNQ_REG32(FW_UART_BASE + XUART_BAUDGEN);
     r->uart_bdiv = (uint16_t)ZYNQ_REG32(FW_UART_BASE + XUART_BAUDDIV);
     r->uart_rx_overruns = fw_uart_rx_overruns();
+    fw_uart_link_t link;
+    fw_uart_link_report(&link);
+    r->baud = link.baud;
+    r->rx_ring = link.rx_ring;
+    r->ring_overruns = link.ring_overruns;
+    r->rate_reverts = link.rate_reverts;
 }

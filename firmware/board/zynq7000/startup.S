@@ -18,7 +18,7 @@
     .equ MODE_SVC, 0x13
     .equ MODE_ABT, 0x17
     .equ MODE_UND, 0x1B
-    .equ PSR_IF,   0xC0              /* IRQ and FIQ masked: the runtime is polled */
+    .equ PSR_IF,   0xC0              /* IRQ and FIQ masked (main unmasks IRQ once set up) */
     .equ STACK_PAINT, 0xA5A5A5A5     /* fw_rt.c counts untouched words for the high-water mark */
 
     /* SCTLR bits (DDI 0406C B4.1.130) */
@@ -162,7 +162,8 @@ _reset:
     str r0, [r2, #L2_CONTROL]
     dsb
 6:
-    /* One stack per mode used: UND/ABT for fault reports, IRQ/FIQ for stray interrupts. */
+    /* One stack per mode used: UND/ABT for fault reports, IRQ for the UART's receive interrupt
+     * (fw_irq.c), FIQ for stray ones. */
     msr cpsr_c, #(MODE_UND | PSR_IF)
     ldr sp, =__und_stack_top
     msr cpsr_c, #(MODE_ABT | PSR_IF)
@@ -262,10 +263,27 @@ _dabort_handler:
     subseq pc, lr, #4
     mov r0, #4
     b   fw_fault
+/*
+ * IRQ (DDI 0406C B1.8.10): LR_irq = the interrupted instruction + 4. The core registers the AAPCS
+ * lets a call change (r0-r3, r12, lr) and the VFP/NEON ones (d0-d7, d16-d31, FPSCR: the
+ * interrupted code may be in the middle of a NEON kernel) are saved on the IRQ stack (8-byte
+ * aligned throughout, AAPCS §5.2.1.2), fw_irq runs, and SUBS PC / MOVS PC restores CPSR from
+ * SPSR_irq (B1.8.3). IRQs stay masked inside: handlers do not nest.
+ */
 _irq_handler:
-    mov r0, #5
-    sub r1, lr, #4
-    b   fw_fault
+    sub lr, lr, #4
+    push {r0-r3, r12, lr}
+    vmrs r0, fpscr
+    push {r0, r1}
+    vpush {d0-d7}
+    vpush {d16-d31}
+    bl  fw_irq
+    vpop {d16-d31}
+    vpop {d0-d7}
+    pop {r0, r1}
+    vmsr fpscr, r0
+    pop {r0-r3, r12, lr}
+    movs pc, lr
 _fiq_handler:
     mov r0, #6
     sub r1, lr, #4

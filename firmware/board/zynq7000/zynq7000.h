@@ -58,13 +58,18 @@
 #define GTIMER_CONTROL_ENABLE (1u << 0)
 #define GTIMER_CONTROL_PRESCALER_SHIFT 8u /* bits [15:8]; 0 = count every PERIPHCLK */
 
-/* ---- Generic interrupt controller (ARM GIC v1, DDI 0407 §3; UG585 §7 and B.3) -------------
- * Used only to wake the core from WFI when the UART has data: CPSR.I stays set, so no handler
- * runs; a pending IRQ still ends WFI (ARM ARM DDI 0406C B1.8.13 "Wait For Interrupt"). */
+/* ---- Generic interrupt controller (ARM GIC v1, DDI 0407 §3, IHI 0048A; UG585 §7 and B.3) ------
+ * The UART's receive interrupt: while the device computes or transmits (CPSR.I clear), its
+ * handler moves the RX FIFO into a ring (fw_uart.c); while the device reads the link (CPSR.I set)
+ * the same interrupt only wakes the core from WFI (ARM ARM DDI 0406C B1.8.13 "Wait For
+ * Interrupt": a pending IRQ ends WFI whatever CPSR.I). */
 #define ZYNQ_GIC_CPU_BASE 0xF8F00100u  /* ICC* CPU interface */
 #define ZYNQ_GIC_DIST_BASE 0xF8F01000u /* ICD* distributor */
 #define GIC_ICCICR 0x000u              /* CPU interface control: bit 0 enable */
 #define GIC_ICCPMR 0x004u              /* priority mask: IRQs with priority < mask are signalled */
+#define GIC_ICCIAR 0x00Cu              /* interrupt acknowledge: the ID [9:0] of the IRQ taken */
+#define GIC_ICCEOIR 0x010u             /* end of interrupt: write back what ICCIAR read */
+#define GIC_SPURIOUS 1023u             /* ICCIAR's ID when nothing was pending (IHI 0048A §4.4.4) */
 #define GIC_ICDDCR 0x000u              /* distributor control: bit 0 enable */
 #define GIC_ICDISER(n) (0x100u + 4u * (n)) /* set-enable, 32 IDs per word */
 #define GIC_ICDIPR(id) (0x400u + (id))     /* priority, one byte per ID */
