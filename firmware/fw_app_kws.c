@@ -245,7 +245,6 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
 #define APP_STREAM_RESULT_SIZE (APP_RESULT_SIZE + 16u)
 
 _Static_assert(APP_STREAM_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
-_Static_assert(APP_AUDIO_ACK_FIXED <= FW_REPLY_MAX, "AUDIO_ACK does not fit FW_REPLY_MAX");
 _Static_assert(FW_APP_MFCC_N == FW_APP_F, "the front end's coefficients are the model's input");
 _Static_assert(FW_APP_MFCC_WIN <= ELT_MFCC_WIN_MAX, "the frame window exceeds ELT_MFCC_WIN_MAX");
 
@@ -277,15 +276,9 @@ static uint32_t frames_of(uint32_t n)
                : 1u + (n - (uint32_t)FW_APP_MFCC_WIN) / (uint32_t)FW_APP_MFCC_HOP;
 }
 
-static void audio_ack(const app_stream_t *s, uint8_t *out, uint16_t *out_len)
-{
-    fw_put_u32(&out[APP_AUDIO_ACK_SAMPLES], s->samples);
-    fw_put_u32(&out[APP_AUDIO_ACK_FRAMES], s->frames);
-    *out_len = (uint16_t)APP_AUDIO_ACK_FIXED;
-}
-
-static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len,
-                           uint8_t *out, uint16_t *out_len)
+/* AUDIO_BEGIN and AUDIO are served without a reply of their own (FW_APP_ACK): the link's
+ * STATUS acknowledges them, and a refusal is an ERROR (docs/protocol.md, "Audio mode"). */
+static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len)
 {
     uint64_t t0 = fw_timer_now();
     /* a mode the audio mode does not serve is refused */
@@ -317,9 +310,8 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     uint64_t t2 = fw_timer_now();
     s->t_enc = t2 - t1;
     s->open = 1u;
-    audio_ack(s, out, out_len);
     s->t_total = fw_timer_now() - t0;
-    return (int32_t)FW_MSG_AUDIO_ACK;
+    return FW_APP_ACK;
 }
 
 /* Mode cmvn's frames wait in a->x for AUDIO_END; the others go to the encoder now. */
@@ -345,8 +337,7 @@ static void stream_frame(app_ctx_t *a, app_stream_t *s, uint64_t te)
     s->t_enc += fw_timer_now() - te;
 }
 
-static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len, uint8_t *out,
-                     uint16_t *out_len)
+static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len)
 {
     uint64_t t0 = fw_timer_now();
     if (!s->open || len < APP_AUDIO_FIXED || ((len - APP_AUDIO_FIXED) & 1u) != 0u) {
@@ -377,9 +368,8 @@ static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t 
         }
     }
     s->samples += n;
-    audio_ack(s, out, out_len);
     s->t_total += fw_timer_now() - t0;
-    return (int32_t)FW_MSG_AUDIO_ACK;
+    return FW_APP_ACK;
 }
 
 /* The held clip a->x: the input normalisation prm in place, then every encoder step, into
@@ -477,14 +467,14 @@ static int32_t handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t 
     app_link_span.rx_bytes = now.rx_bytes - prev.rx_bytes;
 #if FW_APP_STREAM
     if (type == FW_MSG_AUDIO_BEGIN) { /* the utterance's link cost starts at the previous one */
-        int32_t r = audio_begin(a, &app_stream, payload, len, out, out_len);
+        int32_t r = audio_begin(a, &app_stream, payload, len);
         if (r > 0) {
             app_stream.link0 = prev;
         }
         return r;
     }
     if (type == FW_MSG_AUDIO) {
-        return audio(a, &app_stream, payload, len, out, out_len);
+        return audio(a, &app_stream, payload, len);
     }
     if (type == FW_MSG_AUDIO_END) {
         return audio_end(a, &app_stream, payload, len, out, out_len);

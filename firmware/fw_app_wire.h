@@ -65,25 +65,30 @@
 /* then ticks_unpack: u32[1], ticks of copying the PCM out of the AUDIO payloads (0: the front end
  * takes the samples from them, in ticks_frontend) */
 
-/* AUDIO_BEGIN: opens an utterance, answered with AUDIO_ACK. */
+/* AUDIO_BEGIN: opens an utterance; no reply of its own (the link's STATUS acknowledges it). */
 #define APP_AUDIO_BEGIN_SAMPLE_ID 0u /* u32 the host's sample id */
 #define APP_AUDIO_BEGIN_MODE                                                                       \
     4u /* u8 the mode byte; a mode the audio mode does not serve is refused */
 #define APP_AUDIO_BEGIN_FIXED 5u
 
-/* AUDIO: a chunk of the utterance, taken only at the next expected offset. */
+/* AUDIO: a chunk of the utterance, taken only at the next expected offset; no reply of its own. */
 #define APP_AUDIO_OFFSET 0u /* u32 the chunk's first sample in the utterance */
 #define APP_AUDIO_FIXED 4u
 /* then pcm: i16[n], int16 PCM samples */
 
+/* AUDIO_ADPCM: AUDIO with its samples as one IMA-ADPCM block (codegen/base/adpcm.py): the decoder's
+ * state at the block's first sample, then the codes; no reply of its own. */
+#define APP_AUDIO_ADPCM_OFFSET 0u     /* u32 the chunk's first sample in the utterance */
+#define APP_AUDIO_ADPCM_SAMPLES 4u    /* u16 samples in the block */
+#define APP_AUDIO_ADPCM_PREDICTOR 6u  /* i16 the decoder's prediction before the first code */
+#define APP_AUDIO_ADPCM_STEP_INDEX 8u /* u8 the decoder's step index, 0..88 */
+#define APP_AUDIO_ADPCM_RESERVED 9u   /* u8 0 */
+#define APP_AUDIO_ADPCM_FIXED 10u
+/* then codes: u8[nb], 4-bit codes, two a byte, the earlier sample in the low nibble */
+
 /* AUDIO_END: closes the utterance, answered with RESULT (RESULT_STREAM). */
 #define APP_AUDIO_END_SAMPLES 0u /* u32 the utterance's sample count, checked by the device */
 #define APP_AUDIO_END_FIXED 4u
-
-/* AUDIO_ACK: the answer to AUDIO_BEGIN and AUDIO. */
-#define APP_AUDIO_ACK_SAMPLES 0u /* u32 samples received so far */
-#define APP_AUDIO_ACK_FRAMES 4u  /* u32 encoder steps run so far */
-#define APP_AUDIO_ACK_FIXED 8u
 
 /* RESET: clears the continual state; with k values, sets p_prev (a resume). */
 #define APP_RESET_FIXED 0u

@@ -27,11 +27,10 @@
 #define FW_MSG_RESULT 0x83u
 #define FW_MSG_RESET_ACK 0x84u
 /* The streaming audio mode (docs/protocol.md, "Audio mode"): an utterance is AUDIO_BEGIN, AUDIO
- * chunks of int16 PCM, AUDIO_END (answered with RESULT). */
+ * chunks of int16 PCM (or AUDIO_ADPCM blocks), AUDIO_END (answered with RESULT). */
 #define FW_MSG_AUDIO_BEGIN 0x05u
 #define FW_MSG_AUDIO 0x06u
 #define FW_MSG_AUDIO_END 0x07u
-#define FW_MSG_AUDIO_ACK 0x85u
 
 /* The rate switch (docs/protocol.md, "Rate switch"): BAUD asks for one of the rates INFO lists,
  * BAUD_ACK answers at the old rate, then the UART runs at the new one until a frame arrives

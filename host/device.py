@@ -14,10 +14,13 @@ SYNC_TRY = 0.25  # s between HELLOs while the device boots
 # The rate switch (docs/protocol.md, "Rate switch"): the device goes back to its old rate this
 # long after BAUD_ACK unless a frame arrives whole at the new one; the host tries the new rate
 # for half of it, then the old one.
-REVERT_MS = 1500
+REVERT_MS = 2000
 # The fastest rate every USB-UART bridge of the board presets carries (FTDI FT2232H, Silicon Labs
 # CP2104, Cypress CY7C64225; Linux termios B921600): the default of --baud.
 BRIDGE_RATE = 921_600
+# s after BAUD_ACK before the first frame at the new rate: the device sends the ACK's last bytes
+# and resets the UART (its RX FIFO with it) in well under this
+SWITCH_GUARD = 0.02
 
 
 @dataclass(frozen=True)
@@ -103,23 +106,38 @@ class Device:
             pass  # BAUD_ACK lost: the device may have switched; the HELLOs below tell
         acked = time.monotonic()
         self.link.drain_output()
+        time.sleep(SWITCH_GUARD)  # the device empties its TX FIFO, then reprograms the UART
         self.link.set_baud(rate)
         try:
             self.hello(sync_timeout=revert_ms / 2000)
             return BaudSwitch(rate, rate, True, f"switched to {rate} baud")
         except LinkError:
             pass
-        self.link.set_baud(host_old)
-        # the device goes back once its revert time has passed without a whole frame
+        # Not confirmed: the device goes back once its revert time has passed without a whole
+        # frame (a bridge that cannot carry the rate), or stays (the INFO was lost on a noisy
+        # line). Look for it at the old rate, then at the new one, within the link's budget.
         time.sleep(max(0.0, acked + revert_ms / 1000 + 0.1 - time.monotonic()))
-        self.hello(sync_timeout=max(2.0, revert_ms / 1000))
-        return BaudSwitch(
-            rate,
-            now,
-            False,
-            f"no frame got through at {rate} baud within {revert_ms / 2000:g} s (a USB-UART "
-            f"bridge that cannot carry it?); both sides went back to {now} baud",
-        )
+        end = time.monotonic() + self.link.budget
+        last: LinkError | None = None
+        while time.monotonic() < end:
+            for r, host_rate in ((now, host_old), (rate, rate)):
+                self.link.set_baud(host_rate)
+                try:
+                    info = self.hello(sync_timeout=max(2.0, revert_ms / 1000))
+                except LinkError as exc:
+                    last = exc
+                    continue
+                got = info.link.baud if info.link is not None else r
+                note = (
+                    f"switched to {rate} baud (the first confirmation was lost)"
+                    if got == rate
+                    else f"no frame got through at {rate} baud within {revert_ms / 2000:g} s "
+                    f"(a USB-UART bridge that cannot carry it?); both sides went back to {now} "
+                    "baud"
+                )
+                return BaudSwitch(rate, got, got == rate, note)
+        assert last is not None
+        raise last
 
     @property
     def info(self) -> Info:

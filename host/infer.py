@@ -8,9 +8,9 @@ RESULT  ``sample_id:u32 mode:u8 C:u8 k:u8 H:u8 pred_noadapt:i32 pred:i32 H_noada
 RESET   empty (p_prev = 0) or ``p_prev:i32[k]`` (resume a continual stream)
 
 Audio mode (docs/protocol.md, "Audio mode"): ``AUDIO_BEGIN sample_id:u32 mode:u8``, then
-``AUDIO offset:u32 pcm:i16[n]`` chunks, then ``AUDIO_END samples:u32``, answered with RESULT
-followed by ``ticks_frontend:u32``; AUDIO_BEGIN and AUDIO are answered with
-``AUDIO_ACK samples:u32 frames:u32``.
+``AUDIO offset:u32 pcm:i16[n]`` chunks (or ``AUDIO_ADPCM`` blocks), then ``AUDIO_END
+samples:u32``, answered with RESULT followed by the front end's and the link's figures;
+AUDIO_BEGIN and the chunks have no reply of their own (the link acknowledges them).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ INFER_HDR = struct.Struct(wire.INFER.fixed_format)
 AUDIO_BEGIN = struct.Struct(wire.AUDIO_BEGIN.fixed_format)
 AUDIO_HDR = struct.Struct(wire.AUDIO.fixed_format)
 AUDIO_END = struct.Struct(wire.AUDIO_END.fixed_format)
-AUDIO_ACK = struct.Struct(wire.AUDIO_ACK.fixed_format)
+AUDIO_ADPCM_HDR = struct.Struct(wire.AUDIO_ADPCM.fixed_format)
 RESULT_FIXED = struct.Struct(wire.RESULT.fixed_format)
 # RESULT's sizes (C, k, H) are checked against the payload's length, not kept
 _SIZES = ("C", "k", "H")
@@ -168,16 +168,20 @@ def encode_audio_end(samples: int) -> bytes:
     return AUDIO_END.pack(samples)
 
 
-def decode_audio_ack(payload: bytes) -> tuple[int, int]:
-    """AUDIO_ACK -> (samples received, frames encoded) so far in the utterance."""
-    if len(payload) != AUDIO_ACK.size:
-        raise ValueError(f"AUDIO_ACK of {len(payload)} bytes, expected {AUDIO_ACK.size}")
-    samples, frames = AUDIO_ACK.unpack(payload)
-    return int(samples), int(frames)
+def encode_audio_adpcm(offset: int, samples: int, predictor: int, index: int, codes: bytes) -> bytes:
+    """AUDIO_ADPCM payload: one IMA-ADPCM block of ``samples`` samples starting at sample
+    ``offset``, the decoder's state at its first sample, its codes two a byte (low nibble
+    first)."""
+    if len(codes) != (samples + 1) // 2:
+        raise ValueError(f"{samples} samples take {(samples + 1) // 2} code bytes, got {len(codes)}")
+    return AUDIO_ADPCM_HDR.pack(offset, samples, predictor, index, 0) + codes
 
 
-def max_chunk_samples(max_payload: int) -> int:
-    """The most samples one AUDIO frame carries under a device's MAX_PAYLOAD."""
+def max_chunk_samples(max_payload: int, codec: str = "raw") -> int:
+    """The most samples one AUDIO (raw) or AUDIO_ADPCM frame carries under a device's
+    MAX_PAYLOAD."""
+    if codec == "adpcm":
+        return min(0xFFFF, 2 * (max_payload - AUDIO_ADPCM_HDR.size))
     return (max_payload - AUDIO_HDR.size) // 2
 
 

@@ -57,7 +57,6 @@ class Msg(IntEnum):
     AUDIO_BEGIN = 0x05
     AUDIO = 0x06
     AUDIO_END = 0x07
-    AUDIO_ACK = 0x85
     BAUD = 0x08
     BAUD_ACK = 0x88
     AUDIO_ADPCM = 0x09

@@ -94,8 +94,10 @@ def spawn(cmd: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
             _spawner = _Spawner()
         spawner = _spawner
     guard = _parent_death_guard(os.getpid())
+    # its own process group: a Ctrl-C at the terminal (SIGINT to the foreground group) stops the
+    # host's run cleanly, which then stops QEMU, instead of killing QEMU under a live link
     proc: subprocess.Popen[bytes] = spawner.call(
-        lambda: subprocess.Popen(list(cmd), preexec_fn=guard, **kwargs)
+        lambda: subprocess.Popen(list(cmd), preexec_fn=guard, process_group=0, **kwargs)
     )
     return proc
 

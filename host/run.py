@@ -56,16 +56,17 @@ from elatta_host.errors import (
     LinkError,
     LinkTimeout,
     ProtocolError,
+    Stopped,
     VersionMismatch,
 )
 from elatta_host.infer import (
+    AUDIO_HDR,
     COMPARED_FIELDS,
     CONTINUAL_MODES,
     DEVICE_MODES,
     STREAM_MODES,
     AppInfo,
     InferResult,
-    decode_audio_ack,
     decode_result,
     encode_audio,
     encode_audio_begin,
@@ -76,6 +77,7 @@ from elatta_host.infer import (
     mode_index,
     parse_description,
 )
+from elatta_host.device import default_baud
 from elatta_host.plan import Plan, Record, RunError, Stream, make_plan
 from elatta_host.report import Answered, segment_lengths
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT
@@ -327,10 +329,13 @@ class DeviceSpec:
     elf: Path | None = None  # QEMU
     uart: int = 0  # QEMU: the UART the ELF was built for (served on the socket)
     url: str | None = None  # serial port or socket:// URL
-    baud: int = 115_200
+    baud: int = 115_200  # the rate the device boots at (the build's): the port opens at it
     icount: bool = True
     timeout: float = DEFAULT_TIMEOUT  # first time-out and ceiling of the adaptive one (s)
-    budget: float = DEFAULT_BUDGET  # all one request may take, re-sends included (s)
+    budget: float = DEFAULT_BUDGET  # silence from the device that ends the session (s)
+    # the rate switch after HELLO (docs/protocol.md, "Rate switch"): 0 the fastest rate common
+    # USB-UART bridges carry that the device offers, a rate, or None for none
+    baud_switch: int | None = None
 
 
 @dataclass
@@ -340,6 +345,9 @@ class LinkStats:
     device: str
     session: str | None = None  # the session nonce, hex
     samples: int = 0  # answered in this session
+    baud: int | None = None  # the rate the session ran at after the switch
+    frames_sent: int = 0
+    replies_asked: int = 0  # requests sent again because their reply was lost
     retransmits: int = 0
     resent_on_timeout: int = 0
     resent_on_damage: int = 0
@@ -416,43 +424,29 @@ def what_failed(exc: LinkError) -> str:
     return "failed"
 
 
-class _Stopped(Exception):
-    """The run was asked to stop (SIGINT) in the middle of a sample: it is left unanswered."""
-
-
-def stream_audio(
-    link: Any,
-    sample_id: int,
-    mode: int,
-    pcm: np.ndarray,
-    chunk: int,
-    stop: threading.Event | None = None,
-) -> InferResult:
-    """One clip through the audio mode (docs/protocol.md, "Audio mode"): AUDIO_BEGIN, the PCM in
-    AUDIO chunks of ``chunk`` samples (each with its offset; every AUDIO_ACK must confirm the
-    samples so far), AUDIO_END -> RESULT. Re-sends keep their seq, and the device takes a chunk
-    only at its expected offset, so no chunk is consumed twice."""
+def audio_requests(
+    link: Any, sample_id: int, mode: int, pcm: np.ndarray, chunk: int | None
+) -> Iterator[tuple[int, bytes, int | None]]:
+    """One clip through the audio mode (docs/protocol.md, "Audio mode") as requests: AUDIO_BEGIN,
+    the PCM in AUDIO chunks (each with its offset; the device takes a chunk only at the next
+    offset, so none is used twice), AUDIO_END -> RESULT. ``chunk``: samples per AUDIO (None: as
+    many as the link's frame size carries now, so a chunk is one frame)."""
     from elatta_host.protocol import Msg
 
-    link.request(Msg.AUDIO_BEGIN, encode_audio_begin(sample_id, mode), expect=Msg.AUDIO_ACK)
+    yield Msg.AUDIO_BEGIN, encode_audio_begin(sample_id, mode), None
     n = len(pcm)
-    for off in range(0, n, chunk):
-        if stop is not None and stop.is_set():  # some 30 requests a clip: stop between them
-            raise _Stopped
-        part = pcm[off : off + chunk]
-        reply = link.request(Msg.AUDIO, encode_audio(off, part), expect=Msg.AUDIO_ACK)
-        got, _ = decode_audio_ack(reply.payload)
-        if got != off + len(part):
-            raise RunError(
-                f"AUDIO_ACK says {got} samples received after the chunk at {off} of "
-                f"{len(part)} samples (expected {off + len(part)})"
-            )
-    reply = link.request(Msg.AUDIO_END, encode_audio_end(n), expect=Msg.RESULT)
-    return decode_result(reply.payload, stream=True)
+    off = 0
+    while off < n:
+        c = chunk if chunk is not None else max(1, (link.payload_size() - AUDIO_HDR.size) // 2)
+        part = pcm[off : off + c]
+        yield Msg.AUDIO, encode_audio(off, part), None
+        off += len(part)
+    yield Msg.AUDIO_END, encode_audio_end(n), Msg.RESULT
 
 
-def check_audio(app: AppInfo, max_payload: int, chunk: int | None) -> int:
-    """The device must serve the audio mode and take the chunk size; returns the chunk."""
+def check_audio(app: AppInfo, max_payload: int, chunk: int | None) -> int | None:
+    """The device must serve the audio mode and take the chunk size; returns the chunk (None:
+    the link's frame size decides)."""
     paths = (app.get("input") or "features").split(",")
     if "pcm" not in paths:
         raise RunError(
@@ -460,68 +454,116 @@ def check_audio(app: AppInfo, max_payload: int, chunk: int | None) -> int:
             'mode); rebuild with [target] input = "both" or "pcm"'
         )
     most = max_chunk_samples(max_payload)
-    c = most if chunk is None else chunk
-    if not 1 <= c <= most:
+    if chunk is not None and not 1 <= chunk <= most:
         raise RunError(
-            f"--chunk {c}: the device takes 1..{most} samples per AUDIO frame (MAX_PAYLOAD "
+            f"--chunk {chunk}: the device takes 1..{most} samples per AUDIO frame (MAX_PAYLOAD "
             f"{max_payload} bytes = 4-byte offset + 2 bytes per sample); raise [target] "
             "max_payload or send smaller chunks"
         )
-    return c
+    return chunk
 
 
-def run_stream(
+@dataclass
+class _Sample:
+    """A sample whose requests are in flight: the ticket of the one that answers RESULT."""
+
+    stream: Stream
+    index: int
+    audio: bool
+
+
+def _requests(
+    link: Any, s: Stream, i: int, chunk: int | None
+) -> Iterator[tuple[int, bytes, int | None]]:
+    from elatta_host.protocol import Msg
+
+    mode = mode_index(s.mode)
+    if s.pcm is not None:
+        yield from audio_requests(link, int(s.ids[i]), mode, s.pcm[i], chunk)
+    else:
+        yield Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]), Msg.RESULT
+
+
+def _take(device: str, item: _Sample | None, ticket: Any, rec: Recorder, stats: LinkStats) -> None:
+    """A finished request: its error, or (a sample's RESULT) its check and record. A sample
+    replayed to rebuild the device's state is checked against its record, not recorded again."""
+    reply = ticket.result()  # raises the device's ERROR, if any
+    if item is None:
+        return
+    s, i = item.stream, item.index
+    try:
+        res = decode_result(reply.payload, stream=item.audio)
+    except ValueError as exc:
+        raise RunError(f"{device}: bad RESULT for {s.key} #{i}: {exc}") from exc
+    if rec.has(s.key, i):
+        if compare(res, s.expected(i)):
+            raise RunError(
+                f"{device}: replaying {s.key} #{i} to resume gave another result than the "
+                "recorded one"
+            )
+        return
+    rec.add(s, i, device, res)
+    stats.samples += 1
+
+
+def stream_plan(s: Stream, rec: Recorder) -> Iterator[tuple[int, bool]]:
+    """(sample, RESET before it) in the order a device must run them so that each answers from
+    the state the reference assumes. A fresh stream is RESET then every sample. On a resume the
+    holes may be anywhere (lines deleted or rejected mid-file): a continual stream is RESET with
+    the best p of the sample before each hole (docs/protocol.md, RESET); cmvn's statistics
+    cannot be sent, so its recorded samples before the last hole are replayed (compared, not
+    recorded again)."""
+    todo = rec.missing(s.key)
+    if not todo:
+        return
+    continual = s.mode in CONTINUAL_MODES
+    replay = s.mode in STATEFUL_MODES and not continual  # state only a replay rebuilds
+    at = -1
+    for i in range(todo[-1] + 1) if replay else todo:
+        yield i, at < 0 or (continual and at != i - 1)
+        at = i
+
+
+def run_streams(
     link: Any,
-    s: Stream,
+    streams: list[Stream],
     rec: Recorder,
     device: str,
     stop: threading.Event,
     stats: LinkStats,
     chunk: int | None,
 ) -> None:
-    """The stream's unanswered samples, in order, each from the device state the reference
-    assumes. A fresh stream is RESET then every sample. On a resume the holes may be anywhere
-    (lines deleted or rejected mid-file): a continual stream is RESET with the best p of the
-    sample before each hole (docs/protocol.md, RESET); cmvn's statistics cannot be sent, so its
-    recorded samples before the last hole are replayed (compared, not recorded again)."""
+    """Every stream's unanswered samples, pipelined: requests go out as the device's window
+    allows (`elatta_host.transport.Link.submit`), streams one after the other, and results are
+    taken in order as they arrive. Stopping (``stop``) records what has arrived and returns."""
     from elatta_host.protocol import Msg
+    from elatta_host.transport import Pipe
 
-    todo = rec.missing(s.key)
-    if not todo:
-        return
-    mode = mode_index(s.mode)
-    continual = s.mode in CONTINUAL_MODES
-    replay = s.mode in STATEFUL_MODES and not continual  # state only a replay rebuilds
-    order = range(todo[-1] + 1) if replay else todo
-    at = -1  # the device's state is right for sample `at` + 1 (-1: not reset yet)
-    for i in order:
-        if stop.is_set():
-            return
-        if at < 0 or (continual and at != i - 1):
-            p_prev = rec.last_p(s.key, i) if continual else None
-            link.request(Msg.RESET, encode_reset(p_prev), expect=Msg.RESET_ACK)
-        try:
-            if s.pcm is not None and chunk is not None:
-                res = stream_audio(link, int(s.ids[i]), mode, s.pcm[i], chunk, stop)
-            else:
-                reply = link.request(
-                    Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]), expect=Msg.RESULT
-                )
-                res = decode_result(reply.payload)
-        except ValueError as exc:
-            raise RunError(f"{device}: bad RESULT for {s.key} #{i}: {exc}") from exc
-        except _Stopped:
-            return
-        at = i
-        if rec.has(s.key, i):  # replayed to rebuild the state: checked, not recorded again
-            if compare(res, s.expected(i)):
-                raise RunError(
-                    f"{device}: replaying {s.key} #{i} to resume gave another result than the "
-                    "recorded one"
-                )
-            continue
-        rec.add(s, i, device, res)
-        stats.samples += 1
+    pipe = Pipe(link)
+
+    def take(done: list[tuple[object, Any]]) -> None:
+        for item, ticket in done:
+            _take(device, item if isinstance(item, _Sample) else None, ticket, rec, stats)
+
+    try:
+        for s in streams:
+            for i, reset in stream_plan(s, rec):
+                if stop.is_set():
+                    return
+                if reset:
+                    p_prev = rec.last_p(s.key, i) if s.mode in CONTINUAL_MODES else None
+                    t = link.submit(Msg.RESET, encode_reset(p_prev), expect=Msg.RESET_ACK)
+                    take(pipe.put(None, t))
+                for type_, payload, expect in _requests(link, s, i, chunk):
+                    t = link.submit(type_, payload, expect=expect)
+                    key = _Sample(s, i, s.pcm is not None) if expect == Msg.RESULT else None
+                    take(pipe.put(key, t))
+        take(pipe.drain())
+    except Stopped:
+        # every RESULT that arrived is kept, in whatever order (a resume fills the holes)
+        for item, ticket in list(pipe.items):
+            if ticket.done and ticket.error is None and isinstance(item, _Sample):
+                take([(item, ticket)])
 
 
 # A --port link that closed (the QEMU serving it killed and started again on its port, a
@@ -597,10 +639,7 @@ def run_session(
             dev = Device(link)
             # the device may still boot (QEMU, a board behind U-Boot) or chew through line noise
             # sent before this session: the time budget of --budget, no try count
-            dev.hello(sync_timeout=spec.budget)
-            # HELLOs sent while the device booted are not re-sends
-            synced, synced_to = link.retransmits, link.resent_on_timeout
-            info = dev.hello()
+            info = dev.hello(sync_timeout=spec.budget)
             replayed0 = info.frames_replayed
             stats.stack_used, stats.stack_size = info.stack_used, info.stack_size
             app = parse_description(info.app)
@@ -608,10 +647,20 @@ def run_session(
             audio = any(s.pcm is not None for s in streams)
             if audio:
                 chunk = check_audio(app, info.max_payload, chunk)
-            for s in streams:
-                if stop.is_set():
-                    break
-                run_stream(link, s, rec, spec.name, stop, stats, chunk)
+            baud = spec.baud_switch
+            if baud is not None and info.link is not None:
+                want = baud if baud > 0 else default_baud(info.link.rates, info.baud)
+                switch = dev.switch_baud(want)
+                stats.baud = switch.baud
+                stats.note = switch.note
+            # HELLOs sent while the device booted (and to confirm a rate) are not re-sends
+            synced, synced_to = link.retransmits, link.resent_on_timeout
+            link.stop = stop
+            run_streams(link, streams, rec, spec.name, stop, stats, chunk)
+            link.stop = None
+            if stop.is_set():
+                stats.note = "stopped (Ctrl-C)"
+                return
             try:
                 info = dev.hello()
             except LinkError as exc:  # every sample is recorded: the figures are what is lost
@@ -632,10 +681,12 @@ def run_session(
             stats.retransmits = link.retransmits - synced
             stats.resent_on_timeout = link.resent_on_timeout - synced_to
             stats.resent_on_damage = link.resent_on_damage
+            stats.frames_sent = link.frames_sent
+            stats.replies_asked = link.replies_asked
             stats.damaged = link.damaged_requests
             stats.bad_frames = link.bad_frames
             stats.stale = link.stale_replies
-            stats.rto_infer = round(link.rto(Msg.INFER), 4)
+            stats.rto_infer = round(link.rto(), 4)
 
 
 def shard(streams: tuple[Stream, ...], jobs: int) -> list[list[Stream]]:
@@ -657,6 +708,7 @@ def shard(streams: tuple[Stream, ...], jobs: int) -> list[list[Stream]]:
 class RunOutcome:
     report: dict[str, Any]
     errors: tuple[str, ...]
+    interrupted: bool = False  # Ctrl-C: the run stopped early, every result so far recorded
 
 
 def run_config(plan: Plan, args_target: dict[str, Any], chunk: int | None = None) -> dict[str, Any]:
@@ -783,6 +835,7 @@ def execute(
     blocks = [b for b in shard(plan.streams, len(specs)) if b]
     t0 = time.monotonic()
     stop = threading.Event()
+    interrupted = False
     errors: list[str] = []
     # each worker's sessions: one, and another each time its link closed and was opened again
     per_worker = [[LinkStats(spec.name)] for spec in specs[: len(blocks)]]
@@ -825,8 +878,16 @@ def execute(
                                 bar.write(f"error: {exc}", file=sys.stderr)
                                 break
                 except KeyboardInterrupt:
+                    # every link looks at the flag at least every STOP_POLL seconds; what has
+                    # arrived is recorded, the sessions end, the report is written below
+                    interrupted = True
                     stop.set()
-                    raise
+                    bar.write("interrupted: stopping, every result so far is kept", file=sys.stderr)
+                    for fut in futs:
+                        try:
+                            fut.result()
+                        except (RunError, LinkError):
+                            pass
         finally:
             rec.close()
             stats = [st for sessions in per_worker for st in sessions]
@@ -862,7 +923,26 @@ def execute(
     sessions = read_sessions(out / SESSIONS)
     report = build_report(plan, rec.answered(), target, run_facts, sessions)
     write_report(report, out)
-    return RunOutcome(report, tuple(errors))
+    return RunOutcome(report, tuple(errors), interrupted)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"{v}: must be a positive number")
+    return v
+
+
+def build_baud(build: Path) -> int:
+    """The rate the build's firmware boots at (its firmware.json), 115200 when unknown."""
+    try:
+        fw = json.loads((build / "firmware.json").read_text())
+        return int(fw["console"]["baud"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 115_200
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -885,7 +965,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DEV",
         help="serial device or pyserial URL of a board (repeat for several boards)",
     )
-    p.add_argument("--baud", type=int, default=115_200, help="baud rate of --port (115200)")
+    p.add_argument(
+        "--baud",
+        type=_positive_int,
+        metavar="RATE",
+        help="the rate to switch the link to after HELLO (the port opens at the build's rate; "
+        "default: the fastest the device's UART offers up to 921600, which common USB-UART "
+        "bridges carry; the build's rate: no switch). `codegen device --port P` lists the rates",
+    )
     p.add_argument(
         "--mode",
         action="append",
@@ -1012,6 +1099,7 @@ def run(args: argparse.Namespace) -> int:
                 icount=args.icount,
                 timeout=args.timeout,
                 budget=args.budget,
+                baud_switch=args.baud,  # QEMU's UART has no rate: a switch only when asked
             )
             for j in range(args.jobs)
         ]
@@ -1025,13 +1113,24 @@ def run(args: argparse.Namespace) -> int:
             else "global-timer ticks (QEMU without -icount: not deterministic)",
         }
     else:
+        boot = build_baud(args.build)
         specs = [
-            DeviceSpec(f"port{j}", url=u, baud=args.baud, timeout=args.timeout, budget=args.budget)
+            DeviceSpec(
+                f"port{j}",
+                url=u,
+                baud=boot,
+                timeout=args.timeout,
+                budget=args.budget,
+                # a serial device switches to the fastest rate by default; a socket (a network
+                # UART, a proxy, QEMU) has no line rate to gain, so only when asked
+                baud_switch=args.baud if args.baud or "://" in u else 0,
+            )
             for j, u in enumerate(args.port)
         ]
         target = {
-            "kind": "serial",
-            "baud": args.baud,
+            "kind": "socket" if all("://" in u for u in args.port) else "serial",
+            "port": list(args.port),
+            "baud": args.baud or "auto",
             "ticks": "Cortex-A9 global timer ticks (PERIPHCLK)",
         }
     prepare_output(args.report, None, resume=args.resume, force_restart=args.force_restart)
@@ -1073,6 +1172,12 @@ def run(args: argparse.Namespace) -> int:
 
     print(format_summary(outcome.report))
     print(f"wrote {args.report / 'report.json'}, report.md, report.png, results.jsonl")
+    if outcome.interrupted:
+        print(
+            f"codegen run: interrupted; continue with: {resume_command(args, modes)}",
+            file=sys.stderr,
+        )
+        return 130
     if outcome.errors:
         for e in outcome.errors:
             print(f"codegen run: error: {e}", file=sys.stderr)

@@ -89,7 +89,7 @@ FRAME_OVERHEAD = HDR_SIZE + 4 + 2
 # that a line which damages one chunk in five still carries a frame now and then; it grows while
 # nothing is lost.
 PAYLOAD_STEPS = (32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 4096, 8192)
-FIRST_PAYLOAD = 512
+FIRST_PAYLOAD = 256
 CLEAN_TO_GROW = 16  # transmissions without a loss before the payload may double
 LOSS_MEMORY = 0.95  # decay per transmission of the damage estimate (about 20 frames)
 QUEUE_FRAMES = 256  # frames submitted and not yet sent before `submit` waits
@@ -303,7 +303,9 @@ class Link:
         self._unacked = 0  # frames sent and not yet served
         self._delivered_tx = -1  # the latest transmission known to have arrived
         self._in_flight = 0  # bytes of copies on the wire not known to have arrived or been lost
-        self._replies_open = 0  # tickets awaiting a reply that were sent
+        # the tickets with a reply sent so far, from the oldest whose reply has not come: the
+        # device keeps the last `records` replies, so no more may be sent past that oldest one
+        self._reply_span: deque[Ticket] = deque()
         self._ordered_rtt = RttEstimator(timeout, min(MIN_TIMEOUT, timeout), timeout)
         self._progress = time.monotonic()  # the last time the device moved the window
         self._loss = _Loss()
@@ -519,6 +521,25 @@ class Link:
         while self._out or self._awaiting:
             self._step()
 
+    def state(self) -> str:
+        """The ordered stream as the host sees it (for errors)."""
+        sent = [o for o in self._out.values() if o.sends]
+        held = sum(o.held for o in sent)
+        head = self._queue[0] if self._queue else None
+        return (
+            f"device next {self._dev_next}, {len(sent)} frames sent and unserved ({held} held), "
+            f"{len(self._awaiting)} awaiting a reply, {len(self._queue)} queued"
+            + (
+                f" (head {head.count}{' re-send' if head.sends else ''}, "
+                f"{'room' if self._room(head) else 'no room'})"
+                if head
+                else ""
+            )
+            + f", {self._in_flight} bytes in flight, {self._open_span()} replies in the record "
+            "span, "
+            f"payload {self.payload_size()} bytes"
+        )
+
     @property
     def outstanding(self) -> int:
         """Ordered frames not yet served or not yet answered."""
@@ -547,7 +568,10 @@ class Link:
     # ------------------------------------------------------------------ the ordered stream
 
     def _room(self, o: _Out) -> bool:
-        """Whether the device's window takes this frame now."""
+        """Whether the device's window takes this frame now. A served frame sent again (its
+        reply was lost) is answered from the record: always."""
+        if o.acked:
+            return True
         if (o.count - self._dev_next) & SEQ_COUNT_MASK >= min(self.window.frames, WINDOW):
             return False
         if self._in_flight and self._in_flight + len(o.wire) > self.window.rx_ring:
@@ -555,7 +579,12 @@ class Link:
         if self.window.rx_ring == 0 and self._in_flight:
             return False
         wants_reply = o.ticket is not None and o.ticket.expect is not None and o.sends == 0
-        return not (wants_reply and self._replies_open >= self.window.records)
+        return not (wants_reply and self._open_span() >= self.window.records)
+
+    def _open_span(self) -> int:
+        while self._reply_span and self._reply_span[0].done:
+            self._reply_span.popleft()
+        return len(self._reply_span)
 
     def _send_ready(self) -> None:
         while self._queue and self._room(self._queue[0]):
@@ -570,7 +599,7 @@ class Link:
             o.first_tx, o.first_at = self._tx, now
             self.frames_sent += 1
             if o.ticket is not None and o.ticket.expect is not None:
-                self._replies_open += 1
+                self._reply_span.append(o.ticket)
             if not self._unacked and not self._awaiting:
                 # out of idleness: the re-send clock and the budget of silence start now
                 self._progress = self._heard = now
@@ -652,8 +681,6 @@ class Link:
     def _finish(self, o: _Out, reply: Frame) -> None:
         t = o.ticket
         assert t is not None
-        if t.expect is not None and o.sends:
-            self._replies_open -= 1
         t.done = True
         if reply.type == Msg.ERROR:
             t.error = _device_error(reply)
@@ -734,20 +761,25 @@ class Link:
             if not o.queued and o.last_tx < d:
                 self._resend(o, "reply")
 
-    def _oldest(self) -> _Out | None:
+    def _missing(self) -> list[_Out]:
+        """Sent frames the device has not shown it has, and served ones whose reply did not
+        come, oldest first."""
         waiting = [o for o in self._out.values() if o.sends and not o.held and not o.queued]
         waiting += [o for o in self._awaiting.values() if not o.queued]
-        if not waiting:
-            return None
         base = self._dev_next
-        return min(waiting, key=lambda o: (o.count - base) & SEQ_COUNT_MASK)
+        return sorted(waiting, key=lambda o: (o.count - base) & SEQ_COUNT_MASK)
+
+    def _oldest(self) -> _Out | None:
+        missing = self._missing()
+        return missing[0] if missing else None
 
     def _rto_now(self) -> float:
-        """The ordered stream's time-out: the estimator's, never shorter than twice the time the
-        bytes in flight need on the wire at the line's pace, plus the floor."""
+        """The ordered stream's time-out: the estimator's, and on a serial line never shorter
+        than twice the time the bytes in flight need on the wire at its nominal pace, plus the
+        floor (at 9,600 baud 8 KiB in flight take 8.5 s). On a socket the measured round trips
+        carry the queueing already."""
         est = self._ordered_rtt
-        rate = self.line_rate
-        on_wire = self._in_flight / rate if rate else 0.0
+        on_wire = self._in_flight / self.nominal_rate if self.nominal_rate else 0.0
         return max(est.rto, 2 * on_wire + est.floor)
 
     def _check_timers(self) -> None:
@@ -769,13 +801,16 @@ class Link:
                 f"{PATIENCE} budgets ({PATIENCE * self.budget:g} s){self._raise_hint('budget')}"
             )
         if now >= self._progress + self._rto_now():
-            o = self._oldest()
-            if o is not None:
+            # silence: every frame still missing goes again (what the device holds does not),
+            # oldest first, and the time-out doubles (RFC 6298 §5.5)
+            missing = self._missing()
+            for o in reversed(missing):
                 if not o.acked and o.copies:
                     self._in_flight -= o.copies * len(o.wire)
                     o.copies = 0
                     self._loss.on_loss()
                 self._resend(o, "timeout")
+            if missing:
                 self._ordered_rtt.backoff()
             self._progress = now
 
@@ -791,7 +826,8 @@ class Link:
             last = self.recent_bad[-1]
             detail = f"; last undecodable bytes: {last.raw[:80]!r} ({last.reason})"
         err = LinkTimeout(
-            f"{self.url}: no reply to {what} after {o.sends if o else 0} tries: {why}{detail}"
+            f"{self.url}: no reply to {what} after {o.sends if o else 0} tries: {why}{detail}; "
+            f"link: {self.state()}"
         )
         for x in [*self._out.values(), *self._awaiting.values()]:
             if x.ticket is not None and not x.ticket.done:
@@ -818,23 +854,28 @@ class Link:
         if isinstance(item, BadFrame):
             return  # counted; later frames show what it was
         self._heard = time.monotonic()
+        if item.type == Msg.STATUS:
+            # the window is valid whatever the seq (that of the frame it speaks of, as read)
+            cause = item.payload[8] if len(item.payload) > 8 else 0
+            if self._control_seq is not None and cause in LINK_ERRORS:
+                self._control_got.append(f"the device reported {cause_name(cause)}")
+            self._on_status(item)
+            return
         if item.seq & SEQ_CONTROL:
-            if self._control_seq is not None and item.seq == self._control_seq:
-                self._control_got.append(item)
-            elif item.type == Msg.ERROR and item.payload[:1] and item.payload[0] in LINK_ERRORS:
+            if item.type == Msg.ERROR and item.payload[:1] and item.payload[0] in LINK_ERRORS:
+                # a damaged request (its version byte, say): link damage whatever the seq
                 self.damaged_requests += 1
-                self._control_got.append(f"the device answered ERROR {Err(item.payload[0]).name}")
+                if self._control_seq is not None:
+                    name = Err(item.payload[0]).name
+                    self._control_got.append(f"the device answered ERROR {name}")
+            elif self._control_seq is not None and item.seq == self._control_seq:
+                self._control_got.append(item)
             else:
                 self.stale_replies += 1
             return
-        if item.type == Msg.STATUS:
-            if self._control_seq is not None and item.payload[8:9] and item.payload[8] in LINK_ERRORS:
-                self._control_got.append(f"the device reported {cause_name(item.payload[8])}")
-            self._on_status(item)
-            return
         if item.type == Msg.ERROR and item.payload[:1] and item.payload[0] == Err.VERSION:
-            self.damaged_requests += 1
-            return
+            self.damaged_requests += 1  # a damaged version byte; a peer of another version
+            return  # is told by an intact frame of its version (VersionMismatch)
         self._on_reply(item)
 
     # ------------------------------------------------------------------ control requests
@@ -850,11 +891,11 @@ class Link:
         accept: Callable[[Frame], bool] | None,
     ) -> Frame:
         """One control request, stop-and-wait: re-sent (same seq, behind a 0x00) on damage after
-        the hold-off (half a smoothed round trip, at least 20 ms, doubled per damage re-send, up
-        to the time-out: a re-send cuts the copy the device is still reading, whose report must
-        not trigger the next re-send at once) and after the adaptive time-out otherwise; with a
-        fixed ``timeout`` (the boot-time HELLO sync) once per try. Ordered replies that arrive
-        meanwhile are taken as usual."""
+        the hold-off (half a smoothed round trip, at least 20 ms and the request's own time on
+        the wire: a re-send cuts the copy the device is still reading, whose report must not
+        trigger the next re-send at once; never longer for more damage) and after the adaptive
+        time-out otherwise, which doubles (silence); with a fixed ``timeout`` (the boot-time
+        HELLO sync) once per try. Ordered replies that arrive meanwhile are taken as usual."""
         budget = self.budget if budget is None else budget
         retries = self.retries if retries is None else retries
         est = self._estimator(type_)
@@ -863,7 +904,7 @@ class Link:
         t_start = time.monotonic()
         heard0 = self._heard = t_start
         hard_end = t_start + PATIENCE * budget
-        tries = damage_resends = 0
+        tries = 0
         refused0 = self.refused_replies
         self._control_seq = frame.seq
         got: Frame | str | None = None
@@ -876,8 +917,8 @@ class Link:
                 wait = max(est.rto, 2 * on_wire + est.floor) if timeout is None else timeout
                 if timeout is None:
                     srtt = est.srtt if est.srtt is not None else 0.0
-                    base = max(MIN_HOLDOFF, 0.5 * srtt, len(wire) / (self.line_rate or float("inf")))
-                    holdoff = min(wait, base * 2**damage_resends)
+                    rate = self.line_rate or float("inf")
+                    holdoff = min(wait, max(MIN_HOLDOFF, 0.5 * srtt, len(wire) / rate))
                 else:
                     holdoff = timeout
                 got = self._control_await(frame, expect, sent_at, sent_at + wait, holdoff, accept,
@@ -904,7 +945,6 @@ class Link:
                     self.resent_on_timeout += 1
                 else:
                     self.resent_on_damage += 1
-                    damage_resends += 1
                 self.retransmits += 1
         finally:
             self._control_seq = None

@@ -160,7 +160,7 @@ RESULT_STREAM = Payload(
 )
 AUDIO_BEGIN = Payload(
     "AUDIO_BEGIN",
-    "opens an utterance, answered with AUDIO_ACK",
+    "opens an utterance; no reply of its own (the link's STATUS acknowledges it)",
     (
         Field("sample_id", "u32", "the host's sample id"),
         Field("mode", "u8", "the mode byte; a mode the audio mode does not serve is refused"),
@@ -168,24 +168,29 @@ AUDIO_BEGIN = Payload(
 )
 AUDIO = Payload(
     "AUDIO",
-    "a chunk of the utterance, taken only at the next expected offset",
+    "a chunk of the utterance, taken only at the next expected offset; no reply of its own",
     (
         Field("offset", "u32", "the chunk's first sample in the utterance"),
         Field("pcm", "i16", "int16 PCM samples", "n"),
+    ),
+)
+AUDIO_ADPCM = Payload(
+    "AUDIO_ADPCM",
+    "AUDIO with its samples as one IMA-ADPCM block (codegen/base/adpcm.py): the decoder's state "
+    "at the block's first sample, then the codes; no reply of its own",
+    (
+        Field("offset", "u32", "the chunk's first sample in the utterance"),
+        Field("samples", "u16", "samples in the block"),
+        Field("predictor", "i16", "the decoder's prediction before the first code"),
+        Field("step_index", "u8", "the decoder's step index, 0..88"),
+        Field("reserved", "u8", "0"),
+        Field("codes", "u8", "4-bit codes, two a byte, the earlier sample in the low nibble", "nb"),
     ),
 )
 AUDIO_END = Payload(
     "AUDIO_END",
     "closes the utterance, answered with RESULT (RESULT_STREAM)",
     (Field("samples", "u32", "the utterance's sample count, checked by the device"),),
-)
-AUDIO_ACK = Payload(
-    "AUDIO_ACK",
-    "the answer to AUDIO_BEGIN and AUDIO",
-    (
-        Field("samples", "u32", "samples received so far"),
-        Field("frames", "u32", "encoder steps run so far"),
-    ),
 )
 RESET = Payload(
     "RESET",
@@ -200,8 +205,8 @@ PAYLOADS: dict[str, Payload] = {
     "RESULT_STREAM": RESULT_STREAM,
     "AUDIO_BEGIN": AUDIO_BEGIN,
     "AUDIO": AUDIO,
+    "AUDIO_ADPCM": AUDIO_ADPCM,
     "AUDIO_END": AUDIO_END,
-    "AUDIO_ACK": AUDIO_ACK,
     "RESET": RESET,
 }
 
