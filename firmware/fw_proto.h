@@ -43,14 +43,18 @@
  * serve, the ordered frames it holds beyond it, and why it speaks. */
 #define FW_MSG_STATUS 0x8Fu
 
-/* Ordered frames (every application type) carry seq = tag << 24 | counter: the tag is the low 7
- * bits of the session nonce (a frame of another session is never served), the 24-bit counter
- * starts at 1 with each session and is compared modulo 2^24. Control frames (HELLO, ECHO, BAUD)
- * are served on arrival whatever their seq; the host gives them seqs with bit 31 set. */
+/* Ordered frames (every application type) carry seq = tag << 24 | copy << 20 | counter: the tag
+ * is the low 7 bits of the session nonce (a frame of another session is never served), the
+ * 20-bit counter starts at 1 with each session and is compared modulo 2^20, and the copy (the
+ * host's transmission of the frame, modulo 16) is not part of the frame's identity: the device
+ * echoes it in the reply or STATUS the frame causes, so the host knows which copy arrived.
+ * Control frames (HELLO, ECHO, BAUD) are served on arrival whatever their seq; the host gives
+ * them seqs with bit 31 set. */
 #define FW_SEQ_CONTROL 0x80000000u
 #define FW_SEQ_TAG_SHIFT 24u
 #define FW_SEQ_TAG_MASK 0x7Fu
-#define FW_SEQ_COUNT_MASK 0x00FFFFFFu
+#define FW_SEQ_COPY_MASK 0x00F00000u
+#define FW_SEQ_COUNT_MASK 0x000FFFFFu
 /* A type with this bit is one part of a longer message of type & ~FW_TYPE_MORE, more parts
  * following in the next seqs; the part without it ends the message. */
 #define FW_TYPE_MORE 0x40u

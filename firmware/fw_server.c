@@ -39,6 +39,7 @@ static void open_session(fw_server_t *s, uint32_t session)
     s->asm_len = 0;
     s->ack_due = 0;
     s->last_error = 0;
+    s->last_in = s->next;
     for (uint32_t i = 0; i < FW_HOLD_SLOTS; i++) {
         s->hold[i].used = 0;
     }
@@ -276,7 +277,7 @@ static void serve_baud(fw_server_t *s, uint32_t seq, const uint8_t *payload, uin
 static const fw_record_t *find_record(const fw_server_t *s, uint32_t seq)
 {
     for (uint32_t i = 0; i < FW_RECORDS; i++) {
-        if (s->rec[i].type != 0u && s->rec[i].seq == seq) {
+        if (s->rec[i].type != 0u && (s->rec[i].seq & ~FW_SEQ_COPY_MASK) == seq) {
             return &s->rec[i];
         }
     }
@@ -383,7 +384,7 @@ static void serve_held(fw_server_t *s)
     while ((s->held_mask & 1u) != 0u) {
         for (uint32_t i = 0; i < FW_HOLD_SLOTS; i++) {
             fw_held_t *h = &s->hold[i];
-            if (h->used && h->seq == s->next) {
+            if (h->used && (h->seq & ~FW_SEQ_COPY_MASK) == s->next) {
                 h->used = 0;
                 deliver(s, h->type, h->seq, h->data, h->len);
                 break;
@@ -415,7 +416,7 @@ static void hold_frame(fw_server_t *s, uint8_t type, uint32_t seq, uint32_t d,
         return;
     }
     slot->used = 1;
-    slot->seq = seq;
+    slot->seq = seq; /* the copy that came, echoed in the reply when it is served */
     slot->type = type;
     slot->len = len;
     fw_copy_forward(slot->data, payload, len);
@@ -430,12 +431,14 @@ static void hold_frame(fw_server_t *s, uint8_t type, uint32_t seq, uint32_t d,
 static void serve_ordered(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
                           uint16_t len)
 {
-    if ((seq & FW_SEQ_CONTROL) != 0u || (seq & ~FW_SEQ_COUNT_MASK) != seq_tag(s->session)) {
+    const uint32_t key = seq & ~FW_SEQ_COPY_MASK; /* the frame, whichever copy this is */
+    if ((seq & FW_SEQ_CONTROL) != 0u || (key & ~FW_SEQ_COUNT_MASK) != seq_tag(s->session)) {
         s->frames_stale++;
         send_status(s, (uint8_t)FW_CAUSE_STALE, type, seq);
         return;
     }
-    const uint32_t d = (seq - s->next) & FW_SEQ_COUNT_MASK;
+    s->last_in = seq;
+    const uint32_t d = (key - s->next) & FW_SEQ_COUNT_MASK;
     if (d == 0u) {
         deliver(s, type, seq, payload, len);
         next_advance(s);
@@ -447,7 +450,7 @@ static void serve_ordered(fw_server_t *s, uint8_t type, uint32_t seq, const uint
         return;
     }
     if (d >= (FW_SEQ_COUNT_MASK + 1u) / 2u) { /* behind next: served already */
-        const fw_record_t *rec = find_record(s, seq);
+        const fw_record_t *rec = find_record(s, key);
         if (rec != 0) {
             s->frames_replayed++;
             send_frame(s, rec->type, seq, rec->data, rec->len);
@@ -548,7 +551,7 @@ static void maybe_ack(fw_server_t *s)
     }
     const size_t pending = s->platform->pending != 0 ? s->platform->pending(s->platform->ctx) : 0u;
     if (pending == 0u || s->link.rx_bytes - s->ack_rx >= FW_ACK_EVERY) {
-        send_status(s, (uint8_t)FW_CAUSE_ACK, 0u, s->next);
+        send_status(s, (uint8_t)FW_CAUSE_ACK, 0u, s->last_in);
     }
 }
 

@@ -36,10 +36,10 @@ _Static_assert(FW_INFO_SIZE + FW_INFO_BOARD_SIZE + FW_INFO_LINK_SIZE <= FW_MAX_P
 /* Ordered frames held while an earlier one is missing, and the largest payload one may have (the
  * host sends frames this short once it has seen the line lose any; FirmwareConfig). */
 #ifndef FW_HOLD_SLOTS
-#define FW_HOLD_SLOTS 8u
+#define FW_HOLD_SLOTS 24u
 #endif
 #ifndef FW_HOLD_PAYLOAD
-#define FW_HOLD_PAYLOAD 512u
+#define FW_HOLD_PAYLOAD 256u
 #endif
 _Static_assert(FW_HOLD_SLOTS <= FW_WINDOW, "a held frame has a bit in STATUS's bitmap");
 _Static_assert(FW_HOLD_PAYLOAD <= FW_MAX_PAYLOAD, "a held frame is a frame");
@@ -158,6 +158,7 @@ typedef struct {
     uint32_t asm_len;      /* payload bytes of the message put together so far */
     uint32_t rx_ring;      /* the platform's receive ring, bytes (STATUS reports what is free) */
     uint32_t last_error;   /* the seq of the last ordered request answered with ERROR (0: none) */
+    uint32_t last_in;      /* the seq (copy bits too) of the last ordered frame that came whole */
     fw_record_t rec[FW_RECORDS];
     fw_held_t hold[FW_HOLD_SLOTS];
     /* Frame buffers (RAM, docs/protocol.md "Audio mode"): the received frame is COBS-decoded in

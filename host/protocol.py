@@ -32,11 +32,14 @@ INFO_LINK_TAG = 0xB2
 INFO_LINK_FIXED = 40
 INFO_LINK_RATES_MAX = 8
 INFO_LINK_SIZE = INFO_LINK_FIXED + 4 * INFO_LINK_RATES_MAX
-# Ordered seqs: bit 31 clear, the session's tag in bits 30..24, a counter in 23..0 (fw_proto.h)
+# Ordered seqs: bit 31 clear, the session's tag in bits 30..24, the copy in 23..20, a counter in
+# 19..0 (fw_proto.h)
 SEQ_CONTROL = 0x80000000
 SEQ_TAG_SHIFT = 24
 SEQ_TAG_MASK = 0x7F
-SEQ_COUNT_MASK = 0x00FFFFFF
+SEQ_COPY_MASK = 0x00F00000  # which transmission of a frame, modulo 16 (echoed by the device)
+SEQ_COPY_SHIFT = 20
+SEQ_COUNT_MASK = 0x000FFFFF
 TYPE_MORE = 0x40  # a part of a longer message; more parts follow
 WINDOW = 32  # STATUS's bitmap: a frame is held when 0 < seq - next < WINDOW
 STATUS_SIZE = 16

@@ -51,6 +51,8 @@ from elatta_host.protocol import (
     HDR_SIZE,
     PROTO_VERSION,
     SEQ_CONTROL,
+    SEQ_COPY_MASK,
+    SEQ_COPY_SHIFT,
     SEQ_COUNT_MASK,
     SEQ_TAG_MASK,
     SEQ_TAG_SHIFT,
@@ -85,14 +87,16 @@ PATIENCE = 4
 STOP_POLL = 0.1  # s: how often a waiting link looks at its stop flag
 # A frame's bytes besides its payload: header, CRC, COBS's first code byte, the delimiter.
 FRAME_OVERHEAD = HDR_SIZE + 4 + 2
-# Payload sizes the link cuts messages into (`payload_size`), and where it starts: small enough
-# that a line which damages one chunk in five still carries a frame now and then; it grows while
-# nothing is lost.
-PAYLOAD_STEPS = (32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 4096, 8192)
+# Payload sizes the link cuts messages into (`_Sizer`), and where it starts: small enough that a
+# line which damages one chunk in five still carries a frame now and then.
+PAYLOAD_STEPS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 FIRST_PAYLOAD = 256
-CLEAN_TO_GROW = 16  # transmissions without a loss before the payload may double
-LOSS_MEMORY = 0.95  # decay per transmission of the damage estimate (about 20 frames)
-QUEUE_FRAMES = 256  # frames submitted and not yet sent before `submit` waits
+SIZER_MEMORY = 0.99  # decay per frame of a size's goodput figures (about 100 frames)
+SIZER_TRIAL = 24  # frames at the chosen size between two trials of a neighbouring size
+SIZER_TRIAL_FRAMES = 8  # frames of a trial
+SIZER_MIN = 16  # frames a size needs before its goodput is compared
+SIZER_GROW = 8  # frames without any loss on the link before the next larger size
+QUEUE_MESSAGES = 64  # messages submitted and not yet sent before `submit` waits
 
 
 @dataclass
@@ -181,10 +185,14 @@ class _Out:
     """One ordered frame and what the host knows of it."""
 
     count: int
-    seq: int
+    seq: int  # tag and counter; each transmission adds its copy number
     type: int
-    wire: bytes
+    payload: bytes
+    size: int  # its bytes on the wire, at most
     ticket: Ticket | None  # on the message's last frame
+    copy_tx: dict[int, int] = field(default_factory=dict)  # copy number -> transmission
+    copy_at: dict[int, float] = field(default_factory=dict)  # copy number -> when it was sent
+    measured: bool = False  # a round trip was taken from it
     first_tx: int = -1  # transmission order of its first and last copies
     last_tx: int = -1
     sends: int = 0
@@ -196,34 +204,91 @@ class _Out:
     queued: bool = False  # waiting in the send queue (first send or a re-send)
 
 
-@dataclass
-class _Loss:
-    """Decayed counts of transmissions, their bytes and the copies lost: the line's damage per
-    byte, q, from 1 - (1 - p)^(1/w) with p the loss rate per frame and w the mean frame size."""
+@dataclass(eq=False)
+class _Msg:
+    """An ordered request not yet wholly cut into frames."""
 
-    sent: float = 0.0
-    lost: float = 0.0
-    bytes: float = 0.0
-    clean_run: int = 0
-    events: int = 0
+    type: int
+    payload: bytes
+    ticket: Ticket
+    offset: int = 0  # bytes cut so far
 
-    def on_send(self, n: int) -> None:
-        self.sent = self.sent * LOSS_MEMORY + 1.0
-        self.bytes = self.bytes * LOSS_MEMORY + n
-        self.lost *= LOSS_MEMORY
-        self.clean_run += 1
 
-    def on_loss(self) -> None:
-        self.lost += 1.0
-        self.clean_run = 0
-        self.events += 1
+class _Sizer:
+    """The payload a frame carries: the size that carries the most payload per byte sent,
+    measured. For each size the copies sent and the copies known lost are counted (decayed as
+    that size is used); the goodput of size F is (1 - lost/sent) · F / (F + FRAME_OVERHEAD). The
+    size in use is compared with its neighbours, each tried for a few frames now and then, so
+    no model of the line is assumed: random bit errors favour short frames, damage to whole
+    chunks of the stream favours frames as long as a chunk, a clean line the longest frames."""
 
-    def per_byte(self) -> float:
-        if self.sent <= 0 or self.lost <= 0:
-            return 0.0
-        p = min(0.999, self.lost / self.sent)
-        w = max(1.0, self.bytes / self.sent)
-        return 1.0 - (1.0 - p) ** (1.0 / w)
+    def __init__(self) -> None:
+        self.i = PAYLOAD_STEPS.index(FIRST_PAYLOAD)
+        self.sent = [0.0] * len(PAYLOAD_STEPS)
+        self.lost = [0.0] * len(PAYLOAD_STEPS)
+        self.cut = 0  # frames cut at the chosen size since the last trial
+        self.trial = 0  # frames of the running trial still to cut
+        self.up = True  # the direction of the next trial
+        self.losses = 0
+
+    def _top(self, most: int, cap: int) -> int:
+        fits = [k for k, v in enumerate(PAYLOAD_STEPS) if v <= most] or [0]
+        if self.losses:  # once the line has lost a frame, frames must be holdable
+            fits = [k for k in fits if PAYLOAD_STEPS[k] <= max(cap, PAYLOAD_STEPS[0])] or [0]
+        return max(fits)
+
+    def size(self, most: int, cap: int) -> int:
+        """The size to cut the next frame at, within ``most`` (the device's payload) and
+        ``cap`` (the largest it holds out of order, once the line has lost anything). Until the
+        line loses a frame the size doubles every SIZER_GROW frames."""
+        top = self._top(most, cap)
+        self.i = min(self.i, top)
+        if not self.losses:
+            self.cut += 1
+            if self.cut >= SIZER_GROW:
+                self.cut = 0
+                self.i = min(top, self.i + 1)
+            return min(PAYLOAD_STEPS[self.i], most)
+        k = self.i
+        if self.trial:
+            self.trial -= 1
+            k = min(top, k + 1) if self.up else max(0, k - 1)
+        else:
+            self.cut += 1
+            if self.cut >= SIZER_TRIAL:
+                self.cut = 0
+                self.trial = SIZER_TRIAL_FRAMES
+                self.up = not self.up
+        return min(PAYLOAD_STEPS[k], most)
+
+    @staticmethod
+    def index(payload: int) -> int:
+        return max(k for k, v in enumerate(PAYLOAD_STEPS) if v <= max(payload, PAYLOAD_STEPS[0]))
+
+    def goodput(self, k: int) -> float | None:
+        if self.sent[k] < SIZER_MIN * SIZER_MEMORY**SIZER_MIN:
+            return None
+        f = PAYLOAD_STEPS[k]
+        return (1.0 - min(1.0, self.lost[k] / self.sent[k])) * f / (f + FRAME_OVERHEAD)
+
+    def on_send(self, k: int) -> None:
+        self.sent[k] = self.sent[k] * SIZER_MEMORY + 1.0
+        self.lost[k] *= SIZER_MEMORY
+        self._choose()
+
+    def on_loss(self, k: int, copies: int = 1) -> None:
+        self.losses += 1
+        self.lost[k] += copies
+        self._choose()
+
+    def _choose(self) -> None:
+        here = self.goodput(self.i)
+        if here is None:
+            return
+        for k in (self.i + 1, self.i - 1):
+            g = self.goodput(k) if 0 <= k < len(PAYLOAD_STEPS) else None
+            if g is not None and g > here + 0.03:
+                self.i, here = k, g
 
 
 class Link:
@@ -298,7 +363,8 @@ class Link:
         self._dev_next = 1  # the device's next counter, as last heard
         self._out: dict[int, _Out] = {}  # sent or queued, not yet served
         self._awaiting: dict[int, _Out] = {}  # served, their reply not yet here
-        self._queue: deque[_Out] = deque()
+        self._queue: deque[_Out] = deque()  # frames to send again
+        self._msgs: deque[_Msg] = deque()  # messages not yet wholly cut into frames
         self._tx = 0  # transmissions so far (ordered)
         self._unacked = 0  # frames sent and not yet served
         self._delivered_tx = -1  # the latest transmission known to have arrived
@@ -308,8 +374,7 @@ class Link:
         self._reply_span: deque[Ticket] = deque()
         self._ordered_rtt = RttEstimator(timeout, min(MIN_TIMEOUT, timeout), timeout)
         self._progress = time.monotonic()  # the last time the device moved the window
-        self._loss = _Loss()
-        self._grown = FIRST_PAYLOAD
+        self._sizer = _Sizer()
         self._last_error = 0  # STATUS last_error as last seen
         self._control_seq: int | None = None  # the control request waiting for its reply
         self._control_got: list[Frame | str] = []
@@ -476,27 +541,16 @@ class Link:
         return reply
 
     def submit(self, type_: int, payload: bytes = b"", *, expect: int | None) -> Ticket:
-        """Queue an ordered request, cut into frames of at most `payload_size` bytes, and send
-        what the window allows. Waits (taking replies as they come) while more than
-        QUEUE_FRAMES frames are queued."""
+        """Queue an ordered request and send what the window allows. A message is cut into
+        frames as they go out, each of `payload_size` bytes at that moment, so the cut follows
+        the line. Waits (taking replies as they come) while more than QUEUE_MESSAGES messages
+        are queued."""
         if type_ in CONTROL_TYPES or type_ & TYPE_MORE:
             raise ValueError(f"type 0x{type_:02x} is not an ordered request type")
-        size = self.payload_size()
-        parts = [payload[i : i + size] for i in range(0, len(payload), size)] or [b""]
-        now = time.monotonic()
-        ticket = Ticket(type_, expect, 0, now)
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            self._count = (self._count + 1) & SEQ_COUNT_MASK
-            seq = self.ordered_seq(self._count)
-            t = type_ if last else type_ | TYPE_MORE
-            o = _Out(self._count, seq, t, Frame(t, seq, part).encode(), ticket if last else None)
-            o.queued = True
-            self._out[o.count] = o
-            self._queue.append(o)
-            ticket.seq = seq
+        ticket = Ticket(type_, expect, 0, time.monotonic())
+        self._msgs.append(_Msg(type_, payload, ticket))
         self._send_ready()
-        while len(self._queue) > QUEUE_FRAMES:
+        while len(self._msgs) > QUEUE_MESSAGES:
             self._step()
         return ticket
 
@@ -518,7 +572,7 @@ class Link:
 
     def flush(self) -> None:
         """Wait until every submitted request is served and answered."""
-        while self._out or self._awaiting:
+        while self._out or self._awaiting or self._msgs:
             self._step()
 
     def state(self) -> str:
@@ -528,7 +582,8 @@ class Link:
         head = self._queue[0] if self._queue else None
         return (
             f"device next {self._dev_next}, {len(sent)} frames sent and unserved ({held} held), "
-            f"{len(self._awaiting)} awaiting a reply, {len(self._queue)} queued"
+            f"{len(self._awaiting)} awaiting a reply, {len(self._queue)} to send again, "
+            f"{len(self._msgs)} messages waiting"
             + (
                 f" (head {head.count}{' re-send' if head.sends else ''}, "
                 f"{'room' if self._room(head) else 'no room'})"
@@ -543,27 +598,11 @@ class Link:
     @property
     def outstanding(self) -> int:
         """Ordered frames not yet served or not yet answered."""
-        return len(self._out) + len(self._awaiting)
+        return len(self._out) + len(self._awaiting) + len(self._msgs)
 
     def payload_size(self) -> int:
-        """The payload a frame should carry now: the size that carries the most payload through
-        a line that damages each byte with the probability measured so far (a frame of w bytes
-        arrives whole with (1 - q)^w), never more than the device's largest payload, no more
-        than it can hold out of order once the line has lost anything, and growing from
-        FIRST_PAYLOAD only while nothing is lost."""
-        most = self.window.max_payload
-        q = self._loss.per_byte()
-        steps = [s for s in PAYLOAD_STEPS if s <= most] or [most]
-        if q > 0:
-            best = max(steps, key=lambda f: f / (f + FRAME_OVERHEAD) * (1 - q) ** (f + FRAME_OVERHEAD))
-            if self.window.hold_payload:
-                best = min(best, max(s for s in steps if s <= self.window.hold_payload))
-            self._grown = min(self._grown, max(best, FIRST_PAYLOAD))
-            return min(best, self._grown)
-        if self._loss.clean_run >= CLEAN_TO_GROW and self._grown < most:
-            self._grown = min(most, self._grown * 2)
-            self._loss.clean_run = 0
-        return min(self._grown, most)
+        """The payload the next frame carries (`_Sizer`)."""
+        return self._sizer.size(self.window.max_payload, self.window.hold_payload)
 
     # ------------------------------------------------------------------ the ordered stream
 
@@ -574,7 +613,7 @@ class Link:
             return True
         if (o.count - self._dev_next) & SEQ_COUNT_MASK >= min(self.window.frames, WINDOW):
             return False
-        if self._in_flight and self._in_flight + len(o.wire) > self.window.rx_ring:
+        if self._in_flight and self._in_flight + o.size > self.window.rx_ring:
             return False
         if self.window.rx_ring == 0 and self._in_flight:
             return False
@@ -587,14 +626,37 @@ class Link:
         return len(self._reply_span)
 
     def _send_ready(self) -> None:
+        """Frames to send again first, then the next messages' next frames, while they fit."""
         while self._queue and self._room(self._queue[0]):
             self._transmit(self._queue.popleft())
+        while self._msgs and not self._queue:
+            m = self._msgs[0]
+            size = self.payload_size()
+            part = m.payload[m.offset : m.offset + size]
+            last = m.offset + len(part) >= len(m.payload)
+            count = (self._count + 1) & SEQ_COUNT_MASK
+            seq = self.ordered_seq(count)
+            t = m.type if last else m.type | TYPE_MORE
+            o = _Out(count, seq, t, part, Frame(t, seq, part).wire_size, m.ticket if last else None)
+            if not self._room(o):
+                return
+            self._count = count
+            m.offset += len(part)
+            if last:
+                self._msgs.popleft()
+                m.ticket.seq = seq
+            self._out[count] = o
+            self._transmit(o)
 
     def _transmit(self, o: _Out) -> None:
         now = time.monotonic()
         first = o.sends == 0
-        self.write(o.wire if first else b"\0" + o.wire)
+        copy = o.sends & (SEQ_COPY_MASK >> SEQ_COPY_SHIFT)
+        wire = Frame(o.type, o.seq | copy << SEQ_COPY_SHIFT, o.payload).encode()
+        self.write(wire if first else b"\0" + wire)
         self._tx += 1
+        o.copy_tx[copy] = self._tx
+        o.copy_at[copy] = now
         if first:
             o.first_tx, o.first_at = self._tx, now
             self.frames_sent += 1
@@ -611,9 +673,9 @@ class Link:
         o.queued = False
         if not o.acked and not o.held:
             o.copies += 1
-            self._in_flight += len(o.wire)
-        self.bytes_sent += len(o.wire)
-        self._loss.on_send(len(o.wire))
+            self._in_flight += o.size
+        self.bytes_sent += len(wire)
+        self._sizer.on_send(self._sizer.index(len(o.payload)))
 
     def _resend(self, o: _Out, why: str) -> None:
         """Put a frame at the head of the send queue (once)."""
@@ -631,15 +693,15 @@ class Link:
     def _lost(self, o: _Out) -> None:
         """Every copy of an unserved frame is gone: it goes again."""
         if o.copies:
-            self._in_flight -= o.copies * len(o.wire)
+            self._sizer.on_loss(self._sizer.index(len(o.payload)), o.copies)
+            self._in_flight -= o.copies * o.size
             o.copies = 0
-            self._loss.on_loss()
         self._resend(o, "damage")
 
     def _arrived(self, o: _Out) -> None:
         """The device has the frame (served or held): its copies left the wire."""
         if o.copies:
-            self._in_flight -= o.copies * len(o.wire)
+            self._in_flight -= o.copies * o.size
             o.copies = 0
         if o.first_tx > self._delivered_tx:
             self._delivered_tx = o.first_tx
@@ -660,11 +722,12 @@ class Link:
             o.acked = True
             if o.sends:
                 self._unacked -= 1
-            if o.sends == 1:  # Karn: a frame sent once is measured
+            if o.sends == 1 and not o.measured:  # Karn: a frame sent once is measured
+                o.measured = True
                 rtt = now - o.first_at
                 self._ordered_rtt.sample(rtt)
                 if rtt > 0:
-                    self._measured_rate = max(self._measured_rate, len(o.wire) / rtt)
+                    self._measured_rate = max(self._measured_rate, o.size / rtt)
             t = o.ticket
             if t is None or t.done:
                 continue
@@ -694,13 +757,32 @@ class Link:
             t.reply = reply
         self._awaiting.pop(o.count, None)
 
+    def _copy_arrived(self, seq: int) -> _Out | None:
+        """The frame a device frame speaks of (its seq as the device read it), the copy it names
+        noted as arrived: every transmission before that one has reached the device or was
+        lost (the line keeps order)."""
+        count = seq & SEQ_COUNT_MASK
+        o = self._out.get(count) or self._awaiting.get(count)
+        if o is None or o.seq != seq & ~SEQ_COPY_MASK:
+            return None
+        copy = (seq & SEQ_COPY_MASK) >> SEQ_COPY_SHIFT
+        tx = o.copy_tx.get(copy)
+        if tx is not None and tx > self._delivered_tx:
+            self._delivered_tx = tx
+        if not o.measured and copy in o.copy_at and o.sends <= 16:
+            # the copy is named, so a re-sent frame measures a round trip too (Karn's ambiguity,
+            # RFC 6298 §3, does not arise: as with TCP's timestamps, RFC 7323 §4)
+            o.measured = True
+            self._ordered_rtt.sample(time.monotonic() - o.copy_at[copy])
+        return o
+
     def _on_reply(self, f: Frame) -> None:
         """A reply (or a recorded ERROR) to an ordered request."""
-        if f.seq & ~SEQ_COUNT_MASK != self.tag:
+        if f.seq & ~(SEQ_COUNT_MASK | SEQ_COPY_MASK) != self.tag:
             self.stale_replies += 1  # another session's
             return
         count = f.seq & SEQ_COUNT_MASK
-        o = self._out.get(count) or self._awaiting.get(count)
+        o = self._copy_arrived(f.seq)
         if o is None or o.ticket is None or o.ticket.done:
             self.stale_replies += 1  # a replayed or duplicated answer already taken
             if o is not None and o.ticket is None and f.type == Msg.ERROR:
@@ -717,17 +799,16 @@ class Link:
             raise ProtocolError(f"{self.url}: {exc}") from exc
         if st.cause in LINK_ERRORS:
             self.damaged_requests += 1
-            # the damaged copy's header often survives: that frame goes again at once
+            # the damaged copy's header often survives: when it is the frame's latest copy, that
+            # frame goes again at once
             o = self._out.get(f.seq & SEQ_COUNT_MASK)
-            if o is not None and o.seq == f.seq and not o.held and o.copies:
-                o.copies -= 1
-                self._in_flight -= len(o.wire)
-                if o.copies == 0:
-                    self._loss.on_loss()
-                    self._resend(o, "damage")
+            copy = (f.seq & SEQ_COPY_MASK) >> SEQ_COPY_SHIFT
+            latest = o is not None and copy == (o.sends - 1) & (SEQ_COPY_MASK >> SEQ_COPY_SHIFT)
+            if o is not None and latest and o.seq == f.seq & ~SEQ_COPY_MASK and not o.held:
+                self._lost(o)
         elif st.cause == Cause.DUP:
             o = self._awaiting.get(f.seq & SEQ_COUNT_MASK)
-            if o is not None and o.seq == f.seq and o.ticket is not None:
+            if o is not None and o.seq == f.seq & ~SEQ_COPY_MASK and o.ticket is not None:
                 raise ProtocolError(
                     f"{self.url}: the device no longer holds the reply to "
                     f"{_type_name(o.ticket.type)} seq {o.seq} (it keeps "
@@ -737,7 +818,9 @@ class Link:
             self.stale_replies += 1
         if st.next & ~SEQ_COUNT_MASK != self.tag:
             return  # the window of another session (before our HELLO reached it)
-        self._last_error = st.last_error
+        if st.cause not in LINK_ERRORS:
+            self._copy_arrived(f.seq)  # the frame that made it speak came whole
+        self._last_error = st.last_error & ~SEQ_COPY_MASK
         base = st.next & SEQ_COUNT_MASK
         self._advance(base)
         for i in range(1, WINDOW):
@@ -784,6 +867,14 @@ class Link:
 
     def _check_timers(self) -> None:
         now = time.monotonic()
+        if self._out and self._dev_next not in self._out and self._dev_next not in self._awaiting:
+            # frames are cut in counter order: a device waiting for a frame the host no longer
+            # has (or never had) cannot be served; say so now rather than at the budget's end
+            if any((c - self._dev_next) & SEQ_COUNT_MASK < WINDOW for c in self._out):
+                raise ProtocolError(
+                    f"{self.url}: the device waits for frame {self._dev_next}, which this host "
+                    f"does not hold; link: {self.state()}"
+                )
         outstanding = [o for o in self._out.values() if o.sends] or list(self._awaiting.values())
         if not outstanding:
             self._progress = now
@@ -801,16 +892,17 @@ class Link:
                 f"{PATIENCE} budgets ({PATIENCE * self.budget:g} s){self._raise_hint('budget')}"
             )
         if now >= self._progress + self._rto_now():
-            # silence: every frame still missing goes again (what the device holds does not),
-            # oldest first, and the time-out doubles (RFC 6298 §5.5)
+            # no progress for a time-out: every frame still missing goes again (what the device
+            # holds does not), oldest first; the time-out doubles (RFC 6298 §5.5) only when the
+            # device said nothing meanwhile (silence), never when it answered (damage)
             missing = self._missing()
             for o in reversed(missing):
                 if not o.acked and o.copies:
-                    self._in_flight -= o.copies * len(o.wire)
+                    self._sizer.on_loss(self._sizer.index(len(o.payload)), o.copies)
+                    self._in_flight -= o.copies * o.size
                     o.copies = 0
-                    self._loss.on_loss()
                 self._resend(o, "timeout")
-            if missing:
+            if missing and self._heard < self._progress:
                 self._ordered_rtt.backoff()
             self._progress = now
 

@@ -4,9 +4,10 @@
  * -fsanitize=address,undefined and drives it with random, truncated, oversized and corrupted
  * frames.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "fw_frame.h"
@@ -34,6 +35,23 @@ static size_t stdin_read(void *ctx, uint8_t *dst, size_t cap, size_t need, size_
     return n > 0 ? (size_t)n : 0u;
 }
 
+/* Bytes waiting on stdin (Linux FIONREAD, ioctl_tty(2); on a pipe it gives the bytes buffered):
+ * the server acknowledges served frames once nothing more waits, as the device does. */
+static size_t stdin_pending(void *ctx)
+{
+    (void)ctx;
+    int n = 0;
+    return ioctl(0, FIONREAD, &n) == 0 && n > 0 ? (size_t)n : 0u;
+}
+
+/* The harness's "receive ring" is the pipe's buffer (pipe(7): 65,536 bytes on Linux); INFO says
+ * 8 KiB, the device's default, so a host keeps as much in flight as it would on the device. */
+static void board_report(void *ctx, fw_board_report_t *r)
+{
+    (void)ctx;
+    r->rx_ring = 8192u;
+}
+
 static void stack_usage(void *ctx, uint32_t *size, uint32_t *used)
 {
     (void)ctx;
@@ -44,7 +62,8 @@ static void stack_usage(void *ctx, uint32_t *size, uint32_t *used)
 /*
  * A stand-in application with state, to test the server's application path and its replay
  * rule (tests/devmodel.py mirrors it): INFER answers RESULT = {count, CRC-32 of the payload}
- * and increments count; an empty INFER is rejected with ERROR PAYLOAD; RESET zeroes count.
+ * and increments count; an empty INFER is rejected with ERROR PAYLOAD; RESET zeroes count;
+ * AUDIO adds its payload's length to count and has no reply of its own (FW_APP_ACK).
  */
 static uint32_t app_count;
 
@@ -66,6 +85,10 @@ static int32_t test_app_handle(void *ctx, uint8_t type, const uint8_t *payload, 
         *out_len = 0u;
         return FW_MSG_RESET_ACK;
     }
+    if (type == FW_MSG_AUDIO) {
+        app_count += len;
+        return FW_APP_ACK;
+    }
     return 0;
 }
 
@@ -84,7 +107,8 @@ static uint16_t test_app_describe(void *ctx, uint8_t *out, uint16_t cap)
 int main(void)
 {
     static const fw_app_t app = {test_app_handle, test_app_describe, 0};
-    static const fw_platform_t platform = {stdout_write, stack_usage, 0, &app, 0, stdin_read, 0};
+    static const fw_platform_t platform = {
+        stdout_write, stack_usage, 0, &app, board_report, stdin_read, 0, stdin_pending, 0, 0, 0};
     static fw_server_t server;
     fw_server_init(&server, &platform);
     /* fw_server_poll as on the device; a read of 0 bytes is the end of stdin */
