@@ -11,8 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from codegen import __version__
 from codegen.base.errors import CodegenError
+from codegen.base.version import __version__
 
 # (subcommand, module, one-line help). Order is the order shown in --help. Only the chosen
 # subcommand's module is imported: `codegen run` and `codegen inspect` read a build directory

@@ -173,8 +173,8 @@ def config_for(text: str, p: Point) -> str:
 def synthetic_basis(path: Path, model: Path, base: Path, k: int, seed: int = 0) -> None:
     """A random orthonormal V [D, k] (QR of a seeded Gaussian), tagged with the model's sha256:
     real costs, meaningless accuracy."""
+    from codegen.base.files import file_sha256
     from codegen.frontend.basis import Basis, load_basis, save_basis
-    from codegen.ir.meta import file_sha256
 
     b0 = load_basis(base)
     rng = np.random.default_rng(1000 + seed + k)

@@ -11,9 +11,10 @@ import numpy as np
 import torch
 
 from codegen.base.features import MfccParams
+from codegen.base.files import file_sha256
 from codegen.frontend.basis import Basis, compute_basis, save_basis
 from codegen.frontend.model import KwsLstm, save_checkpoint
-from codegen.ir.meta import ModelMeta, file_sha256
+from codegen.ir.meta import ModelMeta
 
 
 @dataclass(frozen=True)

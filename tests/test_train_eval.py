@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from codegen.base.files import file_sha256
 from codegen.cli import main
 from codegen.data import NOISES, build, load_split
 from codegen.frontend.basis import load_basis
 from codegen.frontend.model import load_checkpoint
-from codegen.ir.meta import file_sha256
 from codegen.train.fit import TrainConfig, augment
 
 FAST_TRAIN = ["--epochs", "1", "--copies", "2", "--no-progress", "--threads", "1"]
