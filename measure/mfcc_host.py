@@ -1,7 +1,7 @@
 """The integer MFCC front end in C (``firmware/elt_mfcc_s16.c`` + the generated
-``<prefix>mfcc_params.c``), compiled for the host with `elatta_measure.hostlib.build_host_library`
-and
-driven through ctypes, so tests compare it with `codegen.intref.mfcc` without a board."""
+``<prefix>mfcc_params.c``), compiled for the host with
+`elatta_measure.hostlib.build_host_library` and driven through ctypes, so tests compare it with
+`codegen.intref.mfcc` without a board."""
 
 from __future__ import annotations
 
