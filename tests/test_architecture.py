@@ -154,16 +154,17 @@ def _imported_names(mod: str, path: Path) -> tuple[list[str], bool]:
 def _edges(mods: dict[str, Path]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
-        root = mod.split(".")[0]
+        root = _root(mod)
         names, _ = _imported_names(mod, path)
         for n in names:
             target = _resolve(n, mods)
             if target is None and root in SCRIPTS:
                 target = _resolve(f"{root}.{n}", mods)
             # A package's own submodules import the package's __init__ only through Python's
-            # parent-first loading, not as a use: skip edges into an ancestor package, but for a
-            # root package's own __init__ (`from codegen import x` is a use of it).
-            if target and target != mod and (not mod.startswith(target + ".") or "." not in target):
+            # parent-first loading, not as a use: skip edges into an ancestor package, except a
+            # root's __init__ (`from codegen import __version__` in a role package is a use).
+            ancestor = mod.startswith(f"{target}.") and "." in (target or "")
+            if target and target != mod and not ancestor:
                 graph[mod].add(target)
         for loaded in DYNAMIC.get(mod) or ():
             graph[mod].add(loaded)
@@ -397,17 +398,26 @@ def test_rules_find_a_wrong_edge_added_to_the_real_graph() -> None:
     assert {"codegen.ir.nodes", "elatta_measure.evaluate"} <= set(cycle)
 
 
-def test_dynamic_imports_are_seen(tmp_path: Path) -> None:
-    """A literal dynamic import is an edge the rules judge; a computed one is found for DYNAMIC;
-    a bad CLI table is reported entry by entry."""
+def test_edge_scanner_sees_what_the_rules_judge(tmp_path: Path) -> None:
+    """A literal dynamic import is an edge the rules judge, and so is a use of the root's
+    __init__ from a role package; a computed import is found for DYNAMIC; a bad CLI table is
+    reported entry by entry."""
     literal = tmp_path / "literal.py"
     literal.write_text('import importlib\nimportlib.import_module("elatta_measure.bench")\n')
     computed = tmp_path / "computed.py"
     computed.write_text('name = "codegen.ir"\n__import__(name)\n')
-    mods = _modules() | {"codegen.ir.literal": literal, "codegen.ir.computed": computed}
+    version = tmp_path / "version.py"
+    version.write_text("from codegen import __version__\n")
+    mods = _modules() | {
+        "codegen.ir.literal": literal,
+        "codegen.ir.computed": computed,
+        "codegen.ir.version": version,
+    }
     graph = _edges(mods)
     assert graph["codegen.ir.literal"] == {"elatta_measure.bench"}
     assert ("codegen.ir.literal", "elatta_measure.bench") in _root_violations(graph)
+    assert graph["codegen.ir.version"] == {"codegen"}
+    assert _layer_violations(graph) == [("codegen.ir.version", "codegen")]
     assert _computed_dynamic(mods) == set(DYNAMIC) | {"codegen.ir.computed"}
     bad = (
         ("a", "bench.profile", ""),  # a script
