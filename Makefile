@@ -55,9 +55,9 @@ test-all: setup
 	$(PY) -m pytest -q $(PYTEST_JOBS)
 
 lint: setup
-	$(VENV)/bin/ruff check codegen host tests bench tools
-	$(VENV)/bin/ruff format --check codegen host tests bench tools
-	$(VENV)/bin/mypy codegen host
+	$(VENV)/bin/ruff check codegen host measure tests bench tools
+	$(VENV)/bin/ruff format --check codegen host measure tests bench tools
+	$(VENV)/bin/mypy codegen host measure
 	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/board/*/*.[ch] \
 		firmware/host/*.[ch] \
 		tests/neonprobe/*.[ch] tests/intharness/*.[ch]

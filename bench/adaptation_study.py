@@ -362,9 +362,10 @@ def choose_by_rule(rows: list[dict[str, Any]]) -> int:
 
 def paper_hyperparameters(ctx: Ctx, model_path: str, data_dir: str) -> dict[str, float]:
     """σ₀, β, radius by the project's own rules (`codegen eval`), on source validation."""
+    from elatta_measure.evaluate import select_hyperparameters, selection_set
+
     from codegen.elatta.float_ref import ElattaConfig
     from codegen.frontend.model import load_checkpoint
-    from codegen.measure.evaluate import select_hyperparameters, selection_set
 
     model, meta = load_checkpoint(model_path)
     z_sel, y_sel, z_clean, desc = selection_set(model, meta, data_dir, 3, SEEDS[0])

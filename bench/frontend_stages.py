@@ -1,6 +1,6 @@
 """Ticks of each stage of the integer MFCC front end per 20 ms hop under QEMU -icount shift=0
 (docs/targets.md §4), for the NEON build and -DELT_SCALAR: the probe of
-`codegen.measure.bench_frontend.run_stages` includes firmware/elt_mfcc_s16.c itself and times its
+`elatta_measure.bench_frontend.run_stages` includes firmware/elt_mfcc_s16.c itself and times its
 static stage functions one by one (the timer reads between them cost a few ticks each; the
 whole-frame figure is bench/frontend_ticks.py's, which times the public call exactly as
 `codegen bench` does). Default MfccParams, a unit normalisation, the synthetic clips of
@@ -32,11 +32,11 @@ LABELS = {
 
 
 def main() -> int:
+    from elatta_measure.bench_frontend import run_stages
     from frontend_ticks import clips
 
     from codegen.base.features import MfccParams
     from codegen.base.qformat import QFormat
-    from codegen.measure.bench_frontend import run_stages
     from codegen.quantize.mfcc import quantize_mfcc
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -1,6 +1,6 @@
 """Ticks per 20 ms hop of the integer MFCC front end under QEMU -icount shift=0 (docs/targets.md
 §4), NEON and -DELT_SCALAR, with every output word checked against the Python twin
-(codegen/intref/mfcc.py). The same probe as `codegen bench` (codegen/measure/bench_frontend.py)
+(codegen/intref/mfcc.py). The same probe as `codegen bench` (measure/bench_frontend.py)
 without a trained model: the default MfccParams, a unit normalisation (the normalisation does
 not change the work per frame) and synthetic clips (speech-like, noise, silence, full scale).
 
@@ -40,10 +40,11 @@ def clips(n: int, samples: int = 16000) -> np.ndarray:
 
 
 def main() -> int:
+    from elatta_measure.bench_frontend import run_probe
+
     from codegen.base.features import MfccParams
     from codegen.base.qformat import QFormat
     from codegen.intref.mfcc import mfcc_int
-    from codegen.measure.bench_frontend import run_probe
     from codegen.quantize.mfcc import quantize_mfcc
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -1,6 +1,6 @@
 """Host integer reference throughput (docs/targets.md §1 "host integer reference"): samples/s of the
 Python fixed-point reference for no_adapt and strict ELaTTA on 1 and W processes
-(`codegen.measure.host_throughput`), features precomputed from the demo set's noisy test clips.
+(`elatta_measure.host_throughput`), features precomputed from the demo set's noisy test clips.
 
     python bench/host_reference.py [--build out/build/kws] [--data out/data/demo] [--n 20000]
                                     [--workers 2] [--repeats 3] [--out FILE.json]
@@ -23,10 +23,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 def main() -> int:
     from elatta_host.plan import load_build
+    from elatta_measure.bench import samples
+    from elatta_measure.host_throughput import host_throughput
 
     from codegen.base.features import quantize_features
-    from codegen.measure.bench import samples
-    from codegen.measure.host_throughput import host_throughput
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", type=Path, default=ROOT / "out/build/kws")

@@ -229,9 +229,10 @@ def wire(seconds: float = 1.0, payload: int = 2048) -> tuple[bytes, list[int], l
 
 def run_probe(work: Path, feed: str, data: bytes, enc: list[int], body: list[int]) -> list[int]:
     """Build and run the probe with LB_FEED = ``feed`` (POLL or PER_BYTE); the L row's values."""
+    from elatta_measure.bench_frontend import _fw_config
+
     from codegen.base.resources import firmware_dir
     from codegen.emit.c import carray
-    from codegen.measure.bench_frontend import _fw_config
     from codegen.target.qemu_probe import link_probe, qemu_probe_lines
 
     work.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import json
 import time
 from pathlib import Path
 
-from codegen.measure.mfcc_eval import evaluate_front_end
+from elatta_measure.mfcc_eval import evaluate_front_end
 
 
 def main() -> None:

@@ -286,8 +286,7 @@ def audio_profile(elf: Path, pcm: object, top: int) -> None:
 def main() -> int:
 
     import numpy as np
-
-    from codegen.measure.bench import samples
+    from elatta_measure.bench import samples
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", type=Path, required=True, help="`codegen build` output directory")
@@ -310,7 +309,7 @@ def main() -> int:
     )
     a = ap.parse_args()
     if a.audio:
-        from codegen.measure.bench_frontend import frontend_clips
+        from elatta_measure.bench_frontend import frontend_clips
 
         audio_profile(a.build / "fw.elf", frontend_clips(a.data, 1)[0], a.top)
         return 0

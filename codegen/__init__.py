@@ -1,6 +1,8 @@
 """ELaTTA firmware compiler: trained KWS LSTM + V_k + CMA-ES config -> bare-metal Cortex-A9 C."""
 
-__version__ = "0.1.0"
+from codegen.base.version import __version__
+
+__all__ = ["__version__", "compile"]
 
 
 def compile(*args: object, **kwargs: object) -> object:  # noqa: A001 - the API's name

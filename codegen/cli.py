@@ -11,8 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from codegen import __version__
 from codegen.base.errors import CodegenError
+from codegen.base.version import __version__
 
 # (subcommand, module, one-line help). Order is the order shown in --help. Only the chosen
 # subcommand's module is imported: `codegen run` and `codegen inspect` read a build directory
@@ -21,14 +21,14 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("data", "codegen.data.cli", "build a data set (built-in, FSDD or your own)"),
     ("train", "codegen.train.fit", "train the source model on clean data"),
     ("basis", "codegen.frontend.basis", "compute the latent basis V_k from clean latents"),
-    ("eval", "codegen.measure.evaluate", "float and fixed accuracy of every mode, per condition"),
+    ("eval", "elatta_measure.evaluate", "float and fixed accuracy of every mode, per condition"),
     ("build", "codegen.pipeline.build", "compile a model, V_k and a config into C and firmware"),
     ("inspect", "codegen.artefact.inspect", "print a build's decisions readably"),
     ("firmware", "codegen.target.firmware", "build the bare runtime firmware"),
     ("board", "codegen.target.board_cmd", "an SD card image or a JTAG script for a board"),
     ("device", "elatta_host.cli_device", "talk to a device: info, ping"),
     ("run", "elatta_host.run", "stream samples to a device and check every result bit for bit"),
-    ("bench", "codegen.measure.bench", "QEMU icount costs of the builds"),
+    ("bench", "elatta_measure.bench", "QEMU icount costs of the builds"),
 )
 
 

@@ -11,9 +11,10 @@ import numpy as np
 import torch
 
 from codegen.base.features import MfccParams
+from codegen.base.files import file_sha256
 from codegen.frontend.basis import Basis, compute_basis, save_basis
 from codegen.frontend.model import KwsLstm, save_checkpoint
-from codegen.ir.meta import ModelMeta, file_sha256
+from codegen.ir.meta import ModelMeta
 
 
 @dataclass(frozen=True)
@@ -130,10 +131,11 @@ def lstm_only(
 ):  # type: ignore[no-untyped-def]
     """Quantize only the LSTM and build the host library of its generated C (no adaptation
     core): the encoder's tests do not depend on the adaptation files."""
+    from elatta_measure.hostlib import HostModel, build_host_library, render_host_api
+
     from codegen.emit.c import render_model, write_sources
     from codegen.frontend.reader import read_model
     from codegen.ir.nodes import QModel
-    from codegen.measure.hostlib import HostModel, build_host_library, render_host_api
     from codegen.quantize.model import quantize_lstm
     from codegen.target import sources
 
@@ -157,9 +159,10 @@ def full_build(
     tmp: Path, kit: Kit, x_calib: np.ndarray, *, sanitize: bool = True, trace: bool = False
 ):  # type: ignore[no-untyped-def]
     """The whole model (LSTM + adaptation core) rendered and built for the host."""
+    from elatta_measure.hostlib import build_for
+
     from codegen.emit.c import render_model, write_sources
     from codegen.frontend.reader import read_model
-    from codegen.measure.hostlib import build_for
     from codegen.quantize.model import quantize_model
 
     q = quantize_model(read_model(kit.model, kit.basis, kit.config), x_calib)

@@ -19,11 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from codegen.base.features import quantize_features
-from codegen.data import build as build_data
-from codegen.ir.nodes import QModel
-from codegen.measure.bench import (
+from elatta_measure.bench import (
     ANCHORS,
     FAMILIES,
     JSON_KEYS,
@@ -37,7 +33,11 @@ from codegen.measure.bench import (
     samples,
     variants,
 )
-from codegen.measure.bench_anchors import NE10_VARIANTS, run_ne10
+from elatta_measure.bench_anchors import NE10_VARIANTS, run_ne10
+
+from codegen.base.features import quantize_features
+from codegen.data import build as build_data
+from codegen.ir.nodes import QModel
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKS = (
@@ -312,10 +312,11 @@ def test_float32_host_c_matches_float_model(tmp_path: Path) -> None:
     the int16 entry point's z within one Q0.15 step."""
     import subprocess
 
+    from elatta_measure.hostlib import UBSAN_CFLAGS
+
     from codegen.base.resources import firmware_dir
     from codegen.elatta.float_ref import head_logits, lstm_float
     from codegen.emit.f32 import render_f32
-    from codegen.measure.hostlib import UBSAN_CFLAGS
     from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 
     q = _qmodel()
@@ -395,7 +396,7 @@ def test_goals_judged_on_the_run() -> None:
     configuration against its own no-adapt ticks, the host reference as 'at least'."""
     from types import SimpleNamespace
 
-    from codegen.measure.bench import goals
+    from elatta_measure.bench import goals
 
     def pt(k: int, n: int, lam: int, adapt: int) -> dict[str, int]:
         return {"k": k, "n": n, "lam": lam, "adapt_ticks": adapt, "no_adapt_ticks": 10000}
@@ -463,7 +464,7 @@ def test_cost_model_fit_recovers_constants() -> None:
 def test_host_throughput_worker_failure_is_reported() -> None:
     """A worker whose warm-up fails makes the measurement raise with the worker's error (no
     respawn loop, no wait for the start-up timeout)."""
-    from codegen.measure.host_throughput import measure
+    from elatta_measure.host_throughput import measure
 
     with pytest.raises(RuntimeError, match="warm-up failed: AttributeError"):
         measure(None, np.zeros((4, 49, 10), np.int16), np.arange(4), "strict", 2)

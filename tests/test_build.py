@@ -25,13 +25,13 @@ from buildkit import (
     run_arm_probe,
     scalar_reference,
 )
+from elatta_measure.hostlib import HostModel, compare_host_python
 
 from codegen.cli import main
 from codegen.data import build as build_data
 from codegen.data import load_split
 from codegen.intref.model import RESULT_FIELDS, infer_int
 from codegen.ir.nodes import QModel
-from codegen.measure.hostlib import HostModel, compare_host_python
 from codegen.pipeline.build import build
 from codegen.target.toolchain import find_tool
 
@@ -225,8 +225,9 @@ def test_cli_refuses_without_data(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_fixed_eval_report_layout(cli_build: tuple[Kit, Path], tiny_data: Path) -> None:
+    from elatta_measure.fixed_eval import compare_fixed_float, evaluate_fixed
+
     from codegen.data import dataset_info
-    from codegen.measure.fixed_eval import compare_fixed_float, evaluate_fixed
 
     kit, _ = cli_build
     table = evaluate_fixed(kit.model, kit.basis, kit.config, tiny_data, limit=6)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from elatta_measure.hostlib import HOST_CFLAGS, UBSAN_CFLAGS
 from numpy.testing import assert_array_equal
 
 from codegen.base.errors import ConfigError
@@ -20,7 +21,6 @@ from codegen.elatta.methods import CmvnConfig, cmvn_normalised
 from codegen.frontend.reader import parse_config
 from codegen.intref.cmvn import CmvnState, cmvn_int
 from codegen.ir.nodes import CmvnParams
-from codegen.measure.hostlib import HOST_CFLAGS, UBSAN_CFLAGS
 from codegen.target.toolchain import find_tool, run_tool
 
 

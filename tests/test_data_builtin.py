@@ -131,9 +131,9 @@ def test_corrupted_files_name_the_file(tiny: Path, tmp_path: Path, damage: str) 
         # a self-consistent manifest entry for a file that is not an npz at all
         target.write_bytes(b"not a zip file")
         info = json.loads((out / "manifest.json").read_text())
-        from codegen.data.store import file_digest
+        from codegen.base.files import file_sha256
 
-        info["files"]["clean_test.npz"] = {"bytes": 14, "sha256": file_digest(target)}
+        info["files"]["clean_test.npz"] = {"bytes": 14, "sha256": file_sha256(target)}
         (out / "manifest.json").write_text(json.dumps(info))
     with pytest.raises(DataError, match="clean_test.npz"):
         load_split(out, "test")

@@ -19,9 +19,9 @@ from torch import nn
 
 from codegen.base.errors import CodegenError
 from codegen.base.features import MfccParams
+from codegen.base.files import file_sha256
 from codegen.frontend.basis import Basis, basis_from_model, compute_basis, save_basis
 from codegen.frontend.cliargs import Declared, features_from_text
-from codegen.ir.meta import file_sha256
 from codegen.pipeline.build import BuildResult, build, integer_agreement
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "default.toml"

@@ -12,9 +12,9 @@ import torch
 from buildkit import config_text, make_kit, make_meta
 
 from codegen.base.errors import CodegenError, ConfigError
+from codegen.base.files import file_sha256
 from codegen.frontend.basis import Basis, compute_basis, save_basis
 from codegen.frontend.reader import load_config, parse_config, parse_qelatta_v2, read_model
-from codegen.ir.meta import file_sha256
 
 
 def test_target_board_in_config() -> None:

@@ -16,9 +16,9 @@ from torch import nn
 
 from codegen.base.errors import CodegenError
 from codegen.base.features import MfccParams
+from codegen.base.files import file_sha256
 from codegen.frontend.basis import Basis, compute_basis, save_basis
 from codegen.frontend.cliargs import Declared
-from codegen.ir.meta import file_sha256
 from codegen.pipeline.build import build
 
 CLASSES = 12

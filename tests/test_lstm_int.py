@@ -17,6 +17,7 @@ from buildkit import (
     run_arm_probe,
     scalar_reference,
 )
+from elatta_measure.hostlib import HostModel, first_trace_mismatch
 
 from codegen.base.features import quantize_features
 from codegen.elatta.float_ref import lstm_float
@@ -30,7 +31,6 @@ from codegen.intref.lstm import (
     tanh_from_sigmoid,
 )
 from codegen.ir.nodes import QModel
-from codegen.measure.hostlib import HostModel, first_trace_mismatch
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from elatta_measure.mfcc_host import HostMfcc, build_host_mfcc
 
 from codegen.base.errors import CodegenError, ConfigError
 from codegen.base.features import MfccParams, mfcc
 from codegen.base.qformat import QFormat
 from codegen.intref.mfcc import frames_int, mfcc_int
 from codegen.ir.mfcc import QMfcc
-from codegen.measure.mfcc_host import HostMfcc, build_host_mfcc
 from codegen.quantize.mfcc import quantize_mfcc
 
 KINDS = (
@@ -270,7 +270,7 @@ def test_generated_tables_are_deterministic_and_state_formats(qm: QMfcc) -> None
 @pytest.mark.qemu
 @pytest.mark.parametrize("scalar", [False, True], ids=["neon", "scalar"])
 def test_arm_build_equals_python_under_qemu(qm: QMfcc, tmp_path: Path, scalar: bool) -> None:
-    from codegen.measure.bench_frontend import run_probe
+    from elatta_measure.bench_frontend import run_probe
 
     clips = edge_clips(np.random.default_rng(9), len(KINDS) + 2)
     run = run_probe(qm, clips, tmp_path, scalar=scalar)
@@ -295,7 +295,7 @@ def test_arm_neon_other_shapes_equal_python_under_qemu(params: MfccParams, tmp_p
     """The NEON paths for shapes other than the default: the smallest FFT with the head, a
     window much shorter than n_fft / 2, one longer (every FFT quarter non-zero), the largest
     FFT; mel counts not a multiple of four and odd coefficient counts (the scalar tails)."""
-    from codegen.measure.bench_frontend import run_probe
+    from elatta_measure.bench_frontend import run_probe
 
     q = model_like(params, np.random.default_rng(7))
     clips = edge_clips(np.random.default_rng(8), len(KINDS), params.clip_samples)
@@ -339,8 +339,8 @@ def test_cmsis_anchor_builds_and_runs(qm: QMfcc, tmp_path: Path) -> None:
     """CMSIS-DSP 1.10.3 arm_mfcc_q15 (fetched from PyPI into out/cache/cmsisdsp by the bench's
     setup) builds for the Cortex-A9 in both variants and runs every frame with status 0; its
     q8.7 coefficient 0 follows the frame's log energy as ours does (rank correlation)."""
-    from codegen.measure.bench import CMSIS_CACHE
-    from codegen.measure.bench_frontend import run_cmsis, run_probe
+    from elatta_measure.bench import CMSIS_CACHE
+    from elatta_measure.bench_frontend import run_cmsis, run_probe
 
     clips = edge_clips(np.random.default_rng(11), len(KINDS))[[2, 5, 10, 11]]
     ours = run_probe(qm, clips, tmp_path / "ours")
@@ -399,8 +399,9 @@ def test_two_thousand_clips_neon_under_qemu(tmp_path: Path) -> None:
     """The device build (NEON) on ≥ 2,000 clips under QEMU, in batches of 250 clips per ELF:
     FSDD speech (clean and mixed) when present plus the synthetic kinds; every coefficient of
     every frame equal to the Python integer reference."""
+    from elatta_measure.bench_frontend import run_probe
+
     from codegen.data import conditions, load_condition
-    from codegen.measure.bench_frontend import run_probe
 
     rng = np.random.default_rng(14)
     parts = []

@@ -1,4 +1,5 @@
-"""templates/ and firmware/ are found from an editable install and from a built wheel."""
+"""templates/ and firmware/ are found from an editable install and from a built wheel, which
+carries every import root (docs/architecture.md §8) and the version of codegen/base/version.py."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 from codegen.base.resources import firmware_dir, jinja_env, templates_dir
+from codegen.base.version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +38,13 @@ def test_wheel_carries_templates_and_firmware(tmp_path: Path) -> None:
         capture_output=True,
     )
     (wheel,) = tmp_path.glob("*.whl")
+    assert wheel.name.startswith(f"elatta_codegen-{__version__}-")
     names = set(zipfile.ZipFile(wheel).namelist())
+    for module in ("codegen/cli.py", "elatta_host/run.py", "elatta_measure/evaluate.py"):
+        assert module in names
+    for root, folder in (("elatta_host", "host"), ("elatta_measure", "measure")):
+        assert {f"{root}/{p.name}" for p in (ROOT / folder).glob("*.py")} <= names, root
+    assert not any(n.startswith("codegen/measure/") for n in names)
     assert "codegen/templates/fw_config.h.j2" in names
     for src in (
         "board/zynq7000/startup.S",
@@ -53,7 +61,8 @@ def test_wheel_carries_templates_and_firmware(tmp_path: Path) -> None:
             sys.executable,
             "-c",
             "from codegen.base.resources import templates_dir, firmware_dir;"
-            "print(templates_dir()); print(firmware_dir())",
+            "import elatta_measure.evaluate as e;"
+            "print(templates_dir()); print(firmware_dir()); print(e.__file__)",
         ],
         check=True,
         capture_output=True,
@@ -61,4 +70,8 @@ def test_wheel_carries_templates_and_firmware(tmp_path: Path) -> None:
         cwd=tmp_path,
         env={"PYTHONPATH": str(site)},
     ).stdout.split()
-    assert out == [str(site / "codegen" / "templates"), str(site / "codegen" / "firmware")]
+    assert out == [
+        str(site / "codegen" / "templates"),
+        str(site / "codegen" / "firmware"),
+        str(site / "elatta_measure" / "evaluate.py"),
+    ]

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from buildkit import calib, config_text, int16_inputs, make_kit
+from elatta_measure.hostlib import build_for, compare_host_python
 
-from codegen.measure.hostlib import build_for, compare_host_python
 from codegen.pipeline.build import build
 
 # (F, H, T, C, k, n_iter, prefix)

@@ -186,10 +186,11 @@ def long_window_build(tmp: Path, data: Path, input_kind: str) -> Any:
     from buildkit import config_text
 
     from codegen.base.features import MfccParams, mfcc
+    from codegen.base.files import file_sha256
     from codegen.data import dataset_info, load_split
     from codegen.frontend.basis import Basis, compute_basis, save_basis
     from codegen.frontend.model import KwsLstm, save_checkpoint
-    from codegen.ir.meta import ModelMeta, file_sha256
+    from codegen.ir.meta import ModelMeta
 
     F, H, k = 40, 32, 2
     mp = MfccParams(n_mfcc=F, win_ms=25.0, hop_ms=10.0)

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from codegen.base.files import file_sha256
 from codegen.cli import main
 from codegen.data import NOISES, build, load_split
 from codegen.frontend.basis import load_basis
 from codegen.frontend.model import load_checkpoint
-from codegen.ir.meta import file_sha256
 from codegen.train.fit import TrainConfig, augment
 
 FAST_TRAIN = ["--epochs", "1", "--copies", "2", "--no-progress", "--threads", "1"]
@@ -213,7 +213,7 @@ def test_bad_values_are_named(
 def test_cli_lists_the_commands_without_importing_torch() -> None:
     code = (
         "import sys\n"
-        "import codegen.train.fit, codegen.frontend.basis, codegen.measure.evaluate\n"
+        "import codegen.train.fit, codegen.frontend.basis, elatta_measure.evaluate\n"
         "assert 'torch' not in sys.modules, 'torch imported at module level'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -222,7 +222,7 @@ def test_cli_lists_the_commands_without_importing_torch() -> None:
     modules = {name: module for name, module, _ in COMMANDS}
     assert modules["train"] == "codegen.train.fit"
     assert modules["basis"] == "codegen.frontend.basis"
-    assert modules["eval"] == "codegen.measure.evaluate"
+    assert modules["eval"] == "elatta_measure.evaluate"
 
 
 def test_eval_fixed_adds_integer_reference_beside_float(

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from codegen import __version__
 from codegen.artefact.program import MANIFEST_FORMAT, MANIFEST_VERSION
-from codegen.ir.nodes import Accumulator, QModel, QTensor
+from codegen.base.version import __version__
+from codegen.ir.nodes import Accumulator, QModel, QTensor, adapt_formats
 
 RAM_BUDGET_BYTES = 65536  # firmware/board/zynq7000/link.ld: data + bss + stacks
 
@@ -211,34 +211,6 @@ def adapt_accumulators(q: QModel) -> list[dict[str, Any]]:
 
 def adapt_tensors(q: QModel) -> list[dict[str, Any]]:
     return list(adapt_manifest(q).get("tensors", []))
-
-
-def adapt_formats(q: QModel) -> dict[str, dict[str, Any]]:
-    """Formats of the adaptation core's tensors and states, for the manifest."""
-    p = q.adapt
-    if p is None:
-        return {}
-    from codegen.ir import nodes as A
-
-    out: dict[str, dict[str, Any]] = {}
-    for name, fmt in (
-        ("latent", p.latent_fmt),
-        ("head.weight", p.w_fmt),
-        ("head.bias", p.b_fmt),
-        ("basis.V", p.v_fmt),
-        ("logits", p.logit_fmt),
-        ("entropy", A.H_FMT),
-        ("p", A.P_FMT),
-        ("ln_sigma", A.LNSIG_FMT),
-    ):
-        out[name] = {"name": fmt.name, "frac_bits": fmt.frac_bits, "word": fmt.word}
-    if p.grid is not None:
-        out["qelatta_v2_grid"] = {
-            "name": str(getattr(p.grid, "name", p.grid)),
-            "frac_bits": int(p.grid.frac),
-            "word": 32,
-        }
-    return out
 
 
 def adapt_manifest(q: QModel) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from codegen.base.errors import CodegenError
-from codegen.data.store import file_digest
+from codegen.base.files import file_sha256, write_npz
 
 MANIFEST_FORMAT = "elatta-build"
 MANIFEST_VERSION = 1
@@ -162,8 +162,6 @@ def _decode(doc: Any, arrays: Any, types: dict[str, type], path: str) -> Any:
 def write_program(q: Any, out_dir: str | Path) -> dict[str, str]:
     """Write ``q`` (a `codegen.ir.nodes.QModel`) as ``program.json`` + ``program.npz`` into
     ``out_dir``; deterministic bytes for the same program. Returns {file name: sha256}."""
-    from codegen.data.store import write_npz
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {}
@@ -172,13 +170,13 @@ def write_program(q: Any, out_dir: str | Path) -> dict[str, str]:
     doc = {
         "format": PROGRAM_FORMAT,
         "version": PROGRAM_VERSION,
-        "npz_sha256": file_digest(out / NPZ_NAME),
+        "npz_sha256": file_sha256(out / NPZ_NAME),
         "program": tree,
     }
     tmp = out / (JSON_NAME + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
     tmp.replace(out / JSON_NAME)
-    return {name: file_digest(out / name) for name in (JSON_NAME, NPZ_NAME)}
+    return {name: file_sha256(out / name) for name in (JSON_NAME, NPZ_NAME)}
 
 
 def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) -> Any:
@@ -197,7 +195,7 @@ def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) 
     if expected:
         for p in (jpath, npath):
             want = expected.get(p.name)
-            if want is not None and file_digest(p) != want:
+            if want is not None and file_sha256(p) != want:
                 raise ProgramError(
                     f"{p} differs from the build's manifest (sha256): the build directory was "
                     "modified or copied incompletely; rebuild it"
@@ -213,7 +211,7 @@ def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) 
             f"{jpath}: program version {doc.get('version')!r}; this codegen reads version "
             f"{PROGRAM_VERSION} (rebuild with this codegen)"
         )
-    if file_digest(npath) != doc.get("npz_sha256"):
+    if file_sha256(npath) != doc.get("npz_sha256"):
         raise ProgramError(f"{npath} does not match {jpath.name} (sha256): rebuild")
     try:
         with np.load(npath, allow_pickle=False) as z:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from codegen.base.files import file_sha256, write_npz
 from codegen.data import builtin, real, shifts
 from codegen.data.common import (
     CLASSES,
@@ -27,27 +28,21 @@ from codegen.data.common import (
     DataError,
     SourceSet,
 )
-from codegen.data.store import (
-    FORMAT,
-    FORMAT_VERSION,
-    MANIFEST,
-    dataset_info,
-    file_digest,
-    write_npz,
-)
+from codegen.data.store import FORMAT, FORMAT_VERSION, MANIFEST, dataset_info
 
 BUILDER_VERSION = 1
-# Sources whose code determines the stored arrays: editing any of them invalidates old builds.
+# Sources whose code determines the stored arrays, relative to the codegen package: editing any
+# of them invalidates old builds (base/files.py writes the array files).
 BUILD_SOURCES: tuple[str, ...] = (
-    "builder.py", "builtin.py", "common.py", "formant.py", "noise.py", "real.py", "store.py",
-    "tts.py",
+    "data/builder.py", "data/builtin.py", "data/common.py", "data/formant.py", "data/noise.py",
+    "data/real.py", "data/store.py", "data/tts.py", "base/files.py",
 )  # fmt: skip
 
 
 def _code_digest() -> str:
     h = hashlib.sha256()
     for name in BUILD_SOURCES:
-        h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes())
+        h.update(name.encode() + b"\0" + (Path(__file__).parents[1] / name).read_bytes())
     return h.hexdigest()
 
 
@@ -65,7 +60,7 @@ class Outputs:
     def save(self, fname: str, arrays: dict[str, np.ndarray]) -> None:
         path = self.out / fname
         write_npz(path, arrays)
-        self.files[fname] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+        self.files[fname] = {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
 
 
 def noise_sections(

@@ -15,18 +15,16 @@ Array files are written as zip archives with fixed timestamps, so rebuilds are b
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
 import threading
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from codegen.base.files import file_sha256
 from codegen.data import shifts
 from codegen.data.common import CLIP_SAMPLES, ID_STRIDE, SILENCE, SPLITS, DataError
 
@@ -64,35 +62,6 @@ class Condition:
         if self.snr_db is None:
             return f"{self.family}/{self.name}"
         return f"{self.family}/{self.name}/{float(self.snr_db):g}"
-
-
-# ------------------------------------------------------------------------------ npz writing
-
-
-def write_npz(path: Path, arrays: dict[str, np.ndarray], *, compresslevel: int = 1) -> None:
-    """Write an `.npz` readable by `np.load`, byte-identical for identical arrays.
-
-    `np.savez` stamps the current time into the zip entries; this writer uses a fixed date.
-    The file is written next to its destination and renamed, so readers never see half a file.
-    """
-    tmp = path.with_name(path.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
-        for key, arr in arrays.items():
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, buf.getvalue(), compresslevel=compresslevel)
-    os.replace(tmp, path)
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 # ------------------------------------------------------------------------------ reading
@@ -160,7 +129,7 @@ def read_npz(
     if hit is not None and known == meta["sha256"]:
         return hit
     if known != meta["sha256"]:
-        digest = file_digest(path)
+        digest = file_sha256(path)
         if digest != meta["sha256"]:
             raise DataError(
                 f"{path}: corrupted (sha256 {digest[:12]}… differs from the manifest's "

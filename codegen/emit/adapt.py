@@ -9,10 +9,10 @@ import re
 import numpy as np
 import numpy.typing as npt
 
-from codegen import __version__
 from codegen.base.contract import C_FRAC, X_FRAC, Z_FRAC
 from codegen.base.errors import ConfigError
 from codegen.base.tables import table_hash
+from codegen.base.version import __version__
 from codegen.emit.adapt_neon import (
     CandSpec,
     cand_asm,

@@ -17,9 +17,9 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from codegen import __version__
 from codegen.base.fixed import sigmoid_lut
 from codegen.base.resources import jinja_env
+from codegen.base.version import __version__
 from codegen.emit.lstm_neon import (
     KARGS,
     KCONST,
@@ -28,7 +28,7 @@ from codegen.emit.lstm_neon import (
     kernel_listing,
     row_gate_unit,
 )
-from codegen.ir.nodes import GATES, POOL_SHIFT, QLstm, QModel, QTensor
+from codegen.ir.nodes import GATES, POOL_SHIFT, QLstm, QModel, QTensor, adapt_formats
 
 VALUES_PER_LINE = 12
 # Kernel layout of the LSTM weights (firmware/elt_lstm_s16.c, codegen/emit/lstm_neon.py): 16 gate
@@ -595,8 +595,6 @@ def write_sources(files: dict[str, str], out_dir: Path) -> list[Path]:
 def app_description(q: QModel) -> str:
     """INFO's application description (docs/protocol.md, "Model runtime"): ``key=value`` pairs
     separated by one space; `elatta_host.infer.parse_description` reads it back."""
-    from codegen.artefact.manifest import adapt_formats
-
     src = q.source
     el = src.adapt
     L = q.lstm

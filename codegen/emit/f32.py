@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from codegen import __version__
 from codegen.base.resources import jinja_env
+from codegen.base.version import __version__
 from codegen.ir.nodes import QModel
 
 F32_CFLAGS: tuple[str, ...] = ("-DELT_ENCODER_F32",)

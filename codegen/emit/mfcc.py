@@ -12,8 +12,8 @@ import re
 
 import numpy as np
 
-from codegen import __version__
 from codegen.base.errors import ConfigError
+from codegen.base.version import __version__
 from codegen.emit.c import carray
 from codegen.ir.mfcc import CEP_FRAC, DCT_FRAC, FB_FRAC, LOG_FRAC, WINDOW_FRAC, QMfcc
 

@@ -161,10 +161,11 @@ def basis_from_model(
     reads, with what ``declared`` states about it; the latent is the final Linear's input) and
     compute V_k. The model passes the same checks as in `codegen build`: its structure, its
     data set, and the float twin against its own forward pass."""
+    from codegen.base.files import file_sha256
     from codegen.data import load_split
     from codegen.frontend.importer import load_model, resolve_pooling, verify_against_user
     from codegen.frontend.model import encode_numpy
-    from codegen.ir.meta import features_for, file_sha256
+    from codegen.ir.meta import features_for
 
     imported = load_model(
         model_path, data_dir=data_dir, trust_pickle=trust_pickle, declared=declared

@@ -47,9 +47,10 @@ import torch
 from torch import nn
 
 from codegen.base.errors import CodegenError
+from codegen.base.files import file_sha256
 from codegen.frontend.cliargs import Declared
 from codegen.frontend.model import KwsLstm
-from codegen.ir.meta import ModelMeta, file_sha256
+from codegen.ir.meta import ModelMeta
 
 if TYPE_CHECKING:
     from codegen.base.features import MfccParams

@@ -334,9 +334,9 @@ def read_model(
 ) -> Model:
     """Read, validate and hash the three inputs; return the float IR. ``model``: a path in any
     form `codegen.frontend.importer.load_model` accepts, or an already imported model."""
+    from codegen.base.files import file_sha256
     from codegen.frontend.basis import load_basis
     from codegen.frontend.importer import ImportedModel, load_model
-    from codegen.ir.meta import file_sha256
 
     cfg = config if isinstance(config, BuildConfig) else load_config(config)
     if isinstance(model, ImportedModel):

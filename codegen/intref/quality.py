@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from codegen.ir.nodes import QModel
+from codegen.ir.nodes import QModel, adapt_formats
 
 
 def _err(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
@@ -79,8 +79,6 @@ def float_vs_fixed(q: QModel, x_float: npt.ArrayLike) -> dict[str, Any]:
 
 def logits_scale(q: QModel) -> float | None:
     """Float value of one logit LSB, if the adaptation core exposes the logits format."""
-    from codegen.artefact.manifest import adapt_formats
-
     fmts = adapt_formats(q)
     fmt = fmts.get("logits")
     return None if fmt is None else 1.0 / (1 << int(fmt["frac_bits"]))

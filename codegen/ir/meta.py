@@ -9,10 +9,8 @@ well-defined document; ``ModelMeta`` is its typed view.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -163,11 +161,3 @@ def normalise(feats: np.ndarray, meta: ModelMeta) -> np.ndarray:
     mean = np.asarray(meta.norm_mean, dtype=np.float32)
     std = np.asarray(meta.norm_std, dtype=np.float32)
     return ((feats - mean) / std).astype(np.float32)
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()

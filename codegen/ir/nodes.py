@@ -786,6 +786,34 @@ class AdaptParams:
         return self.cfg.k
 
 
+def adapt_formats(q: QModel) -> dict[str, dict[str, Any]]:
+    """Formats of the adaptation core's tensors and states, by name: the manifest
+    (`codegen.artefact.manifest`), INFO's application description (`codegen.emit.c`) and the
+    quality report (`codegen.intref.quality`) read the same table."""
+    p = q.adapt
+    if p is None:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, fmt in (
+        ("latent", p.latent_fmt),
+        ("head.weight", p.w_fmt),
+        ("head.bias", p.b_fmt),
+        ("basis.V", p.v_fmt),
+        ("logits", p.logit_fmt),
+        ("entropy", H_FMT),
+        ("p", P_FMT),
+        ("ln_sigma", LNSIG_FMT),
+    ):
+        out[name] = {"name": fmt.name, "frac_bits": fmt.frac_bits, "word": fmt.word}
+    if p.grid is not None:
+        out["qelatta_v2_grid"] = {
+            "name": str(getattr(p.grid, "name", p.grid)),
+            "frac_bits": int(p.grid.frac),
+            "word": 32,
+        }
+    return out
+
+
 @dataclass(frozen=True)
 class CmvnParams:
     """Mode "cmvn", integer form (docs/adaptation.md "Integer specification"): continual

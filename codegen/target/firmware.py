@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from codegen import __version__
 from codegen.base.errors import ConfigError
 from codegen.base.resources import firmware_dir, jinja_env
+from codegen.base.version import __version__
 from codegen.target import sources
 from codegen.target.boards import BOARDS, DEFAULT_BOARD, Board, get_board
 from codegen.target.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_tool, section_sizes

@@ -2,7 +2,7 @@
 FFT (1024 for the default front end) of third-party fixed-point libraries, built at bench time
 for the same Cortex-A9 with the same flags, beside our own transform (firmware/elt_mfcc_s16.c:
 window, block exponent, FFT, real split and power of the weighted bins, timed stage by stage by
-`codegen.measure.bench_frontend.run_stages`).
+`elatta_measure.bench_frontend.run_stages`).
 
 - **Ne10** (projectNe10/Ne10, BSD-3-Clause): ``ne10_fft_r2c_1d_int16_neon`` and
   ``ne10_fft_r2c_1d_int32_neon`` (its ARMv7 NEON assembly radix-4/8 kernels and their C
@@ -24,9 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from codegen.base.errors import CodegenError
-from codegen.measure.bench_frontend import (
+from elatta_measure.bench_frontend import (
     CMSIS_SOURCES,
     CMSIS_VERSION,
     _data_header,
@@ -39,10 +37,12 @@ from codegen.measure.bench_frontend import (
     compile_cmsis,
     fetch_cmsis,
 )
+
+from codegen.base.errors import CodegenError
 from codegen.target.qemu_probe import link_probe
 from codegen.target.toolchain import find_tool
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 # Where the bench looks for the anchor sources unless --anchors says otherwise.
 DEFAULT_ANCHORS = ROOT.parent / "shared" / "anchors"
 
@@ -81,7 +81,7 @@ NE10_VARIANTS: tuple[str, ...] = (
 )
 
 NE10_MAIN = r"""
-/* codegen/measure/bench_anchors.py: Ne10's real FFTs on every frame of the embedded clips;
+/* measure/bench_anchors.py: Ne10's real FFTs on every frame of the embedded clips;
  * "A variant clip frame ticks" per call on UART0. Ne10 allocates its plans with malloc: a bump
  * allocator over a static arena serves them (the probe never frees). */
 #include <stddef.h>
@@ -196,7 +196,7 @@ int main(void)
 """
 
 CMSIS_RFFT_MAIN = r"""
-/* codegen/measure/bench_anchors.py: CMSIS-DSP arm_rfft_q15 on every frame of the embedded
+/* measure/bench_anchors.py: CMSIS-DSP arm_rfft_q15 on every frame of the embedded
  * clips; "A 0 clip frame ticks" per call on UART0. */
 #include <stdint.h>
 #include "arm_math.h"
@@ -365,7 +365,8 @@ def fft_anchors(
     """`anchors_bench` on the front end of model ``q`` and the clips of
     `bench_frontend.frontend_bench` (the first ``n_clips`` of the data set's first noise
     condition)."""
-    from codegen.measure.bench_frontend import frontend_clips
+    from elatta_measure.bench_frontend import frontend_clips
+
     from codegen.quantize.mfcc import quantize_mfcc_for
 
     return anchors_bench(
@@ -387,7 +388,7 @@ def anchors_bench(
     """The FFT anchors per n_fft-point transform: ``ours`` (from `run_stages`), Ne10 (under
     ``anchors``/ne10) and CMSIS-DSP arm_rfft_q15; an anchor that cannot be built or run is listed
     under ``unavailable`` by name with the reason, and the others still stand."""
-    from codegen.measure.bench_frontend import run_stages
+    from elatta_measure.bench_frontend import run_stages
 
     p = q.params
     args = (p.n_fft, p.win_length, p.hop_length)

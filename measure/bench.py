@@ -69,14 +69,13 @@ UART reads, COBS, CRC-32, checks, replies), with the front end, the link, the PC
 the encoder and the adaptation as parts; the link's instructions per received byte are
 ``10 * ticks_link / link_bytes``.
 
-Front end (``frontend``, codegen/measure/bench_frontend.py): ticks per hop and per second of audio
-of the
-integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and -DELT_SCALAR) on every frame of a few
-mixed test clips, and in the same run CMSIS-DSP 1.10.3's ``arm_mfcc_q15`` (Neon and portable C)
+Front end (``frontend``, measure/bench_frontend.py): ticks per hop and per second of audio of
+the integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and -DELT_SCALAR) on every frame of a
+few mixed test clips, and in the same run CMSIS-DSP 1.10.3's ``arm_mfcc_q15`` (Neon and portable C)
 as the anchor; its sources are fetched from PyPI into ``out/cache/cmsisdsp`` by this setup step
 (``--no-cmsis`` skips it; without network the anchor is reported unavailable, by name).
 ``frontend_ticks_per_hop`` is the NEON front end's median ticks per hop, on its own at the top
-level. In the same run, ``frontend.fft_anchors`` (codegen/measure/bench_anchors.py): ticks per
+level. In the same run, ``frontend.fft_anchors`` (measure/bench_anchors.py): ticks per
 n_fft-point real FFT of ours, of Ne10's int16 and int32 NEON FFTs (built at bench time from the
 sources in ``--anchors DIR``/ne10, never vendored; absent: unavailable, by name) and of CMSIS-DSP
 ``arm_rfft_q15``.
@@ -129,11 +128,11 @@ SCALAR_KEYS = JSON_KEYS[:10]
 BASELINES = ("scalar", "float32", "float32_fastmath")
 SWEEP_K = (2, 8, 16)
 SWEEP_N = (2, 8)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "default" / "model.pt"
 BASIS = ROOT / "models" / "default" / "basis.npz"
 CONFIG = ROOT / "configs" / "default.toml"
-# the bench's setup fetches the CMSIS-DSP anchor's sources here (codegen.measure.bench_frontend)
+# the bench's setup fetches the CMSIS-DSP anchor's sources here (elatta_measure.bench_frontend)
 CMSIS_CACHE = ROOT / "out" / "cache" / "cmsisdsp"
 # third-party FFT sources the bench builds as anchors (Ne10), never copied into the repository
 ANCHORS = ROOT.parent / "shared" / "anchors"
@@ -174,8 +173,8 @@ def config_for(text: str, p: Point) -> str:
 def synthetic_basis(path: Path, model: Path, base: Path, k: int, seed: int = 0) -> None:
     """A random orthonormal V [D, k] (QR of a seeded Gaussian), tagged with the model's sha256:
     real costs, meaningless accuracy."""
+    from codegen.base.files import file_sha256
     from codegen.frontend.basis import Basis, load_basis, save_basis
-    from codegen.ir.meta import file_sha256
 
     b0 = load_basis(base)
     rng = np.random.default_rng(1000 + seed + k)
@@ -680,8 +679,9 @@ def run_bench(
 ) -> dict[str, Any]:
     """``families``: the encoder families timed beside the default (None: every one of
     `FAMILIES`; a reduced bench may time a few)."""
+    from elatta_measure.bench_frontend import frontend_bench
+
     from codegen.data import build as build_data
-    from codegen.measure.bench_frontend import frontend_bench
 
     out.mkdir(parents=True, exist_ok=True)
     if data_dir is None:
@@ -758,13 +758,13 @@ def run_bench(
 
     family_rows = family_costs(out, data_dir, n_samples, reps, budget, families)
 
-    from codegen.measure.bench_frontend import frontend_clips as audio_clips
+    from elatta_measure.bench_frontend import frontend_clips as audio_clips
 
     audio = measure_audio(res0.elf, audio_clips(data_dir, max(1, min(n_samples, 3))), budget)
 
     host: dict[str, Any] | None = None
     if host_n > 0:
-        from codegen.measure.host_throughput import host_throughput
+        from elatta_measure.host_throughput import host_throughput
 
         _, xh = samples(data_dir, q0.source.meta, 256)
         host = host_throughput(q0, quantize_features(xh, q0.lstm.x_fmt), host_n)
@@ -775,7 +775,7 @@ def run_bench(
         else None
     )
     if fe_doc is not None:
-        from codegen.measure.bench_anchors import fft_anchors
+        from elatta_measure.bench_anchors import fft_anchors
 
         fe_doc["fft_anchors"] = fft_anchors(
             q0, data_dir, out / "frontend" / "fft_anchors", frontend_clips, anchors, cmsis_cache
@@ -1172,8 +1172,8 @@ def encoder_floor_line(enc: int, floor: dict[str, int]) -> str:
 
 
 def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
-    from codegen.measure.bench_anchors import anchors_md
-    from codegen.measure.bench_frontend import frontend_md
+    from elatta_measure.bench_anchors import anchors_md
+    from elatta_measure.bench_frontend import frontend_md
 
     enc, fcls = d["encoder_ticks"], d["head_entropy_ticks"]
     na = d["no_adapt_ticks"]

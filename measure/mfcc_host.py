@@ -1,7 +1,7 @@
 """The integer MFCC front end in C (``firmware/elt_mfcc_s16.c`` + the generated
-``<prefix>mfcc_params.c``), compiled for the host with `codegen.measure.hostlib.build_host_library`
-and
-driven through ctypes, so tests compare it with `codegen.intref.mfcc` without a board."""
+``<prefix>mfcc_params.c``), compiled for the host with
+`elatta_measure.hostlib.build_host_library` and driven through ctypes, so tests compare it with
+`codegen.intref.mfcc` without a board."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from elatta_measure.hostlib import HostBuild, build_host_library
 
 from codegen.emit.mfcc import emit_mfcc_c, mfcc_cflags
 from codegen.ir.mfcc import QMfcc
-from codegen.measure.hostlib import HostBuild, build_host_library
 from codegen.target import sources
 
 PREFIX = "host_"

@@ -7,7 +7,7 @@ mean over seeds for the adapting modes), the shape of report.json's ``"float"`` 
 float reference on the same clips and reports the per-sample class agreement (docs/targets.md §1:
 no-adapt and strict within 0.5 points of float, ≥ 99 % same class in no-adapt).
 
-Clips, order and sample ids are those of `codegen.measure.evaluate` (`stream_order`, the condition's
+Clips, order and sample ids are those of `elatta_measure.evaluate` (`stream_order`, the condition's
 ids), and the formats are calibrated on the clean TRAIN split exactly as `codegen build` does,
 so the numbers describe the firmware that `codegen build` emits for the same inputs.
 """

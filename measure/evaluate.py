@@ -951,7 +951,7 @@ def run(args: argparse.Namespace) -> int:
     )
     report, text = evaluate(args.model, args.basis, args.data, opts)
     if args.fixed:
-        from codegen.measure.fixed_eval import evaluate_fixed
+        from elatta_measure.fixed_eval import evaluate_fixed
 
         cfg = report["config"]
         report["fixed"] = evaluate_fixed(

@@ -90,7 +90,7 @@ CMSIS_CFLAGS: tuple[str, ...] = (
 )
 
 OUR_MAIN = r"""
-/* codegen/measure/bench_frontend.py: every frame of the embedded clips through elt_mfcc_frame_s16;
+/* measure/bench_frontend.py: every frame of the embedded clips through elt_mfcc_frame_s16;
  * "F clip frame ticks x0 .. x(n-1)" per frame on UART0. */
 #include <stdint.h>
 #include "fw_timer.h"
@@ -131,7 +131,7 @@ int main(void)
 """
 
 CMSIS_MAIN = r"""
-/* codegen/measure/bench_frontend.py: CMSIS-DSP arm_mfcc_q15 on every frame of the embedded clips
+/* measure/bench_frontend.py: CMSIS-DSP arm_mfcc_q15 on every frame of the embedded clips
  * (the frame zero-padded to fftLen, outside the timed call); "C clip frame ticks status". */
 #include <stdint.h>
 #include <string.h>
@@ -294,7 +294,7 @@ def run_probe(q: QMfcc, pcm: np.ndarray, work: Path, *, scalar: bool = False) ->
 
 
 STAGE_MAIN = r"""
-/* codegen/measure/bench_frontend.py: the static stage functions of firmware/elt_mfcc_s16.c
+/* measure/bench_frontend.py: the static stage functions of firmware/elt_mfcc_s16.c
  * timed one by one; "S t0 .. t4 x0 .. x(n-1)" per frame on UART0. */
 #include <stdint.h>
 #include "fw_timer.h"
@@ -625,7 +625,7 @@ def frontend_bench(
     """Ticks per hop and per second of audio of our front end (NEON and -DELT_SCALAR) and of
     CMSIS-DSP's arm_mfcc_q15 (Neon and portable C) on the same clips and QEMU; our ARM outputs
     checked against `codegen.intref.mfcc` on every coefficient. ``cmsis_cache`` None: no
-    anchor (reported as such). (`codegen.measure.bench_anchors.fft_anchors` adds the per-transform
+    anchor (reported as such). (`elatta_measure.bench_anchors.fft_anchors` adds the per-transform
     anchors as ``fft_anchors``.)"""
     from codegen.intref.mfcc import mfcc_int
     from codegen.quantize.mfcc import quantize_mfcc_for
