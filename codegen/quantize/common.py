@@ -109,11 +109,11 @@ def prove_accumulator(
     top = min(fracs)
     if top < MIN_ACC_FRAC:
         which = 0 if fracs[0] <= fracs[1] else 1
-        operand = ("x", "h")[which]
+        product = ("W_ih·x", "W_hh·h")[which]
         raise CodegenError(
-            f"tensor {names[which]}: the weights times {operand} leave {top} fraction bits; the "
-            f"int32 gate accumulator needs at least {MIN_ACC_FRAC} (Q4.11 gates, the tanh gate "
-            "at 2x): the weights or inputs are too large"
+            f"tensor {names[which]}: {product} leaves {top} fraction bits; the int32 gate "
+            f"accumulator needs at least {MIN_ACC_FRAC} (Q4.11 gates, the tanh gate at 2x): the "
+            "weights or inputs are too large"
         )
     above: int | None = None
     failed: tuple[int, Terms] = (0, (0, 0, 0, 0))
