@@ -446,9 +446,7 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> tuple[Kit, QModel, HostMod
 def test_host_c_equals_python_every_field(host, mode: str) -> None:  # type: ignore[no-untyped-def]
     kit, q, hm = host
     n = 160 if mode.startswith("continual") else 400
-    x = int16_inputs(
-        np.random.default_rng(hash(mode) % 1000), n, kit.T, kit.F, q.x_fmt.frac_bits
-    )
+    x = int16_inputs(np.random.default_rng(hash(mode) % 1000), n, kit.T, kit.F, q.x_fmt.frac_bits)
     ids = np.random.default_rng(1).choice(2**32 - 1, size=n, replace=False)
     assert compare_host_python(hm, x, ids, mode) is None
 

@@ -43,7 +43,11 @@ def test_good_inputs_give_a_frozen_ir(tmp_path: Path) -> None:
         tmp_path, F=7, H=12, C=5, T=9, k=3, config=config_text(k=3, extra='qelatta_v2 = "8b4"')
     )
     m = read_model(kit.model, kit.basis, kit.config)
-    assert (m.encoder[0].input_size, m.encoder[0].hidden_size, m.encoder[0].num_frames) == (7, 12, 9)
+    assert (m.encoder[0].input_size, m.encoder[0].hidden_size, m.encoder[0].num_frames) == (
+        7,
+        12,
+        9,
+    )
     assert m.encoder[0].w_ih.shape == (48, 7) and m.head.weight.shape == (5, 12)
     assert m.basis.V.shape == (12, 3) and m.adapt.qelatta_v2 == (8, 4)
     assert m.hashes.model == file_sha256(kit.model)

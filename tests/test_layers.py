@@ -155,7 +155,7 @@ def test_three_stacked_layers_on_the_host_equal_the_reference(name: str, tmp_pat
     if streams:
         z = np.zeros((len(x), q.latent_size), np.int16)
         X = np.ascontiguousarray(x, np.int16)
-        fn = getattr(host.lib, "probe_stream")
+        fn = host.lib.probe_stream
         fn(X.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint32(len(x)),
            z.ctypes.data_as(ctypes.c_void_p))  # fmt: skip
         assert_array_equal(z, encode_int(x, q))

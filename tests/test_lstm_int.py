@@ -143,7 +143,9 @@ def test_trace_points_equal_and_a_mismatch_names_stage_index_and_values(built) -
     x = int16_inputs(np.random.default_rng(4), 4, kit.T, kit.F, qm.x_fmt.frac_bits)[:1]
     _, c_events = host.traced(lambda: host.encode(x))
     py_events: list[tuple[str, int, np.ndarray]] = []
-    lstm_int(x, qm.encoder[0], trace=lambda s, i, v: py_events.append((s, i, np.asarray(v)[0].copy())))
+    lstm_int(
+        x, qm.encoder[0], trace=lambda s, i, v: py_events.append((s, i, np.asarray(v)[0].copy()))
+    )
     names = [e[0] for e in c_events]
     assert names.count(TRACE_H) == kit.T and names.count(TRACE_C) == kit.T
     assert names[-1] == TRACE_Z
@@ -276,7 +278,9 @@ def test_neon_kernel_other_shapes_under_qemu(
     q, stats, _ = quantize_lstm(model.encoder[0], calib(kit, n=16), model.quant)
     if scale < 0:  # every weight fraction bit the operands can take moved to them
         drop = (q.shifts.x_opshift, q.shifts.h_opshift)
-        q, stats, _ = quantize_lstm(model.encoder[0], calib(kit, n=16), model.quant, weight_shift=drop)
+        q, stats, _ = quantize_lstm(
+            model.encoder[0], calib(kit, n=16), model.quant, weight_shift=drop
+        )
         assert (q.shifts.x_opshift, q.shifts.h_opshift) == (0, 0)
     q = dataclasses.replace(q, pool=pool)
     hp = -(-H // 8) * 8
