@@ -17,6 +17,7 @@ from codegen.emit.views import (
     Call,
     TensorView,
     array_view,
+    recurrent_weights_view,
     round_up,
 )
 from codegen.ir.nodes import QGru
@@ -70,25 +71,17 @@ def gru_layout(L: QGru) -> GruLayout:
 
 def layer_views(L: QGru, lay: GruLayout, sym: dict[str, str]) -> list[TensorView]:
     """The kernel-layout weights and bias rows of one GRU layer, documented."""
-    H, F, Hp, K = L.hidden_size, L.input_size, lay.hidden_pad, lay.cols
-    wl, wh = L.w_hh.float_range
-    il, ih = L.w_ih.float_range
+    F, Hp, K = L.input_size, lay.hidden_pad, lay.cols
     bl, bh = L.b_ih.float_range
     return [
-        array_view(
-            f"{L.w_hh.name} | {L.w_ih.name}",
+        recurrent_weights_view(
+            L,
             sym["w"],
-            "int16_t",
-            lay.w.shape,
+            lay.w,
             f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = {lay.rows} gate rows, r at j, "
             f"z at Hp + j, n at 2 Hp + j, Hp = {Hp}; K = {K} columns u = [hs (Hp); xs (F = {F}); "
             f"{K - Hp - F} pad]; pad rows and columns 0)",
-            f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
-            f"{Hp}..{Hp + F - 1} (16-bit)",
-            min(wl, il),
-            max(wh, ih),
-            max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
-            lay.w,
+            Hp,
         ),
         array_view(
             f"{L.b_ih.name} | {L.b_hh.name}",

@@ -26,6 +26,7 @@ from codegen.emit.views import (
     TensorView,
     array_view,
     full_tables,
+    recurrent_weights_view,
     round_up,
 )
 from codegen.ir.nodes import GATES, QLstm
@@ -110,24 +111,17 @@ def layer_views(L: QLstm, lay: LstmLayout, sym: dict[str, str]) -> list[TensorVi
     """The kernel-layout weights and bias rows of one LSTM layer, documented."""
     Hp, K, R = lay.hidden_pad, lay.cols, lay.rows
     H, F = L.hidden_size, L.input_size
-    (wl, wh), (il, ih) = L.w_hh.float_range, L.w_ih.float_range
     return [
-        array_view(
-            f"{L.w_hh.name} | {L.w_ih.name}",
+        recurrent_weights_view(
+            L,
             sym["w"],
-            "int16_t",
-            lay.w.shape,
+            lay.w,
             f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = 4 x Hp = {R} gate rows "
             f"by groups of 8 units (i, f rows of a group, then g, o), Hp = {Hp}; K = {K} "
             f"columns u = [hs (H = {H}); xs (F = {F})], even blocks in u order, odd blocks "
             f"reversed; per column the block's 16 rows in order, so 4 columns are one VLDM of "
             f"16 d-registers; pad rows 0)",
-            f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
-            f"{H}..{K - 1} (16-bit)",
-            min(wl, il),
-            max(wh, ih),
-            max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
-            lay.w,
+            H,
         ),
         array_view(
             L.bias.name,

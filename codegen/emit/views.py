@@ -112,6 +112,28 @@ def array_view(
     )
 
 
+def recurrent_weights_view(
+    L: Any, symbol: str, w: np.ndarray, layout: str, ih_col: int
+) -> TensorView:
+    """A recurrent layer's W_hh and W_ih packed into one kernel-layout array ``w`` (``layout``:
+    how, for the comment): W_hh in columns 0..H − 1, W_ih from column ``ih_col``."""
+    H, F = L.hidden_size, L.input_size
+    (wl, wh), (il, ih) = L.w_hh.float_range, L.w_ih.float_range
+    return array_view(
+        f"{L.w_hh.name} | {L.w_ih.name}",
+        symbol,
+        "int16_t",
+        w.shape,
+        layout,
+        f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
+        f"{ih_col}..{ih_col + F - 1} (16-bit)",
+        min(wl, il),
+        max(wh, ih),
+        max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
+        w,
+    )
+
+
 @dataclass(frozen=True)
 class Call:
     """One C call the generated encoder makes: ``fn(args...);``, with why when it is not plain."""

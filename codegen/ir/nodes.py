@@ -243,8 +243,35 @@ class InputHashes:
         return {"model": self.model, "basis": self.basis, "config": self.config}
 
 
+class _Stacked:
+    """The shapes of a model with an encoder (a tuple of layers) and an MLP head, float or fixed."""
+
+    encoder: tuple[Any, ...]
+    mlp: tuple[Any, ...]
+
+    @property
+    def input_size(self) -> int:
+        """F: the features per frame (the first layer's input)."""
+        return int(self.encoder[0].input_size)
+
+    @property
+    def num_frames(self) -> int:
+        """T: the frames of a sample."""
+        return int(self.encoder[0].num_frames)
+
+    @property
+    def encoder_size(self) -> int:
+        """The width of the encoder's output (the last layer's hidden size)."""
+        return int(self.encoder[-1].hidden_size)
+
+    @property
+    def latent_size(self) -> int:
+        """The head's input: the encoder's output, or the last hidden Linear's width."""
+        return int(self.mlp[-1].out_features) if self.mlp else self.encoder_size
+
+
 @dataclass(frozen=True, eq=False)
-class Model:
+class Model(_Stacked):
     """The float IR: everything the frontend accepted, validated and hashed."""
 
     # the recurrent layers bottom to top (`check_encoder`): layer 0 reads the features, each
@@ -267,25 +294,6 @@ class Model:
 
     def __post_init__(self) -> None:
         check_encoder(self.encoder, "model")
-
-    @property
-    def input_size(self) -> int:
-        """F: the features per frame (the first layer's input)."""
-        return self.encoder[0].input_size
-
-    @property
-    def num_frames(self) -> int:
-        """T: the frames of a sample."""
-        return self.encoder[0].num_frames
-
-    @property
-    def encoder_size(self) -> int:
-        """The width of the encoder's output (the last layer's hidden size)."""
-        return self.encoder[-1].hidden_size
-
-    @property
-    def latent_size(self) -> int:
-        return self.mlp[-1].out_features if self.mlp else self.encoder_size
 
     @property
     def prefix(self) -> str:
@@ -557,7 +565,7 @@ class QDense:
 
 
 @dataclass(frozen=True, eq=False)
-class QModel:
+class QModel(_Stacked):
     """The fixed IR of the whole build: the float IR it came from, the integer encoder (one
     fixed layer per float layer), the adaptation core's quantized parameters (`AdaptParams`),
     calibration."""
@@ -597,23 +605,6 @@ class QModel:
     def x_fmt(self) -> QFormat:
         """The int16 features' format (the first layer's input)."""
         return self.encoder[0].x_fmt
-
-    @property
-    def input_size(self) -> int:
-        return self.encoder[0].input_size
-
-    @property
-    def num_frames(self) -> int:
-        return self.encoder[0].num_frames
-
-    @property
-    def encoder_size(self) -> int:
-        """The width of the encoder's output (the last layer's hidden size)."""
-        return self.encoder[-1].hidden_size
-
-    @property
-    def latent_size(self) -> int:
-        return self.mlp[-1].out_features if self.mlp else self.encoder_size
 
     @property
     def z_fmt(self) -> QFormat:
