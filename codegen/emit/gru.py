@@ -20,7 +20,10 @@ from codegen.emit.views import (
     recurrent_weights_view,
     round_up,
 )
+from codegen.ir.layers import KINDS
 from codegen.ir.nodes import QGru
+
+C = KINDS["gru"].c  # the kernel's names (firmware/elt_gru_s16.h)
 
 # elt_gru_s16_params_t.pool: ELT_LSTM_POOL_LAST / _MEAN / _MAX (firmware/elt_lstm_s16.h)
 POOL_CODES = {"last": 0, "mean": 1, "max": 2}
@@ -105,6 +108,7 @@ def layer_context(p: str, L: QGru, n: int, last: bool) -> dict[str, Any]:
     lay = gru_layout(L)
     return {
         "template": "model_gru_layer.c.j2",
+        "kernels": C,
         "n": n,
         "L": L,
         "sym": sym,
@@ -128,6 +132,7 @@ def scratch_context(p: str, layers: list[QGru], top: QGru | None) -> dict[str, A
     lays = [gru_layout(L) for L in layers]
     return {
         "template": "model_gru_scratch.c.j2",
+        "kernels": C,
         "sym": f"{p}gru_scratch",
         "buf": {k: f"{p}gru_{k}" for k in ("h", "hs", "xs", "pre", "ax", "ah", "acc")},
         "hp": max(la.hidden_pad for la in lays),
@@ -143,9 +148,9 @@ def run_call(p: str, layer: dict[str, Any], x: str, out: str, last: bool) -> Cal
     every h_t to ``out``."""
     params, scratch = f"&{layer['sym']['params']}", f"&{p}gru_scratch"
     if last:
-        return Call("elt_gru_s16_run", (params, x, scratch, out, "0"))
+        return Call(C.run, (params, x, scratch, out, "0"))
     return Call(
-        "elt_gru_s16_run",
+        C.run_seq,
         (params, x, scratch, f"{p}gru_h", out),
         why="an inner layer's z is its last h: written onto the scratch's own h",
     )

@@ -29,7 +29,10 @@ from codegen.emit.views import (
     recurrent_weights_view,
     round_up,
 )
+from codegen.ir.layers import KINDS
 from codegen.ir.nodes import GATES, QLstm
+
+C = KINDS["lstm"].c  # the kernels' names (firmware/elt_lstm_s16.h)
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,7 @@ def layer_context(p: str, L: QLstm, n: int, last: bool) -> dict[str, Any]:
     pr = L.proof
     return {
         "template": "model_lstm_layer.c.j2",
+        "kernels": C,
         "n": n,
         "L": L,
         "what": (
@@ -177,6 +181,7 @@ def scratch_context(p: str, layers: list[QLstm], top: QLstm | None) -> dict[str,
     hp = max(round_up(L.hidden_size, HIDDEN_ALIGN) for L in layers)
     return {
         "template": "model_lstm_scratch.c.j2",
+        "kernels": C,
         "sym": f"{p}lstm_scratch",
         "buf": {k: f"{p}lstm_{k}" for k in ("xs", "hs", "h", "c", "act", "acc", "hmax")},
         "xs": max(L.num_frames * L.input_size for L in layers),
@@ -192,7 +197,7 @@ def scratch_context(p: str, layers: list[QLstm], top: QLstm | None) -> dict[str,
 def run_call(p: str, layer: dict[str, Any], x: str, out: str, last: bool) -> Call:
     """The feature path: the whole sequence of frames ``x``; the top layer writes z (its
     pooling), an inner layer every h_t to ``out``."""
-    fn = "elt_lstm_s16_run" if last else "elt_lstm_s16_run_seq"
+    fn = C.run if last else C.run_seq
     return Call(fn, (f"&{layer['sym']['params']}", x, f"&{p}lstm_scratch", out))
 
 
@@ -210,8 +215,10 @@ def stream_context(
     sym = f"{p}layer_{n}_step_scratch"
     params = f"&{p}layer_{n}_params"
     zz = z if last else "0"
+    c_begin, c_step, c_end = C.step
     return {
         "template": "model_lstm_stream.c.j2",
+        "kernels": C,
         "n": n,
         "own": own,
         "hp": round_up(L.hidden_size, HIDDEN_ALIGN),
@@ -223,7 +230,7 @@ def stream_context(
         "acc": buf["acc"] if last and scratch["acc"] else None,
         "hmax": buf["hmax"] if last and scratch["hmax"] else None,
         "sym": sym,
-        "begin": Call("elt_lstm_s16_step_begin", (params, f"&{sym}", zz)),
-        "step": Call("elt_lstm_s16_step", (params, x, f"&{sym}", t, zz)),
-        "end": Call("elt_lstm_s16_step_end", (params, f"&{sym}", z)) if last else None,
+        "begin": Call(c_begin, (params, f"&{sym}", zz)),
+        "step": Call(c_step, (params, x, f"&{sym}", t, zz)),
+        "end": Call(c_end, (params, f"&{sym}", z)) if last else None,
     }
