@@ -3,14 +3,14 @@
 
 Two levels:
 
-* **float IR** (`Model`): what the frontend read and validated — the LSTM and head weights as
-  float64, the basis V_k, the ELaTTA/CMA-ES settings, quantization and target options, and the
-  hashes of every input file. Nothing here is quantized.
-* **fixed IR** (`QLstm`, `QModel`): what `codegen.quantize.model` decided once — every Q format,
-every
-  integer, every shift, the sigmoid table, the accumulator widths and their overflow proofs.
-  The Jinja emitter and the Python integer reference both read these integers; neither
-  re-quantizes (docs/numeric.md §4).
+* **float IR** (`Model`): what the frontend read and validated — the encoder's layers
+  (`Model.encoder`: `Lstm`, `Gru`) and head weights as float64, the basis V_k, the ELaTTA/CMA-ES
+  settings, quantization and target options, and the hashes of every input file. Nothing here
+  is quantized.
+* **fixed IR** (`QModel`, its layers `QLstm`, `QGru`): what `codegen.quantize.model` decided
+  once — every Q format, every integer, every shift, the sigmoid table, the accumulator widths
+  and their overflow proofs. The Jinja emitter and the Python integer reference both read these
+  integers; neither re-quantizes (docs/numeric.md §4).
 
 Arrays inside the IR are copied and made read-only on construction, so a frozen dataclass is
 frozen all the way down. Equality is by identity (``eq=False``) for classes holding arrays.
