@@ -38,7 +38,7 @@ def main() -> int:
     a = ap.parse_args()
     _, q = load_build(a.build)
     _, xf = samples(a.data, q.source.meta, 512)
-    res = host_throughput(q, quantize_features(xf, q.lstm.x_fmt), a.n, a.workers, a.repeats)
+    res = host_throughput(q, quantize_features(xf, q.x_fmt), a.n, a.workers, a.repeats)
     for mode in ("no_adapt", "strict"):
         r = res[mode]
         runs = " / ".join(f"{v:.0f}" for v in r["runs"])

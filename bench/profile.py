@@ -300,7 +300,7 @@ def main() -> int:
         metavar="FUNCTION[,FUNCTION...]",
         help="also list the executed instructions of FUNCTION by mnemonic (repeatable; names "
         "joined by commas are summed: the LSTM encoder is elt_lstm_s16_run and the kernels the "
-        "build generates, <prefix>lstm_kernel and <prefix>lstm2_kernel)",
+        "build generates, <prefix>layer_0_kernel, <prefix>layer_1_kernel, ...)",
     )
     ap.add_argument(
         "--audio",
@@ -319,7 +319,7 @@ def main() -> int:
 
     _, q = load_build(a.build)  # the build's program: feature settings and input format
     ids, xf = samples(a.data, q.source.meta, 1)
-    x = quantize_features(xf, q.lstm.x_fmt)
+    x = quantize_features(xf, q.x_fmt)
     for mode in a.mode or ["no_adapt", "strict"]:
         r = profile_one(a.build / "fw.elf", np.asarray(x[0], dtype=np.int16), int(ids[0]), mode)
         by_fn = r["by_fn"]

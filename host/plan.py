@@ -25,6 +25,7 @@ from elatta_host.infer import InferResult, mode_index
 
 from codegen.base.errors import CodegenError
 from codegen.data.streams import StreamSpec, build_stream
+from codegen.ir.layers import why_not_streaming
 from codegen.ir.modes import mode as device_mode
 
 
@@ -146,7 +147,7 @@ def check_input(q: Any, manifest: dict[str, Any], input_kind: str, build_dir: Pa
         why = manifest.get("streaming", {}).get("unavailable", "built before the audio mode")
         way = (
             "use --input features"
-            if q.lstm.cell != "lstm"  # no per-step kernel for this cell: a rebuild cannot help
+            if why_not_streaming(q.encoder)  # a layer without a per-step kernel: rebuild in vain
             else 'rebuild with [target] input = "both" or "pcm", or use --input features'
         )
         raise RunError(
@@ -282,7 +283,7 @@ def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> St
         xi = mfcc_int(c.pcm, q.mfcc)
         ref = stream_infer_int(c.pcm, q, c.ids, mode=mode).fields()
     else:
-        xi = quantize_features(c.xf, q.lstm.x_fmt)
+        xi = quantize_features(c.xf, q.x_fmt)
         ref = infer_int(xi, q, c.ids, mode=mode).fields()
     z_f = encode_float(c.xf, model)
     el = model.adapt.to_float()  # the float reference's view of the same settings

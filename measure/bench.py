@@ -710,11 +710,11 @@ def run_bench(
     from codegen.base.features import quantize_features
 
     def point(res: Any, synthetic: bool) -> dict[str, Any]:
-        x = quantize_features(xf, res.qmodel.lstm.x_fmt)
+        x = quantize_features(xf, res.qmodel.x_fmt)
         assert res.elf is not None
         return point_record(res, measure(res.elf, x, ids, reps, budget=budget), synthetic)
 
-    x0 = quantize_features(xf, q0.lstm.x_fmt)
+    x0 = quantize_features(xf, q0.x_fmt)
     assert res0.elf is not None
     m0 = measure(res0.elf, x0, ids, reps, modes=("no_adapt", "strict", "cmvn"), budget=budget)
     base = point_record(res0, m0, syn0)
@@ -767,7 +767,7 @@ def run_bench(
         from elatta_measure.host_throughput import host_throughput
 
         _, xh = samples(data_dir, q0.source.meta, 256)
-        host = host_throughput(q0, quantize_features(xh, q0.lstm.x_fmt), host_n)
+        host = host_throughput(q0, quantize_features(xh, q0.x_fmt), host_n)
 
     fe_doc = (
         frontend_bench(q0, data_dir, out / "frontend", frontend_clips, cmsis_cache)
@@ -832,9 +832,9 @@ def run_bench(
             s: int(res0.manifest["firmware"][s]) for s in ("text", "rodata", "data", "bss", "stack")
         },
         "build_id": res0.manifest["firmware"]["build_id"],
-        "encoder_floor": encoder_floor(q0.lstm),
+        "encoder_floor": encoder_floor(q0.encoder[0]),
     }
-    doc["goals"] = goals(doc, q0.lstm)
+    doc["goals"] = goals(doc, q0.encoder[0])
     (out / "bench.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / "bench.md").write_text(render_md(doc, extra))
     return doc
@@ -1025,7 +1025,7 @@ def family_costs(
         )
         q = res.qmodel
         ids, xf = samples(data_dir, q.source.meta, n_samples)
-        m = measure(res.elf, quantize_features(xf, q.lstm.x_fmt), ids, reps, ("no_adapt",), budget)
+        m = measure(res.elf, quantize_features(xf, q.x_fmt), ids, reps, ("no_adapt",), budget)
         rows.append(
             {
                 "cell": cell,

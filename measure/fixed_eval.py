@@ -135,7 +135,7 @@ def compare_fixed_float(
         if order is None:
             order = stream_order(len(split), limit, seed_list[0])
         xf = features_for(split.pcm[order], model.meta)
-        clips.append((cond, xf, quantize_features(xf, q.lstm.x_fmt), split.labels[order],
+        clips.append((cond, xf, quantize_features(xf, q.x_fmt), split.labels[order],
                       split.ids[order]))  # fmt: skip
     n_clips = len(clips[0][3]) if clips else 0
     # the order every stateful mode runs in: one stream, or each condition from a reset

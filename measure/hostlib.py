@@ -146,8 +146,7 @@ class HostModel:
         self.build = build
         self.q = q
         self.lib = ctypes.CDLL(str(build.library))
-        L = q.lstm
-        self.T, self.F, self.H = L.num_frames, L.input_size, q.latent_size
+        self.T, self.F, self.H = q.num_frames, q.input_size, q.latent_size
         got = tuple(int(self.lib.elt_host_shape(ctypes.c_uint32(i))) for i in range(3))
         if got != (self.T, self.F, self.H):
             want = (self.T, self.F, self.H)

@@ -44,7 +44,7 @@ def evaluate_front_end(
     qm = quantize_mfcc_for(q)
     model = q.source
     W, b = model.head.weight.values, model.head.bias.values
-    scale = 2.0**-q.lstm.x_fmt.frac_bits
+    scale = 2.0**-q.x_fmt.frac_bits
     groups: dict[str, list[Any]] = {}
     for c in conditions(str(data_dir), "additive"):
         key = "clean" if c.snr_db is None else f"{float(c.snr_db):g}"
@@ -69,7 +69,7 @@ def evaluate_front_end(
             pcm, labels = split.pcm[:limit], split.labels[:limit]
             ids = split.ids[:limit].astype(np.int64)
             xf = features_for(pcm, model.meta).astype(np.float64)
-            xq = quantize_features(xf, q.lstm.x_fmt)
+            xq = quantize_features(xf, q.x_fmt)
             xi = mfcc_int(pcm, qm).astype(np.int64)
             d = xi * scale - xf
             err_sum += d.sum(axis=(0, 1))

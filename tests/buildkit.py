@@ -136,12 +136,13 @@ def lstm_only(
     from codegen.emit.c import render_model, write_sources
     from codegen.frontend.reader import read_model
     from codegen.ir.nodes import QModel
-    from codegen.quantize.model import quantize_lstm
+    from elatta_measure.hostlib import HostModel, build_host_library, render_host_api
+    from codegen.quantize.lstm import quantize_lstm
     from codegen.target import sources
 
     model = read_model(kit.model, kit.basis, kit.config)
-    q, stats, _ = quantize_lstm(model.lstm, x_calib, model.quant, weight_shift=weight_shift)
-    qm = QModel(model, q, None, stats)
+    q, stats, _ = quantize_lstm(model.encoder[0], x_calib, model.quant, weight_shift=weight_shift)
+    qm = QModel(model, (q,), None, stats)
     src = tmp / "src"
     write_sources(render_model(qm, adapt_files={}), src)
     hb = build_host_library(

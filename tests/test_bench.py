@@ -221,7 +221,7 @@ def test_bench_reduced(tmp_path: Path, families: tuple[tuple[str, int, str], ...
     k2n2 = out / "builds" / "k2_n2"
     q = load_program(k2n2, load_manifest(k2n2)["program"])
     ids, xf = samples(data, q.source.meta, 2)
-    again = measure(k2n2 / "fw.elf", quantize_features(xf, q.lstm.x_fmt), ids, 2)
+    again = measure(k2n2 / "fw.elf", quantize_features(xf, q.x_fmt), ids, 2)
     base = doc["sweep"][0]
     for key, field in (
         ("encoder_ticks", "strict.encoder"),
@@ -261,7 +261,7 @@ def test_float32_firmware_agrees_with_float_model(tmp_path: Path) -> None:
         data_dir=data,
     )
     ids, xf = samples(data, res.qmodel.source.meta, 24)
-    x = quantize_features(xf, res.qmodel.lstm.x_fmt)
+    x = quantize_features(xf, res.qmodel.x_fmt)
     fw = build_variant(tmp_path, res, variants()["float32"])
     m = measure(fw.elf, x, ids, 1, modes=("no_adapt",))
     agree = np.mean(np.asarray(m["pred_noadapt"]) == float_classes(res.qmodel, xf))
@@ -343,7 +343,7 @@ def test_float32_host_c_matches_float_model(tmp_path: Path) -> None:
         check=True,
     )
     c = ctypes.CDLL(str(lib))
-    L = q.lstm
+    L = q.encoder[0]
     src = q.source
     n, H, C = 16, L.hidden_size, len(src.classes)
     amp = min(3 << L.x_fmt.frac_bits, 32767)
@@ -351,7 +351,7 @@ def test_float32_host_c_matches_float_model(tmp_path: Path) -> None:
         -amp, amp, (n, L.num_frames, L.input_size), dtype=np.int16
     )
     xf = xi.astype(np.float64) / (1 << L.x_fmt.frac_bits)
-    z_ref, _ = lstm_float(xf, src.lstm)
+    z_ref, _ = lstm_float(xf, src.encoder[0])
     lg_ref = head_logits(z_ref, src.head.weight.values, src.head.bias.values)
     fp = ctypes.POINTER(ctypes.c_float)
     for i in range(n):
@@ -483,7 +483,7 @@ def test_profile_script_runs_one_infer(kws_build: tuple[Path, Path]) -> None:
 
     build, data = kws_build
     _, q = load_build(build)
-    encoder = f"elt_lstm_s16_run,{q.prefix}lstm_kernel"
+    encoder = f"elt_lstm_s16_run,{q.prefix}layer_0_kernel"
     out = subprocess.run(
         [sys.executable, str(ROOT / "bench/profile.py"), "--build", str(build), "--data", str(data),
          "--mode", "no_adapt", "--mnemonics", encoder],

@@ -373,17 +373,17 @@ def test_cortex_a9_build_equals_python_under_qemu(
 
     kit = make_kit(tmp_path / "kit", seed=11, scale=scale)
     q = quantize_model(read_model(kit.model, kit.basis, kit.config), calib(kit))
-    assert q.lstm.proof.limited_by == limited_by
+    assert q.encoder[0].proof.limited_by == limited_by
     src = tmp_path / "src"
     write_sources(render_model(q), src)
     x = np.concatenate(
         [
-            int16_inputs(np.random.default_rng(5), 11, kit.T, kit.F, q.lstm.x_fmt.frac_bits),
+            int16_inputs(np.random.default_rng(5), 11, kit.T, kit.F, q.x_fmt.frac_bits),
             extreme_inputs(kit.T, kit.F),
         ]
     )
     n = len(x)
-    assert scalar_reference(x[-5:-3], q.lstm)[1] > 0  # gates do saturate
+    assert scalar_reference(x[-5:-3], q.encoder[0])[1] > 0  # gates do saturate
     ids = np.random.default_rng(6).choice(2**32 - 1, size=n, replace=False)
     mode_ids = ", ".join(str(ALL_MODES.index(m)) for m in MODES)
     (src / "probe_data.h").write_text(
@@ -447,9 +447,7 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> tuple[Kit, QModel, HostMod
 def test_host_c_equals_python_every_field(host, mode: str) -> None:  # type: ignore[no-untyped-def]
     kit, q, hm = host
     n = 160 if mode.startswith("continual") else 400
-    x = int16_inputs(
-        np.random.default_rng(hash(mode) % 1000), n, kit.T, kit.F, q.lstm.x_fmt.frac_bits
-    )
+    x = int16_inputs(np.random.default_rng(hash(mode) % 1000), n, kit.T, kit.F, q.x_fmt.frac_bits)
     ids = np.random.default_rng(1).choice(2**32 - 1, size=n, replace=False)
     assert compare_host_python(hm, x, ids, mode) is None
 
@@ -460,7 +458,7 @@ def test_real_clips_bit_exact(host, tiny_data: Path) -> None:  # type: ignore[no
 
     kit, q, hm = host
     split = load_split(tiny_data, "test")
-    x = quantize_features(features_for(split.pcm, q.source.meta), q.lstm.x_fmt)
+    x = quantize_features(features_for(split.pcm, q.source.meta), q.x_fmt)
     for mode in ("strict", "continual_bounded"):
         assert compare_host_python(hm, x, split.ids, mode) is None
 
@@ -477,14 +475,14 @@ def test_real_builtin_clips_2000_bit_exact(host, tiny_data: Path) -> None:  # ty
     pcm = np.concatenate([s.pcm for s in splits])
     ids = np.concatenate([s.ids for s in splits])
     assert len(ids) >= 2000
-    x = quantize_features(features_for(pcm, q.source.meta), q.lstm.x_fmt)
+    x = quantize_features(features_for(pcm, q.source.meta), q.x_fmt)
     for mode in MODES:
         assert compare_host_python(hm, x, ids, mode) is None, mode
 
 
 def test_mismatch_report_names_first_stage_index_and_values(host) -> None:  # type: ignore[no-untyped-def]
     kit, q, hm = host
-    x = int16_inputs(np.random.default_rng(8), 6, kit.T, kit.F, q.lstm.x_fmt.frac_bits)
+    x = int16_inputs(np.random.default_rng(8), 6, kit.T, kit.F, q.x_fmt.frac_bits)
     ids = np.arange(6)
     # a Python-side model whose head bias differs by one LSB in class 3: the C is unchanged
     b = np.array(q.adapt.b)
@@ -502,7 +500,7 @@ def test_mismatch_report_names_first_stage_index_and_values(host) -> None:  # ty
 
 def test_python_reference_fields_have_device_types(host) -> None:  # type: ignore[no-untyped-def]
     kit, q, _ = host
-    x = int16_inputs(np.random.default_rng(2), 8, kit.T, kit.F, q.lstm.x_fmt.frac_bits)
+    x = int16_inputs(np.random.default_rng(2), 8, kit.T, kit.F, q.x_fmt.frac_bits)
     f = infer_int(x, q, np.arange(8)).fields()
     assert set(f) == set(RESULT_FIELDS)
     assert f["z"].dtype == np.int16 and f["logits"].dtype == np.int16
@@ -527,7 +525,7 @@ def _grid_case(tmp: Path, k: int, n: int, extra: str, samples: int, seed: int) -
     rng = np.random.default_rng(seed)
     for mode in MODES:
         m = samples if mode in ("no_adapt", "strict") else max(samples // 4, 50)
-        x = int16_inputs(rng, m, kit.T, kit.F, q.lstm.x_fmt.frac_bits)
+        x = int16_inputs(rng, m, kit.T, kit.F, q.x_fmt.frac_bits)
         ids = rng.choice(2**32 - 1, size=m, replace=False)
         mm = compare_host_python(hm, x, ids, mode)
         assert mm is None, f"k={k} n={n} {extra!r} {mode}: {mm}"

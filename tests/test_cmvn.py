@@ -544,7 +544,7 @@ def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
     kit = make_kit(tmp_path, T=12)
     q = quantize_model(read_model(kit.model, kit.basis, kit.config), calib(kit))
     assert q.cmvn is not None
-    x = int16_inputs(np.random.default_rng(5), 24, kit.T, kit.F, q.lstm.x_fmt.frac_bits)
+    x = int16_inputs(np.random.default_rng(5), 24, kit.T, kit.F, q.x_fmt.frac_bits)
     x = np.clip(x.astype(np.int64) * 3 + 700, -32768, 32767).astype(np.int16)  # a shifted input
     ids = np.arange(24)
     raw = infer_int(x, q, ids, mode="no_adapt")

@@ -34,10 +34,10 @@ def test_search_lowers_the_latent_error_within_the_operand_shifts(tmp_path: Path
     assert 0 <= dx <= base.opshifts[0][0] and 0 <= dh <= base.opshifts[0][1]
     q0 = quantize_model(model, x)
     q = quantize_model(model, x, weight_shifts=s.weight_shifts)
-    assert q.lstm.shifts.acc_frac == q0.lstm.shifts.acc_frac
-    assert q.lstm.w_hh.fmt.frac_bits == q0.lstm.w_hh.fmt.frac_bits - dh
-    assert q.lstm.shifts.h_opshift == q0.lstm.shifts.h_opshift - dh
-    assert q.lstm.shifts.x_opshift == q0.lstm.shifts.x_opshift - dx
+    assert q.encoder[0].shifts.acc_frac == q0.encoder[0].shifts.acc_frac
+    assert q.encoder[0].w_hh.fmt.frac_bits == q0.encoder[0].w_hh.fmt.frac_bits - dh
+    assert q.encoder[0].shifts.h_opshift == q0.encoder[0].shifts.h_opshift - dh
+    assert q.encoder[0].shifts.x_opshift == q0.encoder[0].shifts.x_opshift - dx
     # deterministic: the same clips give the same choice and the same table
     assert search_weight_formats(model, x) == s
     assert s.to_dict()["chosen"]["weight_shifts"] == [list(s.chosen.weight_shifts[0])]

@@ -43,14 +43,18 @@ def test_good_inputs_give_a_frozen_ir(tmp_path: Path) -> None:
         tmp_path, F=7, H=12, C=5, T=9, k=3, config=config_text(k=3, extra='qelatta_v2 = "8b4"')
     )
     m = read_model(kit.model, kit.basis, kit.config)
-    assert (m.lstm.input_size, m.lstm.hidden_size, m.lstm.num_frames) == (7, 12, 9)
-    assert m.lstm.w_ih.shape == (48, 7) and m.head.weight.shape == (5, 12)
+    assert (m.encoder[0].input_size, m.encoder[0].hidden_size, m.encoder[0].num_frames) == (
+        7,
+        12,
+        9,
+    )
+    assert m.encoder[0].w_ih.shape == (48, 7) and m.head.weight.shape == (5, 12)
     assert m.basis.V.shape == (12, 3) and m.adapt.qelatta_v2 == (8, 4)
     assert m.hashes.model == file_sha256(kit.model)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        m.lstm.hidden_size = 3  # type: ignore[misc]
+        m.encoder[0].hidden_size = 3  # type: ignore[misc]
     with pytest.raises(ValueError):
-        m.lstm.w_ih.values[0, 0] = 1.0  # arrays inside the IR are read-only
+        m.encoder[0].w_ih.values[0, 0] = 1.0  # arrays inside the IR are read-only
 
 
 def _save_raw(path: Path, state: dict[str, torch.Tensor], meta: dict[str, object]) -> Path:
@@ -98,7 +102,7 @@ def test_batch_first_in_meta_does_not_matter(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(config_text())
     b = _basis_for(path, tmp_path / "b2.npz", 6, 2)
-    assert read_model(path, b, cfg).lstm.hidden_size == 6
+    assert read_model(path, b, cfg).encoder[0].hidden_size == 6
 
 
 def _basis_for(model: Path, out: Path, D: int, k: int) -> Path:

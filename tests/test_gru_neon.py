@@ -12,19 +12,19 @@ import numpy as np
 import pytest
 from buildkit import calib, extreme_inputs, int16_inputs, make_kit, run_arm_probe
 
-from codegen.ir.nodes import Lstm, QModel, Tensor
+from codegen.ir.nodes import Gru, QModel, Tensor
 
 
-def _gru(F: int, H: int, T: int, pool: str, scale: float, rng: np.random.Generator) -> Lstm:
+def _gru(F: int, H: int, T: int, pool: str, scale: float, rng: np.random.Generator) -> Gru:
     """A GRU layer with torch's default init U(±1/sqrt(H)) scaled by ``scale``."""
     k = scale / np.sqrt(H)
 
     def u(name: str, *shape: int) -> Tensor:
         return Tensor(name, rng.uniform(-k, k, shape))
 
-    return Lstm(
+    return Gru(
         F, H, T, u("w_ih", 3 * H, F), u("w_hh", 3 * H, H), u("b_ih", 3 * H), u("b_hh", 3 * H),
-        pool=pool, cell="gru",
+        pool=pool,
     )  # fmt: skip
 
 
@@ -32,12 +32,12 @@ def _probe(
     tmp_path: Path, F: int, H: int, T: int, layers: int, pool: str, scale: float
 ) -> tuple[list[str], list[str], np.ndarray]:
     from codegen.base.resources import firmware_dir
-    from codegen.elatta.float_ref import lstm_float
+    from codegen.elatta.float_ref import gru_float
     from codegen.emit.c import carray, render_model, write_sources
     from codegen.frontend.reader import read_model
     from codegen.intref.gru import gru_int
     from codegen.quantize.common import H_FMT
-    from codegen.quantize.model import quantize_lstm
+    from codegen.quantize.gru import quantize_gru
 
     kit = make_kit(tmp_path / "kit", F=F, H=H, T=T, C=3, seed=F * H)
     model = read_model(kit.model, kit.basis, kit.config)
@@ -45,14 +45,15 @@ def _probe(
     g1 = _gru(F, H, T, "last" if layers == 2 else pool, scale, rng)
     g2 = _gru(H, H, T, pool, scale, rng) if layers == 2 else None
     xc = calib(kit, n=16)
-    q, stats, _ = quantize_lstm(g1, xc, model.quant)
+    q, stats, _ = quantize_gru(g1, xc, model.quant)
     q2 = None
     if g2 is not None:
-        seq_f, _ = lstm_float(np.asarray(xc, np.float64), g1, sequence=True)
-        q2, _, _ = quantize_lstm(g2, seq_f, model.quant, x_fmt=H_FMT)
-    m = dataclasses.replace(model, lstm=g1, lstm2=g2)
+        seq_f, _ = gru_float(np.asarray(xc, np.float64), g1, sequence=True)
+        q2, _, _ = quantize_gru(g2, seq_f, model.quant, x_fmt=H_FMT, index=1)
+    m = dataclasses.replace(model, encoder=(g1,) if g2 is None else (g1, g2))
     src = tmp_path / "src"
-    write_sources(render_model(QModel(m, q, None, stats, lstm2=q2), adapt_files={}), src)
+    qs = (q,) if q2 is None else (q, q2)
+    write_sources(render_model(QModel(m, qs, None, stats), adapt_files={}), src)
     x = np.concatenate(
         [int16_inputs(np.random.default_rng(H), 12, T, F, q.x_fmt.frac_bits), extreme_inputs(T, F)]
     )

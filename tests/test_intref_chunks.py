@@ -22,10 +22,10 @@ def test_chunked_infer_equals_one_batch(tmp_path: Path, mode: str) -> None:
     kit = make_kit(tmp_path, T=12)
     q = quantize_model(read_model(kit.model, kit.basis, kit.config), calib(kit))
     n = 2 * intmodel.CHUNK + 37
-    x = int16_inputs(np.random.default_rng(3), n, kit.T, kit.F, q.lstm.x_fmt.frac_bits)
+    x = int16_inputs(np.random.default_rng(3), n, kit.T, kit.F, q.x_fmt.frac_bits)
     ids = np.arange(1000, 1000 + n)
     got = intmodel.infer_int(x, q, ids, mode).fields()
-    z = lstm_int(x, q.lstm).astype(np.int16)
+    z = lstm_int(x, q.encoder[0]).astype(np.int16)
     want = adapt_int(z, intmodel.params_for_mode(q, mode), ids)
     np.testing.assert_array_equal(got["z"], z)
     for f in want.FIELDS:

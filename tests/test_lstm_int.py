@@ -44,30 +44,30 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Kit, QModel, HostMo
 def test_activation_tables_equal_for_every_int16_input(built) -> None:  # type: ignore[no-untyped-def]
     _, qm, host = built
     v = np.arange(-32768, 32768, dtype=np.int64)
-    py_sig = sigmoid_lut(qm.lstm.lut.table.raw, qm.lstm.lut.index_shift, v)
+    py_sig = sigmoid_lut(qm.encoder[0].lut.table.raw, qm.encoder[0].lut.index_shift, v)
     np.testing.assert_array_equal(host.activation_table("sigmoid"), py_sig)
     np.testing.assert_array_equal(host.activation_table("tanh2"), tanh_from_sigmoid(py_sig))
-    np.testing.assert_array_equal(sigmoid_all(qm.lstm), py_sig)
+    np.testing.assert_array_equal(sigmoid_all(qm.encoder[0]), py_sig)
 
 
 def test_c_equals_python_on_random_and_saturating_inputs(built) -> None:  # type: ignore[no-untyped-def]
     kit, qm, host = built
     rng = np.random.default_rng(123)
-    x = int16_inputs(rng, 400, kit.T, kit.F, qm.lstm.x_fmt.frac_bits)
-    np.testing.assert_array_equal(host.encode(x), lstm_int(x, qm.lstm))
+    x = int16_inputs(rng, 400, kit.T, kit.F, qm.x_fmt.frac_bits)
+    np.testing.assert_array_equal(host.encode(x), lstm_int(x, qm.encoder[0]))
 
 
 def test_batched_reference_equals_the_contract_row_by_row(built) -> None:  # type: ignore[no-untyped-def]
     kit, qm, _ = built
     x = np.concatenate(
         [
-            int16_inputs(np.random.default_rng(6), 2, kit.T, kit.F, qm.lstm.x_fmt.frac_bits),
+            int16_inputs(np.random.default_rng(6), 2, kit.T, kit.F, qm.x_fmt.frac_bits),
             extreme_inputs(kit.T, kit.F)[:2],
         ]
     )
-    ref, saturated = scalar_reference(x, qm.lstm)
+    ref, saturated = scalar_reference(x, qm.encoder[0])
     assert saturated > 0  # the extreme inputs drive gate pre-activations past Q4.11
-    np.testing.assert_array_equal(lstm_int(x, qm.lstm), ref)
+    np.testing.assert_array_equal(lstm_int(x, qm.encoder[0]), ref)
 
 
 def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: ignore[no-untyped-def]
@@ -75,11 +75,11 @@ def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: i
     u = [hs; xs] in the kernel's order per block, blocks of 16 rows stored column by column)
     hold the same integers: the gate sums formed from them equal W_ih xs + W_hh hs + bias; the
     exhaustive tables are σ and 2σ − 32768 at every int16 input."""
-    from codegen.emit.c import ROW_BLOCK, lstm_layout
+    from codegen.emit.lstm import ROW_BLOCK, lstm_layout
     from codegen.emit.lstm_neon import column_order, row_gate_unit
 
     kit, qm, _ = built
-    L = qm.lstm
+    L = qm.encoder[0]
     lay = lstm_layout(L)
     H, F, Hp = L.hidden_size, L.input_size, lay.hidden_pad
     assert Hp % 8 == 0 and lay.cols == H + F and lay.rows == 4 * Hp
@@ -113,14 +113,14 @@ def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: i
 def test_c_equals_python_on_extreme_inputs(built) -> None:  # type: ignore[no-untyped-def]
     kit, qm, host = built
     x = extreme_inputs(kit.T, kit.F)
-    np.testing.assert_array_equal(host.encode(x), lstm_int(x, qm.lstm))
+    np.testing.assert_array_equal(host.encode(x), lstm_int(x, qm.encoder[0]))
 
 
 def test_integer_lstm_tracks_float(built) -> None:  # type: ignore[no-untyped-def]
     kit, qm, _ = built
     xf = calib(kit, n=200, seed=9)
-    z_f, _ = lstm_float(xf, qm.source.lstm)
-    z_i = lstm_int(quantize_features(xf, qm.lstm.x_fmt), qm.lstm) / 32768.0
+    z_f, _ = lstm_float(xf, qm.source.encoder[0])
+    z_i = lstm_int(quantize_features(xf, qm.x_fmt), qm.encoder[0]) / 32768.0
     err = np.abs(z_i - z_f)
     assert err.max() < 5e-3 and np.sqrt(np.mean(err**2)) < 1e-3
 
@@ -132,7 +132,7 @@ def test_float_twin_matches_torch(built) -> None:  # type: ignore[no-untyped-def
 
     kit, qm, _ = built
     xf = calib(kit, n=16, seed=3)
-    z_f, _ = lstm_float(xf, qm.source.lstm)
+    z_f, _ = lstm_float(xf, qm.source.encoder[0])
     with torch.no_grad():
         z_t = torch_module(qm.source).encode(torch.from_numpy(xf.astype(np.float32))).numpy()
     np.testing.assert_allclose(z_f, z_t, atol=2e-5)
@@ -140,10 +140,12 @@ def test_float_twin_matches_torch(built) -> None:  # type: ignore[no-untyped-def
 
 def test_trace_points_equal_and_a_mismatch_names_stage_index_and_values(built) -> None:  # type: ignore[no-untyped-def]
     kit, qm, host = built
-    x = int16_inputs(np.random.default_rng(4), 4, kit.T, kit.F, qm.lstm.x_fmt.frac_bits)[:1]
+    x = int16_inputs(np.random.default_rng(4), 4, kit.T, kit.F, qm.x_fmt.frac_bits)[:1]
     _, c_events = host.traced(lambda: host.encode(x))
     py_events: list[tuple[str, int, np.ndarray]] = []
-    lstm_int(x, qm.lstm, trace=lambda s, i, v: py_events.append((s, i, np.asarray(v)[0].copy())))
+    lstm_int(
+        x, qm.encoder[0], trace=lambda s, i, v: py_events.append((s, i, np.asarray(v)[0].copy()))
+    )
     names = [e[0] for e in c_events]
     assert names.count(TRACE_H) == kit.T and names.count(TRACE_C) == kit.T
     assert names[-1] == TRACE_Z
@@ -162,9 +164,9 @@ def test_trace_points_equal_and_a_mismatch_names_stage_index_and_values(built) -
 def test_shapes_and_dtypes_are_checked(built) -> None:  # type: ignore[no-untyped-def]
     kit, qm, host = built
     with pytest.raises(ValueError, match="shape"):
-        lstm_int(np.zeros((1, kit.T + 1, kit.F), dtype=np.int16), qm.lstm)
+        lstm_int(np.zeros((1, kit.T + 1, kit.F), dtype=np.int16), qm.encoder[0])
     with pytest.raises(TypeError):
-        lstm_int(np.zeros((1, kit.T, kit.F)), qm.lstm)
+        lstm_int(np.zeros((1, kit.T, kit.F)), qm.encoder[0])
     with pytest.raises(ValueError, match="int16"):
         host.encode(np.full((1, kit.T, kit.F), 40000))
 
@@ -174,31 +176,31 @@ def test_operands_at_full_precision_c_equals_python(tmp_path: Path) -> None:
     """Every fraction bit moved from the weights to the operands (x_opshift = h_opshift = 0,
     what `codegen.quantize.format_search` may choose): the C encoder still equals the reference."""
     from codegen.frontend.reader import read_model
-    from codegen.quantize.model import quantize_lstm
+    from codegen.quantize.lstm import quantize_lstm
 
     kit = make_kit(tmp_path / "kit", F=10, H=24, T=20)
     x_cal = calib(kit)
     model = read_model(kit.model, kit.basis, kit.config)
-    q0, _, _ = quantize_lstm(model.lstm, x_cal, model.quant)
+    q0, _, _ = quantize_lstm(model.encoder[0], x_cal, model.quant)
     drop = (q0.shifts.x_opshift, q0.shifts.h_opshift)
     assert drop != (0, 0)
     qm, host = lstm_only(tmp_path, kit, x_cal, weight_shift=drop)
-    assert (qm.lstm.shifts.x_opshift, qm.lstm.shifts.h_opshift) == (0, 0)
-    assert qm.lstm.shifts.acc_frac == q0.shifts.acc_frac  # the proof's A is kept
+    assert (qm.encoder[0].shifts.x_opshift, qm.encoder[0].shifts.h_opshift) == (0, 0)
+    assert qm.encoder[0].shifts.acc_frac == q0.shifts.acc_frac  # the proof's A is kept
     x = np.concatenate(
-        [int16_inputs(np.random.default_rng(5), 300, kit.T, kit.F, qm.lstm.x_fmt.frac_bits)]
+        [int16_inputs(np.random.default_rng(5), 300, kit.T, kit.F, qm.x_fmt.frac_bits)]
         + [extreme_inputs(kit.T, kit.F)]
     )
-    np.testing.assert_array_equal(host.encode(x), lstm_int(x, qm.lstm))
-    z, _ = scalar_reference(x[:40], qm.lstm)
-    np.testing.assert_array_equal(lstm_int(x[:40], qm.lstm), z)
+    np.testing.assert_array_equal(host.encode(x), lstm_int(x, qm.encoder[0]))
+    z, _ = scalar_reference(x[:40], qm.encoder[0])
+    np.testing.assert_array_equal(lstm_int(x[:40], qm.encoder[0]), z)
 
 
 def test_c_equals_python_10000_inputs_without_sanitizer(tmp_path: Path) -> None:
     kit = make_kit(tmp_path / "kit", seed=5)
     qm, host = lstm_only(tmp_path, kit, calib(kit), sanitize=False)
-    x = int16_inputs(np.random.default_rng(77), 10_000, kit.T, kit.F, qm.lstm.x_fmt.frac_bits)
-    np.testing.assert_array_equal(host.encode(x), lstm_int(x, qm.lstm))
+    x = int16_inputs(np.random.default_rng(77), 10_000, kit.T, kit.F, qm.x_fmt.frac_bits)
+    np.testing.assert_array_equal(host.encode(x), lstm_int(x, qm.encoder[0]))
 
 
 @pytest.mark.qemu
@@ -269,20 +271,22 @@ def test_neon_kernel_other_shapes_under_qemu(
     from codegen.emit.flags import model_cflags
     from codegen.emit.lstm_neon import KernelSpec, is_unrolled
     from codegen.frontend.reader import read_model
-    from codegen.quantize.model import quantize_lstm
+    from codegen.quantize.lstm import quantize_lstm
 
     kit = make_kit(tmp_path / "kit", F=F, H=H, T=T, C=3, seed=F * H, scale=abs(scale))
     model = read_model(kit.model, kit.basis, kit.config)
-    q, stats, _ = quantize_lstm(model.lstm, calib(kit, n=16), model.quant)
+    q, stats, _ = quantize_lstm(model.encoder[0], calib(kit, n=16), model.quant)
     if scale < 0:  # every weight fraction bit the operands can take moved to them
         drop = (q.shifts.x_opshift, q.shifts.h_opshift)
-        q, stats, _ = quantize_lstm(model.lstm, calib(kit, n=16), model.quant, weight_shift=drop)
+        q, stats, _ = quantize_lstm(
+            model.encoder[0], calib(kit, n=16), model.quant, weight_shift=drop
+        )
         assert (q.shifts.x_opshift, q.shifts.h_opshift) == (0, 0)
     q = dataclasses.replace(q, pool=pool)
     hp = -(-H // 8) * 8
     spec = KernelSpec(H, hp, F, 12, 11, 0, 10, 13, pool, "k")
     assert is_unrolled(spec) == (H <= 48), "the cases cover both kernel forms"
-    qm = QModel(model, q, None, stats)
+    qm = QModel(model, (q,), None, stats)
     src = tmp_path / "src"
     write_sources(render_model(qm, adapt_files={}), src)
     x = np.concatenate(

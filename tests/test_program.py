@@ -40,8 +40,9 @@ def test_program_round_trip_is_integer_exact(built: tuple[Path, object, np.ndarr
     bdir, q, x = built
     manifest = json.loads((bdir / "manifest.json").read_text())
     p = load_program(bdir, manifest["program"])
-    xi = quantize_features(x, q.lstm.x_fmt)  # type: ignore[attr-defined]
-    assert_array_equal(p.lstm.w_ih.raw, q.lstm.w_ih.raw)  # type: ignore[attr-defined]
+    xi = quantize_features(x, q.x_fmt)  # type: ignore[attr-defined]
+    assert_array_equal(p.encoder[0].w_ih.raw, q.encoder[0].w_ih.raw)  # type: ignore[attr-defined]
+    assert json.loads((bdir / "program.json").read_text())["version"] == 3
     assert p.adapt.input_hash == q.adapt.input_hash  # type: ignore[attr-defined]
     ids = np.arange(len(xi))
     for mode in ("no_adapt", "strict", "continual_bounded"):
@@ -86,6 +87,40 @@ def test_foreign_types_are_refused(built: tuple[Path, object, np.ndarray], tmp_p
     doc["program"]["fields"]["calib"]["$type"] = "os.system"
     (d / "program.json").write_text(json.dumps(doc))
     with pytest.raises(ProgramError, match="unknown type 'os.system'"):
+        load_program(d)
+
+
+V2 = Path(__file__).resolve().parent / "data" / "program_v2"
+
+
+@pytest.mark.parametrize(("name", "kinds"), [("lstm2", ("lstm", "lstm")), ("gru2", ("gru", "gru"))])
+def test_a_version_2_program_loads_with_the_same_integers(
+    name: str, kinds: tuple[str, str], tmp_path: Path
+) -> None:
+    """A build directory written by program version 2 (the encoder in fixed slots, the GRU as an
+    LSTM with cell "gru"; tests/data/program_v2) loads as the encoder list, and every field of
+    the integer reference equals what that version computed."""
+    d = tmp_path / name
+    shutil.copytree(V2 / name, d)
+    assert json.loads((d / "program.json").read_text())["version"] == 2
+    q = load_program(d)
+    assert tuple(layer.kind for layer in q.encoder) == kinds  # type: ignore[attr-defined]
+    want = np.load(d / "expected.npz")
+    for mode in ("no_adapt", "strict"):
+        got = infer_int(want["x"], q, want["ids"], mode=mode).fields()
+        for field, values in got.items():
+            assert_array_equal(values, want[f"{mode}.{field}"], err_msg=f"{name} {mode}: {field}")
+
+
+@pytest.mark.parametrize("version", [1, 4, "2"])
+def test_other_program_versions_are_refused_by_name(version: object, tmp_path: Path) -> None:
+    d = tmp_path / "v"
+    shutil.copytree(V2 / "lstm2", d)
+    doc = json.loads((d / "program.json").read_text())
+    doc["version"] = version
+    (d / "program.json").write_text(json.dumps(doc))
+    with pytest.raises(ProgramError, match=rf"program version {version!r}; this codegen reads "
+                       r"versions 2, 3 \(rebuild with this codegen\)"):  # fmt: skip
         load_program(d)
 
 

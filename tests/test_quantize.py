@@ -24,7 +24,7 @@ from codegen.quantize.common import (
     operand_max,
     sigmoid_table,
 )
-from codegen.quantize.model import gate_bound_rows, prove_gate_accumulator, quantize_lstm
+from codegen.quantize.lstm import gate_bound_rows, prove_gate_accumulator, quantize_lstm
 
 
 def test_sigmoid_table_is_257_monotone_q15_and_interpolates_within_1e4() -> None:
@@ -48,19 +48,19 @@ def test_formats_follow_calibrated_ranges_with_margin(tmp_path: Path) -> None:
     m = read_model(kit.model, kit.basis, kit.config)
     x = calib(kit)
     x_max = float(np.max(np.abs(x)))
-    q1, st1, _ = quantize_lstm(m.lstm, x, QuantOptions(range_margin=1.0))
-    q2, st2, _ = quantize_lstm(m.lstm, x, QuantOptions(range_margin=2.0))
+    q1, st1, _ = quantize_lstm(m.encoder[0], x, QuantOptions(range_margin=1.0))
+    q2, st2, _ = quantize_lstm(m.encoder[0], x, QuantOptions(range_margin=2.0))
     assert st1.x_max_abs == pytest.approx(x_max)
     assert q1.x_fmt == QFormat.for_range(x_max) and q2.x_fmt == QFormat.for_range(2 * x_max)
     assert q2.x_fmt.int_bits == q1.x_fmt.int_bits + 1
     assert q1.c_fmt == QFormat(6, 25, 32)  # T = 49 < 2^6: |c_t| <= t is proven
     assert q1.gate_fmt == GATE_FMT and q1.h_fmt == H_FMT
     # weights: fxpmath integers, error at most half an LSB, per-tensor format from max |w|
-    for qt, ref in ((q1.w_ih, m.lstm.w_ih), (q1.w_hh, m.lstm.w_hh)):
+    for qt, ref in ((q1.w_ih, m.encoder[0].w_ih), (q1.w_hh, m.encoder[0].w_hh)):
         assert qt.fmt == QFormat.for_range(ref.max_abs)
         np.testing.assert_array_equal(qt.raw, qt.fmt.quantize(ref.values))
         assert qt.max_abs_error <= 0.5 / (1 << qt.fmt.frac_bits) + 1e-12
-    np.testing.assert_allclose(q1.bias.ref, m.lstm.b_ih.values + m.lstm.b_hh.values)
+    np.testing.assert_allclose(q1.bias.ref, m.encoder[0].b_ih.values + m.encoder[0].b_hh.values)
     assert q1.bias.fmt.word == 32
     sh = q1.shifts
     assert (
@@ -80,8 +80,8 @@ def test_quantization_is_deterministic(tmp_path: Path) -> None:
     kit = make_kit(tmp_path)
     m = read_model(kit.model, kit.basis, kit.config)
     x = calib(kit)
-    a, _, _ = quantize_lstm(m.lstm, x, m.quant)
-    b, _, _ = quantize_lstm(m.lstm, x, m.quant)
+    a, _, _ = quantize_lstm(m.encoder[0], x, m.quant)
+    b, _, _ = quantize_lstm(m.encoder[0], x, m.quant)
     for ta, tb in (
         (a.w_ih, b.w_ih),
         (a.w_hh, b.w_hh),
@@ -161,24 +161,24 @@ def test_quantize_refuses_a_model_no_scaling_proves(tmp_path: Path) -> None:
     kit = make_kit(tmp_path, H=64, scale=2e5)
     m = read_model(kit.model, kit.basis, kit.config)
     with pytest.raises(CodegenError, match=r"tensor lstm\.(weight_ih_l0|weight_hh_l0|bias)"):
-        quantize_lstm(m.lstm, calib(kit), QuantOptions(accumulator="int32"))
+        quantize_lstm(m.encoder[0], calib(kit), QuantOptions(accumulator="int32"))
 
 
 def test_calibration_input_is_checked(tmp_path: Path) -> None:
     kit = make_kit(tmp_path)
     m = read_model(kit.model, kit.basis, kit.config)
     with pytest.raises(CodegenError, match=r"expected \[N, 49, 10\]"):
-        quantize_lstm(m.lstm, np.zeros((4, 48, 10)), m.quant)
+        quantize_lstm(m.encoder[0], np.zeros((4, 48, 10)), m.quant)
     bad = calib(kit)
     bad[0, 0, 0] = np.nan
     with pytest.raises(CodegenError, match="NaN"):
-        quantize_lstm(m.lstm, bad, m.quant)
+        quantize_lstm(m.encoder[0], bad, m.quant)
 
 
 def test_cell_format_bound_holds_under_worst_case_gates() -> None:
     """|c_t| <= t with the extreme gate values (f = i = 32767, g = ±32768) every step."""
     from codegen.base.fixed import rshift_round, sat32
-    from codegen.quantize.model import cell_format
+    from codegen.quantize.lstm import cell_format
 
     for T in (1, 3, 49, 1000):
         fmt = cell_format(T)

@@ -41,7 +41,7 @@ def test_other_shapes_build_and_stay_bit_exact(
     host = build_for(q, tmp_path / "out" / "src", tmp_path / "host", sanitize=True, trace=True)
     rng = np.random.default_rng(H)
     for mode in ("no_adapt", "strict", "continual", "continual_bounded"):
-        x = int16_inputs(rng, 40, T, F, q.lstm.x_fmt.frac_bits)
+        x = int16_inputs(rng, 40, T, F, q.x_fmt.frac_bits)
         ids = rng.choice(2**32 - 1, size=40, replace=False)
         mm = compare_host_python(host, x, ids, mode)
         assert mm is None, f"{mode}: {mm}"

@@ -38,6 +38,13 @@ def format_manifest(doc: dict[str, Any], brief: bool = False) -> str:
             if (e := doc.get("encoder"))
             else []
         ),
+        *(
+            f"  layer {n}: {layer['kind'].upper()} {layer['input_size']} -> "
+            f"{layer['hidden_size']}, input {layer['formats']['x']}, gates int32 at A = "
+            f"{layer['gate_accumulator']['acc_frac']} (margin "
+            f"{layer['gate_accumulator']['margin_bits']:.2f} bits)"
+            for n, layer in enumerate(doc.get("encoder", {}).get("stack", []))
+        ),
         f"elatta: mode={doc['elatta']['mode']} sigma0={doc['elatta']['sigma0']} "
         f"seed={doc['elatta']['seed']} qelatta_v1={doc['elatta']['qelatta_v1']} "
         f"qelatta_v2={doc['elatta']['qelatta_v2']}",
@@ -181,12 +188,13 @@ def program_line(build_dir: str | Path, doc: dict[str, Any]) -> str:
     from codegen.artefact.program import PROGRAM_VERSION, load_program
 
     q = load_program(build_dir, doc.get("program"))
-    L, a = q.lstm, q.adapt
+    a = q.adapt
     core = "encoder only" if a is None else f"{a.cfg.mode} k={a.k} lambda={a.cfg.lam}"
+    kinds = "+".join(layer.kind.upper() for layer in q.encoder)
     return (
-        f"program v{PROGRAM_VERSION}: program.json + program.npz loads: LSTM "
-        f"T={L.num_frames} F={L.input_size} H={L.hidden_size}, {len(q.source.classes)} classes, "
-        f"{core}"
+        f"program v{PROGRAM_VERSION}: program.json + program.npz loads: {kinds} "
+        f"T={q.num_frames} F={q.input_size} H={q.encoder_size}, {len(q.source.classes)} "
+        f"classes, {core}"
     )
 
 

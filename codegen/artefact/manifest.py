@@ -18,7 +18,7 @@ import numpy as np
 
 from codegen.artefact.program import MANIFEST_FORMAT, MANIFEST_VERSION
 from codegen.base.version import __version__
-from codegen.ir.nodes import Accumulator, QModel, QTensor, adapt_formats
+from codegen.ir.nodes import Accumulator, QLstm, QModel, QTensor, adapt_formats
 
 RAM_BUDGET_BYTES = 65536  # firmware/board/zynq7000/link.ld: data + bss + stacks
 
@@ -50,9 +50,23 @@ def accumulator_report(a: Accumulator) -> dict[str, Any]:
     }
 
 
+def _fmt_text(t: QTensor) -> str:
+    return f"{t.fmt.name} (int32)" if t.fmt.word == 32 else t.fmt.name
+
+
+def layer_formats(L: Any) -> dict[str, str]:
+    """The activation formats of one encoder layer: its input, the σ input, the LSTM's cell
+    state (a GRU has none), h."""
+    out = {"x": L.x_fmt.name, "gate_preactivation": L.gate_fmt.name}
+    if isinstance(L, QLstm):
+        out["c"] = L.c_fmt.name
+    out["h"] = L.h_fmt.name
+    return out
+
+
 def gate_proof_report(L: Any) -> dict[str, Any]:
-    """The LSTM's int32 gate accumulator: A, the operand shifts and the proof (docs/numeric.md
-    §4)."""
+    """An encoder layer's int32 gate accumulator: A, the operand shifts and the proof
+    (docs/numeric.md §4)."""
     pr, sh = L.proof, L.shifts
     return {
         "bits": 32,
@@ -78,7 +92,7 @@ def manifest(
     program: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     src = q.source
-    L = q.lstm
+    L = q.encoder[0]  # the top-level formats, shifts and proof are the input layer's
     el = src.adapt
     doc: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
@@ -93,9 +107,9 @@ def manifest(
             "calib": {"path": q.calib.source, "sha256": q.calib.sha256},
         },
         "shapes": {
-            "num_frames": L.num_frames,
-            "input_size": L.input_size,
-            "hidden_size": L.hidden_size,
+            "num_frames": q.num_frames,
+            "input_size": q.input_size,
+            "hidden_size": q.encoder_size,
             "num_classes": len(src.classes),
             "k": el.k,
             "lam": el.lam,
@@ -111,17 +125,12 @@ def manifest(
         "quant": asdict(src.quant),
         "target": asdict(src.target),
         "formats": {
-            "x": L.x_fmt.name,
-            "gate_preactivation": L.gate_fmt.name,
-            "c": L.c_fmt.name,
-            "h": L.h_fmt.name,
-            "z": L.h_fmt.name,
-            "lstm.weight_ih_l0": L.w_ih.fmt.name,
-            "lstm.weight_hh_l0": L.w_hh.fmt.name,
-            "lstm.bias": f"{L.bias.fmt.name} (int32)",
+            **layer_formats(L),
+            "z": q.encoder[-1].h_fmt.name,
+            **{t.name: _fmt_text(t) for t in L.tensors()},
             "adapt": {k: v for k, v in adapt_formats(q).items()},
         },
-        "x_frac_bits": L.x_fmt.frac_bits,
+        "x_frac_bits": q.x_fmt.frac_bits,
         "luts": {
             "sigmoid": {
                 "entries": L.lut.size,
@@ -135,9 +144,11 @@ def manifest(
         },
         "shifts": asdict(L.shifts),
         "lstm_gate_accumulator": gate_proof_report(L),
-        "accumulators": [accumulator_report(L.acc_gate)] + adapt_accumulators(q),
+        "accumulators": [accumulator_report(layer.acc_gate) for layer in q.encoder]
+        + adapt_accumulators(q),
         "calibration": asdict(q.calib),
-        "tensors": [tensor_report(t) for t in (L.w_ih, L.w_hh, L.bias, L.lut.table)]
+        "tensors": [tensor_report(t) for layer in q.encoder for t in layer.tensors()]
+        + [tensor_report(L.lut.table)]
         + adapt_tensors(q),
         "float_vs_fixed": quality,
         "sources": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(sources)},
@@ -167,8 +178,8 @@ def manifest(
 
 
 def encoder_entry(q: QModel) -> dict[str, Any]:
-    """The encoder family and what the ELaTTA latent is (the input of the final Linear)."""
-    last = q.lstm2 or q.lstm
+    """The encoder's layers and what the ELaTTA latent is (the input of the final Linear)."""
+    last = q.encoder[-1]
     pooled = {
         "last": "the last layer's h_T",
         "mean": "the mean over time of the last layer's h_t",
@@ -178,8 +189,20 @@ def encoder_entry(q: QModel) -> dict[str, Any]:
     if q.mlp:
         latent = f"the output of {len(q.mlp)} hidden Linear + ReLU layer(s) on {pooled}"
     return {
-        "family": q.lstm.cell.upper(),
-        "layers": 1 if q.lstm2 is None else 2,
+        "family": "+".join(dict.fromkeys(layer.kind.upper() for layer in q.encoder)),
+        "layers": len(q.encoder),
+        # bottom to top: each layer's kind, shape, input format and int32 proof
+        "stack": [
+            {
+                "kind": layer.kind,
+                "input_size": layer.input_size,
+                "hidden_size": layer.hidden_size,
+                "formats": layer_formats(layer),
+                "shifts": asdict(layer.shifts),
+                "gate_accumulator": gate_proof_report(layer),
+            }
+            for layer in q.encoder
+        ],
         "pool": last.pool,
         "mlp": [d.out_features for d in q.mlp],
         "latent_size": q.latent_size,

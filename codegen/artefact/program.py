@@ -32,7 +32,9 @@ from codegen.base.files import file_sha256, write_npz
 MANIFEST_FORMAT = "elatta-build"
 MANIFEST_VERSION = 1
 PROGRAM_FORMAT = "elatta-program"
-PROGRAM_VERSION = 2
+PROGRAM_VERSION = 3
+# Older versions this loader reads, each upgraded to the current tree (`_UPGRADES`).
+PROGRAM_READS = (2, 3)
 JSON_NAME = "program.json"
 NPZ_NAME = "program.npz"
 
@@ -56,6 +58,7 @@ def _types() -> dict[str, type]:
         "QFormat": QFormat,
         "Tensor": ir.Tensor,
         "Lstm": ir.Lstm,
+        "Gru": ir.Gru,
         "Dense": ir.Dense,
         "LatentBasis": ir.LatentBasis,
         "QuantOptions": ir.QuantOptions,
@@ -64,10 +67,12 @@ def _types() -> dict[str, type]:
         "Model": ir.Model,
         "QTensor": ir.QTensor,
         "Accumulator": ir.Accumulator,
+        "GateShifts": ir.GateShifts,
         "LstmShifts": ir.LstmShifts,
         "GateProof": ir.GateProof,
         "SigmoidLut": ir.SigmoidLut,
         "QLstm": ir.QLstm,
+        "QGru": ir.QGru,
         "CalibStats": ir.CalibStats,
         "QModel": ir.QModel,
         "ModelMeta": ModelMeta,
@@ -145,7 +150,7 @@ def _decode(doc: Any, arrays: Any, types: dict[str, type], path: str) -> Any:
         kw = {k: _decode(v, arrays, types, f"{path}.{k}") for k, v in fields.items()}
         try:
             return cls(**kw)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, CodegenError) as exc:
             raise ProgramError(f"{path}: {doc['$type']} does not load ({exc})") from exc
     if "$array" in doc:
         key = str(doc["$array"])
@@ -190,7 +195,7 @@ def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) 
         if not p.is_file():
             raise ProgramError(
                 f"{p} not found: {d} is not a complete build (rebuild with `codegen build "
-                f"--out {d}`; builds before program v{PROGRAM_VERSION} did not write it)"
+                f"--out {d}`; builds from before the program files did not write them)"
             )
     if expected:
         for p in (jpath, npath):
@@ -206,10 +211,11 @@ def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) 
         raise ProgramError(f"{jpath}: unreadable ({exc})") from exc
     if not isinstance(doc, dict) or doc.get("format") != PROGRAM_FORMAT:
         raise ProgramError(f"{jpath}: not an {PROGRAM_FORMAT} file")
-    if doc.get("version") != PROGRAM_VERSION:
+    version = doc.get("version")
+    if version not in PROGRAM_READS:
         raise ProgramError(
-            f"{jpath}: program version {doc.get('version')!r}; this codegen reads version "
-            f"{PROGRAM_VERSION} (rebuild with this codegen)"
+            f"{jpath}: program version {version!r}; this codegen reads versions "
+            f"{', '.join(str(v) for v in PROGRAM_READS)} (rebuild with this codegen)"
         )
     if file_sha256(npath) != doc.get("npz_sha256"):
         raise ProgramError(f"{npath} does not match {jpath.name} (sha256): rebuild")
@@ -218,7 +224,52 @@ def load_program(build_dir: str | Path, expected: dict[str, str] | None = None) 
             arrays = {k: z[k] for k in z.files}
     except (OSError, ValueError) as exc:
         raise ProgramError(f"{npath}: unreadable ({exc})") from exc
-    return _decode(doc["program"], arrays, _types(), "program")
+    tree = doc["program"]
+    for v in range(int(version), PROGRAM_VERSION):
+        tree = _UPGRADES[v](tree)
+    return _decode(tree, arrays, _types(), "program")
+
+
+def _upgrade_v2(tree: Any) -> Any:
+    """A version 2 tree as version 3 writes it. Version 2 held the encoder in fixed slots
+    (``lstm``, ``lstm2`` of `Model` and `QModel`) and both kinds in one class each (``Lstm``,
+    ``QLstm`` with ``cell`` "lstm" or "gru"); version 3 holds ``encoder``, a tuple of layers, and
+    a class per kind: ``Gru``, ``QGru`` (its biases ``b_ih``, ``b_hh``; no cell state, so no
+    ``c_fmt``; its shifts ``GateShifts``, without the cell's). Integers and arrays are unchanged."""
+    if isinstance(tree, list):
+        return [_upgrade_v2(v) for v in tree]
+    if not isinstance(tree, dict):
+        return tree
+    if "$type" not in tree:
+        return {k: _upgrade_v2(v) for k, v in tree.items()}
+    name = str(tree["$type"])
+    fields = dict(tree.get("fields") or {})
+    if name in ("Model", "QModel"):
+        layers = [fields.pop("lstm", None), fields.pop("lstm2", None)]
+        fields = {"encoder": {"$tuple": [v for v in layers if v is not None]}, **fields}
+    elif name in ("Lstm", "QLstm"):
+        gru = fields.pop("cell", "lstm") == "gru"
+        bias_hh = fields.pop("bias_hh", None)
+        if gru and name == "Lstm":
+            name = "Gru"
+        elif gru:
+            name = "QGru"
+            fields.pop("c_fmt", None)
+            fields["b_ih"] = fields.pop("bias")
+            fields["b_hh"] = bias_hh
+            shifts = dict(fields["shifts"])
+            shifts["$type"] = "GateShifts"
+            shifts["fields"] = {
+                k: v
+                for k, v in shifts["fields"].items()
+                if k not in ("cell_ig_lshift", "cell_tanh_rshift")
+            }
+            fields["shifts"] = shifts
+    return {"$type": name, "fields": {k: _upgrade_v2(v) for k, v in fields.items()}}
+
+
+# version v -> version v + 1
+_UPGRADES = {2: _upgrade_v2}
 
 
 def load_manifest(build_dir: str | Path) -> dict[str, Any]:

@@ -556,17 +556,59 @@ def _sigmoid(x: FloatArray) -> FloatArray:
 
 
 def encode_float(x: npt.ArrayLike, model: Any) -> FloatArray:
-    """The float encoder of a `codegen.ir.nodes.Model`: its LSTM, or its two stacked LSTM layers
-    (the
-    first hands its whole output sequence to the second), then the pooling -> z [N, H]."""
-    if getattr(model, "lstm2", None) is None:
-        z = lstm_float(x, model.lstm)[0]
-    else:
-        seq, _ = lstm_float(x, model.lstm, sequence=True)
-        z = lstm_float(seq, model.lstm2)[0]
+    """The float encoder of a `codegen.ir.nodes.Model`: its layers bottom to top (each hands its
+    whole output sequence to the next), the last one's pooling, then the MLP head's hidden
+    layers -> z [N, D]."""
+    z = np.asarray(x, dtype=np.float64)
+    last = len(model.encoder) - 1
+    for n, layer in enumerate(model.encoder):
+        z = layer_float(z, layer, sequence=n < last)
     for d in getattr(model, "mlp", ()):  # hidden Linear + ReLU layers: the latent is the last
         z = np.maximum(z @ d.weight.values.T + d.bias.values, 0.0)
     return z
+
+
+def layer_float(x: npt.ArrayLike, layer: Any, sequence: bool = False) -> FloatArray:
+    """One float layer of any kind (``layer.kind``, `FLOAT_LAYERS`) over x [N, T, F]: its pooled
+    output [N, H], or with ``sequence`` every step's h [N, T, H]."""
+    run = FLOAT_LAYERS.get(getattr(layer, "kind", ""))
+    if run is None:
+        raise ValueError(f"no float twin for a layer of kind {getattr(layer, 'kind', None)!r}")
+    return run(x, layer, sequence=sequence)[0]
+
+
+Step = Callable[[FloatArray, FloatArray], tuple[FloatArray, dict[str, FloatArray]]]
+
+
+def _recurrence(
+    x: npt.ArrayLike, layer: Any, step: Step, record: bool, sequence: bool
+) -> tuple[FloatArray, dict[str, FloatArray]]:
+    """``step(x_t, h) -> (h', values to record)`` over the frames of x [N, T, F] from h = 0, then
+    the layer's pooling (``layer.pool``: h_T, the mean or the maximum of h_t) or the whole
+    sequence [N, T, H]; with ``record`` the per-step maxima and fractions `step` reports."""
+    X = np.asarray(x, dtype=np.float64)
+    N, T, _ = X.shape
+    H = layer.hidden_size
+    h = np.zeros((N, H))
+    pool = getattr(layer, "pool", "last")
+    acc = np.zeros((N, H)) if pool == "mean" else np.full((N, H), -np.inf)
+    seq = np.empty((N, T, H)) if sequence else None
+    stats: dict[str, list[float]] = {}
+    for t in range(T):
+        h, rec = step(X[:, t, :], h)
+        if seq is not None:
+            seq[:, t] = h
+        if pool == "mean":
+            acc += h
+        elif pool == "max":
+            np.maximum(acc, h, out=acc)
+        if record:
+            for name, v in rec.items():
+                stats.setdefault(name, []).append(float(v))
+    z = acc / T if pool == "mean" else acc if pool == "max" else h
+    if seq is not None:  # the whole output sequence [N, T, H] (a lower layer of a stack)
+        z = seq
+    return z, {k: np.asarray(v) for k, v in stats.items()}
 
 
 def lstm_float(
@@ -581,45 +623,54 @@ def lstm_float(
     pre-activations beyond the integer LUT's input range (`sat_i` …: |x| > 16 for σ gates,
     |x| > 8 for the tanh gate).
     """
-    X = np.asarray(x, dtype=np.float64)
-    N, T, _ = X.shape
     H = lstm.hidden_size
     w_ih, w_hh = lstm.w_ih.values, lstm.w_hh.values
     b = lstm.b_ih.values + lstm.b_hh.values
-    h = np.zeros((N, H))
-    c = np.zeros((N, H))
-    pool = getattr(lstm, "pool", "last")
-    gru = getattr(lstm, "cell", "lstm") == "gru"
-    acc = np.zeros((N, H)) if pool == "mean" else np.full((N, H), -np.inf)
-    seq = np.empty((N, T, H)) if sequence else None
-    stats: dict[str, list[float]] = {}
-    for t in range(T):
-        if gru:  # torch.nn.GRU: r, z, n rows; n = tanh(x_n + r ⊙ (W_hn h + b_hn))
-            ax = X[:, t, :] @ w_ih.T + lstm.b_ih.values
-            ah = h @ w_hh.T + lstm.b_hh.values
-            r = _sigmoid(ax[:, :H] + ah[:, :H])
-            zg = _sigmoid(ax[:, H : 2 * H] + ah[:, H : 2 * H])
-            n = np.tanh(ax[:, 2 * H :] + r * ah[:, 2 * H :])
-            h = (1.0 - zg) * n + zg * h
-            pi = pf = pg = po = np.zeros((N, H))
-        else:
-            pre = X[:, t, :] @ w_ih.T + h @ w_hh.T + b
-            pi, pf, pg, po = (pre[:, n * H : (n + 1) * H] for n in range(4))
-            c = _sigmoid(pf) * c + _sigmoid(pi) * np.tanh(pg)
-            h = _sigmoid(po) * np.tanh(c)
-        if seq is not None:
-            seq[:, t] = h
-        if pool == "mean":
-            acc += h
-        elif pool == "max":
-            np.maximum(acc, h, out=acc)
-        if record:
-            for name, p, lim in (("i", pi, 16.0), ("f", pf, 16.0), ("g", pg, 8.0), ("o", po, 16.0)):
-                stats.setdefault(f"max_pre_{name}", []).append(float(np.max(np.abs(p), initial=0)))
-                stats.setdefault(f"sat_{name}", []).append(float(np.mean(np.abs(p) > lim)))
-            stats.setdefault("max_c", []).append(float(np.max(np.abs(c), initial=0.0)))
-            stats.setdefault("max_h", []).append(float(np.max(np.abs(h), initial=0.0)))
-    z = acc / T if pool == "mean" else acc if pool == "max" else h
-    if seq is not None:  # the whole output sequence [N, T, H] (a lower layer of a stack)
-        z = seq
-    return z, {k: np.asarray(v) for k, v in stats.items()}
+    c = np.zeros((np.shape(x)[0], H))
+
+    def step(xt: FloatArray, h: FloatArray) -> tuple[FloatArray, dict[str, FloatArray]]:
+        nonlocal c
+        pre = xt @ w_ih.T + h @ w_hh.T + b
+        pi, pf, pg, po = (pre[:, n * H : (n + 1) * H] for n in range(4))
+        c = _sigmoid(pf) * c + _sigmoid(pi) * np.tanh(pg)
+        h = _sigmoid(po) * np.tanh(c)
+        if not record:
+            return h, {}
+        rec: dict[str, Any] = {}
+        for name, p, lim in (("i", pi, 16.0), ("f", pf, 16.0), ("g", pg, 8.0), ("o", po, 16.0)):
+            rec[f"max_pre_{name}"] = np.max(np.abs(p), initial=0)
+            rec[f"sat_{name}"] = np.mean(np.abs(p) > lim)
+        rec["max_c"] = np.max(np.abs(c), initial=0.0)
+        rec["max_h"] = np.max(np.abs(h), initial=0.0)
+        return h, rec
+
+    return _recurrence(x, lstm, step, record, sequence)
+
+
+def gru_float(
+    x: npt.ArrayLike, gru: Any, record: bool = False, sequence: bool = False
+) -> tuple[FloatArray, dict[str, FloatArray]]:
+    """float64 torch.nn.GRU recurrence over x [N, T, F] (gate rows r, z, n;
+    n = tanh(x_n + r ⊙ (W_hn h + b_hn)), h' = (1 − z) n + z h) -> (z [N, H], ranges) as
+    `lstm_float`; ``record`` keeps the per-step maximum |h| (`max_h`)."""
+    H = gru.hidden_size
+    w_ih, w_hh = gru.w_ih.values, gru.w_hh.values
+    b_ih, b_hh = gru.b_ih.values, gru.b_hh.values
+
+    def step(xt: FloatArray, h: FloatArray) -> tuple[FloatArray, dict[str, FloatArray]]:
+        ax = xt @ w_ih.T + b_ih
+        ah = h @ w_hh.T + b_hh
+        r = _sigmoid(ax[:, :H] + ah[:, :H])
+        zg = _sigmoid(ax[:, H : 2 * H] + ah[:, H : 2 * H])
+        n = np.tanh(ax[:, 2 * H :] + r * ah[:, 2 * H :])
+        h = (1.0 - zg) * n + zg * h
+        return h, ({"max_h": np.max(np.abs(h), initial=0.0)} if record else {})
+
+    return _recurrence(x, gru, step, record, sequence)
+
+
+# The float twin of every layer kind (codegen.ir.layers.KINDS), by the layer's ``kind``.
+FLOAT_LAYERS: dict[str, Callable[..., tuple[FloatArray, dict[str, FloatArray]]]] = {
+    "lstm": lstm_float,
+    "gru": gru_float,
+}

@@ -9,98 +9,35 @@ sha256 of every input, so two builds from the same inputs are byte-identical.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import numpy as np
 
-from codegen.base.fixed import sigmoid_lut
+from codegen.base.errors import CodegenError
 from codegen.base.resources import jinja_env
 from codegen.base.version import __version__
-from codegen.emit.lstm_neon import (
-    KARGS,
-    KCONST,
-    KernelSpec,
-    column_order,
-    kernel_listing,
-    row_gate_unit,
+from codegen.emit.layers import emitter
+from codegen.emit.views import (
+    Call,
+    TensorView,
+    array_view,
+    carray,
+    full_tables,
+    tensor_view,
 )
-from codegen.ir.nodes import GATES, POOL_SHIFT, QLstm, QModel, QTensor, adapt_formats
+from codegen.ir.layers import kind_of, kinds_of, why_not_streaming
+from codegen.ir.nodes import POOL_SHIFT, QModel
 
-VALUES_PER_LINE = 12
-# Kernel layout of the LSTM weights (firmware/elt_lstm_s16.c, codegen/emit/lstm_neon.py): 16 gate
-# rows per block (four int32x4 accumulators; one VLDM of 16 d-registers loads 4 columns of a
-# block), hidden units padded to 8 (one int16x8 vector), the GRU's operand columns to 4 (one
-# d-register of VMLAL scalars).
-ROW_BLOCK = 16
-HIDDEN_ALIGN = 8
-COL_GROUP = 4
-
-
-def carray(values: Iterable[int], per_line: int = VALUES_PER_LINE, indent: int = 4) -> str:
-    """Integer initialiser lines; INT32_MIN/INT64_MIN are written so C parses them as signed."""
-    items: list[str] = []
-    for v in values:
-        iv = int(v)
-        if iv == -(1 << 31):
-            items.append("(-2147483647 - 1)")
-        elif iv == -(1 << 63):
-            items.append("(-9223372036854775807LL - 1)")
-        elif abs(iv) > (1 << 31) - 1:
-            items.append(f"{iv}LL")
-        else:
-            items.append(str(iv))
-    pad = " " * indent
-    lines = [pad + ", ".join(items[i : i + per_line]) + "," for i in range(0, len(items), per_line)]
-    return "\n".join(lines)
-
-
-def _g(x: float) -> str:
-    """Stable short float text for comments."""
-    return f"{x:.6g}"
+# The shared σ tables in the order they are written (the kinds name the ones they read).
+TABLES = ("sigmoid_lut", "sigmoid_full", "tanh_full")
 
 
 def env() -> jinja2.Environment:
     e = jinja_env()
     e.filters["carray"] = lambda raw: carray(np.asarray(raw).reshape(-1))
     return e
-
-
-@dataclass(frozen=True)
-class TensorView:
-    """One weight array as the template sees it (all text decided here)."""
-
-    name: str
-    symbol: str
-    ctype: str
-    size: int
-    shape_text: str
-    doc: str
-    fmt_name: str
-    lo_text: str
-    hi_text: str
-    err_text: str
-    raw: Any
-
-
-def tensor_view(t: QTensor, symbol: str, doc: str = "") -> TensorView:
-    lo, hi = t.float_range
-    return TensorView(
-        name=t.name,
-        symbol=symbol,
-        ctype=t.ctype,
-        size=int(t.raw.size),
-        shape_text="[" + ", ".join(str(s) for s in t.shape) + "]",
-        doc=doc,
-        fmt_name=f"{t.fmt.name} ({t.fmt.word}-bit)",
-        lo_text=_g(lo),
-        hi_text=_g(hi),
-        err_text=_g(t.max_abs_error),
-        raw=t.raw,
-    )
 
 
 def banner(q: QModel, what: str) -> list[str]:
@@ -113,182 +50,6 @@ def banner(q: QModel, what: str) -> list[str]:
         f"config sha256 {h.config}",
         f"calibration features sha256 {q.calib.sha256} ({q.calib.samples} clips)",
     ]
-
-
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
-@dataclass(frozen=True)
-class LstmLayout:
-    """The integer LSTM in the kernel's layout (every integer from the fixed IR, rearranged).
-
-    Gate rows are grouped by 8 hidden units (``codegen.emit.lstm_neon.row_gate_unit``): block 2u of
-    16 rows holds the i and f rows of units 8u..8u+7, block 2u + 1 their g and o rows; units
-    H..Hp−1 are padding with zero weights and bias, so their c and h stay exactly 0. Operand
-    columns u = [hs (H); xs (F)]: column k < H is W_hh[:, k], H + j is W_ih[:, j]. ``w`` is
-    [R/16][K][16]: for each block of 16 rows, its columns in the order the kernel takes them
-    (``column_order``: even blocks ascending, odd blocks descending) and every column's 16
-    weights in row order, so the weights are one stream that the kernel reads front to back,
-    16 d-registers (4 columns) per VLDM.
-
-    ``sigmoid_full`` is σ (`codegen.base.fixed.sigmoid_lut`) evaluated at every int16 input v, at
-    index v + 32768: the kernel's σ is one halfword gather per value instead of two table reads
-    and the interpolation (the same function, tabulated exhaustively); ``tanh_full`` is
-    2σ − 32768 = tanh(x/2) of the same table (the contract's tanh), for the g gate and tanh(c).
-    """
-
-    hidden_pad: int  # Hp
-    cols: int  # K = H + F
-    rows: int  # R = 4·Hp
-    w: np.ndarray  # [R/16, K, 16] int16
-    bias: np.ndarray  # [R] int32 at A fraction bits
-    sigmoid_full: np.ndarray  # [65536] σ(v), index v + 32768
-    tanh_full: np.ndarray  # [65536] 2σ(v) − 32768, index v + 32768
-
-    @property
-    def row_blocks(self) -> int:
-        return self.rows // ROW_BLOCK
-
-
-def lstm_layout(L: QLstm) -> LstmLayout:
-    H, F = L.hidden_size, L.input_size
-    Hp = _round_up(H, HIDDEN_ALIGN)
-    K = H + F
-    R = len(GATES) * Hp
-    dense = np.zeros((R, K), dtype=np.int64)  # stored row order, columns u = [hs; xs]
-    bias = np.zeros(R, dtype=np.int64)
-    for row in range(R):
-        g, j = row_gate_unit(row)
-        if j < H:
-            dense[row, :H] = L.w_hh.raw[g * H + j]
-            dense[row, H:] = L.w_ih.raw[g * H + j]
-            bias[row] = L.bias.raw[g * H + j]
-    w = np.stack(
-        [
-            dense[b * ROW_BLOCK : (b + 1) * ROW_BLOCK, column_order(H, F, b)].T
-            for b in range(R // ROW_BLOCK)
-        ]
-    )
-    v = np.arange(-32768, 32768, dtype=np.int64)
-    full = sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
-    # the contract's tanh(x) = 2σ(2x) − 1 in Q0.15 (docs/numeric.md §4), at the same index
-    tanh = 2 * full - 32768
-    return LstmLayout(Hp, K, R, np.ascontiguousarray(w), bias, full, tanh)
-
-
-def kernel_spec(L: QLstm, role: str, kconst: str) -> KernelSpec:
-    """The NEON kernel of one layer: its shapes and shifts, and what it writes per step."""
-    sh = L.shifts
-    return KernelSpec(
-        hidden=L.hidden_size,
-        hidden_pad=_round_up(L.hidden_size, HIDDEN_ALIGN),
-        inputs=L.input_size,
-        gate_rshift=sh.sig_rshift,
-        g_rshift=sh.tanh_rshift,
-        h_opshift=sh.h_opshift,
-        ig_lshift=sh.cell_ig_lshift,
-        tanh_rshift=sh.cell_tanh_rshift,
-        role=role,
-        kconst=kconst,
-    )
-
-
-def kernel_lines(L: QLstm, role: str, kconst: str) -> list[str]:
-    """The kernel's instructions as C string-literal lines of a basic asm statement."""
-    return [f'"{ins}\\n\\t"' for ins in kernel_listing(kernel_spec(L, role, kconst))]
-
-
-def _view(
-    name: str,
-    symbol: str,
-    ctype: str,
-    shape: tuple[int, ...],
-    doc: str,
-    fmt_name: str,
-    lo: float,
-    hi: float,
-    err: float,
-    raw: np.ndarray,
-) -> TensorView:
-    return TensorView(
-        name=name,
-        symbol=symbol,
-        ctype=ctype,
-        size=int(raw.size),
-        shape_text="[" + ", ".join(str(d) for d in shape) + "]",
-        doc=doc,
-        fmt_name=fmt_name,
-        lo_text=_g(lo),
-        hi_text=_g(hi),
-        err_text=_g(err),
-        raw=raw,
-    )
-
-
-def _lstm_views(L: QLstm, lay: Any, sym: dict[str, str], layer: int) -> list[Any]:
-    """The kernel-layout weights and bias rows of one LSTM layer, documented."""
-    Hp, K, R = lay.hidden_pad, lay.cols, lay.rows
-    H, F = L.hidden_size, L.input_size
-    sh = L.shifts
-    (wl, wh), (il, ih) = L.w_hh.float_range, L.w_ih.float_range
-    return [
-        _view(
-            f"lstm.weight_hh_l{layer} | lstm.weight_ih_l{layer}",
-            sym["w"],
-            "int16_t",
-            lay.w.shape,
-            f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = 4 x Hp = {R} gate rows "
-            f"by groups of 8 units (i, f rows of a group, then g, o), Hp = {Hp}; K = {K} "
-            f"columns u = [hs (H = {H}); xs (F = {F})], even blocks in u order, odd blocks "
-            f"reversed; per column the block's 16 rows in order, so 4 columns are one VLDM of "
-            f"16 d-registers; pad rows 0)",
-            f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
-            f"{H}..{K - 1} (16-bit)",
-            min(wl, il),
-            max(wh, ih),
-            max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
-            lay.w,
-        ),
-        _view(
-            "lstm.bias" if layer == 0 else f"lstm{layer + 1}.bias",
-            sym["bias"],
-            "int32_t",
-            (R,),
-            f" (b_ih + b_hh at A = {sh.acc_frac} frac bits, rows as in the weights, pad rows 0)",
-            f"{L.bias.fmt.name} (32-bit)",
-            *L.bias.float_range,
-            L.bias.max_abs_error,
-            lay.bias,
-        ),
-    ]
-
-
-def _layer2_context(q: QModel) -> dict[str, Any] | None:
-    """The second stacked LSTM layer: its weights and shifts (the σ table is shared), its
-    kernel parameters and its operand buffer; it reads the first layer's h_t (Q0.15)."""
-    L2 = q.lstm2
-    if L2 is None:
-        return None
-    p = q.prefix
-    lay = lstm_layout(L2)
-    sym = {
-        "w": f"{p}lstm2_w",
-        "bias": f"{p}lstm2_bias",
-        "kernel": f"{p}lstm2_kernel",
-        "kconst": f"{p}lstm2_kconst",
-    }
-    return {
-        "lstm": L2,
-        "layout": lay,
-        "shifts": L2.shifts,
-        "sym": sym,
-        "tensors": _lstm_views(L2, lay, sym, 1),
-        "kernel": kernel_lines(L2, L2.pool, sym["kconst"]),
-        "xs_size": L2.num_frames * L2.input_size,
-        "acc_frac": L2.proof.acc_frac,
-        "margin_text": f"{L2.acc_gate.margin_bits:.2f}",
-    }
 
 
 def _mlp_context(q: QModel) -> list[dict[str, Any]]:
@@ -306,10 +67,10 @@ def _mlp_context(q: QModel) -> list[dict[str, Any]]:
 
 def _common_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
     """What the model sources need whatever the encoder."""
-    p, L = q.prefix, q.lstm
+    p = q.prefix
     return {
         "mlp": _mlp_context(q),
-        "mlp_buf": max([L.hidden_size, *(d.out_features for d in q.mlp)]),
+        "mlp_buf": max([q.encoder_size, *(d.out_features for d in q.mlp)]),
         # the hidden layers run from buffer a to b and back; the last one writes z
         "mlp_bufs": ["a", "b"][: min(2, len(q.mlp))],
         "mlp_calls": [
@@ -322,12 +83,15 @@ def _common_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
         "M": p.upper(),
         "guard": f"{p.upper()}MODEL_H",
         "header": f"{p}model.h",
-        "lstm": L,
-        "lut_shift": L.lut.index_shift,
+        "num_frames": q.num_frames,
+        "input_size": q.input_size,
+        "encoder_size": q.encoder_size,
+        "x_fmt": q.x_fmt,
+        "lut_shift": q.encoder[0].lut.index_shift,
         "pool_shift": POOL_SHIFT,
         "num_classes": len(q.source.classes),
         "classes": [c.replace("\\", "\\\\").replace('"', '\\"') for c in q.source.classes],
-        "feature_count": L.num_frames * L.input_size,
+        "feature_count": q.num_frames * q.input_size,
         "k": q.source.adapt.k,
         "hashes": q.source.hashes,
         "adapt_includes": adapt_headers,
@@ -337,221 +101,126 @@ def _common_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class GruLayout:
-    """One integer GRU layer in the NEON kernel's layout (firmware/elt_gru_s16.h; every integer
-    from the fixed IR, rearranged).
-
-    Hidden units padded to Hp (a multiple of 8; pad units have zero weights and bias, so their
-    h stays exactly 0). Gate rows: r at j, z at Hp + j, n at 2 Hp + j, the n rows padded to
-    Rn = round_up(Hp, 16) so every block of 16 rows lies within r, z or n. Operand columns
-    u = [hs (Hp); xs (F); Fp − F zero-weight pad], Fp = round_up(F, 4): the kernel reads xs
-    frames padded to Fp. ``w`` is [R/16][K][16] like the LSTM's (4 consecutive columns of a
-    block are 64 consecutive int16). The r and z rows sum both operands in one accumulator from
-    b_ih + b_hh (ax + ah, the proof bounds it); the n rows keep W_hh hs + b_hh (bias rows
-    2 Hp..R) apart from W_ih xs + b_ih (bias rows R..R + Rn), as r ⊙ (W_hn h + b_hn) needs."""
-
-    hidden_pad: int  # Hp
-    input_pad: int  # Fp
-    cols: int  # K = Hp + Fp
-    n_rows: int  # Rn
-    rows: int  # R = 2 Hp + Rn
-    w: np.ndarray  # [R/16, K, 16] int16
-    bias: np.ndarray  # [R + Rn] int32 at A fraction bits
-
-
-def gru_layout(L: QLstm) -> GruLayout:
-    assert L.bias_hh is not None
-    H, F = L.hidden_size, L.input_size
-    Hp, Fp = _round_up(H, HIDDEN_ALIGN), _round_up(F, COL_GROUP)
-    Rn = _round_up(Hp, ROW_BLOCK)
-    K, R = Hp + Fp, 2 * Hp + Rn
-    dense = np.zeros((R, K), dtype=np.int64)
-    bias = np.zeros(R + Rn, dtype=np.int64)
-    b_ih, b_hh = L.bias.raw.astype(np.int64), L.bias_hh.raw.astype(np.int64)
-    for g in range(3):
-        src = slice(g * H, (g + 1) * H)
-        dense[g * Hp : g * Hp + H, :H] = L.w_hh.raw[src]
-        dense[g * Hp : g * Hp + H, Hp : Hp + F] = L.w_ih.raw[src]
-    bias[0:H] = b_ih[0:H] + b_hh[0:H]
-    bias[Hp : Hp + H] = b_ih[H : 2 * H] + b_hh[H : 2 * H]
-    bias[2 * Hp : 2 * Hp + H] = b_hh[2 * H :]
-    bias[R : R + H] = b_ih[2 * H :]
-    w = np.ascontiguousarray(dense.reshape(R // ROW_BLOCK, ROW_BLOCK, K).transpose(0, 2, 1))
-    return GruLayout(Hp, Fp, K, Rn, R, w, bias)
-
-
-def _gru_layer(q: QModel, L: QLstm, n: int) -> dict[str, Any]:
-    """One GRU layer's arrays in the kernel's layout (`gru_layout`) and parameters."""
-    assert L.bias_hh is not None
-    tag = "gru" if n == 1 else f"gru{n}"
-    sym = {k: f"{q.prefix}{tag}_{k}" for k in ("w", "bias")}
-    sh = L.shifts
-    lay = gru_layout(L)
-    H, F, Hp, K = L.hidden_size, L.input_size, lay.hidden_pad, lay.cols
-    wl, wh = L.w_hh.float_range
-    il, ih = L.w_ih.float_range
-    bl, bh = L.bias.float_range
-    views = [
-        _view(
-            f"{tag}.weight_hh | {tag}.weight_ih",
-            sym["w"],
-            "int16_t",
-            lay.w.shape,
-            f" (kernel layout [R/{ROW_BLOCK}][K][{ROW_BLOCK}]: R = {lay.rows} gate rows, r at j, "
-            f"z at Hp + j, n at 2 Hp + j, Hp = {Hp}; K = {K} columns u = [hs (Hp); xs (F = {F}); "
-            f"{K - Hp - F} pad]; pad rows and columns 0)",
-            f"W_hh {L.w_hh.fmt.name} in columns 0..{H - 1}, W_ih {L.w_ih.fmt.name} in columns "
-            f"{Hp}..{Hp + F - 1} (16-bit)",
-            min(wl, il),
-            max(wh, ih),
-            max(L.w_hh.max_abs_error, L.w_ih.max_abs_error),
-            lay.w,
+def _tables(q: QModel) -> tuple[list[TensorView], dict[str, str]]:
+    """The σ tables every layer reads, written once: the table of the fixed IR and its
+    exhaustive forms (`codegen.emit.views.full_tables`), those the encoder's kinds name."""
+    p = q.prefix
+    lut = q.encoder[0].lut
+    for n, L in enumerate(q.encoder):
+        if L.lut.index_shift != lut.index_shift or not np.array_equal(
+            L.lut.table.raw, lut.table.raw
+        ):
+            raise CodegenError(f"layer {n}: its σ table differs from layer 0's (one is shared)")
+    wanted = {t for L in q.encoder for t in emitter(L).tables}
+    full, tanh = full_tables(lut)
+    sym = {t: f"{p}{t}" for t in TABLES}
+    lo, hi = lut.table.float_range
+    views = {
+        "sigmoid_lut": tensor_view(
+            lut.table,
+            sym["sigmoid_lut"],
+            f" (σ(j·{16 / (lut.size - 1):g}), j = 0..{lut.size - 1}, mirrored for x < 0; input "
+            f"{lut.in_fmt.name})",
         ),
-        _view(
-            f"{tag}.bias",
-            sym["bias"],
-            "int32_t",
-            lay.bias.shape,
-            f" (at A = {sh.acc_frac} fraction bits: rows r, z b_ih + b_hh, rows n b_hh, then "
-            f"the {lay.n_rows} n rows' b_ih; pad rows 0)",
-            f"{L.bias.fmt.name} (32-bit)",
-            bl,
-            bh,
-            max(L.bias.max_abs_error, L.bias_hh.max_abs_error),
-            lay.bias,
-        ),
-    ]
-    return {"L": L, "tag": tag, "sym": sym, "tensors": views, "shifts": sh, "layout": lay,
-            "margin_text": f"{L.acc_gate.margin_bits:.2f}"}  # fmt: skip
-
-
-def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
-    if q.lstm.cell == "gru":
-        layers = [_gru_layer(q, q.lstm, 1)]
-        if q.lstm2 is not None:
-            layers.append(_gru_layer(q, q.lstm2, 2))
-        L = q.lstm
-        lut = tensor_view(L.lut.table, f"{q.prefix}sigmoid_lut", " (σ over [0, 16])")
-        v = np.arange(-32768, 32768, dtype=np.int64)
-        full = sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
-        full_view = _view(
+        "sigmoid_full": array_view(
             "sigmoid_full",
-            f"{q.prefix}sigmoid_full",
+            sym["sigmoid_full"],
             "int16_t",
             full.shape,
             " (σ of every Q4.11 input v at index v + 32768: the interpolated table above "
-            "evaluated exhaustively, one halfword gather per σ in the NEON kernel)",
-            f"{L.lut.table.fmt.name} (16-bit)",
-            *L.lut.table.float_range,
-            L.lut.table.max_abs_error,
+            "evaluated exhaustively, one halfword gather per σ in the NEON kernels)",
+            f"{lut.table.fmt.name} (16-bit)",
+            lo,
+            hi,
+            lut.table.max_abs_error,
             full,
-        )
-        lays = [la["layout"] for la in layers]
-        # one scratch serves both layers: every buffer at the larger layer's size
-        scratch = {
-            "hp": max(la.hidden_pad for la in lays),
-            "xs": max(la["L"].num_frames * la["layout"].input_pad for la in layers),
-            "pre": max(2 * la.hidden_pad for la in lays),
-            "nr": max(la.n_rows for la in lays),
-        }
-        return {
-            **_common_context(q, adapt_headers),
-            "cell": "gru",
-            "stream": False,  # no per-step GRU kernel (codegen.pipeline.build.with_streaming)
-            "gru_layers": layers,
-            "lut_view": lut,
-            "full_view": full_view,
-            "gru_scratch": scratch,
-            "sym": {"lut": f"{q.prefix}sigmoid_lut", "full": f"{q.prefix}sigmoid_full"},
-        }
-    p = q.prefix
-    L = q.lstm
-    F = L.input_size
-    lay = lstm_layout(L)
-    sh = L.shifts
-    sym = {
-        "w": f"{p}lstm_w",
-        "bias": f"{p}lstm_bias",
-        "kernel": f"{p}lstm_kernel",
-        "kconst": f"{p}lstm_kconst",
-        "lut": f"{p}sigmoid_lut",
-        "full": f"{p}sigmoid_full",
-        "tanh": f"{p}tanh_full",
-    }
-    lut_lo, lut_hi = L.lut.table.float_range
-    tensors = [
-        *_lstm_views(L, lay, sym, 0),
-        tensor_view(
-            L.lut.table,
-            sym["lut"],
-            f" (σ(j·{16 / (L.lut.size - 1):g}), j = 0..{L.lut.size - 1}, mirrored for "
-            f"x < 0; input "
-            f"{L.lut.in_fmt.name})",
         ),
-        _view(
-            "sigmoid_full",
-            sym["full"],
-            "int16_t",
-            lay.sigmoid_full.shape,
-            " (σ of every Q4.11 input v at index v + 32768: the interpolated table above "
-            "evaluated exhaustively, one halfword gather per σ in the NEON kernel)",
-            f"{L.lut.table.fmt.name} (16-bit)",
-            lut_lo,
-            lut_hi,
-            L.lut.table.max_abs_error,
-            lay.sigmoid_full,
-        ),
-    ]
-    # g and tanh(c) gathered from their own exhaustive table (128 KiB of .rodata) instead of
-    # forming 2σ − 32768 from σ: two instructions fewer per 8 values (~120 ticks a sequence)
-    tensors.append(
-        _view(
+        # the LSTM's g and tanh(c) gathered from their own exhaustive table (128 KiB of .rodata)
+        # instead of forming 2σ − 32768 from σ: two instructions fewer per 8 values (~120 ticks
+        # a sequence)
+        "tanh_full": array_view(
             "tanh_full",
-            sym["tanh"],
+            sym["tanh_full"],
             "int16_t",
-            lay.tanh_full.shape,
+            tanh.shape,
             " (tanh(x) = 2σ(2x) − 1 of every Q4.11 input v = 2x at index v + 32768: "
             "2·sigmoid_full − 32768, the NEON kernel's g gate and tanh(c))",
-            f"{L.lut.table.fmt.name} (16-bit)",
+            f"{lut.table.fmt.name} (16-bit)",
             -1.0,
             1.0,
-            2 * L.lut.table.max_abs_error,
-            lay.tanh_full,
-        )
-    )
-    pr = L.proof
-    proof = {
-        "acc_frac": pr.acc_frac,
-        "acc_frac_formats": pr.acc_frac_formats,
-        "limited_by": pr.limited_by,
-        "bound": pr.bound,
-        "worst_row": pr.worst_row,
-        "terms": pr.terms,
-        "margin_text": f"{L.acc_gate.margin_bits:.2f}",
-        "bound_above": pr.bound_above,
-        "x_opshift": sh.x_opshift,
-        "h_opshift": sh.h_opshift,
+            2 * lut.table.max_abs_error,
+            tanh,
+        ),
     }
+    return [views[t] for t in TABLES if t in wanted], sym
+
+
+def _encoder_context(q: QModel) -> dict[str, Any]:
+    """The encoder's layers bottom to top (each kind's `codegen.emit.layers` entry), the scratch
+    each kind's layers share, the sequences handed between layers and the calls of the feature
+    path and of the streaming audio mode."""
+    p, enc = q.prefix, q.encoder
+    top = len(enc) - 1
+    layers = [emitter(L).layer(p, L, n, n == top) for n, L in enumerate(enc)]
+    scratch = {}
+    for kind in kinds_of(enc):
+        own = [L for L in enc if L.kind == kind.name]
+        scratch[kind.name] = emitter(own[0]).scratch(
+            p, own, enc[-1] if enc[-1].kind == kind.name else None
+        )
+    # Layer n < top writes its whole output sequence to buffer n % 2 and layer n + 1 reads it:
+    # two buffers serve any depth (a layer never reads the buffer it writes).
+    seq: list[dict[str, Any]] = [
+        {
+            "symbol": f"{p}encoder_seq_{i}",
+            "size": max(emitter(L).seq_size(L) for n, L in enumerate(enc[:top]) if n % 2 == i),
+            "writers": ", ".join(str(n) for n in range(i, top, 2)),
+        }
+        for i in range(min(2, top))
+    ]
+    calls: list[Call] = []
+    x = "features"
+    for n, (L, ctx) in enumerate(zip(enc, layers, strict=True)):
+        out = "z" if n == top else seq[n % 2]["symbol"]
+        calls.append(emitter(L).run(p, ctx, x, out, n == top))
+        x = out
+    streams: list[dict[str, Any]] = []
+    if q.stream:
+        why = why_not_streaming(enc)
+        if why is not None:
+            raise CodegenError(f"the streaming audio mode cannot step this encoder: {why}")
+        x = "frame"
+        for n, L in enumerate(enc):
+            make = emitter(L).stream
+            assert make is not None  # why_not_streaming: every kind streams
+            streams.append(make(p, L, n, n == top, x, f"{p}step_z", f"{p}step_t", scratch[L.kind]))
+            x = streams[-1]["h"]
+    return {
+        "encoder": layers,
+        "scratch": list(scratch.values()),
+        "seq_buffers": seq,
+        "encode_calls": calls,
+        "kernel_headers": [k.c.header for k in kinds_of(enc)],
+        "layer_params": [
+            {"type": kind_of(L).c.params, "symbol": ctx["sym"]["params"]}
+            for L, ctx in zip(enc, layers, strict=True)
+        ],
+        "stream": q.stream,
+        "stream_layers": streams,
+        "stream_begin": [s["begin"] for s in streams],
+        "stream_step": [s["step"] for s in streams],
+        "stream_end": [s["end"] for s in streams if s["end"] is not None],
+        "step_z_size": streams[-1]["hp"] if streams else 0,
+    }
+
+
+def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
+    tables, table_sym = _tables(q)
     return {
         **_common_context(q, adapt_headers),
-        "cell": "lstm",
-        "shifts": sh,
-        "tensors": tensors,
-        "proof": proof,
-        "layout": lay,
-        "xs_size": L.num_frames * F,
-        # the first of two layers writes the sequence, the last one its pooling
-        "kernel": kernel_lines(L, "seq" if q.lstm2 is not None else L.pool, sym["kconst"]),
-        "kargs": KARGS,
-        "kconst": KCONST,
-        "seq_size": L.num_frames * L.hidden_size + lay.hidden_pad - L.hidden_size,
-        "layer2": _layer2_context(q),
-        "sym": sym,
-        "stream": q.stream,
-        # one frame's operands (elt_lstm_s16_step), rounded up to whole int16x8 vectors
-        "step_xs": -(-F // 8) * 8,
-        "step2_xs": -(-L.hidden_size // 8) * 8,
+        **_encoder_context(q),
+        "tables": tables,
+        "table_sym": table_sym,
     }
 
 
@@ -570,7 +239,7 @@ def render_model(q: QModel, adapt_files: dict[str, str] | None = None) -> dict[s
             banner=banner(q, f"{p}model.h: shapes, formats and entry points of the model"), **ctx
         ),
         f"{p}model.c": e.get_template("model.c.j2").render(
-            banner=banner(q, f"{p}model.c: quantized LSTM weights and the encoder"), **ctx
+            banner=banner(q, f"{p}model.c: the quantized encoder's weights and its runs"), **ctx
         ),
     }
     for name, text in adapt_files.items():
@@ -597,24 +266,23 @@ def app_description(q: QModel) -> str:
     separated by one space; `elatta_host.infer.parse_description` reads it back."""
     src = q.source
     el = src.adapt
-    L = q.lstm
     fm = adapt_formats(q)
     pairs = [
         ("model", src.hashes.model[:16]),
         ("basis", src.hashes.basis[:16]),
         ("config", src.hashes.config[:16]),
         ("calib", q.calib.sha256[:16]),
-        ("T", L.num_frames),
-        ("F", L.input_size),
-        ("H", L.hidden_size),
+        ("T", q.num_frames),
+        ("F", q.input_size),
+        ("H", q.encoder_size),
         ("C", len(src.classes)),
         ("k", el.k),
         ("lam", el.lam),
         ("n", int(el.n_iter)),
         ("mode", el.mode),
         ("seed", int(el.seed)),
-        ("x", L.x_fmt.name),
-        ("z", L.h_fmt.name),
+        ("x", q.x_fmt.name),
+        ("z", q.encoder[-1].h_fmt.name),
         ("logits", fm.get("logits", {}).get("name", "-")),
         ("entropy", fm.get("entropy", {}).get("name", "-")),
         ("p", fm.get("p", {}).get("name", "-")),
@@ -653,7 +321,7 @@ def render_app_header(q: QModel) -> str:
             header=f"{q.prefix}model.h",
             p=q.prefix,
             M=q.prefix.upper(),
-            x_fmt=q.lstm.x_fmt.name,
+            x_fmt=q.x_fmt.name,
             cmvn=q.cmvn,
             features=q.feature_infer,
             stream=q.stream,

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from codegen.base.errors import CodegenError
 from codegen.base.resources import jinja_env
 from codegen.base.version import __version__
 from codegen.ir.nodes import QModel
@@ -73,11 +74,17 @@ def render_f32(q: QModel) -> dict[str, str]:
     from codegen.emit.c import banner
 
     m = q.source
-    L = m.lstm
+    L = m.encoder[0]
+    if len(m.encoder) != 1 or L.kind != "lstm" or m.mlp:
+        raise CodegenError(
+            "the float32 baseline (firmware/elt_lstm_f32.c) is one LSTM layer and a linear head; "
+            f"this model has {len(m.encoder)} {'/'.join(x.kind for x in m.encoder)} layer(s) and "
+            f"{len(m.mlp)} hidden head layer(s)"
+        )
     p = q.prefix
     H, F, T = L.hidden_size, L.input_size, L.num_frames
     C = m.head.out_features
-    frac = q.lstm.x_fmt.frac_bits
+    frac = q.x_fmt.frac_bits
     sym = {
         "w_ih": f"{p}f32_lstm_w_ih",
         "w_hh": f"{p}f32_lstm_w_hh",
@@ -112,7 +119,7 @@ def render_f32(q: QModel) -> dict[str, str]:
         "TF": T * F,
         "sym": sym,
         "tensors": tensors,
-        "x_fmt": q.lstm.x_fmt.name,
+        "x_fmt": q.x_fmt.name,
         "x_frac": frac,
         "x_scale": f32_literal(2.0**-frac),
         "version": __version__,

@@ -13,7 +13,9 @@ from codegen.ir.nodes import QModel
 def model_cflags(q: QModel) -> tuple[str, ...]:
     """-D flags every translation unit of this model needs (the adaptation state's sizes)."""
     pool = {"last": (), "mean": ("-DELT_LSTM_POOL=1",), "max": ("-DELT_LSTM_POOL=2",)}
-    last = q.lstm2 if q.lstm2 is not None else q.lstm  # the layer whose outputs are pooled
+    # the pooling of the top layer (an inner layer hands on its sequence): the LSTM kernel's
+    # plain C selects it at compile time (firmware/elt_lstm_s16.h ELT_LSTM_POOL)
+    last = q.encoder[-1]
     if q.adapt is None:
         return pool[last.pool]
     cmvn = () if q.cmvn is None else (f"-DELT_CMVN_F_MAX={q.cmvn.features}",)

@@ -23,13 +23,14 @@ import numpy as np
 
 from codegen.base.errors import CodegenError, ConfigError
 from codegen.frontend.cliargs import Declared, declared_from_config, merge
+from codegen.ir.layers import KINDS
 from codegen.ir.nodes import (
     WEIGHT_FORMATS,
     AdaptConfig,
     Dense,
+    EncoderLayer,
     InputHashes,
     LatentBasis,
-    Lstm,
     Model,
     QuantOptions,
     TargetOptions,
@@ -376,9 +377,14 @@ def read_model(
         ("singular_values", basis.singular_values),
     ):
         _finite(name, np.asarray(arr), bpath)
-    stacked = "lstm.weight_ih_l1" in sd  # a second layer reads the first's outputs
-    lstm = _layer_ir(sd, 0, F, H, meta, pool="last" if stacked else meta.pool)
-    lstm2 = _layer_ir(sd, 1, H, H, meta, pool=meta.pool) if stacked else None
+    # layer n + 1 reads layer n's outputs; only the top layer pools
+    n_layers = 1
+    while f"lstm.weight_ih_l{n_layers}" in sd:
+        n_layers += 1
+    encoder = tuple(
+        _layer_ir(sd, n, F if n == 0 else H, H, meta, meta.pool if n == n_layers - 1 else "last")
+        for n in range(n_layers)
+    )
     head = Dense(
         D, C, Tensor("head.weight", sd["head.weight"]), Tensor("head.bias", sd["head.bias"])
     )
@@ -390,7 +396,7 @@ def read_model(
         model_sha256=basis.model_sha256,
     )
     return Model(
-        lstm=lstm,
+        encoder=encoder,
         head=head,
         basis=ir_basis,
         adapt=cfg.adapt,
@@ -401,14 +407,17 @@ def read_model(
         hashes=InputHashes(model=model_sha, basis=file_sha256(bpath), config=cfg.sha256),
         paths={"model": mpath, "basis": bpath, "config": cfg.source},
         provenance=imported.provenance,
-        lstm2=lstm2,
         mlp=mlp,
     )
 
 
-def _layer_ir(sd: dict[str, np.ndarray], layer: int, F: int, H: int, meta: Any, pool: str) -> Lstm:
-    """One recurrent layer of the float IR from the twin's state_dict (lstm.*_l<layer>)."""
-    return Lstm(
+def _layer_ir(
+    sd: dict[str, np.ndarray], layer: int, F: int, H: int, meta: Any, pool: str
+) -> EncoderLayer:
+    """One recurrent layer of the float IR from the twin's state_dict (lstm.*_l<layer>), of the
+    kind the import found (``meta.cell``: `codegen.ir.layers.KINDS`)."""
+    make = KINDS[meta.cell].float_type
+    layer_ir: EncoderLayer = make(
         input_size=F,
         hidden_size=H,
         num_frames=meta.num_frames,
@@ -422,8 +431,8 @@ def _layer_ir(sd: dict[str, np.ndarray], layer: int, F: int, H: int, meta: Any, 
             )
         },
         pool=pool,
-        cell=meta.cell,
     )
+    return layer_ir
 
 
 def _mlp_layers(sd: dict[str, np.ndarray]) -> tuple[Dense, ...]:
@@ -491,14 +500,21 @@ def torch_module(model: Model) -> Any:
 
     from codegen.frontend.model import KwsLstm
 
-    layers = [model.lstm] if model.lstm2 is None else [model.lstm, model.lstm2]
+    layers = model.encoder
+    kind = layers[0].kind
+    if any(L.kind != kind or L.hidden_size != layers[0].hidden_size for L in layers):
+        raise CodegenError(
+            "the float twin is one torch recurrent module: every encoder layer must be of one "
+            "kind and one hidden size, got "
+            + ", ".join(f"{L.kind} H={L.hidden_size}" for L in layers)
+        )
     m = KwsLstm(
-        model.lstm.input_size,
-        model.lstm.hidden_size,
+        model.input_size,
+        layers[0].hidden_size,
         model.head.out_features,
         layers[-1].pool,
         num_layers=len(layers),
-        cell=model.lstm.cell,
+        cell=kind,
         mlp=tuple(d.out_features for d in model.mlp),
     )
     state = {"head.weight": model.head.weight.values, "head.bias": model.head.bias.values}

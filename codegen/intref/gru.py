@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from codegen.base.fixed import rshift_round
 from codegen.intref.activations import TRACE_H, TRACE_Z, TraceFn, sigmoid_lut, tanh_from_sigmoid
-from codegen.ir.nodes import POOL_SHIFT, QLstm
+from codegen.ir.nodes import POOL_SHIFT, QGru
 
 IntArray = npt.NDArray[np.int64]
 
@@ -19,21 +19,22 @@ def _sat16(x: IntArray) -> IntArray:
 
 
 def gru_int(
-    x: npt.ArrayLike, q: QLstm, trace: TraceFn | None = None, sequence: bool = False
+    x: npt.ArrayLike, q: QGru, trace: TraceFn | None = None, sequence: bool = False
 ) -> IntArray:
     """int16 features [N, T, F] (x_fmt) -> z [N, H] (Q0.15: h_T, mean or max over time by
     ``q.pool``), or the whole sequence [N, T, H] with ``sequence``."""
     X = np.asarray(x)
+    if not np.issubdtype(X.dtype, np.integer):
+        raise TypeError(f"inputs must be integers (int16 raw in {q.x_fmt.name}), got {X.dtype}")
     if X.ndim != 3 or X.shape[1:] != (q.num_frames, q.input_size):
         raise ValueError(
             f"features must have shape [N, {q.num_frames}, {q.input_size}], got {X.shape}"
         )
-    assert q.bias_hh is not None
     H = q.hidden_size
     sh = q.shifts
     lut = np.asarray(q.lut.table.raw, dtype=np.int64)
     w_ih, w_hh = q.w_ih.raw.astype(np.int64), q.w_hh.raw.astype(np.int64)
-    b_ih, b_hh = q.bias.raw.astype(np.int64), q.bias_hh.raw.astype(np.int64)
+    b_ih, b_hh = q.b_ih.raw.astype(np.int64), q.b_hh.raw.astype(np.int64)
     xs = rshift_round(X.astype(np.int64), sh.x_opshift)
     N = X.shape[0]
     h = np.zeros((N, H), dtype=np.int64)

@@ -85,17 +85,14 @@ CHUNK = 1024  # samples per batch: measured best of 256 … 1024 (per-call overh
 def lstm_int(
     x: npt.ArrayLike, q: QLstm, trace: TraceFn | None = None, sequence: bool = False
 ) -> IntArray:
-    """x int16 features [N, T, F] (x_fmt raw) -> z_t = h_T [N, H] as int64 holding Q0.15 int16.
+    """x int16 inputs [N, T, F] (x_fmt raw) -> z [N, H] as int64 holding Q0.15 int16 (h_T, or
+    the mean or maximum of h_t by ``q.pool``), or with ``sequence`` every h_t [N, T, H].
 
     Inputs may be any int16 values (the device accepts any), including saturating ones.
     """
     X = np.asarray(x)
     if not np.issubdtype(X.dtype, np.integer):
         raise TypeError(f"features must be integers (int16 raw in {q.x_fmt.name}), got {X.dtype}")
-    if q.cell == "gru":  # the GRU cell (codegen.intref.gru, firmware/elt_gru_s16.c)
-        from codegen.intref.gru import gru_int
-
-        return gru_int(X, q, trace, sequence)
     if X.ndim != 3 or X.shape[1:] != (q.num_frames, q.input_size):
         raise ValueError(
             f"features must have shape [N, {q.num_frames}, {q.input_size}], got {X.shape}"

@@ -1,13 +1,14 @@
-"""End-to-end integer reference: int16 features -> integer LSTM -> z_t -> integer ELaTTA.
+"""End-to-end integer reference: int16 features -> integer encoder -> z_t -> integer ELaTTA.
 
 ``infer_int`` is what the device computes for a batch of samples, integer for integer: the
-LSTM of `codegen.intref.lstm` (``firmware/elt_lstm_s16.c``) hands z_t = h_T (int16 Q0.15) to
-the adaptation core `codegen.intref.adapt.adapt_int` (``firmware/elt_adapt.c``). Both read the
+encoder's layers (`codegen.intref.layers`: the LSTM of `codegen.intref.lstm`,
+``firmware/elt_lstm_s16.c``, or the GRU of `codegen.intref.gru`) hand z_t (int16 Q0.15) to the
+adaptation core `codegen.intref.adapt.adapt_int` (``firmware/elt_adapt.c``). Both read the
 integers of one `codegen.ir.nodes.QModel`.
 
 Trace points, in the order the C reports them per sample: ``lstm.c``/``lstm.h`` for every step
-t, ``z``, then the adaptation core's stages (`codegen.intref.adapt.TraceFn`). The callback is
-the adaptation core's: ``trace(sample_index, stage, index, values)``.
+t of every layer, ``z``, then the adaptation core's stages (`codegen.intref.adapt.TraceFn`).
+The callback is the adaptation core's: ``trace(sample_index, stage, index, values)``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy.typing as npt
 from codegen.base.errors import ConfigError
 from codegen.base.fixed import rshift_round
 from codegen.intref.adapt import IntAdaptResult
-from codegen.intref.lstm import lstm_int
+from codegen.intref.layers import layer_int
 from codegen.ir.modes import mode as device_mode
 from codegen.ir.nodes import QModel
 
@@ -66,13 +67,15 @@ def params_for_mode(q: QModel, mode: str | None) -> Any:
 
 
 def encode_int(features: npt.ArrayLike, q: QModel, trace: Any = None) -> np.ndarray:
-    """The integer encoder: the LSTM, or two stacked layers (the first's whole output sequence,
-    int16 Q0.15, is the second's input), then the pooling -> z [N, H] (Q0.15)."""
-    if q.lstm2 is None:
-        z = lstm_int(features, q.lstm, trace=trace)
-    else:
-        seq = lstm_int(features, q.lstm, trace=trace, sequence=True)
-        z = lstm_int(seq.astype(np.int16), q.lstm2, trace=trace)
+    """The integer encoder: its layers bottom to top (each hands its whole output sequence,
+    int16 Q0.15, to the next; `codegen.intref.layers`), the last one's pooling, then the MLP
+    head's hidden layers -> z [N, D] (Q0.15, or the last hidden layer's format)."""
+    z = np.asarray(features)
+    last = len(q.encoder) - 1
+    for n, layer in enumerate(q.encoder):
+        z = layer_int(z, layer, trace=trace, sequence=n < last)
+        if n < last:
+            z = z.astype(np.int16)
     for d in q.mlp:  # elt_dense_relu_s16: y = sat16(rshift_round(max(W x + b, 0), shift))
         acc = np.asarray(z, np.int64) @ d.w.raw.T.astype(np.int64) + d.b.raw.astype(np.int64)
         z = np.minimum(rshift_round(np.maximum(acc, 0), d.shift), 32767)
@@ -214,7 +217,7 @@ def stream_infer_int(
             '\'streaming\' entry); rebuild with [target] input = "pcm" or "both"'
         )
     x = mfcc_int(np.asarray(pcm), q.mfcc)
-    T = q.lstm.num_frames
+    T = q.num_frames
     if x.ndim != 3 or x.shape[1] != T:
         raise ConfigError(
             f"the clips give {x.shape[-2]} feature frames; the model takes exactly T = {T}"

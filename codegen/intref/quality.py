@@ -37,15 +37,15 @@ def float_vs_fixed(q: QModel, x_float: npt.ArrayLike) -> dict[str, Any]:
     from codegen.intref.model import encode_int
 
     X = np.asarray(x_float, dtype=np.float64)
-    L = q.lstm
-    xi = quantize_features(X, L.x_fmt)
+    x_fmt = q.x_fmt
+    xi = quantize_features(X, x_fmt)
     z_f = encode_float(X, q.source)
     z_i = encode_int(xi, q)
     z_q = q.z_fmt.to_float(z_i)
     out: dict[str, Any] = {
         "samples": int(X.shape[0]),
-        "x": _err(L.x_fmt.to_float(xi), X),
-        "x_saturated_fraction": float(np.mean(np.abs(X) > L.x_fmt.max_value)),
+        "x": _err(x_fmt.to_float(xi), X),
+        "x_saturated_fraction": float(np.mean(np.abs(X) > x_fmt.max_value)),
         "z": _err(z_q, z_f),
     }
     per_clip = np.max(np.abs(z_q - z_f), axis=1) if len(X) else np.zeros(0)
@@ -55,7 +55,7 @@ def float_vs_fixed(q: QModel, x_float: npt.ArrayLike) -> dict[str, Any]:
         warnings.append(
             f"integer latent drift: max |z error| {out['z']['max_abs']:.3g} over "
             f"{len(X)} calibration clips ({out['z_clips_above_warn']} clips above "
-            f"{Z_DRIFT_WARN}; T = {L.num_frames}); the shipped T = 49 model measures 0.0063"
+            f"{Z_DRIFT_WARN}; T = {q.num_frames}); the shipped T = 49 model measures 0.0063"
         )
     logits_f = head_logits(z_f, q.source.head.weight.values, q.source.head.bias.values)
     pred_f = np.argmax(logits_f, axis=1)

@@ -3,14 +3,14 @@
 
 Two levels:
 
-* **float IR** (`Model`): what the frontend read and validated — the LSTM and head weights as
-  float64, the basis V_k, the ELaTTA/CMA-ES settings, quantization and target options, and the
-  hashes of every input file. Nothing here is quantized.
-* **fixed IR** (`QLstm`, `QModel`): what `codegen.quantize.model` decided once — every Q format,
-every
-  integer, every shift, the sigmoid table, the accumulator widths and their overflow proofs.
-  The Jinja emitter and the Python integer reference both read these integers; neither
-  re-quantizes (docs/numeric.md §4).
+* **float IR** (`Model`): what the frontend read and validated — the encoder's layers
+  (`Model.encoder`: `Lstm`, `Gru`) and head weights as float64, the basis V_k, the ELaTTA/CMA-ES
+  settings, quantization and target options, and the hashes of every input file. Nothing here
+  is quantized.
+* **fixed IR** (`QModel`, its layers `QLstm`, `QGru`): what `codegen.quantize.model` decided
+  once — every Q format, every integer, every shift, the sigmoid table, the accumulator widths
+  and their overflow proofs. The Jinja emitter and the Python integer reference both read these
+  integers; neither re-quantizes (docs/numeric.md §4).
 
 Arrays inside the IR are copied and made read-only on construction, so a frozen dataclass is
 frozen all the way down. Equality is by identity (``eq=False``) for classes holding arrays.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,8 @@ POOLS: tuple[str, ...] = ("last", "mean", "max")
 POOL_SHIFT = 24  # mean pooling: z = sat16(rshift_round(Σ_t h_t · round(2^24 / T), 24))
 # Gate order of torch.nn.LSTM rows (weight_ih_l0 = [W_ii | W_if | W_ig | W_io]).
 GATES: tuple[str, ...] = ("i", "f", "g", "o")
+# Gate order of torch.nn.GRU rows (weight_ih_l0 = [W_ir | W_iz | W_in]).
+GRU_GATES: tuple[str, ...] = ("r", "z", "n")
 # C types the emitter knows, by storage word.
 CTYPES: dict[int, str] = {8: "int8_t", 16: "int16_t", 32: "int32_t", 64: "int64_t"}
 
@@ -84,22 +86,80 @@ class Tensor:
 
 
 @dataclass(frozen=True, eq=False)
-class Lstm:
-    """One unidirectional LSTM layer, torch gate order i, f, g, o (rows of the weights).
+class Recurrent:
+    """One unidirectional recurrent layer of the encoder as torch stores it: ``gates`` blocks of
+    H weight rows each (the kind's gate order), bias b_ih and b_hh apart.
 
-    The latent z_t (paper §3) is the input of the final Linear: h_T after ``num_frames`` steps
-    from h_0 = c_0 = 0 (``pool`` "last"), or the mean or maximum of h_t over the steps.
+    The layer reads ``num_frames`` frames of ``input_size`` values and steps from a zero state;
+    the last layer of an encoder hands on h_T (``pool`` "last"), or the mean or maximum of h_t
+    over the steps; an inner layer hands its whole output sequence to the next (its ``pool`` is
+    "last" and unused). The subclasses name the kind (`codegen.ir.layers` holds what each
+    kind compiles to).
     """
+
+    kind: ClassVar[str] = ""
+    gates: ClassVar[tuple[str, ...]] = ()
 
     input_size: int
     hidden_size: int
     num_frames: int
-    w_ih: Tensor  # [4H, F]
-    w_hh: Tensor  # [4H, H]
-    b_ih: Tensor  # [4H]
-    b_hh: Tensor  # [4H]
+    w_ih: Tensor  # [G·H, F]
+    w_hh: Tensor  # [G·H, H]
+    b_ih: Tensor  # [G·H]
+    b_hh: Tensor  # [G·H]
     pool: str = "last"  # POOLS
-    cell: str = "lstm"  # "lstm" (gates i, f, g, o: 4H rows) or "gru" (r, z, n: 3H rows)
+
+    def __post_init__(self) -> None:
+        G, H, F = len(self.gates), self.hidden_size, self.input_size
+        want = {"w_ih": (G * H, F), "w_hh": (G * H, H), "b_ih": (G * H,), "b_hh": (G * H,)}
+        for name, shape in want.items():
+            got = getattr(self, name).shape
+            if got != shape:
+                raise ConfigError(
+                    f"{self.kind} layer {name}: shape {list(got)}, expected {list(shape)} "
+                    f"({G} gate blocks of H = {H} rows, F = {F} inputs)"
+                )
+        if self.pool not in POOLS:
+            raise ConfigError(f"pool={self.pool!r} is not supported: use one of {POOLS}")
+
+
+@dataclass(frozen=True, eq=False)
+class Lstm(Recurrent):
+    """An LSTM layer (torch.nn.LSTM): gate rows i, f, g, o; h and the cell state c."""
+
+    kind: ClassVar[str] = "lstm"
+    gates: ClassVar[tuple[str, ...]] = GATES
+
+
+@dataclass(frozen=True, eq=False)
+class Gru(Recurrent):
+    """A GRU layer (torch.nn.GRU): gate rows r, z, n; n = tanh(x_n + r ⊙ (W_hn h + b_hn))."""
+
+    kind: ClassVar[str] = "gru"
+    gates: ClassVar[tuple[str, ...]] = GRU_GATES
+
+
+# A layer of the float encoder (`Model.encoder`); `codegen.ir.layers.KINDS` lists the kinds.
+EncoderLayer = Lstm | Gru
+
+
+def check_encoder(encoder: tuple[Any, ...], what: str) -> None:
+    """The rules of a stacked encoder, for the float and the fixed IR alike: at least one layer,
+    every layer T frames, layer n + 1 reads layer n's h_t (input_size = the hidden size below),
+    pooling only at the top (an inner layer hands on its whole sequence)."""
+    if not isinstance(encoder, tuple) or not encoder:
+        raise ConfigError(f"{what}: the encoder must be a non-empty tuple of layers")
+    for n, (lo, hi) in enumerate(zip(encoder, encoder[1:], strict=False)):
+        if hi.input_size != lo.hidden_size or hi.num_frames != lo.num_frames:
+            raise ConfigError(
+                f"{what}: layer {n + 1} reads {hi.num_frames} frames of {hi.input_size} values "
+                f"but layer {n} hands on {lo.num_frames} frames of {lo.hidden_size}"
+            )
+        if lo.pool != "last":
+            raise ConfigError(
+                f"{what}: layer {n} has pool={lo.pool!r}: only the last layer pools (an inner "
+                "layer hands on its whole output sequence)"
+            )
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,11 +243,40 @@ class InputHashes:
         return {"model": self.model, "basis": self.basis, "config": self.config}
 
 
+class _Stacked:
+    """The shapes of a model with an encoder (a tuple of layers) and an MLP head, float or fixed."""
+
+    encoder: tuple[Any, ...]
+    mlp: tuple[Any, ...]
+
+    @property
+    def input_size(self) -> int:
+        """F: the features per frame (the first layer's input)."""
+        return int(self.encoder[0].input_size)
+
+    @property
+    def num_frames(self) -> int:
+        """T: the frames of a sample."""
+        return int(self.encoder[0].num_frames)
+
+    @property
+    def encoder_size(self) -> int:
+        """The width of the encoder's output (the last layer's hidden size)."""
+        return int(self.encoder[-1].hidden_size)
+
+    @property
+    def latent_size(self) -> int:
+        """The head's input: the encoder's output, or the last hidden Linear's width."""
+        return int(self.mlp[-1].out_features) if self.mlp else self.encoder_size
+
+
 @dataclass(frozen=True, eq=False)
-class Model:
+class Model(_Stacked):
     """The float IR: everything the frontend accepted, validated and hashed."""
 
-    lstm: Lstm
+    # the recurrent layers bottom to top (`check_encoder`): layer 0 reads the features, each
+    # layer above the sequence of the one below; the last one's pooled output is the encoder's
+    encoder: tuple[EncoderLayer, ...]
     head: Dense
     basis: LatentBasis
     adapt: AdaptConfig  # [elatta] of the TOML config, validated once (integer limits included)
@@ -199,16 +288,12 @@ class Model:
     paths: dict[str, str] = field(default_factory=dict)
     # where each setting the model file did not carry came from (declared, the data set)
     provenance: tuple[str, ...] = ()
-    # a second stacked LSTM layer: it reads the first layer's output sequence; the pooling is
-    # then its own (the first layer's ``pool`` is unused)
-    lstm2: Lstm | None = None
     # hidden Linear + ReLU layers between the pooled encoder output and the head: the ELaTTA
     # latent is then the last one's output (the head's input)
     mlp: tuple[Dense, ...] = ()
 
-    @property
-    def latent_size(self) -> int:
-        return self.mlp[-1].out_features if self.mlp else self.lstm.hidden_size
+    def __post_init__(self) -> None:
+        check_encoder(self.encoder, "model")
 
     @property
     def prefix(self) -> str:
@@ -296,8 +381,9 @@ class Accumulator:
 
 
 @dataclass(frozen=True)
-class LstmShifts:
-    """Every shift of the integer LSTM step (docs/numeric.md §4), all decided by the compiler.
+class GateShifts:
+    """The shifts every recurrent kind's integer step shares (docs/numeric.md §4), decided by
+    the compiler.
 
     Gate pre-activations are summed exactly in int32 at ``acc_frac`` (A) fractional bits from
     rounded operands: xs = rshift_round(x, x_opshift), hs = rshift_round(h, h_opshift),
@@ -308,8 +394,15 @@ class LstmShifts:
     acc_frac: int  # A: fraction bits of the int32 gate accumulator and of the bias
     x_opshift: int  # x (x_fmt) -> xs, rounding right shift (0: identity)
     h_opshift: int  # h (Q0.15) -> hs, rounding right shift (0: identity)
-    sig_rshift: int  # acc -> Q4.11 σ input (gates i, f, o): A − 11
-    tanh_rshift: int  # acc -> 2x in Q4.11 (gate g: tanh(x) = 2σ(2x) − 1): A − 12
+    sig_rshift: int  # acc -> Q4.11 σ input (σ gates): A − 11
+    tanh_rshift: int  # acc -> 2x in Q4.11 (tanh gate: tanh(x) = 2σ(2x) − 1): A − 12
+
+
+@dataclass(frozen=True)
+class LstmShifts(GateShifts):
+    """Every shift of the integer LSTM step: `GateShifts` (σ gates i, f, o; tanh gate g) and
+    the cell state's."""
+
     cell_ig_lshift: int  # i·g (frac 30) -> frac 15 + c_frac, beside f·c
     cell_tanh_rshift: int  # c (int32, c_frac) -> 2c in Q4.11
 
@@ -355,14 +448,41 @@ class SigmoidLut:
         return int(self.table.raw.shape[0])
 
 
+class _Pooled:
+    """What the fixed layers share: the mean pooling's reciprocal and the gate row shifts."""
+
+    num_frames: int
+    hidden_size: int
+    gates: ClassVar[tuple[str, ...]]
+    tanh_gate: ClassVar[str]
+    shifts: GateShifts
+
+    @property
+    def pool_recip(self) -> int:
+        """Mean pooling's 1/T as round(2^POOL_SHIFT / T)."""
+        return round((1 << POOL_SHIFT) / self.num_frames)
+
+    def gate_row_shifts(self) -> IntArray:
+        """The final rounding shift of every gate row (the kind's torch order): sig_rshift for
+        the σ gates, tanh_rshift for the tanh gate."""
+        s = np.full(len(self.gates) * self.hidden_size, self.shifts.sig_rshift, dtype=np.int64)
+        g = self.gates.index(self.tanh_gate)
+        s[g * self.hidden_size : (g + 1) * self.hidden_size] = self.shifts.tanh_rshift
+        return s
+
+
 @dataclass(frozen=True, eq=False)
-class QLstm:
-    """The integer LSTM (fixed IR): formats, integers, shifts, accumulators, LUT."""
+class QLstm(_Pooled):
+    """The integer LSTM layer (fixed IR): formats, integers, shifts, accumulators, LUT."""
+
+    kind: ClassVar[str] = "lstm"
+    gates: ClassVar[tuple[str, ...]] = GATES
+    tanh_gate: ClassVar[str] = "g"
 
     input_size: int
     hidden_size: int
     num_frames: int
-    x_fmt: QFormat  # int16 input features (normalised MFCC), calibrated
+    x_fmt: QFormat  # int16 input: the features (calibrated) or the layer below's h (Q0.15)
     gate_fmt: QFormat  # Q4.11: σ input
     c_fmt: QFormat  # cell state, int32, range proven: |c_t| <= t
     h_fmt: QFormat  # Q0.15: hidden state and z_t
@@ -374,21 +494,44 @@ class QLstm:
     shifts: LstmShifts
     lut: SigmoidLut
     pool: str = "last"  # POOLS: z = h_T, mean_t h_t or max_t h_t
-    cell: str = "lstm"  # "gru": ``bias`` is b_ih and ``bias_hh`` b_hh, both at A (3H rows)
-    bias_hh: QTensor | None = None
 
-    @property
-    def pool_recip(self) -> int:
-        """Mean pooling's 1/T as round(2^POOL_SHIFT / T)."""
-        return round((1 << POOL_SHIFT) / self.num_frames)
+    def tensors(self) -> tuple[QTensor, ...]:
+        """The layer's own integer tensors (the σ table is every layer's: ``lut``)."""
+        return (self.w_ih, self.w_hh, self.bias)
 
-    def gate_row_shifts(self) -> IntArray:
-        """The final rounding shift of every gate row (torch order i, f, g, o): sig_rshift for
-        the σ gates, tanh_rshift for g."""
-        s = np.full(len(GATES) * self.hidden_size, self.shifts.sig_rshift, dtype=np.int64)
-        g = GATES.index("g")
-        s[g * self.hidden_size : (g + 1) * self.hidden_size] = self.shifts.tanh_rshift
-        return s
+
+@dataclass(frozen=True, eq=False)
+class QGru(_Pooled):
+    """The integer GRU layer (fixed IR; the step is written out in `codegen.quantize.gru`):
+    b_ih and b_hh both at A fraction bits, kept apart (the n rows scale W_hn h + b_hn by r)."""
+
+    kind: ClassVar[str] = "gru"
+    gates: ClassVar[tuple[str, ...]] = GRU_GATES
+    tanh_gate: ClassVar[str] = "n"
+
+    input_size: int
+    hidden_size: int
+    num_frames: int
+    x_fmt: QFormat  # int16 input: the features (calibrated) or the layer below's h (Q0.15)
+    gate_fmt: QFormat  # Q4.11: σ input
+    h_fmt: QFormat  # Q0.15: hidden state and z_t
+    w_ih: QTensor  # [3H, F]
+    w_hh: QTensor  # [3H, H]
+    b_ih: QTensor  # [3H], int32 at A fraction bits
+    b_hh: QTensor  # [3H], int32 at A fraction bits
+    acc_gate: Accumulator  # the int32 sums, proven (codegen.quantize.gru)
+    proof: GateProof
+    shifts: GateShifts
+    lut: SigmoidLut
+    pool: str = "last"
+
+    def tensors(self) -> tuple[QTensor, ...]:
+        """The layer's own integer tensors (the σ table is every layer's: ``lut``)."""
+        return (self.w_ih, self.w_hh, self.b_ih, self.b_hh)
+
+
+# A layer of the fixed encoder (`QModel.encoder`).
+QEncoderLayer = QLstm | QGru
 
 
 @dataclass(frozen=True)
@@ -422,20 +565,31 @@ class QDense:
 
 
 @dataclass(frozen=True, eq=False)
-class QModel:
-    """The fixed IR of the whole build: the float IR it came from, the integer LSTM, the
-    adaptation core's quantized parameters (`AdaptParams`), calibration."""
+class QModel(_Stacked):
+    """The fixed IR of the whole build: the float IR it came from, the integer encoder (one
+    fixed layer per float layer), the adaptation core's quantized parameters (`AdaptParams`),
+    calibration."""
 
     source: Model
-    lstm: QLstm
+    encoder: tuple[QEncoderLayer, ...]  # `check_encoder`; layer n + 1 reads layer n's h (Q0.15)
     adapt: AdaptParams | None  # None: an encoder-only build (the encoder's tests)
     calib: CalibStats
     cmvn: CmvnParams | None = None  # mode "cmvn"; None in an encoder-only build
-    lstm2: QLstm | None = None  # the second stacked layer (input: the first's h_t, Q0.15)
     mlp: tuple[QDense, ...] = ()  # hidden Linear + ReLU layers before the head
     # The integer MFCC front end (codegen.ir.mfcc.QMfcc) when the device serves the streaming
     # audio mode (docs/numeric.md §7.6); None: feature input only.
     mfcc: Any = None
+
+    def __post_init__(self) -> None:
+        check_encoder(self.encoder, "fixed model")
+        if len(self.encoder) != len(self.source.encoder):
+            raise ConfigError(
+                f"fixed model: {len(self.encoder)} fixed layers for "
+                f"{len(self.source.encoder)} float layers"
+            )
+        for n, (f, q) in enumerate(zip(self.source.encoder, self.encoder, strict=True)):
+            if f.kind != q.kind:
+                raise ConfigError(f"fixed model: layer {n} is {f.kind} in float, {q.kind} fixed")
 
     @property
     def stream(self) -> bool:
@@ -448,14 +602,15 @@ class QModel:
         return self.source.target.input != "pcm"
 
     @property
-    def latent_size(self) -> int:
-        return self.mlp[-1].out_features if self.mlp else self.lstm.hidden_size
+    def x_fmt(self) -> QFormat:
+        """The int16 features' format (the first layer's input)."""
+        return self.encoder[0].x_fmt
 
     @property
     def z_fmt(self) -> QFormat:
         """The encoder's output format, the adaptation core's z_t: Q0.15 (h), or the last MLP
         layer's calibrated format."""
-        return self.mlp[-1].out_fmt if self.mlp else self.lstm.h_fmt
+        return self.mlp[-1].out_fmt if self.mlp else self.encoder[-1].h_fmt
 
     @property
     def prefix(self) -> str:

@@ -89,7 +89,7 @@ def integer_agreement(q: QModel, logits: Any, feats: np.ndarray) -> dict[str, An
 
     if logits is None or q.adapt is None:
         return {"integer_same_class": None}
-    xi = quantize_features(feats, q.lstm.x_fmt)
+    xi = quantize_features(feats, q.x_fmt)
     pred = infer_int(xi, q, np.arange(len(xi)), mode="no_adapt").pred_noadapt
     return {"integer_same_class": float(np.mean(np.asarray(pred) == np.argmax(logits, axis=1)))}
 
@@ -190,21 +190,20 @@ def mfcc_frontend(q: QModel, files: dict[str, str]) -> dict[str, Any]:
 
 def with_streaming(q: QModel) -> tuple[QModel, str | None]:
     """Attach the integer front end when the firmware serves the streaming audio mode
-    (docs/protocol.md, "Audio mode"): [target] input "pcm" or "both", an LSTM encoder (the
-    per-step kernel, elt_lstm_s16_step) and an adaptation core. Returns the model and, when
+    (docs/protocol.md, "Audio mode"): [target] input "pcm" or "both", an encoder whose every
+    layer streams (`codegen.ir.layers.LayerKind.streaming`: the LSTM's per-step kernel,
+    elt_lstm_s16_step) and an adaptation core. Returns the model and, when
     streaming is off, why. input = "pcm" without streaming is refused, naming the reason."""
     from codegen.base.errors import ConfigError
+    from codegen.ir.layers import why_not_streaming
     from codegen.quantize.mfcc import quantize_mfcc_for
 
     want = q.source.target.input
     if want == "features":
         return q, '[target] input = "features"'
-    why = None
-    if q.lstm.cell != "lstm":
-        why = (
-            f"the encoder is a {q.lstm.cell.upper()}: the per-step streaming kernel exists for "
-            "the LSTM only (elt_lstm_s16_step)"
-        )
+    why = why_not_streaming(q.encoder)
+    if why is not None:
+        why = f"the encoder cannot be stepped one frame at a time ({why})"
     elif q.adapt is None:
         why = "an encoder-only build has no model runtime"
     else:
@@ -223,9 +222,10 @@ def with_streaming(q: QModel) -> tuple[QModel, str | None]:
 def ram_split(elf: Path, prefix: str, stack_bytes: int, total: int) -> dict[str, int]:
     """Static RAM of a firmware by role, bytes, from the ELF's symbol sizes
     (``arm-none-eabi-nm -S``): the protocol server's frame buffers, the encoder's state (every
-    ``<prefix>lstm*``/``<prefix>step*`` buffer, z_t), the front end's stream and work area, the
-    model runtime (adaptation parameters, state and scratch, the feature buffer of INFER), the
-    stacks, and the rest (other variables, alignment padding) up to ``total``."""
+    ``<prefix>lstm*``, ``<prefix>gru*``, ``<prefix>layer_*``, ``<prefix>encoder_*`` and
+    ``<prefix>step*`` buffer, z_t), the front end's stream and work area, the model runtime
+    (adaptation parameters, state and scratch, the feature buffer of INFER), the stacks, and
+    the rest (other variables, alignment padding) up to ``total``."""
     from codegen.target.toolchain import find_tool, run_tool
 
     out = run_tool([find_tool("arm-none-eabi-nm"), "-S", str(elf)], what="nm")
@@ -266,7 +266,9 @@ def _role(name: str, prefix: str) -> str | None:
     """The `ram_split` role of a RAM variable, by its symbol name."""
     if name == "server":
         return "frame buffers"
-    if name.startswith((f"{prefix}lstm", f"{prefix}step", f"{prefix}z_t")):
+    if name.startswith(
+        tuple(f"{prefix}{s}" for s in ("lstm", "gru", "layer_", "encoder_", "step", "z_t"))
+    ):
         return "encoder state"
     if name == "app_stream":
         return "front end"

@@ -1,7 +1,7 @@
 """Choose the LSTM weight formats by the integer latent's error on the calibration clips.
 
 The int32 gate accumulator fixes A, the fraction bits every product W·operand is summed at
-(`codegen.quantize.model.prove_gate_accumulator`); its worst case is set by the value range of the
+(`codegen.quantize.lstm.prove_gate_accumulator`); its worst case is set by the value range of the
 sum, not by how the A bits are split between a weight and its operand. The default split keeps
 the most fraction bits each weight tensor allows, so the operands lose the rest:
 xs = rshift_round(x, x_opshift), hs = rshift_round(h, h_opshift). A large model reading many
@@ -82,7 +82,7 @@ def _latent_error(q: QModel, X: np.ndarray, z_f: np.ndarray) -> tuple[float, flo
     from codegen.base.features import quantize_features
     from codegen.intref.model import encode_int, infer_int
 
-    xi = quantize_features(X, q.lstm.x_fmt)
+    xi = quantize_features(X, q.x_fmt)
     W, b = q.source.head.weight.values, q.source.head.bias.values
     pred_f = np.argmax(z_f @ W.T + b, axis=1)
     if q.adapt is not None:
@@ -99,14 +99,17 @@ def _latent_error(q: QModel, X: np.ndarray, z_f: np.ndarray) -> tuple[float, flo
 def search_weight_formats(
     model: Model, x_calib: npt.ArrayLike, source: str = "api"
 ) -> FormatSearch:
-    """Coordinate search over the (W_ih, W_hh) fraction-bit drops of every LSTM layer (module
-    docstring); GRU layers keep their formats."""
+    """Coordinate search over the (W_ih, W_hh) fraction-bit drops of every layer whose kind
+    searches (module docstring; `codegen.quantize.layers.QUANTIZERS`: GRU layers keep their
+    formats)."""
     from codegen.elatta.float_ref import encode_float
+    from codegen.quantize.layers import quantizer
     from codegen.quantize.model import quantize_model
 
     X = np.asarray(x_calib, dtype=np.float64)[:SEARCH_CLIPS]
-    layers = [model.lstm] if model.lstm2 is None else [model.lstm, model.lstm2]
-    if model.quant.weight_format == "max" or all(L.cell == "gru" for L in layers):
+    layers = model.encoder
+    searched = [quantizer(L).weight_search for L in layers]
+    if model.quant.weight_format == "max" or not any(searched):
         return FormatSearch(None, int(X.shape[0]), ())
     z_f = encode_float(X, model)
     tried: list[Candidate] = []
@@ -114,15 +117,14 @@ def search_weight_formats(
     def measure(shifts: tuple[tuple[int, int], ...]) -> Candidate:
         q = quantize_model(model, X, source, weight_shifts=shifts)
         rms, mx, same = _latent_error(q, X, z_f)
-        qs = [q.lstm] if q.lstm2 is None else [q.lstm, q.lstm2]
-        ops = tuple((L.shifts.x_opshift, L.shifts.h_opshift) for L in qs)
+        ops = tuple((L.shifts.x_opshift, L.shifts.h_opshift) for L in q.encoder)
         c = Candidate(shifts, ops, rms, mx, same)
         tried.append(c)
         return c
 
     best = base = measure(((0, 0),) * len(layers))
-    for li, layer in enumerate(layers):
-        if layer.cell == "gru":
+    for li in range(len(layers)):
+        if not searched[li]:
             continue
         for axis in (0, 1):  # W_ih (the x operand), then W_hh (the h operand)
             start = best

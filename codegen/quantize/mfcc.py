@@ -263,5 +263,5 @@ def quantize_mfcc_for(q: Any) -> QMfcc:
     normalisation statistics and its input format."""
     meta = q.source.meta
     return quantize_mfcc(
-        MfccParams.from_dict(meta.features), meta.norm_mean, meta.norm_std, q.lstm.x_fmt
+        MfccParams.from_dict(meta.features), meta.norm_mean, meta.norm_std, q.x_fmt
     )

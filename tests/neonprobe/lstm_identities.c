@@ -305,11 +305,11 @@ static void check_sigmoid(void)
         for (e = 0; e < 512u; ++e) {
             in[e] = (int16_t)(v + (int32_t)e);
         }
-        elt_lstm_s16_sigmoid(&kws_lstm_params, in, out, 512u);
+        elt_lstm_s16_sigmoid(&kws_layer_0_params, in, out, 512u);
         for (e = 0; e < 512u; ++e) {
             ++checked;
-            bad += out[e] !=
-                   elt_sigmoid_q15(kws_lstm_params.sigmoid_lut, kws_lstm_params.lut_shift, in[e]);
+            bad += out[e] != elt_sigmoid_q15(kws_layer_0_params.sigmoid_lut,
+                                             kws_layer_0_params.lut_shift, in[e]);
         }
     }
     report("sigmoid", checked, bad);
