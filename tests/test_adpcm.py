@@ -139,6 +139,24 @@ def test_tables_are_the_ima_tables() -> None:
     assert adpcm.INDEX_MAX == 88 and adpcm.HEADER_BYTES == 4
 
 
+def test_tables_hold_the_reference_arithmetic_for_every_state() -> None:
+    """Exhaustively: for every step index and every |difference| 0 … 65535 the magnitude the
+    encoder reads off CODE_PARTS is the reference's three compare-and-subtract steps, and
+    CODE_DIFF / CODE_NEXT are the scalar decoder's step for every (index, code)."""
+    d = np.arange(65536)
+    for i, step in enumerate(IMA_STEPS):
+        rest, mag = d.copy(), np.zeros_like(d)
+        for bit, part in ((4, step), (2, step >> 1), (1, step >> 2)):
+            on = rest >= part
+            rest, mag = np.where(on, rest - part, rest), mag | np.where(on, bit, 0)
+        np.testing.assert_array_equal((d[:, None] >= adpcm.CODE_PARTS[i, 1:]).sum(1), mag)
+        for c in range(16):
+            start = 32767 if c & 8 else -32768  # from the far rail: no clamp (|d| <= 61436)
+            assert adpcm.CODE_DIFF[16 * i + c] == ref_decode([c], start, i)[0] - start, (i, c)
+            nxt = max(0, min(88, i + IMA_INDEX[c & 7]))
+            assert adpcm.CODE_NEXT[16 * i + c] == nxt, (i, c)
+
+
 @pytest.mark.parametrize("name", sorted(signals(np.random.default_rng(0))))
 def test_codes_and_samples_equal_audioop(name: str) -> None:
     """audioop's lin2adpcm/adpcm2lin (the same IMA algorithm, first nibble HIGH): the codes, the
@@ -224,6 +242,24 @@ def test_header_index_above_88_decodes_as_88() -> None:
     same = struct.pack("<hBB", 100, 88, 0) + bytes([0x37, 0xF9])
     np.testing.assert_array_equal(adpcm.decode_block(block, 4), adpcm.decode_block(same, 4))
     assert adpcm.decode_block(same, 4).tolist() == ref_decode([7, 3, 9, 15], 100, 88)
+
+
+def test_on_wire_each_batches_without_changing_a_sample() -> None:
+    """The evaluators' path: raw is the input itself; adpcm equals `roundtrip` clip by clip,
+    whatever the batching, in order."""
+    rng = np.random.default_rng(6)
+    x = np.stack(list(signals(rng, 800).values()))
+    parts = [x[:3], x[3:4], x[4:9], x[9:]]
+    raw = list(adpcm.on_wire_each(parts, "raw"))
+    assert all(a is b for a, b in zip(raw, parts, strict=True))
+    want = adpcm.roundtrip(x)
+    for batch in (1, 4, 2048):
+        got = list(adpcm.on_wire_each(iter(parts), "adpcm", batch=batch))
+        assert [len(g) for g in got] == [len(p) for p in parts]
+        np.testing.assert_array_equal(np.concatenate(got), want)
+    np.testing.assert_array_equal(adpcm.on_wire(x[0], "adpcm"), want[0])
+    with pytest.raises(ValueError, match="raw, adpcm"):
+        adpcm.on_wire(x, "mp3")
 
 
 def test_speech_is_reproduced_closely() -> None:
@@ -329,6 +365,16 @@ def test_host_c_equals_python(host_decoder: Path) -> None:
     for j, (b, n) in enumerate(zip(blocks, sizes, strict=True)):
         np.testing.assert_array_equal(got[j], adpcm.decode_block(b, n), err_msg=f"block {j}")
     seen = np.concatenate(got)
+    # every (step index, code) of the table, from the middle and from both rails
+    one = [
+        (struct.pack("<hBB", p, i, 0) + bytes([c]), p, i, c)
+        for p in (0, 32767, -32768)
+        for i in range(89)
+        for c in range(16)
+    ]
+    got = c_decode(host_decoder, [b for b, *_ in one], [1] * len(one))
+    for (b, p, i, c), g in zip(one, got, strict=True):
+        assert g.tolist() == ref_decode([c], p, i) == adpcm.decode_block(b, 1).tolist(), (p, i, c)
     clips = np.stack([*signals(rng).values(), *fsdd_speech(20)])
     for block, n in ((1000, SR), (999, SR), (1, 64)):
         enc = adpcm.encode(clips[:, :n], block)

@@ -28,12 +28,16 @@ never changes the decoded audio (`roundtrip` needs none). A decoder given a step
 uses 88 (the encoder never writes one; the firmware must not index past its table).
 
 Vectorised across clips: the per-sample recursion runs as a Python loop over samples with numpy
-over the clip axis, so 2,000 one-second clips encode in a few seconds.
+over the clip axis, so 2,000 one-second clips encode in a few seconds. Both directions read the
+reference's arithmetic from tables made once for every (step index, code) pair (`CODE_PARTS`,
+`CODE_DIFF`, `CODE_NEXT`), as the firmware does; tests/test_adpcm.py checks the encoder and the
+decoder against audioop and against a scalar transcription of the reference, the tables
+exhaustively.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,8 +59,28 @@ INDEX_TABLE: tuple[int, ...] = (-1, -1, -1, -1, 2, 4, 6, 8, -1, -1, -1, -1, 2, 4
 INDEX_MAX = len(STEP_TABLE) - 1  # 88
 HEADER_BYTES = 4
 
-_STEP = np.array(STEP_TABLE, np.int32)
-_INDEX = np.array(INDEX_TABLE, np.int32)
+
+def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The reference's arithmetic for every (step index i, code c), flattened as 16 i + c:
+    (the magnitude parts the encoder compares with [89, 8], the decoder's signed difference,
+    the next step index). The decoder's difference is step >> 3 plus the parts of c's bits 2, 1
+    and 0 (step, step >> 1, step >> 2), negated by bit 3; the next index is clamped to 0 … 88."""
+    step = np.array(STEP_TABLE, np.int64)[:, None]
+    c = np.arange(16)[None, :]
+    part = np.where(c & 4, step, 0) + np.where(c & 2, step >> 1, 0) + np.where(c & 1, step >> 2, 0)
+    diff = np.where(c & 8, -1, 1) * ((step >> 3) + part)
+    nxt = np.clip(np.arange(len(STEP_TABLE))[:, None] + np.array(INDEX_TABLE)[None, :], 0, 88)
+    return part[:, :8].astype(np.int32), diff.reshape(-1).astype(np.int32), nxt.reshape(-1)
+
+
+# CODE_PARTS[i, m]: the sum of the step parts of magnitude m (0 … 7) at index i. The parts are
+# superincreasing (step > (step >> 1) + (step >> 2), step >> 1 > step >> 2 for every step >= 7),
+# so the reference encoder's three compare-and-subtract steps pick the largest m whose parts fit
+# in |difference|: m = #{m' in 1 … 7 : CODE_PARTS[i, m'] <= |difference|}. CODE_DIFF and
+# CODE_NEXT at 16 i + c are the decoder's step; firmware/elt_adpcm.c packs both in one word.
+CODE_PARTS, CODE_DIFF, CODE_NEXT = _tables()
+_PARTS_POS = np.ascontiguousarray(CODE_PARTS[:, 1:])
+
 
 I16 = npt.NDArray[np.int16]
 
@@ -132,27 +156,17 @@ def encode(pcm: npt.ArrayLike, block: int) -> AdpcmClips:
     pred_hdr = np.zeros((n, n_blocks), np.int16)
     index_hdr = np.zeros((n, n_blocks), np.uint8)
     p = np.zeros(n, np.int32)
-    idx = np.zeros(n, np.int32)
+    idx = np.zeros(n, np.int64)
     for i in range(s):
         if i % block == 0:
             pred_hdr[:, i // block] = p
             index_hdr[:, i // block] = idx
-        step = _STEP[idx]
         diff = x[:, i] - p
-        neg = diff < 0
-        d = np.abs(diff)
-        vp = step >> 3
-        code = np.zeros(n, np.int32)
-        # the three code bits, largest first, each against the step part the decoder adds
-        for bit, part in ((4, step), (2, step >> 1), (1, step >> 2)):
-            on = d >= part
-            d = np.where(on, d - part, d)
-            vp = np.where(on, vp + part, vp)
-            code |= np.where(on, bit, 0)
-        code |= np.where(neg, 8, 0)
-        p = np.clip(np.where(neg, p - vp, p + vp), -32768, 32767)
-        idx = np.clip(idx + _INDEX[code], 0, INDEX_MAX)
-        codes[:, i] = code
+        mag = (np.abs(diff)[:, None] >= _PARTS_POS[idx]).sum(axis=1)
+        e = 16 * idx + mag + 8 * (diff < 0)
+        p = np.minimum(np.maximum(p + CODE_DIFF[e], -32768), 32767)
+        idx = CODE_NEXT[e]
+        codes[:, i] = e & 15
     return AdpcmClips(codes, pred_hdr, index_hdr, block)
 
 
@@ -163,24 +177,17 @@ def _decode(
     header (pred, index)[:, i // block] (a step index above 88 taken as 88)."""
     n, s = codes.shape
     heads_p = np.asarray(pred, np.int32).reshape(n, -1)
-    heads_i = np.minimum(np.asarray(index, np.int32).reshape(n, -1), INDEX_MAX)
+    heads_i = np.minimum(np.asarray(index, np.int64).reshape(n, -1), INDEX_MAX)
     p = heads_p[:, 0]
     idx = heads_i[:, 0]
     out = np.zeros((n, s), np.int16)
-    c = codes.astype(np.int32)
+    c = codes.astype(np.int64)
     for i in range(s):
         if i % block == 0:
             p, idx = heads_p[:, i // block], heads_i[:, i // block]
-        step = _STEP[idx]
-        code = c[:, i]
-        vp = (
-            (step >> 3)
-            + np.where(code & 4, step, 0)
-            + np.where(code & 2, step >> 1, 0)
-            + np.where(code & 1, step >> 2, 0)
-        )
-        p = np.clip(np.where(code & 8, p - vp, p + vp), -32768, 32767)
-        idx = np.clip(idx + _INDEX[code], 0, INDEX_MAX)
+        e = 16 * idx + c[:, i]
+        p = np.minimum(np.maximum(p + CODE_DIFF[e], -32768), 32767)
+        idx = CODE_NEXT[e]
         out[:, i] = p
     return out
 
@@ -241,3 +248,43 @@ def decode_blocks(blocks: Sequence[bytes], sizes: Sequence[int]) -> I16:
         raise ValueError(f"{len(blocks)} blocks but {len(sizes)} sizes")
     parts = [decode_block(b, n) for b, n in zip(blocks, sizes, strict=True)]
     return np.concatenate(parts) if parts else np.zeros(0, np.int16)
+
+
+# How the host sends audio on the link: int16 PCM as it is, or IMA ADPCM blocks.
+WIRES: tuple[str, ...] = ("raw", "adpcm")
+
+
+def on_wire(pcm: npt.ArrayLike, wire: str) -> I16:
+    """The int16 samples the device computes on when the host sends ``pcm`` over ``wire``:
+    ``pcm`` itself for "raw", `roundtrip` for "adpcm"."""
+    if wire not in WIRES:
+        raise ValueError(f"wire {wire!r}: use one of {', '.join(WIRES)}")
+    x = np.asarray(pcm)
+    if x.dtype != np.int16:
+        raise ValueError(f"pcm must be int16, got {x.dtype}")
+    return x if wire == "raw" else roundtrip(x)
+
+
+def on_wire_each(parts: Iterable[npt.ArrayLike], wire: str, batch: int = 2048) -> Iterator[I16]:
+    """`on_wire` of each array of clips [n_i, samples] (same samples), yielded in order. For
+    "adpcm" up to ``batch`` clips are coded together: the per-sample loop costs about the same
+    for one clip as for two thousand. For "raw" each part is yielded as soon as it arrives."""
+    pending: list[I16] = []
+    count = 0
+
+    def flush() -> Iterator[I16]:
+        whole = on_wire(np.concatenate(pending), wire)
+        yield from np.split(whole, np.cumsum([len(x) for x in pending])[:-1])
+
+    for part in parts:
+        x = np.asarray(part)
+        if wire == "raw":
+            yield on_wire(x, wire)
+            continue
+        pending.append(x)
+        count += len(x)
+        if count >= batch:
+            yield from flush()
+            pending, count = [], 0
+    if pending:
+        yield from flush()
