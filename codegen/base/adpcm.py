@@ -225,6 +225,15 @@ def clip_blocks(enc: AdpcmClips, clip: int) -> list[bytes]:
     return out
 
 
+def encode_blocks(clip: npt.ArrayLike, block: int) -> list[bytes]:
+    """One int16 clip [samples] as the blocks the host sends, ``block`` samples each (the last
+    one shorter when ``block`` does not divide the clip)."""
+    x = np.asarray(clip)
+    if x.ndim != 1:
+        raise ValueError(f"encode_blocks takes one clip [samples], got shape {x.shape}")
+    return clip_blocks(encode(x, block), 0)
+
+
 def block_codes(block: bytes, n: int) -> tuple[int, int, npt.NDArray[np.uint8]]:
     """(predictor, step index as written, codes [n]) of one block of ``n`` samples."""
     if len(block) != block_bytes(n):
