@@ -2,6 +2,7 @@
 model's accuracy per SNR (docs/numeric.md §7.4), written to OUT/mfcc_accuracy.{json,md}.
 
     python bench/mfcc_accuracy.py --build out/build/default --data out/data/demo --out out/mfcc
+                                  [--limit N] [--wire adpcm]
 """
 
 from __future__ import annotations
@@ -21,13 +22,19 @@ def main() -> None:
     ap.add_argument("--data", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--limit", type=int, default=None, help="clips per condition (default all)")
+    ap.add_argument(
+        "--wire",
+        choices=("raw", "adpcm"),
+        default="raw",
+        help="the clips as the device gets them: raw PCM or ADPCM-decoded (docs/numeric.md §8)",
+    )
     a = ap.parse_args()
     t0 = time.time()
-    r = evaluate_front_end(a.build, a.data, a.limit)
+    r = evaluate_front_end(a.build, a.data, a.limit, a.wire)
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "mfcc_accuracy.json").write_text(json.dumps(dataclasses.asdict(r), indent=1))
     lines = [
-        f"Data: {a.data} ({r.clips} clips); features equal to the float path's: "
+        f"Data: {a.data} ({r.clips} clips, wire {a.wire}); features equal to the float path's: "
         f"{100 * r.exact_fraction:.2f} %",
         "",
         "| coefficient | mean error | rms error | max abs error | max LSB |",

@@ -32,12 +32,14 @@ import argparse
 import json
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from codegen.base.adpcm import WIRES, on_wire_each
 from codegen.base.errors import ConfigError
 from codegen.data.selection import stream_order
 from codegen.data.streams import (
@@ -329,6 +331,7 @@ class EvalOptions:
     trust_pickle: bool = False  # load an nn.Module saved whole (codegen.frontend.importer)
     declared: Declared = Declared()  # what the model file cannot show (--pooling, --features)
     adapt: Any = None  # the build's AdaptConfig: the input stages' [cmvn] settings
+    wire: str = "raw"  # test audio as the device gets it: raw PCM or ADPCM-decoded (base/adpcm)
 
 
 def evaluate(
@@ -385,18 +388,26 @@ def evaluate(
     if stage_modes and opts.adapt is None:
         raise ConfigError(f"modes {stage_modes} need the build's [cmvn] settings (--config)")
     on_stream = set() if opts.stream is None else {m for m in adapt_modes if m != "strict"}
-    order: np.ndarray | None = None
+    n_test = len(load_condition(data_dir, conds[0])) if conds else 0
+    order = stream_order(n_test, opts.limit, opts.seeds[0])
     encoded: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = []
     feats: list[np.ndarray] = []  # normalised features per condition, for the input stages
-    for cond in tqdm(conds, desc="encode", unit="cond", disable=not opts.progress):
-        split = load_condition(data_dir, cond)
-        if order is None:
-            order = stream_order(len(split), opts.limit, opts.seeds[0])
-        x = features_for(split.pcm[order], meta)
+    labels: list[tuple[Any, np.ndarray, np.ndarray]] = []
+
+    def test_pcm() -> Iterator[np.ndarray]:
+        for cond in tqdm(conds, desc="encode", unit="cond", disable=not opts.progress):
+            split = load_condition(data_dir, cond)
+            labels.append((cond, split.labels[order], split.ids[order]))
+            yield split.pcm[order]
+
+    # the test audio as the device gets it over the wire (raw, or ADPCM-decoded)
+    for j, pcm in enumerate(on_wire_each(test_pcm(), opts.wire)):
+        cond, y, ids = labels[j]
+        x = features_for(pcm, meta)
         if stage_modes:
             feats.append(x)
         z = encode_numpy(model, x)
-        encoded.append((cond, z, split.labels[order], split.ids[order]))
+        encoded.append((cond, z, y, ids))
 
     def stage_pred(mode: str, x: np.ndarray) -> np.ndarray:
         """Classes after the mode's input stage over clips x in stream order (from a reset)."""
@@ -584,6 +595,7 @@ def build_report(
             "active": cfg.active,
             "seeds": list(opts.seeds),
             "limit": opts.limit,
+            "wire": opts.wire,
             "modes": list(modes),
             "not_run_by_default": {
                 m: why for m, why in UNSAFE_BY_DEFAULT.items() if m not in modes
@@ -667,7 +679,12 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
     out: list[str] = [
         f"GSC-C float evaluation on {data_desc} data; "
         f"{report['test_clips_per_condition']} test clips per condition"
-        + (f" (--limit {cfg['limit']})" if cfg["limit"] else ""),
+        + (f" (--limit {cfg['limit']})" if cfg["limit"] else "")
+        + (
+            f"; test audio as the device decodes it from {cfg['wire']} (docs/numeric.md §8)"
+            if cfg.get("wire", "raw") != "raw"
+            else ""
+        ),
         f"ELaTTA: k={cfg['k']}, n={cfg['n_iter']}, lambda={cfg['lam']}, "
         f"sigma0={cfg['sigma0']:.4g}, "
         f"beta={cfg['beta']:.3g}, radius={cfg['radius']:.4g}; seeds {seeds}",
@@ -859,6 +876,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "asked for: its unbounded p can collapse to one class)",
     )
     parser.add_argument("--limit", type=int, help="evaluate only N test clips per condition")
+    parser.add_argument(
+        "--wire",
+        choices=WIRES,
+        default="raw",
+        help="how the test audio reaches the device: raw int16 PCM, or IMA ADPCM (4 bits a "
+        "sample) whose decoded samples the features, float and fixed, are computed from; the "
+        "hyperparameters are still chosen on the stored source data (default raw)",
+    )
     parser.add_argument("--seeds", type=int, default=3, help="ELaTTA seeds to average (3)")
     parser.add_argument("--seed", type=int, default=0, help="first ELaTTA seed (0)")
     parser.add_argument("--n-iter", type=int, default=2, help="CMA-ES iterations (2, KWS)")
@@ -948,6 +973,7 @@ def run(args: argparse.Namespace) -> int:
         trust_pickle=args.trust_pickle,
         declared=merge(declared_from_args(args), build_cfg.declared),
         adapt=build_cfg.adapt,
+        wire=args.wire,
     )
     report, text = evaluate(args.model, args.basis, args.data, opts)
     if args.fixed:
@@ -969,6 +995,7 @@ def run(args: argparse.Namespace) -> int:
             trust_pickle=args.trust_pickle,
             declared=opts.declared,
             stream=stream,
+            wire=args.wire,
         )
         text += "\n\n" + format_fixed_vs_float(report)
     out = Path(args.report)

@@ -15,6 +15,7 @@ so the numbers describe the firmware that `codegen build` emits for the same inp
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ def compare_fixed_float(
     trust_pickle: bool = False,
     declared: Any = None,
     stream: Any = None,
+    wire: str = "raw",
 ) -> FixedEval:
     """Integer reference (and float reference) accuracy on every additive GSC-C condition.
 
@@ -81,10 +83,13 @@ def compare_fixed_float(
     pooling of a model with a forward pass is told by running it, as in `codegen build`.
     ``stream`` (`codegen.data.streams.StreamSpec`): the stateful modes run over one stream of
     every condition, as `codegen eval --stream-segment` runs them; otherwise each condition is
-    its own stream from a reset state.
+    its own stream from a reset state. ``wire`` (`codegen.base.adpcm.WIRES`): the test clips
+    as the device gets them, their features computed from the ADPCM-decoded samples for
+    "adpcm", as `codegen eval --wire` does.
     """
     from tqdm import tqdm
 
+    from codegen.base.adpcm import on_wire_each
     from codegen.base.features import quantize_features
     from codegen.data import conditions, load_condition, load_split
     from codegen.data.selection import stream_order
@@ -128,15 +133,22 @@ def compare_fixed_float(
         for c in conditions(str(data_dir), None if stream is not None else "additive")
         if stream is not None or c.snr_db is not None
     ]
-    order: np.ndarray | None = None
+    n_test = len(load_condition(str(data_dir), conds[0])) if conds else 0
+    order = stream_order(n_test, limit, seed_list[0])
+    labels: list[tuple[Any, np.ndarray, np.ndarray]] = []
+
+    def test_pcm() -> Iterator[np.ndarray]:
+        for cond in tqdm(conds, desc="fixed eval: features", unit="cond", disable=not progress):
+            split = load_condition(str(data_dir), cond)
+            labels.append((cond, split.labels[order], split.ids[order]))
+            yield split.pcm[order]
+
     clips: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-    for cond in tqdm(conds, desc="fixed eval: features", unit="cond", disable=not progress):
-        split = load_condition(str(data_dir), cond)
-        if order is None:
-            order = stream_order(len(split), limit, seed_list[0])
-        xf = features_for(split.pcm[order], model.meta)
-        clips.append((cond, xf, quantize_features(xf, q.x_fmt), split.labels[order],
-                      split.ids[order]))  # fmt: skip
+    # the test audio as the device gets it over the wire (raw, or ADPCM-decoded)
+    for j, pcm in enumerate(on_wire_each(test_pcm(), wire)):
+        cond, y, ids = labels[j]
+        xf = features_for(pcm, model.meta)
+        clips.append((cond, xf, quantize_features(xf, q.x_fmt), y, ids))
     n_clips = len(clips[0][3]) if clips else 0
     # the order every stateful mode runs in: one stream, or each condition from a reset
     if stream is not None:
@@ -221,6 +233,7 @@ def evaluate_fixed(
     trust_pickle: bool = False,
     declared: Any = None,
     stream: Any = None,
+    wire: str = "raw",
 ) -> dict[str, Any]:
     """Fixed-point accuracies ``{mode: {snr: {noise: acc, "average": acc}}}`` (report.json's
     ``"float"`` layout) from the Python integer reference."""
@@ -240,4 +253,5 @@ def evaluate_fixed(
         trust_pickle=trust_pickle,
         declared=declared,
         stream=stream,
+        wire=wire,
     ).fixed

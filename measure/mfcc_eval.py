@@ -8,7 +8,9 @@ Features: ``float`` = `codegen.ir.meta.features_for` (numpy float32 MFCC + norma
 (the device's front end). Accuracy is measured twice with the same integer encoder and head
 (`codegen.intref.model.infer_int`, mode no_adapt) and with the float model
 (`codegen.elatta.float_ref.encode_float` on the float features, and on the integer features
-dequantised), so the front end is the only difference in each pair.
+dequantised), so the front end is the only difference in each pair. ``wire="adpcm"`` computes
+both from the ADPCM-decoded clips (`codegen.base.adpcm.on_wire`): int model on int MFCC is then
+what the device computes in the audio mode when the host sends ADPCM (docs/numeric.md §8).
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ class FrontEndEval:
 
 
 def evaluate_front_end(
-    build_dir: str | Path, data_dir: str | Path, limit: int | None = None
+    build_dir: str | Path, data_dir: str | Path, limit: int | None = None, wire: str = "raw"
 ) -> FrontEndEval:
     from codegen.artefact.program import load_program
+    from codegen.base.adpcm import on_wire
     from codegen.base.features import quantize_features
     from codegen.data import conditions, load_condition
     from codegen.elatta.float_ref import encode_float, head_logits
@@ -66,7 +69,7 @@ def evaluate_front_end(
         same = 0
         for cond in conds:
             split = load_condition(str(data_dir), cond)
-            pcm, labels = split.pcm[:limit], split.labels[:limit]
+            pcm, labels = on_wire(split.pcm[:limit], wire), split.labels[:limit]
             ids = split.ids[:limit].astype(np.int64)
             xf = features_for(pcm, model.meta).astype(np.float64)
             xq = quantize_features(xf, q.x_fmt)

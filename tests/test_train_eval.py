@@ -260,3 +260,36 @@ def test_eval_fixed_adds_integer_reference_beside_float(
         for snr, cells in report["fixed"][mode].items():
             assert set(cells) == set(report["float"][mode][snr])
             assert all(0.0 <= v <= 1.0 for v in cells.values())
+
+
+def test_eval_wire_adpcm_runs_float_and_fixed_on_the_decoded_test_audio(
+    tiny: Path,
+    trained: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--wire adpcm`: every test clip of the float evaluation and of the integer reference
+    passes through the ADPCM codec (recorded around the real `roundtrip`) before its features
+    are computed, and the report says so; the hyperparameters' source data stays as stored."""
+    from codegen.base import adpcm
+    from codegen.data import conditions
+
+    seen: list[int] = []
+    real = adpcm.roundtrip
+
+    def recorded(pcm: np.ndarray) -> np.ndarray:
+        seen.append(len(pcm))
+        return real(pcm)
+
+    monkeypatch.setattr(adpcm, "roundtrip", recorded)
+    model, basis = trained
+    argv = ["eval", "--model", str(model), "--basis", str(basis), "--data", str(tiny)]
+    argv += ["--report", str(tmp_path / "w"), "--limit", "3", "--seeds", "1", "--no-progress"]
+    assert main([*argv, "--mode", "no_adapt", "--fixed", "--wire", "adpcm"]) == 0
+    assert "test audio as the device decodes it from adpcm" in capsys.readouterr().out
+    report = json.loads((tmp_path / "w" / "report.json").read_text())
+    assert report["config"]["wire"] == "adpcm" and set(report["fixed"]) == {"no_adapt"}
+    n_all = len(conditions(str(tiny)))
+    n_additive = len([c for c in conditions(str(tiny), "additive") if c.snr_db is not None])
+    assert sum(seen) == 3 * (n_all + n_additive), seen

@@ -41,8 +41,10 @@ ADAPT: tuple[str, ...] = (
 # The model runtime (INFER/RESET), bound to one model by the generated fw_app_model.h, and the
 # continual input normalisation it runs in mode cmvn.
 APP: tuple[str, ...] = ("elt_cmvn_s16.c", "fw_app_kws.c")
-# The integer MFCC front end (its twin: codegen/intref/mfcc.py; tables: codegen/emit/mfcc.py).
-MFCC: tuple[str, ...] = ("elt_mfcc_s16.c",)
+# The audio mode's front end: the integer MFCC (its twin: codegen/intref/mfcc.py; tables:
+# codegen/emit/mfcc.py) and the IMA ADPCM decoder of compressed audio on the link (its twin:
+# codegen/base/adpcm.py; docs/numeric.md §8).
+MFCC: tuple[str, ...] = ("elt_mfcc_s16.c", "elt_adpcm.c")
 # The float32 encoder of the bench's float baselines.
 F32: tuple[str, ...] = ("elt_lstm_f32.c",)
 
