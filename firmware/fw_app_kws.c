@@ -237,6 +237,7 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
 #endif
 
 #if FW_APP_STREAM
+#include "elt_adpcm.h"
 #include "elt_mfcc_s16.h"
 
 /* AUDIO_BEGIN, AUDIO (its fixed part, then pcm i16[n]), AUDIO_END, AUDIO_ACK: fw_app_wire.h.
@@ -337,24 +338,13 @@ static void stream_frame(app_ctx_t *a, app_stream_t *s, uint64_t te)
     s->t_enc += fw_timer_now() - te;
 }
 
-static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len)
+/* n samples (little-endian int16 at src, any alignment) through the front end, each completed
+ * frame one encoder step. The front end's work area is scratch of one frame (FFT data, power,
+ * log mel): on the main stack, whose reserve the other requests leave idle, not in static RAM
+ * (INFO's stack high-water mark measures it). */
+static void audio_push(app_ctx_t *a, app_stream_t *s, const uint8_t *src, uint32_t n)
 {
-    uint64_t t0 = fw_timer_now();
-    if (!s->open || len < APP_AUDIO_FIXED || ((len - APP_AUDIO_FIXED) & 1u) != 0u) {
-        return -(int32_t)FW_ERR_PAYLOAD;
-    }
-    const uint32_t n = (uint32_t)(len - APP_AUDIO_FIXED) / 2u;
-    /* only the next chunk is taken; more audio than T frames is refused before any is used */
-    if (fw_get_u32(&in[APP_AUDIO_OFFSET]) != s->samples || frames_of(s->samples + n) > FW_APP_T) {
-        return -(int32_t)FW_ERR_PAYLOAD;
-    }
-    const uint8_t *src = &in[APP_AUDIO_FIXED];
-    /* The front end's work area is scratch of one frame (FFT data, power, log mel): on the
-     * main stack, whose reserve the other requests leave idle, not in static RAM (INFO's stack
-     * high-water mark measures it). */
     elt_mfcc_work_t work;
-    /* One frame at a time, each completed frame one encoder step: the samples go from the
-     * (unaligned, little-endian) payload straight into the front end's frame window. */
     for (uint32_t done = 0; done < n;) {
         int32_t used = 0;
         const uint64_t tf = fw_timer_now();
@@ -368,6 +358,50 @@ static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t 
         }
     }
     s->samples += n;
+}
+
+/* Only the next chunk is taken (its offset the samples so far); more audio than T frames is
+ * refused before any is used. */
+static int chunk_ok(const app_stream_t *s, uint32_t offset, uint32_t n)
+{
+    return s->open && offset == s->samples && frames_of(s->samples + n) <= FW_APP_T;
+}
+
+static int32_t audio(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len)
+{
+    uint64_t t0 = fw_timer_now();
+    if (len < APP_AUDIO_FIXED || ((len - APP_AUDIO_FIXED) & 1u) != 0u) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    const uint32_t n = (uint32_t)(len - APP_AUDIO_FIXED) / 2u;
+    if (!chunk_ok(s, fw_get_u32(&in[APP_AUDIO_OFFSET]), n)) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    /* the samples go from the (unaligned, little-endian) payload straight into the front end's
+     * frame window */
+    audio_push(a, s, &in[APP_AUDIO_FIXED], n);
+    s->t_total += fw_timer_now() - t0;
+    return FW_APP_ACK;
+}
+
+/* AUDIO_ADPCM: one IMA-ADPCM block (elt_adpcm.h; its header is the payload from the predictor
+ * on) decoded into int16 on the stack, then as AUDIO. The decoding is front-end work. */
+static int32_t audio_adpcm(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len)
+{
+    uint64_t t0 = fw_timer_now();
+    if (len < APP_AUDIO_ADPCM_FIXED) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    const uint32_t n = fw_get_u16(&in[APP_AUDIO_ADPCM_SAMPLES]);
+    if (n == 0u || n > APP_ADPCM_MAX_SAMPLES ||
+        len != APP_AUDIO_ADPCM_PREDICTOR + ELT_ADPCM_BLOCK_BYTES(n) ||
+        !chunk_ok(s, fw_get_u32(&in[APP_AUDIO_ADPCM_OFFSET]), n)) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    int16_t pcm[APP_ADPCM_MAX_SAMPLES] __attribute__((aligned(16)));
+    elt_adpcm_decode(&in[APP_AUDIO_ADPCM_PREDICTOR], n, pcm);
+    s->t_front += fw_timer_now() - t0;
+    audio_push(a, s, (const uint8_t *)pcm, n);
     s->t_total += fw_timer_now() - t0;
     return FW_APP_ACK;
 }
@@ -475,6 +509,9 @@ static int32_t handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t 
     }
     if (type == FW_MSG_AUDIO) {
         return audio(a, &app_stream, payload, len);
+    }
+    if (type == FW_MSG_AUDIO_ADPCM) {
+        return audio_adpcm(a, &app_stream, payload, len);
     }
     if (type == FW_MSG_AUDIO_END) {
         return audio_end(a, &app_stream, payload, len, out, out_len);

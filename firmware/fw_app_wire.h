@@ -94,4 +94,8 @@
 #define APP_RESET_FIXED 0u
 /* then p_prev: i32[k], p_prev, Q4.27 (absent: p_prev = 0) */
 
+/* The most samples one AUDIO_ADPCM block may carry: the device decodes it into a buffer of this
+ * many int16 on its stack before the front end takes them (INFO's description says it: adpcm=). */
+#define APP_ADPCM_MAX_SAMPLES 1024u
+
 #endif /* FW_APP_WIRE_H */

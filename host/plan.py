@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from elatta_host.infer import InferResult, mode_index
 
+from codegen.base.adpcm import AdpcmClips, decode, encode
 from codegen.base.errors import CodegenError
 from codegen.data.streams import StreamSpec, build_stream
 from codegen.ir.layers import why_not_streaming
@@ -31,6 +32,11 @@ from codegen.ir.modes import mode as device_mode
 
 class RunError(CodegenError):
     """The run could not start or a device stopped answering."""
+
+
+# --wire adpcm: the samples between two block headers the host keeps (an AUDIO_ADPCM chunk
+# starts at a multiple of it)
+ADPCM_BLOCK = 64
 
 
 # ----------------------------------------------------------------------------- selection
@@ -55,8 +61,11 @@ class Stream:
     float_pred0: np.ndarray  # float64 reference: no-adapt class
     fixed_pred0: np.ndarray  # integer reference: no-adapt class (in cmvn, without cmvn)
     # int16 [n, samples]: the clips' mixed audio when the run streams PCM (the audio mode),
-    # None for feature input
+    # None for feature input; with --wire adpcm the audio as the device decodes it
     pcm: np.ndarray | None = None
+    # --wire adpcm: the clips IMA-ADPCM coded in blocks of ADPCM_BLOCK samples (the host cuts
+    # AUDIO_ADPCM chunks at those boundaries, each with its block's header)
+    adpcm: AdpcmClips | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -168,16 +177,21 @@ def make_plan(
     limit: int | None,
     stream: StreamSpec | None = None,
     input_kind: str = "features",
+    wire: str = "raw",
 ) -> Plan:
     """Load the build, deal the clips over the conditions (`codegen.data.selection.deal`) and
     compute every reference. ``stream``: play each mode as one continual stream of segments
     (`codegen.data.streams.build_stream` over the dealt clips), state carried across switches;
-    default: one stream per (mode, condition), each from a reset state."""
+    default: one stream per (mode, condition), each from a reset state. ``wire``: "adpcm"
+    sends the audio IMA-ADPCM coded, and every reference computes on the audio as the device
+    decodes it (`codegen.base.adpcm`)."""
     from codegen.data import conditions, dataset_info, load_condition, utterance_of
     from codegen.data.selection import deal
 
     manifest, q = load_build(build_dir)
     check_input(q, manifest, input_kind, build_dir)
+    if wire != "raw" and input_kind != "pcm":
+        raise RunError(f"--wire {wire} codes the audio on the link: it needs --input pcm")
     if input_kind == "pcm":
         for m in map(device_mode, modes):
             if not m.audio:
@@ -195,7 +209,7 @@ def make_plan(
     seed = int(model.adapt.seed)
     dealt = deal([utterance_of(s.ids) for s in splits], [s.labels for s in splits], limit, seed)
     groups = [
-        _Clips.of(cond, split, rows, q)
+        _Clips.of(cond, split, rows, q, adpcm=wire == "adpcm")
         for cond, split, rows in zip(conds, splits, dealt.rows, strict=True)
     ]
     if stream is not None:
@@ -241,21 +255,38 @@ class _Clips:
     labels: np.ndarray
     xf: np.ndarray  # float64 normalised features [n, T, F]
     pcm: np.ndarray  # int16 [n, samples]: the mixed audio the features come from
+    # --wire adpcm: codes [n, samples], block headers [n, blocks] (else empty)
+    codes: np.ndarray
+    predictor: np.ndarray
+    step_index: np.ndarray
 
     @classmethod
-    def of(cls, cond: Any, split: Any, rows: np.ndarray, q: Any) -> _Clips:
+    def of(cls, cond: Any, split: Any, rows: np.ndarray, q: Any, *, adpcm: bool) -> _Clips:
         from codegen.ir.meta import features_for
 
         n = len(rows)
+        pcm = np.asarray(split.pcm[rows], dtype=np.int16)
+        empty = np.zeros((n, 0), np.uint8)
+        enc = encode(pcm, ADPCM_BLOCK) if adpcm else None
+        if enc is not None:
+            pcm = decode(enc)  # what the device computes on
         return cls(
             np.full(n, cond.name, dtype=object),
             np.full(n, float(cond.snr_db or 0.0)),  # additive conditions always carry an SNR
             np.arange(n, dtype=np.int64),
             split.ids[rows].astype(np.int64),
             split.labels[rows].astype(np.int64),
-            features_for(split.pcm[rows], q.source.meta),
-            np.asarray(split.pcm[rows], dtype=np.int16),
+            features_for(pcm, q.source.meta),
+            pcm,
+            empty if enc is None else enc.codes,
+            empty.astype(np.int16) if enc is None else enc.predictor,
+            empty if enc is None else enc.step_index,
         )
+
+    def adpcm(self) -> AdpcmClips | None:
+        if self.codes.shape[1] == 0:
+            return None
+        return AdpcmClips(self.codes, self.predictor, self.step_index, ADPCM_BLOCK)
 
     def take(self, rows: Any) -> _Clips:
         return _Clips(*(np.asarray(getattr(self, f.name))[rows] for f in dataclasses.fields(self)))
@@ -311,6 +342,7 @@ def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> St
         float_pred0=np.asarray(fres.pred_noadapt),
         fixed_pred0=pred0,
         pcm=c.pcm if pcm else None,
+        adpcm=c.adpcm() if pcm else None,
     )
 
 

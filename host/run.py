@@ -60,6 +60,7 @@ from elatta_host.errors import (
     VersionMismatch,
 )
 from elatta_host.infer import (
+    AUDIO_ADPCM_HDR,
     AUDIO_HDR,
     COMPARED_FIELDS,
     CONTINUAL_MODES,
@@ -69,6 +70,7 @@ from elatta_host.infer import (
     InferResult,
     decode_result,
     encode_audio,
+    encode_audio_adpcm,
     encode_audio_begin,
     encode_audio_end,
     encode_infer,
@@ -78,10 +80,11 @@ from elatta_host.infer import (
     parse_description,
 )
 from elatta_host.device import default_baud
-from elatta_host.plan import Plan, Record, RunError, Stream, make_plan
+from elatta_host.plan import ADPCM_BLOCK, Plan, Record, RunError, Stream, make_plan
 from elatta_host.report import Answered, segment_lengths
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT
 
+from codegen.base.adpcm import AdpcmClips
 from codegen.data.streams import add_stream_arguments, stream_from_args
 from codegen.ir.modes import STATEFUL_MODES
 
@@ -425,34 +428,71 @@ def what_failed(exc: LinkError) -> str:
 
 
 def audio_requests(
-    link: Any, sample_id: int, mode: int, pcm: np.ndarray, chunk: int | None
+    link: Any,
+    sample_id: int,
+    mode: int,
+    pcm: np.ndarray,
+    chunk: int | None,
+    adpcm: tuple[AdpcmClips, int] | None = None,
 ) -> Iterator[tuple[int, bytes, int | None]]:
     """One clip through the audio mode (docs/protocol.md, "Audio mode") as requests: AUDIO_BEGIN,
     the PCM in AUDIO chunks (each with its offset; the device takes a chunk only at the next
     offset, so none is used twice), AUDIO_END -> RESULT. ``chunk``: samples per AUDIO (None: as
-    many as the link's frame size carries now, so a chunk is one frame)."""
+    many as the link's frame size carries now, so a chunk is one frame). ``adpcm``: the clip's
+    codes (the clips and its row): AUDIO_ADPCM chunks instead, each starting at a block header
+    and at most `wire.ADPCM_MAX_SAMPLES` samples."""
     from elatta_host.protocol import Msg
+
+    from codegen.ir.wire import ADPCM_MAX_SAMPLES
 
     yield Msg.AUDIO_BEGIN, encode_audio_begin(sample_id, mode), None
     n = len(pcm)
     off = 0
     while off < n:
-        c = chunk if chunk is not None else max(1, (link.payload_size() - AUDIO_HDR.size) // 2)
-        part = pcm[off : off + c]
-        yield Msg.AUDIO, encode_audio(off, part), None
-        off += len(part)
+        if adpcm is None:
+            c = chunk or max(1, (link.payload_size() - AUDIO_HDR.size) // 2)
+            part = pcm[off : off + c]
+            yield Msg.AUDIO, encode_audio(off, part), None
+            off += len(part)
+            continue
+        enc, row = adpcm
+        want = chunk or 2 * (link.payload_size() - AUDIO_ADPCM_HDR.size)
+        c = min(n - off, max(enc.block, min(want, ADPCM_MAX_SAMPLES) // enc.block * enc.block))
+        b = off // enc.block
+        codes = enc.codes[row, off : off + c]
+        if c % 2:
+            codes = np.append(codes, np.uint8(0))
+        packed = (codes[0::2] | (codes[1::2] << 4)).astype(np.uint8).tobytes()
+        p, i = int(enc.predictor[row, b]), int(enc.step_index[row, b])
+        yield Msg.AUDIO_ADPCM, encode_audio_adpcm(off, c, p, i, packed), None
+        off += c
     yield Msg.AUDIO_END, encode_audio_end(n), Msg.RESULT
 
 
-def check_audio(app: AppInfo, max_payload: int, chunk: int | None) -> int | None:
-    """The device must serve the audio mode and take the chunk size; returns the chunk (None:
-    the link's frame size decides)."""
+def check_audio(
+    app: AppInfo, max_payload: int, chunk: int | None, wire: str = "raw"
+) -> int | None:
+    """The device must serve the audio mode (and, for --wire adpcm, decode ADPCM) and take the
+    chunk size; returns the chunk (None: the link's frame size decides)."""
     paths = (app.get("input") or "features").split(",")
     if "pcm" not in paths:
         raise RunError(
             f"--input pcm: the device's firmware serves input={','.join(paths)} only (no audio "
             'mode); rebuild with [target] input = "both" or "pcm"'
         )
+    if wire == "adpcm":
+        most = int(app.get("adpcm") or 0)
+        if most <= 0:
+            raise RunError(
+                "--wire adpcm: the device's firmware decodes no ADPCM (built by an older "
+                "codegen); rebuild it, or use --wire raw"
+            )
+        if chunk is not None and not (1 <= chunk <= most and chunk % ADPCM_BLOCK == 0):
+            raise RunError(
+                f"--chunk {chunk} with --wire adpcm: a multiple of {ADPCM_BLOCK} samples up to "
+                f"{most} (the device's decode buffer)"
+            )
+        return chunk
     most = max_chunk_samples(max_payload)
     if chunk is not None and not 1 <= chunk <= most:
         raise RunError(
@@ -479,7 +519,8 @@ def _requests(
 
     mode = mode_index(s.mode)
     if s.pcm is not None:
-        yield from audio_requests(link, int(s.ids[i]), mode, s.pcm[i], chunk)
+        adpcm = None if s.adpcm is None else (s.adpcm, i)
+        yield from audio_requests(link, int(s.ids[i]), mode, s.pcm[i], chunk, adpcm)
     else:
         yield Msg.INFER, encode_infer(int(s.ids[i]), mode, s.x[i]), Msg.RESULT
 
@@ -646,7 +687,8 @@ def run_session(
             check_device(app, plan.manifest)
             audio = any(s.pcm is not None for s in streams)
             if audio:
-                chunk = check_audio(app, info.max_payload, chunk)
+                wire = "adpcm" if any(s.adpcm is not None for s in streams) else "raw"
+                chunk = check_audio(app, info.max_payload, chunk, wire)
             baud = spec.baud_switch
             if baud is not None and info.link is not None:
                 want = baud if baud > 0 else default_baud(info.link.rates, info.baud)
@@ -713,7 +755,8 @@ class RunOutcome:
 
 def run_config(plan: Plan, args_target: dict[str, Any], chunk: int | None = None) -> dict[str, Any]:
     audio = any(s.pcm is not None for s in plan.streams)
-    extra = {"input": "pcm", "chunk": chunk} if audio else {}
+    wire = "adpcm" if any(s.adpcm is not None for s in plan.streams) else "raw"
+    extra = {"input": "pcm", "chunk": chunk, "wire": wire} if audio else {}
     return extra | {
         "format": RUN_FORMAT,
         "build_id": plan.manifest.get("firmware", {}).get("build_id"),
@@ -1000,7 +1043,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--chunk",
         type=int,
         metavar="N",
-        help="--input pcm: samples per AUDIO frame (default: the most MAX_PAYLOAD allows)",
+        help="--input pcm: samples per AUDIO frame (default: as many as the link's frame size "
+        "carries, which follows the line's measured damage)",
+    )
+    p.add_argument(
+        "--wire",
+        choices=("raw", "adpcm"),
+        default="raw",
+        help="--input pcm: how the audio travels: raw int16 PCM (32 KB a second), or IMA-ADPCM "
+        "(4 bits a sample, 8 KB a second; the device decodes it, and every reference computes "
+        "on the decoded audio; accuracy effect: docs/protocol.md)",
     )
     p.add_argument("--jobs", type=int, default=1, help="QEMU instances (with --qemu)")
     p.add_argument(
@@ -1058,6 +1110,8 @@ def resume_command(args: argparse.Namespace, modes: tuple[str, ...]) -> str:
         cmd += ["--stream-segment", str(args.stream_segment)]
         cmd += ["--stream-order", args.stream_order, "--stream-seed", str(args.stream_seed)]
     cmd += ["--input", args.input]
+    if args.input == "pcm" and args.wire != "raw":
+        cmd += ["--wire", args.wire]
     if args.chunk is not None:
         cmd += ["--chunk", str(args.chunk)]
     cmd += ["--timeout", f"{args.timeout:g}", "--budget", f"{args.budget:g}"]
@@ -1075,6 +1129,8 @@ def run(args: argparse.Namespace) -> int:
         raise RunError("--limit must be >= 1")
     if args.chunk is not None and args.input != "pcm":
         raise RunError("--chunk sets the audio chunk size: it needs --input pcm")
+    if args.wire != "raw" and args.input != "pcm":
+        raise RunError(f"--wire {args.wire} codes the audio on the link: it needs --input pcm")
     if args.chunk is not None and args.chunk < 1:
         raise RunError(f"--chunk {args.chunk}: must be >= 1 sample")
     for flag, v in (("--timeout", args.timeout), ("--budget", args.budget)):
@@ -1140,7 +1196,13 @@ def run(args: argparse.Namespace) -> int:
         stop_on_signals()  # SIGTERM/SIGHUP take the QEMU children down with this process
     print(f"preparing: reference for {', '.join(modes)} on {args.data} ...", file=sys.stderr)
     plan = make_plan(
-        args.build, args.data, modes, args.limit, stream_from_args(args), input_kind=args.input
+        args.build,
+        args.data,
+        modes,
+        args.limit,
+        stream_from_args(args),
+        input_kind=args.input,
+        wire=args.wire,
     )
     target["build_id"] = plan.manifest.get("firmware", {}).get("build_id")
     print(

@@ -27,8 +27,9 @@ from codegen.emit.views import (
     full_tables,
     tensor_view,
 )
+from codegen.ir import wire
 from codegen.ir.layers import kind_of, kinds_of, why_not_streaming
-from codegen.ir.nodes import POOL_SHIFT, QModel
+from codegen.ir.nodes import POOL_SHIFT, QModel, adapt_formats
 
 # The shared σ tables in the order they are written (the kinds name the ones they read).
 TABLES = ("sigmoid_lut", "sigmoid_full", "tanh_full")
@@ -301,6 +302,8 @@ def app_description(q: QModel) -> str:
             "input",
             ",".join(n for n, on in (("features", q.feature_infer), ("pcm", q.stream)) if on),
         ),
+        # the audio mode's compressed chunks: the most samples an AUDIO_ADPCM block may carry
+        ("adpcm", wire.ADPCM_MAX_SAMPLES if q.stream else 0),
     ]
     return " ".join(f"{k}={v}" for k, v in pairs)
 

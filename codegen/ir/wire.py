@@ -198,6 +198,9 @@ RESET = Payload(
     (Field("p_prev", "i32", "p_prev, Q4.27 (absent: p_prev = 0)", "k"),),
 )
 
+# The most samples an AUDIO_ADPCM block may carry (the device's decode buffer, on its stack).
+ADPCM_MAX_SAMPLES = 1024
+
 # C names: APP_<NAME>_*
 PAYLOADS: dict[str, Payload] = {
     "INFER": INFER,
@@ -216,7 +219,10 @@ def render_c_header() -> str:
     return (
         jinja_env()
         .get_template("fw_app_wire.h.j2")
-        .render(payloads=[(name, p, p.offsets()) for name, p in PAYLOADS.items()])
+        .render(
+            payloads=[(name, p, p.offsets()) for name, p in PAYLOADS.items()],
+            adpcm_max=ADPCM_MAX_SAMPLES,
+        )
     )
 
 
