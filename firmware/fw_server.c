@@ -542,8 +542,10 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
     }
 }
 
-/* Ordered frames served without a reply are acknowledged once no more bytes wait behind them (the
- * host's window moves on), or every quarter of the receive ring when bytes keep coming. */
+/* Ordered frames served without a reply are acknowledged once the platform holds no more bytes
+ * behind them (the host's window moves on), or every quarter of the receive ring when bytes keep
+ * coming. Bytes a read took past the frame's delimiter do not count: an early acknowledgement
+ * costs a STATUS, a late one a stalled window. */
 static void maybe_ack(fw_server_t *s)
 {
     if (!s->ack_due) {
@@ -587,11 +589,11 @@ static void rx_commit(fw_server_t *s, uint8_t *p, size_t n)
         fw_copy_forward(s->rx_hold, p + z + 1u, rest); /* forward: p may be rx_hold itself */
         if (s->enc_len != 0u || s->overflow) {
             handle_frame(s);
+            maybe_ack(s);
         }
         s->enc_len = 0;
         s->overflow = 0;
         if (rest == 0u) {
-            maybe_ack(s);
             return;
         }
         fw_copy_forward(s->enc, s->rx_hold, rest);

@@ -896,6 +896,13 @@ class Link:
             # holds does not), oldest first; the time-out doubles (RFC 6298 §5.5) only when the
             # device said nothing meanwhile (silence), never when it answered (damage)
             missing = self._missing()
+            if not missing:
+                # nothing known missing, yet no progress: the frame at the device's next, even one
+                # it was heard to hold (that STATUS may be older than what was lost since), goes
+                # again; the device answers from where it stands
+                waiting = [o for o in self._out.values() if o.sends and not o.queued]
+                base = self._dev_next
+                missing = sorted(waiting, key=lambda o: (o.count - base) & SEQ_COUNT_MASK)[:1]
             for o in reversed(missing):
                 if not o.acked and o.copies:
                     self._sizer.on_loss(self._sizer.index(len(o.payload)), o.copies)

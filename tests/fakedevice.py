@@ -1,12 +1,13 @@
 """A device in Python for the host's run tests that need no QEMU: a TCP server speaking
-protocol v2 (docs/protocol.md) whose model runtime answers INFER from a plan's integer
-reference, with the device's state modelled: a RESULT holds only when the device's state is the
-one the reference assumes (continual: p_prev = the previous sample's best p, set by RESET or the
-sample before; cmvn: every earlier sample of the stream since RESET, in order). A host that
-resumes from the wrong state gets a wrong RESULT, so the tests can tell.
+protocol v3 (docs/protocol.md) through the spec model of the device's link (tests/devmodel.py),
+whose model runtime answers INFER from a plan's integer reference, with the device's state
+modelled: a RESULT holds only when the device's state is the one the reference assumes
+(continual: p_prev = the previous sample's best p, set by RESET or the sample before; cmvn:
+every earlier sample of the stream since RESET, in order). A host that resumes from the wrong
+state gets a wrong RESULT, so the tests can tell.
 
-Sessions and the replay rule as the firmware: the record is keyed by (session, type, seq).
-The device stays up across connections (a board; a new Link is a new session)."""
+Sessions, the window and the reply records as the firmware's. The device stays up across
+connections (a board; a new Link is a new session)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from devmodel import DeviceModel
 from elatta_host.infer import INFER_HDR, mode_index
 from elatta_host.plan import Plan, Stream
-from elatta_host.protocol import Err, Frame, FrameDecoder, Info, Msg
+from elatta_host.protocol import Err, Msg
 
 from codegen.ir import wire
 from codegen.ir.modes import CONTINUAL_MODES, STATEFUL_MODES
@@ -51,7 +53,8 @@ class _State:
 
 class FakeDevice:
     """``port``: where to connect (``socket://127.0.0.1:PORT``). ``served``: how often the
-    model ran each (stream key, index) (replays of the record not counted)."""
+    model ran each (stream key, index) (replays of the record not counted). The link layer is
+    the spec model (tests/devmodel.py); this class is its application."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
@@ -61,18 +64,22 @@ class FakeDevice:
                 key = (mode_index(s.mode), int(s.ids[i]) & 0xFFFFFFFF, _digest(s.x[i]))
                 self.by_sample[key] = (s, i)
         inputs = plan.manifest["inputs"]
-        self.app = (
+        app = (
             " ".join(
                 f"{k}={inputs[k]['sha256'][:16]}" for k in ("model", "basis", "config", "calib")
             ).encode()
             + b" input=features"
         )
-        self.session = 0
-        self.frames_ok = self.frames_err = self.replayed = 0
+        self.model = DeviceModel(
+            max_payload=MAX_PAYLOAD,
+            build_id=BUILD_ID,
+            app=self._app,
+            description=app,
+            reply_max=MAX_PAYLOAD,
+        )
         self.served: Counter[tuple[str, int]] = Counter()
         self.wrong_state: list[tuple[str, int]] = []  # samples asked from a state not theirs
         self._state = _State()
-        self._last: tuple[int, int, int, Frame] | None = None
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = int(self._listener.getsockname()[1])
@@ -83,6 +90,10 @@ class FakeDevice:
     @property
     def url(self) -> str:
         return f"socket://127.0.0.1:{self.port}"
+
+    @property
+    def replayed(self) -> int:
+        return self.model.frames_replayed
 
     def close(self) -> None:
         self._closed = True
@@ -109,52 +120,29 @@ class FakeDevice:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        dec = FrameDecoder()
         try:
             while data := conn.recv(65536):
-                for item in dec.feed(data):
-                    if isinstance(item, Frame):
-                        with self._lock:
-                            reply = self._handle(item)
-                    else:  # damage the host sent: a link-damage ERROR (seq unknown: 0)
-                        reply = Frame(Msg.ERROR, 0, bytes([Err.CRC, 0]))
-                    conn.sendall(reply.encode())
+                with self._lock:
+                    replies = self.model.feed(data)
+                conn.sendall(b"".join(f.encode() for f in replies))
         except OSError:
             pass
 
-    def _handle(self, f: Frame) -> Frame:
-        if f.type == Msg.HELLO:
-            if len(f.payload) == 4:
-                (self.session,) = struct.unpack("<I", f.payload)
-            self.frames_ok += 1
-            counts = (self.frames_ok, self.frames_err, 0, 16384, 4096)
-            info = Info(2, 0, MAX_PAYLOAD, 115_200, 100_000_000, *counts, BUILD_ID,
-                        self.replayed, self.app, self.session)  # fmt: skip
-            return Frame(Msg.INFO, f.seq, info.pack())
-        if self._last is not None and self._last[:3] == (self.session, f.type, f.seq):
-            self.replayed += 1
-            return self._last[3]
-        if f.type == Msg.RESET:
-            k = len(f.payload) // 4
-            self._state = _State(struct.unpack(f"<{k}i", f.payload) if k else None)
-            reply = Frame(Msg.RESET_ACK, f.seq)
-        elif f.type == Msg.INFER:
-            reply = self._infer(f)
-        else:
-            self.frames_err += 1
-            return Frame(Msg.ERROR, f.seq, bytes([Err.TYPE, f.type]))
-        if reply.type != Msg.ERROR:
-            self.frames_ok += 1
-            self._last = (self.session, f.type, f.seq, reply)
-        return reply
+    def _app(self, type_: int, payload: bytes) -> tuple[int, bytes]:
+        if type_ == Msg.RESET:
+            k = len(payload) // 4
+            self._state = _State(struct.unpack(f"<{k}i", payload) if k else None)
+            return Msg.RESET_ACK, b""
+        if type_ == Msg.INFER:
+            return self._infer(payload)
+        return 0, b""
 
-    def _infer(self, f: Frame) -> Frame:
-        sample_id, mode, T, F = INFER_HDR.unpack_from(f.payload)
-        x = np.frombuffer(f.payload[INFER_HDR.size :], dtype="<i2").reshape(T, F)
+    def _infer(self, payload: bytes) -> tuple[int, bytes]:
+        sample_id, mode, T, F = INFER_HDR.unpack_from(payload)
+        x = np.frombuffer(payload[INFER_HDR.size :], dtype="<i2").reshape(T, F)
         found = self.by_sample.get((mode, sample_id, _digest(x)))
         if found is None:
-            self.frames_err += 1
-            return Frame(Msg.ERROR, f.seq, bytes([Err.PAYLOAD, f.type]))
+            return -Err.PAYLOAD, b""
         s, i = found
         want = dict(s.expected(i))
         st = self._state
@@ -171,7 +159,7 @@ class FakeDevice:
             want["logits"] = tuple(v ^ 1 for v in want["logits"])
         self.served[(s.key, i)] += 1
         self._state = _State(tuple(want["p_best"]), [*st.history, (s.key, i)])
-        return Frame(Msg.RESULT, f.seq, encode_result(want))
+        return Msg.RESULT, encode_result(want)
 
 
 def _p(p: tuple[int, ...] | None) -> tuple[int, ...] | None:

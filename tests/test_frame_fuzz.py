@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from devmodel import DeviceModel
-from elatta_host.protocol import Frame, FrameDecoder, Info, Msg
+from elatta_host.protocol import Frame, FrameDecoder, Info, Msg, Status
 from fuzzframes import KINDS, fuzz_stream
 from hostkit import HOST_BUILD_ID
 
@@ -30,7 +30,7 @@ def first_difference(got: list[Frame], want: list[Frame]) -> str:
 
 def test_fuzz_frames_match_spec_model(host_server: tuple[Path, int]) -> None:
     exe, max_payload = host_server
-    cases = fuzz_stream(seed=20261125, count=12_000, max_payload=max_payload)
+    cases = fuzz_stream(seed=20261125, count=16_000, max_payload=max_payload)
     kinds = Counter(kind for kind, _ in cases)
     assert set(kinds) == set(KINDS) and min(kinds.values()) > 500
     stream = b"".join(wire for _, wire in cases)
@@ -41,10 +41,14 @@ def test_fuzz_frames_match_spec_model(host_server: tuple[Path, int]) -> None:
     assert all(isinstance(f, Frame) for f in got), "device emitted an undecodable frame"
     assert out == b"".join(f.encode() for f in want), first_difference(got, want)  # type: ignore[arg-type]
     errors = Counter(f.payload[0] for f in want if f.type == Msg.ERROR)
-    # Every error path was exercised, and the model saw drops too.
-    assert set(errors) == {1, 2, 3, 4, 5, 6, 7, 8}, errors
+    causes = Counter(Status.unpack(f.payload).cause for f in want if f.type == Msg.STATUS)
+    # Every error and STATUS path was exercised, and the model saw drops too: link damage is
+    # reported in STATUS (1-5), a peer of another version in ERROR (6), refusals in ERROR (4, 7,
+    # 8), the window's cases in STATUS (0 ACK, 9 GAP, 10 DUP, 11 FULL, 12 STALE).
+    assert {4, 6, 7, 8} <= set(errors), errors
+    assert set(causes) == {0, 1, 2, 3, 4, 5, 9, 10, 11, 12}, causes
     assert model.frames_dropped > 0 and model.frames_ok > 1000
-    assert model.frames_replayed > 100
+    assert model.frames_replayed > 100 and model.frames_held > 100
     # the application's state advanced (a RESULT counted past 0) between RESETs
     assert any(f.type == Msg.RESULT and f.payload[:4] != bytes(4) for f in want)
     # sessions were opened, and a HELLO of a wrong size was refused
@@ -63,19 +67,26 @@ def test_partial_frame_then_resync(host_server: tuple[Path, int]) -> None:
 
 
 def test_retried_request_replays_stored_reply(host_server: tuple[Path, int]) -> None:
-    """A repeated (type, seq) gets the stored reply and does not advance application state;
-    a new seq does; HELLO in between does not disturb the record."""
+    """A frame served already (its counter behind next, whatever its copy number) gets the stored
+    reply and does not advance application state; the next counter does; HELLO in between does
+    not disturb the record; a frame ahead is held and served when the one before it comes."""
     exe, max_payload = host_server
-    a = Frame(Msg.INFER, 10, b"sample-a").encode()
-    b = Frame(Msg.INFER, 11, b"sample-b").encode()
-    stream = a + a + Frame(Msg.HELLO, 99).encode() + a + b + b + Frame(Msg.RESET, 12).encode() + b
+    a = Frame(Msg.INFER, 1, b"sample-a").encode()
+    a2 = Frame(Msg.INFER, 1 | 3 << 20, b"sample-a").encode()  # another copy of the same frame
+    b = Frame(Msg.INFER, 2, b"sample-b").encode()
+    c = Frame(Msg.INFER, 4, b"sample-c").encode()  # ahead: held until 3 comes
+    r = Frame(Msg.RESET, 3).encode()
+    stream = a + a2 + Frame(Msg.HELLO, 99).encode() + a + b + c + b + r + b
     out = list(FrameDecoder().feed(run_server(exe, stream)))
     counts = [
         int.from_bytes(f.payload[:4], "little")
         for f in out  # type: ignore[union-attr]
         if isinstance(f, Frame) and f.type == Msg.RESULT
     ]
-    assert counts == [0, 0, 0, 1, 1, 0]
+    # a, a2 (replay), a (replay), b, b (replay), then 3 (RESET) frees 4 (c: count 0), b (replay)
+    assert counts == [0, 0, 0, 1, 1, 0, 1]
+    seqs = [f.seq for f in out if isinstance(f, Frame) and f.type == Msg.RESULT]
+    assert seqs[1] == 1 | 3 << 20  # the copy that came is named in the reply
     info = [f for f in out if isinstance(f, Frame) and f.type == Msg.INFO]
     parsed = Info.unpack(info[0].payload)
     assert parsed.frames_replayed == 1 and parsed.app == b"test-app"

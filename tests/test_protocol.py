@@ -63,13 +63,13 @@ def test_cobs_decode_malformed_and_capacity() -> None:
 
 def test_frame_golden_bytes() -> None:
     hello = Frame(Msg.HELLO, 0x01020304)
-    body = bytes([2, 0x01, 4, 3, 2, 1, 0, 0])
+    body = bytes([3, 0x01, 4, 3, 2, 1, 0, 0])
     assert hello.body() == body + zlib.crc32(body).to_bytes(4, "little")
     # Worked by hand from docs/protocol.md: blocks split at each zero, code = 1 + run length
-    # (the CRC bytes da 49 8a f6 and d2 be 47 44 are zlib.crc32 of the two bodies).
-    assert hello.encode().hex() == "070201040302010105da498af600"
+    # (the CRC bytes 44 49 20 3a and ec d5 85 ab are zlib.crc32 of the two bodies).
+    assert hello.encode().hex() == "0703010403020101054449203a00"
     echo = Frame(Msg.ECHO, 7, b"\x00\xff")
-    assert echo.encode().hex() == "04020207010102020106ffd2be474400"
+    assert echo.encode().hex() == "04030207010102020106ffecd585ab00"
 
 
 def test_decoder_streams_chunks_and_reports_bad_frames() -> None:
@@ -101,7 +101,7 @@ def test_parse_body_rejects() -> None:
     # an intact frame of protocol v1 (same header and CRC): another peer, named as such
     v1 = p.parse_body(Frame(Msg.ECHO, 1, b"xyz", version=1).body())
     assert isinstance(v1, BadFrame) and v1.version == 1
-    assert v1.reason == "protocol version 1, expected 2"
+    assert v1.reason == "protocol version 1, expected 3"
 
 
 def test_info_pack_unpack() -> None:
