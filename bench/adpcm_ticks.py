@@ -22,9 +22,10 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
+    from elatta_measure.bench_adpcm import run_adpcm_probe
+
     from codegen.base import adpcm
     from codegen.data import load_split
-    from elatta_measure.bench_adpcm import run_adpcm_probe
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="out/data/fsdd", help="a `codegen data` directory")

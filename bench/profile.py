@@ -125,7 +125,6 @@ def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[
     from elatta_host.infer import decode_result, encode_infer, mode_index
     from elatta_host.protocol import Msg
     from elatta_host.qemu import Qemu
-    from elatta_host.transport import LINK_ERRORS
 
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "qemu.log"
@@ -145,7 +144,6 @@ def profile_one(elf: Path, features: object, sample_id: int, mode: str) -> dict[
                 Msg.INFER,
                 encode_infer(sample_id, mode_index(mode), features),
                 expect=Msg.RESULT,
-                retry_errors=LINK_ERRORS,
             )
             res = decode_result(reply.payload)
         finally:

@@ -168,12 +168,16 @@ def encode_audio_end(samples: int) -> bytes:
     return AUDIO_END.pack(samples)
 
 
-def encode_audio_adpcm(offset: int, samples: int, predictor: int, index: int, codes: bytes) -> bytes:
+def encode_audio_adpcm(
+    offset: int, samples: int, predictor: int, index: int, codes: bytes
+) -> bytes:
     """AUDIO_ADPCM payload: one IMA-ADPCM block of ``samples`` samples starting at sample
     ``offset``, the decoder's state at its first sample, its codes two a byte (low nibble
     first)."""
     if len(codes) != (samples + 1) // 2:
-        raise ValueError(f"{samples} samples take {(samples + 1) // 2} code bytes, got {len(codes)}")
+        raise ValueError(
+            f"{samples} samples take {(samples + 1) // 2} code bytes, got {len(codes)}"
+        )
     return AUDIO_ADPCM_HDR.pack(offset, samples, predictor, index, 0) + codes
 
 

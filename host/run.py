@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from elatta_host.device import default_baud
 from elatta_host.errors import (
     DeviceError,
     LinkClosed,
@@ -79,7 +80,6 @@ from elatta_host.infer import (
     mode_index,
     parse_description,
 )
-from elatta_host.device import default_baud
 from elatta_host.plan import ADPCM_BLOCK, Plan, Record, RunError, Stream, make_plan
 from elatta_host.report import Answered, segment_lengths
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT
@@ -469,9 +469,7 @@ def audio_requests(
     yield Msg.AUDIO_END, encode_audio_end(n), Msg.RESULT
 
 
-def check_audio(
-    app: AppInfo, max_payload: int, chunk: int | None, wire: str = "raw"
-) -> int | None:
+def check_audio(app: AppInfo, max_payload: int, chunk: int | None, wire: str = "raw") -> int | None:
     """The device must serve the audio mode (and, for --wire adpcm, decode ADPCM) and take the
     chunk size; returns the chunk (None: the link's frame size decides)."""
     paths = (app.get("input") or "features").split(",")
@@ -671,7 +669,6 @@ def run_session(
     chunk: int | None = None,
 ) -> None:
     from elatta_host.device import Device
-    from elatta_host.protocol import Msg
 
     with open_device(spec) as (link, state):
         stats.session = f"{link.session:08x}"

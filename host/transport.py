@@ -359,6 +359,7 @@ class Link:
         self.recent_bad: deque[BadFrame] = deque(maxlen=4)
         # the ordered stream
         self.window = STOP_AND_WAIT
+        self._info_read = False  # the device's INFO (its MAX_PAYLOAD) has been read
         self._count = 0  # the last counter given
         self._dev_next = 1  # the device's next counter, as last heard
         self._out: dict[int, _Out] = {}  # sent or queued, not yet served
@@ -409,6 +410,7 @@ class Link:
     def configure(self, info: Info) -> None:
         """Take the device's window from its INFO (`Device.hello` calls it)."""
         self.window = Window.from_info(info)
+        self._info_read = True
         if info.link is not None and info.link.next & ~SEQ_COUNT_MASK == self.tag:
             self._dev_next = info.link.next & SEQ_COUNT_MASK
 
@@ -527,13 +529,17 @@ class Link:
         timeout: float | None = None,
         budget: float | None = None,
         retries: int | None = None,
-        retry_errors: frozenset[int] = LINK_ERRORS,
         accept: Callable[[Frame], bool] | None = None,
     ) -> Frame:
         """Send a request and return its reply of type ``expect``: a control request (HELLO,
         ECHO, BAUD) one try at a time (`_control`), an ordered one through the window
         (`submit`, then `wait`)."""
         if type_ in CONTROL_TYPES:
+            if self._info_read and len(payload) > self.window.max_payload:
+                raise ProtocolError(
+                    f"{_type_name(type_)} of {len(payload)} bytes: the device takes payloads of "
+                    f"at most {self.window.max_payload} bytes (its MAX_PAYLOAD, INFO)"
+                )
             return self._control(type_, payload, expect, timeout, budget, retries, accept)
         ticket = self.submit(type_, payload, expect=expect)
         reply = self.wait(ticket)

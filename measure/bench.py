@@ -212,7 +212,6 @@ def measure(
     from elatta_host.infer import decode_result, encode_infer, mode_index
     from elatta_host.protocol import Msg
     from elatta_host.qemu import Qemu
-    from elatta_host.transport import LINK_ERRORS
 
     ticks: dict[str, list[int]] = {}
     link_ticks: dict[str, list[int]] = {}
@@ -230,13 +229,12 @@ def measure(
             for _ in range(reps):
                 # every repetition from the reset state: a stateful mode (cmvn) then sees the
                 # same state sequence, so a repeated clip repeats its ticks
-                link.request(Msg.RESET, b"", expect=Msg.RESET_ACK, retry_errors=LINK_ERRORS)
+                link.request(Msg.RESET, b"", expect=Msg.RESET_ACK)
                 for j, (sid, xi) in enumerate(zip(ids, x, strict=True)):
                     reply = link.request(
                         Msg.INFER,
                         encode_infer(int(sid), m, xi),
                         expect=Msg.RESULT,
-                        retry_errors=LINK_ERRORS,
                     )
                     r = decode_result(reply.payload)
                     if len(pred) < len(ids):

@@ -136,7 +136,6 @@ def lstm_only(
     from codegen.emit.c import render_model, write_sources
     from codegen.frontend.reader import read_model
     from codegen.ir.nodes import QModel
-    from elatta_measure.hostlib import HostModel, build_host_library, render_host_api
     from codegen.quantize.lstm import quantize_lstm
     from codegen.target import sources
 

@@ -78,7 +78,7 @@ class DeviceModel:
     _buf: bytearray = field(default_factory=bytearray)
 
     def __post_init__(self) -> None:
-        self._open(0)
+        self._open(self.session)
 
     # ------------------------------------------------------------------ sessions and window
 

@@ -103,10 +103,11 @@ def test_the_ir_refuses_layers_that_do_not_chain(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", list(STACKS))
 def test_three_stacked_layers_on_the_host_equal_the_reference(name: str, tmp_path: Path) -> None:
+    from elatta_measure.hostlib import build_for
+
     from codegen.emit.c import render_model, write_sources
     from codegen.intref.layers import layer_int
     from codegen.intref.model import encode_int, infer_int
-    from elatta_measure.hostlib import build_for
     from codegen.pipeline.build import with_streaming
     from codegen.quantize.model import quantize_model
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from devmodel import DeviceModel
 from elatta_host.device import Device
-from elatta_host.errors import DeviceError
+from elatta_host.errors import ProtocolError
 from elatta_host.protocol import Frame, Msg
 from elatta_host.qemu import Qemu
 from fuzzframes import KINDS, make_frame
@@ -21,7 +21,13 @@ from fuzzframes import KINDS, make_frame
 from codegen.target.firmware import FirmwareBuild
 
 pytestmark = pytest.mark.qemu
-MALFORMED = [k for k in KINDS if not k.startswith("valid") and k != "replay"]
+MALFORMED = [k for k in KINDS if not k.startswith("valid") and k not in ("replay", "baud")]
+
+
+def no_ring_free(f: Frame) -> Frame:
+    if f.type != Msg.STATUS:
+        return f
+    return Frame(f.type, f.seq, f.payload[:10] + bytes(2) + f.payload[12:])
 
 
 def test_qemu_echo_and_malformed(firmware: FirmwareBuild) -> None:
@@ -62,6 +68,8 @@ def test_qemu_echo_and_malformed(firmware: FirmwareBuild) -> None:
                 while (reply := link.recv(5.0)) is not None and reply.seq != probe.seq:
                     got.append(reply)
                 assert reply == Frame(Msg.ECHO_REPLY, probe.seq, b"probe"), (kind, wire[:40])
+                # STATUS's ring_free follows how QEMU hands bytes over (the probe behind it)
+                got, want = [no_ring_free(f) for f in got], [no_ring_free(f) for f in want]
                 assert got == want, f"malformed frame {malformed} ({kind}): {got} != {want}"
                 malformed += 1
             else:
@@ -85,8 +93,9 @@ def test_qemu_echo_and_malformed(firmware: FirmwareBuild) -> None:
         resent = link.retransmits - synced
         assert model.frames_ok <= after.frames_ok <= model.frames_ok + resent
         assert (after.frames_err, after.frames_dropped) == (model.frames_err, model.frames_dropped)
-        with pytest.raises(DeviceError, match="TOO_LONG"):
-            link.request(Msg.ECHO, bytes(2049), expect=Msg.ECHO_REPLY, retry_errors=frozenset())
+        # a request longer than the device takes is refused by the host, not sent
+        with pytest.raises(ProtocolError, match="ECHO of 2049 bytes: .* at most 2048"):
+            link.request(Msg.ECHO, bytes(2049), expect=Msg.ECHO_REPLY)
 
 
 def test_uart1_build_served_on_its_uart(tmp_path: Path) -> None:

@@ -33,7 +33,12 @@ def test_firmware_uses_only_the_described_offsets() -> None:
     assert not re.search(r"\b(in|out)\[\d", text), "a payload indexed by a literal offset"
     for f in wire.RESULT.fixed:
         assert f"APP_RESULT_{f.name.upper()}]" in text, f.name
-    for name in ("APP_INFER_MODE", "APP_AUDIO_BEGIN_MODE", "APP_AUDIO_OFFSET", "APP_AUDIO_ADPCM_SAMPLES"):
+    for name in (
+        "APP_INFER_MODE",
+        "APP_AUDIO_BEGIN_MODE",
+        "APP_AUDIO_OFFSET",
+        "APP_AUDIO_ADPCM_SAMPLES",
+    ):
         assert name in text
 
 
