@@ -469,6 +469,22 @@ def audio_requests(
     yield Msg.AUDIO_END, encode_audio_end(n), Msg.RESULT
 
 
+def stream_audio(
+    link: Any, sample_id: int, mode: int, pcm: np.ndarray, chunk: int | None = None
+) -> InferResult:
+    """One clip through the audio mode, its requests submitted and its RESULT waited for (the
+    benches and tests; a run pipelines clips instead)."""
+    last = None
+    for type_, payload, expect in audio_requests(link, sample_id, mode, pcm, chunk):
+        t = link.submit(type_, payload, expect=expect)
+        if expect is not None:
+            last = t
+    assert last is not None
+    reply = link.wait(last)
+    assert reply is not None
+    return decode_result(reply.payload, stream=True)
+
+
 def check_audio(app: AppInfo, max_payload: int, chunk: int | None, wire: str = "raw") -> int | None:
     """The device must serve the audio mode (and, for --wire adpcm, decode ADPCM) and take the
     chunk size; returns the chunk (None: the link's frame size decides)."""

@@ -319,6 +319,9 @@ class Link:
         self.retries = retries
         self.flags = dict(flags or {})
         self.stop = stop
+        # frames in flight at most (None: as the device's window allows; 1: stop-and-wait, what
+        # `codegen bench` times the device's work with, no byte arriving while it computes)
+        self.max_in_flight: int | None = None
         self.session = new_session() if session is None else session & 0xFFFFFFFF
         self.baud = baud
         try:
@@ -617,6 +620,8 @@ class Link:
         reply was lost) is answered from the record: always."""
         if o.acked:
             return True
+        if self.max_in_flight is not None and self._unacked >= self.max_in_flight:
+            return False
         if (o.count - self._dev_next) & SEQ_COUNT_MASK >= min(self.window.frames, WINDOW):
             return False
         if self._in_flight and self._in_flight + o.size > self.window.rx_ring:
@@ -910,8 +915,9 @@ class Link:
                 base = self._dev_next
                 missing = sorted(waiting, key=lambda o: (o.count - base) & SEQ_COUNT_MASK)[:1]
             for o in reversed(missing):
+                # not counted as a loss for the frame size: a time-out is silence, which a
+                # long queue on a slow line makes too (the copy numbers show it later)
                 if not o.acked and o.copies:
-                    self._sizer.on_loss(self._sizer.index(len(o.payload)), o.copies)
                     self._in_flight -= o.copies * o.size
                     o.copies = 0
                 self._resend(o, "timeout")

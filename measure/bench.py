@@ -221,6 +221,7 @@ def measure(
     # "Host rules")
     q = Qemu(elf, icount=True, link_timeout=5.0, budget=budget, flags={"budget": "--budget"})
     link = q.start()
+    link.max_in_flight = 1  # stop-and-wait: no byte arrives while the device computes
     try:
         dev = Device(link)
         dev.hello(sync_timeout=budget)
@@ -283,6 +284,7 @@ def measure_audio(elf: Path, clips: np.ndarray, budget: float = DEFAULT_BUDGET) 
     rows: dict[str, list[float]] = {}
     q = Qemu(elf, icount=True, link_timeout=5.0, budget=budget, flags={"budget": "--budget"})
     link = q.start()
+    link.max_in_flight = 1  # stop-and-wait: no byte arrives while the device computes
     try:
         info = Device(link).hello(sync_timeout=budget)
         chunk = max_chunk_samples(info.max_payload)
@@ -335,6 +337,33 @@ def features_md(f: dict[str, Any] | None) -> list[str]:
         'instructions per byte; docs/protocol.md, "Link cost").',
         "",
     ]
+
+
+def wire_md(w: dict[str, Any] | None) -> list[str]:
+    """The wire on a board (elatta_measure.bench_wire): wall-clock figures through the project's
+    USB-UART model, not QEMU icount ticks."""
+    if not w:
+        return []
+    rows = [
+        "## The wire on a board (wall clock, through the USB-UART model)",
+        "",
+        f"{w['line']}; steady state (first to last RESULT), default link settings. Goals: "
+        "921,600 raw <= 1.0, 921,600 ADPCM <= 0.5, 115,200 ADPCM <= 1.0 real time; features "
+        ">= 9.0/s at 115,200.",
+        "",
+        "| line | wall s per s of audio |",
+        "|---|---:|",
+    ]
+    rtf = w["audio_realtime_factor"]
+    rows += [f"| {k.replace('_', ' baud, ')} | {v} |" for k, v in rtf.items()]
+    rows += [
+        "",
+        f"Feature INFERs at 115,200 baud: {w['features_per_s_115200']} per s. A run through a "
+        f"noisy line (10 % of chunks damaged by each fault) stops {w['stop_seconds']} s after "
+        "its stop flag (Ctrl-C) is set.",
+        "",
+    ]
+    return rows
 
 
 def audio_md(a: dict[str, Any] | None) -> list[str]:
@@ -674,9 +703,11 @@ def run_bench(
     budget: float = DEFAULT_BUDGET,
     anchors: Path | None = ANCHORS,
     families: tuple[tuple[str, int, str], ...] | None = None,
+    wire_clips: int = 6,
 ) -> dict[str, Any]:
     """``families``: the encoder families timed beside the default (None: every one of
-    `FAMILIES`; a reduced bench may time a few)."""
+    `FAMILIES`; a reduced bench may time a few). ``wire_clips``: clips streamed per line
+    setting for the wire's figures (`elatta_measure.bench_wire`; 0: skip)."""
     from elatta_measure.bench_frontend import frontend_bench
 
     from codegen.data import build as build_data
@@ -760,6 +791,12 @@ def run_bench(
 
     audio = measure_audio(res0.elf, audio_clips(data_dir, max(1, min(n_samples, 3))), budget)
 
+    wire: dict[str, Any] | None = None
+    if wire_clips > 0:
+        from elatta_measure.bench_wire import measure_wire
+
+        wire = measure_wire(res0.out_dir, data_dir, clips=wire_clips, features=10 * wire_clips)
+
     host: dict[str, Any] | None = None
     if host_n > 0:
         from elatta_measure.host_throughput import host_throughput
@@ -807,6 +844,13 @@ def run_bench(
         "link_instructions_per_byte": audio["link_instructions_per_byte"],
         "audio_second_ticks": audio["ticks_per_second"]["total"],
         "audio": audio,
+        # the wire on a board (elatta_measure.bench_wire): wall seconds of streaming per second
+        # of audio through the USB-UART model, feature INFERs per second at 115,200 baud, the
+        # time a stopped run takes to stop
+        "audio_realtime_factor": None if wire is None else wire["audio_realtime_factor"],
+        "features_per_s_115200": None if wire is None else wire["features_per_s_115200"],
+        "stop_seconds": None if wire is None else wire["stop_seconds"],
+        "wire": wire,
         # feature INFER, mode strict: RESULT's total plus its link ticks (docs/protocol.md,
         # "Link cost"), the whole device work per sample
         "features": {
@@ -1218,6 +1262,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         *frontend_md(d.get("frontend"), anchors_md((d.get("frontend") or {}).get("fft_anchors"))),
         *audio_md(d.get("audio")),
         *features_md(d.get("features")),
+        *wire_md(d.get("wire")),
         "## Memory",
         "",
         f"- ram_bytes = {d['ram_bytes']}: .data {x['firmware']['data']} + .bss "
@@ -1411,6 +1456,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"{','.join(BASELINES)} (default all; 'none' for none)",
     )
     p.add_argument(
+        "--wire-clips",
+        type=int,
+        default=6,
+        help="clips streamed per line setting through the USB-UART model for the wire's figures "
+        "(audio_realtime_factor, features_per_s_115200; 0: skip)",
+    )
+    p.add_argument(
         "--budget",
         type=float,
         default=DEFAULT_BUDGET,
@@ -1434,6 +1486,7 @@ def run(args: argparse.Namespace) -> int:
         cmsis_cache=None if args.no_cmsis else CMSIS_CACHE,
         budget=args.budget,
         anchors=args.anchors,
+        wire_clips=args.wire_clips,
     )
     for key in SCALAR_KEYS:
         print(f"{key:<20} {doc[key]}")
@@ -1453,6 +1506,13 @@ def run(args: argparse.Namespace) -> int:
         f"link {a['ticks_per_second']['link']}, {doc['link_instructions_per_byte']} instructions "
         f"per received byte)"
     )
+    w = doc["wire"]
+    if w is not None:
+        rtf = ", ".join(f"{k} {v}" for k, v in w["audio_realtime_factor"].items())
+        print(
+            f"wire (USB-UART model): audio real-time factor {rtf}; features at 115200 baud "
+            f"{w['features_per_s_115200']}/s; a stopped run stops in {w['stop_seconds']} s"
+        )
     fe = doc["frontend"]
     if fe is not None:
         print(

@@ -65,23 +65,23 @@ def test_audio_mode_bit_exact_and_chunking_invariant(
 
 
 def test_audio_protocol_checks(kws_build: tuple[Path, Path]) -> None:
-    """AUDIO without AUDIO_BEGIN, an unknown mode, a wrong offset, too much audio and a wrong END
-    count are
-    ERROR(PAYLOAD) and change nothing; a retried chunk (same seq) is answered from the replay
-    record and not consumed twice; the utterance then still gives the reference's RESULT, and
-    feature INFER keeps working."""
+    """AUDIO without AUDIO_BEGIN, an unknown mode, a wrong offset, too much audio, an ADPCM block
+    whose length does not match its count, and a wrong END count are ERROR(PAYLOAD) and change
+    nothing; a chunk that arrives again (another copy of a served frame) is not consumed twice
+    (STATUS DUP: AUDIO keeps no record); the utterance then still gives the reference's RESULT,
+    and feature INFER keeps working."""
     from elatta_host.device import Device
     from elatta_host.errors import DeviceError
     from elatta_host.infer import (
-        decode_audio_ack,
         decode_result,
         encode_audio,
+        encode_audio_adpcm,
         encode_audio_begin,
         encode_audio_end,
         encode_infer,
         parse_description,
     )
-    from elatta_host.protocol import Err, Frame, Msg
+    from elatta_host.protocol import SEQ_COPY_SHIFT, Err, Frame, Msg
     from elatta_host.qemu import Qemu
 
     build_dir, data = kws_build
@@ -93,37 +93,37 @@ def test_audio_protocol_checks(kws_build: tuple[Path, Path]) -> None:
 
     def refused(link: Any, type_: Msg, payload: bytes) -> None:
         with pytest.raises(DeviceError) as err:
-            link.request(type_, payload, expect=Msg.AUDIO_ACK)
+            link.wait(link.submit(type_, payload, expect=None))
         assert err.value.code == Err.PAYLOAD
+
+    def taken(link: Any, type_: Msg, payload: bytes) -> Any:
+        t = link.submit(type_, payload, expect=None)
+        assert link.wait(t) is None  # served, acknowledged by STATUS
+        return t
 
     with Qemu(build_dir / "fw.elf", icount=False, link_timeout=5.0) as link:
         dev = Device(link)
         dev.hello(sync_timeout=10)
         app = parse_description(dev.hello().app)
-        assert app.get("input") == "features,pcm"
+        assert app.get("input") == "features,pcm" and int(app.get("adpcm") or 0) >= 64
         link.request(Msg.RESET, b"", expect=Msg.RESET_ACK)
         refused(link, Msg.AUDIO, encode_audio(0, pcm[:100]))  # no utterance open
         refused(link, Msg.AUDIO_BEGIN, encode_audio_begin(sid, len(MODES)))  # no such mode
         refused(link, Msg.AUDIO_BEGIN, encode_audio_begin(sid, 1) + b"\0")  # size
-        begin = link.request(Msg.AUDIO_BEGIN, encode_audio_begin(sid, 1), expect=Msg.AUDIO_ACK)
-        assert decode_audio_ack(begin.payload) == (0, 0)
-        first = link.request(Msg.AUDIO, encode_audio(0, pcm[:700]), expect=Msg.AUDIO_ACK)
-        assert decode_audio_ack(first.payload) == (700, 1)  # one 640-sample window complete
-        replayed0 = dev.hello().frames_replayed
-        link.send(Frame(Msg.AUDIO, first.seq, encode_audio(0, pcm[:700])))  # a host retry
-        again = link.recv(5.0)
-        assert again is not None and again.payload == first.payload
-        assert dev.hello().frames_replayed == replayed0 + 1
+        taken(link, Msg.AUDIO_BEGIN, encode_audio_begin(sid, 1))
+        first = taken(link, Msg.AUDIO, encode_audio(0, pcm[:700]))
+        # another copy of the served chunk: not consumed again (the RESULT below says so)
+        again = Frame(Msg.AUDIO, first.seq | 1 << SEQ_COPY_SHIFT, encode_audio(0, pcm[:700]))
+        link.send(again)
         refused(link, Msg.AUDIO, encode_audio(0, pcm[:700]))  # new seq, old offset
         refused(link, Msg.AUDIO, encode_audio(701, pcm[701:800]))  # a gap
         refused(link, Msg.AUDIO, encode_audio(700, pcm[700:701]) + b"\0")  # odd byte count
+        refused(link, Msg.AUDIO_ADPCM, encode_audio_adpcm(700, 10, 0, 0, bytes(5)) + b"\0")
         got = 700
         for off in range(700, len(pcm), 1000):
             part = pcm[off : off + 1000]
-            ack = link.request(Msg.AUDIO, encode_audio(got, part), expect=Msg.AUDIO_ACK)
+            taken(link, Msg.AUDIO, encode_audio(got, part))
             got += len(part)
-            assert decode_audio_ack(ack.payload)[0] == got
-        assert decode_audio_ack(ack.payload)[1] == 49
         refused(link, Msg.AUDIO, encode_audio(got, pcm[:320]))  # a 50th frame: more than T
         with pytest.raises(DeviceError) as err:
             link.request(Msg.AUDIO_END, encode_audio_end(got + 1), expect=Msg.RESULT)
@@ -148,6 +148,27 @@ def test_audio_protocol_checks(kws_build: tuple[Path, Path]) -> None:
             link.request(Msg.INFER, encode_infer(sid, 1, feats), expect=Msg.RESULT).payload
         )
         assert r2.compared() == s.expected(0)
+
+
+def test_adpcm_wire_is_bit_exact_against_the_decoded_audio(
+    kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--wire adpcm: the device decodes each AUDIO_ADPCM block (firmware/elt_adpcm.c) into the
+    front end; every RESULT equals the integer reference run on the decoded audio, which is not
+    the raw audio (so the test can tell)."""
+    from elatta_host.plan import make_plan as plan_of
+    from elatta_host.run import DeviceSpec, execute
+
+    build_dir, data = kws_build
+    plan = plan_of(build_dir, data, ("strict",), 10, input_kind="pcm", wire="adpcm")
+    raw = plan_of(build_dir, data, ("strict",), 10, input_kind="pcm")
+    assert any((a.pcm != b.pcm).any() for a, b in zip(plan.streams, raw.streams, strict=True))
+    spec = DeviceSpec("qemu0", elf=build_dir / "fw.elf", icount=False)
+    got = execute(plan, [spec], tmp_path / "r", resume=False, target={"kind": "qemu"},
+                  progress=False)  # fmt: skip
+    assert got.errors == ()
+    assert got.report["bit_exact"]["compared"] == plan.total
+    assert got.report["bit_exact"]["mismatches"] == 0
 
 
 def test_default_audio_only_ram_within_feature_only(
