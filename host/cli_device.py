@@ -34,7 +34,18 @@ def add_link_arguments(p: argparse.ArgumentParser) -> None:
         "(socket://HOST:PORT, rfc2217://...)",
     )
     p.add_argument(
-        "--baud", type=int, default=115_200, help="baud rate for --port (default 115200)"
+        "--boot-baud",
+        type=int,
+        default=115_200,
+        metavar="RATE",
+        help="the rate the firmware boots at, which --port opens with (default 115200)",
+    )
+    p.add_argument(
+        "--baud",
+        type=int,
+        metavar="RATE",
+        help="switch the link to this rate after HELLO (docs/protocol.md, 'Rate switch'; INFO "
+        "lists the rates the firmware offers; default: no switch)",
     )
     p.add_argument(
         "--uart",
@@ -76,7 +87,7 @@ def open_link(args: argparse.Namespace) -> Iterator[Link]:
             yield link
     else:
         with Link(
-            args.port, baud=args.baud, timeout=args.timeout, budget=args.budget, flags=FLAGS
+            args.port, baud=args.boot_baud, timeout=args.timeout, budget=args.budget, flags=FLAGS
         ) as link:
             yield link
 
@@ -86,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
     with open_link(args) as link:
         dev = Device(link)
         info = dev.hello(sync_timeout=args.budget)
+        if args.baud is not None:
+            if args.baud <= 0:
+                raise ConfigError(f"--baud {args.baud}: a rate is a positive number of bits/s")
+            print(dev.switch_baud(args.baud).note)
+            info = dev.hello()
         if args.action == "info":
             print(info.describe())
             print(f"(answered {time.monotonic() - t0:.2f} s after start)")
