@@ -8,306 +8,79 @@
  * (codegen/quantize/gru.py), so every int32 sum is exact in any order, the r and z rows can sum
  * ax + ah in one accumulator, and ax_n + rshift_round(r ah_n, 15) fits int32 (|r| < 1).
  *
- * Two implementations of the same contract over the same packed arrays: Cortex-A9 NEON, and
- * plain scalar C (host builds, other targets, -DELT_SCALAR).
+ * Two implementations of the same contract over the same packed arrays: Cortex-A9 NEON and plain
+ * C, elt_gru_s16_ops.h of the build's kernel variant (firmware/kernels/<variant>/,
+ * codegen/target/sources.py): the gate rows, the cell and the vector copies of one step.
  */
 #include "elt_gru_s16.h"
 
 #include "fw_fixed.h"
 
-#include "elt_neon.h"
+/* Frame operands from element k on: st[k] = rshift_round(xt[k], x_opshift) for k < F, then
+ * zeros up to Fp (the pad columns meet zero weights; zeros keep the sums exact whatever they
+ * meet). */
+static inline __attribute__((always_inline)) void operands_frame_from(const elt_gru_s16_params_t *p,
+                                                                      const int16_t *xt,
+                                                                      int16_t *st, uint32_t k,
+                                                                      uint32_t F, uint32_t Fp)
+{
+    for (; k < F; ++k) {
+        st[k] = (int16_t)fx_rshift_round32(xt[k], p->x_opshift);
+    }
+    for (; k < Fp; ++k) {
+        st[k] = 0;
+    }
+}
 
-/* xs = rshift_round(x, x_opshift) for all T frames, each frame padded to Fp with zeros (the
- * pad columns meet zero weights; zeros keep the sums exact whatever they meet). */
+/* d[j] = h[j] for j in [j0, n). */
+static inline __attribute__((always_inline)) void copy_h_from(int16_t *d, const int16_t *h,
+                                                              uint32_t j, uint32_t n)
+{
+    for (; j < n; ++j) {
+        d[j] = h[j];
+    }
+}
+
+/* z[j] = max(z[j], h[j]) for j in [j0, n). */
+static inline __attribute__((always_inline)) void max_h_from(int16_t *z, const int16_t *h, uint32_t j,
+                                                             uint32_t n)
+{
+    for (; j < n; ++j) {
+        z[j] = h[j] > z[j] ? h[j] : z[j];
+    }
+}
+
+/* The variant's operations: operands_frame, gates, cell, copy_h and max_h
+ * (firmware/kernels/<variant>/elt_gru_s16_ops.h). */
+#include "elt_gru_s16_ops.h"
+
+/* xs = rshift_round(x, x_opshift) for all T frames, each frame padded to Fp with zeros. */
 static void operands_x(const elt_gru_s16_params_t *p, const int16_t *x, int16_t *xs)
 {
     const uint32_t F = p->input_size;
     const uint32_t Fp = p->input_pad;
-    uint32_t t, k;
-#if ELT_NEON
-    const int16x4_t neg = vdup_n_s16((int16_t) - (int16_t)p->x_opshift);
-#endif
+    uint32_t t;
     for (t = 0; t < p->num_frames; ++t) {
-        const int16_t *xt = x + t * F;
-        int16_t *st = xs + t * Fp;
-        k = 0;
-#if ELT_NEON
-        for (; k + 4u <= F; k += 4u) {
-            vst1_s16(st + k, vrshl_s16(vld1_s16(xt + k), neg));
-        }
-#endif
-        for (; k < F; ++k) {
-            st[k] = (int16_t)fx_rshift_round32(xt[k], p->x_opshift);
-        }
-        for (; k < Fp; ++k) {
-            st[k] = 0;
-        }
+        operands_frame(p, x + t * F, xs + t * Fp, F, Fp);
     }
 }
 
-#if ELT_NEON
-/*
- * Cortex-A9 NEON, integer only; QEMU -icount charges one unit per instruction, so the kernel
- * is written for the fewest instructions per multiply-accumulate (the LSTM kernel's scheme,
- * elt_lstm_s16.c):
- *   gates: per block of 16 rows, four int32x4 accumulators (q4-q7) start at the bias; every 4
- *     packed columns are one VLDMIA of 16 d-registers (64 weights) and 16 VMLAL.S16 by the lanes
- *     of one d-register of operands (hidden operands loaded 32 at a time, one VLDM of d0-d7).
- *     r, z blocks run all columns, then VRSHL/VQMOVN to Q4.11; n blocks store W_hh hs + b_hh,
- *     then restart at b_ih for the input columns.
- *   cell: σ is a halfword gather from sigmoid_full; r·ah and z·(h - n) are VQRDMULH.S32 by
- *     the Q0.15 factor shifted to bits 16..30: (2·a·(f·2^16) + 2^31) >> 32 = (a·f + 2^14) >> 15
- *     = rshift_round(a·f, 15), no saturation as f·2^16 < 2^31.
- */
-
-/* clang-format off */
-/* Four VMLAL.S16 of one column of a 16-row block (weights in d-registers r0..r3) by the
- * operand scalar s, into the accumulators q4-q7 (rows 0-3, 4-7, 8-11, 12-15). */
-#define ELT_GRU_VMLAL_COL(r0, r1, r2, r3, s)                                                       \
-    "vmlal.s16 q4, " r0 ", " s "\n\t"                                                              \
-    "vmlal.s16 q5, " r1 ", " s "\n\t"                                                              \
-    "vmlal.s16 q6, " r2 ", " s "\n\t"                                                              \
-    "vmlal.s16 q7, " r3 ", " s "\n\t"
-
-/* Four columns held in d16-d31 (one VLDMIA of 64 weights) by the four lanes of operands s. */
-#define ELT_GRU_GROUP(s)                                                                           \
-    "vldmia    %[w]!, {d16-d31}\n\t"                                                               \
-    ELT_GRU_VMLAL_COL("d16", "d17", "d18", "d19", s "[0]")                                         \
-    ELT_GRU_VMLAL_COL("d20", "d21", "d22", "d23", s "[1]")                                         \
-    ELT_GRU_VMLAL_COL("d24", "d25", "d26", "d27", s "[2]")                                         \
-    ELT_GRU_VMLAL_COL("d28", "d29", "d30", "d31", s "[3]")
-
-/* The hidden columns from hs: Hp / 32 chunks of 32 (operands d0-d7, one VLDM), then
- * (Hp mod 32) / 8 steps of 8 (operands d0-d1). */
-#define ELT_GRU_HIDDEN                                                                             \
-    "mov       %[u], %[hs]\n\t"                                                                    \
-    "movs      %[n], %[hp], lsr #5\n\t"                                                            \
-    "beq       5f\n"                                                                               \
-    "1:\n\t"                                                                                       \
-    "vldmia    %[u]!, {d0-d7}\n\t"                                                                 \
-    ELT_GRU_GROUP("d0")                                                                            \
-    ELT_GRU_GROUP("d1")                                                                            \
-    ELT_GRU_GROUP("d2")                                                                            \
-    ELT_GRU_GROUP("d3")                                                                            \
-    ELT_GRU_GROUP("d4")                                                                            \
-    ELT_GRU_GROUP("d5")                                                                            \
-    ELT_GRU_GROUP("d6")                                                                            \
-    ELT_GRU_GROUP("d7")                                                                            \
-    "subs      %[n], %[n], #1\n\t"                                                                 \
-    "bne       1b\n"                                                                               \
-    "5:\n\t"                                                                                       \
-    "ands      %[n], %[hp], #24\n\t"                                                               \
-    "beq       6f\n"                                                                               \
-    "7:\n\t"                                                                                       \
-    "vld1.16   {d0, d1}, [%[u]]!\n\t"                                                              \
-    ELT_GRU_GROUP("d0")                                                                            \
-    ELT_GRU_GROUP("d1")                                                                            \
-    "subs      %[n], %[n], #8\n\t"                                                                 \
-    "bne       7b\n"                                                                               \
-    "6:\n\t"
-
-/* The input columns: %[xg] groups of 4 operands (d0) from the frame. */
-#define ELT_GRU_INPUT                                                                              \
-    "mov       %[u], %[xt]\n\t"                                                                    \
-    "mov       %[n], %[xg]\n"                                                                      \
-    "2:\n\t"                                                                                       \
-    "vld1.16   {d0}, [%[u]]!\n\t"                                                                  \
-    ELT_GRU_GROUP("d0")                                                                            \
-    "subs      %[n], %[n], #1\n\t"                                                                 \
-    "bne       2b\n\t"
-
-/* The r and z blocks: acc = b_ih + b_hh, all hidden then input columns, pre = sat16(VRSHL by
- * -(A - 11)). */
-#define ELT_GRU_RZ                                                                                 \
-    "0:\n\t"                                                                                       \
-    "vldmia    %[bias]!, {d8-d15}\n\t"                                                             \
-    ELT_GRU_HIDDEN                                                                                 \
-    ELT_GRU_INPUT                                                                                  \
-    "vdup.32   q0, %[ns]\n\t"                                                                      \
-    "vrshl.s32 q4, q4, q0\n\t"                                                                     \
-    "vrshl.s32 q5, q5, q0\n\t"                                                                     \
-    "vrshl.s32 q6, q6, q0\n\t"                                                                     \
-    "vrshl.s32 q7, q7, q0\n\t"                                                                     \
-    "vqmovn.s32 d0, q4\n\t"                                                                        \
-    "vqmovn.s32 d1, q5\n\t"                                                                        \
-    "vqmovn.s32 d2, q6\n\t"                                                                        \
-    "vqmovn.s32 d3, q7\n\t"                                                                        \
-    "vst1.16   {d0-d3}, [%[pre]]!\n\t"                                                             \
-    "subs      %[blocks], %[blocks], #1\n\t"                                                       \
-    "bne       0b"
-
-/* The n blocks: ah = b_hh + hidden columns, ax = b_ih + input columns, both stored int32. */
-#define ELT_GRU_N                                                                                  \
-    "0:\n\t"                                                                                       \
-    "vldmia    %[bias]!, {d8-d15}\n\t"                                                             \
-    ELT_GRU_HIDDEN                                                                                 \
-    "vstmia    %[ah]!, {d8-d15}\n\t"                                                               \
-    "vldmia    %[bx]!, {d8-d15}\n\t"                                                               \
-    ELT_GRU_INPUT                                                                                  \
-    "vstmia    %[ax]!, {d8-d15}\n\t"                                                               \
-    "subs      %[blocks], %[blocks], #1\n\t"                                                       \
-    "bne       0b"
-
-#define ELT_GRU_CLOBBER                                                                            \
-    "cc", "memory", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", \
-        "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "d26", "d27", "d28", \
-        "d29", "d30", "d31"
-/* clang-format on */
-
-/* Every gate row of one step from hs and the frame's operands xt (Fp values). */
-static inline __attribute__((always_inline)) void
-gates(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, const int16_t *xt)
-{
-    const uint32_t hp = p->hidden_pad;
-    const uint32_t xg = (uint32_t)p->input_pad / ELT_LSTM_COL_GROUP;
-    const int32_t ns = -(int32_t)p->sig_rshift;
-    const int16_t *hs = s->hs;
-    const int16_t *w = p->w;
-    const int32_t *bias = p->bias;
-    const int32_t *bx = p->bias + 2u * hp + p->n_rows;
-    int16_t *pre = s->pre;
-    int32_t *ax = s->ax;
-    int32_t *ah = s->ah;
-    uint32_t blocks = 2u * hp / ELT_LSTM_ROW_BLOCK;
-    const int16_t *u;
-    uint32_t n;
-    __asm__ volatile(ELT_GRU_RZ
-                     : [w] "+r"(w), [bias] "+r"(bias), [pre] "+r"(pre), [blocks] "+r"(blocks),
-                       [u] "=&r"(u), [n] "=&r"(n)
-                     : [hs] "r"(hs), [xt] "r"(xt), [hp] "r"(hp), [xg] "r"(xg), [ns] "r"(ns)
-                     : ELT_GRU_CLOBBER);
-    blocks = (uint32_t)p->n_rows / ELT_LSTM_ROW_BLOCK;
-    __asm__ volatile(ELT_GRU_N
-                     : [w] "+r"(w), [bias] "+r"(bias), [bx] "+r"(bx), [ah] "+r"(ah), [ax] "+r"(ax),
-                       [blocks] "+r"(blocks), [u] "=&r"(u), [n] "=&r"(n)
-                     : [hs] "r"(hs), [xt] "r"(xt), [hp] "r"(hp), [xg] "r"(xg)
-                     : ELT_GRU_CLOBBER);
-}
-
-/* rshift_round(a·f, 15) for int32 a and Q0.15 f in [0, 32767] (VQRDMULH by f·2^16). */
-static inline __attribute__((always_inline)) int32x4_t mul_q15(int32x4_t a, int16x4_t f)
-{
-    return vqrdmulhq_s32(a, vshll_n_s16(f, 16));
-}
-
-/* r, z, n and the new h, hs of every (padded) unit, 8 per iteration. */
-static inline __attribute__((always_inline)) void cell(const elt_gru_s16_params_t *p,
-                                                       const elt_gru_s16_scratch_t *s)
-{
-    const uint32_t hp = p->hidden_pad;
-    const int32x4_t mid = vdupq_n_s32((int32_t)(uintptr_t)(p->sigmoid_full + 32768));
-    const int32x4_t nt = vdupq_n_s32(-(int32_t)p->tanh_rshift);
-    const int16x8_t nh = vdupq_n_s16((int16_t) - (int16_t)p->h_opshift);
-    const int16x8_t k8 = vdupq_n_s16(INT16_MIN);
-    uint32_t j;
-    for (j = 0; j < hp; j += 8u) {
-        const int16x8_t r = elt_sigmoid8(vld1q_s16(s->pre + j), mid);
-        const int16x8_t zg = elt_sigmoid8(vld1q_s16(s->pre + hp + j), mid);
-        /* 2x = sat16(rshift_round(ax + rshift_round(r·ah, 15), A - 12)) */
-        const int32x4_t p0 =
-            vaddq_s32(vld1q_s32(s->ax + j), mul_q15(vld1q_s32(s->ah + j), vget_low_s16(r)));
-        const int32x4_t p1 = vaddq_s32(vld1q_s32(s->ax + j + 4u),
-                                       mul_q15(vld1q_s32(s->ah + j + 4u), vget_high_s16(r)));
-        const int16x8_t x2 =
-            vcombine_s16(vqmovn_s32(vrshlq_s32(p0, nt)), vqmovn_s32(vrshlq_s32(p1, nt)));
-        /* n = 2σ(2x) - 32768: σ in [1, 32767], so 2σ wrapped to int16 with bit 15 flipped */
-        const int16x8_t nn = veorq_s16(vshlq_n_s16(elt_sigmoid8(x2, mid), 1), k8);
-        const int16x8_t h = vld1q_s16(s->h + j);
-        /* h = sat16(n + rshift_round(z·(h - n), 15)), h - n in int32 */
-        const int32x4_t d0 = vsubl_s16(vget_low_s16(h), vget_low_s16(nn));
-        const int32x4_t d1 = vsubl_s16(vget_high_s16(h), vget_high_s16(nn));
-        const int32x4_t h0 = vaddw_s16(mul_q15(d0, vget_low_s16(zg)), vget_low_s16(nn));
-        const int32x4_t h1 = vaddw_s16(mul_q15(d1, vget_high_s16(zg)), vget_high_s16(nn));
-        const int16x8_t hn = vcombine_s16(vqmovn_s32(h0), vqmovn_s32(h1));
-        vst1q_s16(s->h + j, hn);
-        vst1q_s16(s->hs + j, vrshlq_s16(hn, nh));
-    }
-}
-
-#else /* scalar */
-
-/* pre (r, z rows), ah and ax (n rows), every sum over the packed columns u = [hs; xs_t]. */
-static void gates(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, const int16_t *xt)
-{
-    const uint32_t hp = p->hidden_pad;
-    const uint32_t fp = p->input_pad;
-    const uint32_t K = hp + fp;
-    const uint32_t R = 2u * hp + p->n_rows;
-    uint32_t row, k;
-    for (row = 0; row < R; ++row) {
-        /* column k of this row is wr[k * 16] */
-        const int16_t *wr =
-            p->w + (row / ELT_LSTM_ROW_BLOCK) * K * ELT_LSTM_ROW_BLOCK + row % ELT_LSTM_ROW_BLOCK;
-        int32_t a = p->bias[row]; /* every partial sum within the proven int32 bound */
-        for (k = 0; k < hp; ++k) {
-            a += (int32_t)wr[k * ELT_LSTM_ROW_BLOCK] * s->hs[k];
-        }
-        if (row < 2u * hp) {
-            for (k = 0; k < fp; ++k) {
-                a += (int32_t)wr[(hp + k) * ELT_LSTM_ROW_BLOCK] * xt[k];
-            }
-            s->pre[row] = fx_sat16(fx_rshift_round32(a, p->sig_rshift));
-        } else {
-            const uint32_t j = row - 2u * hp;
-            s->ah[j] = a;
-            a = p->bias[R + j];
-            for (k = 0; k < fp; ++k) {
-                a += (int32_t)wr[(hp + k) * ELT_LSTM_ROW_BLOCK] * xt[k];
-            }
-            s->ax[j] = a;
-        }
-    }
-}
-
-/* r, z, n and the new h, hs of every (padded) unit. */
-static void cell(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s)
-{
-    const uint32_t hp = p->hidden_pad;
-    uint32_t j;
-    for (j = 0; j < hp; ++j) {
-        const int16_t rg = elt_sigmoid_q15(p->sigmoid_lut, p->lut_shift, s->pre[j]);
-        const int16_t zg = elt_sigmoid_q15(p->sigmoid_lut, p->lut_shift, s->pre[hp + j]);
-        const int64_t rh = fx_rshift_round64((int64_t)rg * s->ah[j], 15);
-        const int64_t pre = (int64_t)s->ax[j] + rh;
-        const int16_t n = elt_tanh2_q15(p->sigmoid_lut, p->lut_shift,
-                                        fx_sat16_64(fx_rshift_round64(pre, p->tanh_rshift)));
-        const int32_t d = (int32_t)s->h[j] - n;
-        s->h[j] = fx_sat16_64((int64_t)n + fx_rshift_round64((int64_t)zg * d, 15));
-        s->hs[j] = (int16_t)fx_rshift_round32(s->h[j], p->h_opshift);
-    }
-}
-#endif
 
 /* What one step hands on: h_t to seq, and the running mean sum or maximum. */
 static void step_out(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, int16_t *z,
                      int16_t *seq_t)
 {
     const uint32_t H = p->hidden_size;
-    uint32_t j = 0;
+    uint32_t j;
     if (seq_t != 0) {
-#if ELT_NEON
-        for (; j + 8u <= H; j += 8u) {
-            vst1q_s16(seq_t + j, vld1q_s16(s->h + j));
-        }
-#endif
-        for (; j < H; ++j) {
-            seq_t[j] = s->h[j];
-        }
+        copy_h(seq_t, s->h, H);
     }
-    j = 0;
     if (p->pool == ELT_LSTM_POOL_MEAN) {
-        for (; j < H; ++j) {
+        for (j = 0; j < H; ++j) {
             s->acc[j] += s->h[j]; /* |Σ| <= T 2^15 < 2^31 */
         }
     } else if (p->pool == ELT_LSTM_POOL_MAX) {
-#if ELT_NEON
-        for (; j + 8u <= H; j += 8u) {
-            vst1q_s16(z + j, vmaxq_s16(vld1q_s16(z + j), vld1q_s16(s->h + j)));
-        }
-#endif
-        for (; j < H; ++j) {
-            z[j] = s->h[j] > z[j] ? s->h[j] : z[j];
-        }
+        max_h(z, s->h, H);
     }
 }
 
