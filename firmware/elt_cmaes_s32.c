@@ -427,20 +427,17 @@ static inline __attribute__((always_inline)) void elt_tell_active(const elt_cmae
     }
 }
 
-/* 6b. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (docs/cmaes.md §1.2 step 6)
- * with every term one outer product of a scaled vector (p~ = sqrt(c1) p_c; y~ = sqrt|wc_i|
- * y_hat, written over w->z in term order, positive weights first: z is not read again),
- * the products summed exactly in int64 (Q.54, |sum| < 2^63 proven by
- * codegen.quantize.adapt.cmaes_constants), one rounding and saturation per entry. */
-static inline __attribute__((always_inline)) void
-elt_tell_cov(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t *w,
-             const uint8_t *order, int32_t decay, const int32_t k)
+/* 6b, the terms: y~ = sqrt|wc_i| y_hat of every candidate with a weight, written over w->z in
+ * term order (z is not read again), positive weights first; returns their number, *npos_out
+ * the number of positive ones. */
+static inline __attribute__((always_inline)) int32_t elt_tell_rows(const elt_cmaes_params_t *p,
+                                                                  elt_cmaes_work_t *w,
+                                                                  const uint8_t *order,
+                                                                  const int32_t k, int32_t *npos_out)
 {
-    int32_t pt[ELT_K_MAX];
     int32_t npos = 0;
     int32_t nt = 0;
     int32_t i;
-    elt_tell_pt(p, s, pt, k);
     for (i = 0; i < p->lam; i++) {
         const int32_t *yr = w->y[order[i]];
         const int32_t sq = p->wc_sqrt[i];
@@ -453,7 +450,8 @@ elt_tell_cov(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, elt_cmaes_work_t
             npos = nt;
         }
     }
-    elt_cov_update(s->C, pt, w, npos, nt, decay, k);
+    *npos_out = npos;
+    return nt;
 }
 
 /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (docs/cmaes.md §1.2) */
@@ -483,8 +481,11 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
     int32_t zw[ELT_K_MAX];
     int32_t yw[ELT_K_MAX];
     int32_t mnew[ELT_K_MAX];
+    int32_t pt[ELT_K_MAX];
     int64_t n2;
     int32_t hsig;
+    int32_t npos;
+    int32_t nt;
     int32_t a;
     if (k < 1 || k > ELT_K_MAX) {
         __builtin_unreachable(); /* the state is sized by ELT_K_MAX */
@@ -498,8 +499,14 @@ static inline __attribute__((always_inline)) int32_t elt_tell_k(const elt_cmaes_
     hsig = n2 < p->hsig_thr[s->g - 1] ? 1 : 0;
     /* 5. p_c <- (1 - c_c) p_c + h_sigma sqrt(c_c(2-c_c)mu_eff) y_w (docs/cmaes.md §1.2 step 5) */
     elt_tell_pc(p, s, yw, hsig, k);
+    /* 6. C <- decay_h C + c1 p_c p_c^T + sum wc_i y_hat_i y_hat_i^T (docs/cmaes.md §1.2 step 6)
+     * with every term one outer product of a scaled vector (p~ = sqrt(c1) p_c; the y~ of
+     * elt_tell_rows), the products summed exactly in int64 (Q.54, |sum| < 2^63 proven by
+     * codegen.quantize.adapt.cmaes_constants), one rounding and saturation per entry. */
+    elt_tell_pt(p, s, pt, k);
     elt_tell_active(p, w, order, k);
-    elt_tell_cov(p, s, w, order, hsig ? p->decay_h1 : p->decay_h0, k);
+    nt = elt_tell_rows(p, w, order, k, &npos);
+    elt_cov_update(s->C, pt, w, npos, nt, hsig ? p->decay_h1 : p->decay_h0, k);
     elt_tell_sigma(p, s, n2);
     for (a = 0; a < k; a++) {
         s->m[a] = mnew[a];
