@@ -82,9 +82,8 @@ static void elt_cand_rows(const elt_adapt_params_t *p, const int32_t *acc0, cons
 }
 
 /* zt = sat16(rshift_round(z, zt_shift)) for the latent elements i0 .. D - 1 */
-static inline __attribute__((always_inline)) void elt_zt_from(const elt_adapt_params_t *p,
-                                                              const int16_t *z, int16_t *zt,
-                                                              int32_t i)
+static inline __attribute__((always_inline)) void
+elt_zt_from(const elt_adapt_params_t *p, const int16_t *z, int16_t *zt, int32_t i)
 {
     for (; i < p->dim; i++) {
         zt[i] = fx_sat16(fx_rshift_round32(z[i], p->zt_shift));
@@ -279,9 +278,8 @@ static inline __attribute__((always_inline)) void elt_adapt_noadapt(const elt_ad
 }
 
 /* m0: strict 0; continual p_prev; continual_bounded clip(beta p_prev, radius); on the grid (V2) */
-static inline __attribute__((always_inline)) void elt_adapt_m0(const elt_adapt_params_t *p,
-                                                               const elt_adapt_state_t *st,
-                                                               int32_t *m0)
+static inline __attribute__((always_inline)) void
+elt_adapt_m0(const elt_adapt_params_t *p, const elt_adapt_state_t *st, int32_t *m0)
 {
     const elt_cmaes_params_t *ep = &p->es;
     const int32_t k = ep->k;
@@ -305,9 +303,8 @@ static inline __attribute__((always_inline)) void elt_adapt_m0(const elt_adapt_p
 /* 1. A = chol(C); 2. sigma (docs/cmaes.md §6); C = I exactly after the reset
  * (elt_cmaes_reset_s32) and chol(I) = I with no raised pivot: isqrt(2^26 2^26) = 2^26,
  * off-diagonal numerators 0 */
-static inline __attribute__((always_inline)) void elt_adapt_factor(const elt_adapt_params_t *p,
-                                                                   elt_adapt_state_t *st,
-                                                                   elt_adapt_result_t *res)
+static inline __attribute__((always_inline)) void
+elt_adapt_factor(const elt_adapt_params_t *p, elt_adapt_state_t *st, elt_adapt_result_t *res)
 {
     const elt_cmaes_params_t *ep = &p->es;
     const int32_t k = ep->k;
@@ -321,8 +318,9 @@ static inline __attribute__((always_inline)) void elt_adapt_factor(const elt_ada
 
 /* 3. every candidate evaluated: p (V1/V2), z = z_t + V p, logits, H, ranked by (H, index);
  * returns the evaluated p (without V1 the candidate x itself) */
-static inline __attribute__((always_inline)) const int32_t (*elt_adapt_evaluate(
-    const elt_adapt_params_t *p, elt_adapt_state_t *st, const int64_t *cinit))[ELT_K_MAX]
+static inline __attribute__((always_inline))
+const int32_t (*elt_adapt_evaluate(const elt_adapt_params_t *p, elt_adapt_state_t *st,
+                                   const int64_t *cinit))[ELT_K_MAX]
 {
     const elt_cmaes_params_t *ep = &p->es;
     const int32_t k = ep->k;

@@ -260,9 +260,8 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z_from(const int3
 }
 
 /* y_a <- sat32(rshift_round(y_a rn, en + 4)) for a in [a0, k): y 2^25 / ||z|| (|y r| < 2^61) */
-static inline __attribute__((always_inline)) void elt_scale_y_from(int32_t *yr, int32_t a,
-                                                                   const int32_t k, int32_t rn,
-                                                                   int en)
+static inline __attribute__((always_inline)) void
+elt_scale_y_from(int32_t *yr, int32_t a, const int32_t k, int32_t rn, int en)
 {
     for (; a < k; a++) { /* |y r| < 2^61 */
         yr[a] = elt_sat32(fx_rshift_round64((int64_t)yr[a] * rn, en + 4));
@@ -281,9 +280,8 @@ static inline __attribute__((always_inline)) void elt_tell_pt_from(const elt_cma
 }
 
 /* y~ = sat32(rshift_round(sq y, 30)) for a in [a0, k): one term of the covariance update */
-static inline __attribute__((always_inline)) void elt_scale_row_from(int32_t *dst, const int32_t *yr,
-                                                                     int32_t sq, int32_t a,
-                                                                     const int32_t k)
+static inline __attribute__((always_inline)) void
+elt_scale_row_from(int32_t *dst, const int32_t *yr, int32_t sq, int32_t a, const int32_t k)
 {
     for (; a < k; a++) {
         dst[a] = elt_sat32(elt_mul_rr(sq, yr[a], ELT_RATE_FRAC));
@@ -299,9 +297,8 @@ elt_cov_row_from(int32_t *crow, const int32_t *pt, const elt_cmaes_work_t *w, in
 {
     int32_t t;
     for (; b <= a; b++) {
-        int64_t acc =
-            elt_mul_rr(decay, crow[b], ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC) +
-            (int64_t)pt[b] * pt[a];
+        int64_t acc = elt_mul_rr(decay, crow[b], ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC) +
+                      (int64_t)pt[b] * pt[a];
         for (t = 0; t < npos; t++) {
             acc += (int64_t)w->z[t][b] * w->z[t][a];
         }
@@ -431,9 +428,10 @@ static inline __attribute__((always_inline)) void elt_tell_active(const elt_cmae
  * term order (z is not read again), positive weights first; returns their number, *npos_out
  * the number of positive ones. */
 static inline __attribute__((always_inline)) int32_t elt_tell_rows(const elt_cmaes_params_t *p,
-                                                                  elt_cmaes_work_t *w,
-                                                                  const uint8_t *order,
-                                                                  const int32_t k, int32_t *npos_out)
+                                                                   elt_cmaes_work_t *w,
+                                                                   const uint8_t *order,
+                                                                   const int32_t k,
+                                                                   int32_t *npos_out)
 {
     int32_t npos = 0;
     int32_t nt = 0;

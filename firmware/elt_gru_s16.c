@@ -42,8 +42,8 @@ static inline __attribute__((always_inline)) void copy_h_from(int16_t *d, const 
 }
 
 /* z[j] = max(z[j], h[j]) for j in [j0, n). */
-static inline __attribute__((always_inline)) void max_h_from(int16_t *z, const int16_t *h, uint32_t j,
-                                                             uint32_t n)
+static inline __attribute__((always_inline)) void max_h_from(int16_t *z, const int16_t *h,
+                                                             uint32_t j, uint32_t n)
 {
     for (; j < n; ++j) {
         z[j] = h[j] > z[j] ? h[j] : z[j];
@@ -64,7 +64,6 @@ static void operands_x(const elt_gru_s16_params_t *p, const int16_t *x, int16_t 
         operands_frame(p, x + t * F, xs + t * Fp, F, Fp);
     }
 }
-
 
 /* What one step hands on: h_t to seq, and the running mean sum or maximum. */
 static void step_out(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, int16_t *z,

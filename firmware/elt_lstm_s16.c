@@ -59,9 +59,8 @@ static inline __attribute__((always_inline)) void operands_x_from(const elt_lstm
 }
 
 /* y[k] = σ(x[k]) for k in [k0, n) by the interpolated table. */
-static inline __attribute__((always_inline)) void sigmoid_from(const elt_lstm_s16_params_t *p,
-                                                               const int16_t *x, int16_t *y,
-                                                               uint32_t k, uint32_t n)
+static inline __attribute__((always_inline)) void
+sigmoid_from(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t k, uint32_t n)
 {
     for (; k < n; ++k) {
         y[k] = sigmoid_q15(p->sigmoid_lut, p->lut_shift, x[k]);
@@ -69,9 +68,8 @@ static inline __attribute__((always_inline)) void sigmoid_from(const elt_lstm_s1
 }
 
 /* hs = c = 0 for the padded units j0 .. Hp - 1. */
-static inline __attribute__((always_inline)) void state_clear_from(const elt_lstm_s16_params_t *p,
-                                                                   const elt_lstm_s16_scratch_t *s,
-                                                                   uint32_t j)
+static inline __attribute__((always_inline)) void
+state_clear_from(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s, uint32_t j)
 {
     for (; j < p->hidden_pad; ++j) {
         s->hs[j] = 0;

@@ -210,7 +210,8 @@ static inline __attribute__((always_inline)) void copy_le16_from(int16_t *d, con
 }
 
 /* The variant's stages: mfcc_transform (window, block exponent, FFT), mfcc_power, mfcc_mel,
- * mfcc_dct, and the stream's copy_s16 and copy_le16 (firmware/kernels/<variant>/elt_mfcc_s16_ops.h). */
+ * mfcc_dct, and the stream's copy_s16 and copy_le16
+ * (firmware/kernels/<variant>/elt_mfcc_s16_ops.h). */
 #include "elt_mfcc_s16_ops.h"
 
 void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w,

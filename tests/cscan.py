@@ -208,9 +208,9 @@ def _functions_of(code: str, what: str) -> list[Function]:
     return found
 
 
-def scan(src: str, *, jinja: bool = False, what: str = "source") -> tuple[
-    list[Function], list[Directive]
-]:
+def scan(
+    src: str, *, jinja: bool = False, what: str = "source"
+) -> tuple[list[Function], list[Directive]]:
     """The function definitions of a C source (or of the hand-written text of a Jinja template)
     under both branch choices, each once, in line order, and its directives."""
     clean = strip_comments_and_literals(strip_jinja(src) if jinja else src)

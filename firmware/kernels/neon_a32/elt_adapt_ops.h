@@ -112,9 +112,8 @@ static inline __attribute__((always_inline)) int32_t elt_head_neon(const elt_ada
 }
 
 /* The head's logits: every block of 4 classes by elt_head_neon, the rest by elt_head_rows. */
-static inline __attribute__((always_inline)) void elt_head(const elt_adapt_params_t *p,
-                                                           const int16_t *z, int16_t *logits,
-                                                           int32_t *acc)
+static inline __attribute__((always_inline)) void
+elt_head(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits, int32_t *acc)
 {
     const int32_t c = elt_head_neon(p, z, logits, acc);
     if (c < p->n_classes) {
@@ -219,9 +218,8 @@ elt_cand_neon(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *p
 }
 
 /* One candidate's logits, the blocks for the build's C and k where they are. */
-static inline __attribute__((always_inline)) void elt_cand_one(const elt_adapt_params_t *p,
-                                                               const int32_t *acc0,
-                                                               const int32_t *pv, int16_t *logits)
+static inline __attribute__((always_inline)) void
+elt_cand_one(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv, int16_t *logits)
 {
     const int64x2_t gsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->g_shift));
     const int64x2_t hsh = vreinterpretq_s64_s32(vdupq_n_s32(-p->head_shift));

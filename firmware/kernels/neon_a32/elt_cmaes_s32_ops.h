@@ -62,8 +62,7 @@ static inline __attribute__((always_inline)) void elt_chol_rows(const int32_t *c
             sum = vrsraq_n_s64(sum, vmull_n_s32(al, aj[l]), ELT_C_FRAC);
         }
         num = vqmovn_s64(vsubq_s64(
-            vmovl_s32(vset_lane_s32(c[ELT_TRI(i + 1, j)], vdup_n_s32(c[ELT_TRI(i, j)]), 1)),
-            sum));
+            vmovl_s32(vset_lane_s32(c[ELT_TRI(i + 1, j)], vdup_n_s32(c[ELT_TRI(i, j)]), 1)), sum));
         num = vqmovn_s64(vrshlq_s64(vmull_n_s32(num, r), esh));
         a[ELT_TRI(i, j)] = vget_lane_s32(num, 0);
         a[ELT_TRI(i + 1, j)] = vget_lane_s32(num, 1);
@@ -73,8 +72,8 @@ static inline __attribute__((always_inline)) void elt_chol_rows(const int32_t *c
 
 /* elt_chol_cols: the pivot's sum C_jj - sum_l round(A_jl^2 / 2^26), row j's prefix two squares
  * per VMULL, VRSRA #26 */
-static inline __attribute__((always_inline)) int64_t elt_chol_cols_piv(const int32_t *aj,
-                                                                       int32_t j, int64_t piv)
+static inline __attribute__((always_inline)) int64_t elt_chol_cols_piv(const int32_t *aj, int32_t j,
+                                                                       int64_t piv)
 {
     int32_t l;
     int64x2_t dv = vdupq_n_s64(0);
@@ -255,8 +254,8 @@ static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
 }
 
 /* elt_sample_group: zr = rshift_round(z, 5) of the ng candidates i.. (VRSHR #5 four at a time) */
-static inline __attribute__((always_inline)) void elt_group_zr(const elt_cmaes_work_t *w,
-                                                               int32_t i, int32_t k, const int ng,
+static inline __attribute__((always_inline)) void elt_group_zr(const elt_cmaes_work_t *w, int32_t i,
+                                                               int32_t k, const int ng,
                                                                int32_t (*zr)[ELT_K_MAX])
 {
     int32_t a;
@@ -276,9 +275,8 @@ static inline __attribute__((always_inline)) void elt_group_zr(const elt_cmaes_w
 /* elt_sample_group: y = A z of the ng candidates from their zr, each row of A (packed,
  * contiguous) loaded once for all of them, times zr by VMLAL.S32 four products per candidate
  * and step, the lanes summed pairwise, VRSHR #22, VQMOVN. */
-static inline __attribute__((always_inline)) void elt_group_y(elt_cmaes_work_t *w, int32_t i,
-                                                              int32_t k, const int ng,
-                                                              int32_t (*zr)[ELT_K_MAX])
+static inline __attribute__((always_inline)) void
+elt_group_y(elt_cmaes_work_t *w, int32_t i, int32_t k, const int ng, int32_t (*zr)[ELT_K_MAX])
 {
     const int32_t *ar = w->A;
     int32_t a;
@@ -445,8 +443,7 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
  * the rotation folds into the next step's EOR as a ROR operand), the four s1 into NEON by two
  * VMOV, then the output function and the normals in lanes: the same draws in the same order */
 static inline __attribute__((always_inline)) void elt_draw_quads(elt_cmaes_work_t *w, uint32_t *st,
-                                                                 const int32_t lam,
-                                                                 const int32_t k,
+                                                                 const int32_t lam, const int32_t k,
                                                                  const int32_t *gauss_lut)
 {
     uint32_t x0 = st[0];
@@ -468,13 +465,13 @@ static inline __attribute__((always_inline)) void elt_draw_quads(elt_cmaes_work_
                 x0 ^= xq;
                 x2 ^= o[r] << 9;
             }
-            vst1q_s32(&w->z[i][a],
-                      elt_gauss4(elt_xoshiro_out4(vsetq_lane_u32(
-                                     o[3],
-                                     vsetq_lane_u32(
-                                         o[2], vsetq_lane_u32(o[1], vdupq_n_u32(o[0]), 1), 2),
-                                     3)),
-                                 gauss_lut));
+            vst1q_s32(
+                &w->z[i][a],
+                elt_gauss4(
+                    elt_xoshiro_out4(vsetq_lane_u32(
+                        o[3], vsetq_lane_u32(o[2], vsetq_lane_u32(o[1], vdupq_n_u32(o[0]), 1), 2),
+                        3)),
+                    gauss_lut));
         }
     }
     st[0] = x0;
@@ -710,11 +707,9 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
 /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike: four dimensions per step, each parent's quad
  * by VMULL by lane w_i, VRSRA #30 (each product rounded, the sum exact in int64), VQMOVN
  * (sat32). */
-static inline __attribute__((always_inline)) void elt_tell_mean(const elt_cmaes_params_t *p,
-                                                                const elt_cmaes_work_t *w,
-                                                                const uint8_t *order,
-                                                                const int32_t k, int32_t *mnew,
-                                                                int32_t *zw, int32_t *yw)
+static inline __attribute__((always_inline)) void
+elt_tell_mean(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint8_t *order,
+              const int32_t k, int32_t *mnew, int32_t *zw, int32_t *yw)
 {
     int32_t a = 0;
     int32_t i;
@@ -828,28 +823,24 @@ static inline __attribute__((always_inline)) void elt_scale_y(int32_t *yr, const
         const int32x4_t yv = vld1q_s32(yr + a);
         vst1q_s32(
             yr + a,
-            vcombine_s32(
-                vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)),
-                vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh))));
+            vcombine_s32(vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)),
+                         vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh))));
     }
     for (; a + 2 <= k; a += 2) {
-        vst1_s32(yr + a,
-                 vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
+        vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
     }
     elt_scale_y_from(yr, a, k, rn, en);
 }
 
 /* p~ = sqrt(c1) p_c, two dimensions per VMULL, VQRSHRN #30 = sat32(rshift_round(., 30)) */
-static inline __attribute__((always_inline)) void elt_tell_pt(const elt_cmaes_params_t *p,
-                                                              const elt_cmaes_state_t *s,
-                                                              int32_t *pt, const int32_t k)
+static inline __attribute__((always_inline)) void
+elt_tell_pt(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, int32_t *pt, const int32_t k)
 {
     int32_t a = 0;
     const int32x2_t cv = vdup_n_s32(p->c1_sqrt);
     ELT_UNROLL_K
     for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
-        vst1_s32(&pt[a],
-                 vqrshrn_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cv, 0), ELT_RATE_FRAC));
+        vst1_s32(&pt[a], vqrshrn_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cv, 0), ELT_RATE_FRAC));
     }
     elt_tell_pt_from(p, s, pt, a, k);
 }
@@ -863,15 +854,13 @@ static inline __attribute__((always_inline)) void elt_scale_row(int32_t *dst, co
     ELT_UNROLL_K
     for (; a + 4 <= k; a += 4) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
         const int32x4_t yv = vld1q_s32(yr + a);
-        vst1q_s32(dst + a,
-                  vcombine_s32(vqrshrn_n_s64(vmull_lane_s32(vget_low_s32(yv), sv, 0),
-                                             ELT_RATE_FRAC),
-                               vqrshrn_n_s64(vmull_lane_s32(vget_high_s32(yv), sv, 0),
-                                             ELT_RATE_FRAC)));
+        vst1q_s32(
+            dst + a,
+            vcombine_s32(vqrshrn_n_s64(vmull_lane_s32(vget_low_s32(yv), sv, 0), ELT_RATE_FRAC),
+                         vqrshrn_n_s64(vmull_lane_s32(vget_high_s32(yv), sv, 0), ELT_RATE_FRAC)));
     }
     for (; a + 2 <= k; a += 2) {
-        vst1_s32(dst + a,
-                 vqrshrn_n_s64(vmull_lane_s32(vld1_s32(yr + a), sv, 0), ELT_RATE_FRAC));
+        vst1_s32(dst + a, vqrshrn_n_s64(vmull_lane_s32(vld1_s32(yr + a), sv, 0), ELT_RATE_FRAC));
     }
     elt_scale_row_from(dst, yr, sq, a, k);
 }

@@ -1,8 +1,8 @@
 /*
  * The GRU encoder's operations on the Cortex-A9 (firmware/elt_gru_s16.c includes this file after
  * its scalar helpers; firmware/kernels/ref/elt_gru_s16_ops.h is the plain C of the same
- * functions): Cortex-A9 NEON, integer only; QEMU -icount charges one unit per instruction, so the kernel
- * is written for the fewest instructions per multiply-accumulate (the LSTM kernel's scheme,
+ * functions): Cortex-A9 NEON, integer only; QEMU -icount charges one unit per instruction, so the
+ * kernel is written for the fewest instructions per multiply-accumulate (the LSTM kernel's scheme,
  * elt_lstm_s16.c):
  *   gates: per block of 16 rows, four int32x4 accumulators (q4-q7) start at the bias; every 4
  *     packed columns are one VLDMIA of 16 d-registers (64 weights) and 16 VMLAL.S16 by the lanes
@@ -194,7 +194,6 @@ static inline __attribute__((always_inline)) void cell(const elt_gru_s16_params_
         vst1q_s16(s->hs + j, vrshlq_s16(hn, nh));
     }
 }
-
 
 /* d = h, n values, 8 per VLD1/VST1. */
 static inline __attribute__((always_inline)) void copy_h(int16_t *d, const int16_t *h, uint32_t n)

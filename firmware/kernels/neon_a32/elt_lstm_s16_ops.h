@@ -42,9 +42,8 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
 }
 
 /* y = σ(x) for n values, 8 lanes at a time from sigmoid_full (elt_sigmoid8). */
-static inline __attribute__((always_inline)) void sigmoid_n(const elt_lstm_s16_params_t *p,
-                                                            const int16_t *x, int16_t *y,
-                                                            uint32_t n)
+static inline __attribute__((always_inline)) void
+sigmoid_n(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n)
 {
     uint32_t k = 0;
     const int32x4_t mid = sigmoid_mid(p);
@@ -67,8 +66,7 @@ static void state_clear(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scrat
 }
 
 /* z = src, n values, 8 per VLD1/VST1. */
-static inline __attribute__((always_inline)) void copy_h(int16_t *z, const int16_t *src,
-                                                         uint32_t n)
+static inline __attribute__((always_inline)) void copy_h(int16_t *z, const int16_t *src, uint32_t n)
 {
     uint32_t j = 0;
     for (; j + 8u <= n; j += 8u) {
@@ -115,9 +113,8 @@ static void kernel_frames(const elt_lstm_s16_params_t *p, const int16_t *x,
 
 /* The last layer's generated kernel over the T frames of x into its pooling state, if the
  * build has one: 1 when it ran. */
-static inline __attribute__((always_inline)) int kernel_pool_run(const elt_lstm_s16_params_t *p,
-                                                                 const int16_t *x,
-                                                                 const elt_lstm_s16_scratch_t *s)
+static inline __attribute__((always_inline)) int
+kernel_pool_run(const elt_lstm_s16_params_t *p, const int16_t *x, const elt_lstm_s16_scratch_t *s)
 {
     if (!ELT_LSTM_KERNEL_ON || p->kernel == 0) {
         return 0;
@@ -142,9 +139,8 @@ static inline __attribute__((always_inline)) int kernel_seq_run(const elt_lstm_s
 /* One step of the layer's generated kernel on the operands in s->xs: 1 when it ran. Without
  * pooling (z NULL: the first of two layers) the kernel's role is the sequence and one step of
  * it writes h. */
-static inline __attribute__((always_inline)) int kernel_step_run(const elt_lstm_s16_params_t *p,
-                                                                 const elt_lstm_s16_scratch_t *s,
-                                                                 const int16_t *z)
+static inline __attribute__((always_inline)) int
+kernel_step_run(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s, const int16_t *z)
 {
     if (!ELT_LSTM_KERNEL_ON || p->kernel == 0) {
         return 0;

@@ -11,7 +11,6 @@
 
 #include "elt_neon_a32.h"
 
-
 /* Every NEON register the assembly blocks below use (d8-d15 are callee-saved: GCC saves
  * them once per call). */
 #define MFCC_NEON_CLOBBERS                                                                         \

@@ -14,7 +14,8 @@
 #include "elt_neon.h"
 
 #if !ELT_NEON
-#error "firmware/kernels/neon_a32 needs an ARMv7-A NEON build (gcc -mfpu=neon, no -DELT_SCALAR): build with firmware/kernels/ref otherwise (codegen/target/sources.py)"
+/* a build without NEON takes firmware/kernels/ref (codegen/target/sources.py) */
+#error "firmware/kernels/neon_a32 needs a NEON build: gcc -mfpu=neon, no -DELT_SCALAR"
 #endif
 
 _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresses in uint32 lanes");

@@ -14,8 +14,8 @@ static inline void elt_head(const elt_adapt_params_t *p, const int16_t *z, int16
 }
 
 /* One candidate's logits. */
-static inline void elt_cand_one(const elt_adapt_params_t *p, const int32_t *acc0,
-                                const int32_t *pv, int16_t *logits)
+static inline void elt_cand_one(const elt_adapt_params_t *p, const int32_t *acc0, const int32_t *pv,
+                                int16_t *logits)
 {
     elt_cand_rows(p, acc0, pv, logits, 0);
 }

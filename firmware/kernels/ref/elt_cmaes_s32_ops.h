@@ -52,11 +52,9 @@ static inline __attribute__((always_inline)) void elt_sample_yx(const elt_cmaes_
 }
 
 /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike. */
-static inline __attribute__((always_inline)) void elt_tell_mean(const elt_cmaes_params_t *p,
-                                                                const elt_cmaes_work_t *w,
-                                                                const uint8_t *order,
-                                                                const int32_t k, int32_t *mnew,
-                                                                int32_t *zw, int32_t *yw)
+static inline __attribute__((always_inline)) void
+elt_tell_mean(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint8_t *order,
+              const int32_t k, int32_t *mnew, int32_t *zw, int32_t *yw)
 {
     elt_tell_mean_from(p, w, order, 0, k, mnew, zw, yw);
 }
@@ -92,9 +90,8 @@ static inline __attribute__((always_inline)) void elt_scale_y(int32_t *yr, const
 }
 
 /* p~ = sqrt(c1) p_c, 0 past k. */
-static inline __attribute__((always_inline)) void elt_tell_pt(const elt_cmaes_params_t *p,
-                                                              const elt_cmaes_state_t *s,
-                                                              int32_t *pt, const int32_t k)
+static inline __attribute__((always_inline)) void
+elt_tell_pt(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, int32_t *pt, const int32_t k)
 {
     elt_tell_pt_from(p, s, pt, 0, k);
 }
