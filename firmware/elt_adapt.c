@@ -99,17 +99,21 @@ static inline __attribute__((always_inline)) void elt_copy_s32_from(int32_t *d, 
     }
 }
 
-/* d[i] = s[i] for i in [i0, n) */
-static inline __attribute__((always_inline)) void elt_copy_s16_from(int16_t *d, const int16_t *s,
-                                                                    int32_t i, int32_t n)
+/* The best candidate's p from a0 on and its logits from i0 on into the result. */
+static inline __attribute__((always_inline)) void
+elt_copy_best_from(elt_adapt_result_t *res, const int32_t *pj, const int16_t *lj, int32_t a,
+                   int32_t k, int32_t i, int32_t ncls)
 {
-    for (; i < n; i++) {
-        d[i] = s[i];
+    for (; a < k; a++) {
+        res->p_best[a] = pj[a];
+    }
+    for (; i < ncls; i++) {
+        res->logits[i] = lj[i];
     }
 }
 
 /* The variant's operations: elt_head, elt_cand_one, elt_cand_each, elt_cand_kernel_ok, elt_rank,
- * elt_zt, elt_copy_s32, elt_copy_s16 (firmware/kernels/<variant>/elt_adapt_ops.h). */
+ * elt_zt, elt_copy_s32, elt_copy_best (firmware/kernels/<variant>/elt_adapt_ops.h). */
 #include "elt_adapt_ops.h"
 
 void elt_head_s16(const elt_adapt_params_t *p, const int16_t *z, int16_t *logits, int32_t *acc)
@@ -249,14 +253,11 @@ static void elt_adapt_trace_best(const elt_adapt_result_t *res, int32_t k, int32
 #endif
 
 /* no-adapt: z_t in the latent format, logits, H, argmax; the result starts from them */
-static inline __attribute__((always_inline)) void elt_adapt_noadapt(const elt_adapt_params_t *p,
-                                                                    elt_adapt_state_t *st,
-                                                                    const int16_t *z_q15,
-                                                                    elt_adapt_result_t *res)
+static inline __attribute__((always_inline)) void
+elt_adapt_noadapt(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int16_t *z_q15,
+                  elt_adapt_result_t *res, const int32_t k, const int32_t ncls)
 {
     const elt_cmaes_params_t *ep = &p->es;
-    const int32_t k = ep->k;
-    const int32_t ncls = p->n_classes;
     int32_t i;
     int32_t a;
     elt_zt(p, z_q15, st->zt);
@@ -279,10 +280,9 @@ static inline __attribute__((always_inline)) void elt_adapt_noadapt(const elt_ad
 
 /* m0: strict 0; continual p_prev; continual_bounded clip(beta p_prev, radius); on the grid (V2) */
 static inline __attribute__((always_inline)) void
-elt_adapt_m0(const elt_adapt_params_t *p, const elt_adapt_state_t *st, int32_t *m0)
+elt_adapt_m0(const elt_adapt_params_t *p, const elt_adapt_state_t *st, int32_t *m0, const int32_t k)
 {
     const elt_cmaes_params_t *ep = &p->es;
-    const int32_t k = ep->k;
     int32_t a;
     for (a = 0; a < k; a++) {
         m0[a] = (p->mode == ELT_MODE_STRICT) ? 0 : st->p_prev[a];
@@ -303,11 +303,12 @@ elt_adapt_m0(const elt_adapt_params_t *p, const elt_adapt_state_t *st, int32_t *
 /* 1. A = chol(C); 2. sigma (docs/cmaes.md §6); C = I exactly after the reset
  * (elt_cmaes_reset_s32) and chol(I) = I with no raised pivot: isqrt(2^26 2^26) = 2^26,
  * off-diagonal numerators 0 */
-static inline __attribute__((always_inline)) void
-elt_adapt_factor(const elt_adapt_params_t *p, elt_adapt_state_t *st, elt_adapt_result_t *res)
+static inline __attribute__((always_inline)) void elt_adapt_factor(const elt_adapt_params_t *p,
+                                                                   elt_adapt_state_t *st,
+                                                                   elt_adapt_result_t *res,
+                                                                   const int32_t k)
 {
     const elt_cmaes_params_t *ep = &p->es;
-    const int32_t k = ep->k;
     if (st->es.g == 0) {
         elt_copy_s32(st->work.A, st->es.C, k * (k + 1) / 2);
     } else {
@@ -320,10 +321,10 @@ elt_adapt_factor(const elt_adapt_params_t *p, elt_adapt_state_t *st, elt_adapt_r
  * returns the evaluated p (without V1 the candidate x itself) */
 static inline __attribute__((always_inline))
 const int32_t (*elt_adapt_evaluate(const elt_adapt_params_t *p, elt_adapt_state_t *st,
-                                   const int64_t *cinit))[ELT_K_MAX]
+                                   const int64_t *cinit, const int32_t k,
+                                   const int32_t ncls))[ELT_K_MAX]
 {
     const elt_cmaes_params_t *ep = &p->es;
-    const int32_t k = ep->k;
     const int32_t(*pe)[ELT_K_MAX];
     int32_t i;
     int32_t a;
@@ -341,20 +342,21 @@ const int32_t (*elt_adapt_evaluate(const elt_adapt_params_t *p, elt_adapt_state_
     }
     /* logits of z_t + V p by the folded head: acc0 + G p (docs/numeric.md §5.1) */
     elt_cand_logits_rows(p, st->acc0, cinit, pe, ep->lam, st->logits);
-    elt_entropy_s16_rows(st->logits[0], ELT_C_MAX, ep->lam, p->n_classes, p->logit_frac,
-                         ep->exp2_lut, p->log2_lut, st->H);
+    elt_entropy_s16_rows(st->logits[0], ELT_C_MAX, ep->lam, ncls, p->logit_frac, ep->exp2_lut,
+                         p->log2_lut, st->H);
     elt_rank(st->H, ep->lam, st->order);
     return pe;
 }
 
 /* 4-10. tell with the continuous candidates; V1 mean; V2 state on the grid; returns h_sigma */
 static inline __attribute__((always_inline)) int32_t elt_adapt_tell(const elt_adapt_params_t *p,
-                                                                    elt_adapt_state_t *st)
+                                                                    elt_adapt_state_t *st,
+                                                                    const int32_t k)
 {
     const elt_cmaes_params_t *ep = &p->es;
     const int32_t hsig = elt_cmaes_tell_s32(ep, &st->es, &st->work, st->order);
     if (p->qv1) {
-        elt_q1bit_s32(st->es.m, ep->k);
+        elt_q1bit_s32(st->es.m, k);
     }
     if (ep->grid_on) {
         elt_cmaes_requant_state_s32(ep, &st->es);
@@ -376,14 +378,14 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
     int32_t best_i = 0;
     int32_t t;
     int32_t a;
-    elt_adapt_noadapt(p, st, z_q15, res);
+    elt_adapt_noadapt(p, st, z_q15, res, k, ncls);
     if (p->mode == ELT_MODE_NO_ADAPT) {
         res->H_best = res->H_noadapt;
         res->pred = res->pred_noadapt;
         elt_adapt_trace_noadapt(res, k);
         return;
     }
-    elt_adapt_m0(p, st, m0);
+    elt_adapt_m0(p, st, m0, k);
     if (elt_cand_kernel_ok(p)) {
         elt_cand_init(p, st->acc0, cinit_buf);
         cinit = cinit_buf;
@@ -395,25 +397,24 @@ void elt_adapt_run(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int
         const int32_t(*pe)[ELT_K_MAX];
         int32_t j;
         int32_t hsig;
-        elt_adapt_factor(p, st, res);
+        elt_adapt_factor(p, st, res, k);
         elt_adapt_trace_factor(st, k, t);
         /* z, y = A z, x = m + sigma y (docs/cmaes.md §6) */
         elt_cmaes_sample_s32(ep, &st->es, &st->work, &st->rng, p->gauss_lut);
-        pe = elt_adapt_evaluate(p, st, cinit);
+        pe = elt_adapt_evaluate(p, st, cinit, k, ncls);
         /* best sampled p over all iterations, ties by (H, iteration, index) */
         j = st->order[0];
         if (st->H[j] < best_h) {
             best_h = st->H[j];
             best_t = t;
             best_i = j;
-            elt_copy_s32(res->p_best, pe[j], k);
-            elt_copy_s16(res->logits, st->logits[j], ncls);
+            elt_copy_best(res, pe[j], st->logits[j], k, ncls);
         }
         elt_adapt_trace_eval(p, st, pe, t);
         if (!ELT_ADAPT_TRACED && t == ep->n_iter - 1) {
             break; /* the last tell's state is never read: the output is the best sampled p */
         }
-        hsig = elt_adapt_tell(p, st);
+        hsig = elt_adapt_tell(p, st, k);
         elt_adapt_trace_tell(st, k, hsig, t);
         (void)hsig;
     }

@@ -352,15 +352,22 @@ static inline __attribute__((always_inline)) void elt_copy_s32(int32_t *d, const
     elt_copy_s32_from(d, s, i, n);
 }
 
-/* d = s, n int16, four per VLD1/VST1. */
-static inline __attribute__((always_inline)) void elt_copy_s16(int16_t *d, const int16_t *s,
-                                                               int32_t n)
+/* The best candidate so far into the result: its p (k int32) and its logits (C int16), four
+ * per VLD1/VST1, then the tails. */
+static inline __attribute__((always_inline)) void elt_copy_best(elt_adapt_result_t *res,
+                                                                const int32_t *pj,
+                                                                const int16_t *lj, int32_t k,
+                                                                int32_t ncls)
 {
+    int32_t a = 0;
     int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        vst1_s16(d + i, vld1_s16(s + i));
+    for (; a + 4 <= k; a += 4) {
+        vst1q_s32(res->p_best + a, vld1q_s32(pj + a));
     }
-    elt_copy_s16_from(d, s, i, n);
+    for (; i + 4 <= ncls; i += 4) {
+        vst1_s16(res->logits + i, vld1_s16(lj + i));
+    }
+    elt_copy_best_from(res, pj, lj, a, k, i, ncls);
 }
 
 #endif /* ELT_ADAPT_OPS_H */

@@ -65,10 +65,11 @@ static inline void elt_copy_s32(int32_t *d, const int32_t *s, int32_t n)
     elt_copy_s32_from(d, s, 0, n);
 }
 
-/* d = s, n int16. */
-static inline void elt_copy_s16(int16_t *d, const int16_t *s, int32_t n)
+/* The best candidate so far into the result: its p (k int32) and its logits (C int16). */
+static inline void elt_copy_best(elt_adapt_result_t *res, const int32_t *pj, const int16_t *lj,
+                                 int32_t k, int32_t ncls)
 {
-    elt_copy_s16_from(d, s, 0, n);
+    elt_copy_best_from(res, pj, lj, 0, k, 0, ncls);
 }
 
 #endif /* ELT_ADAPT_OPS_H */
