@@ -314,10 +314,10 @@ elt_cov_row_from(int32_t *crow, const int32_t *pt, const elt_cmaes_work_t *w, in
  * elt_scale_row, elt_cov_update (firmware/kernels/<variant>/elt_cmaes_s32_ops.h). */
 #include "elt_cmaes_s32_ops.h"
 
-/* docs/cmaes.md §6 step 1: A_jj = isqrt(max(C_jj - sum A_jl^2, eps) 2^26), then the rows below
+/* elt_cmaes_chol_s32 for one k (a constant where the caller knows it, so GCC unrolls),
+ * docs/cmaes.md §6 step 1: A_jj = isqrt(max(C_jj - sum A_jl^2, eps) 2^26), then the rows below
  * it (elt_chol_rows). Packed rows are contiguous, so every sum is a dot product of two row
  * prefixes. */
-/* elt_cmaes_chol_s32 for one k (a constant where the caller knows it, so GCC unrolls) */
 static inline __attribute__((always_inline)) int32_t elt_chol_k(const int32_t *c, const int32_t k,
                                                                 int32_t *a)
 {
