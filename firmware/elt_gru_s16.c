@@ -10,78 +10,15 @@
  *
  * Two implementations of the same contract over the same packed arrays: Cortex-A9 NEON and plain
  * C, elt_gru_s16_ops.h of the build's kernel variant (firmware/kernels/<variant>/,
- * codegen/target/sources.py): the gate rows, the cell and the vector copies of one step.
+ * codegen/target/sources.py): the operands, the gate rows, the cell and what a step hands on.
  */
 #include "elt_gru_s16.h"
 
 #include "fw_fixed.h"
 
-/* Frame operands from element k on: st[k] = rshift_round(xt[k], x_opshift) for k < F, then
- * zeros up to Fp (the pad columns meet zero weights; zeros keep the sums exact whatever they
- * meet). */
-static inline __attribute__((always_inline)) void operands_frame_from(const elt_gru_s16_params_t *p,
-                                                                      const int16_t *xt,
-                                                                      int16_t *st, uint32_t k,
-                                                                      uint32_t F, uint32_t Fp)
-{
-    for (; k < F; ++k) {
-        st[k] = (int16_t)fx_rshift_round32(xt[k], p->x_opshift);
-    }
-    for (; k < Fp; ++k) {
-        st[k] = 0;
-    }
-}
-
-/* d[j] = h[j] for j in [j0, n). */
-static inline __attribute__((always_inline)) void copy_h_from(int16_t *d, const int16_t *h,
-                                                              uint32_t j, uint32_t n)
-{
-    for (; j < n; ++j) {
-        d[j] = h[j];
-    }
-}
-
-/* z[j] = max(z[j], h[j]) for j in [j0, n). */
-static inline __attribute__((always_inline)) void max_h_from(int16_t *z, const int16_t *h,
-                                                             uint32_t j, uint32_t n)
-{
-    for (; j < n; ++j) {
-        z[j] = h[j] > z[j] ? h[j] : z[j];
-    }
-}
-
-/* The variant's operations: operands_frame, gates, cell, copy_h and max_h
+/* The variant's operations: operands_x, gates, cell and step_out
  * (firmware/kernels/<variant>/elt_gru_s16_ops.h). */
 #include "elt_gru_s16_ops.h"
-
-/* xs = rshift_round(x, x_opshift) for all T frames, each frame padded to Fp with zeros. */
-static void operands_x(const elt_gru_s16_params_t *p, const int16_t *x, int16_t *xs)
-{
-    const uint32_t F = p->input_size;
-    const uint32_t Fp = p->input_pad;
-    uint32_t t;
-    for (t = 0; t < p->num_frames; ++t) {
-        operands_frame(p, x + t * F, xs + t * Fp, F, Fp);
-    }
-}
-
-/* What one step hands on: h_t to seq, and the running mean sum or maximum. */
-static void step_out(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, int16_t *z,
-                     int16_t *seq_t)
-{
-    const uint32_t H = p->hidden_size;
-    uint32_t j;
-    if (seq_t != 0) {
-        copy_h(seq_t, s->h, H);
-    }
-    if (p->pool == ELT_LSTM_POOL_MEAN) {
-        for (j = 0; j < H; ++j) {
-            s->acc[j] += s->h[j]; /* |Σ| <= T 2^15 < 2^31 */
-        }
-    } else if (p->pool == ELT_LSTM_POOL_MAX) {
-        max_h(z, s->h, H);
-    }
-}
 
 void elt_gru_s16_run(const elt_gru_s16_params_t *p, const int16_t *x,
                      const elt_gru_s16_scratch_t *s, int16_t *z, int16_t *seq)

@@ -18,17 +18,28 @@
 
 #include "elt_neon_a32.h"
 
-/* Frame operands: VRSHL by -x_opshift four at a time, the rest (and the pad) one by one. */
-static inline __attribute__((always_inline)) void operands_frame(const elt_gru_s16_params_t *p,
-                                                                 const int16_t *xt, int16_t *st,
-                                                                 uint32_t F, uint32_t Fp)
+/* xs = rshift_round(x, x_opshift) for all T frames, each frame padded to Fp with zeros: VRSHL by
+ * -x_opshift four at a time, the rest (and the pad) one by one. */
+static void operands_x(const elt_gru_s16_params_t *p, const int16_t *x, int16_t *xs)
 {
+    const uint32_t F = p->input_size;
+    const uint32_t Fp = p->input_pad;
+    uint32_t t, k;
     const int16x4_t neg = vdup_n_s16((int16_t) - (int16_t)p->x_opshift);
-    uint32_t k = 0;
-    for (; k + 4u <= F; k += 4u) {
-        vst1_s16(st + k, vrshl_s16(vld1_s16(xt + k), neg));
+    for (t = 0; t < p->num_frames; ++t) {
+        const int16_t *xt = x + t * F;
+        int16_t *st = xs + t * Fp;
+        k = 0;
+        for (; k + 4u <= F; k += 4u) {
+            vst1_s16(st + k, vrshl_s16(vld1_s16(xt + k), neg));
+        }
+        for (; k < F; ++k) {
+            st[k] = (int16_t)fx_rshift_round32(xt[k], p->x_opshift);
+        }
+        for (; k < Fp; ++k) {
+            st[k] = 0;
+        }
     }
-    operands_frame_from(p, xt, st, k, F, Fp);
 }
 
 /* clang-format off */
@@ -195,24 +206,34 @@ static inline __attribute__((always_inline)) void cell(const elt_gru_s16_params_
     }
 }
 
-/* d = h, n values, 8 per VLD1/VST1. */
-static inline __attribute__((always_inline)) void copy_h(int16_t *d, const int16_t *h, uint32_t n)
+/* What one step hands on: h_t to seq, and the running mean sum or maximum; eight units per
+ * VLD1/VST1 or VMAX, the rest one by one. */
+static void step_out(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, int16_t *z,
+                     int16_t *seq_t)
 {
+    const uint32_t H = p->hidden_size;
     uint32_t j = 0;
-    for (; j + 8u <= n; j += 8u) {
-        vst1q_s16(d + j, vld1q_s16(h + j));
+    if (seq_t != 0) {
+        for (; j + 8u <= H; j += 8u) {
+            vst1q_s16(seq_t + j, vld1q_s16(s->h + j));
+        }
+        for (; j < H; ++j) {
+            seq_t[j] = s->h[j];
+        }
     }
-    copy_h_from(d, h, j, n);
-}
-
-/* z = max(z, h), n values, 8 per VMAX. */
-static inline __attribute__((always_inline)) void max_h(int16_t *z, const int16_t *h, uint32_t n)
-{
-    uint32_t j = 0;
-    for (; j + 8u <= n; j += 8u) {
-        vst1q_s16(z + j, vmaxq_s16(vld1q_s16(z + j), vld1q_s16(h + j)));
+    j = 0;
+    if (p->pool == ELT_LSTM_POOL_MEAN) {
+        for (; j < H; ++j) {
+            s->acc[j] += s->h[j]; /* |Σ| <= T 2^15 < 2^31 */
+        }
+    } else if (p->pool == ELT_LSTM_POOL_MAX) {
+        for (; j + 8u <= H; j += 8u) {
+            vst1q_s16(z + j, vmaxq_s16(vld1q_s16(z + j), vld1q_s16(s->h + j)));
+        }
+        for (; j < H; ++j) {
+            z[j] = s->h[j] > z[j] ? s->h[j] : z[j];
+        }
     }
-    max_h_from(z, h, j, n);
 }
 
 #endif /* ELT_GRU_S16_OPS_H */

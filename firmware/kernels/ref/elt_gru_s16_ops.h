@@ -6,11 +6,23 @@
 #ifndef ELT_GRU_S16_OPS_H
 #define ELT_GRU_S16_OPS_H
 
-/* Frame operands one by one, then the zero pad. */
-static inline void operands_frame(const elt_gru_s16_params_t *p, const int16_t *xt, int16_t *st,
-                                  uint32_t F, uint32_t Fp)
+/* xs = rshift_round(x, x_opshift) for all T frames, each frame padded to Fp with zeros. */
+static void operands_x(const elt_gru_s16_params_t *p, const int16_t *x, int16_t *xs)
 {
-    operands_frame_from(p, xt, st, 0, F, Fp);
+    const uint32_t F = p->input_size;
+    const uint32_t Fp = p->input_pad;
+    uint32_t t;
+    for (t = 0; t < p->num_frames; ++t) {
+        const int16_t *xt = x + t * F;
+        int16_t *st = xs + t * Fp;
+        uint32_t k;
+        for (k = 0; k < F; ++k) {
+            st[k] = (int16_t)fx_rshift_round32(xt[k], p->x_opshift);
+        }
+        for (; k < Fp; ++k) {
+            st[k] = 0;
+        }
+    }
 }
 
 /* pre (r, z rows), ah and ax (n rows), every sum over the packed columns u = [hs; xs_t]. */
@@ -64,16 +76,26 @@ static void cell(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s)
     }
 }
 
-/* d = h, n values. */
-static inline void copy_h(int16_t *d, const int16_t *h, uint32_t n)
+/* What one step hands on: h_t to seq, and the running mean sum or maximum. */
+static void step_out(const elt_gru_s16_params_t *p, const elt_gru_s16_scratch_t *s, int16_t *z,
+                     int16_t *seq_t)
 {
-    copy_h_from(d, h, 0, n);
-}
-
-/* z = max(z, h), n values. */
-static inline void max_h(int16_t *z, const int16_t *h, uint32_t n)
-{
-    max_h_from(z, h, 0, n);
+    const uint32_t H = p->hidden_size;
+    uint32_t j;
+    if (seq_t != 0) {
+        for (j = 0; j < H; ++j) {
+            seq_t[j] = s->h[j];
+        }
+    }
+    if (p->pool == ELT_LSTM_POOL_MEAN) {
+        for (j = 0; j < H; ++j) {
+            s->acc[j] += s->h[j]; /* |Σ| <= T 2^15 < 2^31 */
+        }
+    } else if (p->pool == ELT_LSTM_POOL_MAX) {
+        for (j = 0; j < H; ++j) {
+            z[j] = s->h[j] > z[j] ? s->h[j] : z[j];
+        }
+    }
 }
 
 #endif /* ELT_GRU_S16_OPS_H */
