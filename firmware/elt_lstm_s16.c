@@ -47,45 +47,6 @@ int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2)
     return (int16_t)(2 * (int32_t)sigmoid_q15(lut, lut_shift, x2) - 32768);
 }
 
-/* xs[k] = rshift_round(x[k], x_opshift) for k in [k0, n): the operands one by one (the tail
- * the variants' operands_x leave, or all of them). */
-static inline __attribute__((always_inline)) void operands_x_from(const elt_lstm_s16_params_t *p,
-                                                                  const int16_t *x, int16_t *xs,
-                                                                  uint32_t k, uint32_t n)
-{
-    for (; k < n; ++k) {
-        xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
-    }
-}
-
-/* y[k] = σ(x[k]) for k in [k0, n) by the interpolated table. */
-static inline __attribute__((always_inline)) void
-sigmoid_from(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t k, uint32_t n)
-{
-    for (; k < n; ++k) {
-        y[k] = sigmoid_q15(p->sigmoid_lut, p->lut_shift, x[k]);
-    }
-}
-
-/* hs = c = 0 for the padded units j0 .. Hp - 1. */
-static inline __attribute__((always_inline)) void
-state_clear_from(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s, uint32_t j)
-{
-    for (; j < p->hidden_pad; ++j) {
-        s->hs[j] = 0;
-        s->c[j] = 0;
-    }
-}
-
-/* z[j] = src[j] for j in [j0, n). */
-static inline __attribute__((always_inline)) void copy_h_from(int16_t *z, const int16_t *src,
-                                                              uint32_t j, uint32_t n)
-{
-    for (; j < n; ++j) {
-        z[j] = src[j];
-    }
-}
-
 /* Where the last layer's generated kernel writes per step (its role follows ELT_LSTM_POOL). */
 static inline void *pool_out(const elt_lstm_s16_scratch_t *s)
 {
@@ -98,7 +59,7 @@ static inline void *pool_out(const elt_lstm_s16_scratch_t *s)
 #endif
 }
 
-/* The variant's operations: operands_x, sigmoid_n, state_clear, copy_h and the generated
+/* The variant's operations: operands_x, sigmoid_n, state_clear, pool_end and the generated
  * kernel's runs kernel_pool_run, kernel_seq_run, kernel_step_run
  * (firmware/kernels/<variant>/elt_lstm_s16_ops.h). */
 #include "elt_lstm_s16_ops.h"
@@ -221,23 +182,6 @@ static void step_c(const elt_lstm_s16_params_t *p, const int16_t *xt,
         }
     }
 #endif
-}
-
-/* z from the pooling state (or h_T). */
-static void pool_end(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s, int16_t *z)
-{
-    const uint32_t H = p->hidden_size;
-#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
-    uint32_t j;
-    for (j = 0; j < H; ++j) {
-        z[j] = fx_sat16_64(fx_rshift_round64((int64_t)s->acc[j] * p->pool_recip, p->pool_shift));
-    }
-#elif ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
-    copy_h(z, s->hmax, H);
-#else
-    copy_h(z, s->h, H);
-#endif
-    ELT_TRACE_S16("z", 0u, z, H);
 }
 
 void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,

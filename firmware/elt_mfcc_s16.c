@@ -98,16 +98,6 @@ static inline __attribute__((always_inline)) int64_t mfcc_bin_power(const int32_
     return ps > 0 ? (P + ((int64_t)1 << (ps - 1))) >> ps : P;
 }
 
-/* The power of bins i0 .. nb - 1 (N, ps, lo, cs, sn: the caller's copies of the parameters). */
-static inline __attribute__((always_inline)) void
-mfcc_power_from(const int32_t *z, int64_t *pw, int32_t N, int32_t ps, int32_t lo, const int32_t *cs,
-                const int32_t *sn, int32_t i, int32_t nb)
-{
-    for (; i < nb; ++i) {
-        pw[i] = mfcc_bin_power(z, N, ps, lo + i, cs[i], sn[i]);
-    }
-}
-
 /* log2(acc 2^e + floor) in Q20, e = 2 sh + exp_offset: both terms at the coarser exponent ec,
  * the same for every filter of a frame: s = acc + add (e > floor_exp: add = the floor rounded
  * to 2^e; e = floor_exp: add = the floor's mantissa) or s = rshift_round(acc, shift) + add (e <
@@ -153,18 +143,6 @@ static int32_t mfcc_log2(const elt_mfcc_params_t *p, int64_t acc, const mfcc_flo
     return (b + fl->ec) * (1 << 20) + lo + (((hi - lo) * r + (1 << 14)) >> 15);
 }
 
-/* sum of pw[i] wt[i], i < len: one mel filter, exact in int64 (docs/numeric.md §7.2) */
-static inline __attribute__((always_inline)) int64_t mfcc_mel_dot(const int64_t *pw,
-                                                                  const int16_t *wt, int32_t len)
-{
-    int64_t a = 0;
-    int32_t i;
-    for (i = 0; i < len; ++i) {
-        a += pw[i] * wt[i];
-    }
-    return a;
-}
-
 /* The normalisation of cepstral sum acc to coefficient j of the model's x format. */
 static inline __attribute__((always_inline)) int16_t mfcc_norm(const elt_mfcc_params_t *p,
                                                                int32_t j, int64_t acc)
@@ -174,54 +152,15 @@ static inline __attribute__((always_inline)) int16_t mfcc_norm(const elt_mfcc_pa
         fx_rshift_round64((int64_t)(c - p->norm_mean[j]) * p->norm_mult[j], p->norm_shift[j]));
 }
 
-/* DCT coefficients j0 .. J - 1 (M, J: the caller's copies of n_mels, n_mfcc), each normalised. */
-static inline __attribute__((always_inline)) void mfcc_dct_from(const elt_mfcc_params_t *p,
-                                                                const elt_mfcc_work_t *w,
-                                                                int16_t *out, int32_t j, int32_t M,
-                                                                int32_t J)
-{
-    int32_t m;
-    for (; j < J; ++j) {
-        const int32_t *d = p->dct + j * M;
-        int64_t acc = 0;
-        for (m = 0; m < M; ++m) {
-            acc += (int64_t)d[m] * w->logmel[m];
-        }
-        out[j] = mfcc_norm(p, j, acc);
-    }
-}
-
-/* d[k] = s[k] for k in [k0, n) */
-static inline __attribute__((always_inline)) void copy_s16_from(int16_t *d, const int16_t *s,
-                                                                int32_t k, int32_t n)
-{
-    for (; k < n; ++k) {
-        d[k] = s[k];
-    }
-}
-
-/* d[k] = the little-endian int16 at s + 2k, for k in [k0, n) */
-static inline __attribute__((always_inline)) void copy_le16_from(int16_t *d, const uint8_t *s,
-                                                                 int32_t k, int32_t n)
-{
-    for (; k < n; ++k) {
-        d[k] = (int16_t)(uint16_t)(s[2 * k] | (s[2 * k + 1] << 8));
-    }
-}
-
-/* The variant's stages: mfcc_transform (window, block exponent, FFT), mfcc_power, mfcc_mel,
- * mfcc_dct, and the stream's copy_s16 and copy_le16
+/* The variant's stages: mfcc_frame (window, block exponent, FFT, then mfcc_power, mfcc_mel,
+ * mfcc_dct) and the stream's copy_s16 and copy_le16
  * (firmware/kernels/<variant>/elt_mfcc_s16_ops.h). */
 #include "elt_mfcc_s16_ops.h"
 
 void elt_mfcc_frame_s16(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w,
                         int16_t *out)
 {
-    const int32_t sh = mfcc_transform(p, pcm, w->z);
-    w->shift = sh;
-    mfcc_power(p, w->z, w->p);
-    mfcc_mel(p, w, sh);
-    mfcc_dct(p, w, out);
+    mfcc_frame(p, pcm, w, out);
 }
 
 int32_t elt_mfcc_clip_s16(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t n_samples,

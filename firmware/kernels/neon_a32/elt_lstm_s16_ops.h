@@ -38,7 +38,9 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
             vst1q_s16(xs + k + 8u, vrshlq_s16(vld1q_s16(x + k + 8u), neg));
         }
     }
-    operands_x_from(p, x, xs, k, n);
+    for (; k < n; ++k) {
+        xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
+    }
 }
 
 /* y = σ(x) for n values, 8 lanes at a time from sigmoid_full (elt_sigmoid8). */
@@ -50,7 +52,9 @@ sigmoid_n(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t
     for (; k + 8u <= n; k += 8u) {
         vst1q_s16(y + k, elt_sigmoid8(vld1q_s16(x + k), mid));
     }
-    sigmoid_from(p, x, y, k, n);
+    for (; k < n; ++k) {
+        y[k] = sigmoid_q15(p->sigmoid_lut, p->lut_shift, x[k]);
+    }
 }
 
 /* hs = c = 0 over the padded units (h is written before it is read), a group of 8 per step. */
@@ -62,17 +66,35 @@ static void state_clear(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scrat
         vst1q_s32(s->c + j, vdupq_n_s32(0));
         vst1q_s32(s->c + j + 4u, vdupq_n_s32(0));
     }
-    state_clear_from(p, s, j);
+    for (; j < p->hidden_pad; ++j) {
+        s->hs[j] = 0;
+        s->c[j] = 0;
+    }
 }
 
-/* z = src, n values, 8 per VLD1/VST1. */
-static inline __attribute__((always_inline)) void copy_h(int16_t *z, const int16_t *src, uint32_t n)
+/* z from the pooling state (or h_T), 8 units per VLD1/VST1. */
+static void pool_end(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s, int16_t *z)
 {
+    const uint32_t H = p->hidden_size;
     uint32_t j = 0;
-    for (; j + 8u <= n; j += 8u) {
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+    for (; j < H; ++j) {
+        z[j] = fx_sat16_64(fx_rshift_round64((int64_t)s->acc[j] * p->pool_recip, p->pool_shift));
+    }
+#else
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
+    const int16_t *src = s->hmax;
+#else
+    const int16_t *src = s->h;
+#endif
+    for (; j + 8u <= H; j += 8u) {
         vst1q_s16(z + j, vld1q_s16(src + j));
     }
-    copy_h_from(z, src, j, n);
+    for (; j < H; ++j) {
+        z[j] = src[j];
+    }
+#endif
+    ELT_TRACE_S16("z", 0u, z, H);
 }
 
 /* `steps` steps of the layer's NEON kernel from the state in s, frames xs F apart, writing per

@@ -418,22 +418,6 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
     }
 }
 
-/* Window, block exponent and the FFT (docs/numeric.md §7.5): for N >= 16 the radix-4 head, then
- * the stages from h = 4 two at a time; else the scalar load and butterflies. Returns the block
- * exponent. */
-static inline __attribute__((always_inline)) int32_t mfcc_transform(const elt_mfcc_params_t *p,
-                                                                    const int16_t *pcm, int32_t *z)
-{
-    const int32_t head = p->n_cfft >= 16;
-    const int32_t sh = head ? mfcc_head(p, pcm, z) : mfcc_load(p, pcm, z);
-    if (head) {
-        mfcc_fft_neon(p, z, 4);
-    } else {
-        mfcc_fft(p, z, 1);
-    }
-    return sh;
-}
-
 /* The power of the weighted bins. The NEON path takes four bins k .. k + 3 with
  * 1 <= k, k + 3 < N (no index wraps), in assembly (the intrinsics cost GCC stack traffic): z[k..]
  * by VLD2, z[N - k - 3 .. N - k] by VLD2 walking down and reversed (VREV64 in each doubleword,
@@ -503,7 +487,9 @@ static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
     }
-    mfcc_power_from(z, pw, N, ps, lo, cs, sn, i, nb);
+    for (; i < nb; ++i) {
+        pw[i] = mfcc_bin_power(z, N, ps, lo + i, cs[i], sn[i]);
+    }
 }
 
 /* Lanes j with r + j >= 4 set: the taps of a filter's last, overlapping block of four that the
@@ -617,7 +603,12 @@ mfcc_mel_sum(const elt_mfcc_params_t *p, const int64_t *pw0, int32_t m, int64_t 
     if (len >= 4) {
         mfcc_dot(pw, wt, len, out);
     } else {
-        *out = mfcc_mel_dot(pw, wt, len);
+        int64_t a = 0;
+        int32_t i;
+        for (i = 0; i < len; ++i) {
+            a += pw[i] * wt[i];
+        }
+        *out = a;
     }
 }
 
@@ -711,7 +702,14 @@ static void mfcc_dct(const elt_mfcc_params_t *p, const elt_mfcc_work_t *w, int16
             /* clang-format on */
         }
     }
-    mfcc_dct_from(p, w, out, j, M, J);
+    for (; j < J; ++j) {
+        const int32_t *d = p->dct + j * M;
+        int64_t acc = 0;
+        for (m = 0; m < M; ++m) {
+            acc += (int64_t)d[m] * w->logmel[m];
+        }
+        out[j] = mfcc_norm(p, j, acc);
+    }
 }
 
 /* Forward copy of n samples, d < s or no overlap (the overlap kept in place below): 8 per
@@ -735,8 +733,7 @@ static inline void copy32(uint8_t *d, const uint8_t *s, uint32_t blocks)
                      : "d16", "d17", "d18", "d19", "cc", "memory");
 }
 
-/* n samples from s to d, d below s or apart: 32 bytes per copy32 where they are 32 bytes apart
- * or more, then 8 per VLD1/VST1, then one by one. */
+/* n samples from s to d, d below s or apart. */
 static void copy_s16(int16_t *d, const int16_t *s, int32_t n)
 {
     int32_t k = 0;
@@ -747,11 +744,13 @@ static void copy_s16(int16_t *d, const int16_t *s, int32_t n)
     for (; k + 8 <= n; k += 8) {
         vst1q_s16(d + k, vld1q_s16(s + k));
     }
-    copy_s16_from(d, s, k, n);
+    for (; k < n; ++k) {
+        d[k] = s[k];
+    }
 }
 
 /* n samples of little-endian int16 bytes at any alignment (a frame's payload) into d: the bytes
- * as they are on the little-endian Cortex-A9, 32 bytes per copy32, then 16 per VLD1/VST1. */
+ * as they are on the little-endian Cortex-A9, as copy_s16 moves them. */
 static void copy_le16(int16_t *d, const uint8_t *s, int32_t n)
 {
     int32_t k = 0;
@@ -762,7 +761,27 @@ static void copy_le16(int16_t *d, const uint8_t *s, int32_t n)
     for (; k + 8 <= n; k += 8) {
         vst1q_u8((uint8_t *)(d + k), vld1q_u8(s + 2 * k));
     }
-    copy_le16_from(d, s, k, n);
+    for (; k < n; ++k) {
+        d[k] = (int16_t)(uint16_t)(s[2 * k] | (s[2 * k + 1] << 8));
+    }
+}
+
+/* One frame: window, block exponent, FFT (for N >= 16 the radix-4 head, then the stages from
+ * h = 4 two at a time), power, mel, DCT. */
+static inline __attribute__((always_inline)) void
+mfcc_frame(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w, int16_t *out)
+{
+    const int32_t head = p->n_cfft >= 16;
+    const int32_t sh = head ? mfcc_head(p, pcm, w->z) : mfcc_load(p, pcm, w->z);
+    if (head) {
+        mfcc_fft_neon(p, w->z, 4);
+    } else {
+        mfcc_fft(p, w->z, 1);
+    }
+    w->shift = sh;
+    mfcc_power(p, w->z, w->p);
+    mfcc_mel(p, w, sh);
+    mfcc_dct(p, w, out);
 }
 
 #endif /* ELT_MFCC_S16_OPS_H */

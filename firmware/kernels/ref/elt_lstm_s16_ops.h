@@ -9,26 +9,52 @@
 /* xs = rshift_round(x, x_opshift) for n values. */
 static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *xs, uint32_t n)
 {
-    operands_x_from(p, x, xs, 0, n);
+    uint32_t k;
+    for (k = 0; k < n; ++k) {
+        xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
+    }
 }
 
 /* y = σ(x) for n values. */
 static inline void sigmoid_n(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y,
                              uint32_t n)
 {
-    sigmoid_from(p, x, y, 0, n);
+    uint32_t k;
+    for (k = 0; k < n; ++k) {
+        y[k] = sigmoid_q15(p->sigmoid_lut, p->lut_shift, x[k]);
+    }
 }
 
 /* hs = c = 0 over the padded units (h is written before it is read). */
 static void state_clear(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s)
 {
-    state_clear_from(p, s, 0);
+    uint32_t j;
+    for (j = 0; j < p->hidden_pad; ++j) {
+        s->hs[j] = 0;
+        s->c[j] = 0;
+    }
 }
 
-/* z = src, n values. */
-static inline void copy_h(int16_t *z, const int16_t *src, uint32_t n)
+/* z from the pooling state (or h_T). */
+static void pool_end(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s, int16_t *z)
 {
-    copy_h_from(z, src, 0, n);
+    const uint32_t H = p->hidden_size;
+    uint32_t j = 0;
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+    for (; j < H; ++j) {
+        z[j] = fx_sat16_64(fx_rshift_round64((int64_t)s->acc[j] * p->pool_recip, p->pool_shift));
+    }
+#else
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
+    const int16_t *src = s->hmax;
+#else
+    const int16_t *src = s->h;
+#endif
+    for (; j < H; ++j) {
+        z[j] = src[j];
+    }
+#endif
+    ELT_TRACE_S16("z", 0u, z, H);
 }
 
 /* The reference runs no generated kernel: 0, the plain C runs. */
