@@ -59,7 +59,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check codegen host measure tests bench tools
 	$(VENV)/bin/mypy codegen host measure
 	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/board/*/*.[ch] \
-		firmware/host/*.[ch] \
+		firmware/kernels/*/*.[ch] firmware/host/*.[ch] \
 		tests/neonprobe/*.[ch] tests/intharness/*.[ch]
 
 clean:

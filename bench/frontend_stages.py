@@ -1,5 +1,5 @@
 """Ticks of each stage of the integer MFCC front end per 20 ms hop under QEMU -icount shift=0
-(docs/targets.md §4), for the NEON build and -DELT_SCALAR: the probe of
+(docs/targets.md §4), for the NEON build and the reference kernel variant: the probe of
 `elatta_measure.bench_frontend.run_stages` includes firmware/elt_mfcc_s16.c itself and times its
 static stage functions one by one (the timer reads between them cost a few ticks each; the
 whole-frame figure is bench/frontend_ticks.py's, which times the public call exactly as
@@ -41,7 +41,11 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clips", type=int, default=2)
-    ap.add_argument("--scalar", action="store_true", help="also the -DELT_SCALAR build")
+    ap.add_argument(
+        "--scalar",
+        action="store_true",
+        help="also the reference kernel variant (firmware/kernels/ref)",
+    )
     a = ap.parse_args()
     p = MfccParams()
     q = quantize_mfcc(p, np.zeros(p.n_mfcc), np.ones(p.n_mfcc), QFormat(4, 11))

@@ -1,6 +1,6 @@
 """Ticks per 20 ms hop of the integer MFCC front end under QEMU -icount shift=0 (docs/targets.md
-§4), NEON and -DELT_SCALAR, with every output word checked against the Python twin
-(codegen/intref/mfcc.py). The same probe as `codegen bench` (measure/bench_frontend.py)
+§4), NEON and the reference kernel variant, with every output word checked against the Python
+twin (codegen/intref/mfcc.py). The same probe as `codegen bench` (measure/bench_frontend.py)
 without a trained model: the default MfccParams, a unit normalisation (the normalisation does
 not change the work per frame) and synthetic clips (speech-like, noise, silence, full scale).
 
@@ -49,7 +49,11 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clips", type=int, default=4)
-    ap.add_argument("--scalar", action="store_true", help="also the -DELT_SCALAR build")
+    ap.add_argument(
+        "--scalar",
+        action="store_true",
+        help="also the reference kernel variant (firmware/kernels/ref)",
+    )
     ap.add_argument("--work", type=Path, default=None)
     a = ap.parse_args()
     p = MfccParams()

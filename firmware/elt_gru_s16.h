@@ -5,8 +5,9 @@
  *
  * The compiler (codegen/emit/c.py, `gru_layout`) emits the weights in the kernel's layout: gate
  * rows in blocks of ELT_LSTM_ROW_BLOCK, per block and column its 16 rows in order, columns
- * u = [hs (Hp); xs (F); Fp - F zero pad]. Cortex-A9 builds (__ARM_NEON) run the NEON kernel;
- * host builds, other targets and -DELT_SCALAR builds run plain C over the same arrays.
+ * u = [hs (Hp); xs (F); Fp - F zero pad]. Builds with the neon_a32 kernel variant run the NEON
+ * kernel, builds with the ref variant plain C over the same arrays (firmware/kernels/,
+ * codegen/target/sources.py).
  */
 #ifndef ELT_GRU_S16_H
 #define ELT_GRU_S16_H

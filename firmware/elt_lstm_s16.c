@@ -13,18 +13,13 @@
  *
  * Two implementations of the same contract over the same packed arrays (elt_lstm_s16.h): the
  * Cortex-A9 NEON kernel that codegen/emit/lstm_neon.py writes for each layer (p->kernel), and plain
- * scalar C here (host builds, other targets, -DELT_SCALAR).
+ * scalar C here. What differs between them (the operands, σ, clearing and copying vectors, running
+ * the generated kernel) is elt_lstm_s16_ops.h of the build's kernel variant
+ * (firmware/kernels/<variant>/, codegen/target/sources.py).
  */
 #include "elt_lstm_s16.h"
 
 #include "fw_fixed.h"
-
-/* The NEON kernels run whole sequences; trace builds (host only) take the plain C step by step. */
-#if ELT_NEON && !defined(ELT_TRACE)
-#define ELT_LSTM_KERNEL 1
-#else
-#define ELT_LSTM_KERNEL 0
-#endif
 
 static inline __attribute__((always_inline)) int16_t sigmoid_q15(const int16_t *lut,
                                                                  unsigned lut_shift, int16_t x)
@@ -52,82 +47,22 @@ int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2)
     return (int16_t)(2 * (int32_t)sigmoid_q15(lut, lut_shift, x2) - 32768);
 }
 
-#if ELT_NEON
-static inline int32x4_t sigmoid_mid(const elt_lstm_s16_params_t *p)
+/* Where the last layer's generated kernel writes per step (its role follows ELT_LSTM_POOL). */
+static inline void *pool_out(const elt_lstm_s16_scratch_t *s)
 {
-    return vdupq_n_s32((int32_t)(uintptr_t)(p->sigmoid_full + 32768));
-}
-
-/* xs = rshift_round(x, x_opshift) for n values: VRSHL by -x_opshift (0: identity), 16 at a
- * time, then one by one. */
-static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *xs, uint32_t n)
-{
-    const int16x8_t neg = vdupq_n_s16((int16_t) - (int16_t)p->x_opshift);
-    uint32_t k = 0;
-    if (p->x_opshift == 0u) {
-        for (; k + 16u <= n; k += 16u) {
-            vst1q_s16(xs + k, vld1q_s16(x + k));
-            vst1q_s16(xs + k + 8u, vld1q_s16(x + k + 8u));
-        }
-    } else {
-        for (; k + 16u <= n; k += 16u) {
-            vst1q_s16(xs + k, vrshlq_s16(vld1q_s16(x + k), neg));
-            vst1q_s16(xs + k + 8u, vrshlq_s16(vld1q_s16(x + k + 8u), neg));
-        }
-    }
-    for (; k < n; ++k) {
-        xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
-    }
-}
-#else /* scalar */
-
-/* xs = rshift_round(x, x_opshift) for n values. */
-static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *xs, uint32_t n)
-{
-    uint32_t k;
-    for (k = 0; k < n; ++k) {
-        xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
-    }
-}
+#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
+    return s->acc;
+#elif ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
+    return s->hmax;
+#else
+    return s->h;
 #endif
-
-#if ELT_LSTM_KERNEL
-/* `steps` steps of the layer's NEON kernel from the state in s, frames xs F apart, writing per
- * step to out (what the layer's role writes: elt_lstm_s16_kargs_t). */
-static void kernel_steps(const elt_lstm_s16_params_t *p, const int16_t *xs,
-                         const elt_lstm_s16_scratch_t *s, void *out, uint32_t steps)
-{
-    const elt_lstm_s16_kargs_t a = {xs, s->hs, s->c, s->act, out, steps};
-    p->kernel(&a);
 }
 
-/* The kernel over T frames of x. Shift 0 makes the operands x itself: the kernel reads the
- * frames in place, but for the last one when F % 4 != 0 (its whole groups of 4 would read up to
- * 3 values past x): that frame is copied to s->xs, which has the slack. `seq` (the role of the
- * first of two layers): out advances by H per step. */
-static void kernel_frames(const elt_lstm_s16_params_t *p, const int16_t *x,
-                          const elt_lstm_s16_scratch_t *s, void *out, int seq)
-{
-    const uint32_t F = p->input_size;
-    const uint32_t T = p->num_frames;
-    uint32_t k;
-    if (p->x_opshift != 0u) {
-        operands_x(p, x, s->xs, T * F);
-        kernel_steps(p, s->xs, s, out, T);
-    } else if (F % ELT_LSTM_COL_GROUP == 0u) {
-        kernel_steps(p, x, s, out, T);
-    } else {
-        if (T > 1u) {
-            kernel_steps(p, x, s, out, T - 1u);
-        }
-        for (k = 0; k < F; ++k) {
-            s->xs[k] = x[(T - 1u) * F + k];
-        }
-        kernel_steps(p, s->xs, s, seq ? (void *)((int16_t *)out + (T - 1u) * p->hidden_size) : out,
-                     1u);
-    }
-}
-#endif
+/* The variant's operations: operands_x, sigmoid_n, state_clear, pool_end and the generated
+ * kernel's runs kernel_pool_run, kernel_seq_run, kernel_step_run
+ * (firmware/kernels/<variant>/elt_lstm_s16_ops.h). */
+#include "elt_lstm_s16_ops.h"
 
 /* pre[r] = sat16(rshift_round(bias[r] + Σ W[r][k] u[k], s_r)), u = [hs (H); xs_t (F)], the
  * columns of block b in the packed order: even blocks hs then xs, odd blocks xs then hs, each
@@ -199,33 +134,7 @@ static void cell(const elt_lstm_s16_params_t *p, const int16_t *pre, int32_t *c,
 
 void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n)
 {
-    uint32_t k = 0;
-#if ELT_NEON
-    const int32x4_t mid = sigmoid_mid(p);
-    for (; k + 8u <= n; k += 8u) {
-        vst1q_s16(y + k, elt_sigmoid8(vld1q_s16(x + k), mid));
-    }
-#endif
-    for (; k < n; ++k) {
-        y[k] = sigmoid_q15(p->sigmoid_lut, p->lut_shift, x[k]);
-    }
-}
-
-/* hs = c = 0 over the padded units (h is written before it is read). */
-static void state_clear(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s)
-{
-    uint32_t j = 0;
-#if ELT_NEON
-    for (; j < p->hidden_pad; j += ELT_LSTM_HIDDEN_ALIGN) {
-        vst1q_s16(s->hs + j, vdupq_n_s16(0));
-        vst1q_s32(s->c + j, vdupq_n_s32(0));
-        vst1q_s32(s->c + j + 4u, vdupq_n_s32(0));
-    }
-#endif
-    for (; j < p->hidden_pad; ++j) {
-        s->hs[j] = 0;
-        s->c[j] = 0;
-    }
+    sigmoid_n(p, x, y, n);
 }
 
 /* The pooling state before the first step: Σ h = 0, max h = INT16_MIN (padded units too). */
@@ -275,47 +184,6 @@ static void step_c(const elt_lstm_s16_params_t *p, const int16_t *xt,
 #endif
 }
 
-/* z from the pooling state (or h_T). */
-static void pool_end(const elt_lstm_s16_params_t *p, const elt_lstm_s16_scratch_t *s, int16_t *z)
-{
-    const uint32_t H = p->hidden_size;
-    uint32_t j = 0;
-#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
-    for (; j < H; ++j) {
-        z[j] = fx_sat16_64(fx_rshift_round64((int64_t)s->acc[j] * p->pool_recip, p->pool_shift));
-    }
-#else
-#if ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
-    const int16_t *src = s->hmax;
-#else
-    const int16_t *src = s->h;
-#endif
-#if ELT_NEON
-    for (; j + 8u <= H; j += 8u) {
-        vst1q_s16(z + j, vld1q_s16(src + j));
-    }
-#endif
-    for (; j < H; ++j) {
-        z[j] = src[j];
-    }
-#endif
-    ELT_TRACE_S16("z", 0u, z, H);
-}
-
-#if ELT_LSTM_KERNEL
-/* Where the last layer's kernel writes per step (its role follows ELT_LSTM_POOL). */
-static void *pool_out(const elt_lstm_s16_scratch_t *s)
-{
-#if ELT_LSTM_POOL == ELT_LSTM_POOL_MEAN
-    return s->acc;
-#elif ELT_LSTM_POOL == ELT_LSTM_POOL_MAX
-    return s->hmax;
-#else
-    return s->h;
-#endif
-}
-#endif
-
 void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
                       const elt_lstm_s16_scratch_t *s, int16_t *z)
 {
@@ -325,13 +193,10 @@ void elt_lstm_s16_run(const elt_lstm_s16_params_t *p, const int16_t *x,
 
     state_clear(p, s);
     pool_clear(p, s);
-#if ELT_LSTM_KERNEL
-    if (p->kernel != 0) {
-        kernel_frames(p, x, s, pool_out(s), 0);
+    if (kernel_pool_run(p, x, s)) {
         pool_end(p, s, z);
         return;
     }
-#endif
     operands_x(p, x, s->xs, T * F);
     for (t = 0; t < T; ++t) {
         /* all 4 Hp gate pre-activations from the old h, then the cell and the new h */
@@ -349,12 +214,9 @@ void elt_lstm_s16_run_seq(const elt_lstm_s16_params_t *p, const int16_t *x,
     uint32_t t, j;
 
     state_clear(p, s);
-#if ELT_LSTM_KERNEL
-    if (p->kernel != 0) {
-        kernel_frames(p, x, s, seq, 1);
+    if (kernel_seq_run(p, x, s, seq)) {
         return;
     }
-#endif
     operands_x(p, x, s->xs, T * F);
     for (t = 0; t < T; ++t) {
         step_c(p, s->xs + t * F, s, t, 0);
@@ -385,14 +247,9 @@ void elt_lstm_s16_step(const elt_lstm_s16_params_t *p, const int16_t *x,
                        const elt_lstm_s16_scratch_t *s, uint32_t t, int16_t *z)
 {
     operands_x(p, x, s->xs, p->input_size);
-#if ELT_LSTM_KERNEL
-    if (p->kernel != 0) {
-        /* no pooling (the first of two layers): the kernel's role is the sequence; one step of
-         * it writes h */
-        kernel_steps(p, s->xs, s, z == 0 ? (void *)s->h : pool_out(s), 1u);
+    if (kernel_step_run(p, s, z)) {
         return;
     }
-#endif
     step_c(p, s->xs, s, t, z != 0);
 }
 

@@ -8,9 +8,10 @@
  * parameters apart from caller-provided buffers, no heap). codegen/intref/lstm.py mirrors the
  * arithmetic, integer for integer.
  *
- * Cortex-A9 builds (ELT_NEON) run each layer's build-specialised NEON kernel
- * (codegen/emit/lstm_neon.py, in the model source); host builds, other targets and builds with
- * -DELT_SCALAR run the plain scalar C of the same contract over the same arrays.
+ * Builds with the neon_a32 kernel variant run each layer's build-specialised NEON kernel
+ * (codegen/emit/lstm_neon.py, in the model source); builds with the ref variant (host builds,
+ * other targets) run the plain scalar C of the same contract over the same arrays
+ * (firmware/kernels/, codegen/target/sources.py).
  */
 #ifndef ELT_LSTM_S16_H
 #define ELT_LSTM_S16_H
@@ -39,7 +40,7 @@
 #define ELT_LSTM_SIGMOID_FULL_SIZE 65536u
 
 /* The Cortex-A9 NEON path: codegen/emit/lstm_neon.py writes each layer's kernel into the model
- * source; host builds, other targets and -DELT_SCALAR builds run the plain C of the same
+ * source; builds with the ref kernel variant run the plain C of the same
  * contract over the same arrays. */
 #include "elt_neon.h"
 
@@ -105,7 +106,7 @@ typedef struct {
     const int16_t *sigmoid_full;
     /* [65536] elt_tanh2_q15 at index v + 32768 (the NEON kernel's g gate and tanh(c)) */
     const int16_t *tanh_full;
-    /* the layer's NEON kernel (ELT_NEON builds; NULL otherwise: the plain C runs) */
+    /* the layer's NEON kernel (ELT_NEON builds; NULL otherwise; the ref variant never calls it) */
     elt_lstm_s16_kernel_t kernel;
     int32_t pool_recip; /* mean pooling: round(2^pool_shift / T) */
     uint8_t pool_shift; /* mean pooling: z = sat16(rshift_round(Σ h_t · recip, shift)) */

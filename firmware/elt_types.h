@@ -4,9 +4,10 @@
  * Mirrored function for function by codegen/intref/ (Python). Pure integer code: no float,
  * no heap, no division except the exact positive one (elt_udiv64, fx_div_pos64 semantics).
  *
- * NEON: on the Cortex-A9 (arm-none-eabi-gcc -mfpu=neon) the kernels use NEON integer
- * instructions (ELT_NEON = 1); host builds and -DELT_SCALAR use the plain scalar loops, the
- * readable reference of the same integers. Both paths give identical results: every rounding is
+ * NEON: the kernels' operations exist twice, in firmware/kernels/neon_a32 (NEON integer
+ * instructions, the Cortex-A9) and firmware/kernels/ref (plain scalar loops, the readable
+ * reference of the same integers); a build puts one folder on its include path
+ * (codegen/target/sources.py). Both give identical results: every rounding is
  * the one rule (VRSHL / VRSHR / VRSRA / VRSHRN are (x + 2^(s-1)) >> s exactly) and every
  * saturation explicit (VQMOVN = fx_sat16 / fx_sat32_64), sums of exact integers in any order.
  *
@@ -22,7 +23,7 @@
 #include <stdint.h>
 
 #include "elt_intmath.h"
-#include "elt_neon.h" /* ELT_NEON: the one NEON switch */
+#include "elt_neon.h" /* ELT_NEON: the switch of the link layer and the generated code */
 #include "fw_fixed.h"
 
 #ifndef ELT_K_MAX

@@ -41,8 +41,8 @@ build's flags (arm-none-eabi-gcc, ``nm -S``), because the manifest does not reco
 Baselines (``baselines``, ``ratios``): the default build (``neon``) against builds of this
 repo's own code, measured in the same run on the same QEMU with the same clips:
 
-- ``scalar``: the same integer firmware with ``-DELT_SCALAR``, the integer kernels' plain
-  scalar C path (the reference implementation), at the same -O2.
+- ``scalar``: the same integer firmware with the reference kernel variant (firmware/kernels/ref,
+  the integer kernels' plain scalar C; -DELT_SCALAR for the rest), at the same -O2.
 - ``float32``: the float32 C model (codegen/emit/f32.py: the trained float weights as
   ``static const float``; firmware/elt_lstm_f32.c: plain float32 loops, expf/tanhf from
   newlib's libm, hard-float VFP/NEON flags as every build), wired in with ``-DELT_ENCODER_F32``:
@@ -69,11 +69,11 @@ UART reads, COBS, CRC-32, checks, replies), with the front end, the link, the PC
 the encoder and the adaptation as parts; the link's instructions per received byte are
 ``10 * ticks_link / link_bytes``.
 
-Front end (``frontend``, measure/bench_frontend.py): ticks per hop and per second of audio of
-the integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and -DELT_SCALAR) on every frame of a
-few mixed test clips, and in the same run CMSIS-DSP 1.10.3's ``arm_mfcc_q15`` (Neon and portable C)
-as the anchor; its sources are fetched from PyPI into ``out/cache/cmsisdsp`` by this setup step
-(``--no-cmsis`` skips it; without network the anchor is reported unavailable, by name).
+Front end (``frontend``, measure/bench_frontend.py): ticks per hop and per second of audio
+of the integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and reference variants) on every frame
+of a few mixed test clips, and in the same run CMSIS-DSP 1.10.3's ``arm_mfcc_q15`` (Neon and
+portable C) as the anchor; its sources are fetched from PyPI into ``out/cache/cmsisdsp`` by this
+setup step (``--no-cmsis`` skips it; without network the anchor is reported unavailable, by name).
 ``frontend_ticks_per_hop`` is the NEON front end's median ticks per hop, on its own at the top
 level. In the same run, ``frontend.fft_anchors`` (measure/bench_anchors.py): ticks per
 n_fft-point real FFT of ours, of Ne10's int16 and int32 NEON FFTs (built at bench time from the
@@ -489,13 +489,22 @@ def point_record(res: Any, m: dict[str, Any], synthetic: bool) -> dict[str, Any]
 
 @dataclass(frozen=True)
 class Variant:
-    """One baseline firmware: the default build's sources with extra flags (and, for the float
-    variants, the float32 model and kernel, linked with libm)."""
+    """One baseline firmware: the default build's sources with extra flags and the kernels'
+    operations of one variant (codegen/target/sources.py; and, for the float variants, the
+    float32 model and kernel, linked with libm)."""
 
     name: str
     cflags: tuple[str, ...]
     float32: bool
     what: str
+    kernels: str = "neon_a32"
+
+    @property
+    def all_cflags(self) -> tuple[str, ...]:
+        """The -D flags of the build: its kernel variant's, then its own."""
+        from codegen.target import sources
+
+        return (*sources.variant(self.kernels).cflags, *self.cflags)
 
 
 def variants() -> dict[str, Variant]:
@@ -504,9 +513,11 @@ def variants() -> dict[str, Variant]:
     return {
         "scalar": Variant(
             "scalar",
-            ("-DELT_SCALAR",),
+            (),
             False,
-            "integer firmware, -DELT_SCALAR: the kernels' plain scalar C path",
+            "integer firmware with the reference kernel variant (firmware/kernels/ref, "
+            "-DELT_SCALAR): the kernels' plain scalar C",
+            "ref",
         ),
         "float32": Variant(
             "float32", F32_CFLAGS, True, "float32 C encoder (plain loops, libm expf/tanhf), -O2"
@@ -555,6 +566,7 @@ def build_variant(out: Path, res0: Any, v: Variant) -> Any:
         extra_includes=includes,
         extra_cflags=(*model_cflags(q), *v.cflags),
         extra_libs=libs,
+        variant=sources.variant(v.kernels),
     )
 
 
@@ -771,7 +783,7 @@ def run_bench(
             sec,
             measure(fw.elf, x0, ids, reps, budget=budget),
             entry,
-            v.cflags,
+            v.all_cflags,
             v.what,
             fw.build_id,
             pred_float,
@@ -1307,21 +1319,20 @@ def baseline_tables(b: dict[str, dict[str, Any]], r: dict[str, dict[str, float]]
     rows = [
         "## Baselines (same run, same QEMU, same clips)",
         "",
-        "Built from this repo's own code and measured in the same run, on the same QEMU, with "
-        "the same clips and repetitions (medians). `scalar`: the integer firmware with "
-        "`-DELT_SCALAR` (the integer kernels' plain scalar C path, the reference "
-        "implementation; same -O2). `float32`: the trained float weights as `static const "
-        "float` (codegen/emit/f32.py) and a plain float32 C LSTM (firmware/elt_lstm_f32.c: "
-        "torch equations, σ via expf, tanhf, newlib libm, hard-float VFP/NEON flags); built with "
+        "Built from this repo's own code and measured in the same run, on the same QEMU, with the"
+        " same clips and repetitions (medians). `scalar`: the integer firmware with the reference"
+        " kernel variant (firmware/kernels/ref, the kernels' plain scalar C, and `-DELT_SCALAR` "
+        "for the rest; same -O2). `float32`: the trained float weights as `static const float` "
+        "(codegen/emit/f32.py) and a plain float32 C LSTM (firmware/elt_lstm_f32.c: torch "
+        "equations, σ via expf, tanhf, newlib libm, hard-float VFP/NEON flags); built with "
         "`-DELT_ENCODER_F32`, the app dequantizes the int16 features, runs it, rounds z to Q0.15 "
         "and continues with the integer adaptation, so its encoder ticks time the float encoder "
         "and its no-adapt total adds the integer head + entropy. `float32_fastmath`: the same "
-        "with `-O3 -ffast-math` on every source (GCC 12's -O2 vectorizer leaves loops of "
-        "run-time length scalar, so -O2 -ffast-math alone changes next to nothing); lets GCC "
-        "use NEON for the float dot products. docs/targets.md §1 anchors for a similar "
-        "LSTM on this core: naive float32 C -O3 168,009 ticks, -ffast-math 82,024. "
-        '"= float model": fraction of the clips whose device no-adapt class equals the '
-        "Python float64 model's.",
+        "with `-O3 -ffast-math` on every source (GCC 12's -O2 vectorizer leaves loops of run-time"
+        " length scalar, so -O2 -ffast-math alone changes next to nothing); lets GCC use NEON for"
+        " the float dot products. docs/targets.md §1 anchors for a similar LSTM on this core: "
+        'naive float32 C -O3 168,009 ticks, -ffast-math 82,024. "= float model": fraction of the '
+        "clips whose device no-adapt class equals the Python float64 model's.",
         "",
         "| build | flags | encoder ticks | × neon | no-adapt ticks | × neon | ELaTTA ticks "
         "| .text B | .rodata B | = float model | rep spread |",
@@ -1361,8 +1372,7 @@ def baseline_tables(b: dict[str, dict[str, Any]], r: dict[str, dict[str, float]]
         rows += [
             "",
             f"Note: the scalar build's encoder still has {sc['instruction_mix']['neon']} "
-            "NEON instructions (GCC's -O2 auto-vectorization of the plain loops, or a kernel "
-            "that does not honour `ELT_SCALAR`).",
+            "NEON instructions (GCC's -O2 auto-vectorization of the plain loops).",
         ]
     return rows
 

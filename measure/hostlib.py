@@ -99,26 +99,30 @@ def build_host_library(
     firmware_sources: Sequence[str] = (),
     cflags: Sequence[str] = (),
 ) -> HostBuild:
-    """Compile ``src_dir/*.c`` + the named ``firmware/`` kernels + the host wrapper into a
-    shared library; the file name carries a hash of the inputs, so a changed source never loads
-    a stale library (ctypes caches by path)."""
+    """Compile ``src_dir/*.c`` + the named ``firmware/`` kernels (with their reference
+    operations, firmware/kernels/ref: the host has no NEON) + the host wrapper into a shared
+    library; the file name carries a hash of the inputs, so a changed source never loads a stale
+    library (ctypes caches by path)."""
     cc = find_tool("cc")
     fw = firmware_dir()
+    ops = fw / sources.HOST.folder
     out_dir.mkdir(parents=True, exist_ok=True)
     api = out_dir / "host_api.c"
     api.write_text(host_api)
-    sources = sorted(src_dir.glob("*.c")) + [fw / s for s in firmware_sources] + [api]
+    srcs = sorted(src_dir.glob("*.c")) + [fw / s for s in firmware_sources] + [api]
     flags = [
         *HOST_CFLAGS,
         *(UBSAN_CFLAGS if sanitize else ()),
         *(["-DELT_TRACE"] if trace else []),
+        *sources.HOST.compile_flags(fw),
         *cflags,
     ]
     digest = hashlib.sha256(" ".join(flags).encode())
-    for s in sources + sorted(src_dir.glob("*.h")) + sorted(fw.glob("*.h")):
+    headers = sorted(src_dir.glob("*.h")) + sorted(fw.glob("*.h")) + sorted(ops.glob("*.h"))
+    for s in srcs + headers:
         digest.update(s.name.encode() + b"\0" + s.read_bytes())
     lib = out_dir / f"libelt_host_{digest.hexdigest()[:12]}.so"
-    cmd = [cc, *flags, f"-I{src_dir}", f"-I{fw}", "-o", str(lib), *map(str, sources)]
+    cmd = [cc, *flags, f"-I{src_dir}", f"-I{fw}", "-o", str(lib), *map(str, srcs)]
     if not lib.is_file():
         run_tool(cmd, what="host gcc")
     return HostBuild(lib, " ".join(cmd), sanitize, trace)

@@ -179,6 +179,8 @@ def entropy_cases(rng: np.random.Generator) -> list[tuple[int, int, np.ndarray]]
 def run_probe(
     tmp: Path, scalar: bool, probes: tuple[Probe, ...] = PROBES
 ) -> tuple[list[AdaptParams], dict[str, list[list[int]]], dict[str, object]]:
+    """The probe with the kernels' NEON operations (firmware/kernels/neon_a32), or with
+    ``scalar`` their reference ones (firmware/kernels/ref, the whole build -DELT_SCALAR)."""
     params = [pr.params(400 + i) for i, pr in enumerate(probes)]
     src = tmp / "src"
     src.mkdir()
@@ -245,8 +247,9 @@ def run_probe(
     link_probe(
         elf,
         srcs,
-        cflags=[*sizes, *(["-DELT_SCALAR"] if scalar else [])],
+        cflags=sizes,
         includes=[inc, src],
+        variant=sources.REF if scalar else sources.NEON_A32,
     )
     if not scalar:  # the device build really takes the NEON paths
         dis = subprocess.run(

@@ -226,16 +226,28 @@ def extreme_inputs(T: int, F: int) -> np.ndarray:
 
 
 def run_arm_probe(
-    tmp: Path, sources: list[Path], includes: list[Path], cflags: tuple[str, ...] = ()
+    tmp: Path,
+    sources: list[Path],
+    includes: list[Path],
+    cflags: tuple[str, ...] = (),
+    variant: str = "neon_a32",
 ) -> list[str]:
     """Link a probe main with the firmware runtime (startup, UART) for the Cortex-A9 as fw.elf
-    is built (ARM_CFLAGS), boot it in qemu-system-arm -M xilinx-zynq-a9 and return the lines
-    its UART prints up to "END"."""
+    is built (ARM_CFLAGS), with the kernels' operations of ``variant`` (codegen/target/sources.py:
+    "neon_a32" as fw.elf, or "ref"), boot it in qemu-system-arm -M xilinx-zynq-a9 and return the
+    lines its UART prints up to "END"."""
+    from codegen.target import sources as firmware_sources
     from codegen.target.firmware import FirmwareConfig, render_config
     from codegen.target.qemu_probe import link_probe, qemu_probe_lines
 
     inc = tmp / "include"
     inc.mkdir(parents=True, exist_ok=True)
     (inc / "fw_config.h").write_text(render_config(FirmwareConfig(), "fw-probe", "0" * 64))
-    elf = link_probe(tmp / "probe.elf", list(sources), cflags=cflags, includes=[inc, *includes])
+    elf = link_probe(
+        tmp / "probe.elf",
+        list(sources),
+        cflags=cflags,
+        includes=[inc, *includes],
+        variant=firmware_sources.variant(variant),
+    )
     return qemu_probe_lines(elf)

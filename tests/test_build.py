@@ -348,18 +348,18 @@ int main(void)
 
 @pytest.mark.qemu
 @pytest.mark.parametrize(
-    "scale, limited_by, cflags",
+    "scale, limited_by, variant",
     [
-        (1.0, "formats", ()),  # A = frac W_ih + frac x: x_opshift 0 (VRSHL by 0 = identity)
-        (3.0, "int32 proof", ()),
-        (3.0, "int32 proof", ("-DELT_SCALAR",)),  # the plain C path on the same core
+        (1.0, "formats", "neon_a32"),  # A = frac W_ih + frac x: x_opshift 0 (VRSHL by 0 = identity)
+        (3.0, "int32 proof", "neon_a32"),
+        (3.0, "int32 proof", "ref"),  # the plain C operations on the same core
     ],
 )
 def test_cortex_a9_build_equals_python_under_qemu(
-    tmp_path: Path, scale: float, limited_by: str, cflags: tuple[str, ...]
+    tmp_path: Path, scale: float, limited_by: str, variant: str
 ) -> None:
-    """The ARM build of the generated C (as in fw.elf, the NEON LSTM kernel; with -DELT_SCALAR
-    the scalar one) computes what the Python reference does: a probe main runs it under
+    """The ARM build of the generated C (as in fw.elf, the NEON LSTM kernel; with the ref kernel
+    variant the plain C) computes what the Python reference does: a probe main runs it under
     qemu-system-arm (xilinx-zynq-a9) on random inputs and saturating ones (all −32768, all
     32767, alternating extremes: gate pre-activations beyond Q4.11) in every mode and prints
     every field."""
@@ -402,7 +402,7 @@ def test_cortex_a9_build_equals_python_under_qemu(
     ]
     lines = [
         ln
-        for ln in run_arm_probe(tmp_path, sources, [src], (*cflags, *model_cflags(q)))
+        for ln in run_arm_probe(tmp_path, sources, [src], model_cflags(q), variant)
         if ln.startswith("R ")
     ]
     assert len(lines) == n * len(MODES)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from codegen.base.resources import firmware_dir
+from codegen.target import sources
 from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 
 PROG = r"""
@@ -88,6 +89,7 @@ def test_chol_pivot_exact(tmp_path: Path) -> None:
             *COMMON_CFLAGS,
             "-O2",
             "-Wno-unused-function",
+            *sources.HOST.compile_flags(fw),
             f"-I{fw}",
             str(src),
             str(fw / "elt_intmath.c"),

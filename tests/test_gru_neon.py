@@ -1,7 +1,8 @@
 """The GRU encoder's NEON kernel (firmware/elt_gru_s16.c) against its Python twin
 (codegen/intref/gru.py) under QEMU, over shapes that exercise the kernel layout (hidden padding,
 half n-row blocks, F mod 4 tails, many blocks), 1 and 2 layers, every pooling, on random and
-extreme int16 inputs; and the scalar path (-DELT_SCALAR) of the same arrays on the same target."""
+extreme int16 inputs; and the reference variant's plain C (firmware/kernels/ref) of the same arrays
+on the same target."""
 
 from __future__ import annotations
 
@@ -66,10 +67,12 @@ def _probe(
     fw = firmware_dir()
     srcs = [probe, *sorted(src.glob("*.c")), fw / "elt_gru_s16.c", fw / "elt_lstm_s16.c"]
     runs = []
-    for name, flags in (("neon", ()), ("scalar", ("-DELT_SCALAR",))):
-        out = tmp_path / name
+    for variant in ("neon_a32", "ref"):
+        out = tmp_path / variant
         out.mkdir()
-        runs.append([ln for ln in run_arm_probe(out, srcs, [src], flags) if ln.startswith("R ")])
+        runs.append(
+            [ln for ln in run_arm_probe(out, srcs, [src], (), variant) if ln.startswith("R ")]
+        )
     return runs[0], runs[1], want
 
 
@@ -102,4 +105,4 @@ def test_gru_neon_kernel_shapes_under_qemu(
 ) -> None:
     neon, scalar, want = _probe(tmp_path, F, H, T, layers, pool, scale)
     _check(neon, want, "NEON")
-    _check(scalar, want, "scalar (-DELT_SCALAR)")
+    _check(scalar, want, "reference variant (firmware/kernels/ref)")

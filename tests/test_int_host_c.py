@@ -235,11 +235,12 @@ def compile_kernels(
     sizes: tuple[int, int, int, int],
     trace: bool,
     extra_sources: tuple[Path, ...] = (),
+    variant: sources.KernelVariant = sources.HOST,
 ) -> Path:
     """Object-only build of every kernel with -Werror (GCC's flow warnings depend on -O and on
-    the array sizes, so the matrix matters)."""
+    the array sizes, so the matrix matters), with one variant's operations."""
     k, lam, d, c = sizes
-    out = tmp / f"{Path(cc).name}{opt}k{k}{'t' if trace else ''}"
+    out = tmp / f"{Path(cc).name}{opt}k{k}{'t' if trace else ''}-{variant.name}"
     out.mkdir()
     fw = firmware_dir()
     cmd = [
@@ -252,6 +253,7 @@ def compile_kernels(
         f"-DELT_D_MAX={d}",
         f"-DELT_C_MAX={c}",
         *(["-DELT_TRACE"] if trace else []),
+        *variant.compile_flags(fw),
         f"-I{fw}",
         f"-I{tmp}",
         "-c",
@@ -272,22 +274,30 @@ def test_kernels_build_for_cortex_a9(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
     sizes = tuple(int(f.split("=")[1]) for f in adapt_cflags(P))
     assert sizes == SIZES[2]
-    objs = compile_kernels(
-        tmp_path, cc, ARM_FLAGS, "-O2", SIZES[2], False, (tmp_path / "kws_adapt_params.c",)
-    )
-    compile_kernels(tmp_path, cc, ARM_FLAGS, "-O2", SIZES[1], True)
-    # the device path is pure integer: no floating-point instructions or calls in the kernels
-    if _has("arm-none-eabi-objdump"):
-        for s in sources.ADAPT:
-            dis = subprocess.run(
-                [find_tool("arm-none-eabi-objdump"), "-d", str(objs / (Path(s).stem + ".o"))],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-            assert not any(
-                tok in dis for tok in ("vadd.f", "vmul.f", "vcvt", "__aeabi_d", "__aeabi_f")
-            ), s
+    for variant in (sources.NEON_A32, sources.REF):
+        objs = compile_kernels(
+            tmp_path,
+            cc,
+            ARM_FLAGS,
+            "-O2",
+            SIZES[2],
+            False,
+            (tmp_path / "kws_adapt_params.c",),
+            variant,
+        )
+        compile_kernels(tmp_path, cc, ARM_FLAGS, "-O2", SIZES[1], True, (), variant)
+        # the device path is pure integer: no floating-point instructions or calls in the kernels
+        if _has("arm-none-eabi-objdump"):
+            for s in sources.ADAPT:
+                dis = subprocess.run(
+                    [find_tool("arm-none-eabi-objdump"), "-d", str(objs / (Path(s).stem + ".o"))],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+                assert not any(
+                    tok in dis for tok in ("vadd.f", "vmul.f", "vcvt", "__aeabi_d", "__aeabi_f")
+                ), (s, variant.name)
 
 
 def test_kernels_build_for_host_at_o2(tmp_path: Path) -> None:
@@ -297,11 +307,16 @@ def test_kernels_build_for_host_at_o2(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_kernels_build_matrix(tmp_path: Path) -> None:
-    for cc, target in ((find_tool("cc"), ()), (find_tool("arm-none-eabi-gcc"), ARM_FLAGS)):
+    builds = (
+        (find_tool("cc"), (), sources.REF),
+        (find_tool("arm-none-eabi-gcc"), ARM_FLAGS, sources.NEON_A32),
+        (find_tool("arm-none-eabi-gcc"), ARM_FLAGS, sources.REF),
+    )
+    for cc, target, variant in builds:
         for opt, k, trace in itertools.product(
             ("-O0", "-O1", "-O2", "-O3", "-Os"), SIZES, (False, True)
         ):
-            compile_kernels(tmp_path, cc, tuple(target), opt, SIZES[k], trace)
+            compile_kernels(tmp_path, cc, tuple(target), opt, SIZES[k], trace, (), variant)
 
 
 def _has(tool: str) -> bool:

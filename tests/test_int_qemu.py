@@ -1,4 +1,4 @@
-"""The ELaTTA kernels as the Cortex-A9 runs them: NEON paths (and, for comparison, the -DELT_SCALAR
+"""The ELaTTA kernels as the Cortex-A9 runs them: NEON paths (and, for comparison, the reference
 build) under qemu-system-arm (xilinx-zynq-a9), every result field equal to the Python integer
 reference.
 

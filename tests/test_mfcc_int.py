@@ -2,8 +2,9 @@
 Python integer reference against the float front end (a float-vs-fixed report: tolerances
 there), and the C kernel (firmware/elt_mfcc_s16.c + generated tables) against the Python
 integer reference, bit for bit: host-compiled (scalar C, and with UBSan), under QEMU (the NEON
-path and -DELT_SCALAR), on silence, dither, full-scale clipping, DC offsets, impulses, chirps,
-Nyquist squares and voiced sounds; the slow layer adds ≥ 2,000 clips with real speech (FSDD)."""
+operations and the reference variant's plain C), on silence, dither, full-scale clipping, DC
+offsets, impulses, chirps, Nyquist squares and voiced sounds; the slow layer adds ≥ 2,000 clips
+with real speech (FSDD)."""
 
 from __future__ import annotations
 

@@ -236,13 +236,16 @@ def build_firmware(
     extra_ldflags: Sequence[str] = (),
     extra_cflags: Sequence[str] = (),
     extra_libs: Sequence[str] = (),
+    variant: sources.KernelVariant = sources.ARM_DEFAULT,
 ) -> FirmwareBuild:
     """Compile the runtime, plus (for `codegen build`) the generated model sources and the
     kernels they need: ``extra_sources`` are compiled after the runtime, ``extra_includes`` come
     first on the include path, ``extra_cflags`` (e.g. ``-D`` sizes) apply to every source,
     ``extra_ldflags`` go to the link (e.g. ``-Wl,--undefined=sym`` to keep an entry point that
     the runtime does not call yet), ``extra_libs`` after the sources, before ``-lgcc`` (e.g.
-    ``-lm -lc`` for `codegen bench`'s float baseline). All of them enter the hash."""
+    ``-lm -lc`` for `codegen bench`'s float baseline); ``variant`` the kernels' operations
+    (codegen/target/sources.py: NEON on the Cortex-A9 by default). All of them enter the
+    hash."""
     cfg.validate()
     gcc = find_tool("arm-none-eabi-gcc")
     fw = firmware_dir()
@@ -250,9 +253,12 @@ def build_firmware(
     headers = (
         sorted(fw.glob("*.h"))
         + sorted((fw / sources.BOARD_DIR).glob("*.h"))
+        + sorted((fw / variant.folder).glob("*.h"))
         + sorted(h for d in extra_includes for h in Path(d).glob("*.h"))
     )
-    input_hash = _input_hash(cfg, srcs + headers, (*extra_cflags, *extra_ldflags, *extra_libs))
+    input_hash = _input_hash(
+        cfg, srcs + headers, (*variant.cflags, *extra_cflags, *extra_ldflags, *extra_libs)
+    )
     build_id = f"fw-{input_hash[:16]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     gen = out_dir / "include"
@@ -266,6 +272,7 @@ def build_firmware(
         *extra_cflags,
         f"-I{gen}",
         *(f"-I{d}" for d in extra_includes),
+        *variant.compile_flags(fw),
         f"-I{fw}",
         f"-T{fw / sources.LINKER_SCRIPT}",
         *ARM_LDFLAGS,
@@ -283,6 +290,7 @@ def build_firmware(
         "build_id": build_id,
         "inputs_sha256": input_hash,
         "config": asdict(cfg),
+        "kernels": variant.name,
         "console": build.console(),
         "sections": {k: {"size": v[0], "addr": v[1]} for k, v in build.sections.items()},
         "static_ram_bytes": build.static_ram,

@@ -30,10 +30,12 @@ def link_probe(
     cflags: Sequence[str] = (),
     includes: Sequence[str | Path] = (),
     libs: Sequence[str] = (),
+    variant: firmware_sources.KernelVariant = firmware_sources.ARM_DEFAULT,
 ) -> Path:
     """Compile and link a probe for the Cortex-A9 as fw.elf is built (ARM_CFLAGS, link.ld with
-    its RAM checks): the firmware runtime plus ``sources``; BuildError with the compiler's
-    output on failure."""
+    its RAM checks): the firmware runtime plus ``sources``, with the kernels' operations of
+    ``variant`` (NEON by default, as fw.elf); BuildError with the compiler's output on
+    failure."""
     fw = firmware_dir()
     run_tool(
         [
@@ -41,6 +43,7 @@ def link_probe(
             *ARM_CFLAGS,
             *cflags,
             *(f"-I{d}" for d in includes),
+            *variant.compile_flags(fw),
             f"-I{fw}",
             f"-T{fw / firmware_sources.LINKER_SCRIPT}",
             *ARM_LDFLAGS,

@@ -3,6 +3,11 @@ libraries of the tests and `codegen bench` compile (names under ``firmware/``, l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
+from codegen.base.errors import ConfigError
+
 # The board: everything that knows the Zynq-7000 PS (UG585) lives in one folder and implements
 # the target interface, the headers fw_uart.h, fw_timer.h and fw_rt.h at the top of firmware/:
 # reset vectors, MMU and caches, stacks (startup.S), the memory map (link.ld), the register map
@@ -52,3 +57,51 @@ F32: tuple[str, ...] = ("elt_lstm_f32.c",)
 def kernels(with_adapt: bool) -> tuple[str, ...]:
     """The model kernels a build links: the encoder, and the adaptation core if it has one."""
     return LSTM + (ADAPT if with_adapt else ())
+
+
+# The kernels' variants (docs/architecture.md §5), as TFLM keeps its reference and optimised
+# kernels apart: a kernel with a NEON form keeps what every core runs in firmware/<kernel>.c, and
+# the operations that differ (inner loops, whole stages) in firmware/kernels/<variant>/ under the
+# same file names and function names in every variant (static inline, always_inline where the
+# split must not cost a call: the device's icount ticks are unchanged by it). A build puts one
+# variant's folder on the include path before firmware/; the kernels never test ELT_NEON.
+KERNELS_DIR = "kernels"
+
+
+@dataclass(frozen=True)
+class KernelVariant:
+    """One variant of the kernels' operations: its folder under firmware/ and the -D flags a
+    build with it takes (the reference variant also keeps the rest of the firmware, the link
+    layer and the generated kernels, on their plain-C paths: -DELT_SCALAR, firmware/elt_neon.h)."""
+
+    name: str
+    cflags: tuple[str, ...]
+    what: str
+
+    @property
+    def folder(self) -> str:
+        return f"{KERNELS_DIR}/{self.name}"
+
+    def compile_flags(self, firmware: Path) -> tuple[str, ...]:
+        """What a compile of the kernels with this variant adds: its -D flags and its folder
+        on the include path (``firmware``: the firmware/ directory)."""
+        return (*self.cflags, f"-I{firmware / self.folder}")
+
+
+# Plain C, any core: the readable reference of the same integers (host builds, a core without
+# NEON, the bench's `scalar` baseline).
+REF = KernelVariant("ref", ("-DELT_SCALAR",), "plain C (any core)")
+# The Cortex-A9's Advanced SIMD in A32 state (ARM DDI 0406C chapter A4 "The Advanced SIMD and
+# Floating-point instructions"); every header of the folder refuses a build without ELT_NEON.
+NEON_A32 = KernelVariant("neon_a32", (), "Cortex-A9 NEON (ARMv7-A Advanced SIMD, A32)")
+VARIANTS: dict[str, KernelVariant] = {v.name: v for v in (REF, NEON_A32)}
+# what a Zynq-7000 build takes (its Cortex-A9 has NEON, UG585 §3.1), and a host build
+ARM_DEFAULT = NEON_A32
+HOST = REF
+
+
+def variant(name: str) -> KernelVariant:
+    """The variant called ``name``; ConfigError naming the variants otherwise."""
+    if name not in VARIANTS:
+        raise ConfigError(f"kernel variant {name!r}: choose from {', '.join(VARIANTS)}")
+    return VARIANTS[name]

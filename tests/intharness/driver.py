@@ -1,6 +1,8 @@
-"""Build and drive ``tests/intharness/harness.c``: the firmware ELaTTA kernels plus generated
-params files, compiled for the host with ASan/UBSan, compared field by field with the Python
-integer reference (`codegen.intref.adapt.adapt_int`)."""
+"""Build and drive ``tests/intharness/harness.c``: the firmware ELaTTA kernels with their reference
+operations (firmware/kernels/ref) plus generated params files, compiled for the host with
+ASan/UBSan, compared field by field with the Python integer reference
+(`codegen.intref.adapt.adapt_int`). The NEON operations run the same comparison under QEMU
+(tests/adaptprobe.py, both variants)."""
 
 from __future__ import annotations
 
@@ -155,19 +157,20 @@ def build_harness(
             for name, text in sorted(emit_adapt_c(P, f"t{i}_").items()):
                 h.update(name.encode() + text.encode())
         fw = firmware_dir()
-        for src in [HERE / "harness.c", *sorted(fw.glob("elt_*")), fw / "fw_fixed.h"]:
+        ops = sorted((fw / sources.HOST.folder).glob("*.h"))
+        for src in [HERE / "harness.c", *sorted(fw.glob("elt_*")), fw / "fw_fixed.h", *ops]:
             h.update(src.name.encode() + src.read_bytes())
         out = Path(tempfile.gettempdir()) / "elt_intharness" / h.hexdigest()[:16]
         if (out / "harness").is_file():
             return Harness(out / "harness", tuple(params), trace)
     out.mkdir(parents=True, exist_ok=True)
-    sources: list[Path] = []
+    generated: list[Path] = []
     headers: list[str] = []
     for i, P in enumerate(params):
         for name, text in emit_adapt_c(P, f"t{i}_").items():
             (out / name).write_text(text)
             if name.endswith(".c"):
-                sources.append(out / name)
+                generated.append(out / name)
             else:
                 headers.append(name)
     reg = [
@@ -190,11 +193,12 @@ def build_harness(
         *(SANITIZE if sanitize else ()),
         *(["-DELT_TRACE"] if trace else []),
         *defines,
+        *sources.HOST.compile_flags(fw),
         f"-I{fw}",
         f"-I{out}",
         str(HERE / "harness.c"),
         str(out / "harness_registry.c"),
-        *map(str, sources),
+        *map(str, generated),
         *(str(fw / k) for k in KERNELS),
         "-o",
         str(exe),

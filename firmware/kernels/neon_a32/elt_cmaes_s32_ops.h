@@ -1,0 +1,907 @@
+/*
+ * The integer CMA-ES's operations on the Cortex-A9 (firmware/elt_cmaes_s32.c includes this file
+ * after its shared helpers; firmware/kernels/ref/elt_cmaes_s32_ops.h is the plain C of the same
+ * functions). Every vector loop computes the scalar formula lane-wise: products of two int32 by
+ * VMULL into int64 lanes, the one rounding rule by VRSHR / VRSRA / VRSHL / VQRSHRN
+ * ((x + 2^(s-1)) >> s exactly), every saturation explicit (VQMOVN = sat32), sums of exact
+ * integers in any order; each loop ends with the shared scalar tail of elt_cmaes_s32.c.
+ */
+#ifndef ELT_CMAES_S32_OPS_H
+#define ELT_CMAES_S32_OPS_H
+
+#include "elt_neon_a32.h"
+
+/* (a0 + a1, b0 + b1) of two int64x2 by VEXT (a1, b0) + VBSL (a0, b1), all in NEON registers
+ * (combining d halves makes GCC copy them with VMOV.F64, a floating-point mnemonic) */
+static inline int64x2_t elt_hadd2_s64(int64x2_t a, int64x2_t b)
+{
+    const uint64x2_t lo = vreinterpretq_u64_s64(vcombine_s64(vcreate_s64(~0ULL), vcreate_s64(0)));
+    return vaddq_s64(vextq_s64(a, b, 1), vbslq_s64(lo, a, b));
+}
+
+/* sum_l round(x_l y_l / 2^26), l < n: two products per VMULL, VRSRA #26, then the tail */
+static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n)
+{
+    int64_t s = 0;
+    int32_t l = 0;
+    if (n >= 2) {
+        int64x2_t acc = vdupq_n_s64(0);
+        for (; l + 2 <= n; l += 2) {
+            acc = vrsraq_n_s64(acc, vmull_s32(vld1_s32(x + l), vld1_s32(y + l)), ELT_C_FRAC);
+        }
+        s = vgetq_lane_s64(acc, 0) + vgetq_lane_s64(acc, 1);
+    }
+    return elt_dot_rr26_from(x, y, l, n, s);
+}
+
+/* Rows j + 1 .. k - 1 of column j of A (elt_chol_k), rows i, i + 1 together: one load of row
+ * j's prefix for both dot products, the two numerators in one int64x2 (VQMOVN = sat32), the
+ * quotients by VMULL by r, VRSHL by -(e + 3), VQMOVN; an odd last row by the scalar tail. */
+static inline __attribute__((always_inline)) void elt_chol_rows(const int32_t *c, int32_t *a,
+                                                                const int32_t *aj, int32_t j,
+                                                                const int32_t k, int32_t r, int e)
+{
+    int32_t i = j + 1;
+    const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
+    for (; i + 2 <= k; i += 2) {
+        const int32_t *ai = &a[ELT_TRI(i, 0)];
+        const int32_t *ai1 = ai + i + 1; /* row i + 1 follows row i */
+        int64x2_t acc_i = vdupq_n_s64(0);
+        int64x2_t acc_i1 = acc_i;
+        int64x2_t sum;
+        int32x2_t num;
+        int32_t l = 0;
+        for (; l + 2 <= j; l += 2) {
+            const int32x2_t ajv = vld1_s32(aj + l);
+            acc_i = vrsraq_n_s64(acc_i, vmull_s32(vld1_s32(ai + l), ajv), ELT_C_FRAC);
+            acc_i1 = vrsraq_n_s64(acc_i1, vmull_s32(vld1_s32(ai1 + l), ajv), ELT_C_FRAC);
+        }
+        sum = elt_hadd2_s64(acc_i, acc_i1);
+        if (l < j) {
+            const int32x2_t al = vset_lane_s32(ai1[l], vdup_n_s32(ai[l]), 1);
+            sum = vrsraq_n_s64(sum, vmull_n_s32(al, aj[l]), ELT_C_FRAC);
+        }
+        num = vqmovn_s64(vsubq_s64(
+            vmovl_s32(vset_lane_s32(c[ELT_TRI(i + 1, j)], vdup_n_s32(c[ELT_TRI(i, j)]), 1)), sum));
+        num = vqmovn_s64(vrshlq_s64(vmull_n_s32(num, r), esh));
+        a[ELT_TRI(i, j)] = vget_lane_s32(num, 0);
+        a[ELT_TRI(i + 1, j)] = vget_lane_s32(num, 1);
+    }
+    elt_chol_rows_from(c, a, aj, i, j, k, r, e);
+}
+
+/* elt_chol_cols: the pivot's sum C_jj - sum_l round(A_jl^2 / 2^26), row j's prefix two squares
+ * per VMULL, VRSRA #26 */
+static inline __attribute__((always_inline)) int64_t elt_chol_cols_piv(const int32_t *aj, int32_t j,
+                                                                       int64_t piv)
+{
+    int32_t l;
+    int64x2_t dv = vdupq_n_s64(0);
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 8
+#endif
+    for (l = 0; l + 2 <= j; l += 2) {
+        const int32x2_t v = vld1_s32(aj + l);
+        dv = vrsraq_n_s64(dv, vmull_s32(v, v), ELT_C_FRAC);
+    }
+    piv -= vgetq_lane_s64(dv, 0) + vgetq_lane_s64(dv, 1);
+    if (l < j) {
+        piv -= elt_mul_rr(aj[l], aj[l], ELT_C_FRAC);
+    }
+    return piv;
+}
+
+/* elt_chol_cols: rows i .. i + 3 of column j (cp, ap: their entry (i, j) in C and A; the next
+ * row's entry is i + 1 further), the numerators' sums from the transposed columns at[l][i..],
+ * by VMULL by the scalar A_jl and VRSRA #26 into the row's int64 lane; the quotients by VQMOVN
+ * (sat32), VMULL by r, VRSHL by -(e + 3), VQMOVN, stored into A and into at[j]. */
+static inline __attribute__((always_inline)) void
+elt_chol_cols_quad(int32_t (*at)[ELT_K_MAX + 4], const int32_t *aj, const int32_t *cp, int32_t *ap,
+                   int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
+{
+    int32_t l;
+    /* entry (i, j) of a packed lower triangle: the next row's is i + 1 further */
+    const int32_t d1 = i + 1;
+    const int32_t d2 = d1 + i + 2;
+    const int32_t d3 = d2 + i + 3;
+    int64x2_t lo = vdupq_n_s64(0);
+    int64x2_t hi = lo;
+    int32x4_t cv = vdupq_n_s32(0);
+    int32x2_t qlo;
+    int32x2_t qhi;
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 8
+#endif
+    for (l = 0; l + 2 <= j; l += 2) {
+        const int32x2_t ajl = vld1_s32(aj + l);
+        const int32x4_t v0 = vld1q_s32(&at[l][i]);
+        const int32x4_t v1 = vld1q_s32(&at[l + 1][i]);
+        lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
+        hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
+        lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v1), ajl, 1), ELT_C_FRAC);
+        hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v1), ajl, 1), ELT_C_FRAC);
+    }
+    if (l < j) {
+        const int32x4_t v0 = vld1q_s32(&at[l][i]);
+        const int32x2_t ajl = vld1_dup_s32(aj + l);
+        lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
+        hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
+    }
+    cv = vld1q_lane_s32(cp, cv, 0);
+    if (i + 1 < k) {
+        cv = vld1q_lane_s32(cp + d1, cv, 1);
+    }
+    if (i + 2 < k) {
+        cv = vld1q_lane_s32(cp + d2, cv, 2);
+    }
+    if (i + 3 < k) {
+        cv = vld1q_lane_s32(cp + d3, cv, 3);
+    }
+    qlo = vqmovn_s64(vsubq_s64(vmovl_s32(vget_low_s32(cv)), lo));
+    qhi = vqmovn_s64(vsubq_s64(vmovl_s32(vget_high_s32(cv)), hi));
+    qlo = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qlo, rv, 0), esh));
+    qhi = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qhi, rv, 0), esh));
+    vst1q_s32(&at[j][i], vcombine_s32(qlo, qhi));
+    vst1_lane_s32(ap, qlo, 0);
+    if (i + 1 < k) {
+        vst1_lane_s32(ap + d1, qlo, 1);
+    }
+    if (i + 2 < k) {
+        vst1_lane_s32(ap + d2, qhi, 0);
+    }
+    if (i + 3 < k) {
+        vst1_lane_s32(ap + d3, qhi, 1);
+    }
+}
+
+/* elt_chol_k's arithmetic column by column with the rows in NEON lanes: column j's numerators
+ * C_ij - sum_l round(A_il A_jl / 2^26) for rows i > j four at a time, each product by VMULL by
+ * the scalar A_jl and VRSRA #26 into the row's int64 lane (no horizontal sums), the factor's
+ * columns read from a transposed copy at[l][i] = A_il (contiguous over rows); the quotients by
+ * VQMOVN (sat32), VMULL by r, VRSHL by -(e + 3), VQMOVN. Lanes past the last row compute on
+ * the zeroed padding and are never stored into A. */
+static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t *c,
+                                                                   const int32_t k, int32_t *a)
+{
+    /* at least 2 rows: for ELT_K_MAX = 1 the pair loop is dead code that -Warray-bounds reads */
+    int32_t at[ELT_K_MAX > 1 ? ELT_K_MAX : 2][ELT_K_MAX + 4];
+    int32_t nfix = 0;
+    int32_t i;
+    int32_t j;
+    int32_t l;
+    if (k < 1 || k > ELT_K_MAX) {
+        __builtin_unreachable(); /* the state is sized by ELT_K_MAX; tells GCC the unrolled range */
+    }
+    for (l = 0; l < k; l++) {
+        vst1q_s32(&at[l][k], vdupq_n_s32(0));
+    }
+#if ELT_K_MAX <= 16 /* fully unrolled: every bound and offset a constant */
+#pragma GCC unroll 16
+#endif
+    for (j = 0; j < k; j++) {
+        const int32_t *aj = &a[ELT_TRI(j, 0)];
+        const int32_t *cp;
+        int32_t *ap;
+        int64x2_t esh;
+        int32x2_t rv;
+        int32_t r;
+        int e;
+        a[ELT_TRI(j, j)] = elt_chol_diag(elt_chol_cols_piv(aj, j, c[ELT_TRI(j, j)]), &nfix, &r, &e);
+        if (j + 1 == k) {
+            break;
+        }
+        esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
+        rv = vdup_n_s32(r);
+        cp = &c[ELT_TRI(j + 1, j)];
+        ap = &a[ELT_TRI(j + 1, j)];
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 4
+#endif
+        for (i = j + 1; i < k; i += 4) {
+            /* entry (i, j) of a packed lower triangle: the next row's is i + 1 further */
+            elt_chol_cols_quad(at, aj, cp, ap, i, j, k, rv, esh);
+            cp += 4 * i + 10;
+            ap += 4 * i + 10;
+        }
+    }
+    return nfix;
+}
+
+/* The factor of a k = ELT_K_MAX covariance: the column form, rows in lanes. */
+static inline __attribute__((always_inline)) int32_t elt_chol_kmax(const int32_t *c, int32_t *a)
+{
+    return elt_chol_cols(c, ELT_K_MAX, a);
+}
+
+/* elt_xoshiro_out on four words s1 (one stream's consecutive steps): VMUL #5, VSHL #7 + VSRI
+ * #25 (rotate), VMUL #9. The draws are the single stream's, unchanged. */
+static inline uint32x4_t elt_xoshiro_out4(uint32x4_t s1)
+{
+    const uint32x4_t a = vmulq_n_u32(s1, 5u);
+    return vmulq_n_u32(vsriq_n_u32(vshlq_n_u32(a, 7), a, 25), 9u);
+}
+
+/* elt_gauss_from_u32 on four draws: VSLI builds the odd v, VCLZ the octave, VSHL the mantissa;
+ * the knot pair's address lut + 4 (33 o + s) by VMLA and VSRA of the mantissa's top six bits
+ * (32 + s, the 32 taken off the base); the addresses to core registers two per VMOV, the pair
+ * (T[s], T[s+1]) by one VLD2 lane load per lane; the interpolation round(dt f / 2^16) by
+ * VQRDMULH with f 2^15 (= (2 dt f 2^15 + 2^31) >> 32, the same rounding; never saturates, as
+ * f 2^15 < 2^31); sign by XOR / subtract. */
+static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
+{
+    const uint32x4_t v = vsliq_n_u32(vdupq_n_u32(1u), u, 1); /* (u << 1) | 1 */
+    const uint32x4_t oct = vclzq_u32(v);
+    const uint32x4_t mn = vshlq_u32(v, vreinterpretq_s32_u32(oct));
+    const uint32x4_t base = vdupq_n_u32((uint32_t)(uintptr_t)lut - 4u * 32u);
+    const uint32x4_t addr =
+        vsraq_n_u32(vmlaq_u32(base, oct, vdupq_n_u32(4u * ELT_GAUSS_KNOTS)),
+                    vandq_u32(mn, vdupq_n_u32(0xFC000000u)), 24); /* (mn >> 26) 4 */
+    const int32x4_t f15 =
+        vreinterpretq_s32_u32(vandq_u32(vshlq_n_u32(mn, 5), vdupq_n_u32(0x7FFF8000u)));
+    const int32x4_t neg = vshrq_n_s32(vreinterpretq_s32_u32(u), 31); /* 0 or -1 */
+    const uint64_t a01 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 0);
+    const uint64_t a23 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 1);
+    int32x4x2_t g;
+    int32x4_t mag;
+    g.val[0] = neg; /* every lane is loaded below */
+    g.val[1] = neg;
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a01, g, 0);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a01 >> 32), g, 1);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a23, g, 2);
+    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a23 >> 32), g, 3);
+    mag = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f15));
+    return vsubq_s32(veorq_s32(mag, neg), neg); /* -mag where the sign bit is set */
+}
+
+/* elt_sample_group: zr = rshift_round(z, 5) of the ng candidates i.. (VRSHR #5 four at a time) */
+static inline __attribute__((always_inline)) void elt_group_zr(const elt_cmaes_work_t *w, int32_t i,
+                                                               int32_t k, const int ng,
+                                                               int32_t (*zr)[ELT_K_MAX])
+{
+    int32_t a;
+    int g;
+#pragma GCC unroll 4
+    for (g = 0; g < ng; g++) {
+        for (a = 0; a + 4 <= k; a += 4) { /* VRSHR #5 */
+            vst1q_s32(&zr[g][a],
+                      vrshrq_n_s32(vld1q_s32(&w->z[i + g][a]), ELT_Z_FRAC - ELT_ZR_FRAC));
+        }
+        for (; a < k; a++) {
+            zr[g][a] = fx_rshift_round32(w->z[i + g][a], ELT_Z_FRAC - ELT_ZR_FRAC);
+        }
+    }
+}
+
+/* elt_sample_group: y = A z of the ng candidates from their zr, each row of A (packed,
+ * contiguous) loaded once for all of them, times zr by VMLAL.S32 four products per candidate
+ * and step, the lanes summed pairwise, VRSHR #22, VQMOVN. */
+static inline __attribute__((always_inline)) void
+elt_group_y(elt_cmaes_work_t *w, int32_t i, int32_t k, const int ng, int32_t (*zr)[ELT_K_MAX])
+{
+    const int32_t *ar = w->A;
+    int32_t a;
+    int32_t l;
+    int g;
+    if (k < 1 || k > ELT_K_MAX) {
+        __builtin_unreachable(); /* the work arrays are sized by ELT_K_MAX */
+    }
+#if ELT_K_MAX <= 16 /* fully unrolled: every bound and offset a constant */
+#pragma GCC unroll 16
+#endif
+    for (a = 0; a < k; a++) {
+        int64x2_t acc[4];
+        int64x2_t sum[2];
+#pragma GCC unroll 4
+        for (g = 0; g < ng; g++) {
+            acc[g] = vdupq_n_s64(0);
+        }
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 4
+#endif
+        for (l = 0; l + 4 <= a + 1; l += 4) {
+            const int32x4_t av = vld1q_s32(ar + l);
+#pragma GCC unroll 4
+            for (g = 0; g < ng; g++) {
+                const int32x4_t zv = vld1q_s32(&zr[g][l]);
+                acc[g] = vmlal_s32(acc[g], vget_low_s32(av), vget_low_s32(zv));
+                acc[g] = vmlal_s32(acc[g], vget_high_s32(av), vget_high_s32(zv));
+            }
+        }
+        if (l + 2 <= a + 1) {
+            const int32x2_t av = vld1_s32(ar + l);
+#pragma GCC unroll 4
+            for (g = 0; g < ng; g++) {
+                acc[g] = vmlal_s32(acc[g], av, vld1_s32(&zr[g][l]));
+            }
+            l += 2;
+        }
+        /* (sum of g's lanes, sum of g + 1's lanes): the low halves plus the high halves */
+#pragma GCC unroll 2
+        for (g = 0; g < ng; g += 2) {
+            sum[g / 2] = elt_hadd2_s64(acc[g], acc[g + 1]);
+            if (l == a) {
+                const int32x2_t zl = vset_lane_s32(zr[g + 1][a], vdup_n_s32(zr[g][a]), 1);
+                sum[g / 2] = vmlal_n_s32(sum[g / 2], zl, ar[a]);
+            }
+            {
+                const int32x2_t yv =
+                    vqmovn_s64(vrshrq_n_s64(sum[g / 2], ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+                w->y[i + g][a] = vget_lane_s32(yv, 0);
+                w->y[i + g + 1][a] = vget_lane_s32(yv, 1);
+            }
+        }
+        ar += a + 1;
+    }
+}
+
+/* elt_sample_group: x = m + sigma y of the ng candidates two dimensions per step (VMULL by the
+ * mantissa, VRSHL, VQMOVN). */
+static inline __attribute__((always_inline)) void elt_group_x(const elt_cmaes_state_t *s,
+                                                              elt_cmaes_work_t *w, int32_t i,
+                                                              int32_t k, int32_t mant, int shift,
+                                                              const int ng)
+{
+    const int32x2_t md = vdup_n_s32(mant);
+    const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+    int32_t a;
+    int g;
+    for (a = 0; a + 2 <= k; a += 2) {
+        const int64x2_t m64 = vmovl_s32(vld1_s32(&s->m[a]));
+#pragma GCC unroll 4
+        for (g = 0; g < ng; g++) {
+            vst1_s32(&w->x[i + g][a],
+                     vqmovn_s64(vaddq_s64(
+                         m64, vrshlq_s64(vmull_s32(vld1_s32(&w->y[i + g][a]), md), shv))));
+        }
+    }
+    for (; a < k; a++) {
+#pragma GCC unroll 4
+        for (g = 0; g < ng; g++) {
+            w->x[i + g][a] = elt_sat32((int64_t)s->m[a] +
+                                       fx_rshift_round64((int64_t)w->y[i + g][a] * mant, shift));
+        }
+    }
+}
+
+/* y = A z and x = m + sigma y of ng = 2 or 4 candidates i.. (elt_cmaes_sample_s32's
+ * arithmetic). */
+static inline __attribute__((always_inline)) void elt_sample_group(const elt_cmaes_state_t *s,
+                                                                   elt_cmaes_work_t *w, int32_t i,
+                                                                   int32_t k, int32_t mant,
+                                                                   int shift, const int ng)
+{
+    int32_t zr[4][ELT_K_MAX];
+    elt_group_zr(w, i, k, ng, zr);
+    elt_group_y(w, i, k, ng, zr);
+    elt_group_x(s, w, i, k, mant, shift, ng);
+}
+
+/* y = A z and x = m + sigma y of candidates i, i + 1 when k = ELT_K_MAX is a multiple of 4
+ * and at most 16 (every loop unrolled): the two candidates' zr (VRSHR #5) interleaved by VZIP
+ * into pairs (zr_i[l], zr_i+1[l]) that stay in NEON registers for all rows; row a of A (packed,
+ * quad loads; the last quad may read into the next row, whose lanes are not used) then costs one
+ * VMLAL.S32 by lane per entry into the row's (y_i, y_i+1) accumulator: no horizontal sums;
+ * VRSHR #22, VQMOVN; two rows' pairs transposed by VTRN into each candidate's (y_a, y_a+1),
+ * stored, and x = sat32(m + round(y mant / 2^shift)) from them (VMULL, VRSHL, VADDW, VQMOVN). */
+static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes_state_t *s,
+                                                                 elt_cmaes_work_t *w, int32_t i,
+                                                                 const int32_t k, int32_t mant,
+                                                                 int shift)
+{
+    const int32x2_t md = vdup_n_s32(mant);
+    const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+    int32x2_t zp[ELT_K_MAX + 4]; /* zp[l] = (zr_i[l], zr_i+1[l]) */
+    int32x2_t yprev = vdup_n_s32(0);
+    const int32_t *ar = w->A;
+    int32_t a;
+    int32_t l;
+#pragma GCC unroll 4
+    for (l = 0; l < k; l += 4) {
+        const int32x4x2_t zz =
+            vzipq_s32(vrshrq_n_s32(vld1q_s32(&w->z[i][l]), ELT_Z_FRAC - ELT_ZR_FRAC),
+                      vrshrq_n_s32(vld1q_s32(&w->z[i + 1][l]), ELT_Z_FRAC - ELT_ZR_FRAC));
+        zp[l] = vget_low_s32(zz.val[0]);
+        zp[l + 1] = vget_high_s32(zz.val[0]);
+        zp[l + 2] = vget_low_s32(zz.val[1]);
+        zp[l + 3] = vget_high_s32(zz.val[1]);
+    }
+#pragma GCC unroll 16
+    for (a = 0; a < k; a++) {
+        int64x2_t acc = vdupq_n_s64(0);
+        int32x2_t yv;
+#pragma GCC unroll 4
+        for (l = 0; l <= a; l += 4) {
+            const int32x4_t av = vld1q_s32(ar + l);
+            acc = vmlal_lane_s32(acc, zp[l], vget_low_s32(av), 0);
+            if (l + 1 <= a) {
+                acc = vmlal_lane_s32(acc, zp[l + 1], vget_low_s32(av), 1);
+            }
+            if (l + 2 <= a) {
+                acc = vmlal_lane_s32(acc, zp[l + 2], vget_high_s32(av), 0);
+            }
+            if (l + 3 <= a) {
+                acc = vmlal_lane_s32(acc, zp[l + 3], vget_high_s32(av), 1);
+            }
+        }
+        yv = vqmovn_s64(vrshrq_n_s64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+        if (a % 2 == 1) { /* rows a - 1, a: (y_i[a-1], y_i[a]) and (y_i+1[a-1], y_i+1[a]) */
+            const int32x2x2_t yt = vtrn_s32(yprev, yv);
+            const int32x2_t mv = vld1_s32(&s->m[a - 1]);
+            vst1_s32(&w->y[i][a - 1], yt.val[0]);
+            vst1_s32(&w->y[i + 1][a - 1], yt.val[1]);
+            vst1_s32(&w->x[i][a - 1],
+                     vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[0], md), shv), mv)));
+            vst1_s32(&w->x[i + 1][a - 1],
+                     vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[1], md), shv), mv)));
+        }
+        yprev = yv;
+        ar += a + 1;
+    }
+}
+
+/* k a multiple of 4: xoshiro128** four steps at a time in core registers (s3 kept unrotated:
+ * the rotation folds into the next step's EOR as a ROR operand), the four s1 into NEON by two
+ * VMOV, then the output function and the normals in lanes: the same draws in the same order */
+static inline __attribute__((always_inline)) void elt_draw_quads(elt_cmaes_work_t *w, uint32_t *st,
+                                                                 const int32_t lam, const int32_t k,
+                                                                 const int32_t *gauss_lut)
+{
+    uint32_t x0 = st[0];
+    uint32_t x1 = st[1];
+    uint32_t x2 = st[2];
+    uint32_t xq = elt_rotl32(st[3], 21); /* rotl(xq, 11) is s3 */
+    uint32_t o[4];
+    int r;
+    int32_t i;
+    int32_t a;
+    for (i = 0; i < lam; i++) {
+        for (a = 0; a < k; a += 4) {
+#pragma GCC unroll 4
+            for (r = 0; r < 4; r++) {
+                o[r] = x1;
+                x2 ^= x0;
+                xq = elt_rotl32(xq, 11) ^ x1;
+                x1 ^= x2;
+                x0 ^= xq;
+                x2 ^= o[r] << 9;
+            }
+            vst1q_s32(
+                &w->z[i][a],
+                elt_gauss4(
+                    elt_xoshiro_out4(vsetq_lane_u32(
+                        o[3], vsetq_lane_u32(o[2], vsetq_lane_u32(o[1], vdupq_n_u32(o[0]), 1), 2),
+                        3)),
+                    gauss_lut));
+        }
+    }
+    st[0] = x0;
+    st[1] = x1;
+    st[2] = x2;
+    st[3] = elt_rotl32(xq, 11);
+}
+
+/* The lam x k normals of one iteration (elt_cmaes_sample_s32's draws): the state updates first
+ * (each step's s1 stored), then the output function and the normals four at a time (two rows
+ * of k = 2, or runs of four within a row), the rest one by one: the same draws in the same
+ * order as elt_xoshiro_next. st: the stream's state, updated. */
+static inline __attribute__((always_inline)) void elt_sample_draw(elt_cmaes_work_t *w, uint32_t *st,
+                                                                  const int32_t lam,
+                                                                  const int32_t k,
+                                                                  const int32_t *gauss_lut)
+{
+    int32_t i;
+    int32_t a;
+    if (k % 4 == 0) {
+        elt_draw_quads(w, st, lam, k, gauss_lut);
+    }
+    for (i = 0; k % 4 != 0 && i < lam; i++) {
+#if ELT_K_MAX >= 2
+        if (k == 2) {
+            w->z[i][0] = (int32_t)elt_xoshiro_step(st);
+            w->z[i][1] = (int32_t)elt_xoshiro_step(st);
+            continue;
+        }
+#endif
+        for (a = 0; a < k; a++) {
+            w->z[i][a] = (int32_t)elt_xoshiro_step(st);
+        }
+    }
+    i = k % 4 == 0 ? lam : 0;
+#if ELT_K_MAX >= 2
+    for (; k == 2 && i + 2 <= lam; i += 2) {
+        const int32x4_t g = elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(
+                                           vcombine_s32(vld1_s32(w->z[i]), vld1_s32(w->z[i + 1])))),
+                                       gauss_lut);
+        vst1_s32(w->z[i], vget_low_s32(g));
+        vst1_s32(w->z[i + 1], vget_high_s32(g));
+    }
+#endif
+    for (; i < lam; i++) {
+        for (a = 0; a + 4 <= k; a += 4) {
+            vst1q_s32(&w->z[i][a],
+                      elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(vld1q_s32(&w->z[i][a]))),
+                                 gauss_lut));
+        }
+        for (; a < k; a++) {
+            w->z[i][a] = elt_gauss_from_u32(elt_xoshiro_out((uint32_t)w->z[i][a]), gauss_lut);
+        }
+    }
+}
+
+/* y = A z and x = m + sigma y of the lam candidates (elt_cmaes_sample_s32's arithmetic): k = 2
+ * (the KWS setting) by one VMULL / VMLAL by lane per candidate, k = ELT_K_MAX a multiple of 4
+ * two candidates at a time, otherwise in groups of four and two; the rest by the scalar tail. */
+static inline __attribute__((always_inline)) void elt_sample_yx(const elt_cmaes_state_t *s,
+                                                                elt_cmaes_work_t *w,
+                                                                const int32_t lam, const int32_t k,
+                                                                int32_t mant, int shift)
+{
+    int32_t i = 0;
+#if ELT_K_MAX >= 2
+    if (k == 2) {
+        /* the KWS setting: y0 = A00 zr0, y1 = A10 zr0 + A11 zr1 by VMULL / VMLAL by lane,
+         * VRSHR #22, VQMOVN; x as below */
+        const int32x2_t a0 = vld1_s32(w->A);                           /* A00, A10 */
+        const int32x2_t a1 = vset_lane_s32(w->A[2], vdup_n_s32(0), 1); /* 0, A11 */
+        const int64x2_t m64 = vmovl_s32(vld1_s32(s->m));
+        const int32x2_t md = vdup_n_s32(mant);
+        const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+        for (; i < lam; i++) {
+            const int32x2_t zv = vrshr_n_s32(vld1_s32(w->z[i]), ELT_Z_FRAC - ELT_ZR_FRAC);
+            const int32x2_t y =
+                vqmovn_s64(vrshrq_n_s64(vmlal_lane_s32(vmull_lane_s32(a0, zv, 0), a1, zv, 1),
+                                        ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+            vst1_s32(w->y[i], y);
+            vst1_s32(w->x[i], vqmovn_s64(vaddq_s64(m64, vrshlq_s64(vmull_s32(y, md), shv))));
+        }
+    }
+#endif
+    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
+        for (; i + 2 <= lam; i += 2) {
+            elt_sample_two(s, w, i, k, mant, shift);
+        }
+    }
+    for (; i + 4 <= lam; i += 4) {
+        elt_sample_group(s, w, i, k, mant, shift, 4);
+    }
+    if (i + 2 <= lam) {
+        elt_sample_group(s, w, i, k, mant, shift, 2);
+        i += 2;
+    }
+    elt_sample_yx_from(s, w, i, lam, k, mant, shift);
+}
+
+/* 2nh consecutive entries ce[0 .. 2nh) of row a of C (nh = 1, 2, 4 int64x2 accumulators):
+ * VMULL by decay, VRSHR #2 (Q.54), + p~_a p~_b.., then per term one VMLAL (positive weights)
+ * or VMLSL (negative) by lane of the term's entries b.. times its entry a (VLD1 dup), VRSHR
+ * #28, VQMOVN (sat32). tb points at entry b of the first term row (rows ELT_K_MAX apart),
+ * ta at its entry a, pb at p~_b. */
+static inline __attribute__((always_inline)) void
+elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta, int32_t npos,
+            int32_t nt, int32_t decay, int32_t pa, const int nh)
+{
+    int64x2_t acc[4];
+    int32x2_t v[4];
+    int h;
+    int32_t t;
+#pragma GCC unroll 4
+    for (h = 0; h < nh; h++) {
+        acc[h] = vrshrq_n_s64(vmull_n_s32(vld1_s32(ce + 2 * h), decay),
+                              ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        acc[h] = vmlal_n_s32(acc[h], vld1_s32(pb + 2 * h), pa);
+    }
+#define ELT_COV_LOAD()                                                                             \
+    do {                                                                                           \
+        if (nh == 1) {                                                                             \
+            v[0] = vld1_s32(tb);                                                                   \
+        } else {                                                                                   \
+            const int32x4_t q0 = vld1q_s32(tb);                                                    \
+            v[0] = vget_low_s32(q0);                                                               \
+            v[1] = vget_high_s32(q0);                                                              \
+            if (nh == 4) {                                                                         \
+                const int32x4_t q1 = vld1q_s32(tb + 4);                                            \
+                v[2] = vget_low_s32(q1);                                                           \
+                v[3] = vget_high_s32(q1);                                                          \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+    for (t = 0; t < npos; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        const int32x2_t sv = vld1_dup_s32(ta);
+        ELT_COV_LOAD();
+#pragma GCC unroll 4
+        for (h = 0; h < nh; h++) {
+            acc[h] = vmlal_lane_s32(acc[h], v[h], sv, 0);
+        }
+    }
+    for (; t < nt; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        const int32x2_t sv = vld1_dup_s32(ta);
+        ELT_COV_LOAD();
+#pragma GCC unroll 4
+        for (h = 0; h < nh; h++) {
+            acc[h] = vmlsl_lane_s32(acc[h], v[h], sv, 0);
+        }
+    }
+#undef ELT_COV_LOAD
+#pragma GCC unroll 4
+    for (h = 0; h < nh; h++) {
+        vst1_s32(ce + 2 * h, vqmovn_s64(vrshrq_n_s64(acc[h], 2 * ELT_X_FRAC - ELT_C_FRAC)));
+    }
+}
+
+/* One term of a 4 x 4 tile of C (rows a0.., columns b0..): the term's entries b0.. (bp) and
+ * a0.. (ap) as two quad loads, then one VMLAL (OP = vmlal_lane_s32) or VMLSL per pair of
+ * columns and row, the row's entry as the lane. A diagonal tile (b0 = a0) skips the pairs
+ * above the diagonal (rows 0 and 1, columns 2 and 3). */
+#define ELT_TILE_TERM(OP, bp, ap)                                                                  \
+    do {                                                                                           \
+        const int32x4_t bv = vld1q_s32(bp);                                                        \
+        const int32x4_t av = vld1q_s32(ap);                                                        \
+        const int32x2_t bl = vget_low_s32(bv);                                                     \
+        const int32x2_t bh = vget_high_s32(bv);                                                    \
+        const int32x2_t al = vget_low_s32(av);                                                     \
+        const int32x2_t ah = vget_high_s32(av);                                                    \
+        acc[0][0] = OP(acc[0][0], bl, al, 0);                                                      \
+        acc[1][0] = OP(acc[1][0], bl, al, 1);                                                      \
+        acc[2][0] = OP(acc[2][0], bl, ah, 0);                                                      \
+        acc[3][0] = OP(acc[3][0], bl, ah, 1);                                                      \
+        if (!diag) {                                                                               \
+            acc[0][1] = OP(acc[0][1], bh, al, 0);                                                  \
+            acc[1][1] = OP(acc[1][1], bh, al, 1);                                                  \
+        }                                                                                          \
+        acc[2][1] = OP(acc[2][1], bh, ah, 0);                                                      \
+        acc[3][1] = OP(acc[3][1], bh, ah, 1);                                                      \
+    } while (0)
+
+/* docs/cmaes.md §6 step 9 on a 4 x 4 tile of C (rows a0..a0+3, columns b0..b0+3, b0 <= a0):
+ * every entry's exact int64 sum in one of eight int64x2 accumulators (Q.54): decay C by VMULL
+ * and VRSHR #2, then the terms p~ and y~_t (rows of zt, ELT_K_MAX apart; the first npos
+ * positive, the rest up to nt negative), one quad load of each side per term shared by the
+ * tile's 16 (diagonal: 12) products; VQRSHRN #28 (sat32 of the rounded shift) at the store.
+ * The diagonal tile stores only the entries on or below the diagonal. */
+static inline __attribute__((always_inline)) void
+elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
+             int32_t decay, int32_t a0, int32_t b0, const int diag)
+{
+    const int32x2_t dv = vdup_n_s32(decay);
+    int64x2_t acc[4][2];
+    int32_t *row[4];
+    const int32_t *tb = zt + b0;
+    const int32_t *ta = zt + a0;
+    int32_t t;
+    int r;
+#pragma GCC unroll 4
+    for (r = 0; r < 4; r++) {
+        row[r] = &C[ELT_TRI(a0 + r, b0)];
+        acc[r][0] = vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r]), dv, 0),
+                                 ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        acc[r][1] = (diag && r < 2) ? acc[r][0]
+                                    : vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r] + 2), dv, 0),
+                                                   ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+    }
+    ELT_TILE_TERM(vmlal_lane_s32, pt + b0, pt + a0);
+#pragma GCC unroll 2
+    for (t = 0; t < npos; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        ELT_TILE_TERM(vmlal_lane_s32, tb, ta);
+    }
+#pragma GCC unroll 2
+    for (; t < nt; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
+        ELT_TILE_TERM(vmlsl_lane_s32, tb, ta);
+    }
+    if (diag) {
+        vst1_lane_s32(row[0], vqrshrn_n_s64(acc[0][0], 2 * ELT_X_FRAC - ELT_C_FRAC), 0);
+        vst1_s32(row[1], vqrshrn_n_s64(acc[1][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_s32(row[2], vqrshrn_n_s64(acc[2][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_lane_s32(row[2] + 2, vqrshrn_n_s64(acc[2][1], 2 * ELT_X_FRAC - ELT_C_FRAC), 0);
+        vst1_s32(row[3], vqrshrn_n_s64(acc[3][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_s32(row[3] + 2, vqrshrn_n_s64(acc[3][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        return;
+    }
+#pragma GCC unroll 4
+    for (r = 0; r < 4; r++) {
+        vst1_s32(row[r], vqrshrn_n_s64(acc[r][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1_s32(row[r] + 2, vqrshrn_n_s64(acc[r][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+    }
+}
+#undef ELT_TILE_TERM
+
+/* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike: four dimensions per step, each parent's quad
+ * by VMULL by lane w_i, VRSRA #30 (each product rounded, the sum exact in int64), VQMOVN
+ * (sat32). */
+static inline __attribute__((always_inline)) void
+elt_tell_mean(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint8_t *order,
+              const int32_t k, int32_t *mnew, int32_t *zw, int32_t *yw)
+{
+    int32_t a = 0;
+    int32_t i;
+    ELT_UNROLL_K
+    for (; a + 4 <= k; a += 4) {
+        int64x2_t acc[6];
+        int h;
+#pragma GCC unroll 6
+        for (h = 0; h < 6; h++) {
+            acc[h] = vdupq_n_s64(0);
+        }
+        for (i = 0; i < p->mu; i++) {
+            const int32_t r = order[i];
+            const int32x2_t wv = vld1_dup_s32(&p->w[i]);
+            const int32x4_t xv = vld1q_s32(&w->x[r][a]);
+            const int32x4_t zv = vld1q_s32(&w->z[r][a]);
+            const int32x4_t yv = vld1q_s32(&w->y[r][a]);
+            acc[0] = vrsraq_n_s64(acc[0], vmull_lane_s32(vget_low_s32(xv), wv, 0), ELT_RATE_FRAC);
+            acc[1] = vrsraq_n_s64(acc[1], vmull_lane_s32(vget_high_s32(xv), wv, 0), ELT_RATE_FRAC);
+            acc[2] = vrsraq_n_s64(acc[2], vmull_lane_s32(vget_low_s32(zv), wv, 0), ELT_RATE_FRAC);
+            acc[3] = vrsraq_n_s64(acc[3], vmull_lane_s32(vget_high_s32(zv), wv, 0), ELT_RATE_FRAC);
+            acc[4] = vrsraq_n_s64(acc[4], vmull_lane_s32(vget_low_s32(yv), wv, 0), ELT_RATE_FRAC);
+            acc[5] = vrsraq_n_s64(acc[5], vmull_lane_s32(vget_high_s32(yv), wv, 0), ELT_RATE_FRAC);
+        }
+        vst1_s32(&mnew[a], vqmovn_s64(acc[0]));
+        vst1_s32(&mnew[a + 2], vqmovn_s64(acc[1]));
+        vst1_s32(&zw[a], vqmovn_s64(acc[2]));
+        vst1_s32(&zw[a + 2], vqmovn_s64(acc[3]));
+        vst1_s32(&yw[a], vqmovn_s64(acc[4]));
+        vst1_s32(&yw[a + 2], vqmovn_s64(acc[5]));
+    }
+    /* the tail, none for k a multiple of 4: for k = ELT_K_MAX > 16 (not unrolled) GCC's loop
+     * bounds cannot see it empty and -Waggressive-loop-optimizations fires at -O2 */
+    if (k % 4 != 0) {
+        elt_tell_mean_from(p, w, order, a, k, mnew, zw, yw);
+    }
+}
+
+/* 3. p_s <- (1 - c_s) p_s + sqrt(c_s(2-c_s)mu_eff) z_w, two dimensions per step: VMULL by lane,
+ * VRSHR #30 + VRSRA #29, VQMOVN; returns ||p_s||^2 (Q.46), the squares by VMULL, VRSRA #8. */
+static inline __attribute__((always_inline)) int64_t elt_tell_ps(const elt_cmaes_params_t *p,
+                                                                 elt_cmaes_state_t *s,
+                                                                 const int32_t *zw, const int32_t k)
+{
+    int32_t a = 0;
+    int64_t n2;
+    const int32x2_t cs = vset_lane_s32(p->gain_s, vdup_n_s32(p->one_minus_cs), 1);
+    int64x2_t n2v = vdupq_n_s64(0);
+    ELT_UNROLL_K
+    for (; a + 2 <= k; a += 2) {
+        int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->ps[a]), cs, 0), ELT_RATE_FRAC);
+        int32x2_t ps;
+        v = vrsraq_n_s64(v, vmull_lane_s32(vld1_s32(&zw[a]), cs, 1),
+                         ELT_GAIN_FRAC + ELT_Z_FRAC - ELT_X_FRAC);
+        ps = vqmovn_s64(v);
+        vst1_s32(&s->ps[a], ps);
+        n2v = vrsraq_n_s64(n2v, vmull_s32(ps, ps), 2 * ELT_X_FRAC - ELT_NORM2_FRAC);
+    }
+    n2 = vgetq_lane_s64(n2v, 0) + vgetq_lane_s64(n2v, 1);
+    return elt_tell_ps_from(p, s, zw, a, k, n2);
+}
+
+/* 5. p_c <- (1 - c_c) p_c + h_sigma sqrt(c_c(2-c_c)mu_eff) y_w, two dimensions per step */
+static inline __attribute__((always_inline)) void elt_tell_pc(const elt_cmaes_params_t *p,
+                                                              elt_cmaes_state_t *s,
+                                                              const int32_t *yw, int32_t hsig,
+                                                              const int32_t k)
+{
+    int32_t a = 0;
+    const int32x2_t cc = vset_lane_s32(p->gain_c, vdup_n_s32(p->one_minus_cc), 1);
+    ELT_UNROLL_K
+    for (; a + 2 <= k; a += 2) {
+        int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cc, 0), ELT_RATE_FRAC);
+        if (hsig) {
+            v = vrsraq_n_s64(v, vmull_lane_s32(vld1_s32(&yw[a]), cc, 1), ELT_GAIN_FRAC);
+        }
+        vst1_s32(&s->pc[a], vqmovn_s64(v));
+    }
+    elt_tell_pc_from(p, s, yw, hsig, a, k);
+}
+
+/* ||z||^2 (Q.50) of one candidate: four squares per two VMULL, VRSRA #6 */
+static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *zr, const int32_t k)
+{
+    int64_t nz2 = 0;
+    int32_t a = 0;
+    if (k >= 2) {
+        int64x2_t n2v = vdupq_n_s64(0);
+        ELT_UNROLL_K
+        for (; a + 4 <= k; a += 4) {
+            const int32x4_t zv = vld1q_s32(zr + a);
+            n2v = vrsraq_n_s64(n2v, vmull_s32(vget_low_s32(zv), vget_low_s32(zv)),
+                               2 * ELT_Z_FRAC - 50);
+            n2v = vrsraq_n_s64(n2v, vmull_s32(vget_high_s32(zv), vget_high_s32(zv)),
+                               2 * ELT_Z_FRAC - 50);
+        }
+        for (; a + 2 <= k; a += 2) {
+            const int32x2_t zv = vld1_s32(zr + a);
+            n2v = vrsraq_n_s64(n2v, vmull_s32(zv, zv), 2 * ELT_Z_FRAC - 50);
+        }
+        nz2 = vgetq_lane_s64(n2v, 0) + vgetq_lane_s64(n2v, 1);
+    }
+    return elt_norm2_z_from(zr, a, k, nz2);
+}
+
+/* y <- sat32(rshift_round(y rn, en + 4)) of one candidate: VMULL by lane, VRSHL, VQMOVN */
+static inline __attribute__((always_inline)) void elt_scale_y(int32_t *yr, const int32_t k,
+                                                              int32_t rn, int en)
+{
+    int32_t a = 0;
+    const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(en + 4)));
+    const int32x2_t rv = vdup_n_s32(rn);
+    ELT_UNROLL_K
+    for (; a + 4 <= k; a += 4) { /* |y r| < 2^61 */
+        const int32x4_t yv = vld1q_s32(yr + a);
+        vst1q_s32(
+            yr + a,
+            vcombine_s32(vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)),
+                         vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh))));
+    }
+    for (; a + 2 <= k; a += 2) {
+        vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
+    }
+    elt_scale_y_from(yr, a, k, rn, en);
+}
+
+/* p~ = sqrt(c1) p_c, two dimensions per VMULL, VQRSHRN #30 = sat32(rshift_round(., 30)) */
+static inline __attribute__((always_inline)) void
+elt_tell_pt(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, int32_t *pt, const int32_t k)
+{
+    int32_t a = 0;
+    const int32x2_t cv = vdup_n_s32(p->c1_sqrt);
+    ELT_UNROLL_K
+    for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
+        vst1_s32(&pt[a], vqrshrn_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cv, 0), ELT_RATE_FRAC));
+    }
+    elt_tell_pt_from(p, s, pt, a, k);
+}
+
+/* y~ = sat32(rshift_round(sq y, 30)) of one term: VMULL by lane, VQRSHRN #30 */
+static inline __attribute__((always_inline)) void elt_scale_row(int32_t *dst, const int32_t *yr,
+                                                                int32_t sq, const int32_t k)
+{
+    int32_t a = 0;
+    const int32x2_t sv = vdup_n_s32(sq);
+    ELT_UNROLL_K
+    for (; a + 4 <= k; a += 4) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
+        const int32x4_t yv = vld1q_s32(yr + a);
+        vst1q_s32(
+            dst + a,
+            vcombine_s32(vqrshrn_n_s64(vmull_lane_s32(vget_low_s32(yv), sv, 0), ELT_RATE_FRAC),
+                         vqrshrn_n_s64(vmull_lane_s32(vget_high_s32(yv), sv, 0), ELT_RATE_FRAC)));
+    }
+    for (; a + 2 <= k; a += 2) {
+        vst1_s32(dst + a, vqrshrn_n_s64(vmull_lane_s32(vld1_s32(yr + a), sv, 0), ELT_RATE_FRAC));
+    }
+    elt_scale_row_from(dst, yr, sq, a, k);
+}
+
+/* 6b. every entry of C from its terms (docs/cmaes.md §6 step 9): rows in fours by 4 x 4 tiles,
+ * the rest by rows, 8, 4 or 2 entries of a row per elt_cov_blk, the last by the scalar tail */
+static inline __attribute__((always_inline)) void elt_cov_update(int32_t *C, const int32_t *pt,
+                                                                 elt_cmaes_work_t *w, int32_t npos,
+                                                                 int32_t nt, int32_t decay,
+                                                                 const int32_t k)
+{
+    int32_t a;
+    int32_t b;
+    ELT_UNROLL_K
+    for (a = 0; a < (k & ~3); a += 4) { /* rows in fours by tiles, the rest by rows */
+        ELT_UNROLL_K
+        for (b = 0; b < a; b += 4) {
+            elt_cov_tile(C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
+        }
+        elt_cov_tile(C, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
+    }
+    for (a = k & ~3; a < k; a++) {
+        int32_t *crow = &C[ELT_TRI(a, 0)];
+        b = 0;
+        for (; b + 8 <= a + 1; b += 8) {
+            elt_cov_blk(crow + b, pt + b, &w->z[0][b], &w->z[0][a], npos, nt, decay, pt[a], 4);
+        }
+        if (b + 4 <= a + 1) {
+            elt_cov_blk(crow + b, pt + b, &w->z[0][b], &w->z[0][a], npos, nt, decay, pt[a], 2);
+            b += 4;
+        }
+        if (b + 2 <= a + 1) {
+            elt_cov_blk(crow + b, pt + b, &w->z[0][b], &w->z[0][a], npos, nt, decay, pt[a], 1);
+            b += 2;
+        }
+        elt_cov_row_from(crow, pt, w, a, b, npos, nt, decay);
+    }
+}
+
+#endif /* ELT_CMAES_S32_OPS_H */

@@ -1,0 +1,787 @@
+/*
+ * The integer MFCC front end's operations on the Cortex-A9 (firmware/elt_mfcc_s16.c includes this
+ * file after its scalar stages; firmware/kernels/ref/elt_mfcc_s16_ops.h is the plain C of the
+ * same functions): the window, block exponent and first FFT stages as one radix-4 pass, the
+ * remaining stages two at a time, the power of four bins, the mel sums and four logarithms, two
+ * DCT coefficients at a time, and the sample copies of the stream, in NEON intrinsics and inline
+ * assembly (ARM DDI 0406C chapter A8 for each instruction).
+ */
+#ifndef ELT_MFCC_S16_OPS_H
+#define ELT_MFCC_S16_OPS_H
+
+#include "elt_neon_a32.h"
+
+/* Every NEON register the assembly blocks below use (d8-d15 are callee-saved: GCC saves
+ * them once per call). */
+#define MFCC_NEON_CLOBBERS                                                                         \
+    "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", "d14", \
+        "d15", "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "d26", "d27", \
+        "d28", "d29", "d30", "d31"
+
+/* bitlen(max |u|) = bitlen(OR of |u|) (the highest set bit of any value is the max's), so the
+ * 64-bit lanes need only VORR. The window is non-negative (Q1.30, [0, 2^31)) and VABS.S16
+ * leaves -32768 as 0x8000, which read unsigned is |x|: |u| = VMULL.U32(|x|, w) (ARM DDI 0406C
+ * A8.8, VABS, VMULL), eight samples a step. */
+static int32_t mfcc_exponent(const elt_mfcc_params_t *p, const int16_t *pcm)
+{
+    const int32_t W = p->win_length, W8 = W & ~7, W16 = W & ~15;
+    const uint32_t *win = (const uint32_t *)p->window;
+    uint64x2_t o0 = vdupq_n_u64(0), o1 = vdupq_n_u64(0);
+    uint64_t m;
+    int32_t n = W16;
+    if (W16 > 0) {
+        /* sixteen samples a step in assembly (the same products and ORs; GCC's loop takes
+         * four more instructions per eight samples) */
+        const int16_t *x = pcm;
+        const uint32_t *wp = win;
+        int32_t k = W16 / 16;
+        uint64_t lo;
+        /* clang-format off */
+        __asm__ volatile(
+            "vmov.i32 q8, #0\n\t"
+            "vmov.i32 q9, #0\n\t"
+            "1:\n\t"
+            "vld1.16 {d0-d3}, [%[x]]!\n\t"
+            "vld1.32 {d4-d7}, [%[w]]!\n\t"
+            "vld1.32 {d8-d11}, [%[w]]!\n\t"
+            "vabs.s16 q0, q0\n\t"
+            "vabs.s16 q1, q1\n\t"
+            "vmovl.u16 q10, d0\n\t"
+            "vmovl.u16 q11, d1\n\t"
+            "vmovl.u16 q12, d2\n\t"
+            "vmovl.u16 q13, d3\n\t"
+            "vmull.u32 q14, d20, d4\n\t"
+            "vmull.u32 q15, d21, d5\n\t"
+            "vorr q8, q8, q14\n\t"
+            "vorr q9, q9, q15\n\t"
+            "vmull.u32 q14, d22, d6\n\t"
+            "vmull.u32 q15, d23, d7\n\t"
+            "vorr q8, q8, q14\n\t"
+            "vorr q9, q9, q15\n\t"
+            "vmull.u32 q14, d24, d8\n\t"
+            "vmull.u32 q15, d25, d9\n\t"
+            "vorr q8, q8, q14\n\t"
+            "vorr q9, q9, q15\n\t"
+            "vmull.u32 q14, d26, d10\n\t"
+            "vmull.u32 q15, d27, d11\n\t"
+            "vorr q8, q8, q14\n\t"
+            "vorr q9, q9, q15\n\t"
+            "subs %[k], %[k], #1\n\t"
+            "bne 1b\n\t"
+            "vorr q8, q8, q9\n\t"
+            "vorr d16, d16, d17\n\t"
+            "vmov %Q[lo], %R[lo], d16\n\t"
+            : [x] "+r"(x), [w] "+r"(wp), [k] "+r"(k), [lo] "=r"(lo)
+            :
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+        o0 = vdupq_n_u64(lo);
+    }
+    for (; n < W8; n += 8) {
+        const uint16x8_t a = vreinterpretq_u16_s16(vabsq_s16(vld1q_s16(pcm + n)));
+        const uint32x4_t a0 = vmovl_u16(vget_low_u16(a)), a1 = vmovl_u16(vget_high_u16(a));
+        const uint32x4_t w0 = vld1q_u32(win + n), w1 = vld1q_u32(win + n + 4);
+        o0 = vorrq_u64(o0, vmull_u32(vget_low_u32(a0), vget_low_u32(w0)));
+        o1 = vorrq_u64(o1, vmull_u32(vget_high_u32(a0), vget_high_u32(w0)));
+        o0 = vorrq_u64(o0, vmull_u32(vget_low_u32(a1), vget_low_u32(w1)));
+        o1 = vorrq_u64(o1, vmull_u32(vget_high_u32(a1), vget_high_u32(w1)));
+    }
+    o0 = vorrq_u64(o0, o1);
+    m = vgetq_lane_u64(o0, 0) | vgetq_lane_u64(o0, 1);
+    for (n = W8; n < W; ++n) {
+        const int64_t u = (int64_t)pcm[n] * p->window[n];
+        m |= u < 0 ? (uint64_t)0 - (uint64_t)u : (uint64_t)u;
+    }
+    return mfcc_bitlen64(m) - p->frame_bits;
+}
+
+/* z[n .. n + 3] of the packed frame z[n] = f[2n] + i f[2n + 1], real and imaginary parts
+ * apart (VLD2 deinterleaves): f = VRSHL.S64(VMULL.S32(x, w), -sh), which is rshift_round(u, sh)
+ * for sh > 0 and the exact u 2^-sh otherwise (ARM DDI 0406C A8.8, VRSHL), narrowed by VMOVN
+ * (|f| <= 2^frame_bits); samples past the window are 0. */
+static inline __attribute__((always_inline)) int32x4_t mfcc_scale(int16x4_t x, int32x4_t w,
+                                                                  int64x2_t nsh)
+{
+    const int32x4_t x32 = vmovl_s16(x);
+    const int64x2_t u0 = vmull_s32(vget_low_s32(x32), vget_low_s32(w));
+    const int64x2_t u1 = vmull_s32(vget_high_s32(x32), vget_high_s32(w));
+    return vcombine_s32(vmovn_s64(vrshlq_s64(u0, nsh)), vmovn_s64(vrshlq_s64(u1, nsh)));
+}
+
+static inline __attribute__((always_inline)) int32x4x2_t mfcc_quad(const elt_mfcc_params_t *p,
+                                                                   const int16_t *pcm, int32_t n,
+                                                                   int64x2_t nsh)
+{
+    const int32_t W = p->win_length, i = 2 * n;
+    int32x4x2_t z;
+    if (i + 8 <= W) {
+        const int16x4x2_t x = vld2_s16(pcm + i);
+        const int32x4x2_t w = vld2q_s32(p->window + i);
+        z.val[0] = mfcc_scale(x.val[0], w.val[0], nsh);
+        z.val[1] = mfcc_scale(x.val[1], w.val[1], nsh);
+    } else if (i >= W) {
+        z.val[0] = vdupq_n_s32(0);
+        z.val[1] = z.val[0];
+    } else {
+        int16_t xt[8] = {0};
+        int32_t wt[8] = {0};
+        int32_t c;
+        for (c = 0; c < W - i; ++c) {
+            xt[c] = pcm[i + c];
+            wt[c] = p->window[i + c];
+        }
+        {
+            const int16x4x2_t x = vld2_s16(xt);
+            const int32x4x2_t w = vld2q_s32(wt);
+            z.val[0] = mfcc_scale(x.val[0], w.val[0], nsh);
+            z.val[1] = mfcc_scale(x.val[1], w.val[1], nsh);
+        }
+    }
+    return z;
+}
+
+/* One head step with every quad read by the bounds-checked mfcc_quad (the steps the
+ * assembly runs below do not cover): stages h = 1 and 2 of the radix-4 butterflies at
+ * bit-reversed positions 4g .. 4g + 3 for the four r .. r + 3. */
+static inline __attribute__((always_inline)) void mfcc_head_step(const elt_mfcc_params_t *p,
+                                                                 const int16_t *pcm, int32_t *z,
+                                                                 int32_t r, int32_t Q,
+                                                                 int64x2_t nsh)
+{
+    int32x4x4_t y01, y23;
+    int32_t *o0 = z + 2 * p->bitrev[r], *o1 = z + 2 * p->bitrev[r + 1];
+    int32_t *o2 = z + 2 * p->bitrev[r + 2], *o3 = z + 2 * p->bitrev[r + 3];
+    const int32x4x2_t a = mfcc_quad(p, pcm, r, nsh), c = mfcc_quad(p, pcm, r + Q, nsh);
+    const int32x4x2_t b = mfcc_quad(p, pcm, r + 2 * Q, nsh);
+    const int32x4x2_t d = mfcc_quad(p, pcm, r + 3 * Q, nsh);
+    const int32x4_t s0r = vaddq_s32(a.val[0], b.val[0]), s0i = vaddq_s32(a.val[1], b.val[1]);
+    const int32x4_t s1r = vsubq_s32(a.val[0], b.val[0]), s1i = vsubq_s32(a.val[1], b.val[1]);
+    const int32x4_t s2r = vaddq_s32(c.val[0], d.val[0]), s2i = vaddq_s32(c.val[1], d.val[1]);
+    const int32x4_t s3r = vsubq_s32(c.val[0], d.val[0]), s3i = vsubq_s32(c.val[1], d.val[1]);
+    /* stage h = 2: twiddle 1 for the pair (0, 2), -i for (1, 3) */
+    y01.val[0] = vaddq_s32(s0r, s2r);
+    y01.val[1] = vaddq_s32(s0i, s2i);
+    y01.val[2] = vaddq_s32(s1r, s3i);
+    y01.val[3] = vsubq_s32(s1i, s3r);
+    y23.val[0] = vsubq_s32(s0r, s2r);
+    y23.val[1] = vsubq_s32(s0i, s2i);
+    y23.val[2] = vsubq_s32(s1r, s3i);
+    y23.val[3] = vaddq_s32(s1i, s3r);
+    vst4q_lane_s32(o0, y01, 0);
+    vst4q_lane_s32(o0 + 4, y23, 0);
+    vst4q_lane_s32(o1, y01, 1);
+    vst4q_lane_s32(o1 + 4, y23, 1);
+    vst4q_lane_s32(o2, y01, 2);
+    vst4q_lane_s32(o2 + 4, y23, 2);
+    vst4q_lane_s32(o3, y01, 3);
+    vst4q_lane_s32(o3 + 4, y23, 3);
+}
+
+/* A whole quad in assembly: x [x] (VLD2.16: even samples d0, odd d1), the window [w] (VLD2.32:
+ * q2, q3), f = VMOVN(VRSHL.S64(VMULL.S32(x, w), q15 = -sh)) as mfcc_scale: real parts to
+ * dr0:dr1, imaginary to di0:di1; q8-q11 scratch. */
+#define MFCC_QUAD_ASM(x, w, dr0, dr1, di0, di1)                                                    \
+    "vld2.16 {d0-d1}, [" x "]\n\t"                                                                 \
+    "vld2.32 {d4-d7}, [" w "]\n\t"                                                                 \
+    "vmovl.s16 q8, d0\n\t"                                                                         \
+    "vmovl.s16 q9, d1\n\t"                                                                         \
+    "vmull.s32 q10, d16, d4\n\t"                                                                   \
+    "vmull.s32 q11, d17, d5\n\t"                                                                   \
+    "vrshl.s64 q10, q10, q15\n\t"                                                                  \
+    "vrshl.s64 q11, q11, q15\n\t"                                                                  \
+    "vmovn.i64 " dr0 ", q10\n\t"                                                                   \
+    "vmovn.i64 " dr1 ", q11\n\t"                                                                   \
+    "vmull.s32 q10, d18, d6\n\t"                                                                   \
+    "vmull.s32 q11, d19, d7\n\t"                                                                   \
+    "vrshl.s64 q10, q10, q15\n\t"                                                                  \
+    "vrshl.s64 q11, q11, q15\n\t"                                                                  \
+    "vmovn.i64 " di0 ", q10\n\t"                                                                   \
+    "vmovn.i64 " di1 ", q11\n\t"
+
+/* The four radix-4 outputs of lane l (y01 in q8-q11, y23 in q0-q3) to z + 2 bitrev[r + l]:
+ * VST4.32 single lane, register list double-spaced (ARM DDI 0406C A8.8, VST4). */
+#define MFCC_OUT_ASM(y01, y23)                                                                     \
+    "ldrh %[t], [%[br]], #2\n\t"                                                                   \
+    "add %[t], %[z], %[t], lsl #3\n\t"                                                             \
+    "vst4.32 {" y01 "}, [%[t]]!\n\t"                                                               \
+    "vst4.32 {" y23 "}, [%[t]]\n\t"
+
+/* n head steps from r whose quads a = z[r..] and c = z[r + Q..] are whole, d = z[r + 3Q..]
+ * zero, and b = z[r + 2Q..] whole (with_b) or zero: mfcc_head_step in assembly (GCC moves the
+ * int32x4x4_t values for VST4 through the stack). a: q12, q13; c: q4, q5; b: q6, q7; the
+ * outputs by the formulas of mfcc_head_step, s2 = s3 = c. */
+static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z, int32_t r,
+                          int32_t n, int32_t sh, const int with_b)
+{
+    const int16_t *x = pcm + 2 * r;
+    const int32_t *w = p->window + 2 * r;
+    const uint16_t *br = p->bitrev + r;
+    const int32_t off = p->n_cfft; /* bytes of 2Q int16 samples: quad n to quad n + Q */
+    int32_t t, u;
+#define MFCC_HEAD_OUT                                                                              \
+    MFCC_OUT_ASM("d16[0], d18[0], d20[0], d22[0]", "d0[0], d2[0], d4[0], d6[0]")                   \
+    MFCC_OUT_ASM("d16[1], d18[1], d20[1], d22[1]", "d0[1], d2[1], d4[1], d6[1]")                   \
+    MFCC_OUT_ASM("d17[0], d19[0], d21[0], d23[0]", "d1[0], d3[0], d5[0], d7[0]")                   \
+    MFCC_OUT_ASM("d17[1], d19[1], d21[1], d23[1]", "d1[1], d3[1], d5[1], d7[1]")                   \
+    "add %[x], %[x], #16\n\t"                                                                      \
+    "add %[w], %[w], #32\n\t"                                                                      \
+    "subs %[n], %[n], #1\n\t"                                                                      \
+    "bne 1b\n\t"
+    if (with_b) {
+        /* clang-format off */
+        __asm__ volatile(
+            "vdup.32 q15, %[nsh]\n\t"
+            "1:\n\t"
+            MFCC_QUAD_ASM("%[x]", "%[w]", "d24", "d25", "d26", "d27")
+            "add %[t], %[x], %[off]\n\t"
+            "add %[u], %[w], %[off], lsl #1\n\t"
+            MFCC_QUAD_ASM("%[t]", "%[u]", "d8", "d9", "d10", "d11")
+            "add %[t], %[t], %[off]\n\t"
+            "add %[u], %[u], %[off], lsl #1\n\t"
+            MFCC_QUAD_ASM("%[t]", "%[u]", "d12", "d13", "d14", "d15")
+            /* s0 = a + b: q14, q6; s1 = a - b: q12, q13 */
+            "vadd.i32 q14, q12, q6\n\t"
+            "vsub.i32 q12, q12, q6\n\t"
+            "vadd.i32 q6, q13, q7\n\t"
+            "vsub.i32 q13, q13, q7\n\t"
+            "vadd.i32 q8, q14, q4\n\t"
+            "vadd.i32 q9, q6, q5\n\t"
+            "vadd.i32 q10, q12, q5\n\t"
+            "vsub.i32 q11, q13, q4\n\t"
+            "vsub.i32 q0, q14, q4\n\t"
+            "vsub.i32 q1, q6, q5\n\t"
+            "vsub.i32 q2, q12, q5\n\t"
+            "vadd.i32 q3, q13, q4\n\t"
+            MFCC_HEAD_OUT
+            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
+            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    } else {
+        /* clang-format off */
+        __asm__ volatile(
+            "vdup.32 q15, %[nsh]\n\t"
+            "1:\n\t"
+            MFCC_QUAD_ASM("%[x]", "%[w]", "d24", "d25", "d26", "d27")
+            "add %[t], %[x], %[off]\n\t"
+            "add %[u], %[w], %[off], lsl #1\n\t"
+            MFCC_QUAD_ASM("%[t]", "%[u]", "d8", "d9", "d10", "d11")
+            "vadd.i32 q8, q12, q4\n\t"
+            "vadd.i32 q9, q13, q5\n\t"
+            "vadd.i32 q10, q12, q5\n\t"
+            "vsub.i32 q11, q13, q4\n\t"
+            "vsub.i32 q0, q12, q4\n\t"
+            "vsub.i32 q1, q13, q5\n\t"
+            "vsub.i32 q2, q12, q5\n\t"
+            "vadd.i32 q3, q13, q4\n\t"
+            MFCC_HEAD_OUT
+            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
+            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    }
+#undef MFCC_HEAD_OUT
+}
+
+/* The smallest multiple of 4 >= x, within [0, q]. */
+static inline int32_t mfcc_ceil4(int32_t x, int32_t q)
+{
+    return x <= 0 ? 0 : ((x + 3) & ~3) < q ? ((x + 3) & ~3) : q;
+}
+
+static void mfcc_head_any(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z, int32_t r,
+                          int32_t e, int64x2_t nsh)
+{
+    for (; r < e; r += 4) {
+        mfcc_head_step(p, pcm, z, r, p->n_cfft / 4, nsh);
+    }
+}
+
+/* Window, block exponent and the FFT stages h = 1 and 2 as one radix-4 pass (N >= 16): the
+ * four inputs of the radix-4 butterfly landing at bit-reversed positions 4g .. 4g + 3 are
+ * z[r], z[r + N/2], z[r + N/4], z[r + 3N/4] with r = bitrev[4g] < N/4. The two stages'
+ * additions are exact, so their values are those of the radix-2 passes; each butterfly's four
+ * outputs (8 words) go out by two VST4 single-lane stores (ARM DDI 0406C A8.8, VST4). Runs of
+ * steps with whole or zero quads take the assembly, the rest the bounds-checked intrinsics. */
+static int32_t mfcc_head(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z)
+{
+    const int32_t N = p->n_cfft, Q = N / 4, W = p->win_length, sh = mfcc_exponent(p, pcm);
+    /* Quad n is whole for n <= H = floor(W / 2) - 4 (2 n + 8 <= W) and zero for
+     * n >= Z = ceil(W / 2) (2 n >= W). Steps r with a, b, c whole and d zero:
+     * Z - 3Q <= r <= H - 2Q; with a, c whole and b, d zero: Z - 2Q <= r <= H - Q (H < Z, so
+     * the first run comes before the second). */
+    const int64x2_t nsh = vdupq_n_s64(-sh);
+    const int32_t H = (W >> 1) - 4, Z = (W + 1) >> 1;
+    const int32_t b0 = mfcc_ceil4(Z - 3 * Q, Q), b1 = mfcc_ceil4(H - 2 * Q + 1, Q);
+    const int32_t abc1 = b1 > b0 ? b1 : b0, c0 = mfcc_ceil4(Z - 2 * Q, Q);
+    const int32_t ac0 = c0 > abc1 ? c0 : abc1, c1 = mfcc_ceil4(H - Q + 1, Q);
+    const int32_t ac1 = c1 > ac0 ? c1 : ac0;
+    mfcc_head_any(p, pcm, z, 0, b0, nsh);
+    if (abc1 > b0) {
+        mfcc_head_run(p, pcm, z, b0, (abc1 - b0) / 4, sh, 1);
+    }
+    mfcc_head_any(p, pcm, z, abc1, ac0, nsh);
+    if (ac1 > ac0) {
+        mfcc_head_run(p, pcm, z, ac0, (ac1 - ac0) / 4, sh, 0);
+    }
+    mfcc_head_any(p, pcm, z, ac1, Q, nsh);
+    return sh;
+}
+
+/* One radix-2 butterfly on four lanes in place, (ar, ai) +- (br, bi) (c - i s) with
+ * tr = rmul(br, c) + rmul(bi, s), ti = rmul(bi, c) - rmul(br, s), each rmul one VQRDMULH.S32
+ * (ARM DDI 0406C A8.8.374); q14, q15 are scratch. The generic product serves every j:
+ * rmul(b, 2^31 - 1) = b and rmul(b, 0) = 0 for |b| <= 2^30 (stage values are proven
+ * < 2^31 / 8), so twiddles 1 and -i give the integers of the exact scalar butterflies. */
+#define MFCC_BFLY(ar, ai, br, bi, c, s)                                                            \
+    "vqrdmulh.s32 q14, " br ", " c "\n\t"                                                          \
+    "vqrdmulh.s32 q15, " bi ", " s "\n\t"                                                          \
+    "vadd.i32 q14, q14, q15\n\t"                                                                   \
+    "vqrdmulh.s32 q15, " bi ", " c "\n\t"                                                          \
+    "vqrdmulh.s32 " bi ", " br ", " s "\n\t"                                                       \
+    "vsub.i32 q15, q15, " bi "\n\t"                                                                \
+    "vsub.i32 " br ", " ar ", q14\n\t"                                                             \
+    "vsub.i32 " bi ", " ai ", q15\n\t"                                                             \
+    "vadd.i32 " ar ", " ar ", q14\n\t"                                                             \
+    "vadd.i32 " ai ", " ai ", q15\n\t"
+
+/* Stages h >= 4 of mfcc_fft, four butterflies a step. Two stages h and 2h run as one radix-4
+ * pass over z[g + j], z[g + j + h], z[g + j + 2h], z[g + j + 3h] (g a multiple of 4h): the
+ * same butterflies with the same operands in the same order, kept in registers between the
+ * stages instead of a store and a load (the data flow of a radix-2^2 DIT FFT; Oppenheim &
+ * Schafer, "Discrete-Time Signal Processing", 3rd ed., §9.3). A last odd stage is radix-2.
+ * Twiddles per stage are contiguous rows, stage h at stage_cos + h - 4. Written as inline
+ * assembly: GCC moves int32x4x2_t values for VST2 through the stack. Each VLD2/VST2 with a
+ * register post-increment walks the four quarters, so the pointer ends at the next group. */
+static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
+{
+    const int32_t N = p->n_cfft;
+    int32_t j;
+    for (; 4 * h <= N; h <<= 2) {
+        const int32_t *c1 = p->stage_cos + (h - 4), *s1 = p->stage_sin + (h - 4);
+        const int32_t *c2 = p->stage_cos + (2 * h - 4), *s2 = p->stage_sin + (2 * h - 4);
+        const int32_t stride = 8 * h; /* bytes between the quarters */
+        for (j = 0; j < h; j += 4) {
+            int32_t *ld = z + 2 * j, *st = ld;
+            int32_t n = N / (4 * h);
+            /* clang-format off */
+            __asm__ volatile(
+                "vld1.32 {d16-d17}, [%[c1]]\n\t"
+                "vld1.32 {d18-d19}, [%[s1]]\n\t"
+                "vld1.32 {d20-d21}, [%[c2]]\n\t"
+                "vld1.32 {d22-d23}, [%[s2]]\n\t"
+                "vld1.32 {d24-d25}, [%[c3]]\n\t"
+                "vld1.32 {d26-d27}, [%[s3]]\n\t"
+                "1:\n\t"
+                "vld2.32 {d0-d3}, [%[ld]], %[stride]\n\t"
+                "vld2.32 {d4-d7}, [%[ld]], %[stride]\n\t"
+                "vld2.32 {d8-d11}, [%[ld]], %[stride]\n\t"
+                "vld2.32 {d12-d15}, [%[ld]], %[stride]\n\t"
+                MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
+                MFCC_BFLY("q4", "q5", "q6", "q7", "q8", "q9")
+                MFCC_BFLY("q0", "q1", "q4", "q5", "q10", "q11")
+                MFCC_BFLY("q2", "q3", "q6", "q7", "q12", "q13")
+                "vst2.32 {d0-d3}, [%[st]], %[stride]\n\t"
+                "vst2.32 {d4-d7}, [%[st]], %[stride]\n\t"
+                "vst2.32 {d8-d11}, [%[st]], %[stride]\n\t"
+                "vst2.32 {d12-d15}, [%[st]], %[stride]\n\t"
+                "subs %[n], %[n], #1\n\t"
+                "bne 1b\n\t"
+                : [ld] "+r"(ld), [st] "+r"(st), [n] "+r"(n)
+                : [stride] "r"(stride), [c1] "r"(c1 + j), [s1] "r"(s1 + j), [c2] "r"(c2 + j),
+                  [s2] "r"(s2 + j), [c3] "r"(c2 + j + h), [s3] "r"(s2 + j + h)
+                : "memory", "cc", MFCC_NEON_CLOBBERS);
+            /* clang-format on */
+        }
+    }
+    if (2 * h <= N) {
+        /* h = N / 2: one butterfly group per j, four j a step, twiddles and data walking on */
+        const int32_t *c1 = p->stage_cos + (h - 4), *s1 = p->stage_sin + (h - 4);
+        int32_t *a = z, *b = z + 2 * h;
+        int32_t n = h / 4;
+        /* clang-format off */
+        __asm__ volatile(
+            "1:\n\t"
+            "vld1.32 {d16-d17}, [%[c1]]!\n\t"
+            "vld1.32 {d18-d19}, [%[s1]]!\n\t"
+            "vld2.32 {d0-d3}, [%[a]]\n\t"
+            "vld2.32 {d4-d7}, [%[b]]\n\t"
+            MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
+            "vst2.32 {d0-d3}, [%[a]]!\n\t"
+            "vst2.32 {d4-d7}, [%[b]]!\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b\n\t"
+            : [a] "+r"(a), [b] "+r"(b), [n] "+r"(n), [c1] "+r"(c1), [s1] "+r"(s1)
+            :
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    }
+}
+
+/* The power of the weighted bins. The NEON path takes four bins k .. k + 3 with
+ * 1 <= k, k + 3 < N (no index wraps), in assembly (the intrinsics cost GCC stack traffic): z[k..]
+ * by VLD2, z[N - k - 3 .. N - k] by VLD2 walking down and reversed (VREV64 in each doubleword,
+ * VSWP of the halves), rmul is VQRDMULH.S32 (|c|, |s| < 2^31), the int32 sums wrap as the
+ * scalar ones never need to (|2X| < 2^31, docs/numeric.md §7.2), P by VMULL.S32 and VMLAL.S32
+ * (P < 2^63) and the rounding by VRSHL.S64 by -power_shift, which takes its shift from the low
+ * byte of each lane (ARM DDI 0406C A8.8, VREV, VQRDMULH, VMLAL, VRSHL); the other bins take the
+ * scalar code. */
+static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw)
+{
+    const int32_t N = p->n_cfft, ps = p->power_shift, lo = p->bin_lo, nb = p->n_bins;
+    const int32_t *cs = p->split_cos, *sn = p->split_sin;
+    int32_t i = 0;
+    int32_t n;
+    if (lo == 0) {
+        pw[0] = mfcc_bin_power(z, N, ps, 0, cs[0], sn[0]);
+        i = 1;
+    }
+    /* blocks i with i + 4 <= nb and lo + i + 3 < N */
+    n = (nb - i) / 4;
+    if (N - 4 - lo - i < 0) {
+        n = 0;
+    } else if ((N - 4 - lo - i) / 4 + 1 < n) {
+        n = (N - 4 - lo - i) / 4 + 1;
+    }
+    if (n > 0) {
+        const int32_t *zk = z + 2 * (lo + i), *yk = z + 2 * (N - lo - i - 3);
+        const int32_t *c = cs + i, *sv = sn + i;
+        int64_t *o = pw + i;
+        const int32_t down = -32;
+        i += 4 * n;
+        /* clang-format off */
+        __asm__ volatile(
+            "vdup.32 q15, %[nps]\n\t"
+            "1:\n\t"
+            "vld2.32 {d0-d3}, [%[zk]]!\n\t"
+            "vld2.32 {d4-d7}, [%[yk]], %[down]\n\t"
+            "vrev64.32 q2, q2\n\t"
+            "vrev64.32 q3, q3\n\t"
+            "vswp d4, d5\n\t"
+            "vswp d6, d7\n\t"
+            "vld1.32 {d16-d17}, [%[c]]!\n\t"
+            "vld1.32 {d18-d19}, [%[s]]!\n\t"
+            "vadd.i32 q10, q0, q2\n\t" /* ar */
+            "vsub.i32 q11, q1, q3\n\t" /* ai */
+            "vsub.i32 q12, q0, q2\n\t" /* br */
+            "vadd.i32 q13, q1, q3\n\t" /* bi */
+            "vqrdmulh.s32 q0, q13, q8\n\t"
+            "vqrdmulh.s32 q1, q12, q9\n\t"
+            "vadd.i32 q10, q10, q0\n\t"
+            "vsub.i32 q10, q10, q1\n\t" /* xr = ar + rmul(bi, c) - rmul(br, s) */
+            "vqrdmulh.s32 q2, q12, q8\n\t"
+            "vqrdmulh.s32 q3, q13, q9\n\t"
+            "vsub.i32 q11, q11, q2\n\t"
+            "vsub.i32 q11, q11, q3\n\t" /* xi = ai - rmul(br, c) - rmul(bi, s) */
+            "vmull.s32 q0, d20, d20\n\t"
+            "vmull.s32 q1, d21, d21\n\t"
+            "vmlal.s32 q0, d22, d22\n\t"
+            "vmlal.s32 q1, d23, d23\n\t"
+            "vrshl.s64 q0, q0, q15\n\t"
+            "vrshl.s64 q1, q1, q15\n\t"
+            "vst1.64 {d0-d3}, [%[o]]!\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b\n\t"
+            : [zk] "+r"(zk), [yk] "+r"(yk), [c] "+r"(c), [s] "+r"(sv), [o] "+r"(o), [n] "+r"(n)
+            : [down] "r"(down), [nps] "r"(-ps)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    }
+    for (; i < nb; ++i) {
+        pw[i] = mfcc_bin_power(z, N, ps, lo + i, cs[i], sn[i]);
+    }
+}
+
+/* Lanes j with r + j >= 4 set: the taps of a filter's last, overlapping block of four that the
+ * whole blocks before it did not cover (r = len mod 4). */
+static const uint32_t mfcc_tail_mask[8] = {0u, 0u, 0u, 0u, ~0u, ~0u, ~0u, ~0u};
+
+/* *out = sum of pw[i] wt[i], i < len (len >= 4), four taps a step, in assembly (one filter's
+ * setup costs GCC more than its taps). p and w are non-negative and p = ph 2^32 + pl: VLD2.32
+ * of the int64 powers splits them into pl and ph lanes (little endian), VMLAL.U32 sums pl w and
+ * ph w in uint64 lanes (pl w < 2^47, ph w < 2^46: no wrap for any filter of fewer than 2^16
+ * taps) and the sum is lo + hi 2^32 modulo 2^64, which is the exact int64 sum (< 2^63,
+ * docs/numeric.md §7.2). The taps past the last whole block are one more block ending at the
+ * filter's end, its already counted lanes masked to weight 0 (ARM DDI 0406C A8.8, VLD2, VMLAL,
+ * VSHL). */
+static inline __attribute__((always_inline)) void mfcc_dot(const int64_t *pw, const int16_t *wt,
+                                                           int32_t len, int64_t *out)
+{
+    const int64_t *pp = pw, *pt = pw + len - 4;
+    const int16_t *ww = wt, *wl = wt + len - 4;
+    const uint32_t *mask = mfcc_tail_mask + (len & 3);
+    int32_t n = len >> 2;
+    /* clang-format off */
+    __asm__ volatile(
+        "vmov.i32 q8, #0\n\t"
+        "vmov.i32 q9, #0\n\t"
+        "1:\n\t"
+        "vld2.32 {d0-d3}, [%[pp]]!\n\t"
+        "vld1.16 {d4}, [%[ww]]!\n\t"
+        "vmovl.u16 q2, d4\n\t"
+        "vmlal.u32 q8, d0, d4\n\t"
+        "vmlal.u32 q8, d1, d5\n\t"
+        "vmlal.u32 q9, d2, d4\n\t"
+        "vmlal.u32 q9, d3, d5\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n\t"
+        "tst %[len], #3\n\t"
+        "beq 2f\n\t"
+        "vld2.32 {d0-d3}, [%[pt]]\n\t"
+        "vld1.16 {d4}, [%[wl]]\n\t"
+        "vld1.32 {d6-d7}, [%[mask]]\n\t"
+        "vmovl.u16 q2, d4\n\t"
+        "vand q2, q2, q3\n\t"
+        "vmlal.u32 q8, d0, d4\n\t"
+        "vmlal.u32 q8, d1, d5\n\t"
+        "vmlal.u32 q9, d2, d4\n\t"
+        "vmlal.u32 q9, d3, d5\n\t"
+        "2:\n\t"
+        "vshl.i64 q9, q9, #32\n\t"
+        "vadd.i64 q8, q8, q9\n\t"
+        "vadd.i64 d16, d16, d17\n\t"
+        "vst1.64 {d16}, [%[out]]\n\t"
+        : [pp] "+r"(pp), [ww] "+r"(ww), [n] "+r"(n)
+        : [pt] "r"(pt), [wl] "r"(wl), [mask] "r"(mask), [len] "r"(len), [out] "r"(out)
+        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17", "d18",
+          "d19");
+    /* clang-format on */
+}
+
+/* mfcc_log2 of four filters' sums a01, a23 (the same integers, lane by lane; ARM DDI 0406C
+ * A8.8 for each instruction):
+ * - s = rshift_round(acc, shift) + add: VRSHL.U64 by -shift rounds at full precision, so it is
+ *   (acc >> f) + bit f - 1 of acc for acc >= 0, and acc itself for shift 0;
+ * - b = bitlen(s) - 1 from VCLZ.I32 of the high and low words (VSHRN #32, VMOVN): the leading
+ *   zeros are clz(hi) + (hi == 0 ? clz(lo) : 0);
+ * - t = s shifted to 23 bits below the leading one by VSHL.U64 by 23 - b (a negative count is
+ *   a truncating right shift), narrowed by VMOVN (t < 2^24);
+ * - the table pair by scalar loads (NEON has no gather), the interpolation by VMUL.I32 and
+ *   VRSHR.S32 #15 ((x + 2^14) >> 15; (hi - lo) r < 2^31, docs/numeric.md §7.2). */
+static inline __attribute__((always_inline)) int32x4_t mfcc_log2x4(const int32_t *lut,
+                                                                   uint64x2_t a01, uint64x2_t a23,
+                                                                   int64x2_t nshift, uint64x2_t add,
+                                                                   int32x4_t ec)
+{
+    const uint64x2_t s01 = vaddq_u64(vrshlq_u64(a01, nshift), add);
+    const uint64x2_t s23 = vaddq_u64(vrshlq_u64(a23, nshift), add);
+    const uint32x4_t hi = vcombine_u32(vshrn_n_u64(s01, 32), vshrn_n_u64(s23, 32));
+    const uint32x4_t lo = vcombine_u32(vmovn_u64(s01), vmovn_u64(s23));
+    const int32x4_t lz = vreinterpretq_s32_u32(
+        vaddq_u32(vclzq_u32(hi), vandq_u32(vclzq_u32(lo), vceqq_u32(hi, vdupq_n_u32(0)))));
+    const int32x4_t sh = vsubq_s32(lz, vdupq_n_s32(40)); /* 23 - b, b = 63 - lz */
+    const uint32x4_t t = vcombine_u32(vmovn_u64(vshlq_u64(s01, vmovl_s32(vget_low_s32(sh)))),
+                                      vmovn_u64(vshlq_u64(s23, vmovl_s32(vget_high_s32(sh)))));
+    const uint32x4_t idx = vandq_u32(vshrq_n_u32(t, 15), vdupq_n_u32(255));
+    const int32x4_t r = vreinterpretq_s32_u32(vandq_u32(t, vdupq_n_u32(32767)));
+    int32x4_t tl = vdupq_n_s32(0), th = tl;
+    const int32_t *e0 = lut + vgetq_lane_u32(idx, 0), *e1 = lut + vgetq_lane_u32(idx, 1);
+    const int32_t *e2 = lut + vgetq_lane_u32(idx, 2), *e3 = lut + vgetq_lane_u32(idx, 3);
+    tl = vsetq_lane_s32(e0[0], tl, 0);
+    th = vsetq_lane_s32(e0[1], th, 0);
+    tl = vsetq_lane_s32(e1[0], tl, 1);
+    th = vsetq_lane_s32(e1[1], th, 1);
+    tl = vsetq_lane_s32(e2[0], tl, 2);
+    th = vsetq_lane_s32(e2[1], th, 2);
+    tl = vsetq_lane_s32(e3[0], tl, 3);
+    th = vsetq_lane_s32(e3[1], th, 3);
+    {
+        const int32x4_t frac = vaddq_s32(tl, vrshrq_n_s32(vmulq_s32(vsubq_s32(th, tl), r), 15));
+        /* (b + ec) 2^20, b = 63 - lz */
+        const int32x4_t whole = vshlq_n_s32(vaddq_s32(vsubq_s32(vdupq_n_s32(63), lz), ec), 20);
+        return vaddq_s32(whole, frac);
+    }
+}
+
+/* *out = filter m's sum: mfcc_dot for four taps or more, else the scalar sum. */
+static inline __attribute__((always_inline)) void
+mfcc_mel_sum(const elt_mfcc_params_t *p, const int64_t *pw0, int32_t m, int64_t *out)
+{
+    const int16_t *wt = p->mel_w + p->mel_off[m];
+    const int64_t *pw = pw0 + (p->mel_start[m] - p->bin_lo);
+    const int32_t len = p->mel_len[m];
+    if (len >= 4) {
+        mfcc_dot(pw, wt, len, out);
+    } else {
+        int64_t a = 0;
+        int32_t i;
+        for (i = 0; i < len; ++i) {
+            a += pw[i] * wt[i];
+        }
+        *out = a;
+    }
+}
+
+/* Mel filterbank (exact int64 sums) and log2 of every filter: four filters' sums, then their
+ * four logarithms at once. */
+static void mfcc_mel(const elt_mfcc_params_t *p, elt_mfcc_work_t *w, int32_t sh)
+{
+    const mfcc_floor_t fl = mfcc_floor(p, sh);
+    const int32_t M = p->n_mels;
+    int32_t m = 0;
+    const int64x2_t nshift = vdupq_n_s64(-fl.shift);
+    const uint64x2_t add = vdupq_n_u64((uint64_t)fl.add);
+    const int32x4_t ec = vdupq_n_s32(fl.ec);
+    int64_t acc[4] __attribute__((aligned(16)));
+    for (m = 0; m + 4 <= M; m += 4) {
+        mfcc_mel_sum(p, w->p, m, acc);
+        mfcc_mel_sum(p, w->p, m + 1, acc + 1);
+        mfcc_mel_sum(p, w->p, m + 2, acc + 2);
+        mfcc_mel_sum(p, w->p, m + 3, acc + 3);
+        vst1q_s32(w->logmel + m,
+                  mfcc_log2x4(p->log2_lut, vreinterpretq_u64_s64(vld1q_s64(acc)),
+                              vreinterpretq_u64_s64(vld1q_s64(acc + 2)), nshift, add, ec));
+    }
+    for (; m < M; ++m) {
+        mfcc_mel_sum(p, w->p, m, acc);
+        w->logmel[m] = mfcc_log2(p, acc[0], &fl);
+    }
+}
+
+/* DCT, cepstrum rounding and the normalisation to the model's x format. The NEON path takes
+ * two coefficients at a time in assembly, four filters a step, by VMLAL.S32 into int64 lanes:
+ * the lanes and their sum wrap modulo 2^64 and the exact sum is < 2^63 (docs/numeric.md §7.2),
+ * so any order of the additions gives the scalar sum. Then, per lane, as mfcc_norm: c =
+ * VRSHL.S64 by -cep_shift (rshift_round at full precision), VMOVN, c - mean (int32), VMULL.S32
+ * by mult, VRSHL.S64 by -norm_shift (the shift from the low byte of each lane), and the int16
+ * saturation as VQMOVN.S64 then VQMOVN.S32 (ARM DDI 0406C A8.8, VMLAL, VRSHL, VQMOVN). */
+static void mfcc_dct(const elt_mfcc_params_t *p, const elt_mfcc_work_t *w, int16_t *out)
+{
+    const int32_t M = p->n_mels, J = p->n_mfcc;
+    int32_t m, j = 0;
+    const int32_t M4 = M & ~3;
+    if (M4 > 0) {
+        for (; j + 2 <= J; j += 2) {
+            const int32_t *l = w->logmel, *x0 = p->dct + j * M, *x1 = x0 + M;
+            int16_t *o = out + j;
+            int32_t k = M4 / 4;
+            int64_t s0 = 0, s1 = 0; /* filters M4 .. M - 1 */
+            for (m = M4; m < M; ++m) {
+                s0 = (int64_t)((uint64_t)s0 + (uint64_t)((int64_t)x0[m] * l[m]));
+                s1 = (int64_t)((uint64_t)s1 + (uint64_t)((int64_t)x1[m] * l[m]));
+            }
+            /* clang-format off */
+            __asm__ volatile(
+                "vmov.i32 q8, #0\n\t"
+                "vmov.i32 q9, #0\n\t"
+                "1:\n\t"
+                "vld1.32 {d0-d1}, [%[l]]!\n\t"
+                "vld1.32 {d2-d3}, [%[x0]]!\n\t"
+                "vld1.32 {d4-d5}, [%[x1]]!\n\t"
+                "vmlal.s32 q8, d2, d0\n\t"
+                "vmlal.s32 q8, d3, d1\n\t"
+                "vmlal.s32 q9, d4, d0\n\t"
+                "vmlal.s32 q9, d5, d1\n\t"
+                "subs %[k], %[k], #1\n\t"
+                "bne 1b\n\t"
+                "vadd.i64 d16, d16, d17\n\t"
+                "vadd.i64 d17, d18, d19\n\t"
+                "vmov d0, %Q[s0], %R[s0]\n\t"
+                "vmov d1, %Q[s1], %R[s1]\n\t"
+                "vadd.i64 q8, q8, q0\n\t"       /* the two DCT sums */
+                "vdup.32 q15, %[ncep]\n\t"
+                "vrshl.s64 q8, q8, q15\n\t"
+                "vmovn.i64 d0, q8\n\t"          /* c */
+                "vld1.32 {d1}, [%[mean]]\n\t"
+                "vsub.i32 d0, d0, d1\n\t"        /* c - mean */
+                "vld1.32 {d2}, [%[mult]]\n\t"
+                "vmull.s32 q8, d0, d2\n\t"
+                "vmov d6, %[n0], %[n0]\n\t"     /* -norm_shift in each lane's low byte */
+                "vmov d7, %[n1], %[n1]\n\t"
+                "vrshl.s64 q8, q8, q3\n\t"
+                "vqmovn.s64 d0, q8\n\t"
+                "vqmovn.s32 d0, q0\n\t"
+                "vst1.16 {d0[0]}, [%[o]]!\n\t"
+                "vst1.16 {d0[1]}, [%[o]]\n\t"
+                : [l] "+r"(l), [x0] "+r"(x0), [x1] "+r"(x1), [k] "+r"(k), [o] "+r"(o)
+                : [s0] "r"(s0), [s1] "r"(s1), [ncep] "r"(-p->cep_shift),
+                  [mean] "r"(p->norm_mean + j), [mult] "r"(p->norm_mult + j),
+                  [n0] "r"(-(int32_t)p->norm_shift[j]), [n1] "r"(-(int32_t)p->norm_shift[j + 1])
+                : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17",
+                  "d18", "d19", "d30", "d31");
+            /* clang-format on */
+        }
+    }
+    for (; j < J; ++j) {
+        const int32_t *d = p->dct + j * M;
+        int64_t acc = 0;
+        for (m = 0; m < M; ++m) {
+            acc += (int64_t)d[m] * w->logmel[m];
+        }
+        out[j] = mfcc_norm(p, j, acc);
+    }
+}
+
+/* Forward copy of n samples, d < s or no overlap (the overlap kept in place below): 8 per
+ * VLD1/VST1 pair on NEON, each chunk read before it is written (ARM DDI 0406C A8.8.320 VLD1,
+ * A8.8.404 VST1). At -O2 GCC leaves the loop scalar: four instructions a sample, which put about
+ * 250 ticks a hop into the audio mode's front end (a hop's 320 samples copied in, the 320 of the
+ * overlap moved down) that the front end's own bench, one frame at a time, does not see. */
+/* blocks x 32 bytes forward, VLD1.8/VST1.8 of four D registers with post-increment (ARM DDI 0406C
+ * A8.8.320, A8.8.404; no alignment needed): 4 instructions per 16 samples. In asm: gcc splits
+ * them into 16-byte pairs with address arithmetic, 12 per 16 samples. Each 32 bytes are read
+ * before any is written: d may lie 32 bytes or more below s. */
+static inline void copy32(uint8_t *d, const uint8_t *s, uint32_t blocks)
+{
+    __asm__ volatile("1:\n\t"
+                     "vld1.8 {d16-d19}, [%[s]]!\n\t"
+                     "subs %[n], %[n], #1\n\t"
+                     "vst1.8 {d16-d19}, [%[d]]!\n\t"
+                     "bne 1b"
+                     : [s] "+r"(s), [d] "+r"(d), [n] "+r"(blocks)
+                     :
+                     : "d16", "d17", "d18", "d19", "cc", "memory");
+}
+
+/* n samples from s to d, d below s or apart. */
+static void copy_s16(int16_t *d, const int16_t *s, int32_t n)
+{
+    int32_t k = 0;
+    if (n >= 16 && (const uint8_t *)s - (const uint8_t *)d >= 32) {
+        k = n / 16 * 16;
+        copy32((uint8_t *)d, (const uint8_t *)s, (uint32_t)(n / 16));
+    }
+    for (; k + 8 <= n; k += 8) {
+        vst1q_s16(d + k, vld1q_s16(s + k));
+    }
+    for (; k < n; ++k) {
+        d[k] = s[k];
+    }
+}
+
+/* n samples of little-endian int16 bytes at any alignment (a frame's payload) into d: the bytes
+ * as they are on the little-endian Cortex-A9, as copy_s16 moves them. */
+static void copy_le16(int16_t *d, const uint8_t *s, int32_t n)
+{
+    int32_t k = 0;
+    if (n >= 16) {
+        k = n / 16 * 16;
+        copy32((uint8_t *)d, s, (uint32_t)(n / 16));
+    }
+    for (; k + 8 <= n; k += 8) {
+        vst1q_u8((uint8_t *)(d + k), vld1q_u8(s + 2 * k));
+    }
+    for (; k < n; ++k) {
+        d[k] = (int16_t)(uint16_t)(s[2 * k] | (s[2 * k + 1] << 8));
+    }
+}
+
+/* One frame: window, block exponent, FFT (for N >= 16 the radix-4 head, then the stages from
+ * h = 4 two at a time), power, mel, DCT. */
+static inline __attribute__((always_inline)) void
+mfcc_frame(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w, int16_t *out)
+{
+    const int32_t head = p->n_cfft >= 16;
+    const int32_t sh = head ? mfcc_head(p, pcm, w->z) : mfcc_load(p, pcm, w->z);
+    if (head) {
+        mfcc_fft_neon(p, w->z, 4);
+    } else {
+        mfcc_fft(p, w->z, 1);
+    }
+    w->shift = sh;
+    mfcc_power(p, w->z, w->p);
+    mfcc_mel(p, w, sh);
+    mfcc_dct(p, w, out);
+}
+
+#endif /* ELT_MFCC_S16_OPS_H */
