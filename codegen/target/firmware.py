@@ -201,6 +201,7 @@ class FirmwareBuild:
 def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
     cfg.validate()
     div = uart_divisors(cfg.uart, cfg.baud, cfg.uart_ref_hz)
+    rates = uart_rates(cfg.uart, cfg.uart_ref_hz, cfg.baud)
     return (
         jinja_env()
         .get_template("fw_config.h.j2")
@@ -209,7 +210,8 @@ def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
             input_hash=input_hash,
             build_id=build_id,
             uart=div.template_vars(),
-            rates=[d.template_vars() for d in uart_rates(cfg.uart, cfg.uart_ref_hz, cfg.baud)],
+            rates=[d.template_vars() for d in rates],
+            rate_table="{" + ", ".join(f"{{{d.baud}u, {d.cd}u, {d.bdiv}u}}" for d in rates) + "}",
             max_payload=cfg.max_payload,
             rx_ring=cfg.rx_ring,
             ack_every=cfg.rx_ring // 4,
