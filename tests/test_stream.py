@@ -463,9 +463,9 @@ def test_select_gate_in_the_audio_mode(
 
 def test_audio_payload_codec() -> None:
     from elatta_host.infer import (
-        decode_audio_ack,
         decode_result,
         encode_audio,
+        encode_audio_adpcm,
         encode_audio_begin,
         encode_audio_end,
         max_chunk_samples,
@@ -474,8 +474,12 @@ def test_audio_payload_codec() -> None:
     assert encode_audio_begin(0x1_0000_0005, 3) == b"\x05\0\0\0\x03"
     assert encode_audio(7, np.array([1, -2], np.int16)) == b"\x07\0\0\0\x01\0\xfe\xff"
     assert encode_audio_end(16000) == (16000).to_bytes(4, "little")
-    assert decode_audio_ack((5).to_bytes(4, "little") + (2).to_bytes(4, "little")) == (5, 2)
+    adpcm = encode_audio_adpcm(7, 3, -2, 88, b"\x21\x03")
+    assert adpcm == b"\x07\0\0\0\x03\0\xfe\xff\x58\0\x21\x03"
+    with pytest.raises(ValueError, match="3 samples take 2 code bytes"):
+        encode_audio_adpcm(0, 3, 0, 0, b"\x00")
     assert max_chunk_samples(2048) == 1022 and max_chunk_samples(8192) == 4094
+    assert max_chunk_samples(2048, "adpcm") == 4076
     with pytest.raises(ValueError, match="int16"):
         encode_audio(0, np.array([1.0]))
     C, k, H = 2, 1, 1
