@@ -15,6 +15,7 @@ worker, this session's replays). Everything but ``run`` and ``ticks`` is the sam
 
 from __future__ import annotations
 
+import io
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from elatta_host.reportdir import write_file
 
 from codegen.ir.modes import MODES
 from codegen.ir.modes import mode as device_mode
@@ -401,14 +403,16 @@ def plot(rep: dict[str, Any], path: Path) -> bool:
     if ax.get_legend_handles_labels()[0]:  # nothing answered yet: no lines, no legend
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
+    write_file(path, png.getvalue())
     return True
 
 
 def write_report(rep: dict[str, Any], out: Path) -> None:
-    (out / "report.json").write_text(json.dumps(rep, indent=2) + "\n")
-    (out / "report.md").write_text(format_markdown(rep))
+    write_file(out / "report.json", json.dumps(rep, indent=2) + "\n")
+    write_file(out / "report.md", format_markdown(rep))
     plot(rep, out / "report.png")
 
 

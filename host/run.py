@@ -39,6 +39,8 @@ import argparse
 import dataclasses
 import json
 import os
+import secrets
+import shlex
 import sys
 import threading
 import time
@@ -82,6 +84,18 @@ from elatta_host.infer import (
 )
 from elatta_host.plan import ADPCM_BLOCK, Plan, Record, RunError, Stream, make_plan
 from elatta_host.report import Answered, segment_lengths
+from elatta_host.reportdir import (
+    MAX_LINE,
+    Line,
+    Lock,
+    bounded_lines,
+    digest,
+    open_append,
+    regular_file,
+    split_digest,
+    with_digest,
+    write_file,
+)
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT
 
 from codegen.base.adpcm import AdpcmClips
@@ -99,56 +113,34 @@ def compare(res: InferResult, want: dict[str, Any]) -> list[tuple[str, Any, Any]
     return [(f, got[f], want[f]) for f in COMPARED_FIELDS if got[f] != want[f]]
 
 
-def _complete_lines(path: Path) -> Iterator[bytes]:
-    """The complete lines of a results file; a torn last line (killed mid-write) is cut off
-    the file first. Streams: the file is never held in memory whole."""
-    if not path.is_file():
-        return
-    size = path.stat().st_size
-    with open(path, "r+b") as f:
-        if size:
-            f.seek(size - 1)
-            if f.read(1) != b"\n":
-                # find the last newline from the end, a block at a time
-                pos, keep = size, 0
-                while pos > 0 and not keep:
-                    step = min(65536, pos)
-                    pos -= step
-                    f.seek(pos)
-                    block = f.read(step)
-                    if (nl := block.rfind(b"\n")) >= 0:
-                        keep = pos + nl + 1
-                f.truncate(keep)
-        f.seek(0)
-        for line in f:
-            if line.strip():
-                yield line
-
-
 def read_results(path: Path) -> list[Record]:
     """Every complete record of results.jsonl (tests, tools; a run streams them instead)."""
-    return [Record.from_json(line.decode()) for line in _complete_lines(path)]
+    return [Record.from_json(split_digest(ln.text.decode())[0]) for ln in _lines(path)]
+
+
+def _lines(path: Path) -> Iterator[Line]:
+    return (ln for ln in bounded_lines(path) if not ln.too_long)
 
 
 def count_results(path: Path) -> int:
-    if not path.is_file():
-        return 0
-    with open(path, "rb") as f:
-        return sum(1 for line in f if line.strip())
+    return sum(1 for _ in bounded_lines(path))
 
 
 REJECTED = "results.rejected.jsonl"  # recorded lines a resume did not keep, with the reason
+REJECTED_TEXT = 2000  # bytes of a rejected line kept beside its reason
 
 
 @dataclass(frozen=True)
 class _Checked:
     """One recorded line, checked: the sample it names (None: none of this run), its record
-    when it holds, else the reason it does not."""
+    when it holds, else the reason it does not; the digest written with it."""
 
     stream: Stream | None
     index: int
     record: Record | None
     reason: str | None
+    line: Line
+    written: str | None = None  # the digest the line carries
 
 
 class Recorder:
@@ -175,6 +167,8 @@ class Recorder:
         self.file: Any = None
         self.recorded_lines = 0  # lines of results.jsonl when the run started
         self.problems: list[str] = []  # recorded lines that did not hold, each with its reason
+        # the run's key of the results lines' digests (host/reportdir.py), from run.json
+        self.key = ""
 
     def load(self) -> int:
         """Take in the records already in results.jsonl (a resume); returns their number.
@@ -188,64 +182,90 @@ class Recorder:
         them on the device. Two passes, so the file is never held in memory."""
         counts = {s.key: np.zeros(len(s), dtype=np.int64) for s in self.plan.streams}
         clean = True
-        for line in _complete_lines(self.path):
+        for c in self._checked():
             self.recorded_lines += 1
-            c = self._check_line(line)
             if c.stream is not None:
                 counts[c.stream.key][c.index] += 1
             clean = clean and c.reason is None
         if not clean or any(int(n.max(initial=0)) > 1 for n in counts.values()):
             self._rewrite(counts)
         else:  # every line holds: the file stays as it is
-            for line in _complete_lines(self.path):
-                c = self._check_line(line)
+            for c in self._checked():
                 assert c.stream is not None and c.record is not None
                 self._tally(c.stream, c.index, c.record.result, ())
-        self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.file = open_append(self.path)
         return self.count
 
-    def _check_line(self, line: bytes) -> _Checked:
-        """A recorded line against the selection and the integer reference."""
+    def _checked(self) -> Iterator[_Checked]:
+        """Every line of the file, checked in order."""
+        for ln in bounded_lines(self.path):
+            yield self._check_line(ln)
+
+    def _check_line(self, ln: Line) -> _Checked:
+        """A recorded line against its digest, the selection and the integer reference."""
+        if ln.too_long:
+            return _Checked(None, -1, None, f"a line of {ln.too_long} bytes (a record is about "
+                            f"a kilobyte; lines over {MAX_LINE} are not read)", ln)  # fmt: skip
         try:
-            r = Record.from_json(line.decode())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return _Checked(None, -1, None, "not JSON")
-        except (KeyError, TypeError, ValueError, AssertionError, AttributeError):
-            return _Checked(None, -1, None, "not a result record (fields missing or mistyped)")
+            body, written = split_digest(ln.text.decode())
+            r = Record.from_json(body)
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
+            if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+                return _Checked(None, -1, None, "not JSON", ln)
+            return _Checked(None, -1, None, "not a result record (fields missing or mistyped)",
+                            ln)  # fmt: skip
+        except (KeyError, TypeError, AssertionError, AttributeError):
+            return _Checked(None, -1, None, "not a result record (fields missing or mistyped)", ln)
+        c = self._check_record(r, ln)
+        c = dataclasses.replace(c, written=written)
+        if c.reason is None and c.stream is not None and written != digest(self.key, body):
+            why = (
+                "its digest does not hold: edited after it was written (a measured field or "
+                "any other)"
+                if written
+                else "it carries no digest (written by an older codegen, or by hand)"
+            )
+            return dataclasses.replace(c, record=None, reason=f"{c.stream.key} #{c.index}: {why}")
+        return c
+
+    def _check_record(self, r: Record, ln: Line) -> _Checked:
+        """A parsed record against the selection and the integer reference."""
         s = self.by_key.get(r.stream)
         if s is None or not 0 <= r.index < len(s):
-            return _Checked(None, -1, None, f"{r.stream} #{r.index}: no sample of this run")
+            return _Checked(None, -1, None, f"{r.stream} #{r.index}: no sample of this run", ln)
         if r.label != int(s.labels[r.index]):
             why = f"{s.key} #{r.index}: label {r.label}, the data set's {int(s.labels[r.index])}"
-            return _Checked(s, r.index, None, why)
+            return _Checked(s, r.index, None, why, ln)
         diffs = compare(r.result, s.expected(r.index))
         if diffs:
             why = (
                 f"{s.key} #{r.index}: {', '.join(f for f, _, _ in diffs)} differ from the "
                 "integer reference"
             )
-            return _Checked(s, r.index, None, why)
-        return _Checked(s, r.index, r, None)
+            return _Checked(s, r.index, None, why, ln)
+        return _Checked(s, r.index, r, None, ln)
 
     def _rewrite(self, counts: dict[str, np.ndarray]) -> None:
         """Keep the lines that hold, move the others to results.rejected.jsonl with their
         reasons; results.jsonl is replaced atomically (a kill leaves the old or the new one)."""
         tmp = self.path.with_suffix(".jsonl.tmp")
         rejected = self.path.with_name(REJECTED)
-        with open(tmp, "w", encoding="utf-8") as keep, open(rejected, "a", encoding="utf-8") as rj:
-            for no, line in enumerate(_complete_lines(self.path), 1):
-                c = self._check_line(line)
+        regular_file(rejected, "rejected-lines file")
+        with open(tmp, "w", encoding="utf-8") as keep, open_append(rejected) as rj:
+            for c in list(self._checked()):
+                no = c.line.number
                 why = c.reason
                 if c.stream is not None and (n := int(counts[c.stream.key][c.index])) > 1:
                     why = f"{c.stream.key} #{c.index} is named by {n} lines" + (
                         f" ({why})" if why else ""
                     )
                 if why is None and c.stream is not None and c.record is not None:
-                    keep.write(line.decode())
+                    keep.write(with_digest(c.record.to_json(), self.key) + "\n")
                     self._tally(c.stream, c.index, c.record.result, ())
                     continue
                 self.problems.append(f"results.jsonl line {no}: {why}")
-                text = line.decode(errors="replace").rstrip("\n")
+                # the rejected line's start only: a line may be as long as the disk
+                text = c.line.text[:REJECTED_TEXT].decode(errors="replace").rstrip("\n")
                 rj.write(json.dumps({"line": no, "reason": why, "text": text}) + "\n")
         os.replace(tmp, self.path)
 
@@ -286,7 +306,7 @@ class Recorder:
             if self.mask[stream.key][i]:
                 raise RunError(f"sample {stream.key} #{i} answered twice")
             self._tally(stream, i, res, rec.mismatches)
-            self.file.write(rec.to_json() + "\n")
+            self.file.write(with_digest(rec.to_json(), self.key) + "\n")
             self.file.flush()
             self.last_good[device] = f"sample id {int(stream.ids[i])} ({stream.key} #{i})"
             if diffs and self.first_mismatch is None:
@@ -850,9 +870,23 @@ def read_sessions(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+RESULTS_KEY = "results_key"  # run.json: the key of the results lines' digests
+
+
+def _results_key(out: Path) -> str:
+    """The key an earlier session of this run wrote into run.json ("": none, so every line
+    without a digest of it is redone)."""
+    try:
+        old = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    key = old.get(RESULTS_KEY) if isinstance(old, dict) else None
+    return key if isinstance(key, str) and key else secrets.token_hex(8)
+
+
 def _resolved(cfg: dict[str, Any]) -> dict[str, Any]:
     """run.json with every "path" resolved: the same --data spelled relative or absolute, or
-    through a symlink, is the same run."""
+    through a symlink, is the same run; the results' key is no part of what the run is."""
 
     def walk(v: Any, key: str = "") -> Any:
         if isinstance(v, dict):
@@ -863,10 +897,28 @@ def _resolved(cfg: dict[str, Any]) -> dict[str, Any]:
             return str(Path(v).expanduser().resolve())
         return v
 
-    return dict(walk(cfg))
+    return {k: v for k, v in dict(walk(cfg)).items() if k != RESULTS_KEY}
 
 
 def execute(
+    plan: Plan,
+    specs: list[DeviceSpec],
+    out: Path,
+    *,
+    resume: bool,
+    target: dict[str, Any],
+    progress: bool = True,
+    force_restart: bool = False,
+    chunk: int | None = None,
+) -> RunOutcome:
+    """The run of ``plan`` on ``specs`` into ``out``, which it holds (host/reportdir.py:
+    another run on the same directory is refused, naming this one)."""
+    with Lock(out, "codegen run" if not sys.argv else shlex.join(sys.argv)):
+        return _execute(plan, specs, out, resume=resume, target=target, progress=progress,
+                        force_restart=force_restart, chunk=chunk)  # fmt: skip
+
+
+def _execute(
     plan: Plan,
     specs: list[DeviceSpec],
     out: Path,
@@ -886,8 +938,10 @@ def execute(
     prepare_output(out, cfg, resume=resume, force_restart=force_restart)
     if not resume:  # no results recorded (checked above): no earlier session belongs to this run
         (out / SESSIONS).unlink(missing_ok=True)
+    # the results lines' digests (host/reportdir.py) are keyed per run: a resume keeps the key
+    key = _results_key(out) if resume else secrets.token_hex(8)
     # resolved: a resume from another directory or with another spelling finds the same run
-    (out / "run.json").write_text(json.dumps(_resolved(cfg), indent=2) + "\n")
+    write_file(out / "run.json", json.dumps(_resolved(cfg) | {RESULTS_KEY: key}, indent=2) + "\n")
     blocks = [b for b in shard(plan.streams, len(specs)) if b]
     t0 = time.monotonic()
     stop = threading.Event()
@@ -904,6 +958,7 @@ def execute(
         smoothing=0.1,
     ) as bar:
         rec = Recorder(plan, results, bar)
+        rec.key = key
         done0 = rec.load()
         for line in rec.problems[:SHOWN_PROBLEMS]:
             bar.write(f"resume: {line}; the sample is redone", file=sys.stderr)
@@ -947,7 +1002,8 @@ def execute(
         finally:
             rec.close()
             stats = [st for sessions in per_worker for st in sessions]
-            with open(out / SESSIONS, "a", encoding="utf-8") as f:
+            regular_file(out / SESSIONS, "sessions file")
+            with open_append(out / SESSIONS) as f:
                 for st in stats:
                     f.write(json.dumps(st.to_json(), separators=(",", ":")) + "\n")
     seconds = time.monotonic() - t0
@@ -1202,6 +1258,23 @@ def run(args: argparse.Namespace) -> int:
             "baud": args.baud or "auto",
             "ticks": "Cortex-A9 global timer ticks (PERIPHCLK)",
         }
+    # the report directory is this run's before anything expensive (host/reportdir.py)
+    with Lock(args.report, shlex.join(["codegen", *sys.argv[1:]])) as lock:
+        if lock.stale is not None:
+            print(
+                f"note: {args.report} was left locked by a run that is gone "
+                f"({lock.stale.describe()}); taken over",
+                file=sys.stderr,
+            )
+        return _run_locked(args, modes, specs, target)
+
+
+def _run_locked(
+    args: argparse.Namespace,
+    modes: tuple[str, ...],
+    specs: list[DeviceSpec],
+    target: dict[str, Any],
+) -> int:
     prepare_output(args.report, None, resume=args.resume, force_restart=args.force_restart)
     if args.qemu:
         from elatta_host.qemu import stop_on_signals

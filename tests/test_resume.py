@@ -187,3 +187,102 @@ def test_the_same_data_spelled_otherwise_is_the_same_run(
     other = dataclasses.replace(plan, data_info={**plan.data_info, "path": str(tmp_path)})
     with pytest.raises(RunError, match=r"holds another run \(data differ"):
         run(other, out, resume=True)
+
+
+# ----------------------------------------------------------------------------- the directory
+
+
+def _clone(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".lock"))
+    return dst
+
+
+def test_forged_measurements_are_reported_and_redone(
+    plan: Plan, baseline: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Every line's ticks halved (a forged cost report): each line's digest fails, each sample
+    is reported and redone on the device, and the report shows the device's ticks again."""
+    src, report0 = baseline
+    out = _clone(src, tmp_path / "r")
+    lines = (out / "results.jsonl").read_text().splitlines()
+    forged = []
+    for line in lines:
+        d = json.loads(line)
+        for k in list(d["result"]):
+            if k.startswith("ticks_") and d["result"][k]:
+                d["result"][k] //= 2
+        forged.append(json.dumps(d, separators=(",", ":")))
+    (out / "results.jsonl").write_text("\n".join(forged) + "\n")
+    got, dev = run(plan, out, resume=True)
+    problems = got.report["run"]["resume"]["problems"]
+    assert len(problems) == min(len(lines), 20)
+    assert all("digest does not hold" in p for p in problems)
+    assert sum(dev.served.values()) == plan.total  # every sample measured again
+    assert got.report["ticks"] == report0["ticks"]
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "outside"])
+def test_results_file_must_be_a_regular_file_inside(
+    plan: Plan, baseline: tuple[Path, dict[str, Any]], tmp_path: Path, target: str
+) -> None:
+    """results.jsonl a symlink (to /dev/zero, to a file elsewhere): refused, naming the link,
+    nothing written through it."""
+    from elatta_host.reportdir import ReportDirError
+
+    out = _clone(baseline[0], tmp_path / "r")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    dest = Path("/dev/zero") if target == "/dev/zero" else victim
+    (out / "results.jsonl").unlink()
+    (out / "results.jsonl").symlink_to(dest)
+    with pytest.raises(ReportDirError, match=r"results.jsonl is a symbolic link .*remove the link"):
+        run(plan, out, resume=True)
+    assert victim.read_text() == "keep me\n"
+
+
+def test_an_overlong_line_is_rejected_without_being_held(
+    plan: Plan, baseline: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """A 3 MiB line: reported by its length and rejected; results.rejected.jsonl keeps its start
+    only; the rest of the file holds."""
+    from elatta_host.reportdir import MAX_LINE
+
+    out = _clone(baseline[0], tmp_path / "r")
+    with open(out / "results.jsonl", "a") as f:
+        f.write('{"stream":"' + "x" * (3 * MAX_LINE) + '"}\n')
+    got, _ = run(plan, out, resume=True)
+    problems = got.report["run"]["resume"]["problems"]
+    assert len(problems) == 1 and "bytes (a record is about a kilobyte" in problems[0]
+    assert (out / REJECTED).stat().st_size < 10_000
+    check_complete(got.report, out, plan.total)
+
+
+def test_one_run_per_report_directory(plan: Plan, tmp_path: Path) -> None:
+    """A run holding the directory (another process): a second one is refused, naming it; once
+    that process is gone its lock file is stale and taken over."""
+    import subprocess
+    import sys
+
+    from elatta_host.reportdir import ReportDirError
+
+    out = tmp_path / "r"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from elatta_host.reportdir import Lock\n"
+         "with Lock(Path(sys.argv[1]), 'codegen run --report first'):\n"
+         "    print('held', flush=True); time.sleep(60)", str(out)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(ReportDirError, match=rf"in use by pid {holder.pid} on .*--report first"):
+            run(plan, out, resume=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder died: its lock file is left, its flock gone
+    assert json.loads((out / ".lock").read_text())["pid"] == holder.pid
+    got, _ = run(plan, out, resume=False)
+    check_complete(got.report, out, plan.total)
