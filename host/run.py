@@ -1190,6 +1190,41 @@ def resume_command(args: argparse.Namespace, modes: tuple[str, ...]) -> str:
     return shlex.join(cmd)
 
 
+def check_elf(build: Path) -> None:
+    """fw.elf must be the ELF the build made (firmware.json's sha256): a truncated or replaced
+    one is named here, not met as a device that never answers."""
+    import hashlib
+
+    try:
+        want = json.loads((build / "firmware.json").read_text()).get("elf_sha256")
+    except (OSError, ValueError, AttributeError):
+        return
+    if not want:
+        return  # a build from before the hash was recorded
+    have = hashlib.sha256((build / "fw.elf").read_bytes()).hexdigest()
+    if have != want:
+        raise RunError(
+            f"{build / 'fw.elf'} is not the ELF this build made (sha256 {have[:16]}…, "
+            f"firmware.json says {want[:16]}…): it was changed or truncated; run `codegen build` "
+            "again"
+        )
+
+
+def check_port(url: str, baud: int) -> None:
+    """The port opens (a device path, a pyserial URL): said at once, not after the references."""
+    import serial
+
+    try:
+        port = serial.serial_for_url(url, baudrate=baud, timeout=0, do_not_open=False)
+    except (serial.SerialException, OSError, ValueError) as exc:
+        raise RunError(
+            f"--port {url}: cannot open it ({exc}); check the device name (`ls -l "
+            "/dev/serial/by-id/`), that no other program holds it, and your access to it (the "
+            "dialout group); nothing was run"
+        ) from None
+    port.close()
+
+
 def run(args: argparse.Namespace) -> int:
     modes = tuple(dict.fromkeys(args.mode)) if args.mode else DEFAULT_MODES
     if args.jobs < 1:
@@ -1209,10 +1244,16 @@ def run(args: argparse.Namespace) -> int:
         raise RunError(
             "--resume keeps the recorded results, --force-restart discards them: pick one"
         )
+    if not (args.build / "manifest.json").is_file():
+        raise RunError(
+            f"--build {args.build}: no manifest.json there (not a `codegen build` output "
+            "directory); pass the directory `codegen build --out` wrote"
+        )
     elf = args.build / "fw.elf"
     if args.qemu:
         if not elf.is_file():
             raise RunError(f"{elf} not found: `codegen build` without --no-elf makes it")
+        check_elf(args.build)
         from elatta_host.qemu import build_uart
 
         uart = build_uart(elf)
@@ -1258,6 +1299,10 @@ def run(args: argparse.Namespace) -> int:
             "baud": args.baud or "auto",
             "ticks": "Cortex-A9 global timer ticks (PERIPHCLK)",
         }
+    if args.port:  # a serial device opens before anything expensive is prepared (a socket is
+        for url in args.port:  # not probed: a proxy or QEMU may take one connection only)
+            if "://" not in url:
+                check_port(url, build_baud(args.build))
     # the report directory is this run's before anything expensive (host/reportdir.py)
     with Lock(args.report, shlex.join(["codegen", *sys.argv[1:]])) as lock:
         if lock.stale is not None:
@@ -1291,10 +1336,25 @@ def _run_locked(
         wire=args.wire,
     )
     target["build_id"] = plan.manifest.get("firmware", {}).get("build_id")
+    busy = min(len(specs), len(plan.streams))
     print(
-        f"{plan.total} samples in {len(plan.streams)} streams over {len(specs)} device(s)",
+        f"{plan.total} samples in {len(plan.streams)} streams over {busy} device(s)",
         file=sys.stderr,
     )
+    per_mode = plan.total // max(1, len(modes))
+    if args.limit is not None and per_mode > args.limit:
+        print(
+            f"note: --limit {args.limit}: every one of the {len(plan.selection.per_condition)} "
+            f"noise x SNR conditions gets at least one clip, so {per_mode} clips per mode",
+            file=sys.stderr,
+        )
+    if busy < len(specs):
+        print(
+            f"note: --jobs {len(specs)}: {len(plan.streams)} stream(s) (a stream never leaves "
+            f"its device; --stream-segment makes one continual stream per mode), so {busy} "
+            "device(s) work",
+            file=sys.stderr,
+        )
     wanted = (plan.selection.stream or {}).get("segment_len")
     seg = segment_lengths(plan.streams)
     if wanted is not None and seg["max"] < wanted:

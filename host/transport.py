@@ -414,8 +414,6 @@ class Link:
         """Take the device's window from its INFO (`Device.hello` calls it)."""
         self.window = Window.from_info(info)
         self._info_read = True
-        if info.link is not None and info.link.next & ~SEQ_COUNT_MASK == self.tag:
-            self._dev_next = info.link.next & SEQ_COUNT_MASK
 
     def set_baud(self, baud: int) -> None:
         """The host side's rate (a serial device; a socket has none)."""

@@ -53,8 +53,26 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
 
 
+def writable_dir(out: Path, flag: str = "--out") -> None:
+    """``out`` is, or can be made, a directory this process writes: checked before any work,
+    the error naming the path, why, and what to do."""
+    if out.exists() and not out.is_dir():
+        raise DataError(f"{flag} {out} is a file, not a directory: name a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise DataError(
+            f"{flag} {out}: cannot write there ({exc.strerror or exc}); choose a directory you "
+            "can write, e.g. out/data/NAME"
+        ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out
+    writable_dir(out)
     before = (out / "manifest.json").stat().st_mtime_ns if (out / "manifest.json").exists() else 0
     t0 = time.perf_counter()
     if args.fsdd is not None:

@@ -108,9 +108,19 @@ def load_basis(path: str | os.PathLike[str], model_sha256: str | None = None) ->
             data = {key: npz[key] for key in npz.files}
     except Exception as exc:
         raise CodegenError(f"{src}: not a readable .npz basis file ({exc})") from exc
-    for key in ("V", "singular_values", "mean", "n", "k", "seed", "model_sha256"):
-        if key not in data:
-            raise CodegenError(f"{src}: basis key {key!r} missing")
+    want = ("V", "singular_values", "mean", "n", "k", "seed", "model_sha256")
+    missing = [key for key in want if key not in data]
+    if len(missing) == len(want):  # none of a basis's arrays: another kind of .npz
+        raise CodegenError(
+            f"--basis {src} is not a basis file (its arrays: {', '.join(sorted(data)) or 'none'}; "
+            f"a basis has {', '.join(want)}); make one with `codegen basis --model M --data D "
+            "--out basis.npz`"
+        )
+    if missing:
+        raise CodegenError(
+            f"--basis {src}: arrays {', '.join(missing)} missing (a basis written by another "
+            "version of `codegen basis`?); make it again with `codegen basis`"
+        )
     v = np.asarray(data["V"], dtype=np.float64)
     k = int(data["k"])
     if v.ndim != 2 or v.shape[1] != k or k < 1:

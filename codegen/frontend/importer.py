@@ -561,6 +561,11 @@ def load_model(
     d = declared or Declared()
     src = str(path)
     p = Path(src)
+    if p.is_dir():
+        raise ImportError_(
+            f"--model {src} is a directory; pass the model file itself (a PyTorch .pt / .pth / "
+            ".pt2 file, e.g. models/default/model.pt)"
+        )
     if not p.is_file():
         raise ImportError_(f"model file not found: {src}")
     if p.stat().st_size == 0:

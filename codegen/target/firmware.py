@@ -291,6 +291,9 @@ def build_firmware(
     manifest = {
         "build_id": build_id,
         "inputs_sha256": input_hash,
+        # the ELF itself: a host checks it before booting it (a copied, truncated or rebuilt
+        # fw.elf is named, not met as a device that does not answer)
+        "elf_sha256": hashlib.sha256(elf.read_bytes()).hexdigest(),
         "config": asdict(cfg),
         "kernels": variant.name,
         "console": build.console(),
