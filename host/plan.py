@@ -178,6 +178,7 @@ def make_plan(
     stream: StreamSpec | None = None,
     input_kind: str = "features",
     wire: str = "raw",
+    progress: bool = False,
 ) -> Plan:
     """Load the build, deal the clips over the conditions (`codegen.data.selection.deal`) and
     compute every reference. ``stream``: play each mode as one continual stream of segments
@@ -205,7 +206,13 @@ def make_plan(
     conds = [c for c in conditions(str(data_dir), "additive") if c.snr_db is not None]
     if not conds:
         raise RunError(f"{data_dir} has no additive noise conditions")
-    splits = [load_condition(str(data_dir), c) for c in conds]
+    from codegen.base.progress import bar
+
+    with bar(len(conds), "preparing: conditions", "cond", enabled=progress) as b:
+        splits = []
+        for c in conds:
+            splits.append(load_condition(str(data_dir), c))
+            b.update(1)
     seed = int(model.adapt.seed)
     dealt = deal([utterance_of(s.ids) for s in splits], [s.labels for s in splits], limit, seed)
     groups = [
@@ -221,11 +228,14 @@ def make_plan(
         plays = [("stream", whole)]
     else:
         plays = [(f"{g.noises[0]}/{g.snrs[0]:g}", g) for g in groups]
-    streams = [
-        _stream(q, mode, name, clips, pcm=input_kind == "pcm")
-        for mode in modes
-        for name, clips in plays
-    ]
+    streams = []
+    frames: dict[str, dict[str, np.ndarray]] = {}  # each play's integer MFCC, shared by modes
+    with bar(len(modes) * len(plays), "preparing: references", "stream", enabled=progress) as b:
+        for mode in modes:
+            for name, clips in plays:
+                streams.append(_stream(q, mode, name, clips, pcm=input_kind == "pcm",
+                                       frames=frames.setdefault(name, {})))  # fmt: skip
+                b.update(1)
     sel = ClipSelection(
         modes,
         tuple(
@@ -298,7 +308,15 @@ class _Clips:
         )
 
 
-def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> Stream:
+def _stream(
+    q: Any,
+    mode: str,
+    name: str,
+    c: _Clips,
+    *,
+    pcm: bool = False,
+    frames: dict[str, np.ndarray] | None = None,
+) -> Stream:
     """One stream's integer reference (`codegen.intref.model.infer_int`; with ``pcm``, the
     audio mode's whole chain `codegen.intref.model.stream_infer_int`: integer MFCC, encoder,
     head and adaptation) and float classes."""
@@ -311,8 +329,11 @@ def _stream(q: Any, mode: str, name: str, c: _Clips, *, pcm: bool = False) -> St
     model = q.source
     W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
     if pcm:
-        xi = mfcc_int(c.pcm, q.mfcc)
-        ref = stream_infer_int(c.pcm, q, c.ids, mode=mode).fields()
+        memo = {} if frames is None else frames
+        if "x" not in memo:
+            memo["x"] = mfcc_int(c.pcm, q.mfcc)
+        xi = memo["x"]
+        ref = stream_infer_int(c.pcm, q, c.ids, mode=mode, frames=xi).fields()
     else:
         xi = quantize_features(c.xf, q.x_fmt)
         ref = infer_int(xi, q, c.ids, mode=mode).fields()

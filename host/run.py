@@ -930,7 +930,8 @@ def _execute(
     chunk: int | None = None,
 ) -> RunOutcome:
     from elatta_host.report import build_report, write_report
-    from tqdm import tqdm
+
+    from codegen.base.progress import bar as progress_bar
 
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
@@ -949,14 +950,7 @@ def _execute(
     errors: list[str] = []
     # each worker's sessions: one, and another each time its link closed and was opened again
     per_worker = [[LinkStats(spec.name)] for spec in specs[: len(blocks)]]
-    with tqdm(
-        total=plan.total,
-        unit="sample",
-        desc="device",
-        disable=not progress,
-        dynamic_ncols=True,
-        smoothing=0.1,
-    ) as bar:
+    with progress_bar(plan.total, "device", "sample", enabled=progress) as bar:
         rec = Recorder(plan, results, bar)
         rec.key = key
         done0 = rec.load()
@@ -1334,6 +1328,7 @@ def _run_locked(
         stream_from_args(args),
         input_kind=args.input,
         wire=args.wire,
+        progress=args.progress and os.environ.get("CODEGEN_NO_PROGRESS") is None,
     )
     target["build_id"] = plan.manifest.get("firmware", {}).get("build_id")
     busy = min(len(specs), len(plan.streams))

@@ -194,7 +194,11 @@ def _infer_select(
 
 
 def stream_infer_int(
-    pcm: npt.ArrayLike, q: QModel, sample_ids: npt.ArrayLike, mode: str | None = None
+    pcm: npt.ArrayLike,
+    q: QModel,
+    sample_ids: npt.ArrayLike,
+    mode: str | None = None,
+    frames: npt.NDArray[np.int16] | None = None,
 ) -> IntInferResult:
     """The device's streaming audio mode (docs/protocol.md, "Audio mode"), int16 PCM
     [N, samples] -> all per-sample outputs: the integer MFCC front end (`codegen.intref.mfcc`,
@@ -202,7 +206,9 @@ def stream_infer_int(
     one-step-per-frame run gives the same integers as the whole-sequence LSTM; mode
     cmvn_causal normalises frame t from the past only, and mode cmvn runs on the clip's held
     frames when it ends, so both equal `infer_int` on the front end's frames. A mode the audio
-    mode does not serve (`codegen.ir.modes.Mode.audio`) is refused as the device refuses it."""
+    mode does not serve (`codegen.ir.modes.Mode.audio`) is refused as the device refuses it.
+    ``frames``: the front end's frames of ``pcm`` computed already (`mfcc_int`), to share them
+    between modes."""
     from codegen.intref.mfcc import mfcc_int
 
     m = device_mode(mode or q.adapt_params.cfg.mode)
@@ -216,7 +222,7 @@ def stream_infer_int(
             "this build does not serve the streaming audio mode (see the manifest's "
             '\'streaming\' entry); rebuild with [target] input = "pcm" or "both"'
         )
-    x = mfcc_int(np.asarray(pcm), q.mfcc)
+    x = mfcc_int(np.asarray(pcm), q.mfcc) if frames is None else np.asarray(frames)
     T = q.num_frames
     if x.ndim != 3 or x.shape[1] != T:
         raise ConfigError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -428,8 +429,10 @@ def build(
     uart_overrides: Mapping[str, int] | None = None,
     notes: list[str] | None = None,
     declared: Declared | None = None,
+    progress: bool = False,
 ) -> BuildResult:
-    """The whole build. ``model_path``: any model file `codegen.frontend.importer.load_model`
+    """The whole build (``progress``: a line on stderr as each stage starts, with the time so
+    far). ``model_path``: any model file `codegen.frontend.importer.load_model`
     reads, or
     an imported model. Calibration features come from ``data_dir`` (clean train split) or, for
     tests and the Python API, directly as normalised float features [N, T, F]. The float twin
@@ -450,8 +453,15 @@ def build(
     from codegen.quantize.format_search import search_weight_formats
     from codegen.quantize.model import calibration_features, quantize_model
 
+    t0 = time.monotonic()
+
+    def stage(what: str) -> None:
+        if progress:
+            print(f"build: {what} ({time.monotonic() - t0:.0f} s)", file=sys.stderr, flush=True)
+
     out = Path(out_dir)
     prepare_out_dir(out)
+    stage("reading the model, basis and config")
     cfg = load_config(config_path)
     said = merge(declared or Declared(), cfg.declared)
     if isinstance(model_path, ImportedModel):
@@ -463,6 +473,7 @@ def build(
             model_path, data_dir=data_dir, trust_pickle=trust_pickle, declared=said
         )
     model = read_model(imported, basis_path, cfg)
+    stage("calibration features")
     if calib_features is not None:
         feats = np.asarray(calib_features, dtype=np.float64)
         source = f"features given through the Python API ({feats.shape[0]} clips)"
@@ -476,10 +487,14 @@ def build(
     if pooled is not imported:  # the user's model pools over time: lower that
         imported = pooled
         model = read_model(imported, basis_path, cfg)
+    stage("your model's forward pass against the float twin")
     user, user_logits = user_agreement(imported, feats)
+    stage("weight formats (searched on the calibration clips)")
     search = search_weight_formats(model, feats, source)
+    stage("quantizing")
     q = quantize_model(model, feats, source, weight_shifts=search.weight_shifts)
     q, no_stream = with_streaming(q)
+    stage("emitting C")
     src_dir = out / "src"
     files = render_model(q)
     if q.adapt is not None:
@@ -489,6 +504,7 @@ def build(
     remove_stale_sources(src_dir, sources)
     fw = None
     if compile_elf:
+        stage("compiling and linking the firmware")
         fw_cfg = firmware_config(model.target, board, uart_overrides or {}, notes)
         (out / "fw.map").unlink(missing_ok=True)  # only this link's map tells its RAM
         try:
@@ -499,6 +515,7 @@ def build(
             raise CodegenError(
                 over_budget_message(q, fw_cfg, sources, src_dir, out / "ram-probe", out / "fw.map")
             ) from None
+    stage("checking the integer model against the float one")
     quality = float_vs_fixed(q, feats)
     quality["weight_format_search"] = search.to_dict()
     tuned = tuned_for(cfg, imported)
@@ -508,6 +525,7 @@ def build(
     quality["user_model"] = user | integer_agreement(q, user_logits, feats)
     if data_dir is not None:  # also on clips the model was not calibrated on
         quality["user_model"] |= clean_test_agreement(q, imported, data_dir)
+    stage("writing the program and the manifest")
     program = write_program(q, out)
     doc = manifest(q, sources, fw, quality, program)
     doc["mfcc_frontend"] = frontend
@@ -594,6 +612,7 @@ def run(args: argparse.Namespace) -> int:
         uart_overrides=board_overrides(args),
         notes=notes,
         declared=declared_from_args(args),
+        progress=True,
     )
     for note in notes:
         print(f"codegen build: note: {note}", file=sys.stderr)
