@@ -1,7 +1,7 @@
 /* Frame codec: see fw_frame.h and docs/protocol.md. */
 #include "fw_frame.h"
 
-#include "elt_neon.h"
+#include "elt_neon.h" /* ELT_NEON: which tables fw_crc32_tables.h holds */
 #include "fw_crc32_tables.h"
 
 /* Slice-by-8 CRC-32 (Kounavis & Berry, "Novel Table Lookup-Based Algorithms for High-Performance
@@ -18,164 +18,12 @@ static inline uint32_t crc32_byte(uint32_t crc, uint8_t b)
     return (crc >> 8) ^ crc32_tab[0][(crc ^ b) & 0xFFu];
 }
 
-#if ELT_NEON
-/* CRC-32 by carry-less products (VMULL.P8, ARM DDI 0406C A8.8, "VMULL (integer and polynomial)")
- * instead of table lookups. The register update is linear over GF(2) in the data: from register 0,
- * a buffer's CRC is the XOR of each byte's contribution alone, c(b, d) = the register after byte b
- * and d zero bytes, and a start value acts as its four bytes XORed into the buffer's first four
- * (the identity the slicing algorithms use, Kounavis & Berry 2008). In the reflected bit order c(b,
- * d) = R(b * K_d): K_d = c(0x80, d), `*` the carry-less product of the raw bit patterns (39 bits),
- * R(v) = (v >> 7) ^ crc32_tab[0][(v & 0x7F) << 1] (the 7 bits past the CRC's 32 reduced by the byte
- * table; a reflected product is the reflection of the plain one). R is linear too, so a block's
- * register is R of the XOR of all its byte products, v = XOR over bytes i and j = 0..3 of (b_i *
- * K_{d_i}[j]) << 8j, K[j] the constant's byte j. Per 16 bytes: one VLD1 of data, two of constants
- * (crc32_fold[g][j] = byte j of K_d for the group's 16 distances d to the block's end), eight
- * VMULL.P8 (eight 8 x 8-bit products each) and eight VEOR into four accumulators, one per j: 21
- * instructions with the loop, 1.3 a byte against 3.4 for the slice-by-8 tables. The accumulators'
- * lanes are XORed together once per block of up to CRC32_FOLD_GROUPS x 16 bytes. crc32_fold holds
- * K_d for d = 0 ... 1,023, the group furthest from the block's end first (a block of g < 64 groups
- * starts at row 64 - g): 4 KiB, generated into fw_crc32_tables.h. */
-
-/* One block of g groups of 16 bytes from register value crc: the CRC register after it. */
-static uint32_t crc32_fold_block(uint32_t crc, const uint8_t *p, uint32_t g)
-{
-    const uint8_t *k = crc32_fold[CRC32_FOLD_GROUPS - g][0];
-    uint32_t lo;
-    uint32_t hi;
-    /* q12..q15: the four accumulators (byte j of the constants); q0 data, q1/q2 and q9/q10 the
-     * constants, q3/q8 products. The first group takes the register in its first four bytes. */
-    __asm__ volatile("vmov.i8 q12, #0\n\t"
-                     "vmov.i8 q13, #0\n\t"
-                     "vmov.i8 q14, #0\n\t"
-                     "vmov.i8 q15, #0\n\t"
-                     "vmov.i8 q11, #0\n\t"
-                     "vmov.32 d22[0], %[crc]\n\t"
-                     "vld1.8 {d0-d1}, [%[p]]!\n\t"
-                     "veor q0, q0, q11\n\t"
-                     "b 2f\n"
-                     "1:\n\t"
-                     "vld1.8 {d0-d1}, [%[p]]!\n"
-                     "2:\n\t"
-                     "vld1.8 {d2-d5}, [%[k]]!\n\t"
-                     "vld1.8 {d18-d21}, [%[k]]!\n\t"
-                     "vmull.p8 q3, d0, d2\n\t"
-                     "vmull.p8 q8, d1, d3\n\t"
-                     "veor q12, q12, q3\n\t"
-                     "veor q12, q12, q8\n\t"
-                     "vmull.p8 q3, d0, d4\n\t"
-                     "vmull.p8 q8, d1, d5\n\t"
-                     "veor q13, q13, q3\n\t"
-                     "veor q13, q13, q8\n\t"
-                     "vmull.p8 q3, d0, d18\n\t"
-                     "vmull.p8 q8, d1, d19\n\t"
-                     "veor q14, q14, q3\n\t"
-                     "veor q14, q14, q8\n\t"
-                     "vmull.p8 q3, d0, d20\n\t"
-                     "vmull.p8 q8, d1, d21\n\t"
-                     "veor q15, q15, q3\n\t"
-                     "veor q15, q15, q8\n\t"
-                     "subs %[g], %[g], #1\n\t"
-                     "bne 1b\n\t"
-                     /* each accumulator's 8 lanes to 4, a 4 x 4 transpose of the 16-bit lanes
-                      * (VTRN, ARM DDI 0406C A8.8), then one lane per accumulator: [S0 S1 S2 S3] */
-                     "veor d24, d24, d25\n\t"
-                     "veor d26, d26, d27\n\t"
-                     "veor d28, d28, d29\n\t"
-                     "veor d30, d30, d31\n\t"
-                     "vtrn.16 d24, d26\n\t"
-                     "vtrn.16 d28, d30\n\t"
-                     "vtrn.32 d24, d28\n\t"
-                     "vtrn.32 d26, d30\n\t"
-                     "veor d24, d24, d26\n\t"
-                     "veor d28, d28, d30\n\t"
-                     "veor d24, d24, d28\n\t"
-                     "vmov %[lo], %[hi], d24"
-                     : [p] "+r"(p), [k] "+r"(k), [g] "+r"(g), [lo] "=r"(lo), [hi] "=r"(hi)
-                     : [crc] "r"(crc)
-                     : "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17", "d18", "d19",
-                       "d20", "d21", "d22", "d23", "d24", "d25", "d26", "d27", "d28", "d29", "d30",
-                       "d31", "cc", "memory");
-    /* v = S0 ^ S1 << 8 ^ S2 << 16 ^ S3 << 24, 39 bits: its low 32 here, bits 32..38 are S3 >> 8 */
-    const uint32_t s3 = hi >> 16;
-    const uint32_t v = (lo & 0xFFFFu) ^ ((lo >> 16) << 8) ^ (hi << 16) ^ (s3 << 24);
-    return ((v >> 7) | ((s3 >> 8) << 25)) ^ crc32_tab[0][(v & 0x7Fu) << 1];
-}
-#endif
+#include "fw_frame_ops.h"
 
 uint32_t fw_crc32_update(uint32_t crc, const uint8_t *data, size_t len)
 {
-    const uint8_t *p = data, *end = data + len;
-#if ELT_NEON
-    for (uint32_t groups = (uint32_t)len / 16u; groups != 0u;) {
-        const uint32_t g = groups < CRC32_FOLD_GROUPS ? groups : CRC32_FOLD_GROUPS;
-        crc = crc32_fold_block(crc, p, g);
-        p += 16u * g;
-        groups -= g;
-    }
-#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    for (; p != end && ((uintptr_t)p & 3u) != 0u; p++) {
-        crc = crc32_byte(crc, *p);
-    }
-#if defined(__arm__) && !defined(__thumb__)
-    /* Eight bytes per iteration: two word loads, then for each byte one UXTAB (zero-extend a
-     * rotated byte and add: the offset of its table within a group of four, ARM DDI 0406C
-     * A8.8.271) or LSR, one LDR with a scaled register offset and one EOR. Tables 4..7 from a
-     * second base; gcc spends an ADD more per byte on the table offsets. */
-    uint32_t n8 = (uint32_t)(end - p) / 8u;
-    if (n8 != 0u) {
-        uint32_t w0;
-        uint32_t w1;
-        uint32_t t0;
-        uint32_t t1;
-        __asm__ volatile("1:\n\t"
-                         "ldr %[w1], [%[p], #4]\n\t"
-                         "ldr %[w0], [%[p]], #8\n\t"
-                         "eor %[w0], %[w0], %[crc]\n\t"
-                         "uxtab %[t0], %[k3], %[w1]\n\t"
-                         "ldr %[crc], [%[lo], %[t0], lsl #2]\n\t"
-                         "uxtab %[t0], %[k2], %[w1], ror #8\n\t"
-                         "ldr %[t0], [%[lo], %[t0], lsl #2]\n\t"
-                         "uxtab %[t1], %[k1], %[w1], ror #16\n\t"
-                         "eor %[crc], %[crc], %[t0]\n\t"
-                         "ldr %[t1], [%[lo], %[t1], lsl #2]\n\t"
-                         "lsr %[t0], %[w1], #24\n\t"
-                         "eor %[crc], %[crc], %[t1]\n\t"
-                         "ldr %[t0], [%[lo], %[t0], lsl #2]\n\t"
-                         "uxtab %[t1], %[k3], %[w0]\n\t"
-                         "eor %[crc], %[crc], %[t0]\n\t"
-                         "ldr %[t1], [%[hi], %[t1], lsl #2]\n\t"
-                         "uxtab %[t0], %[k2], %[w0], ror #8\n\t"
-                         "eor %[crc], %[crc], %[t1]\n\t"
-                         "ldr %[t0], [%[hi], %[t0], lsl #2]\n\t"
-                         "uxtab %[t1], %[k1], %[w0], ror #16\n\t"
-                         "eor %[crc], %[crc], %[t0]\n\t"
-                         "ldr %[t1], [%[hi], %[t1], lsl #2]\n\t"
-                         "lsr %[t0], %[w0], #24\n\t"
-                         "eor %[crc], %[crc], %[t1]\n\t"
-                         "ldr %[t0], [%[hi], %[t0], lsl #2]\n\t"
-                         "subs %[n], %[n], #1\n\t"
-                         "eor %[crc], %[crc], %[t0]\n\t"
-                         "bne 1b"
-                         : [crc] "+r"(crc), [p] "+r"(p), [n] "+r"(n8), [w0] "=&r"(w0),
-                           [w1] "=&r"(w1), [t0] "=&r"(t0), [t1] "=&r"(t1)
-                         : [lo] "r"(crc32_tab[0]), [hi] "r"(crc32_tab[4]), [k1] "r"(256u),
-                           [k2] "r"(512u), [k3] "r"(768u)
-                         : "cc", "memory");
-    }
-#else
-    for (; end - p >= 8; p += 8) {
-        uint32_t w0;
-        uint32_t w1;
-        __builtin_memcpy(&w0, __builtin_assume_aligned(p, 4), 4u);
-        __builtin_memcpy(&w1, __builtin_assume_aligned(p + 4, 4), 4u);
-        w0 ^= crc; /* little endian: byte p[0] in the low 8 bits */
-        crc = crc32_tab[7][w0 & 0xFFu] ^ crc32_tab[6][(w0 >> 8) & 0xFFu] ^
-              crc32_tab[5][(w0 >> 16) & 0xFFu] ^ crc32_tab[4][w0 >> 24] ^ crc32_tab[3][w1 & 0xFFu] ^
-              crc32_tab[2][(w1 >> 8) & 0xFFu] ^ crc32_tab[1][(w1 >> 16) & 0xFFu] ^
-              crc32_tab[0][w1 >> 24];
-    }
-#endif
-#endif
+    const uint8_t *end = data + len;
+    const uint8_t *p = crc32_bulk(&crc, data, end);
     for (; p != end; p++) {
         crc = crc32_byte(crc, *p);
     }
@@ -212,27 +60,10 @@ size_t fw_cobs_encode(const uint8_t *src, size_t len, uint8_t *dst)
 }
 
 /* Forward copy of n bytes with d <= s or no overlap (the in-place decode writes each byte at or
- * before the one it reads): 16 bytes per VLD1/VST1 pair on NEON, each chunk read before it is
- * overwritten (ARM DDI 0406C A8.8, VLD1, VST1). */
+ * before the one it reads): the variant's bulk (fw_frame_ops.h), then byte by byte. */
 void fw_copy_forward(uint8_t *d, const uint8_t *s, size_t n)
 {
-    size_t i = 0;
-#if ELT_NEON
-    if (n >= 16u) {
-        uint32_t blocks = (uint32_t)n / 16u;
-        const uint8_t *src = s;
-        uint8_t *dst = d;
-        i = 16u * blocks;
-        __asm__ volatile("1:\n\t"
-                         "vld1.8 {d16-d17}, [%[s]]!\n\t"
-                         "subs %[n], %[n], #1\n\t"
-                         "vst1.8 {d16-d17}, [%[d]]!\n\t"
-                         "bne 1b"
-                         : [s] "+r"(src), [d] "+r"(dst), [n] "+r"(blocks)
-                         :
-                         : "d16", "d17", "cc", "memory");
-    }
-#endif
+    size_t i = copy_bulk(d, s, n);
     for (; i < n; i++) {
         d[i] = s[i];
     }
@@ -279,30 +110,9 @@ int fw_cobs_decode(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, siz
     return status;
 }
 
-/* The byte-wise minimum of a vector, in a core register (ARM DDI 0406C A8.8 VMIN, VPMIN). */
-#if ELT_NEON
-static inline uint32_t min_u8(uint8x16_t m)
-{
-    uint8x8_t h = vmin_u8(vget_low_u8(m), vget_high_u8(m));
-    h = vpmin_u8(h, h);
-    h = vpmin_u8(h, h);
-    h = vpmin_u8(h, h);
-    return vget_lane_u8(h, 0);
-}
-#endif
-
 size_t fw_zero_index(const uint8_t *p, size_t n)
 {
-    size_t i = 0;
-#if ELT_NEON
-    /* 16 bytes per look: their minimum is 0 exactly when one of them is; the byte search is
-     * left for the block that has it. */
-    for (; i + 16u <= n; i += 16u) {
-        if (min_u8(vld1q_u8(p + i)) == 0u) {
-            break;
-        }
-    }
-#endif
+    size_t i = zero_bulk(p, n);
     while (i < n && p[i] != 0u) {
         i++;
     }

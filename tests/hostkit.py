@@ -8,6 +8,7 @@ from pathlib import Path
 
 from codegen.base.resources import firmware_dir
 from codegen.target.firmware import FirmwareConfig, render_config
+from codegen.target.sources import HOST
 from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 
 HOST_BUILD_ID = "fw-hosttest"
@@ -31,6 +32,7 @@ def build_host_server(out: Path, max_payload: int) -> Path:
         "-fsanitize=address,undefined",
         "-fno-sanitize-recover=all",
         f"-I{inc}",
+        *HOST.compile_flags(fw),
         f"-I{fw}",
         str(fw / "host" / "server_stdio.c"),
         str(fw / "fw_server.c"),

@@ -1,5 +1,5 @@
-"""The device's frame codec (firmware/fw_frame.c) on the Cortex-A9 under QEMU, NEON and
--DELT_SCALAR builds: CRC-32 (carry-less products; slice-by-8) against zlib.crc32 for every length
+"""The device's frame codec (firmware/fw_frame.c) on the Cortex-A9 under QEMU, with the neon_a32 and
+the ref kernels' operations (firmware/kernels/*/fw_frame_ops.h): CRC-32 (carry-less products; slice-by-8) against zlib.crc32 for every length
 0 ... 2,100 and in pieces (fw_crc32_update from a running value), and the in-place COBS decode
 (its ARM code-byte walk) against the encoder on bodies from all zeros to none."""
 
@@ -97,11 +97,14 @@ def expected() -> list[str]:
     return [*out, str(all_), str(zlib.crc32(bytes(buf[:2056]))), "0"]
 
 
-@pytest.mark.parametrize("cflags", [(), ("-DELT_SCALAR",)], ids=["neon", "scalar"])
-def test_device_crc32_and_cobs(tmp_path: Path, cflags: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("variant", ["neon_a32", "ref"])
+def test_device_crc32_and_cobs(tmp_path: Path, variant: str) -> None:
     from codegen.base.resources import firmware_dir
+    from codegen.target.sources import VARIANTS
 
     main_c = tmp_path / "crc_main.c"
     main_c.write_text(PROBE % {"n": N})
-    lines = run_arm_probe(tmp_path, [main_c, firmware_dir() / "fw_frame.c"], [], cflags)
+    lines = run_arm_probe(
+        tmp_path, [main_c, firmware_dir() / "fw_frame.c"], [], VARIANTS[variant].cflags, variant
+    )
     assert " ".join(lines).split() == expected()

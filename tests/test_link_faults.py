@@ -210,11 +210,12 @@ class _DeafAfterSwitch(ChunkFaults):
         while data := src.recv(4096):
             if time.monotonic() < self.until:
                 continue
-            dst.sendall(data)
+            # deaf from before the host can see the BAUD_ACK (it answers 20 ms after it)
             if direction == "to_host" and any(
                 isinstance(f, Frame) and f.type == Msg.BAUD_ACK for f in dec.feed(data)
             ):
                 self.until = time.monotonic() + self.deaf
+            dst.sendall(data)
         return None
 
 

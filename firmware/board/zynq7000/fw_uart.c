@@ -10,10 +10,12 @@
  */
 #include "fw_uart.h"
 
-#include "elt_neon.h"
 #include "fw_config.h"
 #include "fw_timer.h"
 #include "zynq7000.h"
+
+/* The burst reads, NEON or plain C: the build's kernel variant (firmware/kernels/). */
+#include "fw_uart_ops.h"
 
 #define UART(reg) ZYNQ_REG32(FW_UART_BASE + (reg))
 #define GICC(reg) ZYNQ_REG32(ZYNQ_GIC_CPU_BASE + (reg))
@@ -169,34 +171,6 @@ void fw_uart_write(const uint8_t *data, size_t len)
     }
 }
 
-#if ELT_NEON
-/* 16 reads of TX_RX_FIFO0, one 32-bit VLD1 lane load each (the register's width; the byte is in
- * bits [7:0], UG585 B.33), then each word's low byte picked by two VTBL lookups (ARM DDI 0406C
- * A8.8.413): 18 instructions for 16 bytes against 32 for LDR/STRB pairs, and the bytes are in a
- * vector for the delimiter search. In asm: lane loads from one address must neither merge nor
- * move. */
-static inline uint8x16_t fifo16(volatile uint32_t *fifo)
-{
-    uint8x16_t v;
-    /* byte 0 of each of the 8 words in a 4-register table */
-    const uint8x8_t idx = vcreate_u8(0x1C1814100C080400u);
-    __asm__ volatile("vld1.32 {d16[0]}, [%[f]]\n\tvld1.32 {d16[1]}, [%[f]]\n\t"
-                     "vld1.32 {d17[0]}, [%[f]]\n\tvld1.32 {d17[1]}, [%[f]]\n\t"
-                     "vld1.32 {d18[0]}, [%[f]]\n\tvld1.32 {d18[1]}, [%[f]]\n\t"
-                     "vld1.32 {d19[0]}, [%[f]]\n\tvld1.32 {d19[1]}, [%[f]]\n\t"
-                     "vld1.32 {d20[0]}, [%[f]]\n\tvld1.32 {d20[1]}, [%[f]]\n\t"
-                     "vld1.32 {d21[0]}, [%[f]]\n\tvld1.32 {d21[1]}, [%[f]]\n\t"
-                     "vld1.32 {d22[0]}, [%[f]]\n\tvld1.32 {d22[1]}, [%[f]]\n\t"
-                     "vld1.32 {d23[0]}, [%[f]]\n\tvld1.32 {d23[1]}, [%[f]]\n\t"
-                     "vtbl.8 %e[v], {d16, d17, d18, d19}, %P[idx]\n\t"
-                     "vtbl.8 %f[v], {d20, d21, d22, d23}, %P[idx]"
-                     : [v] "=&w"(v)
-                     : [f] "r"(fifo), [idx] "w"(idx)
-                     : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "memory");
-    return v;
-}
-#endif
-
 /* The global timer's low word (fw_timer.c), read in line: the sleeps in fw_uart_read are timed
  * to leave them out of the link's work. */
 #define GTIMER_LO ZYNQ_REG32(ZYNQ_GTIMER_BASE + GTIMER_COUNTER_LO)
@@ -213,12 +187,9 @@ static inline uint8x16_t fifo16(volatile uint32_t *fifo)
 static inline uint32_t rx_group(uint8_t *d, uint32_t g, uint32_t *zz, uint32_t *zero)
 {
     uint32_t i = 0;
-#if ELT_NEON
-    /* the bytes' minimum, one VMIN a burst: it is 0 exactly when a delimiter is among them */
-    uint8x16_t lo = vdupq_n_u8(0xFFu);
-#else
-    uint32_t lo = 0xFFu;
-#endif
+    /* the bytes' minimum, one VMIN a burst on NEON: it is 0 exactly when a delimiter is among
+     * them (fw_uart_ops.h) */
+    rx_min_t lo = rx_min_start();
     for (; i < g; i++) {
         uint32_t sr = UART(XUART_SR);
         if ((sr & XUART_SR_RTRIG) == 0u) {
@@ -230,28 +201,10 @@ static inline uint32_t rx_group(uint8_t *d, uint32_t g, uint32_t *zz, uint32_t *
                 break; /* the line went idle short of a burst */
             }
         }
-#if ELT_NEON
-        const uint8x16_t a = fifo16(&UART(XUART_FIFO));
-        vst1q_u8(d, a);
-        lo = vminq_u8(lo, a);
-#else
-        for (uint32_t k = 0; k < RX_BURST; k++) {
-            const uint32_t c = UART(XUART_FIFO) & 0xFFu;
-            d[k] = (uint8_t)c;
-            lo = c < lo ? c : lo;
-        }
-#endif
+        lo = rx_burst(&UART(XUART_FIFO), d, lo);
         d += RX_BURST;
     }
-#if ELT_NEON
-    uint8x8_t h = vmin_u8(vget_low_u8(lo), vget_high_u8(lo));
-    h = vpmin_u8(h, h);
-    h = vpmin_u8(h, h);
-    h = vpmin_u8(h, h);
-    *zero = vget_lane_u8(h, 0) == 0u;
-#else
-    *zero = lo == 0u;
-#endif
+    *zero = rx_min_zero(lo);
     return i;
 }
 
