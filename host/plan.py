@@ -186,7 +186,7 @@ def make_plan(
     default: one stream per (mode, condition), each from a reset state. ``wire``: "adpcm"
     sends the audio IMA-ADPCM coded, and every reference computes on the audio as the device
     decodes it (`codegen.base.adpcm`)."""
-    from codegen.data import conditions, dataset_info, load_condition, utterance_of
+    from codegen.data import condition_ids, conditions, dataset_info, load_condition, utterance_of
     from codegen.data.selection import deal
 
     manifest, q = load_build(build_dir)
@@ -208,17 +208,17 @@ def make_plan(
         raise RunError(f"{data_dir} has no additive noise conditions")
     from codegen.base.progress import bar
 
-    with bar(len(conds), "preparing: conditions", "cond", enabled=progress) as b:
-        splits = []
-        for c in conds:
-            splits.append(load_condition(str(data_dir), c))
-            b.update(1)
+    index = [condition_ids(str(data_dir), c) for c in conds]
     seed = int(model.adapt.seed)
-    dealt = deal([utterance_of(s.ids) for s in splits], [s.labels for s in splits], limit, seed)
-    groups = [
-        _Clips.of(cond, split, rows, q, adpcm=wire == "adpcm")
-        for cond, split, rows in zip(conds, splits, dealt.rows, strict=True)
-    ]
+    dealt = deal([utterance_of(ids) for ids, _ in index], [lab for _, lab in index], limit, seed)
+    groups = []
+    # only the dealt clips are mixed (each mixture is seeded by its own id)
+    with bar(len(conds), "preparing: conditions", "cond", enabled=progress) as b:
+        for cond, rows in zip(conds, dealt.rows, strict=True):
+            split = load_condition(str(data_dir), cond, rows=rows)
+            every = np.arange(len(rows))
+            groups.append(_Clips.of(cond, split, every, q, adpcm=wire == "adpcm"))
+            b.update(1)
     if stream is not None:
         order = build_stream([len(g.ids) for g in groups], stream)
         whole = _Clips.concat(

@@ -185,15 +185,15 @@ def synthetic_basis(path: Path, model: Path, base: Path, k: int, seed: int = 0) 
 
 def samples(data_dir: Path, meta: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
     """The first ``count`` clips of the first additive condition: ids and float features."""
-    from codegen.data import conditions, load_condition
+    from codegen.data import condition_ids, conditions, load_condition
     from codegen.ir.meta import features_for
 
     conds = [c for c in conditions(str(data_dir), "additive") if c.snr_db is not None]
     if not conds:
         raise BenchError(f"{data_dir} has no additive noise conditions")
-    split = load_condition(str(data_dir), conds[0])
-    n = min(count, len(split))
-    return split.ids[:n].astype(np.int64), features_for(split.pcm[:n], meta)
+    n = min(count, len(condition_ids(str(data_dir), conds[0])[0]))
+    split = load_condition(str(data_dir), conds[0], rows=np.arange(n))
+    return split.ids.astype(np.int64), features_for(split.pcm, meta)
 
 
 def measure(

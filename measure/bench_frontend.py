@@ -609,12 +609,13 @@ def tick_summary(run: ProbeRun, q: QMfcc) -> dict[str, Any]:
 def frontend_clips(data_dir: Path, n: int) -> np.ndarray:
     """n int16 clips of the data set: the first clips of its first additive-noise condition
     (mixed speech, as `codegen run` streams them)."""
-    from codegen.data import conditions, load_condition
+    from codegen.data import condition_ids, conditions, load_condition
 
     conds = [c for c in conditions(str(data_dir), "additive") if c.snr_db is not None]
     if not conds:
         raise CodegenError(f"{data_dir} has no additive noise conditions")
-    return np.asarray(load_condition(str(data_dir), conds[0]).pcm[:n], np.int16)
+    m = min(n, len(condition_ids(str(data_dir), conds[0])[0]))
+    return np.asarray(load_condition(str(data_dir), conds[0], rows=np.arange(m)).pcm, np.int16)
 
 
 def frontend_bench(

@@ -341,7 +341,7 @@ def evaluate(
     import torch
     from tqdm import tqdm
 
-    from codegen.data import conditions, dataset_info, load_condition, load_split
+    from codegen.data import condition_ids, conditions, dataset_info, load_condition, load_split
     from codegen.elatta.float_ref import ElattaConfig, adapt
     from codegen.frontend.basis import load_basis
     from codegen.frontend.importer import load_model, resolve_pooling, verify_against_user
@@ -388,7 +388,7 @@ def evaluate(
     if stage_modes and opts.adapt is None:
         raise ConfigError(f"modes {stage_modes} need the build's [cmvn] settings (--config)")
     on_stream = set() if opts.stream is None else {m for m in adapt_modes if m != "strict"}
-    n_test = len(load_condition(data_dir, conds[0])) if conds else 0
+    n_test = len(condition_ids(data_dir, conds[0])[0]) if conds else 0
     order = stream_order(n_test, opts.limit, opts.seeds[0])
     encoded: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = []
     feats: list[np.ndarray] = []  # normalised features per condition, for the input stages
@@ -396,9 +396,9 @@ def evaluate(
 
     def test_pcm() -> Iterator[np.ndarray]:
         for cond in tqdm(conds, desc="encode", unit="cond", disable=not opts.progress):
-            split = load_condition(data_dir, cond)
-            labels.append((cond, split.labels[order], split.ids[order]))
-            yield split.pcm[order]
+            split = load_condition(data_dir, cond, rows=order)
+            labels.append((cond, split.labels, split.ids))
+            yield split.pcm
 
     # the test audio as the device gets it over the wire (raw, or ADPCM-decoded)
     for j, pcm in enumerate(on_wire_each(test_pcm(), opts.wire)):

@@ -91,7 +91,7 @@ def compare_fixed_float(
 
     from codegen.base.adpcm import on_wire_each
     from codegen.base.features import quantize_features
-    from codegen.data import conditions, load_condition, load_split
+    from codegen.data import condition_ids, conditions, load_condition, load_split
     from codegen.data.selection import stream_order
     from codegen.data.streams import build_stream
     from codegen.elatta.float_ref import adapt, encode_float, head_logits
@@ -133,15 +133,15 @@ def compare_fixed_float(
         for c in conditions(str(data_dir), None if stream is not None else "additive")
         if stream is not None or c.snr_db is not None
     ]
-    n_test = len(load_condition(str(data_dir), conds[0])) if conds else 0
+    n_test = len(condition_ids(str(data_dir), conds[0])[0]) if conds else 0
     order = stream_order(n_test, limit, seed_list[0])
     labels: list[tuple[Any, np.ndarray, np.ndarray]] = []
 
     def test_pcm() -> Iterator[np.ndarray]:
         for cond in tqdm(conds, desc="fixed eval: features", unit="cond", disable=not progress):
-            split = load_condition(str(data_dir), cond)
-            labels.append((cond, split.labels[order], split.ids[order]))
-            yield split.pcm[order]
+            split = load_condition(str(data_dir), cond, rows=order)
+            labels.append((cond, split.labels, split.ids))
+            yield split.pcm
 
     clips: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     # the test audio as the device gets it over the wire (raw, or ADPCM-decoded)

@@ -173,6 +173,26 @@ def test_mixing_is_deterministic_and_guards_silent_crops(tiny: Path) -> None:
     assert min(powers) >= 1e-4  # no near-silent crop was used
 
 
+def test_some_rows_mix_to_those_rows_of_the_whole(tiny: Path) -> None:
+    """Choosing clips first and mixing only them (codegen run, codegen eval with --limit) gives
+    the very arrays of mixing everything: each mixture is seeded by its own id."""
+    from codegen.data import condition_ids
+
+    n = len(load_split(tiny, "test").ids)
+    rows = np.random.default_rng(3).permutation(n)[: max(1, n // 5)]
+    for cond in [conditions(tiny, f)[1] for f in ("additive", "reverb", "channel")] + [
+        Condition("clean", "clean")
+    ]:
+        whole, part = load_condition(tiny, cond), load_condition(tiny, cond, rows=rows)
+        ids, labels = condition_ids(tiny, cond)
+        np.testing.assert_array_equal(ids, whole.ids)
+        np.testing.assert_array_equal(labels, whole.labels)
+        for f in ("pcm", "ids", "labels"):
+            np.testing.assert_array_equal(getattr(part, f), getattr(whole, f)[rows], err_msg=f)
+    with pytest.raises(DataError, match="rows must be"):
+        load_condition(tiny, Condition("clean", "clean"), rows=np.array([n]))
+
+
 def test_loaded_arrays_are_private(tiny: Path) -> None:
     cond = Condition("clean", "clean")
     s = load_condition(tiny, cond)

@@ -223,42 +223,72 @@ def _condition_code(info: dict[str, Any], cond: Condition) -> int:
     raise DataError(f"condition {cond.key!r} is not in this data set; allowed: {allowed}")
 
 
-def load_condition(data_dir: str | os.PathLike[str], cond: Condition) -> Split:
-    """The clean test clips under one shift, mixed deterministically (seeded per sample)."""
+def condition_ids(
+    data_dir: str | os.PathLike[str], cond: Condition
+) -> tuple[np.ndarray, np.ndarray]:
+    """(sample ids, labels) of one condition's clips, without mixing any audio: what choosing
+    clips needs (`codegen.data.selection.deal`) before `load_condition` mixes only those."""
     info = dataset_info(data_dir)
     code = _condition_code(info, cond)
     test = _load_split(data_dir, "test", cache=True)
+    ids = test.ids.copy() if cond.family == "clean" else test.ids + code * ID_STRIDE
+    return ids, test.labels.copy()
+
+
+def _rows(n: int, rows: np.ndarray | None) -> np.ndarray:
+    if rows is None:
+        return np.arange(n, dtype=np.int64)
+    r = np.asarray(rows, dtype=np.int64)
+    if r.ndim != 1 or (r.size and (r.min() < 0 or r.max() >= n)):
+        raise DataError(f"rows must be a 1-D index into the {n} test clips")
+    return r
+
+
+def load_condition(
+    data_dir: str | os.PathLike[str], cond: Condition, rows: np.ndarray | None = None
+) -> Split:
+    """The clean test clips under one shift, mixed deterministically (seeded per sample, so
+    ``rows``, a subset of the test clips, mixes to exactly those rows of the whole)."""
+    info = dataset_info(data_dir)
+    code = _condition_code(info, cond)
+    test = _load_split(data_dir, "test", cache=True)
+    r = _rows(len(test.ids), rows)
     name = f"test/{cond.key}"
     seed = int(info["seed"])
-    ids = test.ids + code * ID_STRIDE
-    labels = test.labels.copy()
+    clean_ids = test.ids[r]
+    ids = clean_ids + code * ID_STRIDE
+    labels = test.labels[r]
     if cond.family == "clean":
-        return Split(test.pcm.copy(), labels, test.ids.copy(), test.classes, name)
+        return Split(test.pcm[r], labels, clean_ids, test.classes, name)
     if cond.family == "additive":
         assert cond.snr_db is not None
-        res = mix_condition(data_dir, cond)
+        res = mix_condition(data_dir, cond, rows=r)
         return Split(res.pcm, labels, ids, test.classes, name)
     if cond.family == "reverb":
         rt60 = float(cond.name.removeprefix("rt60_"))
-        pcm = shifts.apply_reverb(test.pcm, test.ids, rt60=rt60, seed=seed)
+        pcm = shifts.apply_reverb(test.pcm[r], clean_ids, rt60=rt60, seed=seed)
         return Split(pcm, labels, ids, test.classes, name)
-    pcm = shifts.apply_channel(test.pcm, test.ids, name=cond.name, seed=seed)
+    pcm = shifts.apply_channel(test.pcm[r], clean_ids, name=cond.name, seed=seed)
     return Split(pcm, labels, ids, test.classes, name)
 
 
-def mix_condition(data_dir: str | os.PathLike[str], cond: Condition) -> shifts.MixResult:
-    """The additive mixtures of one condition with their provenance (noise clip, crop, scales)."""
+def mix_condition(
+    data_dir: str | os.PathLike[str], cond: Condition, rows: np.ndarray | None = None
+) -> shifts.MixResult:
+    """The additive mixtures of one condition with their provenance (noise clip, crop, scales);
+    ``rows``: of those test clips only."""
     info = dataset_info(data_dir)
     _condition_code(info, cond)
     if cond.family != "additive" or cond.snr_db is None:
         raise DataError(f"condition {cond.key!r} is not an additive-noise condition")
     test = _load_split(data_dir, "test", cache=True)
+    r = _rows(len(test.ids), rows)
     bank = noise_bank(data_dir, cond.name)
     # Data sets without a `_silence_` class (FSDD digits) mix every clip at its own level.
-    silence = test.labels == (test.classes.index(SILENCE) if SILENCE in test.classes else -1)
+    silence = test.labels[r] == (test.classes.index(SILENCE) if SILENCE in test.classes else -1)
     return shifts.mix_additive(
-        test.pcm,
-        test.ids,
+        test.pcm[r],
+        test.ids[r],
         silence,
         bank,
         category=cond.name,
