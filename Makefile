@@ -5,7 +5,7 @@ PY      := $(VENV)/bin/python
 CODEGEN := $(VENV)/bin/codegen
 OUT     ?= out
 
-.PHONY: all setup demo test test-all lint firmware clean
+.PHONY: all setup demo test test-all lint generate firmware clean
 
 all: demo
 
@@ -61,6 +61,11 @@ lint: setup
 	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/board/*/*.[ch] \
 		firmware/kernels/*/*.[ch] firmware/host/*.[ch] \
 		tests/neonprobe/*.[ch] tests/intharness/*.[ch]
+
+# Every checked-in generated file (the modes and payload headers, the CRC-32 tables) from its
+# one description (tools/generate.py); tests/test_generated.py fails when one is stale.
+generate: setup
+	$(PY) tools/generate.py
 
 clean:
 	rm -rf $(OUT) build .pytest_cache
