@@ -268,7 +268,7 @@ def select_masks(
     clip_gate: float,
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Mode cmvn_select's thresholds per clip, each 0 meaning none (docs/adaptation.md "Round 4"
-    … "Round 6"; the integer form is `codegen.intref.cmvn.cmvn_select_int`): floor_ok = d ≥
+    … "Round 6"; the integer form is `codegen.stages.cmvn_int.cmvn_select_int`): floor_ok = d ≥
     floor or d_clip ≥ clip floor (the entropy test may take the normalised class); fired = d ≥
     gate or (floor_ok and d_clip ≥ clip gate) (it is taken without the test)."""
     d, d_clip = np.asarray(d), np.asarray(d_clip)
