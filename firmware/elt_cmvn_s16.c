@@ -1,7 +1,7 @@
 /*
  * Modes "cmvn", "cmvn_causal" and "cmvn_select" kernel (elt_cmvn_s16.h; docs/adaptation.md "Integer
  * specification" and "Audio mode: causal cmvn"). Every step is one line of
- * codegen/intref/cmvn.py (_update, _coefficients, _normalise), in the same order, with the
+ * codegen/stages/cmvn_int.py (_update, _coefficients, _normalise), in the same order, with the
  * numeric contract's one rounding rule (fw_fixed.h) and explicit saturation. Widths: S1 = sum of
  * T int16 fits int32 for T < 2^16; S2 = sum of squares and every product below are int64; the
  * 64-bit division and square root are the exact ones of elt_intmath.c (the A9 has no divider).

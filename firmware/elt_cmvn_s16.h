@@ -1,7 +1,7 @@
 /*
  * Modes "cmvn", "cmvn_causal" and "cmvn_select": continual per-coefficient input normalisation
  * (docs/adaptation.md "Deployed method", "Integer specification", "Round 4" ... "Round 6"). Python
- * twin: codegen/intref/cmvn.py (cmvn_int, cmvn_select_int), bit-exact.
+ * twin: codegen/stages/cmvn_int.py (cmvn_int, cmvn_select_int), bit-exact.
  *
  * Before the encoder, each clip's coefficient sums update an exponential moving average of the
  * input's mean M and mean square P (alpha = 2^-alpha_shift); the clip is then shifted by

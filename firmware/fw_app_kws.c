@@ -4,12 +4,15 @@
  * (templates/fw_app_model.h.j2) naming this build's model; main.c takes the app from
  * fw_app_get() (a weak NULL stub without a model).
  *
- * INFER: in mode cmvn the features are first normalised in place by the continual input
- * normalisation (elt_cmvn_s16.c); z_t = encode(features), then elt_adapt_run with a RAM copy of
- * the adaptation params whose mode is the request's (no_adapt for cmvn); the global timer
- * (fw_timer_now, "QEMU icount ticks" under -icount, docs/targets.md §4) times the encoder, the
- * adaptation (in mode cmvn: the normalisation plus the head) and the whole request. RESET clears
- * the continual state (p_prev = 0, the cmvn statistics back to the training ones) or, with k int32
+ * INFER: the features first go through the mode's input stage, if it has one (elt_stage.h: the
+ * build's FW_APP_MODE_STAGE, generated from codegen/stages/registry.py; e.g. mode cmvn
+ * normalises them in place, elt_cmvn_stage.c); z_t = encode(features), then elt_adapt_run with a
+ * RAM copy of the adaptation params whose mode is the request's latent search (no_adapt for
+ * cmvn); a select stage (cmvn_select) then runs the encoder again on the features it transforms
+ * and keeps the answer it chooses. The global timer (fw_timer_now, "QEMU icount ticks" under
+ * -icount, docs/targets.md §4) times the encoder, the adaptation (with a stage: the stage plus
+ * the head) and the whole request. RESET clears the continual state (p_prev = 0, every stage's
+ * state back to its start, e.g. the cmvn statistics to the training ones) or, with k int32
  * values, sets p_prev (host `--resume`). The protocol server's replay rule keeps a retried INFER
  * from advancing the continual state twice. No heap: every buffer is static and sized by the
  * model's constants.
@@ -20,19 +23,19 @@
  * one step (elt_lstm_s16_step), so RAM does not grow with T; AUDIO_END pools, runs the head and
  * the adaptation and answers RESULT with the front-end ticks appended. A chunk carries its
  * offset in the utterance and is taken only at the next expected offset, so a chunk is never
- * consumed twice even outside the server's replay rule. Mode cmvn normalises with the whole
- * clip's statistics before the encoder runs (elt_cmvn_s16.c), which a one-pass stream cannot;
- * in mode cmvn the audio mode therefore holds the clip's T frames (a->x, as INFER's features)
- * and runs the normalisation and the encoder at AUDIO_END: the integers of INFER on the same
- * frames. Mode cmvn_causal is the causal form: AUDIO_BEGIN takes the normalisation from the
- * statistics of the clips before, every frame is normalised before its encoder step, and
- * AUDIO_END adds the clip to the statistics (an utterance closed early never does). INFER and RESET
- * close an open utterance (the feature path shares the encoder's state buffers).
+ * consumed twice even outside the server's replay rule. A clip stage (mode cmvn) transforms the
+ * whole clip before the encoder runs, which a one-pass stream cannot; the audio mode therefore
+ * holds the clip's T frames (a->x, as INFER's features) and runs the stage and the encoder at
+ * AUDIO_END: the integers of INFER on the same frames. A frame stage (mode cmvn_causal) begins
+ * at AUDIO_BEGIN, transforms every frame before its encoder step, and ends at AUDIO_END (an
+ * utterance closed early never does); a select stage (mode cmvn_select) steps the encoder on the
+ * frames as they come and holds them for its second run at AUDIO_END. INFER and RESET close an
+ * open utterance (the feature path shares the encoder's state buffers).
  */
 #include <stdint.h>
 
 #include "elt_adapt.h"
-#include "elt_cmvn_s16.h"
+#include "elt_stage.h"
 #include "fw_app_model.h"
 #include "fw_app_wire.h" /* payload offsets: codegen.ir.wire */
 #if defined(ELT_ENCODER_F32)
@@ -43,9 +46,10 @@
 #include "fw_server.h"
 #include "fw_timer.h"
 
-/* The mode table (elt_modes.h, generated from codegen.ir.modes): the latent search each mode
- * runs after the encoder, and whether it runs the input normalisation before it. */
-static const uint8_t app_mode_search[ELT_MODE_COUNT] = ELT_MODE_SEARCH_TABLE;
+/* The mode table (fw_app_model.h, generated from codegen.ir.modes): the latent search each mode
+ * runs after the encoder, and the input stage it runs before it (0: none). */
+static const uint8_t app_mode_search[FW_APP_MODE_COUNT] = FW_APP_MODE_SEARCH;
+static const elt_stage_t *const app_mode_stage[FW_APP_MODE_COUNT] = FW_APP_MODE_STAGE;
 #define APP_MODE_IS(mask, mode) ((((uint32_t)(mask)) >> (mode)) & 1u)
 
 /* Payload layouts: fw_app_wire.h (generated from codegen.ir.wire, docs/protocol.md). INFER is
@@ -62,7 +66,6 @@ _Static_assert(APP_INFER_SIZE <= FW_MAX_PAYLOAD,
                "INFER of this model does not fit FW_MAX_PAYLOAD: raise [target] max_payload");
 #endif
 _Static_assert(APP_INFER_RESULT_SIZE <= FW_REPLY_MAX, "RESULT does not fit FW_REPLY_MAX");
-_Static_assert(FW_APP_F <= ELT_CMVN_F_MAX, "the cmvn state holds fewer coefficients than F");
 _Static_assert(FW_APP_C <= 255u && FW_APP_K <= 255u && FW_APP_H <= 255u,
                "RESULT carries C, k and H in one byte each");
 
@@ -70,15 +73,11 @@ typedef struct {
     elt_adapt_params_t params; /* RAM copy of the generated params; .mode set per request */
     elt_adapt_state_t state;   /* continual p_prev and all scratch of the adaptation core */
     elt_adapt_result_t res;
-    elt_cmvn_state_t cmvn;     /* modes cmvn, cmvn_causal, cmvn_select: input statistics */
-    elt_cmvn_clip_t cmvn_clip; /* mode cmvn_causal: the clip being normalised */
-    elt_adapt_result_t raw;    /* mode cmvn_select: the raw run's result */
-    int16_t z_raw[FW_APP_H];   /* mode cmvn_select: the raw run's z_t */
-    int32_t fired;             /* mode cmvn_select: its shift gate fired on this clip */
-    int32_t floor_ok;          /* mode cmvn_select: the shift distance reached its floor */
+    elt_adapt_result_t raw;  /* a select stage: the raw run's result */
+    int16_t z_raw[FW_APP_H]; /* a select stage: the raw run's z_t */
 #if FW_APP_FEATURE_INFER || FW_APP_STREAM
     /* features [T][F]: INFER's, copied out of the (unaligned) payload, or the audio mode's
-     * frames held for mode cmvn, which needs the whole clip before the encoder */
+     * frames held for a clip or select stage, which needs the whole clip */
     int16_t x[APP_FEATURES];
 #endif
     int16_t z[FW_APP_H]; /* z_t, Q0.15 */
@@ -91,23 +90,14 @@ static app_ctx_t app;
 static fw_link_stats_t app_link_prev;
 /* The link's cost from app_link_prev to the request being handled (set by handle()). */
 static fw_link_stats_t app_link_span;
-static const elt_cmvn_params_t app_cmvn = FW_APP_CMVN_PARAMS;
-/* mode cmvn_select's normalised run: mode cmvn's constants without its shift gate, with the
- * run's own EMA factor and blend (docs/adaptation.md "Round 8") */
-static elt_cmvn_params_t app_cmvn_select;
-
-/* Mode cmvn_select (docs/adaptation.md "Round 3" ... "Round 6"): a->raw, a->z_raw hold the raw
- * run, a->res, a->z the normalised one (both no-adapt). The answer is the normalised run's where
- * its shift gate or clip gate fired (a->fired, select_shift) or where its entropy plus the
- * margin is below the raw run's and the floor was reached (a->floor_ok), else the raw run's;
- * the no-adapt fields are the raw run's.
- * codegen/intref/model.py::_infer_select, field by field. */
-static void select_merge(app_ctx_t *a)
+/* A select stage (elt_stage.h; mode cmvn_select): a->raw, a->z_raw hold the raw run, a->res,
+ * a->z the stage's (both no-adapt). The answer is the stage's run's where its choose() says so
+ * (use), else the raw run's; the no-adapt fields are the raw run's.
+ * codegen/intref/model.py::_infer_chosen, field by field. */
+static void select_merge(app_ctx_t *a, int32_t use)
 {
     elt_adapt_result_t *n = &a->res;
     const elt_adapt_result_t *r = &a->raw;
-    const int32_t use = a->fired || (a->floor_ok && (int64_t)n->H_noadapt + app_cmvn.select_margin <
-                                                        (int64_t)r->H_noadapt);
     n->pred = use ? n->pred_noadapt : r->pred_noadapt;
     n->H_best = use ? n->H_noadapt : r->H_noadapt;
     for (uint32_t j = 0; j < FW_APP_C; j++) {
@@ -123,27 +113,67 @@ static void select_merge(app_ctx_t *a)
     }
 }
 
-/* Mode cmvn_select's shift gate and shift floor on the shift distance of the updated state,
- * and the clip floor and clip gate on the clip's own (each 0: none). a->floor_ok: the entropy
- * test may take the normalised answer (the floor or the clip floor reached); a->fired: it is
- * taken without the test (the shift gate, or the clip gate where floor_ok holds).
- * codegen/intref/cmvn.py::cmvn_select_int. */
-static void select_shift(app_ctx_t *a, int64_t dist, int64_t clip_dist)
-{
-    const int64_t cf = app_cmvn.select_clip_floor_sum;
-    const int64_t cg = app_cmvn.select_clip_gate_sum;
-    a->floor_ok = app_cmvn.select_floor_sum <= 0 || dist >= app_cmvn.select_floor_sum ||
-                  (cf > 0 && clip_dist >= cf);
-    a->fired = (app_cmvn.select_gate_sum > 0 && dist >= app_cmvn.select_gate_sum) ||
-               (a->floor_ok && cg > 0 && clip_dist >= cg);
-}
-
 /* The raw run is in a->res, a->z: keep it for select_merge. */
 static void select_keep_raw(app_ctx_t *a)
 {
     a->raw = a->res;
     for (uint32_t j = 0; j < FW_APP_H; j++) {
         a->z_raw[j] = a->z[j];
+    }
+}
+
+/* A select stage's second run, once the encoder and the adaptation ran on the clip as it is
+ * (a->res, a->z): select_second keeps that run and lets the stage transform the clip a->x; the
+ * caller encodes a->x into a->z; select_answer runs the adaptation again and keeps the answer
+ * the stage chooses. */
+static void select_second(app_ctx_t *a, const elt_stage_t *st)
+{
+    select_keep_raw(a);
+    st->second(a->x);
+}
+
+static void select_answer(app_ctx_t *a, const elt_stage_t *st, uint32_t sample_id)
+{
+    elt_adapt_run(&a->params, &a->state, a->z, sample_id, &a->res);
+    select_merge(a, st->choose(&a->raw, &a->res));
+}
+
+/* Before the encoder: the stage of a clip or frame form on the whole clip x (the frame form in
+ * the audio mode's order, begin, every frame, end: the same integers). Its ticks, 0 without. */
+static uint64_t stage_before(const elt_stage_t *st, int16_t *x)
+{
+    if (st == 0 || (st->clip == 0 && st->frame == 0)) {
+        return 0;
+    }
+    const uint64_t t0 = fw_timer_now();
+    if (st->clip != 0) {
+        st->clip(x);
+    } else {
+        if (st->begin != 0) {
+            st->begin();
+        }
+        for (uint32_t t = 0; t < FW_APP_T; t++) {
+            st->frame(&x[t * FW_APP_F]);
+        }
+        if (st->end != 0) {
+            st->end();
+        }
+    }
+    return fw_timer_now() - t0;
+}
+
+/* Every stage's state back to its start (each reset once: the stages of one table share it). */
+static void stages_reset(void)
+{
+    for (uint32_t m = 0; m < FW_APP_MODE_COUNT; m++) {
+        const elt_stage_t *st = app_mode_stage[m];
+        uint32_t seen = 0;
+        for (uint32_t j = 0; j < m && st != 0; j++) {
+            seen |= app_mode_stage[j] != 0 && app_mode_stage[j]->reset == st->reset;
+        }
+        if (st != 0 && st->reset != 0 && !seen) {
+            st->reset();
+        }
     }
 }
 
@@ -188,7 +218,7 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
     }
     uint32_t sample_id = fw_get_u32(&in[APP_INFER_SAMPLE_ID]);
     uint8_t mode = in[APP_INFER_MODE];
-    if (mode >= ELT_MODE_COUNT || fw_get_u16(&in[APP_INFER_T]) != FW_APP_T ||
+    if (mode >= FW_APP_MODE_COUNT || fw_get_u16(&in[APP_INFER_T]) != FW_APP_T ||
         fw_get_u16(&in[APP_INFER_F]) != FW_APP_F) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
@@ -196,37 +226,19 @@ static int32_t infer(app_ctx_t *a, const uint8_t *in, uint16_t len, uint8_t *out
         a->x[i] = (int16_t)fw_get_u16(&in[APP_INFER_FIXED + 2u * i]);
     }
     a->params.mode = (int32_t)app_mode_search[mode];
-    uint64_t t_cmvn = 0;
-    if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_MASK, mode)) {
-        uint64_t tc = fw_timer_now();
-        (void)elt_cmvn_apply_s16(&app_cmvn, &a->cmvn, a->x, 0);
-        t_cmvn = fw_timer_now() - tc;
-    } else if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, mode)) {
-        /* the audio mode's frame-by-frame order on the whole clip: the same integers */
-        uint64_t tc = fw_timer_now();
-        elt_cmvn_causal_begin(&app_cmvn, &a->cmvn, &a->cmvn_clip);
-        for (uint32_t t = 0; t < FW_APP_T; t++) {
-            elt_cmvn_causal_frame(&app_cmvn, &a->cmvn_clip, &a->x[t * FW_APP_F]);
-        }
-        elt_cmvn_causal_end(&app_cmvn, &a->cmvn, &a->cmvn_clip);
-        t_cmvn = fw_timer_now() - tc;
-    }
+    const elt_stage_t *st = app_mode_stage[mode];
+    const uint64_t t_stage = stage_before(st, a->x);
     uint64_t t1 = fw_timer_now();
     FW_APP_ENCODE(a->x, a->z);
     uint64_t t2 = fw_timer_now();
     elt_adapt_run(&a->params, &a->state, a->z, sample_id, &a->res);
-    if (APP_MODE_IS(ELT_MODE_BEFORE_CMVN_SELECT_MASK, mode)) {
-        /* the second, normalised run (its cost is the adaptation's) and the choice */
-        select_keep_raw(a);
-        int64_t clip_dist;
-        int64_t dist = elt_cmvn_apply_s16(&app_cmvn_select, &a->cmvn, a->x, &clip_dist);
-        select_shift(a, dist, clip_dist);
+    if (st != 0 && st->second != 0) { /* the second run (its cost is the adaptation's) */
+        select_second(a, st);
         FW_APP_ENCODE(a->x, a->z);
-        elt_adapt_run(&a->params, &a->state, a->z, sample_id, &a->res);
-        select_merge(a);
+        select_answer(a, st, sample_id);
     }
     uint64_t t3 = fw_timer_now();
-    pack_result(a, sample_id, mode, (uint32_t)(t2 - t1), (uint32_t)(t_cmvn + (t3 - t2)), out);
+    pack_result(a, sample_id, mode, (uint32_t)(t2 - t1), (uint32_t)(t_stage + (t3 - t2)), out);
     fw_put_u32(&out[APP_RESULT_SIZE], app_link_span.ticks);
     fw_put_u32(&out[APP_RESULT_SIZE + 4u], app_link_span.rx_bytes);
     /* Total: payload checks and copy, encoder, adaptation, result packing. */
@@ -257,14 +269,14 @@ typedef struct {
     uint32_t frames;  /* encoder steps run */
     uint64_t t_front; /* front end, encoder and every request of the utterance so far */
     uint64_t t_enc;
-    uint64_t t_cmvn; /* mode cmvn_causal: the normalisation of every frame so far */
+    uint64_t t_stage; /* a frame stage: its work on every frame so far */
     uint64_t t_total;
-    fw_link_stats_t link0; /* the link's cost up to the request before AUDIO_BEGIN */
+    fw_link_stats_t link0;    /* the link's cost up to the request before AUDIO_BEGIN */
+    const elt_stage_t *stage; /* the mode's input stage, 0: none */
     uint8_t mode;
     uint8_t open;
-    uint8_t causal;    /* mode cmvn_causal: each frame is normalised before its encoder step */
-    uint8_t lookahead; /* mode cmvn: frames are held, normalised and encoded at AUDIO_END */
-    uint8_t select;    /* mode cmvn_select: frames are encoded now and held for the second run */
+    uint8_t lookahead; /* a clip stage: frames are held, transformed and encoded at AUDIO_END */
+    uint8_t hold;      /* a clip or select stage: frames are held in a->x */
 } app_stream_t;
 
 static app_stream_t app_stream;
@@ -283,8 +295,8 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
 {
     uint64_t t0 = fw_timer_now();
     /* a mode the audio mode does not serve is refused */
-    if (len != APP_AUDIO_BEGIN_FIXED || in[APP_AUDIO_BEGIN_MODE] >= ELT_MODE_COUNT ||
-        !APP_MODE_IS(ELT_MODE_AUDIO_MASK, in[APP_AUDIO_BEGIN_MODE])) {
+    if (len != APP_AUDIO_BEGIN_FIXED || in[APP_AUDIO_BEGIN_MODE] >= FW_APP_MODE_COUNT ||
+        !APP_MODE_IS(FW_APP_MODE_AUDIO_MASK, in[APP_AUDIO_BEGIN_MODE])) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     s->sample_id = fw_get_u32(&in[APP_AUDIO_BEGIN_SAMPLE_ID]);
@@ -294,14 +306,15 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     s->frames = 0;
     s->t_front = 0;
     s->t_enc = 0;
-    s->t_cmvn = 0;
-    s->causal = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_CAUSAL_MASK, s->mode);
-    s->lookahead = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_MASK, s->mode);
-    s->select = (uint8_t)APP_MODE_IS(ELT_MODE_BEFORE_CMVN_SELECT_MASK, s->mode);
-    if (s->causal) { /* from the statistics of the clips before this one */
-        uint64_t tc = fw_timer_now();
-        elt_cmvn_causal_begin(&app_cmvn, &a->cmvn, &a->cmvn_clip);
-        s->t_cmvn = fw_timer_now() - tc;
+    s->t_stage = 0;
+    const elt_stage_t *st = app_mode_stage[s->mode];
+    s->stage = st;
+    s->lookahead = (uint8_t)(st != 0 && st->clip != 0);
+    s->hold = (uint8_t)(st != 0 && (st->clip != 0 || st->second != 0));
+    if (st != 0 && st->clip == 0 && st->frame != 0 && st->begin != 0) {
+        uint64_t tc = fw_timer_now(); /* a frame stage, e.g. from the clips before this one */
+        st->begin();
+        s->t_stage = fw_timer_now() - tc;
     }
     elt_mfcc_stream_reset(&s->st);
     uint64_t t1 = fw_timer_now();
@@ -315,10 +328,11 @@ static int32_t audio_begin(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     return FW_APP_ACK;
 }
 
-/* Mode cmvn's frames wait in a->x for AUDIO_END; the others go to the encoder now. */
+/* A clip stage's frames wait in a->x for AUDIO_END; the others go to the encoder now (a select
+ * stage's are held too, for its second run; a frame stage transforms each first). */
 static void stream_frame(app_ctx_t *a, app_stream_t *s, uint64_t te)
 {
-    if (s->lookahead || s->select) {
+    if (s->hold) {
         for (uint32_t f = 0; f < FW_APP_F; f++) {
             a->x[s->frames * FW_APP_F + f] = s->frame[f];
         }
@@ -327,10 +341,10 @@ static void stream_frame(app_ctx_t *a, app_stream_t *s, uint64_t te)
         s->frames++;
         return;
     }
-    if (s->causal) {
-        elt_cmvn_causal_frame(&app_cmvn, &a->cmvn_clip, s->frame);
+    if (s->stage != 0 && s->stage->frame != 0) {
+        s->stage->frame(s->frame);
         uint64_t tn = fw_timer_now();
-        s->t_cmvn += tn - te;
+        s->t_stage += tn - te;
         te = tn;
     }
     FW_APP_STREAM_STEP(s->frame);
@@ -406,14 +420,10 @@ static int32_t audio_adpcm(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uin
     return FW_APP_ACK;
 }
 
-/* The held clip a->x: the input normalisation prm in place, then every encoder step, into
- * a->z (the step takes an aligned frame: each row is copied to s->frame). Returns the shift
- * distance of the updated statistics and, with clip_dist non-NULL, the clip's own in
- * *clip_dist (elt_cmvn_apply_s16). */
-static int64_t encode_held(app_ctx_t *a, app_stream_t *s, const elt_cmvn_params_t *prm,
-                           int64_t *clip_dist)
+/* The held clip a->x through every encoder step, into a->z (the step takes an aligned frame:
+ * each row is copied to s->frame). */
+static void encode_held(app_ctx_t *a, app_stream_t *s)
 {
-    int64_t dist = elt_cmvn_apply_s16(prm, &a->cmvn, a->x, clip_dist);
     FW_APP_STREAM_BEGIN();
     for (uint32_t t = 0; t < FW_APP_T; t++) {
         for (uint32_t f = 0; f < FW_APP_F; f++) {
@@ -422,7 +432,6 @@ static int64_t encode_held(app_ctx_t *a, app_stream_t *s, const elt_cmvn_params_
         FW_APP_STREAM_STEP(s->frame);
     }
     FW_APP_STREAM_END(a->z);
-    return dist;
 }
 
 static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint16_t len,
@@ -433,32 +442,32 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
         fw_get_u32(&in[APP_AUDIO_END_SAMPLES]) != s->samples || s->frames != FW_APP_T) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
-    if (s->lookahead) { /* the whole clip heard: mode cmvn as INFER runs it, then the encoder */
-        (void)encode_held(a, s, &app_cmvn, 0);
+    const elt_stage_t *st = s->stage;
+    if (s->lookahead) { /* the whole clip heard: the clip stage as INFER runs it, the encoder */
+        st->clip(a->x);
+        encode_held(a, s);
     } else {
         FW_APP_STREAM_END(a->z);
     }
     /* AUDIO_BEGIN's latent search, whatever ran since */
     a->params.mode = (int32_t)app_mode_search[s->mode];
     uint64_t t1 = fw_timer_now();
-    if (s->causal) { /* the whole clip heard: it joins the statistics */
-        elt_cmvn_causal_end(&app_cmvn, &a->cmvn, &a->cmvn_clip);
+    if (st != 0 && st->clip == 0 && st->frame != 0 && st->end != 0) {
+        st->end(); /* a frame stage: the whole clip heard (e.g. it joins the statistics) */
     }
     elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
-    if (s->select) { /* the second, normalised run on the held clip, and the choice */
-        select_keep_raw(a);
-        int64_t clip_dist;
-        int64_t dist = encode_held(a, s, &app_cmvn_select, &clip_dist);
-        select_shift(a, dist, clip_dist);
-        elt_adapt_run(&a->params, &a->state, a->z, s->sample_id, &a->res);
-        select_merge(a);
+    if (st != 0 && st->second != 0) { /* the second run on the held clip, and the choice */
+        select_second(a, st);
+        encode_held(a, s);
+        select_answer(a, st, s->sample_id);
     }
     uint64_t t2 = fw_timer_now();
     s->open = 0u;
-    /* encoder: the steps so far and the end (in mode cmvn all of it: the normalisation and the
-     * held clip's steps count as encoder work); adaptation: what the mode adds after it */
+    /* encoder: the steps so far and the end (with a clip stage all of it: the stage and the
+     * held clip's steps count as encoder work); adaptation: what the mode adds after it (a
+     * frame stage's work on the frames included) */
     pack_result(a, s->sample_id, s->mode, (uint32_t)(s->t_enc + (t1 - t0)),
-                (uint32_t)(s->t_cmvn + (t2 - t1)), out);
+                (uint32_t)(s->t_stage + (t2 - t1)), out);
     fw_link_stats_t link;
     fw_server_link(&link);
     fw_put_u32(&out[APP_RESULT_SIZE], (uint32_t)s->t_front);
@@ -479,7 +488,7 @@ static int32_t reset(app_ctx_t *a, const uint8_t *in, uint16_t len, uint16_t *ou
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     elt_adapt_reset(&a->state);
-    elt_cmvn_reset(&app_cmvn, &a->cmvn);
+    stages_reset();
     if (len != 0u) { /* resume a continual stream: p_prev = the last recorded best p (Q4.27) */
         for (uint32_t j = 0; j < FW_APP_K; j++) {
             a->state.p_prev[j] = (int32_t)fw_get_u32(&in[APP_RESET_FIXED + 4u * j]);
@@ -550,10 +559,6 @@ const fw_app_t *fw_app_get(void)
 {
     app.params = FW_APP_ADAPT_PARAMS;
     elt_adapt_reset(&app.state);
-    elt_cmvn_reset(&app_cmvn, &app.cmvn);
-    app_cmvn_select = app_cmvn;
-    app_cmvn_select.gate_sum = 0;
-    app_cmvn_select.alpha_shift = app_cmvn.select_alpha_shift;
-    app_cmvn_select.weight_shift = app_cmvn.select_weight_shift;
+    stages_reset();
     return &kws_app;
 }

@@ -322,9 +322,9 @@ def _stream(
     head and adaptation) and float classes."""
     from codegen.base.features import quantize_features
     from codegen.elatta.float_ref import adapt, encode_float, head_logits
-    from codegen.elatta.methods import stage_classes
     from codegen.intref.mfcc import mfcc_int
     from codegen.intref.model import infer_int, stream_infer_int
+    from codegen.stages.registry import stage_classes
 
     model = q.source
     W, b, V = model.head.weight.values, model.head.bias.values, model.basis.V.values
@@ -345,7 +345,7 @@ def _stream(
     stage = device_mode(mode).before_encoder
     if stage is not None:  # the float twin: the input stage on the float features
         pred = stage_classes(
-            c.xf, stage, model.adapt, lambda u: head_logits(encode_float(u, model), W, b)
+            c.xf, stage, model.adapt.stages, lambda u: head_logits(encode_float(u, model), W, b)
         )
         # the device's pred_noadapt is cmvn's class too: no-adapt itself from the reference
         pred0 = np.asarray(infer_int(xi, q, c.ids, mode="no_adapt").pred_noadapt)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from elatta_host.reportdir import write_file
 
-from codegen.ir.modes import MODES
+from codegen.ir.modes import LABELS
 from codegen.ir.modes import mode as device_mode
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ TARGETS = ("float", "fixed", "device")
 HEAD_CLIPS = (
     10  # accuracy of the first clips after a switch is reported apart (codegen.data.streams)
 )
-METHOD_NAMES = {m.name: m.label for m in MODES}
+METHOD_NAMES = LABELS  # a view of the mode table: a registered mode has its label
 
 
 # Timed stages of a RESULT; "frontend" (the integer MFCC) only in the audio mode.

@@ -1,17 +1,19 @@
 """`codegen eval`: float accuracy of no-adapt and every deployed adaptation mode on every GSC-C
-condition: the paper's ELaTTA modes and the input normalisations cmvn and cmvn_causal
-(docs/adaptation.md), with ``--fixed`` also through the integer reference.
+condition: the paper's ELaTTA modes and the modes with an input stage (the input normalisations
+cmvn, cmvn_causal and cmvn_select, docs/adaptation.md; any stage of `codegen.stages.registry`),
+with ``--fixed`` also through the integer reference. Every mode of the mode table
+(`codegen.ir.modes`) runs; each names its row label and its safety limit there.
 
 Per condition the test clips are featurised and encoded once (one batched LSTM pass); ELaTTA
 only re-runs the head, so every mode and seed reuses the same latents. The input stages
-(`codegen.ir.modes.BEFORE_ENCODER`) change the features, so their clips are encoded again after
-the stage, in stream order. The paper's unbounded ``continual`` is not run by default
-(`DEFAULT_MODES`, the reason in `UNSAFE_BY_DEFAULT`); ``--mode continual`` runs it.
+(`codegen.stages.registry`) change the features, so their clips are encoded again after the
+stage (its float twin), in stream order. The paper's unbounded ``continual`` is not run by
+default (`default_modes`, the reason in `UNSAFE_BY_DEFAULT`); ``--mode continual`` runs it.
 Hyperparameters (σ₀ for all modes, β and radius for ``continual_bounded``) are chosen on SOURCE
 validation data (the clean validation split plus copies of it with non-target noise,
 `selection_set`) with the selection rules of `codegen.elatta.float_ref`, never on a test
-condition; the input stages' settings are the build config's [cmvn] table (chosen on source
-data by `bench/adaptation_study.py`).
+condition; the input stages' settings are the build config's tables of them ([cmvn], chosen on
+source data by `bench/adaptation_study.py`).
 
 Outputs: the paper's GSC-C table layout on stdout (rows SNR × method, columns the ten noises and
 their average), separate tables for the extra SNRs (0/−5 dB) and the reverb, channel and clean
@@ -52,13 +54,15 @@ from codegen.data.streams import (
 from codegen.frontend.cliargs import Declared, add_model_arguments, declared_from_args, merge
 from codegen.ir.modes import DEVICE_MODES
 from codegen.ir.modes import mode as device_mode
+from codegen.stages.registry import tables as stage_tables
 
 HELP = (
     "evaluate no-adapt, ELaTTA and the input normalisations (float, --fixed integer) on GSC-C; "
     "print the paper's table, write a report"
 )
 
-MODES: tuple[str, ...] = DEVICE_MODES
+# every mode of the table (a view: a mode registered later is in it)
+MODES = DEVICE_MODES
 # The paper's unbounded continual mode carries p from clip to clip without a bound and drifts to
 # one class on long streams (docs/elatta.md; on FSDD it fell 28.7 ... 89.3 points below
 # no-adapt): it runs only when asked for.
@@ -66,18 +70,14 @@ UNSAFE_BY_DEFAULT: dict[str, str] = {
     "continual": "the paper's unbounded continual p drifts on long streams and can collapse to "
     "one class (docs/elatta.md); use continual_bounded, or --mode continual to measure it",
 }
-DEFAULT_MODES: tuple[str, ...] = tuple(m for m in MODES if m not in UNSAFE_BY_DEFAULT)
-ADAPT_MODES: tuple[str, ...] = MODES[1:]
+
+
+def default_modes() -> tuple[str, ...]:
+    """The modes `codegen eval` runs without --mode: every mode of the table but the unsafe."""
+    return tuple(m for m in MODES if m not in UNSAFE_BY_DEFAULT)
+
+
 MAIN_SNRS: tuple[float, ...] = (-10.0, -15.0, -20.0)
-METHOD_LABELS = {
-    "no_adapt": "No Adapt",
-    "strict": "ELaTTA strict",
-    "continual": "ELaTTA continual",
-    "continual_bounded": "ELaTTA bounded",
-    "cmvn": "cmvn",
-    "cmvn_causal": "cmvn causal",
-    "cmvn_select": "cmvn select",
-}
 # The paper's column groups (ESC-50 major categories) over the ten noises, in table order.
 NOISE_GROUPS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("Animals", ("dog", "cat")),
@@ -86,16 +86,11 @@ NOISE_GROUPS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("Domestic", ("washing_machine", "vacuum_cleaner")),
     ("Urban", ("car_horn", "fireworks")),
 )
-# docs/targets.md §1 "adaptation safety": allowed loss against no-adapt, in points, at every SNR
-# and on every shift family (clean included); a mode below its limit anywhere is reported UNSAFE.
-SAFETY_LIMITS: dict[str, float] = {
-    "strict": -0.5,
-    "continual": -1.0,
-    "continual_bounded": -1.0,
-    "cmvn": -0.5,
-    "cmvn_causal": -0.5,
-    "cmvn_select": -0.5,
-}
+
+
+def mode_label(mode: str) -> str:
+    """A mode's row name in the tables (`codegen.ir.modes.Mode.table_label`)."""
+    return device_mode(mode).table_label
 
 
 def snr_key(snr: float) -> str:
@@ -386,7 +381,8 @@ def evaluate(
     stages = {m: device_mode(m).before_encoder for m in adapt_modes}
     stage_modes = [m for m in adapt_modes if stages[m] is not None]
     if stage_modes and opts.adapt is None:
-        raise ConfigError(f"modes {stage_modes} need the build's [cmvn] settings (--config)")
+        tables = sorted({device_mode(m).config_section for m in stage_modes})
+        raise ConfigError(f"modes {stage_modes} need the build's settings of {tables} (--config)")
     on_stream = set() if opts.stream is None else {m for m in adapt_modes if m != "strict"}
     n_test = len(condition_ids(data_dir, conds[0])[0]) if conds else 0
     order = stream_order(n_test, opts.limit, opts.seeds[0])
@@ -411,11 +407,13 @@ def evaluate(
 
     def stage_pred(mode: str, x: np.ndarray) -> np.ndarray:
         """Classes after the mode's input stage over clips x in stream order (from a reset)."""
-        from codegen.elatta.methods import stage_classes
+        from codegen.stages.registry import stage_classes
 
         stage = stages[mode]
-        assert stage is not None
-        return stage_classes(x, stage, opts.adapt, lambda u: encode_numpy(model, u) @ w.T + b)
+        assert stage is not None and opts.adapt is not None
+        return stage_classes(
+            x, stage, opts.adapt.stages, lambda u: encode_numpy(model, u) @ w.T + b
+        )
 
     # Input stages without a stream: each condition is its own stream from a reset state; they
     # are deterministic, so every seed gives the same classes.
@@ -559,8 +557,10 @@ def build_report(
         for fam in families:
             groups[fam] = group_gain([r for r in results if r.family == fam], mode).as_dict()
         gains[mode] = groups
-        if mode in SAFETY_LIMITS:
-            limit = SAFETY_LIMITS[mode]
+        # docs/targets.md §1 "adaptation safety": the loss against no-adapt, in points, the mode
+        # allows at every SNR and on every shift family, clean included (`Mode.safety_limit`)
+        limit = device_mode(mode).safety_limit
+        if limit is not None:
             keys = [(snr_key(snr), f"additive/{snr_key(snr)}") for snr in snrs]
             keys += [(fam, fam) for fam in families]
             safety[mode] = {
@@ -600,21 +600,10 @@ def build_report(
             "not_run_by_default": {
                 m: why for m, why in UNSAFE_BY_DEFAULT.items() if m not in modes
             },
-            "cmvn": None
-            if opts.adapt is None
-            else {
-                "alpha_shift": opts.adapt.cmvn_alpha_shift,
-                "weight_shift": opts.adapt.cmvn_weight_shift,
-                "causal_alpha_shift": opts.adapt.cmvn_causal_alpha_shift,
-                "gate": opts.adapt.cmvn_gate,
-                "causal_gate": opts.adapt.cmvn_causal_gate,
-                "select_margin": opts.adapt.cmvn_select_margin,
-                "select_gate": opts.adapt.cmvn_select_gate,
-                "select_floor": opts.adapt.cmvn_select_floor,
-                "select_clip_floor": opts.adapt.cmvn_select_clip_floor,
-                "select_clip_gate": opts.adapt.cmvn_select_clip_gate,
-                "select_alpha_shift": opts.adapt.select_shifts[0],
-                "select_weight_shift": opts.adapt.select_shifts[1],
+            # each input-stage table's settings (`codegen.stages.registry`; None without --config)
+            **{
+                t.name: None if opts.adapt is None else t.report(opts.adapt.stage_settings(t.name))
+                for t in stage_tables()
             },
             "chosen_by": sel.source,
             "selection_rows": sel.rows,
@@ -657,7 +646,7 @@ def _format_table(
             lines.append("")
         last_label = label
         vals = [cell(mode, label, c) for c in columns]
-        text = f"{first:8}{METHOD_LABELS[mode]:17}"
+        text = f"{first:8}{mode_label(mode):17}"
         text += "".join(
             f"  {'n/a' if v is None else _pct(v):>{w}}" for v, w in zip(vals, widths, strict=True)
         )
@@ -760,7 +749,7 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
         "'helped'/'hurt' need |mean| > 2·max(std, SE)"
     )
     for mode in modes[1:]:
-        out.append(f"  {METHOD_LABELS[mode]}:")
+        out.append(f"  {mode_label(mode)}:")
         for group, g in gains[mode].items():
             per_seed = ", ".join(f"{v:+.2f}" for v in g["per_seed_points"])
             out.append(
@@ -782,10 +771,10 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
             )
             verdict = "safe" if all(v["pass"] for v in per.values()) else "UNSAFE"
             limit = next(iter(per.values()))["limit_points"] if per else 0.0
-            out.append(f"  {METHOD_LABELS[mode]:17} limit {limit:+.1f}: {verdict}; {cells}")
+            out.append(f"  {mode_label(mode):17} limit {limit:+.1f}: {verdict}; {cells}")
         out.append("")
     for mode, why in cfg.get("not_run_by_default", {}).items():
-        out.append(f"Not run: {METHOD_LABELS[mode]} ({mode}): {why}.")
+        out.append(f"Not run: {mode_label(mode)} ({mode}): {why}.")
     if cfg.get("not_run_by_default"):
         out.append("")
     if sel.sigma0_table:
@@ -805,7 +794,7 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
             if mode in ("spec", "clips", "segments"):
                 continue
             out.append(
-                f"  {METHOD_LABELS[mode]:17} first 10 {100 * row['head']:6.2f} "
+                f"  {mode_label(mode):17} first 10 {100 * row['head']:6.2f} "
                 f"(no-adapt {100 * row['head_noadapt']:6.2f})  rest {100 * row['rest']:6.2f} "
                 f"(no-adapt {100 * row['rest_noadapt']:6.2f})  all {100 * row['all']:6.2f}"
             )
@@ -872,7 +861,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--mode",
         action="append",
         choices=MODES,
-        help=f"mode to run (repeatable; default: {', '.join(DEFAULT_MODES)}; continual only when "
+        help=f"mode to run (repeatable; default: {', '.join(default_modes())}; continual only when "
         "asked for: its unbounded p can collapse to one class)",
     )
     parser.add_argument("--limit", type=int, help="evaluate only N test clips per condition")
@@ -951,7 +940,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--threads {args.threads} must be >= 1")
     if args.select_copies < 0:
         raise ConfigError(f"--select-copies {args.select_copies} must be >= 0")
-    modes = tuple(m for m in MODES if m in (args.mode or DEFAULT_MODES))
+    modes = tuple(m for m in MODES if m in (args.mode or default_modes()))
     stream = stream_from_args(args)
     if args.config is None:
         args.config = config_for_model(Path(args.model))

@@ -95,7 +95,6 @@ def compare_fixed_float(
     from codegen.data.selection import stream_order
     from codegen.data.streams import build_stream
     from codegen.elatta.float_ref import adapt, encode_float, head_logits
-    from codegen.elatta.methods import stage_classes
     from codegen.frontend.cliargs import Declared, merge
     from codegen.frontend.importer import load_model, resolve_pooling
     from codegen.frontend.reader import BuildConfig, load_config, read_model
@@ -105,6 +104,7 @@ def compare_fixed_float(
     from codegen.ir.modes import mode as device_mode
     from codegen.quantize.format_search import search_weight_formats
     from codegen.quantize.model import calibration_features, quantize_model
+    from codegen.stages.registry import stage_classes
 
     bad = [m for m in modes if m not in DEVICE_MODES]
     if bad:
@@ -178,7 +178,7 @@ def compare_fixed_float(
         stage = device_mode(mode).before_encoder
         if stage is not None:
             return fixed, stage_classes(
-                xf, stage, model.adapt, lambda u: head_logits(encode_float(u, model), W, b)
+                xf, stage, model.adapt.stages, lambda u: head_logits(encode_float(u, model), W, b)
             )
         z_f = encode_float(xf, model)
         search = device_mode(mode).search

@@ -123,8 +123,9 @@ def test_stage_classes_gated_selection() -> None:
     the gate's d and cmvn's own gate agree."""
     import dataclasses
 
-    from codegen.elatta.methods import cmvn_shift, select_confident, stage_classes
-    from codegen.ir.nodes import AdaptConfig
+    from codegen.elatta.methods import cmvn_shift, select_confident
+    from codegen.stages.cmvn import CmvnSettings
+    from codegen.stages.registry import stage_classes
 
     u = (FEATS - MU_TR) / SD_TR * np.linspace(0.5, 2.0, 40)[:, None, None]  # a growing shift
     rng = np.random.default_rng(3)
@@ -134,18 +135,18 @@ def test_stage_classes_gated_selection() -> None:
         out: np.ndarray = np.asarray(x, np.float64).mean(axis=1) @ W.T + b
         return out
 
-    base = AdaptConfig(cmvn_alpha_shift=2, cmvn_weight_shift=2, cmvn_select_margin=0.1)
+    base = CmvnSettings(alpha_shift=2, weight_shift=2, select_margin=0.1)
     cfg = CmvnConfig(0.25, 0.25, True)
     l0, l1 = logits_of(u), logits_of(cmvn_normalised(u, cfg))
-    got = stage_classes(u, "cmvn_select", base, logits_of)
+    got = stage_classes(u, "cmvn_select", {"cmvn": base}, logits_of)
     np.testing.assert_array_equal(got, select_confident(l0, l1, 0.1))
     d = cmvn_shift(u, np.zeros(10), np.ones(10), cfg)
     tau = float(np.median(d))
-    gated = dataclasses.replace(base, cmvn_select_margin=8.0, cmvn_select_gate=tau)
+    gated = dataclasses.replace(base, select_margin=8.0, select_gate=tau)
     fired = d >= tau
     assert fired.any() and not fired.all()
     want = np.where(fired, l1.argmax(axis=1), l0.argmax(axis=1))
-    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", gated, logits_of), want)
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", {"cmvn": gated}, logits_of), want)
     assert (l1.argmax(axis=1) != l0.argmax(axis=1))[fired].any()  # the gate changes answers
     # cmvn's own gate (cmvn_stream's) passes exactly the clips where d < τ
     passed = cmvn_normalised(u, cfg, gate=tau)
@@ -164,13 +165,13 @@ def test_stage_classes_gated_selection() -> None:
     takes = select_confident(k0, k1, 0.0) != k0.argmax(axis=1)
     floor = 3.0
     assert (takes & (d < floor)).any() and (takes & (d >= floor)).any()
-    floored = dataclasses.replace(base, cmvn_select_margin=0.0, cmvn_select_floor=floor)
+    floored = dataclasses.replace(base, select_margin=0.0, select_floor=floor)
     want = np.where(takes & (d >= floor), k1.argmax(axis=1), k0.argmax(axis=1))
     np.testing.assert_array_equal(select_confident(k0, k1, 0.0, floor_ok=d >= floor), want)
-    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", floored, sharp), want)
-    both = dataclasses.replace(floored, cmvn_select_gate=tau)
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", {"cmvn": floored}, sharp), want)
+    both = dataclasses.replace(floored, select_gate=tau)
     want = select_confident(k0, k1, 0.0, fired=fired, floor_ok=d >= floor)
-    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", both, sharp), want)
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", {"cmvn": both}, sharp), want)
     # round 6 on the clip's own shift d_clip (`cmvn_clip_shift`): the clip floor also opens the
     # floor where d_clip reaches it, the clip gate takes the normalised class without the
     # entropy test where the floor is open and d_clip reaches it (docs/adaptation.md "Round 6")
@@ -181,29 +182,34 @@ def test_stage_classes_gated_selection() -> None:
     cf = float(np.quantile(dc[d < floor], 0.5))
     opened = (d < floor) & (dc >= cf)
     assert (takes & opened).any()  # the clip floor gives back answers the floor held back
-    clip_floored = dataclasses.replace(floored, cmvn_select_clip_floor=cf)
+    clip_floored = dataclasses.replace(floored, select_clip_floor=cf)
     ok = (d >= floor) | (dc >= cf)
     want = np.where(takes & ok, k1.argmax(axis=1), k0.argmax(axis=1))
-    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", clip_floored, sharp), want)
+    np.testing.assert_array_equal(
+        stage_classes(u, "cmvn_select", {"cmvn": clip_floored}, sharp), want
+    )
     # the clip gate with a margin no entropy passes: the normalised class exactly where the
     # floor is open and d_clip reaches it
     cg = float(np.quantile(dc[d < floor], 0.75))
-    no_entropy = dataclasses.replace(base, cmvn_select_margin=8.0, cmvn_select_floor=floor)
+    no_entropy = dataclasses.replace(base, select_margin=8.0, select_floor=floor)
     clip_fired = (d >= floor) & (dc >= cg)
     assert (clip_fired & (l1.argmax(axis=1) != l0.argmax(axis=1))).any()
     assert ((d < floor) & (dc >= cg)).any()  # the floor holds back some clips the gate reaches
     want = np.where(clip_fired, l1.argmax(axis=1), l0.argmax(axis=1))
-    gated_clip = dataclasses.replace(no_entropy, cmvn_select_clip_gate=cg)
-    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", gated_clip, logits_of), want)
+    gated_clip = dataclasses.replace(no_entropy, select_clip_gate=cg)
+    np.testing.assert_array_equal(
+        stage_classes(u, "cmvn_select", {"cmvn": gated_clip}, logits_of), want
+    )
     # round 8: the normalised run's own shifts (α = w = 1/2 here) make both the normalised run
     # and the floor's distance d; mode cmvn keeps its own (docs/adaptation.md "Round 8")
-    own = dataclasses.replace(floored, cmvn_select_alpha_shift=1, cmvn_select_weight_shift=1)
+    own = dataclasses.replace(floored, select_alpha_shift=1, select_weight_shift=1)
     cfg8 = CmvnConfig(0.5, 0.5, True)
     k8 = sharp(cmvn_normalised(u, cfg8))
     d8 = cmvn_shift(u, np.zeros(10), np.ones(10), cfg8)
     want = select_confident(k0, k8, 0.0, floor_ok=d8 >= floor)
-    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", own, sharp), want)
-    assert (want != stage_classes(u, "cmvn_select", floored, sharp)).any()
+    np.testing.assert_array_equal(stage_classes(u, "cmvn_select", {"cmvn": own}, sharp), want)
+    assert (want != stage_classes(u, "cmvn_select", {"cmvn": floored}, sharp)).any()
     np.testing.assert_array_equal(
-        stage_classes(u, "cmvn", own, sharp), stage_classes(u, "cmvn", floored, sharp)
+        stage_classes(u, "cmvn", {"cmvn": own}, sharp),
+        stage_classes(u, "cmvn", {"cmvn": floored}, sharp),
     )

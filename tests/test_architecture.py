@@ -45,28 +45,31 @@ TOP_ORDER: dict[str, int] = {
 SCRIPTS = {"bench", "tools"}
 # The role packages of codegen, bottom to top: a package may import its own modules and the
 # packages of a lower layer, never one of its own layer or above. The pipeline runs upward:
-# frontend -> quantize -> emit -> (target builds) -> artefact read back by the references.
+# frontend -> quantize -> emit -> (target builds) -> artefact read back by the references. The
+# input stages (stages/) sit below the IR, which names them, and each owns its every part.
 LAYERS: dict[str, int] = {
     "base": 0,
     "data": 1,
     "elatta": 1,
     "target": 1,
-    "ir": 2,
-    "artefact": 3,
-    "intref": 4,
-    "frontend": 5,
-    "quantize": 6,
-    "emit": 7,
-    "pipeline": 8,
-    "train": 8,
+    "stages": 2,
+    "ir": 3,
+    "artefact": 4,
+    "intref": 5,
+    "frontend": 6,
+    "quantize": 7,
+    "emit": 8,
+    "pipeline": 9,
+    "train": 9,
 }
 # codegen's own modules outside a role package: the package, its CLI entry and `python -m`. No
 # role package imports them (the package's __init__ re-exports `compile`, above every role); the
 # entries are imported by no module but `codegen.__main__`, which runs the CLI.
 TOP_LEVEL = {"codegen", "codegen.cli", "codegen.__main__"}
 ENTRIES = TOP_LEVEL - {"codegen"}
-# what the serial bench may import: reading a build and replaying it, never making one
-HOST_MAY_IMPORT = {"base", "data", "elatta", "ir", "intref", "artefact", "target"}
+# what the serial bench may import: reading a build and replaying it, never making one (stages/:
+# the input stages' references; their quantizers, arithmetic on settings, the bench never calls)
+HOST_MAY_IMPORT = {"base", "data", "elatta", "stages", "ir", "intref", "artefact", "target"}
 # the roots a CLI subcommand's module may live in (scripts are not installed)
 CLI_ROOTS = {"codegen", "elatta_host", "elatta_measure"}
 # Modules whose dynamic import takes a computed name or a file path, and the project modules

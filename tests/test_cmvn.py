@@ -1,4 +1,4 @@
-"""Mode cmvn (continual input normalisation): the integer reference (codegen/intref/cmvn.py)
+"""Mode cmvn (continual input normalisation): the integer reference (codegen/stages/cmvn_int.py)
 equals an independent Python-int reading of docs/adaptation.md's integer specification, the
 firmware kernel (firmware/elt_cmvn_s16.c, host-compiled with UBSan) equals the reference on
 every value, and the integer form tracks the float method (codegen.elatta.methods)."""
@@ -9,6 +9,7 @@ import ctypes
 import dataclasses
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,9 +20,13 @@ from codegen.base.errors import ConfigError
 from codegen.base.resources import firmware_dir
 from codegen.elatta.methods import CmvnConfig, cmvn_normalised
 from codegen.frontend.reader import parse_config
-from codegen.intref.cmvn import CmvnState, cmvn_int
-from codegen.ir.nodes import CmvnParams
+from codegen.stages.cmvn_int import CmvnParams, CmvnState, cmvn_int
 from codegen.target.toolchain import find_tool, run_tool
+
+
+def with_cmvn(q: Any, p: CmvnParams) -> Any:
+    """The quantised model ``q`` with [cmvn]'s integer params ``p``."""
+    return dataclasses.replace(q, stages={**q.stages, "cmvn": p})
 
 
 def params(
@@ -238,7 +243,7 @@ def test_select_run_equals_the_written_spec(p: CmvnParams) -> None:
     d_clip reaches select_clip_floor_sum ("Round 6");
     fired where d reaches select_gate_sum ("Round 4") or, with floor_ok, d_clip reaches
     select_clip_gate_sum ("Round 6"); each threshold 0 meaning none (docs/adaptation.md)."""
-    from codegen.intref.cmvn import cmvn_select_int
+    from codegen.stages.cmvn_int import cmvn_select_int
 
     x = clips(p, 1)
     got, fired, floor_ok = cmvn_select_int(x, p)
@@ -289,9 +294,9 @@ def test_select_shifts_default_to_mode_cmvns() -> None:
     assert (p.select_alpha_shift, p.select_weight_shift) == (4, 2)
     assert params(49, 10, 11, 4, 2, sa=1).select_weight_shift == 2
     cfg = parse_config(tomllib.loads("[cmvn]\nalpha_shift = 3\nweight_shift = 1\n"))
-    assert cfg.adapt.select_shifts == (3, 1)
+    assert cfg.adapt.stage_settings("cmvn").select_shifts == (3, 1)
     cfg = parse_config(tomllib.loads("[cmvn]\nalpha_shift = 3\nselect_alpha_shift = 1\n"))
-    assert cfg.adapt.select_shifts == (1, 2)
+    assert cfg.adapt.stage_settings("cmvn").select_shifts == (1, 2)
 
 
 def test_cmvn_gate_opens_and_closes() -> None:
@@ -389,7 +394,7 @@ def test_firmware_kernel_equals_reference(kernel: ctypes.CDLL, p: CmvnParams) ->
     gate reads it) equals the reference's `shift_sum` of the updated state, and the clip's own
     distance it writes (round 6's clip floor and clip gate read it) equals `clip_shift_sum`;
     with a NULL pointer nothing else changes."""
-    from codegen.intref.cmvn import clip_shift_sum, shift_sum
+    from codegen.stages.cmvn_int import clip_shift_sum, shift_sum
 
     x = clips(p, 4)
     want, st = cmvn_int(x, p)
@@ -522,7 +527,8 @@ def test_cmvn_config_errors_name_the_value(table: str, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         parse_config(tomllib.loads(f"[cmvn]\n{table}\n"))
     cfg = parse_config(tomllib.loads("[cmvn]\nalpha_shift = 2\n[elatta]\nmode = 'cmvn'\n"))
-    assert (cfg.adapt.cmvn_alpha_shift, cfg.adapt.cmvn_weight_shift, cfg.adapt.mode) == (
+    cm = cfg.adapt.stage_settings("cmvn")
+    assert (cm.alpha_shift, cm.weight_shift, cfg.adapt.mode) == (
         2,
         2,
         "cmvn",
@@ -543,15 +549,15 @@ def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
 
     kit = make_kit(tmp_path, T=12)
     q = quantize_model(read_model(kit.model, kit.basis, kit.config), calib(kit))
-    assert q.cmvn is not None
+    cm = q.stage_params("cmvn")
     x = int16_inputs(np.random.default_rng(5), 24, kit.T, kit.F, q.x_fmt.frac_bits)
     x = np.clip(x.astype(np.int64) * 3 + 700, -32768, 32767).astype(np.int16)  # a shifted input
     ids = np.arange(24)
     raw = infer_int(x, q, ids, mode="no_adapt")
-    ungated = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, gate_sum=0))
+    ungated = with_cmvn(q, dataclasses.replace(cm, gate_sum=0))
     norm = infer_int(x, ungated, ids, mode="cmvn")
     sel = infer_int(x, q, ids, mode="cmvn_select")
-    use = norm.adapt.H_noadapt.astype(np.int64) + q.cmvn.select_margin < raw.adapt.H_noadapt
+    use = norm.adapt.H_noadapt.astype(np.int64) + cm.select_margin < raw.adapt.H_noadapt
     assert use.any() and not use.all(), use  # both runs are picked on these clips
     for f in ("pred_noadapt", "logits_noadapt", "H_noadapt"):
         assert_array_equal(getattr(sel.adapt, f), getattr(raw.adapt, f), err_msg=f)
@@ -560,23 +566,23 @@ def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
     want_logits = np.where(use[:, None], norm.adapt.logits, raw.adapt.logits)
     assert_array_equal(sel.adapt.logits, want_logits)
     assert_array_equal(sel.z, np.where(use[:, None], norm.z, raw.z))
-    big = dataclasses.replace(q, cmvn=dataclasses.replace(q.cmvn, select_margin=2**31 - 1))
+    big = with_cmvn(q, dataclasses.replace(cm, select_margin=2**31 - 1))
     kept = infer_int(x, big, ids, mode="cmvn_select")
     assert_array_equal(kept.adapt.pred, raw.adapt.pred)
     # round 4's shift gate: with a margin no entropy passes, the normalised answer is taken
     # exactly where the gate fires on the updated state (docs/adaptation.md "Round 4")
-    from codegen.intref.cmvn import cmvn_select_int, shift_sum
+    from codegen.stages.cmvn_int import cmvn_select_int, shift_sum
 
-    st, dists = CmvnState.reset(q.cmvn), []
+    st, dists = CmvnState.reset(cm), []
     for clip in x:  # the updated state's shift distance per clip, for thresholds between them
-        _, st = cmvn_int(clip[None], q.cmvn, st)
-        dists.append(shift_sum(st, q.cmvn))
+        _, st = cmvn_int(clip[None], cm, st)
+        dists.append(shift_sum(st, cm))
     for sg in sorted(set(dists))[1:-1:4]:
-        gated = dataclasses.replace(big.cmvn, select_gate_sum=sg)
+        gated = dataclasses.replace(big.stages["cmvn"], select_gate_sum=sg)
         _, fired, _ = cmvn_select_int(x, gated)
         assert fired.any() and not fired.all(), (sg, fired)
         assert (norm.z != raw.z).any(axis=1)[fired].any()  # an ignored gate would show
-        g = infer_int(x, dataclasses.replace(q, cmvn=gated), ids, mode="cmvn_select")
+        g = infer_int(x, with_cmvn(q, gated), ids, mode="cmvn_select")
         assert_array_equal(g.adapt.pred, np.where(fired, norm.adapt.pred, raw.adapt.pred))
         assert_array_equal(g.z, np.where(fired[:, None], norm.z, raw.z))
         assert_array_equal(g.adapt.pred_noadapt, raw.adapt.pred_noadapt)
@@ -585,12 +591,12 @@ def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
     # entropy test alone would take, so an ignored floor would show (docs/adaptation.md "Round 5")
     dropped = 0
     for sf in sorted(set(dists))[1:-1:4]:
-        floored = dataclasses.replace(q.cmvn, select_floor_sum=sf)
+        floored = dataclasses.replace(cm, select_floor_sum=sf)
         _, fired, floor_ok = cmvn_select_int(x, floored)
         assert not fired.any() and floor_ok.tolist() == [d >= sf for d in dists]
         want = use & floor_ok
         dropped += int((use & ~floor_ok & (norm.adapt.pred != raw.adapt.pred)).sum())
-        f = infer_int(x, dataclasses.replace(q, cmvn=floored), ids, mode="cmvn_select")
+        f = infer_int(x, with_cmvn(q, floored), ids, mode="cmvn_select")
         assert_array_equal(f.adapt.pred, np.where(want, norm.adapt.pred, raw.adapt.pred))
         assert_array_equal(f.adapt.H_best, np.where(want, norm.adapt.H_best, raw.adapt.H_best))
         assert_array_equal(f.z, np.where(want[:, None], norm.z, raw.z))
@@ -600,28 +606,28 @@ def test_select_reference_is_the_more_confident_run(tmp_path: Path) -> None:
     # passes, the clip gate takes the normalised answer exactly where d_clip reaches it; and the
     # clip floor gives back, where d_clip reaches it, answers a floor above every d took away, so
     # an ignored clip gate or clip floor would show (docs/adaptation.md "Round 6")
-    from codegen.intref.cmvn import clip_shift_sum
+    from codegen.stages.cmvn_int import clip_shift_sum
 
-    own = np.array([clip_shift_sum(clip.astype(np.int64), q.cmvn) for clip in x])
+    own = np.array([clip_shift_sum(clip.astype(np.int64), cm) for clip in x])
     dist = np.array(dists)
     for cg in sorted(set(own.tolist()))[1:-1:4]:
-        gate = dataclasses.replace(big.cmvn, select_clip_gate_sum=cg)
+        gate = dataclasses.replace(big.stages["cmvn"], select_clip_gate_sum=cg)
         _, fired, floor_ok = cmvn_select_int(x, gate)
         assert_array_equal(fired, own >= cg)
         assert floor_ok.all() and fired.any() and not fired.all()
-        g = infer_int(x, dataclasses.replace(q, cmvn=gate), ids, mode="cmvn_select")
+        g = infer_int(x, with_cmvn(q, gate), ids, mode="cmvn_select")
         assert_array_equal(g.adapt.pred, np.where(fired, norm.adapt.pred, raw.adapt.pred))
         assert_array_equal(g.z, np.where(fired[:, None], norm.z, raw.z))
     reopened = 0
     high = int(dist.max()) + 1  # a floor no clip reaches: the clip floor alone opens it
     for cf in sorted(set(own.tolist()))[1:-1:4]:
-        cfl = dataclasses.replace(q.cmvn, select_floor_sum=high, select_clip_floor_sum=cf)
+        cfl = dataclasses.replace(cm, select_floor_sum=high, select_clip_floor_sum=cf)
         _, fired, floor_ok = cmvn_select_int(x, cfl)
         assert not fired.any()
         assert_array_equal(floor_ok, own >= cf)
         want = use & floor_ok
         reopened += int((want & (norm.adapt.pred != raw.adapt.pred)).sum())
-        f = infer_int(x, dataclasses.replace(q, cmvn=cfl), ids, mode="cmvn_select")
+        f = infer_int(x, with_cmvn(q, cfl), ids, mode="cmvn_select")
         assert_array_equal(f.adapt.pred, np.where(want, norm.adapt.pred, raw.adapt.pred))
         assert_array_equal(f.z, np.where(want[:, None], norm.z, raw.z))
     assert reopened > 0  # some clip floor gave back an answer the floor alone holds back

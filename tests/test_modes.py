@@ -4,6 +4,7 @@ every consumer (IR validation, references, host codec, reports) answers from it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -28,10 +29,12 @@ def test_firmware_header_is_the_table() -> None:
 
 
 def test_firmware_names_modes_only_through_the_header() -> None:
-    """No hand-written mode number in the firmware: every mode test goes through elt_modes.h."""
+    """No hand-written mode number in the firmware: every mode test goes through elt_modes.h or
+    the build's table, and the model runtime names no input stage (elt_stage.h)."""
     for src in ("fw_app_kws.c", "elt_adapt.c", "elt_adapt.h"):
         text = (ROOT / "firmware" / src).read_text()
         assert "APP_MODE_CMVN" not in text
+        assert not re.search(r'#include "elt_cmvn|\belt_cmvn_\w+\(|\bapp_cmvn', text), src
         assert not re.search(r"#define ELT_MODE_\w+ \d", text), src
         assert not re.search(r"mode\s*[=!<>]=?\s*\d+u?\b", text), src
 
@@ -72,9 +75,12 @@ def test_a_mode_must_be_well_formed() -> None:
         Mode("x", 9, "x", "strict", audio=False)
 
 
-def test_a_new_mode_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_mode_is_one_entry() -> None:
     """A mode declared in the table only (cmvn's normalisation, then the strict search) reaches
-    the firmware header: its id, its search and its input stage, no code touched."""
+    every view of the table and the firmware's table of a build: its id, its search and its
+    input stage, no code touched; the table is as it was afterwards."""
+    from elatta_host import infer
+
     extra = Mode(
         "cmvn_strict",
         len(MODES),
@@ -84,15 +90,28 @@ def test_a_new_mode_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
         stateful=True,
         audio=False,
         why_not_audio="it needs the whole clip",
+        eval_label="cmvn + strict",
+        safety_limit=-0.5,
     )
-    table = (*MODES, extra)
-    monkeypatch.setattr(modes, "MODES", table)
-    monkeypatch.setattr(modes, "BY_NAME", {m.name: m for m in table})
-    text = modes.render_c_header()
-    assert f"#define ELT_MODE_CMVN_STRICT {len(MODES)}" in text
-    assert f"#define ELT_MODE_COUNT {len(table)}u" in text
-    search = re.search(r"ELT_MODE_SEARCH_TABLE \{(.*)\}", text)
-    assert search is not None
-    assert search.group(1).split(",")[len(MODES)].strip() == "ELT_MODE_STRICT"
-    mask = re.search(r"ELT_MODE_BEFORE_CMVN_MASK (0x[0-9A-F]+)u", text)
-    assert mask is not None and int(mask.group(1), 16) == (1 << 4) | (1 << len(MODES))
+    n = len(MODES)
+    with modes.registered(extra):
+        assert modes.DEVICE_MODES[-1] == "cmvn_strict" and infer.mode_index("cmvn_strict") == n
+        assert "cmvn_strict" in modes.STATEFUL_MODES and "cmvn_strict" not in modes.STREAM_MODES
+        assert modes.mode("cmvn_strict").config_section == "cmvn"
+        fw = modes.firmware_table()
+        assert fw.count == n + 1
+        assert fw.searches[n] == "ELT_MODE_STRICT"
+        assert fw.stages[n] == fw.stages[4] == "elt_stage_cmvn"
+        assert int(fw.audio_mask, 16) == (1 << n) - 1  # the new mode is not the audio mode's
+        assert fw.symbols.count("elt_stage_cmvn") == 1
+        with pytest.raises(ValueError, match="wire ids"):
+            modes.register(dataclasses.replace(extra, name="other", wire_id=n + 5))
+    assert len(MODES) == n and "cmvn_strict" not in modes.DEVICE_MODES
+    with pytest.raises(ConfigError, match="not allowed"):
+        modes.mode("cmvn_strict")
+
+
+def test_a_select_stage_answers_with_no_adapt() -> None:
+    """A select stage answers with a run's no-adapt class: its mode's search must be no_adapt."""
+    with pytest.raises(ValueError, match="search must be no_adapt"):
+        Mode("x", 9, "x", "strict", before_encoder="cmvn_select")

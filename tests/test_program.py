@@ -4,6 +4,7 @@ the checkpoint, basis, config or data, and equal to the in-memory fixed IR integ
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -42,7 +43,7 @@ def test_program_round_trip_is_integer_exact(built: tuple[Path, object, np.ndarr
     p = load_program(bdir, manifest["program"])
     xi = quantize_features(x, q.x_fmt)  # type: ignore[attr-defined]
     assert_array_equal(p.encoder[0].w_ih.raw, q.encoder[0].w_ih.raw)  # type: ignore[attr-defined]
-    assert json.loads((bdir / "program.json").read_text())["version"] == 3
+    assert json.loads((bdir / "program.json").read_text())["version"] == 4
     assert p.adapt.input_hash == q.adapt.input_hash  # type: ignore[attr-defined]
     ids = np.arange(len(xi))
     for mode in ("no_adapt", "strict", "continual_bounded"):
@@ -105,6 +106,16 @@ def test_a_version_2_program_loads_with_the_same_integers(
     assert json.loads((d / "program.json").read_text())["version"] == 2
     q = load_program(d)
     assert tuple(layer.kind for layer in q.encoder) == kinds  # type: ignore[attr-defined]
+    # the [cmvn] settings and integers of versions 2 and 3 (AdaptConfig.cmvn_<key>, QModel.cmvn)
+    # are the input stages' of version 4, value for value (AdaptConfig.stages, QModel.stages)
+    tree = json.loads((d / "program.json").read_text())["program"]["fields"]
+    adapt_v2 = tree["source"]["fields"]["adapt"]["fields"]
+    settings = q.source.adapt.stage_settings("cmvn")  # type: ignore[attr-defined]
+    assert {f"cmvn_{k}": v for k, v in dataclasses.asdict(settings).items()} == {
+        k: v for k, v in adapt_v2.items() if k.startswith("cmvn_")
+    }
+    params = dataclasses.asdict(q.stage_params("cmvn"))  # type: ignore[attr-defined]
+    assert params == tree["cmvn"]["fields"]
     want = np.load(d / "expected.npz")
     for mode in ("no_adapt", "strict"):
         got = infer_int(want["x"], q, want["ids"], mode=mode).fields()
@@ -112,7 +123,7 @@ def test_a_version_2_program_loads_with_the_same_integers(
             assert_array_equal(values, want[f"{mode}.{field}"], err_msg=f"{name} {mode}: {field}")
 
 
-@pytest.mark.parametrize("version", [1, 4, "2"])
+@pytest.mark.parametrize("version", [1, 5, "2"])
 def test_other_program_versions_are_refused_by_name(version: object, tmp_path: Path) -> None:
     d = tmp_path / "v"
     shutil.copytree(V2 / "lstm2", d)
@@ -120,7 +131,7 @@ def test_other_program_versions_are_refused_by_name(version: object, tmp_path: P
     doc["version"] = version
     (d / "program.json").write_text(json.dumps(doc))
     with pytest.raises(ProgramError, match=rf"program version {version!r}; this codegen reads "
-                       r"versions 2, 3 \(rebuild with this codegen\)"):  # fmt: skip
+                       r"versions 2, 3, 4 \(rebuild with this codegen\)"):  # fmt: skip
         load_program(d)
 
 

@@ -406,15 +406,15 @@ def test_select_gate_in_the_audio_mode(
 
     from elatta_host.plan import load_build
 
-    from codegen.intref.cmvn import cmvn_select_int
     from codegen.intref.mfcc import mfcc_int
     from codegen.intref.model import stream_infer_int
+    from codegen.stages.cmvn_int import cmvn_select_int
 
     build_dir, data = select_gate_build
     a = run_pcm(build_dir, data, tmp_path / "c1022", ("cmvn_select",), 8, 1022)
     assert len(a) >= 8
     _, q = load_build(build_dir)
-    cm = q.cmvn
+    cm = q.stage_params("cmvn")
     assert cm is not None and cm.select_gate_sum > cm.select_floor_sum > 0
     assert cm.select_clip_gate_sum > cm.select_clip_floor_sum > 0 and cm.select_margin == 0
     assert (
@@ -439,7 +439,7 @@ def test_select_gate_in_the_audio_mode(
         "select_weight_shift": cm.weight_shift,
     }
     without = {
-        name: dataclasses.replace(q, cmvn=dataclasses.replace(cm, **kw))
+        name: dataclasses.replace(q, stages={**q.stages, "cmvn": dataclasses.replace(cm, **kw)})
         for name, kw in changes.items()
     }
     plan = make_plan(build_dir, data, ("cmvn_select",), 8, input_kind="pcm")

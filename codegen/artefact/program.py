@@ -32,9 +32,9 @@ from codegen.base.files import file_sha256, write_npz
 MANIFEST_FORMAT = "elatta-build"
 MANIFEST_VERSION = 1
 PROGRAM_FORMAT = "elatta-program"
-PROGRAM_VERSION = 3
+PROGRAM_VERSION = 4
 # Older versions this loader reads, each upgraded to the current tree (`_UPGRADES`).
-PROGRAM_READS = (2, 3)
+PROGRAM_READS = (2, 3, 4)
 JSON_NAME = "program.json"
 NPZ_NAME = "program.npz"
 
@@ -46,15 +46,18 @@ class ProgramError(CodegenError):
 def _types() -> dict[str, type]:
     """Every dataclass the fixed IR is made of, under a stable name (the file format's
     vocabulary: renaming or moving a class in Python does not change it). The loader builds
-    nothing else."""
+    nothing else. The input stages' settings and params join under their class names (the
+    registry's tables, `codegen.stages.registry`: the built-in ``CmvnSettings`` and
+    ``CmvnParams``, and any table registered in this process)."""
     from codegen.base.features import MfccParams
     from codegen.base.qformat import QFormat
     from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
     from codegen.ir import nodes as ir
     from codegen.ir.meta import ModelMeta
     from codegen.ir.mfcc import QMfcc
+    from codegen.stages.registry import tables
 
-    return {
+    core: dict[str, type] = {
         "QFormat": QFormat,
         "Tensor": ir.Tensor,
         "Lstm": ir.Lstm,
@@ -81,16 +84,20 @@ def _types() -> dict[str, type]:
         "Grid": ir.Grid,
         "AdaptConfig": ir.AdaptConfig,
         "AdaptParams": ir.AdaptParams,
-        "CmvnParams": ir.CmvnParams,
         "QDense": ir.QDense,
         "MfccParams": MfccParams,
         "QMfcc": QMfcc,
     }
+    stage_types = {c.__name__: c for t in tables() for c in (t.settings, t.params)}
+    clash = sorted(set(stage_types) & set(core))
+    if clash:
+        raise ProgramError(f"input-stage classes {clash} take names of the program's own types")
+    return core | stage_types
 
 
 def _encode(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        name = _NAMES.get(type(obj)) or _names().get(type(obj))
+        name = _names().get(type(obj))
         if name is None:
             raise ProgramError(f"{path}: {type(obj).__qualname__} is not a program type")
         return {
@@ -126,13 +133,9 @@ def _encode(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     raise ProgramError(f"{path}: a {type(obj).__name__} cannot be stored in a program")
 
 
-_NAMES: dict[type, str] = {}
-
-
 def _names() -> dict[type, str]:
-    if not _NAMES:
-        _NAMES.update({cls: name for name, cls in _types().items()})
-    return _NAMES
+    """class -> its program name (read each time: a stage registered later has its names)."""
+    return {cls: name for name, cls in _types().items()}
 
 
 def _decode(doc: Any, arrays: Any, types: dict[str, type], path: str) -> Any:
@@ -268,8 +271,48 @@ def _upgrade_v2(tree: Any) -> Any:
     return {"$type": name, "fields": {k: _upgrade_v2(v) for k, v in fields.items()}}
 
 
+# the [cmvn] keys of version 3's AdaptConfig, as ``cmvn_<key>`` fields
+_V3_CMVN_KEYS = (
+    "alpha_shift",
+    "weight_shift",
+    "gate",
+    "causal_alpha_shift",
+    "causal_gate",
+    "select_margin",
+    "select_gate",
+    "select_floor",
+    "select_clip_floor",
+    "select_clip_gate",
+    "select_alpha_shift",
+    "select_weight_shift",
+)
+
+
+def _upgrade_v3(tree: Any) -> Any:
+    """A version 3 tree as version 4 writes it. Version 3 held the settings of [cmvn] as
+    ``cmvn_<key>`` fields of ``AdaptConfig`` and their integers as ``QModel.cmvn``
+    (``CmvnParams``); version 4 holds the input stages' settings and params by table
+    (``AdaptConfig.stages``, ``QModel.stages``: ``{"cmvn": CmvnSettings}``, ``{"cmvn":
+    CmvnParams}``, `codegen.stages.registry`). Values are unchanged."""
+    if isinstance(tree, list):
+        return [_upgrade_v3(v) for v in tree]
+    if not isinstance(tree, dict):
+        return tree
+    if "$type" not in tree:
+        return {k: _upgrade_v3(v) for k, v in tree.items()}
+    name = str(tree["$type"])
+    fields = {k: _upgrade_v3(v) for k, v in dict(tree.get("fields") or {}).items()}
+    if name == "AdaptConfig":
+        cm = {k: fields.pop(f"cmvn_{k}") for k in _V3_CMVN_KEYS if f"cmvn_{k}" in fields}
+        fields["stages"] = {"cmvn": {"$type": "CmvnSettings", "fields": cm}}
+    elif name == "QModel":
+        cmvn = fields.pop("cmvn", None)
+        fields["stages"] = {} if cmvn is None else {"cmvn": cmvn}
+    return {"$type": name, "fields": fields}
+
+
 # version v -> version v + 1
-_UPGRADES = {2: _upgrade_v2}
+_UPGRADES = {2: _upgrade_v2, 3: _upgrade_v3}
 
 
 def load_manifest(build_dir: str | Path) -> dict[str, Any]:

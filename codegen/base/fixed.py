@@ -52,6 +52,18 @@ def div_pos(num: T, den: T) -> T:
 IntArray = npt.NDArray[np.int64]
 
 
+def isqrt64(n: npt.ArrayLike) -> IntArray:
+    """``elt_isqrt64`` (firmware/elt_intmath.c): floor √n for 0 ≤ n < 2⁶² (the CMA-ES norms and
+    Cholesky pivots, the input normalisation's gains)."""
+    a = np.asarray(n, dtype=np.int64)
+    if np.any(a < 0) or np.any(a >= 1 << 62):
+        raise ValueError("isqrt64 needs 0 <= n < 2^62")
+    # float64 √ of n < 2^62 is within 2^-20 of the true root, so its floor is off by at most 1
+    r = np.floor(np.sqrt(a.astype(np.float64))).astype(np.int64)
+    r = r - (r * r > a)
+    return np.asarray(r + ((r + 1) * (r + 1) <= a), dtype=np.int64)
+
+
 def sigmoid_lut(lut: IntArray, index_shift: int, v: IntArray) -> IntArray:
     """elt_sigmoid_q15 (firmware/elt_lstm_s16.c): v Q4.11 raw (int16) -> σ Q0.15 by table +
     linear interpolation. Here beside the rounding rule because both sides use it: the emitter

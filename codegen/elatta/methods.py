@@ -16,9 +16,7 @@ All arrays are float64 unless stated; frames are MFCC [T, F] before normalisatio
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -222,34 +220,27 @@ def cmvn_causal_stream(
     return ((x - mu[:, None, :]) / sd[:, None, :]).astype(np.float32)
 
 
-INPUT_STAGES: tuple[str, ...] = ("cmvn", "cmvn_causal", "cmvn_select")
-
-
-def stage_config(stage: str, adapt: Any) -> tuple[CmvnConfig, float | None]:
-    """The float (CmvnConfig, gate) of a device input stage from a build's settings ``adapt``
-    (`codegen.ir.nodes.AdaptConfig`: the [cmvn] table's shifts and gate)."""
-    if stage not in INPUT_STAGES:
-        raise ConfigError(f"input stage {stage!r}: use one of {INPUT_STAGES}")
-    causal = stage == "cmvn_causal"
-    if stage == "cmvn_select":  # the selection's normalised run: its own shifts, ungated
-        a, b = adapt.select_shifts
-        return CmvnConfig(weight=2.0**-b, alpha=2.0**-a, variance=True), None
-    a = adapt.cmvn_causal_alpha_shift if causal else adapt.cmvn_alpha_shift
-    cfg = CmvnConfig(weight=2.0**-adapt.cmvn_weight_shift, alpha=2.0**-a, variance=True)
-    gate = float(adapt.cmvn_causal_gate if causal else adapt.cmvn_gate) or None
-    return cfg, gate
-
-
-def input_stage(u: npt.ArrayLike, stage: str, adapt: Any) -> npt.NDArray[np.float32]:
-    """The float twin of a device input stage on features already normalised with the training
-    statistics, u [N, T, F] in stream order from a reset state: `cmvn_normalised` (modes cmvn
-    and, for its normalised run, cmvn_select) or `cmvn_causal_stream` with the training
-    statistics 0 and 1 (mode cmvn_causal)."""
-    cfg, gate = stage_config(stage, adapt)
-    if stage != "cmvn_causal":
-        return cmvn_normalised(u, cfg, gate)
-    f = np.asarray(u).shape[-1]
-    return cmvn_causal_stream(u, np.zeros(f), np.ones(f), cfg, gate)
+def select_use(
+    logits_raw: npt.ArrayLike,
+    logits_norm: npt.ArrayLike,
+    margin: float,
+    fired: npt.ArrayLike | None = None,
+    floor_ok: npt.ArrayLike | None = None,
+) -> npt.NDArray[np.bool_]:
+    """Mode cmvn_select's choice per clip (docs/adaptation.md "Round 3" … "Round 6"): the
+    normalised run where its prediction entropy is below the raw run's by more than ``margin``
+    nats and ``floor_ok`` (bool [N], the shift floor or the clip floor reached; None: no floor)
+    is set, or where ``fired`` (bool [N], the shift gate, or the clip gate with the floor
+    reached) is set."""
+    use = entropy(np.asarray(logits_norm, np.float64)) < (
+        entropy(np.asarray(logits_raw, np.float64)) - margin
+    )
+    if floor_ok is not None:
+        use = use & np.asarray(floor_ok, bool)
+    if fired is not None:
+        use = use | np.asarray(fired, bool)
+    out: npt.NDArray[np.bool_] = np.asarray(use, bool)
+    return out
 
 
 def select_confident(
@@ -259,55 +250,13 @@ def select_confident(
     fired: npt.ArrayLike | None = None,
     floor_ok: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.int64]:
-    """Mode cmvn_select's classes (docs/adaptation.md "Round 3" … "Round 6"): the normalised
-    run's where its prediction entropy is below the raw run's by more than ``margin`` nats and
-    ``floor_ok`` (bool [N], the shift floor or the clip floor reached; None: no floor) is set,
-    or where ``fired`` (bool [N], the shift gate, or the clip gate with the floor reached) is
-    set; else the raw one's."""
+    """Mode cmvn_select's classes: the normalised run's where `select_use` takes it, else the
+    raw one's."""
     l0 = np.asarray(logits_raw, np.float64)
     l1 = np.asarray(logits_norm, np.float64)
-    use = entropy(l1) < entropy(l0) - margin
-    if floor_ok is not None:
-        use = use & np.asarray(floor_ok, bool)
-    if fired is not None:
-        use = use | np.asarray(fired, bool)
+    use = select_use(l0, l1, margin, fired, floor_ok)
     out: npt.NDArray[np.int64] = np.where(use, l1.argmax(axis=1), l0.argmax(axis=1))
     return out
-
-
-def stage_classes(
-    u: npt.ArrayLike,
-    stage: str,
-    adapt: Any,
-    logits_of: Callable[[Any], npt.ArrayLike],
-) -> npt.NDArray[np.int64]:
-    """The float twin's classes of a device input stage over clips u [N, T, F] (features
-    normalised with the training statistics, stream order from a reset state): the stage
-    (`input_stage`), then ``logits_of`` (features -> head logits [N, C]: the caller's encoder
-    and head). For cmvn_select the raw clips u are run too and `select_confident` picks per
-    clip, each threshold 0 meaning none: the shift gate d ≥ ``adapt.cmvn_select_gate`` and the
-    shift floor d ≥ ``adapt.cmvn_select_floor`` on the look-ahead statistics (`cmvn_shift`;
-    docs/adaptation.md "Round 4", "Round 5"); the clip floor d_clip ≥
-    ``adapt.cmvn_select_clip_floor`` (the floor is reached too) and the clip gate d_clip ≥
-    ``adapt.cmvn_select_clip_gate`` (with the floor reached, the normalised class without the
-    entropy test) on the clip's own statistics (`cmvn_clip_shift`, "Round 6")."""
-    l1 = np.asarray(logits_of(input_stage(u, stage, adapt)))
-    if stage != "cmvn_select":
-        out: npt.NDArray[np.int64] = np.argmax(l1, axis=1)
-        return out
-    l0 = np.asarray(logits_of(u))
-    tau = float(adapt.cmvn_select_gate)
-    floor = float(adapt.cmvn_select_floor)
-    clip_floor = float(adapt.cmvn_select_clip_floor)
-    clip_gate = float(adapt.cmvn_select_clip_gate)
-    fired = floor_ok = None
-    if tau > 0 or floor > 0 or clip_floor > 0 or clip_gate > 0:
-        cfg, _ = stage_config(stage, adapt)
-        f = np.asarray(u).shape[-1]
-        d = cmvn_shift(u, np.zeros(f), np.ones(f), cfg)
-        dc = cmvn_clip_shift(u, np.zeros(f), np.ones(f))
-        fired, floor_ok = select_masks(d, dc, tau, floor, clip_floor, clip_gate)
-    return select_confident(l0, l1, float(adapt.cmvn_select_margin), fired, floor_ok)
 
 
 def select_masks(
@@ -319,7 +268,7 @@ def select_masks(
     clip_gate: float,
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Mode cmvn_select's thresholds per clip, each 0 meaning none (docs/adaptation.md "Round 4"
-    … "Round 6"; the integer form is `codegen.intref.cmvn.cmvn_select_int`): floor_ok = d ≥
+    … "Round 6"; the integer form is `codegen.stages.cmvn_int.cmvn_select_int`): floor_ok = d ≥
     floor or d_clip ≥ clip floor (the entropy test may take the normalised class); fired = d ≥
     gate or (floor_ok and d_clip ≥ clip gate) (it is taken without the test)."""
     d, d_clip = np.asarray(d), np.asarray(d_clip)

@@ -29,7 +29,9 @@ from codegen.emit.views import (
 )
 from codegen.ir import wire
 from codegen.ir.layers import kind_of, kinds_of, why_not_streaming
+from codegen.ir.modes import firmware_table
 from codegen.ir.nodes import POOL_SHIFT, QModel, adapt_formats
+from codegen.stages.registry import tables
 
 # The shared σ tables in the order they are written (the kinds name the ones they read).
 TABLES = ("sigmoid_lut", "sigmoid_full", "tanh_full")
@@ -287,16 +289,8 @@ def app_description(q: QModel) -> str:
         ("logits", fm.get("logits", {}).get("name", "-")),
         ("entropy", fm.get("entropy", {}).get("name", "-")),
         ("p", fm.get("p", {}).get("name", "-")),
-        (
-            "cmvn",
-            "-"
-            if q.cmvn is None
-            else f"a{q.cmvn.alpha_shift}w{q.cmvn.weight_shift}g{q.cmvn.gate_sum}",
-        ),
-        (
-            "cmvn_causal",
-            "-" if q.cmvn is None else f"a{q.cmvn.causal_alpha_shift}g{q.cmvn.causal_gate_sum}",
-        ),
+        # each input-stage table's pairs (codegen.stages.registry)
+        *(pair for t in tables() for pair in t.describe(q.stages.get(t.name))),
         # input paths: "features" (INFER), "pcm" (the audio mode), "features,pcm"
         (
             "input",
@@ -325,7 +319,10 @@ def render_app_header(q: QModel) -> str:
             p=q.prefix,
             M=q.prefix.upper(),
             x_fmt=q.x_fmt.name,
-            cmvn=q.cmvn,
+            stage_constants=[
+                t.c_constants(q.stages[t.name]) for t in tables() if t.name in q.stages
+            ],
+            modes=firmware_table(),
             features=q.feature_infer,
             stream=q.stream,
             description=app_description(q).replace("\\", "\\\\").replace('"', '\\"'),

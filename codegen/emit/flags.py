@@ -8,6 +8,7 @@ from codegen.emit.adapt import adapt_cflags
 from codegen.emit.mfcc import mfcc_cflags
 from codegen.ir import wire
 from codegen.ir.nodes import QModel
+from codegen.stages.registry import tables
 
 
 def model_cflags(q: QModel) -> tuple[str, ...]:
@@ -18,7 +19,8 @@ def model_cflags(q: QModel) -> tuple[str, ...]:
     last = q.encoder[-1]
     if q.adapt is None:
         return pool[last.pool]
-    cmvn = () if q.cmvn is None else (f"-DELT_CMVN_F_MAX={q.cmvn.features}",)
+    # the input stages' C: their state's sizes (each table's flags, codegen.stages.registry)
+    stages = tuple(f for t in tables() if t.name in q.stages for f in t.cflags(q.stages[t.name]))
     # the audio mode's front end: its work area sized exactly for this model's features
     mfcc: tuple[str, ...] = ()
     if q.mfcc is not None:
@@ -26,4 +28,4 @@ def model_cflags(q: QModel) -> tuple[str, ...]:
     # the protocol server's reply record holds the largest reply of the model runtime: the
     # audio mode's RESULT (codegen.ir.wire RESULT_STREAM, docs/protocol.md)
     reply = wire.RESULT_STREAM.size(k=q.adapt.cfg.k, C=len(q.source.classes), H=q.latent_size)
-    return (*adapt_cflags(q.adapt), *cmvn, *pool[last.pool], *mfcc, f"-DFW_REPLY_MAX={reply}u")
+    return (*adapt_cflags(q.adapt), *stages, *pool[last.pool], *mfcc, f"-DFW_REPLY_MAX={reply}u")

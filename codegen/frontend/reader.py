@@ -15,6 +15,7 @@ import json
 import math
 import re
 import tomllib
+import typing
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from codegen.ir.nodes import (
     TargetOptions,
     Tensor,
 )
+from codegen.stages import registry as stage_registry
 
 SUPPORTED_BITS = (16,)
 # The LSTM gate accumulator is always the proven int32 one (docs/numeric.md §4): both mean that.
@@ -106,11 +108,40 @@ def parse_qelatta_v2(
     return x, y
 
 
+def _toml_kind(hint: Any, where: str) -> type:
+    """The TOML value type of a settings field: int, float, bool or str, optionally None (the
+    key left out)."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    kind = args[0] if len(args) == 1 else hint
+    if kind not in (int, float, bool, str):
+        raise ConfigError(f"{where}: a settings field of type {hint!r} has no TOML form")
+    return kind
+
+
+def parse_stage_table(doc: dict[str, Any], name: str, source: str = "config") -> Any:
+    """An input stage's table (`codegen.stages.registry`): its keys are its settings' fields,
+    each of the field's type; the settings validate the values (a bad one named with what is
+    allowed); a table the config does not have takes the settings' defaults."""
+    t = stage_registry.table(name)
+    tb = doc.get(name, {})
+    if not isinstance(tb, dict):
+        raise ConfigError(f"{source}: [{name}] must be a table")
+    hints = typing.get_type_hints(t.settings)
+    keys = tuple(f.name for f in fields(t.settings))
+    _check_keys(tb, keys, f"{source} [{name}]")
+    kw = {k: _typed(tb, k, _toml_kind(hints[k], f"[{name}].{k}"), f"[{name}]") for k in tb}
+    try:
+        return t.settings(**kw)
+    except ConfigError as exc:
+        raise ConfigError(f"{source} [{name}]: {exc}") from exc
+
+
 def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") -> BuildConfig:
     """Validate a TOML document; every error names the table, key, value and what is allowed."""
     from codegen.elatta.cmaes import default_popsize
 
-    _check_keys(doc, ("elatta", "cmvn", "quant", "target", "model", "features"), source)
+    stage_tables = tuple(t.name for t in stage_registry.tables())
+    _check_keys(doc, ("elatta", *stage_tables, "quant", "target", "model", "features"), source)
     declared = declared_from_config(doc, source)
     el = dict(doc.get("elatta", {})) if isinstance(doc.get("elatta", {}), dict) else None
     if el is None:
@@ -122,27 +153,6 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
             "writes (sha256 of the model file σ₀ was chosen for)"
         )
     el.pop("model_sha256", None)
-    cm = doc.get("cmvn", {})
-    if not isinstance(cm, dict):
-        raise ConfigError(f"{source}: [cmvn] must be a table")
-    _check_keys(
-        cm,
-        (
-            "alpha_shift",
-            "weight_shift",
-            "gate",
-            "causal_alpha_shift",
-            "causal_gate",
-            "select_margin",
-            "select_gate",
-            "select_floor",
-            "select_clip_floor",
-            "select_clip_gate",
-            "select_alpha_shift",
-            "select_weight_shift",
-        ),
-        f"{source} [cmvn]",
-    )
     qt = doc.get("quant", {})
     tg = doc.get("target", {})
     for name, table in (("elatta", el), ("quant", qt), ("target", tg)):
@@ -169,19 +179,7 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
     if "lam" not in kw:  # the paper's λ = 4 + ⌊3 ln k⌋ (a bad k is reported by AdaptConfig)
         k = kw.get("k", 2)
         kw["lam"] = default_popsize(k) if k >= 1 else 2
-    for key in (
-        "alpha_shift",
-        "weight_shift",
-        "causal_alpha_shift",
-        "select_alpha_shift",
-        "select_weight_shift",
-    ):
-        if key in cm:
-            kw[f"cmvn_{key}"] = _typed(cm, key, int, "[cmvn]")
-    cm_float = ("gate", "causal_gate", "select_margin", "select_gate", "select_floor")
-    for key in (*cm_float, "select_clip_floor", "select_clip_gate"):
-        if key in cm:
-            kw[f"cmvn_{key}"] = _typed(cm, key, float, "[cmvn]")
+    kw["stages"] = {name: parse_stage_table(doc, name, source) for name in stage_tables}
     try:
         adapt = AdaptConfig(**kw, qelatta_v2=v2)
     except ConfigError as exc:

@@ -62,7 +62,7 @@ from codegen.base.contract import (
     X_FRAC,
     Z_FRAC,
 )
-from codegen.base.fixed import INT32_MAX, INT32_MIN, rshift_round
+from codegen.base.fixed import INT32_MAX, INT32_MIN, isqrt64, rshift_round
 from codegen.base.tables import EXP2_LUT
 from codegen.intref.entropy import LOG2E_Q30, lut_interp_q26, rshift_round_var
 from codegen.ir.nodes import CmaesIntParams, Grid
@@ -92,17 +92,6 @@ def div_round(num: npt.ArrayLike, den: npt.ArrayLike) -> I64:
         raise ValueError("div_round needs a positive denominator")
     q = (np.abs(n) + (d >> 1)) // d  # both non-negative: C truncation == Python floor
     return np.asarray(np.where(n < 0, -q, q), dtype=np.int64)
-
-
-def isqrt64(n: npt.ArrayLike) -> I64:
-    """``elt_isqrt64``: floor √n for 0 ≤ n < 2⁶²."""
-    a = np.asarray(n, dtype=np.int64)
-    if np.any(a < 0) or np.any(a >= 1 << 62):
-        raise ValueError("isqrt64 needs 0 <= n < 2^62")
-    # float64 √ of n < 2^62 is within 2^-20 of the true root, so its floor is off by at most 1
-    r = np.floor(np.sqrt(a.astype(np.float64))).astype(np.int64)
-    r = r - (r * r > a)
-    return np.asarray(r + ((r + 1) * (r + 1) <= a), dtype=np.int64)
 
 
 def sat32a(x: npt.ArrayLike) -> I64:

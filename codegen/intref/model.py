@@ -3,7 +3,8 @@
 ``infer_int`` is what the device computes for a batch of samples, integer for integer: the
 encoder's layers (`codegen.intref.layers`: the LSTM of `codegen.intref.lstm`,
 ``firmware/elt_lstm_s16.c``, or the GRU of `codegen.intref.gru`) hand z_t (int16 Q0.15) to the
-adaptation core `codegen.intref.adapt.adapt_int` (``firmware/elt_adapt.c``). Both read the
+adaptation core `codegen.intref.adapt.adapt_int` (``firmware/elt_adapt.c``), after the mode's
+input stage where it has one (its integer reference, `codegen.stages.registry`). All read the
 integers of one `codegen.ir.nodes.QModel`.
 
 Trace points, in the order the C reports them per sample: ``lstm.c``/``lstm.h`` for every step
@@ -27,6 +28,8 @@ from codegen.intref.adapt import IntAdaptResult
 from codegen.intref.layers import layer_int
 from codegen.ir.modes import mode as device_mode
 from codegen.ir.nodes import QModel
+from codegen.stages.registry import stage as input_stage
+from codegen.stages.stage import IntRun
 
 SampleTraceFn = Callable[[int, str, int, np.ndarray], None]
 # every per-sample output: the encoder's z_t, then the adaptation core's fields
@@ -105,17 +108,14 @@ def infer_int(
                 tr(row, stage, index, np.asarray(values[row]).reshape(-1).copy())
 
     m = device_mode(mode or q.adapt_params.cfg.mode)
-    if m.before_encoder == "cmvn_select":
-        return _infer_select(features, q, sample_ids, trace)
     if m.before_encoder is not None:
-        # continual input normalisation (cmvn, or its causal form cmvn_causal) in row order from
-        # a reset state (RESET), then the encoder and the mode's latent search
-        # (codegen.intref.cmvn)
-        from codegen.intref.cmvn import cmvn_int
-
-        if q.cmvn is None:
-            raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
-        features, _ = cmvn_int(features, q.cmvn, causal=m.before_encoder == "cmvn_causal")
+        # the mode's input stage (codegen.stages.registry) in row order from a reset state
+        # (RESET): the clips the encoder runs on, or, for a select stage, a second run to choose
+        st = input_stage(m.before_encoder)
+        run = st.int_ref(np.asarray(features), q.stage_params(st.table.name))
+        if run.choose is not None:
+            return _infer_chosen(features, run, m.name, q, sample_ids, trace)
+        features = run.x
     mode = m.search
     z = encode_int(features, q, trace=lstm_trace).astype(np.int16)
     params = params_for_mode(q, mode)
@@ -139,45 +139,29 @@ def infer_int(
     return IntInferResult(z=z, adapt=dataclasses.replace(parts[0], **merged))
 
 
-def select_confident(
-    raw: IntAdaptResult,
-    norm: IntAdaptResult,
-    margin: int,
-    fired: npt.NDArray[np.bool_] | None = None,
-    floor_ok: npt.NDArray[np.bool_] | None = None,
-) -> npt.NDArray[np.bool_]:
-    """Mode cmvn_select's choice per sample: the normalised run where its shift gate or clip
-    gate ``fired`` or where its no-adapt entropy plus ``margin`` (Q5.26) is below the raw run's
-    and the floor was reached (``floor_ok``: the shift floor or the clip floor; None: no floor)
-    (docs/adaptation.md "Round 3" … "Round 6"; `codegen.intref.cmvn.cmvn_select_int`)."""
-    use = np.asarray(norm.H_noadapt, np.int64) + margin < np.asarray(raw.H_noadapt, np.int64)
-    if floor_ok is not None:
-        use = use & np.asarray(floor_ok, bool)
-    return use if fired is None else use | np.asarray(fired, bool)
-
-
-def _infer_select(
-    features: npt.ArrayLike, q: QModel, sample_ids: npt.ArrayLike, trace: SampleTraceFn | None
+def _infer_chosen(
+    features: npt.ArrayLike,
+    run: IntRun,
+    name: str,
+    q: QModel,
+    sample_ids: npt.ArrayLike,
+    trace: SampleTraceFn | None,
 ) -> IntInferResult:
-    """Mode cmvn_select: the clip encoded as it is and after the look-ahead cmvn (ungated,
-    ``codegen.intref.cmvn.cmvn_select_int``, state from a reset in row order, with its shift
-    gate); the no-adapt fields are the raw run's, the answer (pred, logits, H_best, z) the run
-    `select_confident` picks."""
+    """A select stage's mode (`codegen.stages.stage`, e.g. cmvn_select): the clip encoded as
+    it is and as the stage gives it (``run.x``), both through no-adapt; the no-adapt fields are
+    the raw run's, the answer (pred, logits, H_best, z) the run ``run.choose`` picks."""
     from codegen.intref.adapt import adapt_int
-    from codegen.intref.cmvn import cmvn_select_int
 
-    if q.cmvn is None:
-        raise ConfigError("this build has no cmvn parameters (rebuild with codegen build)")
     if trace is not None:
-        raise ConfigError("mode cmvn_select runs two encoders: trace another mode")
+        raise ConfigError(f"mode {name} runs two encoders: trace another mode")
+    assert run.choose is not None
     params = params_for_mode(q, "no_adapt")
     ids = np.asarray(sample_ids)
     z0 = encode_int(features, q).astype(np.int16)
     r0 = adapt_int(z0, params, ids)
-    x1, fired, floor_ok = cmvn_select_int(features, q.cmvn)
-    z1 = encode_int(x1, q).astype(np.int16)
+    z1 = encode_int(run.x, q).astype(np.int16)
     r1 = adapt_int(z1, params, ids)
-    use = select_confident(r0, r1, q.cmvn.select_margin, fired, floor_ok)
+    use = np.asarray(run.choose(r0, r1), bool)
 
     def pick(raw: npt.NDArray[Any], norm: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return np.where(use.reshape((-1,) + (1,) * (raw.ndim - 1)), norm, raw)
@@ -203,9 +187,10 @@ def stream_infer_int(
     """The device's streaming audio mode (docs/protocol.md, "Audio mode"), int16 PCM
     [N, samples] -> all per-sample outputs: the integer MFCC front end (`codegen.intref.mfcc`,
     frames as `MfccStream` yields them whatever the chunking), then `infer_int`. The encoder's
-    one-step-per-frame run gives the same integers as the whole-sequence LSTM; mode
-    cmvn_causal normalises frame t from the past only, and mode cmvn runs on the clip's held
-    frames when it ends, so both equal `infer_int` on the front end's frames. A mode the audio
+    one-step-per-frame run gives the same integers as the whole-sequence LSTM; a frame stage
+    (cmvn_causal) transforms frame t from the past only, and a clip or select stage (cmvn,
+    cmvn_select) runs on the clip's held frames when it ends, so each equals `infer_int` on the
+    front end's frames. A mode the audio
     mode does not serve (`codegen.ir.modes.Mode.audio`) is refused as the device refuses it.
     ``frames``: the front end's frames of ``pcm`` computed already (`mfcc_int`), to share them
     between modes."""

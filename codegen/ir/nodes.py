@@ -19,7 +19,7 @@ frozen all the way down. Equality is by identity (``eq=False``) for classes hold
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,6 +41,7 @@ from codegen.base.qformat import QFormat
 from codegen.elatta.cmaes import CmaesParams as FloatCmaesConstants
 from codegen.elatta.float_ref import ElattaConfig, is_int
 from codegen.ir.modes import DEVICE_MODES, mode
+from codegen.stages.registry import check_settings, settings_of, tables
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -574,7 +575,9 @@ class QModel(_Stacked):
     encoder: tuple[QEncoderLayer, ...]  # `check_encoder`; layer n + 1 reads layer n's h (Q0.15)
     adapt: AdaptParams | None  # None: an encoder-only build (the encoder's tests)
     calib: CalibStats
-    cmvn: CmvnParams | None = None  # mode "cmvn"; None in an encoder-only build
+    # the input stages' integer params by table (`codegen.stages.registry`; the table's
+    # quantizer decided them); empty in an encoder-only build
+    stages: dict[str, Any] = field(default_factory=dict)
     mlp: tuple[QDense, ...] = ()  # hidden Linear + ReLU layers before the head
     # The integer MFCC front end (codegen.ir.mfcc.QMfcc) when the device serves the streaming
     # audio mode (docs/numeric.md §7.6); None: feature input only.
@@ -590,6 +593,17 @@ class QModel(_Stacked):
         for n, (f, q) in enumerate(zip(self.source.encoder, self.encoder, strict=True)):
             if f.kind != q.kind:
                 raise ConfigError(f"fixed model: layer {n} is {f.kind} in float, {q.kind} fixed")
+
+    def stage_params(self, table: str) -> Any:
+        """The integer params of input-stage table ``table``; ConfigError when this build has
+        none (an encoder-only build, or a table registered after it was built)."""
+        try:
+            return self.stages[table]
+        except KeyError:
+            raise ConfigError(
+                f"this build has no [{table}] parameters (rebuild it with codegen build; it "
+                f"has {sorted(self.stages) or 'none'})"
+            ) from None
 
     @property
     def stream(self) -> bool:
@@ -635,9 +649,6 @@ H_FMT = QFormat(31 - H_FRAC, H_FRAC, 32)  # Q5.26
 LNSIG_FMT = QFormat(31 - LNSIG_FRAC, LNSIG_FRAC, 32)  # Q8.23
 RADIUS_FRAC = 23  # continual_bounded radius, Q8.23
 BETA_FRAC = 30  # Q1.30
-CMVN_MARGIN_MAX = 8.0  # cmvn_select's entropy margin in nats (Q5.26 holds < 32)
-CMVN_GATE_MAX = 64.0  # the shift gate's τ (docs/adaptation.md "Audio mode: causal cmvn")
-CMVN_SHIFT_MAX = 15  # α = 2^-a, w = 2^-b with a in 1..15, b in 0..15
 
 
 @dataclass(frozen=True)
@@ -707,7 +718,7 @@ class CmaesIntParams:
     source: FloatCmaesConstants  # the unrounded float64 constants (for comments and the float twin)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class AdaptConfig:
     """One integer ELaTTA run (the float `ElattaConfig` plus QELaTTA-V2); λ is resolved."""
 
@@ -722,39 +733,24 @@ class AdaptConfig:
     qelatta_v1: bool = False
     qelatta_v2: tuple[int, int] | None = None  # (x_bits, y_int_bits), e.g. (8, 4), (4, 2)
     active: bool = True
-    # mode "cmvn": EMA factor α = 2^-cmvn_alpha_shift, blend w = 2^-cmvn_weight_shift
-    # (docs/adaptation.md "Deployed method"; [cmvn] in the TOML config)
-    cmvn_alpha_shift: int = 4
-    cmvn_weight_shift: int = 2
-    # the shift gates' thresholds τ of mode cmvn and mode cmvn_causal (0: no gate) and the
-    # latter's EMA factor 2^-cmvn_causal_alpha_shift (docs/adaptation.md "Audio mode")
-    cmvn_gate: float = 0.0
-    cmvn_causal_alpha_shift: int = 2
-    cmvn_causal_gate: float = 0.0
-    # mode cmvn_select's entropy margin m in nats (docs/adaptation.md "Round 3") and its shift
-    # gate τ (0: none; "Round 4": the normalised class also where d ≥ τ after the update) and
-    # its shift floor (0: none; "Round 5": the normalised class only where d ≥ floor); and the
-    # thresholds τ on the clip's own shift distance d_clip ("Round 6"; 0: none): the clip floor
-    # (the floor is also reached where d_clip ≥ τ) and the clip gate (where the floor is reached
-    # and d_clip ≥ τ, the normalised class without the entropy test)
-    cmvn_select_margin: float = 0.0
-    cmvn_select_gate: float = 0.0
-    cmvn_select_floor: float = 0.0
-    cmvn_select_clip_floor: float = 0.0
-    cmvn_select_clip_gate: float = 0.0
-    # mode cmvn_select's normalised run: its own EMA factor 2^-a and blend 2^-b (docs/adaptation.md
-    # "Round 8"); None: mode cmvn's cmvn_alpha_shift and cmvn_weight_shift
-    cmvn_select_alpha_shift: int | None = None
-    cmvn_select_weight_shift: int | None = None
+    # the input stages' settings by TOML table (`codegen.stages.registry`: [cmvn] ->
+    # `codegen.stages.cmvn.CmvnSettings`); a table the config does not have takes its defaults
+    # (`stage_settings`)
+    stages: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def select_shifts(self) -> tuple[int, int]:
-        """(alpha_shift, weight_shift) of mode cmvn_select's normalised run."""
-        a, b = self.cmvn_select_alpha_shift, self.cmvn_select_weight_shift
-        return (
-            self.cmvn_alpha_shift if a is None else a,
-            self.cmvn_weight_shift if b is None else b,
-        )
+    def stage_settings(self, table: str) -> Any:
+        """The settings of input-stage table ``table`` (its defaults where the config has none)."""
+        return settings_of(self.stages, table)
+
+    def __repr__(self) -> str:
+        """One flat line, each input-stage table's settings as ``<table>_<key>=value`` after the
+        run's own (every registered table, in registry order, its defaults where the config has
+        none): what the generated sources' banner shows and the adaptation's input hash reads."""
+        own = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "stages"]
+        for t in tables():
+            s = self.stage_settings(t.name)
+            own += [f"{t.name}_{f.name}={getattr(s, f.name)!r}" for f in fields(s)]
+        return f"AdaptConfig({', '.join(own)})"
 
     def __post_init__(self) -> None:
         if not is_int(self.k) or not 1 <= self.k <= K_MAX:
@@ -774,62 +770,10 @@ class AdaptConfig:
             )
         if self.mode not in DEVICE_MODES:
             raise ConfigError(f"mode={self.mode!r} is not allowed: use one of {DEVICE_MODES}")
-        if not is_int(self.cmvn_alpha_shift) or not 1 <= self.cmvn_alpha_shift <= CMVN_SHIFT_MAX:
-            raise ConfigError(
-                f"cmvn alpha_shift={self.cmvn_alpha_shift!r} is not allowed: use an integer in "
-                f"1..{CMVN_SHIFT_MAX} (alpha = 2^-alpha_shift)"
-            )
-        if not is_int(self.cmvn_weight_shift) or not 0 <= self.cmvn_weight_shift <= CMVN_SHIFT_MAX:
-            raise ConfigError(
-                f"cmvn weight_shift={self.cmvn_weight_shift!r} is not allowed: use an integer in "
-                f"0..{CMVN_SHIFT_MAX} (w = 2^-weight_shift)"
-            )
-        sa, sb = self.cmvn_select_alpha_shift, self.cmvn_select_weight_shift
-        if sa is not None and (not is_int(sa) or not 1 <= sa <= CMVN_SHIFT_MAX):
-            raise ConfigError(
-                f"cmvn select_alpha_shift={sa!r} is not allowed: use an integer in "
-                f"1..{CMVN_SHIFT_MAX} (alpha = 2^-select_alpha_shift), or leave it out "
-                "(alpha_shift)"
-            )
-        if sb is not None and (not is_int(sb) or not 0 <= sb <= CMVN_SHIFT_MAX):
-            raise ConfigError(
-                f"cmvn select_weight_shift={sb!r} is not allowed: use an integer in "
-                f"0..{CMVN_SHIFT_MAX} (w = 2^-select_weight_shift), or leave it out "
-                "(weight_shift)"
-            )
-        ca = self.cmvn_causal_alpha_shift
-        if not is_int(ca) or not 1 <= ca <= CMVN_SHIFT_MAX:
-            raise ConfigError(
-                f"cmvn causal_alpha_shift={ca!r} is not allowed: use an integer in "
-                f"1..{CMVN_SHIFT_MAX} (alpha = 2^-causal_alpha_shift)"
-            )
-        sm = self.cmvn_select_margin
-        if (
-            not isinstance(sm, int | float)
-            or isinstance(sm, bool)
-            or not (math.isfinite(sm) and 0.0 <= sm <= CMVN_MARGIN_MAX)
-        ):
-            raise ConfigError(
-                f"cmvn select_margin={sm!r} is not allowed: use a float in "
-                f"[0, {CMVN_MARGIN_MAX:g}] (nats)"
-            )
-        for name, g in (
-            ("gate", self.cmvn_gate),
-            ("causal_gate", self.cmvn_causal_gate),
-            ("select_gate", self.cmvn_select_gate),
-            ("select_floor", self.cmvn_select_floor),
-            ("select_clip_floor", self.cmvn_select_clip_floor),
-            ("select_clip_gate", self.cmvn_select_clip_gate),
-        ):
-            if (
-                not isinstance(g, int | float)
-                or isinstance(g, bool)
-                or not (math.isfinite(g) and 0.0 <= g <= CMVN_GATE_MAX)
-            ):
-                raise ConfigError(
-                    f"cmvn {name}={g!r} is not allowed: use a float in [0, {CMVN_GATE_MAX:g}] "
-                    "(0: no shift gate)"
-                )
+        if not isinstance(self.stages, dict):
+            raise ConfigError(f"stages={self.stages!r} is not allowed: use a dict by table name")
+        object.__setattr__(self, "stages", dict(self.stages))
+        check_settings(self.stages)
         if not is_int(self.seed) or not 0 <= self.seed < 2**64:
             raise ConfigError(f"seed={self.seed!r} is not allowed: use an integer in [0, 2^64)")
         if not isinstance(self.beta, int | float) or not 0.0 <= self.beta <= 1.0:
@@ -967,71 +911,3 @@ def adapt_formats(q: QModel) -> dict[str, dict[str, Any]]:
             "word": 32,
         }
     return out
-
-
-@dataclass(frozen=True)
-class CmvnParams:
-    """Mode "cmvn", integer form (docs/adaptation.md "Integer specification"): continual
-    per-coefficient mean and mean square of the int16 input u (x_fmt, ``x_frac`` fraction bits),
-    blended with the training statistics (0 and 1 after the model's normalisation).
-
-    State M, P (int32, ``state_frac`` = x_frac + 8 fraction bits); per clip: S1 = Σ_t u,
-    S2 = Σ_t u²; c1 = rsr(S1·recip, recip_shift − 8), c2 = sat32(rsr(S2·recip, recip_shift +
-    x_frac − 8)); M += rsr(c1 − M, a), P += rsr(c2 − P, a); V = max(P − rsr(M², state_frac),
-    vmin); D = 2^F − (2^F >> b) + rsr(V, b); O = rsr(M, 8 + b); G = isqrt(2^(28+F) // D) (Q14);
-    û = sat16(rsr(sat16(u − O)·G, 14)).
-    """
-
-    frames: int  # T
-    features: int  # F
-    x_frac: int  # n
-    state_frac: int  # F_s = n + 8
-    recip: int  # round(2^recip_shift / T)
-    recip_shift: int  # 22
-    alpha_shift: int  # a
-    weight_shift: int  # b
-    vmin: int  # max(1, round(1e-4 · 2^F_s))
-    # the shift gates (docs/adaptation.md "Audio mode"): thresholds round(τ·F·2^F_s) on
-    # Σ_f rsr(M², F_s) + rsr((V − 1)², F_s) of mode cmvn (after the update) and of mode
-    # cmvn_causal (before it), 0: no gate; and cmvn_causal's EMA factor 2^-causal_alpha_shift
-    gate_sum: int = 0
-    causal_alpha_shift: int = 2
-    causal_gate_sum: int = 0
-    # mode cmvn_select: the normalised run's class is taken where H(cmvn) + margin < H(raw),
-    # margin in the entropy's Q5.26 (docs/adaptation.md "Round 3"), or also where the shift
-    # distance of the updated state reaches select_gate_sum (Q.F_s as gate_sum; 0: no gate;
-    # "Round 4"); and only where that distance reaches select_floor_sum (the same format; 0:
-    # no floor; "Round 5"). Round 6, on the clip's own shift distance (the same sum over the
-    # clip's mean c1 and mean square c2 instead of M and P; the same format; 0: none): the floor
-    # is also reached where it reaches select_clip_floor_sum, and where the floor is reached and
-    # it reaches select_clip_gate_sum the normalised class is taken without the entropy test
-    select_margin: int = 0
-    select_gate_sum: int = 0
-    select_floor_sum: int = 0
-    select_clip_floor_sum: int = 0
-    select_clip_gate_sum: int = 0
-    # mode cmvn_select's normalised run ("Round 8"): its EMA factor 2^-select_alpha_shift and
-    # blend 2^-select_weight_shift in place of a and b; -1 (the default): a and b themselves,
-    # resolved on construction, so the fields always hold the shifts the device uses
-    select_alpha_shift: int = -1
-    select_weight_shift: int = -1
-
-    def __post_init__(self) -> None:
-        if self.select_alpha_shift == -1:
-            object.__setattr__(self, "select_alpha_shift", self.alpha_shift)
-        if self.select_weight_shift == -1:
-            object.__setattr__(self, "select_weight_shift", self.weight_shift)
-
-    @property
-    def select_run(self) -> CmvnParams:
-        """The parameters of mode cmvn_select's normalised run: its own shifts, no shift gate."""
-        return replace(
-            self,
-            alpha_shift=self.select_alpha_shift,
-            weight_shift=self.select_weight_shift,
-            gate_sum=0,
-        )
-
-    @property
-    def state_bytes(self) -> int:
-        return 8 * self.features

@@ -159,12 +159,19 @@ def weight_format_line(doc: dict[str, Any]) -> str:
 
 
 def firmware_sources(q: QModel, src_files: list[Path]) -> list[Path]:
+    """What the firmware of ``q`` compiles besides the runtime: the generated C, the kernels,
+    and with an adaptation core the model runtime and its input stages' C (each table of
+    `codegen.stages.registry` whose params the build has: names under firmware/, or paths)."""
     from codegen.base.resources import firmware_dir
+    from codegen.stages.registry import tables
     from codegen.target import sources
 
     fw = firmware_dir()
     kernels = [fw / s for s in sources.kernels(True)]
-    app = [fw / s for s in sources.APP] if q.adapt is not None else []
+    app: list[Path] = []
+    if q.adapt is not None:
+        stage_c = [fw / s for t in tables() if t.name in q.stages for s in t.sources]
+        app = list(dict.fromkeys(stage_c)) + [fw / s for s in sources.APP]
     if q.stream:
         app = [fw / s for s in sources.MFCC] + app
     return [p for p in src_files if p.suffix == ".c"] + kernels + app
@@ -273,7 +280,7 @@ def _role(name: str, prefix: str) -> str | None:
         return "encoder state"
     if name == "app_stream":
         return "front end"
-    if name == "app":
+    if name == "app" or name.startswith("stage_"):  # an input stage's state (elt_stage.h)
         return "model runtime"
     return None
 

@@ -4,7 +4,8 @@
 kind's quantizer, `codegen.quantize.layers.QUANTIZERS`, calibrated on the float outputs of the
 layer below), the MLP head's hidden layers (`quantize_mlp`), the adaptation core
 (`codegen.quantize.adapt.quantize_adapt`) on the float latents of the same calibration clips,
-and mode cmvn's constants (`cmvn_params`).
+and the input stages' constants (`stage_params`: each table's quantizer,
+`codegen.stages.registry`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,11 @@ import numpy.typing as npt
 
 from codegen.base.errors import CodegenError, ConfigError
 from codegen.base.qformat import QFormat
-from codegen.ir.nodes import H_FMT as ENTROPY_FMT  # Q5.26 of the adaptation's entropies
 from codegen.ir.nodes import (
     LATENT_FMT,
     Accumulator,
     AdaptConfig,
     CalibStats,
-    CmvnParams,
     Model,
     QDense,
     QEncoderLayer,
@@ -109,8 +108,8 @@ def quantize_model(
         latent_fmt=latent_fmt,
         zt_fmt=zt_fmt,
     )
-    cmvn = cmvn_params(encoder[0], model.adapt)
-    return QModel(source=model, encoder=encoder, adapt=params, calib=stats, cmvn=cmvn, mlp=mlp)
+    stages = stage_params(encoder[0], model.adapt)
+    return QModel(source=model, encoder=encoder, adapt=params, calib=stats, stages=stages, mlp=mlp)
 
 
 def quantize_mlp(
@@ -156,43 +155,15 @@ def quantize_mlp(
     return tuple(out), x
 
 
-CMVN_RECIP_SHIFT = 22  # the 1/T reciprocal's fraction bits (docs/adaptation.md)
+def stage_params(q: QEncoderLayer, adapt: AdaptConfig) -> dict[str, Any]:
+    """Every input-stage table's integer params (`codegen.stages.registry`, in table order) for
+    the encoder's input (its first layer ``q``) from the build's settings (``adapt.stages``;
+    a table the config does not have takes its defaults)."""
+    from codegen.stages.registry import tables
+    from codegen.stages.stage import StageShape
 
-
-def cmvn_params(q: QEncoderLayer, cfg: AdaptConfig) -> CmvnParams:
-    """Mode "cmvn"'s integer constants for the encoder's input (its first layer ``q``) and the
-    configured
-    shifts (``cfg``: the build's `AdaptConfig`). The state has 8 fraction bits more than the
-    input; the 1/T of the clip means is one rounded reciprocal."""
-    n = q.x_fmt.frac_bits
-    fs = n + 8
-    if 28 + fs > 61:
-        raise ConfigError(
-            f"input format {q.x_fmt.name}: mode cmvn needs x fraction bits <= 25 (2^(28+n+8) "
-            "must fit the 64-bit division)"
-        )
-    return CmvnParams(
-        frames=q.num_frames,
-        features=q.input_size,
-        x_frac=n,
-        state_frac=fs,
-        recip=round((1 << CMVN_RECIP_SHIFT) / q.num_frames),
-        recip_shift=CMVN_RECIP_SHIFT,
-        alpha_shift=int(cfg.cmvn_alpha_shift),
-        weight_shift=int(cfg.cmvn_weight_shift),
-        vmin=max(1, round(1e-4 * (1 << fs))),
-        causal_alpha_shift=int(cfg.cmvn_causal_alpha_shift),
-        # τ·F in Q.F_s: the gates compare the sum over coefficients, not the mean
-        gate_sum=round(float(cfg.cmvn_gate) * q.input_size * (1 << fs)),
-        causal_gate_sum=round(float(cfg.cmvn_causal_gate) * q.input_size * (1 << fs)),
-        select_margin=round(float(cfg.cmvn_select_margin) * (1 << ENTROPY_FMT.frac_bits)),
-        select_gate_sum=round(float(cfg.cmvn_select_gate) * q.input_size * (1 << fs)),
-        select_floor_sum=round(float(cfg.cmvn_select_floor) * q.input_size * (1 << fs)),
-        select_clip_floor_sum=round(float(cfg.cmvn_select_clip_floor) * q.input_size * (1 << fs)),
-        select_clip_gate_sum=round(float(cfg.cmvn_select_clip_gate) * q.input_size * (1 << fs)),
-        select_alpha_shift=int(cfg.select_shifts[0]),
-        select_weight_shift=int(cfg.select_shifts[1]),
-    )
+    shape = StageShape(frames=q.num_frames, features=q.input_size, x_fmt=q.x_fmt)
+    return {t.name: t.quantize(adapt.stage_settings(t.name), shape) for t in tables()}
 
 
 def calibration_features(model: Model, data_dir: str) -> tuple[np.ndarray, str]:

@@ -1,31 +1,98 @@
-"""Modes "cmvn", "cmvn_causal" and "cmvn_select": continual per-coefficient input
-normalisation, bit-exact twin of ``firmware/elt_cmvn_s16.c`` (docs/adaptation.md "Integer
-specification", "Audio mode: causal cmvn" and "Round 4" … "Round 6"; the float forms are
-`codegen.elatta.methods.cmvn_normalised`, `codegen.elatta.methods.cmvn_causal_stream` and
-`codegen.elatta.methods.cmvn_shift`).
+"""The input stages "cmvn", "cmvn_causal" and "cmvn_select" in integers: their constants
+(`CmvnParams`, decided by `codegen.stages.cmvn.quantize_cmvn`) and their integer reference,
+continual per-coefficient input normalisation, bit-exact twin of ``firmware/elt_cmvn_s16.c``
+(docs/adaptation.md "Integer specification", "Audio mode: causal cmvn" and "Round 4" …
+"Round 6"; the float forms are `codegen.elatta.methods.cmvn_normalised`,
+`codegen.elatta.methods.cmvn_causal_stream` and `codegen.elatta.methods.cmvn_shift`).
 
 Per clip, before the encoder and in clip order, from the state of the previous clip: the clip's
 coefficient sums update an exponential moving average of the mean and the mean square; the
 clip's frames are then shifted by w times the running mean and scaled by 1/√(1 − w + w·v).
 The causal form normalises with the state before the clip (under its shift gate) and updates
 after it, so the audio mode can normalise each frame as the front end produces it.
-Every constant is in `codegen.ir.nodes.CmvnParams`; this module decides nothing.
+Every constant is in `CmvnParams`; this module decides nothing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from codegen.base.errors import ConfigError
-from codegen.base.fixed import INT32_MAX, INT32_MIN, rshift_round
-from codegen.intref.cmaes_int import isqrt64
-from codegen.ir.nodes import CmvnParams
+from codegen.base.fixed import INT32_MAX, INT32_MIN, isqrt64, rshift_round
 
 I64 = npt.NDArray[np.int64]
 GAIN_FRAC = 14  # G: Q1.14 of 1/√(1 − w + w·v)
+
+
+@dataclass(frozen=True)
+class CmvnParams:
+    """Mode "cmvn", integer form (docs/adaptation.md "Integer specification"): continual
+    per-coefficient mean and mean square of the int16 input u (x_fmt, ``x_frac`` fraction bits),
+    blended with the training statistics (0 and 1 after the model's normalisation).
+
+    State M, P (int32, ``state_frac`` = x_frac + 8 fraction bits); per clip: S1 = Σ_t u,
+    S2 = Σ_t u²; c1 = rsr(S1·recip, recip_shift − 8), c2 = sat32(rsr(S2·recip, recip_shift +
+    x_frac − 8)); M += rsr(c1 − M, a), P += rsr(c2 − P, a); V = max(P − rsr(M², state_frac),
+    vmin); D = 2^F − (2^F >> b) + rsr(V, b); O = rsr(M, 8 + b); G = isqrt(2^(28+F) // D) (Q14);
+    û = sat16(rsr(sat16(u − O)·G, 14)).
+    """
+
+    frames: int  # T
+    features: int  # F
+    x_frac: int  # n
+    state_frac: int  # F_s = n + 8
+    recip: int  # round(2^recip_shift / T)
+    recip_shift: int  # 22
+    alpha_shift: int  # a
+    weight_shift: int  # b
+    vmin: int  # max(1, round(1e-4 · 2^F_s))
+    # the shift gates (docs/adaptation.md "Audio mode"): thresholds round(τ·F·2^F_s) on
+    # Σ_f rsr(M², F_s) + rsr((V − 1)², F_s) of mode cmvn (after the update) and of mode
+    # cmvn_causal (before it), 0: no gate; and cmvn_causal's EMA factor 2^-causal_alpha_shift
+    gate_sum: int = 0
+    causal_alpha_shift: int = 2
+    causal_gate_sum: int = 0
+    # mode cmvn_select: the normalised run's class is taken where H(cmvn) + margin < H(raw),
+    # margin in the entropy's Q5.26 (docs/adaptation.md "Round 3"), or also where the shift
+    # distance of the updated state reaches select_gate_sum (Q.F_s as gate_sum; 0: no gate;
+    # "Round 4"); and only where that distance reaches select_floor_sum (the same format; 0:
+    # no floor; "Round 5"). Round 6, on the clip's own shift distance (the same sum over the
+    # clip's mean c1 and mean square c2 instead of M and P; the same format; 0: none): the floor
+    # is also reached where it reaches select_clip_floor_sum, and where the floor is reached and
+    # it reaches select_clip_gate_sum the normalised class is taken without the entropy test
+    select_margin: int = 0
+    select_gate_sum: int = 0
+    select_floor_sum: int = 0
+    select_clip_floor_sum: int = 0
+    select_clip_gate_sum: int = 0
+    # mode cmvn_select's normalised run ("Round 8"): its EMA factor 2^-select_alpha_shift and
+    # blend 2^-select_weight_shift in place of a and b; -1 (the default): a and b themselves,
+    # resolved on construction, so the fields always hold the shifts the device uses
+    select_alpha_shift: int = -1
+    select_weight_shift: int = -1
+
+    def __post_init__(self) -> None:
+        if self.select_alpha_shift == -1:
+            object.__setattr__(self, "select_alpha_shift", self.alpha_shift)
+        if self.select_weight_shift == -1:
+            object.__setattr__(self, "select_weight_shift", self.weight_shift)
+
+    @property
+    def select_run(self) -> CmvnParams:
+        """The parameters of mode cmvn_select's normalised run: its own shifts, no shift gate."""
+        return replace(
+            self,
+            alpha_shift=self.select_alpha_shift,
+            weight_shift=self.select_weight_shift,
+            gate_sum=0,
+        )
+
+    @property
+    def state_bytes(self) -> int:
+        return 8 * self.features
 
 
 @dataclass
@@ -177,3 +244,21 @@ def cmvn_int(
     for i in range(X.shape[0]):
         out[i] = (cmvn_causal_clip if causal else cmvn_clip)(X[i], p, st)
     return out, st
+
+
+def select_use(
+    h_raw: npt.ArrayLike,
+    h_norm: npt.ArrayLike,
+    margin: int,
+    fired: npt.NDArray[np.bool_] | None = None,
+    floor_ok: npt.NDArray[np.bool_] | None = None,
+) -> npt.NDArray[np.bool_]:
+    """Mode cmvn_select's choice per clip (``choose`` of ``firmware/elt_cmvn_stage.c``): the
+    normalised run where its shift gate or clip gate ``fired`` or where its no-adapt entropy
+    ``h_norm`` plus ``margin`` (both Q5.26) is below the raw run's ``h_raw`` and the floor was
+    reached (``floor_ok``: the shift floor or the clip floor; None: no floor)
+    (docs/adaptation.md "Round 3" … "Round 6"; `cmvn_select_int`)."""
+    use = np.asarray(h_norm, np.int64) + margin < np.asarray(h_raw, np.int64)
+    if floor_ok is not None:
+        use = use & np.asarray(floor_ok, bool)
+    return use if fired is None else use | np.asarray(fired, bool)
