@@ -974,7 +974,8 @@ def run(args: argparse.Namespace) -> int:
             args.basis,
             args.config,
             args.data,
-            modes=modes,
+            # the baseline beside every mode, as in the float table
+            modes=("no_adapt", *(m for m in modes if m != "no_adapt")),
             limit=args.limit,
             seeds=opts.seeds,
             sigma0=cfg["sigma0"],

@@ -38,7 +38,9 @@ class FixedEval:
 
 def _table(per: dict[tuple[str, float, str], list[float]]) -> dict[str, Any]:
     table: dict[str, Any] = {}
-    for (mode, snr, noise), accs in sorted(per.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+    # modes in the order they ran (the caller's), SNRs from clean to noisiest
+    rank = {m: i for i, m in enumerate(dict.fromkeys(k[0] for k in per))}
+    for (mode, snr, noise), accs in sorted(per.items(), key=lambda kv: (rank[kv[0][0]], -kv[0][1])):
         key = f"{snr:g}"
         table.setdefault(mode, {}).setdefault(key, {})[noise] = round(float(np.mean(accs)), 6)
     for per_snr in table.values():
@@ -212,7 +214,8 @@ def compare_fixed_float(
                         float(np.mean(pred_f[ci] == pred_i[ci]))
                     )
     same_table: dict[str, Any] = {}
-    for (mode, snr), vals in sorted(same.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+    rank = {m: i for i, m in enumerate(modes)}
+    for (mode, snr), vals in sorted(same.items(), key=lambda kv: (rank[kv[0][0]], -kv[0][1])):
         same_table.setdefault(mode, {})[f"{snr:g}"] = round(float(np.mean(vals)), 6)
     return FixedEval(_table(acc_fixed), _table(acc_float), same_table, n_clips, source)
 

@@ -109,15 +109,20 @@ def gain_stage(c_file: Path) -> InputStage:
     return InputStage("gain", table, "frame", gain_float, gain_int, "elt_stage_gain", "a gain")
 
 
-GAIN_MODE = Mode(
-    "gain",
-    len(MODES),
-    "fixed gain (a test's input stage)",
-    "no_adapt",
-    before_encoder="gain",
-    eval_label="fixed gain",
-    safety_limit=-100.0,
-)
+GAIN_WIRE_ID = len(MODES)  # the next free wire id
+
+
+def gain_mode() -> Mode:
+    """The test's mode; built once its stage is registered (a mode names a registered stage)."""
+    return Mode(
+        "gain",
+        GAIN_WIRE_ID,
+        "fixed gain (a test's input stage)",
+        "no_adapt",
+        before_encoder="gain",
+        eval_label="fixed gain",
+        safety_limit=-100.0,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +131,7 @@ def registered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     work = tmp_path_factory.mktemp("gain")
     (work / "elt_stage_gain.c").write_text(GAIN_C)
     with registry.registered(gain_stage(work / "elt_stage_gain.c")):
-        with modes.registered(GAIN_MODE):
+        with modes.registered(gain_mode()):
             yield work
     assert "gain" not in registry.names() and "gain" not in modes.DEVICE_MODES
 
@@ -169,7 +174,7 @@ def test_the_stage_reaches_the_config_the_program_and_the_generated_c(
     assert f"#define FW_APP_GAIN_Q15 ({round(GAIN * 32768)})" in header
     table = re.search(r"#define FW_APP_MODE_STAGE \{(.*)\}", header)
     assert table is not None
-    assert [s.strip() for s in table.group(1).split(",")][GAIN_MODE.wire_id] == "&elt_stage_gain"
+    assert [s.strip() for s in table.group(1).split(",")][GAIN_WIRE_ID] == "&elt_stage_gain"
     assert f"#define FW_APP_MODE_COUNT {len(MODES)}u" in header
     described = re.search(r'#define FW_APP_DESCRIPTION "(.*)"', header)
     assert described is not None  # INFO's description carries the table's pairs
@@ -255,7 +260,7 @@ def test_the_firmware_runs_the_stage_bit_exact(
         else:
             want = infer_int(st.x, q, st.ids, mode="gain").fields()
         got = [recs[(st.key, int(i))] for i in st.ids]
-        assert all(r.mode == GAIN_MODE.wire_id for r in got)
+        assert all(r.mode == GAIN_WIRE_ID for r in got)
         for field, values in want.items():
             device = np.array([np.asarray(getattr(r, field)) for r in got])
             assert_array_equal(device, np.asarray(values).reshape(device.shape), err_msg=field)

@@ -166,7 +166,10 @@ def encode_numpy(model: KwsLstm, feats: np.ndarray, batch_size: int = 4096) -> n
     model.eval()
     out = []
     for start in range(0, len(feats), batch_size):
-        x = torch.from_numpy(np.ascontiguousarray(feats[start : start + batch_size]))
+        # the model's own dtype, whatever the caller's features are (an input stage's float
+        # twin may answer in float64)
+        dtype = next(model.parameters()).dtype
+        x = torch.from_numpy(np.ascontiguousarray(feats[start : start + batch_size])).to(dtype)
         out.append(model.encode(x).double().numpy())
     if not out:
         return np.zeros((0, model.lstm.hidden_size), dtype=np.float64)
