@@ -1,5 +1,7 @@
-"""Board presets: every fact about a Zynq-7020 board the firmware build needs, in one place, each
-with its primary source.
+"""Board presets: every fact about a board the firmware build needs, in one place, each with its
+primary source. A preset names its board folder (codegen/target/cores.py `BoardFolder`:
+firmware/board/<folder>, its UART driver, memory map and boot), and through it its core; the
+Zynq-7020 boards below are the Cortex-A9's.
 
 A preset names the console UART (UART0 at 0xE0000000 or UART1 at 0xE0001000, UG585 Table 4-6),
 the UART reference clock the board's PS design programs (UART_CLK_CTRL, UG585 Appendix B slcr:
@@ -17,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codegen.base.errors import ConfigError
+from codegen.target.cores import BoardFolder, Core, get_folder
 
 MIB = 1 << 20
 
@@ -36,6 +39,15 @@ class Board:
     timer_hz: int = 333_333_333
     baud: int = 115_200
     note: str = ""
+    folder_name: str = "zynq7000"  # firmware/board/<folder_name> (codegen/target/cores.py)
+
+    @property
+    def folder(self) -> BoardFolder:
+        return get_folder(self.folder_name)
+
+    @property
+    def core(self) -> Core:
+        return self.folder.core
 
     @property
     def console_uart(self) -> int:
@@ -128,6 +140,30 @@ BOARDS: dict[str, Board] = {
 }
 
 DEFAULT_BOARD = "qemu"
+
+
+def boards_of(core: Core) -> tuple[str, ...]:
+    """The presets whose board folder runs ``core``."""
+    return tuple(n for n, b in BOARDS.items() if b.core == core)
+
+
+def target_board(board: str | None, core: str | None) -> str:
+    """The preset a build is for, from ``--board`` and ``--target`` (either may be None): the
+    board named, else the core's default board, else DEFAULT_BOARD; ConfigError when the board
+    named does not run the core named, listing the boards that do."""
+    from codegen.target.cores import get_core
+
+    if core is None:
+        return DEFAULT_BOARD if board is None else get_board(board).name
+    c = get_core(core)
+    if board is None:
+        return c.default_board
+    if get_board(board).core != c:
+        raise ConfigError(
+            f"board={board!r} runs a {get_board(board).core.name}, not target={core!r}; the "
+            f"{core} boards are {', '.join(boards_of(c))}"
+        )
+    return board
 
 
 def get_board(name: str) -> Board:
