@@ -136,6 +136,23 @@ BOARDS: dict[str, Board] = {
             "device tree); UART, clock and JTAG hold, so load the ELF over JTAG after the PYNQ "
             "image's FSBL has set up the PS",
         ),
+        # The Cortex-M7's board: the ARM MPS2 with the AN500 FPGA image, as QEMU 7.2 models it
+        # (`-M mps2-an500`): UART0 (CMSDK APB UART at 0x40004000) on the first -serial, every APB
+        # peripheral on the 25 MHz PCLK (hw/arm/mps2.c SYSCLK_FRQ; ARM AN500). Memory: ZBT
+        # SSRAM1 4 MiB at 0 and SSRAM2/3 4 MiB at 0x20000000 (`info mtree`), in ddr_bytes the
+        # RAM the image may use for data.
+        Board(
+            name="mps2-an500",
+            uart=0,
+            uart_ref_hz=25_000_000,
+            ddr_bytes=4 * MIB,
+            uboot_defconfig=None,
+            device_tree=None,
+            usb_uart="QEMU -serial (a TCP socket that `codegen run --qemu` opens)",
+            timer_hz=25_000_000,
+            note="QEMU only: qemu-system-arm -M mps2-an500 -kernel fw.elf",
+            folder_name="mps2_an500",
+        ),
     )
 }
 

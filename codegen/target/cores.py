@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from codegen.base.errors import ConfigError
 from codegen.target import sources
 from codegen.target.toolchain import COMMON_CFLAGS, FIRMWARE_CFLAGS
-from codegen.target.uarts import CADENCE, UartDriver
+from codegen.target.uarts import CADENCE, CMSDK, UartDriver
 
 # The generated assembly (codegen/emit/lstm_neon.py, codegen/emit/adapt_neon.py): A32 Advanced
 # SIMD, so only a core with NEON in A32 state runs it; the generated C keeps it under ELT_NEON.
@@ -137,8 +137,44 @@ ZYNQ7000 = BoardFolder(
     l2="PL310 at 0xF8F02000",
 )
 
-CORES: dict[str, Core] = {c.name: c for c in (CORTEX_A9,)}
-FOLDERS: dict[str, BoardFolder] = {f.name: f for f in (ZYNQ7000,)}
+# Cortex-M7 with the double-precision FPv5 FPU, hard-float ABI, Thumb (the MPS2 AN500 image;
+# QEMU's cortex-m7 model has that FPU, target/arm/cpu_tcg.c). No NEON: the plain-C kernels.
+CORTEX_M7 = Core(
+    name="cortex-m7",
+    what="Arm Cortex-M7 (ARMv7E-M) with FPv5-D16, T32 (MPS2 AN500 image)",
+    isa="T32",
+    cpu_flags=("-mcpu=cortex-m7", "-mthumb", "-mfpu=fpv5-d16", "-mfloat-abi=hard"),
+    kernels=sources.REF,
+    asm=(),
+    qemu_machine="mps2-an500",
+    # CMSDK APB timer 0 on the AN500's 25 MHz PCLK (QEMU: SYSCLK_FRQ, hw/arm/mps2.c); why not
+    # SysTick: firmware/board/mps2_an500/fw_timer.c
+    timer="CMSDK APB timer 0 (ARM DDI 0479C)",
+    qemu_timer_hz=25_000_000,
+    default_board="mps2-an500",
+    control=(
+        # SCB CCR (ARM DDI 0403E B3.2.8: DC bit 16, IC bit 17) and ACTLR (its bits the core's)
+        ControlRegister("ccr", (("D-cache", 16), ("I-cache", 17))),
+        ControlRegister("actlr", ()),
+    ),
+)
+
+# The MPS2 board with the AN500 image: the Armv7-M vector table and reset handler (startup.S),
+# the memory map (link.ld: code in SSRAM1 at 0, data in SSRAM2/3 at 0x20000000), the register
+# map (mps2_an500.h), the CMSDK UART, polled, and timer 0, the platform (fw_platform.c).
+MPS2_AN500 = BoardFolder(
+    name="mps2_an500",
+    core=CORTEX_M7,
+    sources=("startup.S", "fw_uart.c", "fw_timer.c", "fw_platform.c"),
+    linker_script="link.ld",
+    uart=CMSDK,
+    boot="QEMU -kernel: the core resets from the vector table at 0 (VTOR's reset value)",
+    qemu_serials=1,
+    l2=None,
+)
+
+CORES: dict[str, Core] = {c.name: c for c in (CORTEX_A9, CORTEX_M7)}
+FOLDERS: dict[str, BoardFolder] = {f.name: f for f in (ZYNQ7000, MPS2_AN500)}
 DEFAULT_CORE = CORTEX_A9
 
 

@@ -144,3 +144,55 @@ class CadenceUart:
 
 
 CADENCE = CadenceUart()
+
+
+@dataclass(frozen=True)
+class CmsdkUart:
+    """The CMSDK APB UART of the ARM MPS2 FPGA images (ARM DDI 0479C, "APB UART"): one divider,
+    baud = PCLK / BAUDDIV, BAUDDIV 16 .. 2^20 - 1; reported as CD = BAUDDIV with BDIV 0. The
+    firmware's driver (firmware/board/mps2_an500/fw_uart.c) switches no rate: the table holds
+    the build's own."""
+
+    name: str = "cmsdk"
+    what: str = "CMSDK APB UART (ARM DDI 0479C)"
+    # UART0 .. UART3 of the AN500 (ARM AN500 memory map; hw/arm/mps2.c uartbase[]), UART0 on
+    # QEMU's first -serial
+    bases: tuple[int, ...] = (0x40004000, 0x40005000, 0x40006000, 0x40007000)
+
+    def divisors(self, uart: int, baud: int, ref_hz: int) -> UartDivisors:
+        if uart not in range(len(self.bases)):
+            raise ConfigError(
+                f"uart={uart!r}: the AN500 has UART0..UART{len(self.bases) - 1}; use 0 "
+                "(QEMU's first -serial)"
+            )
+        if not 1_000_000 <= ref_hz <= 200_000_000:
+            raise ConfigError(f"uart_ref_hz={ref_hz!r}: expected 1 MHz..200 MHz (the APB clock)")
+        if baud <= 0:
+            raise ConfigError(f"baud={baud!r}: a rate is a positive number of bits/s")
+        div = round(ref_hz / baud)
+        # 16 bits: INFO's board block reads the divider back as a 16-bit CD (fw_rt.h)
+        if not 16 <= div <= 0xFFFF:
+            raise ConfigError(
+                f"baud={baud}: BAUDDIV {div} from uart_ref_hz={ref_hz} is outside 16..65535 "
+                "(DDI 0479C: at least 16; INFO reads it back in 16 bits)"
+            )
+        d = UartDivisors(uart, self.bases[uart], baud, ref_hz, div, 0)
+        if d.error > BAUD_MAX_ERROR:
+            raise ConfigError(
+                f"baud={baud}: BAUDDIV {div} from uart_ref_hz={ref_hz} misses it by "
+                f"{100 * d.error:.1f} % (> {100 * BAUD_MAX_ERROR:.0f} %)"
+            )
+        return d
+
+    def rates(self, uart: int, ref_hz: int, build_baud: int) -> tuple[UartDivisors, ...]:
+        return (self.divisors(uart, build_baud, ref_hz),)
+
+    def defines(self, d: UartDivisors) -> tuple[UartDefine, ...]:
+        why = (
+            f"Baud divider (DDI 0479C, APB UART): {d.ref_hz} Hz / {d.cd} = "
+            f"{d.actual_baud:.1f} bit/s"
+        )
+        return (UartDefine("FW_UART_BAUDDIV", f"{d.cd}u", why),)
+
+
+CMSDK = CmsdkUart()
