@@ -67,7 +67,13 @@ of audio per clip through AUDIO_BEGIN, AUDIO chunks and AUDIO_END (mode strict),
 ``ticks_total`` (every request's application time) plus ``ticks_link`` (the link layer:
 UART reads, COBS, CRC-32, checks, replies), with the front end, the link, the PCM unpacking,
 the encoder and the adaptation as parts; the link's instructions per received byte are
-``10 * ticks_link / link_bytes``.
+``ticks_link / link_bytes`` times the core's instructions per tick (10 on the Cortex-A9,
+codegen/target/cores.py).
+
+Targets (``targets``): the default model's INFER costs on every registered core
+(codegen/target/cores.py), each on its default board under QEMU -icount shift=0 — the default
+build's own figures for its core, a build of the same generated sources for every other —
+in that core's timer ticks and in guest instructions.
 
 Front end (``frontend``, measure/bench_frontend.py): ticks per hop and per second of audio
 of the integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and reference variants) on every frame
@@ -282,8 +288,11 @@ def measure_audio(elf: Path, clips: np.ndarray, budget: float = DEFAULT_BUDGET) 
     from elatta_host.qemu import Qemu
     from elatta_host.run import stream_audio
 
+    from codegen.target.boards import get_board
+
     rows: dict[str, list[float]] = {}
     q = Qemu(elf, icount=True, link_timeout=5.0, budget=budget, flags={"budget": "--budget"})
+    ipt = get_board(q.board).core.instructions_per_tick  # 10 on the Cortex-A9
     link = q.start()
     link.max_in_flight = 1  # stop-and-wait: no byte arrives while the device computes
     try:
@@ -307,7 +316,7 @@ def measure_audio(elf: Path, clips: np.ndarray, budget: float = DEFAULT_BUDGET) 
             for key, v in parts.items():
                 rows.setdefault(key, []).append(v * per_s)
             rows.setdefault("link_bytes", []).append(int(r.link_bytes or 0) * per_s)
-            rows.setdefault("link_ipb", []).append(10 * lk / max(1, int(r.link_bytes or 0)))
+            rows.setdefault("link_ipb", []).append(ipt * lk / max(1, int(r.link_bytes or 0)))
     finally:
         q.stop()
     med = {k: statistics.median(v) for k, v in rows.items()}
@@ -985,7 +994,8 @@ def run_bench(
             "link_bytes": m0["strict.link_bytes"],
             "total": m0["strict.total"] + m0["strict.link"],
             "link_instructions_per_byte": round(
-                10 * m0["strict.link"] / max(1, m0["strict.link_bytes"]), 2
+                core0.instructions_per_tick * m0["strict.link"] / max(1, m0["strict.link_bytes"]),
+                2,
             ),
         },
     }

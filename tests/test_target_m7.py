@@ -145,7 +145,7 @@ def test_m7_timer_counts_instructions_deterministically(tmp_path: Path) -> None:
     cfg = FirmwareConfig.from_board(BOARD)
     (inc / "fw_config.h").write_text(render_config(cfg, "fw-probe", "0" * 64))
     main = tmp_path / "main.c"
-    # 4 instructions an iteration (subs, nop, nop, bne): 400,000 of them
+    # movw, movt, then 100,000 iterations of 4 instructions (subs, nop, nop, bne): 400,002
     main.write_text(
         "#include <stdint.h>\n"
         '#include "fw_probe_print.h"\n'
