@@ -64,6 +64,20 @@ def test_target_and_board_choose_each_other() -> None:
         target_board(None, "cortex-m3")
 
 
+def test_target_core_in_config() -> None:
+    """[target] core = "cortex-m7" takes the core's default board and its UART settings; the
+    firmware a build of it links is that board's; a board of another core is refused."""
+    from codegen.frontend.reader import parse_config
+    from codegen.pipeline.build import firmware_config
+
+    cfg = parse_config({"target": {"core": M7}})
+    assert (cfg.target.core, cfg.target.board, cfg.target.uart_ref_hz) == (M7, "", 25_000_000)
+    fw = firmware_config(cfg.target, None, {}, None)
+    assert fw.board == BOARD and fw.preset.core.name == M7
+    with pytest.raises(ConfigError, match="board='pynq-z2' runs a cortex-a9, not target="):
+        parse_config({"target": {"core": M7, "board": "pynq-z2"}}, "x.toml")
+
+
 def test_cmsdk_uart_divisor() -> None:
     """baud = PCLK / BAUDDIV (DDI 0479C): 25 MHz / 115,200 -> 217 (115,207 bit/s); BAUDDIV below
     16 or a second UART index QEMU does not connect are refused by value."""

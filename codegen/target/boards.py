@@ -27,7 +27,7 @@ MIB = 1 << 20
 @dataclass(frozen=True)
 class Board:
     name: str
-    uart: int  # console UART index: 0 (0xE0000000) or 1 (0xE0001000)
+    uart: int  # console UART index (its base: the folder's UART driver; Zynq-7000 0 or 1)
     uart_ref_hz: int  # UART_REF_CLK of the board's PS design
     ddr_bytes: int
     uboot_defconfig: str | None  # None: no U-Boot build for this board

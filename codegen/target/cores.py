@@ -5,9 +5,11 @@ QEMU machine that models it and the timer its ticks count) and the `BoardFolder`
 codegen/target/boards.py each name their folder, and through it their core.
 
 Everything that builds, boots or times firmware takes its target from here: the firmware build
-and the probes (codegen/target/firmware.py, qemu_probe.py), the generated sources
-(codegen/emit/c.py `render_model`), QEMU (host/qemu.py), `codegen bench`, `codegen device`.
-Adding a target is one `Core`, one `BoardFolder` and a board preset (docs/targets.md).
+and the probes (codegen/target/firmware.py, qemu_probe.py: the core's flags and kernels, the
+folder's sources and linker script), QEMU (host/qemu.py), `codegen bench`, `codegen device`.
+The generated C is the same for every core: its NEON assembly sits under ``#if ELT_NEON``,
+which a core without NEON never compiles. Adding a target is one `Core`, one `BoardFolder` and
+a board preset (docs/targets.md §7).
 """
 
 from __future__ import annotations

@@ -248,6 +248,7 @@ def build_firmware(
             "qemu_machine": core.qemu_machine,
             "timer": core.timer,
             "qemu_timer_hz": core.qemu_timer_hz,
+            "generated_asm": list(core.asm),
         },
         "kernels": variant.name,
         "console": build.console(),
