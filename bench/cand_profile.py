@@ -40,6 +40,7 @@ def per_candidate(C: int, k: int, samples: int = 3) -> tuple[float, int]:
     from test_int_qemu import Probe, run_probe
 
     from codegen.emit.adapt_neon import CandSpec, vmlal_per_candidate
+    from codegen.target.boards import DEFAULT_BOARD, get_board
     from codegen.target.toolchain import find_tool
 
     prof = _bench_profile()
@@ -57,7 +58,8 @@ def per_candidate(C: int, k: int, samples: int = 3) -> tuple[float, int]:
             f"0x{a:x}+0x{n:x}" for a, nm, n in zip(addrs, names, sizes, strict=True) if nm == kernel
         )
         log = tmp / "qemu.log"
-        cmd = [find_tool("qemu-system-arm"), "-M", "xilinx-zynq-a9", "-nographic", "-monitor"]
+        machine = get_board(DEFAULT_BOARD).core.qemu_machine  # the probe's board: run_probe's
+        cmd = [find_tool("qemu-system-arm"), "-M", machine, "-nographic", "-monitor"]
         cmd += ["none", "-icount", "shift=0", "-kernel", str(elf), "-serial", "stdio"]
         cmd += ["-serial", "null", "-d", "in_asm,exec,nochain", "-D", str(log), "-dfilter", filt]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)

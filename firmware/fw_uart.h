@@ -1,5 +1,10 @@
-/* Cadence UART driver (UG585 §19 and B.33): polled reads, a receive interrupt into a ring while
- * the device computes, and the rate switch. */
+/* The console UART (target interface, docs/architecture.md §5). Every board's driver implements
+ * init, putc, write, read, pending, rx_overruns, getc, wait_rx and flush (main.c, fw_rt.c,
+ * fw_probe_print.h and the board's fw_platform.c call them). The Zynq-7000's Cadence driver
+ * (UG585 §19 and B.33; firmware/board/zynq7000/fw_uart.c) also has the receive interrupt into a
+ * ring, the rate switch and the link report, which only its own board's files call; the comments
+ * below describe it where the drivers differ (the MPS2 AN500's CMSDK UART: one byte each way,
+ * polled, firmware/board/mps2_an500/fw_uart.c). */
 #ifndef FW_UART_H
 #define FW_UART_H
 

@@ -1,7 +1,7 @@
 /* Device main loop: read the UART, feed the protocol server (docs/protocol.md). */
 #include <stdint.h>
 
-#include "fw_rt.h"
+#include "fw_board.h"
 #include "fw_server.h"
 #include "fw_timer.h"
 #include "fw_uart.h"
@@ -15,73 +15,19 @@ __attribute__((weak)) const fw_app_t *fw_app_get(void)
     return 0;
 }
 
-static void uart_write(void *ctx, const uint8_t *data, size_t len)
-{
-    (void)ctx;
-    fw_uart_write(data, len);
-}
-
-static void stack_usage(void *ctx, uint32_t *size, uint32_t *used)
-{
-    (void)ctx;
-    fw_stack_usage(size, used);
-}
-
-static void board_report(void *ctx, fw_board_report_t *r)
-{
-    (void)ctx;
-    fw_board_report(r);
-}
-
-static size_t uart_read(void *ctx, uint8_t *dst, size_t cap, size_t need, size_t *clean,
-                        uint32_t *slept)
-{
-    (void)ctx;
-    return fw_uart_read(dst, cap, need, clean, slept);
-}
-
-static uint32_t ticks(void *ctx)
-{
-    (void)ctx;
-    return fw_timer_now32();
-}
-
-static size_t pending(void *ctx)
-{
-    (void)ctx;
-    return fw_uart_pending();
-}
-
-static void set_rate(void *ctx, uint32_t baud, uint16_t cd, uint16_t bdiv, uint32_t revert_ms)
-{
-    (void)ctx;
-    fw_uart_set_rate(baud, cd, bdiv, revert_ms);
-}
-
-static void confirm(void *ctx)
-{
-    (void)ctx;
-    fw_uart_confirm();
-}
-
-static uint32_t irq_ticks(void *ctx)
-{
-    (void)ctx;
-    return fw_irq_ticks();
-}
-
-static fw_platform_t platform = {uart_write, stack_usage, 0,       0,      board_report, uart_read,
-                                 ticks,      pending,     set_rate, confirm, irq_ticks};
 static fw_server_t server;
 
 int main(void)
 {
     fw_uart_init();
     fw_timer_init();
-    platform.app = fw_app_get();
-    fw_server_init(&server, &platform);
-    /* IRQs on from here (CPSR.I, ARM DDI 0406C B1.3.3): bytes that come while the device computes
-     * or transmits go to the receive ring; fw_uart_read masks them while it reads. */
+    /* The board's UART, timer and reports (its fw_platform.c, firmware/fw_board.h). */
+    fw_platform_t *platform = fw_board_platform();
+    platform->app = fw_app_get();
+    fw_server_init(&server, platform);
+    /* IRQs on from here (CPSR.I, ARM DDI 0406C B1.3.3; PRIMASK on ARMv7-M, DDI 0403E B1.4.3:
+     * CPSIE i is both): bytes that come while the device computes or transmits go to a receive
+     * ring where the board has one; fw_uart_read masks them while it reads. */
     __asm__ volatile("cpsie i" ::: "memory");
     /* Each poll takes a frame (fw_uart_read sleeps while the UART has nothing) and answers it. */
     for (;;) {

@@ -25,7 +25,8 @@ def add_link_arguments(p: argparse.ArgumentParser) -> None:
         "--qemu",
         type=Path,
         metavar="FW.elf",
-        help="boot this ELF in qemu-system-arm -M xilinx-zynq-a9",
+        help="boot this ELF in qemu-system-arm, on the machine of the target its build "
+        "directory names (codegen/target/cores.py; xilinx-zynq-a9 for the Cortex-A9)",
     )
     where.add_argument(
         "--port",

@@ -13,6 +13,10 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codegen.target.boards import Board
 
 PROTO_VERSION = 3
 HDR_SIZE = 8
@@ -271,6 +275,14 @@ def _split_keep(data: bytes) -> Iterator[tuple[bytes, bool]]:
         start = end + 1
 
 
+def _preset(name: str | None) -> Board:
+    """The board preset INFO names (codegen/target/boards.py): its core and board folder say what
+    the board block's words are; a name no preset has reads as the default board's."""
+    from codegen.target.boards import BOARDS, DEFAULT_BOARD
+
+    return BOARDS.get(name or DEFAULT_BOARD, BOARDS[DEFAULT_BOARD])
+
+
 @dataclass(frozen=True)
 class BoardInfo:
     """INFO's board block (docs/protocol.md): registers the firmware reads back at run time."""
@@ -346,15 +358,25 @@ class BoardInfo:
         return uart_ref_hz / (self.uart_cd * (self.uart_bdiv + 1))
 
     def describe(self, uart_ref_hz: int, baud: int) -> list[str]:
+        """The block as `codegen device info` prints it: the control registers and the L2 cache
+        as the board's core and folder define them (codegen/target/cores.py; a board name no
+        preset has reads as the default board's)."""
+        preset = _preset(self.name)
         on = {True: "on", False: "off"}
-        b = self.sctlr_bits()
-        if self.l2_found:
-            l2 = (
-                f"PL310 (cache id 0x{self.l2_id:08x}), "
-                f"{'enabled' if self.l2_control & 1 else 'disabled'}, aux 0x{self.l2_aux:08x}"
-            )
-        else:
-            l2 = "absent (no PL310 cache ID at 0xF8F02000)"
+        lines = [f"board          {self.name or '?'}"]
+        for reg, word in zip(preset.core.control, (self.sctlr, self.actlr), strict=True):
+            bits = ", ".join(f"{label} {on[bool(word >> b & 1)]}" for label, b in reg.bits)
+            lines.append(f"{reg.name:<15}0x{word:08x}" + (f": {bits}" if bits else ""))
+        l2_probe = preset.folder.l2
+        if l2_probe is not None:
+            if self.l2_found:
+                l2 = (
+                    f"PL310 (cache id 0x{self.l2_id:08x}), "
+                    f"{'enabled' if self.l2_control & 1 else 'disabled'}, aux 0x{self.l2_aux:08x}"
+                )
+            else:
+                l2 = f"absent (no cache ID from the {l2_probe})"
+            lines.append(f"l2 cache       {l2}")
         actual = self.actual_baud(uart_ref_hz)
         rate = (
             "baud generator off"
@@ -363,17 +385,14 @@ class BoardInfo:
             f"({100 * abs(actual - baud) / baud:.2f} % off {baud})"
         )
         return [
-            f"board          {self.name or '?'}",
-            f"sctlr          0x{self.sctlr:08x}: MMU {on[b['M']]}, D-cache {on[b['C']]}, "
-            f"I-cache {on[b['I']]}, branch prediction {on[b['Z']]}",
-            f"actlr          0x{self.actlr:08x}: SMP {on[bool(self.actlr >> 6 & 1)]}",
-            f"l2 cache       {l2}",
+            *lines,
             f"uart divisors  CD {self.uart_cd}, BDIV {self.uart_bdiv} (read back): {rate}",
             "uart overruns  "
             + (
                 "not reported by this firmware"
                 if self.uart_rx_overruns is None
-                else f"{self.uart_rx_overruns} (RX FIFO full, bytes lost; UG585 Chnl_int_sts ROVR)"
+                else f"{self.uart_rx_overruns} (bytes lost to a full receiver, the UART's "
+                "overrun flag)"
             ),
         ]
 
@@ -525,7 +544,8 @@ class Info:
         )
 
     def describe(self) -> str:
-        base = {0: "0xE0000000", 1: "0xE0001000"}.get(self.uart, "?")
+        bases = _preset(None if self.board is None else self.board.name).folder.uart.bases
+        base = f"0x{bases[self.uart]:08X}" if self.uart < len(bases) else "?"
         return "\n".join(
             [
                 f"protocol       v{self.protocol_version}",

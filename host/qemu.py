@@ -1,5 +1,7 @@
-"""Boot firmware in QEMU's ``xilinx-zynq-a9`` board with a UART on a TCP socket
-(docs/targets.md §3).
+"""Boot firmware in the QEMU machine of its target (codegen/target/cores.py: ``xilinx-zynq-a9``
+for the Cortex-A9's boards) with a UART on a TCP socket (docs/targets.md §3). The board an ELF
+was built for comes from its build directory's records (`build_board`), so its machine, its
+serial ports and its console UART need no flag.
 
 ``Qemu(elf)`` picks a free port, starts ``qemu-system-arm ... -serial tcp:127.0.0.1:PORT,
 server=on,wait=on`` (QEMU waits for us before the guest runs, so no byte is lost), connects a
@@ -33,6 +35,7 @@ from typing import Any
 from elatta_host.errors import LinkClosed, QemuError
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Link
 
+from codegen.target.boards import DEFAULT_BOARD, get_board
 from codegen.target.toolchain import find_tool
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -129,41 +132,67 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def build_uart(elf: Path) -> int:
-    """The console UART the ELF was built for, from the build directory's records:
-    firmware.json (`codegen firmware`, `codegen build`), else manifest.json's firmware entry;
-    0 (QEMU's first -serial) when neither names one."""
+def _build_record(elf: Path, key: str) -> Any:
+    """The firmware config's ``key`` from the ELF's build directory: firmware.json (`codegen
+    firmware`, `codegen build`), else manifest.json's firmware entry; None when neither has it."""
     import json
 
-    for name, path in (
-        ("firmware.json", ("config", "uart")),
-        ("manifest.json", ("firmware", "uart")),
-    ):
+    for name, path in (("firmware.json", ("config", key)), ("manifest.json", ("firmware", key))):
         f = elf.parent / name
         if not f.is_file():
             continue
         node: Any = json.loads(f.read_text())
-        for key in path:
-            node = node.get(key) if isinstance(node, dict) else None
-        if node in (0, 1):
-            return int(node)
-    return 0
+        for k in path:
+            node = node.get(k) if isinstance(node, dict) else None
+        if node is not None:
+            return node
+    return None
+
+
+def build_uart(elf: Path) -> int:
+    """The console UART the ELF was built for, from the build directory's records; 0 (QEMU's
+    first -serial) when they name none."""
+    node = _build_record(elf, "uart")
+    return int(node) if isinstance(node, int) and not isinstance(node, bool) else 0
+
+
+def build_board(elf: Path) -> str:
+    """The board preset the ELF was built for, from the build directory's records (its core's
+    QEMU machine boots it); DEFAULT_BOARD when they name none."""
+    node = _build_record(elf, "board")
+    return node if isinstance(node, str) else DEFAULT_BOARD
+
+
+def qemu_machine(elf: Path) -> str:
+    """The QEMU machine that boots the ELF (its board's core, codegen/target/cores.py)."""
+    return get_board(build_board(elf)).core.qemu_machine
 
 
 def qemu_command(
-    elf: Path, port: int, *, uart: int = 0, icount: bool = True, extra_args: Sequence[str] = ()
+    elf: Path,
+    port: int,
+    *,
+    uart: int | None = None,
+    icount: bool = True,
+    extra_args: Sequence[str] = (),
+    board: str | None = None,
 ) -> list[str]:
+    """The QEMU command that boots ``elf`` with UART ``uart`` on TCP ``port``: the machine and
+    serial ports of ``board`` (None: the ELF's build records say which, `build_board`; the UART
+    likewise, `build_uart`)."""
     qemu = find_tool("qemu-system-arm")
+    folder = get_board(build_board(elf) if board is None else board).folder
+    uart = build_uart(elf) if uart is None else uart
     # nodelay: QEMU writes the UART byte by byte; Nagle + delayed ACK would add 40 ms per reply.
     tcp = f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on"
-    # The first -serial is UART0 (0xE0000000), the second UART1 (0xE0001000).
-    serials = (
-        ["-serial", tcp, "-serial", "null"] if uart == 0 else ["-serial", "null", "-serial", tcp]
-    )
+    # UART i is the i-th -serial (xilinx-zynq-a9: UART0 0xE0000000, UART1 0xE0001000)
+    serials: list[str] = []
+    for i in range(max(folder.qemu_serials, uart + 1)):
+        serials += ["-serial", tcp if i == uart else "null"]
     cmd = [
         qemu,
         "-M",
-        "xilinx-zynq-a9",
+        folder.core.qemu_machine,
         "-nographic",
         "-monitor",
         "none",
@@ -172,7 +201,7 @@ def qemu_command(
         *serials,
     ]
     if icount:
-        # One virtual ns per guest instruction: global-timer ticks become deterministic.
+        # One virtual ns per guest instruction: the core's timer ticks become deterministic.
         cmd += ["-icount", "shift=0"]
     return cmd + list(extra_args)
 
@@ -182,7 +211,7 @@ class Qemu:
         self,
         elf: Path | str,
         *,
-        uart: int = 0,
+        uart: int | None = None,
         icount: bool = True,
         startup_timeout: float | None = None,
         link_timeout: float = DEFAULT_TIMEOUT,
@@ -190,8 +219,11 @@ class Qemu:
         budget: float = DEFAULT_BUDGET,
         extra_args: Sequence[str] = (),
         flags: dict[str, str] | None = None,
+        board: str | None = None,
     ) -> None:
-        """``startup_timeout``: seconds QEMU may take to open its serial port (default: the
+        """``uart``, ``board``: the console UART and the board preset the ELF was built for
+        (None: its build directory's records say, `build_uart`, `build_board`);
+        ``startup_timeout``: seconds QEMU may take to open its serial port (default: the
         link's ``budget``: a loaded machine starts QEMU slowly); ``flags``: the command-line
         flag of each budget, named in the errors (`elatta_host.transport.Link`)."""
         self.elf = Path(elf)
@@ -200,7 +232,8 @@ class Qemu:
             raise QemuError(
                 f"firmware ELF {self.elf} does not exist (build it with `codegen firmware`)"
             )
-        self.uart = uart
+        self.uart = build_uart(self.elf) if uart is None else uart
+        self.board = build_board(self.elf) if board is None else board
         self.icount = icount
         self.startup_timeout = budget if startup_timeout is None else startup_timeout
         self.flags = dict(flags or {})
@@ -220,7 +253,12 @@ class Qemu:
             port = free_port()
             self.proc = spawn(
                 qemu_command(
-                    self.elf, port, uart=self.uart, icount=self.icount, extra_args=self.extra_args
+                    self.elf,
+                    port,
+                    uart=self.uart,
+                    icount=self.icount,
+                    extra_args=self.extra_args,
+                    board=self.board,
                 ),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

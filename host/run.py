@@ -1063,7 +1063,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--qemu",
         action="store_true",
-        help="boot BUILD/fw.elf in qemu-system-arm (xilinx-zynq-a9), one per job",
+        help="boot BUILD/fw.elf in qemu-system-arm (its target's machine), one per job",
     )
     g.add_argument(
         "--port",
@@ -1248,7 +1248,7 @@ def run(args: argparse.Namespace) -> int:
         if not elf.is_file():
             raise RunError(f"{elf} not found: `codegen build` without --no-elf makes it")
         check_elf(args.build)
-        from elatta_host.qemu import build_uart
+        from elatta_host.qemu import build_uart, qemu_machine
 
         uart = build_uart(elf)
         specs = [
@@ -1265,7 +1265,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         target = {
             "kind": "qemu",
-            "machine": "xilinx-zynq-a9",
+            "machine": qemu_machine(elf),
             "uart": uart,
             "icount": args.icount,
             "ticks": "QEMU icount ticks"

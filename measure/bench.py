@@ -67,7 +67,13 @@ of audio per clip through AUDIO_BEGIN, AUDIO chunks and AUDIO_END (mode strict),
 ``ticks_total`` (every request's application time) plus ``ticks_link`` (the link layer:
 UART reads, COBS, CRC-32, checks, replies), with the front end, the link, the PCM unpacking,
 the encoder and the adaptation as parts; the link's instructions per received byte are
-``10 * ticks_link / link_bytes``.
+``ticks_link / link_bytes`` times the core's instructions per tick (10 on the Cortex-A9,
+codegen/target/cores.py).
+
+Targets (``targets``): the default model's INFER costs on every registered core
+(codegen/target/cores.py), each on its default board under QEMU -icount shift=0 — the default
+build's own figures for its core, a build of the same generated sources for every other —
+in that core's timer ticks and in guest instructions.
 
 Front end (``frontend``, measure/bench_frontend.py): ticks per hop and per second of audio
 of the integer MFCC front end (firmware/elt_mfcc_s16.c, NEON and reference variants) on every frame
@@ -114,6 +120,7 @@ JSON_KEYS = (
     "sweep",
     "baselines",
     "ratios",
+    "targets",
     "host_reference",
     "cost_model",
     "frontend",
@@ -281,8 +288,11 @@ def measure_audio(elf: Path, clips: np.ndarray, budget: float = DEFAULT_BUDGET) 
     from elatta_host.qemu import Qemu
     from elatta_host.run import stream_audio
 
+    from codegen.target.boards import get_board
+
     rows: dict[str, list[float]] = {}
     q = Qemu(elf, icount=True, link_timeout=5.0, budget=budget, flags={"budget": "--budget"})
+    ipt = get_board(q.board).core.instructions_per_tick  # 10 on the Cortex-A9
     link = q.start()
     link.max_in_flight = 1  # stop-and-wait: no byte arrives while the device computes
     try:
@@ -306,7 +316,7 @@ def measure_audio(elf: Path, clips: np.ndarray, budget: float = DEFAULT_BUDGET) 
             for key, v in parts.items():
                 rows.setdefault(key, []).append(v * per_s)
             rows.setdefault("link_bytes", []).append(int(r.link_bytes or 0) * per_s)
-            rows.setdefault("link_ipb", []).append(10 * lk / max(1, int(r.link_bytes or 0)))
+            rows.setdefault("link_ipb", []).append(ipt * lk / max(1, int(r.link_bytes or 0)))
     finally:
         q.stop()
     med = {k: statistics.median(v) for k, v in rows.items()}
@@ -410,8 +420,10 @@ def state_bytes(build_dir: Path, q: Any) -> int:
     flags and reading the probe symbol's size (the manifest does not record it)."""
     from codegen.base.resources import firmware_dir
     from codegen.emit.flags import model_cflags
+    from codegen.target.boards import get_board
     from codegen.target.toolchain import find_tool
 
+    board = json.loads((build_dir / "firmware.json").read_text())["config"]["board"]
     probe = build_dir / "bench_sizeof.c"
     probe.write_text('#include "elt_adapt.h"\nchar bench_state_size[sizeof(elt_adapt_state_t)];\n')
     obj = probe.with_suffix(".o")
@@ -419,9 +431,7 @@ def state_bytes(build_dir: Path, q: Any) -> int:
     subprocess.run(
         [
             gcc,
-            "-mcpu=cortex-a9",
-            "-mfloat-abi=hard",
-            "-mfpu=neon",
+            *get_board(board).core.cpu_flags,
             "-c",
             *model_cflags(q),
             f"-I{firmware_dir()}",
@@ -700,6 +710,107 @@ def ratios(b: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
     }
 
 
+def target_build(out: Path, res0: Any, core: Any) -> Any:
+    """The default build's sources (res0, `codegen build`) compiled for ``core`` on its default
+    board (codegen/target/cores.py: its flags, kernels, board folder) into
+    OUT/builds/target-<core>; returns the FirmwareBuild."""
+    from codegen.emit.flags import model_cflags
+    from codegen.pipeline.build import firmware_sources
+    from codegen.target.firmware import FirmwareConfig, build_firmware
+
+    q = res0.qmodel
+    print(f"bench: building the default model for {core.name}", file=sys.stderr)
+    return build_firmware(
+        FirmwareConfig.from_board(core.default_board, max_payload=q.source.target.max_payload),
+        out / "builds" / f"target-{core.name}",
+        extra_sources=firmware_sources(q, list(res0.sources)),
+        extra_includes=[res0.out_dir / "src"],
+        extra_cflags=model_cflags(q),
+    )
+
+
+def target_record(core: Any, board: str, m: dict[str, Any], pred0: list[int]) -> dict[str, Any]:
+    """One target's INFER costs: its own timer's ticks (RESULT's fields, medians) and the same
+    in guest instructions (ticks x instructions per tick under -icount shift=0), so cores with
+    timers of other clocks compare."""
+    ipt = core.instructions_per_tick
+    ticks = {
+        "encoder_ticks": m["strict.encoder"],
+        "adapt_ticks": m["strict.adapt"],
+        "no_adapt_ticks": m["no_adapt.total"],
+        "elatta_ticks": m["strict.total"],
+    }
+    return {
+        "core": core.name,
+        "board": board,
+        "qemu_machine": core.qemu_machine,
+        "timer": core.timer,
+        "timer_hz": core.qemu_timer_hz,
+        "instructions_per_tick": round(ipt, 3),
+        "kernels": core.kernels.name,
+        **ticks,
+        "instructions": {k.removesuffix("_ticks"): round(v * ipt) for k, v in ticks.items()},
+        "rep_spread": m["rep_spread"],
+        # the no-adapt class of every clip equals the default build's (the same integers)
+        "same_classes": list(m["pred_noadapt"]) == list(pred0),
+    }
+
+
+def target_costs(
+    out: Path,
+    res0: Any,
+    m0: dict[str, Any],
+    x: np.ndarray,
+    ids: np.ndarray,
+    reps: int,
+    budget: float,
+    names: tuple[str, ...],
+) -> dict[str, dict[str, Any]]:
+    """INFER costs of the default model on each core of ``names`` (codegen/target/cores.py), on
+    its default board under QEMU: the default build's own figures (``m0``) for its core, a build
+    of the same sources for every other core."""
+    from codegen.target.boards import get_board
+    from codegen.target.cores import get_core
+
+    board0 = res0.manifest["firmware"]["board"]
+    core0 = get_board(board0).core
+    rows: dict[str, dict[str, Any]] = {}
+    for name in names:
+        core = get_core(name)
+        if core == core0:
+            rows[name] = target_record(core, board0, m0, m0["pred_noadapt"])
+            continue
+        fw = target_build(out, res0, core)
+        m = measure(fw.elf, x, ids, reps, budget=budget)
+        rows[name] = target_record(core, fw.config.board, m, m0["pred_noadapt"])
+    return rows
+
+
+def targets_md(t: dict[str, dict[str, Any]] | None) -> list[str]:
+    if not t:
+        return []
+    lines = [
+        "## Targets: the default model on each core (same run, same clips)",
+        "",
+        "Each core's own timer as RESULT returns it (QEMU icount ticks of that timer), and the "
+        "same in guest instructions: under `-icount shift=0` one instruction takes one virtual "
+        "nanosecond, so ticks x (10^9 / timer Hz) counts instructions (docs/targets.md §4). "
+        "Medians; encoder and adaptation of mode strict, totals per INFER.",
+        "",
+        "| core | board (QEMU -M) | kernels | timer Hz | encoder | adaptation | no-adapt total "
+        "| ELaTTA total | ELaTTA total, instructions | same classes | rep spread |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in t.values():
+        lines.append(
+            f"| {r['core']} | {r['board']} ({r['qemu_machine']}) | {r['kernels']} | "
+            f"{r['timer_hz']:,} | {r['encoder_ticks']} | {r['adapt_ticks']} | "
+            f"{r['no_adapt_ticks']} | {r['elatta_ticks']} | {r['instructions']['elatta']:,} | "
+            f"{'yes' if r['same_classes'] else 'NO'} | {r['rep_spread']} |"
+        )
+    return [*lines, ""]
+
+
 def run_bench(
     out: Path,
     data_dir: Path | None = None,
@@ -716,10 +827,13 @@ def run_bench(
     anchors: Path | None = ANCHORS,
     families: tuple[tuple[str, int, str], ...] | None = None,
     wire_clips: int = 6,
+    targets: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """``families``: the encoder families timed beside the default (None: every one of
     `FAMILIES`; a reduced bench may time a few). ``wire_clips``: clips streamed per line
-    setting for the wire's figures (`elatta_measure.bench_wire`; 0: skip)."""
+    setting for the wire's figures (`elatta_measure.bench_wire`; 0: skip). ``targets``: the
+    cores the default model is timed on (None: every registered core, codegen/target/cores.py;
+    (): none)."""
     from elatta_measure.bench_frontend import frontend_bench
 
     from codegen.data import build as build_data
@@ -756,6 +870,9 @@ def run_bench(
         return point_record(res, measure(res.elf, x, ids, reps, budget=budget), synthetic)
 
     x0 = quantize_features(xf, q0.x_fmt)
+    from codegen.target.boards import get_board
+
+    core0 = get_board(res0.manifest["firmware"]["board"]).core
     assert res0.elf is not None
     m0 = measure(res0.elf, x0, ids, reps, modes=("no_adapt", "strict", "cmvn"), budget=budget)
     base = point_record(res0, m0, syn0)
@@ -788,6 +905,11 @@ def run_bench(
             fw.build_id,
             pred_float,
         )
+    from codegen.target.cores import CORES
+
+    tgt = target_costs(
+        out, res0, m0, x0, ids, reps, budget, tuple(CORES) if targets is None else targets
+    )
     sweep = []
     for k in ks:
         for n in ns:
@@ -846,6 +968,7 @@ def run_bench(
         "sweep": sweep,
         "baselines": bl,
         "ratios": ratios(bl),
+        "targets": tgt,
         "host_reference": host,
         "cost_model": cost_model_fit(
             [*sweep, lam_pt], base["head_entropy_ticks"], q0.adapt.dim, q0.adapt.n_classes
@@ -871,7 +994,8 @@ def run_bench(
             "link_bytes": m0["strict.link_bytes"],
             "total": m0["strict.total"] + m0["strict.link"],
             "link_instructions_per_byte": round(
-                10 * m0["strict.link"] / max(1, m0["strict.link_bytes"]), 2
+                core0.instructions_per_tick * m0["strict.link"] / max(1, m0["strict.link_bytes"]),
+                2,
             ),
         },
     }
@@ -887,6 +1011,8 @@ def run_bench(
         },
         "build_id": res0.manifest["firmware"]["build_id"],
         "encoder_floor": encoder_floor(q0.encoder[0]),
+        "qemu_machine": core0.qemu_machine,
+        "timer": core0.timer,
     }
     doc["goals"] = goals(doc, q0.encoder[0])
     (out / "bench.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -1234,7 +1360,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
     lines = [
         "# ELaTTA firmware benchmark (QEMU icount ticks)",
         "",
-        "`qemu-system-arm -M xilinx-zynq-a9 -icount shift=0`; Cortex-A9 global-timer ticks as "
+        f"`qemu-system-arm -M {x['qemu_machine']} -icount shift=0`; {x['timer']} ticks as "
         'returned in RESULT ("QEMU icount ticks", not cycles; docs/targets.md §4). Medians over '
         f"{x['samples']} samples x {x['reps']} repetitions per mode. The sweep table gives the "
         "largest spread of any tick field between repetitions of the same clip (rep spread: "
@@ -1312,6 +1438,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
     lines += ["", *growth_table(d["sweep"], fcls), "", *fit_md(d.get("cost_model"))]
     if len(d["baselines"]) > 1:
         lines += [*baseline_tables(d["baselines"], d["ratios"]), ""]
+    lines += targets_md(d.get("targets"))
     return "\n".join(lines)
 
 
@@ -1420,6 +1547,16 @@ def parse_names(text: str) -> tuple[str, ...]:
     return names
 
 
+def parse_cores(text: str) -> tuple[str, ...]:
+    from codegen.target.cores import CORES
+
+    names = tuple(v.strip() for v in text.split(",") if v.strip() and v.strip() != "none")
+    bad = [n for n in names if n not in CORES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown core(s) {bad}; choose from {tuple(CORES)}")
+    return names
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path, help="output directory (bench.json/md)")
     p.add_argument(
@@ -1466,6 +1603,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"{','.join(BASELINES)} (default all; 'none' for none)",
     )
     p.add_argument(
+        "--targets",
+        type=parse_cores,
+        default=None,
+        help="cores the default model is timed on (codegen/target/cores.py; default: every "
+        "registered core; 'none' for none)",
+    )
+    p.add_argument(
         "--wire-clips",
         type=int,
         default=6,
@@ -1497,11 +1641,18 @@ def run(args: argparse.Namespace) -> int:
         budget=args.budget,
         anchors=args.anchors,
         wire_clips=args.wire_clips,
+        targets=args.targets,
     )
     for key in SCALAR_KEYS:
         print(f"{key:<20} {doc[key]}")
     for name, r in doc["ratios"].items():
         print(f"{name:<28} encoder {r['encoder']}x, no-adapt {r['no_adapt']}x")
+    for name, t in doc["targets"].items():
+        print(
+            f"target {name:<13} encoder {t['encoder_ticks']}, adaptation {t['adapt_ticks']}, "
+            f"ELaTTA total {t['elatta_ticks']} ticks at {t['timer_hz'] / 1e6:g} MHz "
+            f"({t['instructions']['elatta']} instructions)"
+        )
     if doc["host_reference"] is not None:
         h = doc["host_reference"]
         for mode in ("no_adapt", "strict"):

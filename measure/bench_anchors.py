@@ -299,7 +299,7 @@ def _medians(rows: list[list[int]], names: tuple[str, ...], n_fft: int) -> dict[
 
 def run_ne10(ne10: Path, pcm: np.ndarray, work: Path, n_fft: int, win: int, hop: int) -> dict:
     """Ne10's int16 and int32 real FFTs (scaled and unscaled) on every frame of ``pcm``, built
-    from the sources under ``ne10`` with ARM_CFLAGS' CPU flags and -O2. CodegenError when the
+    from the sources under ``ne10`` with the default core's CPU flags and -O2. CodegenError when the
     folder is absent or does not build."""
     missing = [s for s in NE10_SOURCES if not (ne10 / s).is_file()]
     if missing:

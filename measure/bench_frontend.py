@@ -32,8 +32,9 @@ from codegen.emit.c import carray
 from codegen.emit.mfcc import emit_mfcc_c, mfcc_cflags
 from codegen.ir.mfcc import QMfcc
 from codegen.target import sources
+from codegen.target.cores import DEFAULT_CORE
 from codegen.target.qemu_probe import link_probe, qemu_probe_lines
-from codegen.target.toolchain import ARM_CFLAGS, find_tool
+from codegen.target.toolchain import find_tool
 
 CMSIS_VERSION = "1.10.3"
 CMSIS_SDIST = f"cmsisdsp-{CMSIS_VERSION}"
@@ -446,9 +447,10 @@ def fetch_cmsis(cache: Path) -> Path:
 
 
 def arm_cpu_flags() -> list[str]:
-    """The CPU flags of ARM_CFLAGS (-mcpu, -mfpu, -mfloat-abi, -marm): third-party sources are
-    built for the firmware's core, with their own warnings and optimisation flags."""
-    return [f for f in ARM_CFLAGS if f.startswith(("-mcpu", "-mfpu", "-mfloat-abi", "-marm"))]
+    """The default core's CPU flags (-mcpu, -mfpu, -mfloat-abi, -marm; codegen/target/cores.py):
+    third-party sources are built for the firmware's core, with their own warnings and
+    optimisation flags."""
+    return list(DEFAULT_CORE.cpu_flags)
 
 
 def cmsis_sources(root: Path, names: Sequence[str], *, neon: bool) -> list[Path]:

@@ -233,9 +233,9 @@ def run_arm_probe(
     variant: str = "neon_a32",
 ) -> list[str]:
     """Link a probe main with the firmware runtime (startup, UART) for the Cortex-A9 as fw.elf
-    is built (ARM_CFLAGS), with the kernels' operations of ``variant`` (codegen/target/sources.py:
-    "neon_a32" as fw.elf, or "ref"), boot it in qemu-system-arm -M xilinx-zynq-a9 and return the
-    lines its UART prints up to "END"."""
+    is built (the core's flags, codegen/target/cores.py), with the kernels' operations of
+    ``variant`` (codegen/target/sources.py: "neon_a32" as fw.elf, or "ref"), boot it in
+    qemu-system-arm -M xilinx-zynq-a9 and return the lines its UART prints up to "END"."""
     from codegen.target import sources as firmware_sources
     from codegen.target.firmware import FirmwareConfig, render_config
     from codegen.target.qemu_probe import link_probe, qemu_probe_lines

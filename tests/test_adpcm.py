@@ -398,10 +398,10 @@ def test_host_c_equals_python(host_decoder: Path) -> None:
 def test_arm_build_equals_python_and_costs_under_ten_instructions_a_sample(
     tmp_path: Path,
 ) -> None:
-    """The Cortex-A9 build (ARM_CFLAGS) under QEMU -icount: every decoded sample equals the
-    Python decoder, and one second of speech-like audio decodes in < 1.2 ticks a sample (about
-    ten guest instructions a tick, docs/targets.md §4; the loop is 17 instructions for two
-    samples, docs/numeric.md §8)."""
+    """The Cortex-A9 build (its flags, codegen/target/cores.py) under QEMU -icount: every decoded
+    sample equals the Python decoder, and one second of speech-like audio decodes in < 1.2 ticks
+    a sample (about ten guest instructions a tick, docs/targets.md §4; the loop is 17
+    instructions for two samples, docs/numeric.md §8)."""
     from elatta_measure.bench_adpcm import run_adpcm_probe
 
     rng = np.random.default_rng(12)

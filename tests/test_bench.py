@@ -8,7 +8,12 @@ Baselines: the float32 C model (codegen/emit/f32.py + firmware/elt_lstm_f32.c) i
 deterministically with documented arrays, compiles -Wall -Wextra -Werror (UBSan) on the host and
 matches the Python float model there; on QEMU its no-adapt classes agree with the Python float
 model (2 clips in the reduced bench, 24 in the slow test); the instruction-mix classifier is
-checked on hand-picked disassembly."""
+checked on hand-picked disassembly.
+
+Targets: the default model on every registered core (codegen/target/cores.py), each on its own
+board under QEMU: the default build's core reports the default build's own figures, every other
+core a build of the same sources, its ticks counted by its own timer and converted to guest
+instructions."""
 
 from __future__ import annotations
 
@@ -168,6 +173,26 @@ def test_bench_reduced(tmp_path: Path, families: tuple[tuple[str, int, str], ...
     # 2 clips: the float firmware's classes equal the Python float model's on both
     assert bl["float32"]["float_class_agreement"] >= 0.9
     assert "## Baselines" in md and "Instruction mix" in md
+    # every registered core: the default build's figures on its own core, positive costs on
+    # every other, the same no-adapt classes (the same integers), deterministic ticks
+    from codegen.target.cores import CORES
+
+    tg = doc["targets"]
+    assert list(tg) == list(CORES)
+    own = tg["cortex-a9"]
+    assert (own["encoder_ticks"], own["adapt_ticks"]) == (doc["encoder_ticks"], doc["adapt_ticks"])
+    assert (own["no_adapt_ticks"], own["elatta_ticks"]) == (
+        doc["no_adapt_ticks"],
+        doc["elatta_ticks"],
+    )
+    for name, t in tg.items():
+        core = CORES[name]
+        assert t["qemu_machine"] == core.qemu_machine and t["timer_hz"] == core.qemu_timer_hz
+        assert t["elatta_ticks"] > t["no_adapt_ticks"] > t["encoder_ticks"] > 0, name
+        assert t["adapt_ticks"] > 0 and t["same_classes"] and t["rep_spread"] <= 1, name
+        ipt = 1e9 / core.qemu_timer_hz
+        assert t["instructions"]["elatta"] == round(t["elatta_ticks"] * ipt), name
+    assert "## Targets: the default model on each core" in md
     # the MFCC front end: both builds timed, equal to the Python reference, no anchor asked
     fe = doc["frontend"]
     assert fe["ours_neon"]["mismatches"] == 0 and fe["ours_scalar"]["mismatches"] == 0

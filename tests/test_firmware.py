@@ -12,7 +12,6 @@ import pytest
 from codegen.base.errors import ConfigError, ToolMissingError
 from codegen.target.boards import BOARDS, DEFAULT_BOARD, get_board
 from codegen.target.firmware import (
-    UART_BASES,
     FirmwareBuild,
     FirmwareConfig,
     build_firmware,
@@ -102,7 +101,7 @@ def test_board_preset_baud_within_2_percent(name: str) -> None:
     actual = cfg.uart_ref_hz / (d.cd * (d.bdiv + 1))
     assert board.baud == 115_200
     assert abs(actual - 115_200) / 115_200 < 0.02, (name, d)
-    assert d.base == UART_BASES[board.uart]
+    assert d.base == board.folder.uart.bases[board.uart]
 
 
 def test_board_presets_facts() -> None:

@@ -34,7 +34,8 @@ from codegen.intref.adapt import adapt_int
 from codegen.ir.nodes import AdaptConfig, AdaptParams
 from codegen.quantize.adapt import quantize_adapt
 from codegen.target import sources
-from codegen.target.toolchain import ARM_CPU_FLAGS, COMMON_CFLAGS, find_tool
+from codegen.target.cores import get_core
+from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 
 QUANT = ((False, None), (True, None), (False, (8, 4)), (False, (4, 2)))
 FULL = tuple(
@@ -217,7 +218,7 @@ def test_state_fits_design_budget(tmp_path: Path) -> None:
     assert state + v_bytes <= 1024
 
 
-ARM_FLAGS = (*ARM_CPU_FLAGS, "-ffreestanding", "-mno-unaligned-access")
+ARM_FLAGS = (*get_core("cortex-a9").cpu_flags, "-ffreestanding", "-mno-unaligned-access")
 SIZES = {
     1: (1, 4, 8, 2),
     2: (2, 6, 32, 12),

@@ -233,13 +233,15 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
             f"{', '.join(repr(v) for v in TARGET_INPUTS)} (feature INFER, the streaming audio "
             "mode, or both)"
         )
+    from codegen.target.boards import target_board
     from codegen.target.firmware import FirmwareConfig
 
     try:
-        if target.board:
-            # The board's UART settings, with the ones this table gives on top.
+        if target.board or target.core:
+            # The board's UART settings (the core's default board's when only a core is named),
+            # with the ones this table gives on top.
             fw = FirmwareConfig.from_board(
-                target.board,
+                target_board(target.board or None, target.core or None),
                 max_payload=target.max_payload,
                 **{k: tg[k] for k in ("uart", "baud", "uart_ref_hz") if k in tg},
             )

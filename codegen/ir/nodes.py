@@ -219,9 +219,12 @@ WEIGHT_FORMATS = ("search", "max")
 class TargetOptions:
     """[target] in the TOML config: the board and its UART, and the C symbol prefix."""
 
-    # A board preset (codegen/target/boards.py); "" (unnamed): "qemu". Its console UART,
-    # reference clock and baud rate apply unless uart, uart_ref_hz, baud are given here too.
+    # A board preset (codegen/target/boards.py); "" (unnamed): the core's default board, "qemu"
+    # when no core is named either. Its console UART, reference clock and baud rate apply unless
+    # uart, uart_ref_hz, baud are given here too.
     board: str = ""
+    # A core (codegen/target/cores.py, e.g. "cortex-m7"); "" (unnamed): the board's.
+    core: str = ""
     uart: int = 0
     baud: int = 115_200
     uart_ref_hz: int = 100_000_000

@@ -31,7 +31,7 @@ import numpy.typing as npt
 from codegen.base.errors import BuildError, CodegenError
 from codegen.frontend.cliargs import Declared, add_model_arguments, declared_from_args
 from codegen.ir.nodes import QModel, TargetOptions
-from codegen.target.boards import get_board
+from codegen.target.boards import target_board
 from codegen.target.firmware import add_board_arguments, board_overrides
 
 if TYPE_CHECKING:
@@ -437,6 +437,7 @@ def build(
     notes: list[str] | None = None,
     declared: Declared | None = None,
     progress: bool = False,
+    core: str | None = None,
 ) -> BuildResult:
     """The whole build (``progress``: a line on stderr as each stage starts, with the time so
     far). ``model_path``: any model file `codegen.frontend.importer.load_model`
@@ -444,7 +445,8 @@ def build(
     an imported model. Calibration features come from ``data_dir`` (clean train split) or, for
     tests and the Python API, directly as normalised float features [N, T, F]. The float twin
     is checked against the user's own forward pass on them (`codegen.frontend.importer`).
-    ``board`` (a preset name) replaces the config's [target] board and UART settings;
+    ``board`` (a preset name) or ``core`` (a core's name: its default board, or ``board`` when
+    both are given) replaces the config's [target] board and UART settings;
     ``uart_overrides`` (uart, baud, uart_ref_hz) override either; ``notes`` gets a line for each
     value that replaced another.
 
@@ -512,7 +514,7 @@ def build(
     fw = None
     if compile_elf:
         stage("compiling and linking the firmware")
-        fw_cfg = firmware_config(model.target, board, uart_overrides or {}, notes)
+        fw_cfg = firmware_config(model.target, board, uart_overrides or {}, notes, core)
         (out / "fw.map").unlink(missing_ok=True)  # only this link's map tells its RAM
         try:
             fw = link_firmware(q, fw_cfg, sources, src_dir, out)
@@ -547,31 +549,35 @@ def firmware_config(
     board: str | None,
     overrides: Mapping[str, int],
     notes: list[str] | None,
+    core: str | None = None,
 ) -> FirmwareConfig:
-    """The firmware a build links: the config's [target] (its board, or "qemu", and UART), or the
-    board named on the command line in its place; then the command line's UART options."""
-    from codegen.target.boards import DEFAULT_BOARD, get_board
+    """The firmware a build links: the config's [target] (its board, or its core's default
+    board, or "qemu", and UART), or the board or core named on the command line in its place
+    (`codegen.target.boards.target_board`); then the command line's UART options."""
+    from codegen.target.boards import get_board, target_board
     from codegen.target.firmware import FirmwareConfig
 
-    if board is None:
+    if board is None and core is None:
         return FirmwareConfig.from_board(
-            t.board or DEFAULT_BOARD,
+            target_board(t.board or None, t.core or None),
             uart=overrides.get("uart", t.uart),
             baud=overrides.get("baud", t.baud),
             uart_ref_hz=overrides.get("uart_ref_hz", t.uart_ref_hz),
             max_payload=t.max_payload,
             notes=notes if overrides else None,
         )
-    preset = get_board(board)
+    name = target_board(board, core)
+    preset = get_board(name)
     replaced = [
         f"{k}={getattr(t, k)}"
         for k in ("uart", "baud", "uart_ref_hz")
         if getattr(t, k) != getattr(preset, k) and k not in overrides
     ]
     if replaced and notes is not None:
-        notes.append(f"--board {board} replaces the config's [target] {', '.join(replaced)}")
+        given = f"--board {board}" if board is not None else f"--target {core} (board {name})"
+        notes.append(f"{given} replaces the config's [target] {', '.join(replaced)}")
     return FirmwareConfig.from_board(
-        board, max_payload=t.max_payload, notes=notes, **dict(overrides)
+        name, max_payload=t.max_payload, notes=notes, **dict(overrides)
     )
 
 
@@ -595,7 +601,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only generate C and the manifest (no arm-none-eabi-gcc)",
     )
-    add_board_arguments(p, where="; default: the config's [target] board, else qemu")
+    add_board_arguments(
+        p, where="; default: the config's [target] board, else its core's, else qemu"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -605,8 +613,8 @@ def run(args: argparse.Namespace) -> int:
             "directory"
         )
     notes: list[str] = []
-    if args.board is not None:
-        get_board(args.board)  # a bad name fails before the model is read
+    if args.board is not None or args.target is not None:
+        target_board(args.board, args.target)  # a bad name fails before the model is read
     res = build(
         args.model,
         args.basis,
@@ -620,6 +628,7 @@ def run(args: argparse.Namespace) -> int:
         notes=notes,
         declared=declared_from_args(args),
         progress=True,
+        core=args.target,
     )
     for note in notes:
         print(f"codegen build: note: {note}", file=sys.stderr)

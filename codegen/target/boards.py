@@ -1,5 +1,7 @@
-"""Board presets: every fact about a Zynq-7020 board the firmware build needs, in one place, each
-with its primary source.
+"""Board presets: every fact about a board the firmware build needs, in one place, each with its
+primary source. A preset names its board folder (codegen/target/cores.py `BoardFolder`:
+firmware/board/<folder>, its UART driver, memory map and boot), and through it its core; the
+Zynq-7020 boards below are the Cortex-A9's.
 
 A preset names the console UART (UART0 at 0xE0000000 or UART1 at 0xE0001000, UG585 Table 4-6),
 the UART reference clock the board's PS design programs (UART_CLK_CTRL, UG585 Appendix B slcr:
@@ -17,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codegen.base.errors import ConfigError
+from codegen.target.cores import BoardFolder, Core, get_folder
 
 MIB = 1 << 20
 
@@ -24,7 +27,7 @@ MIB = 1 << 20
 @dataclass(frozen=True)
 class Board:
     name: str
-    uart: int  # console UART index: 0 (0xE0000000) or 1 (0xE0001000)
+    uart: int  # console UART index (its base: the folder's UART driver; Zynq-7000 0 or 1)
     uart_ref_hz: int  # UART_REF_CLK of the board's PS design
     ddr_bytes: int
     uboot_defconfig: str | None  # None: no U-Boot build for this board
@@ -36,6 +39,15 @@ class Board:
     timer_hz: int = 333_333_333
     baud: int = 115_200
     note: str = ""
+    folder_name: str = "zynq7000"  # firmware/board/<folder_name> (codegen/target/cores.py)
+
+    @property
+    def folder(self) -> BoardFolder:
+        return get_folder(self.folder_name)
+
+    @property
+    def core(self) -> Core:
+        return self.folder.core
 
     @property
     def console_uart(self) -> int:
@@ -124,10 +136,51 @@ BOARDS: dict[str, Board] = {
             "device tree); UART, clock and JTAG hold, so load the ELF over JTAG after the PYNQ "
             "image's FSBL has set up the PS",
         ),
+        # The Cortex-M7's board: the ARM MPS2 with the AN500 FPGA image, as QEMU 7.2 models it
+        # (`-M mps2-an500`): UART0 (CMSDK APB UART at 0x40004000) on the first -serial, every APB
+        # peripheral on the 25 MHz PCLK (hw/arm/mps2.c SYSCLK_FRQ; ARM AN500). Memory: ZBT
+        # SSRAM1 4 MiB at 0 and SSRAM2/3 4 MiB at 0x20000000 (`info mtree`), in ddr_bytes the
+        # RAM the image may use for data.
+        Board(
+            name="mps2-an500",
+            uart=0,
+            uart_ref_hz=25_000_000,
+            ddr_bytes=4 * MIB,
+            uboot_defconfig=None,
+            device_tree=None,
+            usb_uart="QEMU -serial (a TCP socket that `codegen run --qemu` opens)",
+            timer_hz=25_000_000,
+            note="QEMU only: qemu-system-arm -M mps2-an500 -kernel fw.elf",
+            folder_name="mps2_an500",
+        ),
     )
 }
 
 DEFAULT_BOARD = "qemu"
+
+
+def boards_of(core: Core) -> tuple[str, ...]:
+    """The presets whose board folder runs ``core``."""
+    return tuple(n for n, b in BOARDS.items() if b.core == core)
+
+
+def target_board(board: str | None, core: str | None) -> str:
+    """The preset a build is for, from ``--board`` and ``--target`` (either may be None): the
+    board named, else the core's default board, else DEFAULT_BOARD; ConfigError when the board
+    named does not run the core named, listing the boards that do."""
+    from codegen.target.cores import get_core
+
+    if core is None:
+        return DEFAULT_BOARD if board is None else get_board(board).name
+    c = get_core(core)
+    if board is None:
+        return c.default_board
+    if get_board(board).core != c:
+        raise ConfigError(
+            f"board={board!r} runs a {get_board(board).core.name}, not target={core!r}; the "
+            f"{core} boards are {', '.join(boards_of(c))}"
+        )
+    return board
 
 
 def get_board(name: str) -> Board:

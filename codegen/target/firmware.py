@@ -1,5 +1,5 @@
-"""`codegen firmware`: build the bare-metal runtime ELF for the Zynq-7020 (docs/architecture.md §5,
-docs/targets.md §2).
+"""`codegen firmware`: build the bare-metal runtime ELF for a board preset and its core
+(codegen/target/boards.py, cores.py; docs/architecture.md §5, docs/targets.md §2).
 
 Python decides every value (UART divisors, build id); ``templates/fw_config.h.j2`` only formats
 them; arm-none-eabi-gcc compiles ``firmware/`` with the generated header.
@@ -20,91 +20,31 @@ from codegen.base.errors import ConfigError
 from codegen.base.resources import firmware_dir, jinja_env
 from codegen.base.version import __version__
 from codegen.target import sources
-from codegen.target.boards import BOARDS, DEFAULT_BOARD, Board, get_board
-from codegen.target.toolchain import ARM_CFLAGS, ARM_LDFLAGS, find_tool, run_tool, section_sizes
+from codegen.target.boards import BOARDS, DEFAULT_BOARD, Board, get_board, target_board
+from codegen.target.cores import CORES
+from codegen.target.toolchain import ARM_LDFLAGS, find_tool, run_tool, section_sizes
+from codegen.target.uarts import UartDivisors
 
-HELP = "build the bare-metal runtime firmware (ELF) for the Zynq-7020 Cortex-A9"
+HELP = "build the bare-metal runtime firmware (ELF) for a target (default: the Zynq-7020 Cortex-A9)"
 
-UART_BASES = {0: 0xE0000000, 1: 0xE0001000}  # UG585 Table 4-6
 MAX_PAYLOAD_RANGE = (256, 8192)  # INFO's fixed part, board and link blocks take 188 bytes
-BAUD_MAX_ERROR = 0.02  # a UART tolerates a few per cent of mismatch; keep under 2 %
-# The standard rates a session may switch to (docs/protocol.md, "Rate switch"): Linux termios
-# names each (B115200 .. B3000000, termios(3)); the table of a build holds those its UART
-# reference clock reaches within BAUD_MAX_ERROR, at most 8 (INFO's link block).
-STANDARD_RATES = (115_200, 230_400, 460_800, 921_600, 1_000_000, 1_500_000, 2_000_000, 3_000_000)
 # The receive interrupt's ring (docs/protocol.md, "Windowed link"): bytes that arrive while the
 # device computes or transmits; the host keeps at most this many unacknowledged bytes in flight.
 RX_RING_RANGE = (1024, 32768)
 DEFAULT_RX_RING = 8192
 
 
-@dataclass(frozen=True)
-class UartDivisors:
-    index: int
-    base: int
-    baud: int
-    ref_hz: int
-    cd: int
-    bdiv: int
-
-    @property
-    def actual_baud(self) -> float:
-        return self.ref_hz / (self.cd * (self.bdiv + 1))
-
-    @property
-    def error(self) -> float:
-        return abs(self.actual_baud - self.baud) / self.baud
-
-    def template_vars(self) -> dict[str, object]:
-        return {
-            "index": self.index,
-            "base_hex": f"0x{self.base:08X}",
-            "baud": self.baud,
-            "ref_hz": self.ref_hz,
-            "cd": self.cd,
-            "bdiv": self.bdiv,
-            "actual_baud_text": f"{self.actual_baud:.1f}",
-            "error_text": f"{100 * self.error:.3f} %",
-        }
+def uart_divisors(uart: int, baud: int, ref_hz: int, board: str = DEFAULT_BOARD) -> UartDivisors:
+    """The console UART's register base and divisors for ``baud`` from ``ref_hz`` on ``board``'s
+    UART driver (codegen/target/uarts.py); ConfigError naming a value it cannot take."""
+    return get_board(board).folder.uart.divisors(uart, baud, ref_hz)
 
 
-def uart_divisors(uart: int, baud: int, ref_hz: int) -> UartDivisors:
-    """Best (CD, BDIV) for baud = ref / (CD · (BDIV + 1)), CD in 2..65535, BDIV in 4..255
-    (UG585 §19.2.3; CD 0 disables and 1 bypasses the generator)."""
-    if uart not in UART_BASES:
-        raise ConfigError(f"uart={uart!r}: the Zynq-7000 has UART0 and UART1; use 0 or 1")
-    if not 300 <= baud <= 3_000_000:
-        raise ConfigError(f"baud={baud!r}: supported range is 300..3000000 bit/s")
-    if not 1_000_000 <= ref_hz <= 200_000_000:
-        raise ConfigError(f"uart_ref_hz={ref_hz!r}: expected 1 MHz..200 MHz (UG585 §25.6)")
-    best: tuple[float, int, int] | None = None
-    for bdiv in range(4, 256):
-        cd = round(ref_hz / (baud * (bdiv + 1)))
-        if not 2 <= cd <= 65535:
-            continue
-        err = abs(ref_hz / (cd * (bdiv + 1)) - baud) / baud
-        if best is None or err < best[0]:
-            best = (err, cd, bdiv)
-    if best is None or best[0] > BAUD_MAX_ERROR:
-        raise ConfigError(
-            f"baud={baud}: no divisor pair reaches it within {100 * BAUD_MAX_ERROR:.0f} % "
-            f"from uart_ref_hz={ref_hz}"
-        )
-    return UartDivisors(uart, UART_BASES[uart], baud, ref_hz, best[1], best[2])
-
-
-def uart_rates(uart: int, ref_hz: int, build_baud: int) -> tuple[UartDivisors, ...]:
-    """The rates BAUD may ask for: the build's own, then every standard rate the reference clock
-    reaches within BAUD_MAX_ERROR (one divisor search, `uart_divisors`, for every preset)."""
-    out = [uart_divisors(uart, build_baud, ref_hz)]
-    for rate in STANDARD_RATES:
-        if rate == build_baud:
-            continue
-        try:
-            out.append(uart_divisors(uart, rate, ref_hz))
-        except ConfigError:
-            continue
-    return tuple(sorted(out, key=lambda d: d.baud)[:8])
+def uart_rates(
+    uart: int, ref_hz: int, build_baud: int, board: str = DEFAULT_BOARD
+) -> tuple[UartDivisors, ...]:
+    """The rates BAUD may ask for on ``board``: the build's own and those its driver offers."""
+    return get_board(board).folder.uart.rates(uart, ref_hz, build_baud)
 
 
 @dataclass(frozen=True)
@@ -161,7 +101,7 @@ class FirmwareConfig:
             )
         if self.board not in BOARDS:
             get_board(self.board)
-        uart_divisors(self.uart, self.baud, self.uart_ref_hz)
+        uart_divisors(self.uart, self.baud, self.uart_ref_hz, self.board)
         lo, hi = RX_RING_RANGE
         if not lo <= self.rx_ring <= hi or self.rx_ring & (self.rx_ring - 1):
             raise ConfigError(
@@ -181,7 +121,8 @@ class FirmwareBuild:
     def console(self) -> dict[str, object]:
         """The board and console UART the build is for (manifests; `codegen run --qemu` serves
         this UART)."""
-        div = uart_divisors(self.config.uart, self.config.baud, self.config.uart_ref_hz)
+        c = self.config
+        div = uart_divisors(c.uart, c.baud, c.uart_ref_hz, c.board)
         return {
             "board": self.config.board,
             "uart": div.index,
@@ -200,8 +141,9 @@ class FirmwareBuild:
 
 def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
     cfg.validate()
-    div = uart_divisors(cfg.uart, cfg.baud, cfg.uart_ref_hz)
-    rates = uart_rates(cfg.uart, cfg.uart_ref_hz, cfg.baud)
+    driver = cfg.preset.folder.uart
+    div = driver.divisors(cfg.uart, cfg.baud, cfg.uart_ref_hz)
+    rates = driver.rates(cfg.uart, cfg.uart_ref_hz, cfg.baud)
     return (
         jinja_env()
         .get_template("fw_config.h.j2")
@@ -210,13 +152,17 @@ def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
             input_hash=input_hash,
             build_id=build_id,
             uart=div.template_vars(),
+            uart_what=driver.what,
+            uart_defines=driver.defines(div),
             rates=[d.template_vars() for d in rates],
             rate_table="{" + ", ".join(f"{{{d.baud}u, {d.cd}u, {d.bdiv}u}}" for d in rates) + "}",
             max_payload=cfg.max_payload,
             rx_ring=cfg.rx_ring,
             ack_every=cfg.rx_ring // 4,
             timer_hz=cfg.preset.timer_hz,
+            timer=cfg.preset.core.timer,
             board=cfg.board,
+            core=cfg.preset.core.name,
         )
     )
 
@@ -224,7 +170,7 @@ def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
 def _input_hash(cfg: FirmwareConfig, sources: list[Path], extra_flags: tuple[str, ...] = ()) -> str:
     h = hashlib.sha256()
     h.update(json.dumps(asdict(cfg), sort_keys=True).encode())
-    h.update(" ".join(ARM_CFLAGS + ARM_LDFLAGS + extra_flags).encode())
+    h.update(" ".join(cfg.preset.core.cflags + ARM_LDFLAGS + extra_flags).encode())
     for src in sorted(sources, key=lambda p: p.name):
         h.update(src.name.encode() + b"\0" + src.read_bytes())
     return h.hexdigest()
@@ -238,7 +184,7 @@ def build_firmware(
     extra_ldflags: Sequence[str] = (),
     extra_cflags: Sequence[str] = (),
     extra_libs: Sequence[str] = (),
-    variant: sources.KernelVariant = sources.ARM_DEFAULT,
+    variant: sources.KernelVariant | None = None,
 ) -> FirmwareBuild:
     """Compile the runtime, plus (for `codegen build`) the generated model sources and the
     kernels they need: ``extra_sources`` are compiled after the runtime, ``extra_includes`` come
@@ -246,15 +192,19 @@ def build_firmware(
     ``extra_ldflags`` go to the link (e.g. ``-Wl,--undefined=sym`` to keep an entry point that
     the runtime does not call yet), ``extra_libs`` after the sources, before ``-lgcc`` (e.g.
     ``-lm -lc`` for `codegen bench`'s float baseline); ``variant`` the kernels' operations
-    (codegen/target/sources.py: NEON on the Cortex-A9 by default). All of them enter the
-    hash."""
+    (codegen/target/sources.py; None: the core's, NEON on the Cortex-A9). The board preset
+    (``cfg.board``) chooses the board folder and the core (codegen/target/cores.py): its
+    sources, linker script and compiler flags. All of them enter the hash."""
     cfg.validate()
+    folder = cfg.preset.folder
+    core = folder.core
+    variant = core.kernels if variant is None else variant
     gcc = find_tool("arm-none-eabi-gcc")
     fw = firmware_dir()
-    srcs = [fw / s for s in sources.RUNTIME] + [Path(s) for s in extra_sources]
+    srcs = [fw / s for s in folder.runtime] + [Path(s) for s in extra_sources]
     headers = (
         sorted(fw.glob("*.h"))
-        + sorted((fw / sources.BOARD_DIR).glob("*.h"))
+        + sorted((fw / folder.path).glob("*.h"))
         + sorted((fw / variant.folder).glob("*.h"))
         + sorted(h for d in extra_includes for h in Path(d).glob("*.h"))
     )
@@ -270,13 +220,13 @@ def build_firmware(
     elf = out_dir / "fw.elf"
     cmd = [
         gcc,
-        *ARM_CFLAGS,
+        *core.cflags,
         *extra_cflags,
         f"-I{gen}",
         *(f"-I{d}" for d in extra_includes),
         *variant.compile_flags(fw),
         f"-I{fw}",
-        f"-T{fw / sources.LINKER_SCRIPT}",
+        f"-T{fw / folder.path / folder.linker_script}",
         *ARM_LDFLAGS,
         *extra_ldflags,
         f"-Wl,-Map={out_dir / 'fw.map'}",
@@ -295,6 +245,14 @@ def build_firmware(
         # fw.elf is named, not met as a device that does not answer)
         "elf_sha256": hashlib.sha256(elf.read_bytes()).hexdigest(),
         "config": asdict(cfg),
+        "target": {
+            "core": core.name,
+            "board_folder": folder.path,
+            "qemu_machine": core.qemu_machine,
+            "timer": core.timer,
+            "qemu_timer_hz": core.qemu_timer_hz,
+            "generated_asm": list(core.asm),
+        },
         "kernels": variant.name,
         "console": build.console(),
         "sections": {k: {"size": v[0], "addr": v[1]} for k, v in build.sections.items()},
@@ -316,26 +274,32 @@ def format_size_table(build: FirmwareBuild) -> str:
 
 
 def add_board_arguments(p: argparse.ArgumentParser, *, where: str = "") -> None:
-    """--board and the UART options that override its preset (`codegen firmware`, `codegen
-    build`)."""
+    """--target, --board and the UART options that override its preset (`codegen firmware`,
+    `codegen build`)."""
+    p.add_argument(
+        "--target",
+        metavar="CORE",
+        choices=tuple(CORES),
+        help=f"core: {', '.join(CORES)} (codegen/target/cores.py); builds for its default board "
+        "unless --board names one of its boards",
+    )
     p.add_argument(
         "--board",
         metavar="B",
-        help=f"board preset: {', '.join(BOARDS)} (codegen/target/boards.py: console UART, UART "
-        f"reference clock, baud){where}",
+        help=f"board preset: {', '.join(BOARDS)} (codegen/target/boards.py: board folder and "
+        f"core, console UART, UART reference clock, baud){where}",
     )
     p.add_argument(
         "--uart",
         type=int,
-        choices=(0, 1),
-        help="console UART, overrides the board's: 0 (0xE0000000, QEMU's first -serial) or 1 "
-        "(0xE0001000)",
+        help="console UART, overrides the board's (Zynq-7000: 0 at 0xE0000000, QEMU's first "
+        "-serial, or 1 at 0xE0001000)",
     )
     p.add_argument("--baud", type=int, help="baud rate, overrides the board's (115200)")
     p.add_argument(
         "--uart-ref-hz",
         type=int,
-        help="UART reference clock of the PS design in Hz, overrides the board's",
+        help="UART reference clock of the board in Hz, overrides the board's",
     )
 
 
@@ -363,7 +327,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     notes: list[str] = []
     cfg = FirmwareConfig.from_board(
-        args.board or DEFAULT_BOARD,
+        target_board(args.board, args.target),
         max_payload=args.max_payload,
         notes=notes,
         **board_overrides(args),
@@ -378,5 +342,7 @@ def run(args: argparse.Namespace) -> int:
         f"{cfg.uart_ref_hz / 1e6:g} MHz (CD {div['uart_cd']}, BDIV {div['uart_bdiv']}: "
         f"{div['actual_baud']} baud)"
     )
+    core = cfg.preset.core
+    print(f"core {core.name}: {core.what}; kernels {core.kernels.name}; -M {core.qemu_machine}")
     print(format_size_table(build))
     return 0

@@ -8,29 +8,14 @@ from pathlib import Path
 
 from codegen.base.errors import ConfigError
 
-# The board: everything that knows the Zynq-7000 PS (UG585) lives in one folder and implements
-# the target interface, the headers fw_uart.h, fw_timer.h and fw_rt.h at the top of firmware/:
-# reset vectors, MMU and caches, stacks (startup.S), the memory map (link.ld), the register map
-# (zynq7000.h), the Cadence UART, the global timer, the fault reporter.
-BOARD_DIR = "board/zynq7000"
-BOARD: tuple[str, ...] = (
-    f"{BOARD_DIR}/startup.S",
-    f"{BOARD_DIR}/fw_uart.c",
-    f"{BOARD_DIR}/fw_timer.c",
-    f"{BOARD_DIR}/fw_rt.c",
-    f"{BOARD_DIR}/fw_mmu.c",
-    f"{BOARD_DIR}/fw_irq.c",
-)
-LINKER_SCRIPT = f"{BOARD_DIR}/link.ld"
-# The bare-metal runtime: the board, the main loop, frames and the protocol server.
-RUNTIME: tuple[str, ...] = (
-    BOARD[0],
-    "main.c",
-    *BOARD[1:3],
-    "fw_frame.c",
-    "fw_server.c",
-    *BOARD[3:],
-)
+# The bare-metal runtime around a board folder (codegen/target/cores.py `BoardFolder.runtime`,
+# which puts the board's start-up code first and its drivers around these): the main loop, frames
+# and the protocol server, and the runtime support every board shares (memcpy and friends, the
+# stack's high-water mark, the fault reporter). The board implements the target interface, the
+# headers fw_uart.h, fw_timer.h, fw_rt.h and fw_board.h at the top of firmware/.
+MAIN = "main.c"
+LINK: tuple[str, ...] = ("fw_frame.c", "fw_server.c")
+RT = "fw_rt.c"
 # The integer encoders: LSTM (its twin: codegen/intref/lstm.py) and GRU (codegen/intref/gru.py;
 # the linker drops whichever a model does not call), and the hidden Linear + ReLU layers of an
 # MLP head (elt_dense_s16.c).
@@ -96,8 +81,7 @@ REF = KernelVariant("ref", ("-DELT_SCALAR",), "plain C (any core)")
 # Floating-point instructions"); every header of the folder refuses a build without ELT_NEON.
 NEON_A32 = KernelVariant("neon_a32", (), "Cortex-A9 NEON (ARMv7-A Advanced SIMD, A32)")
 VARIANTS: dict[str, KernelVariant] = {v.name: v for v in (REF, NEON_A32)}
-# what a Zynq-7000 build takes (its Cortex-A9 has NEON, UG585 §3.1), and a host build
-ARM_DEFAULT = NEON_A32
+# what a host build takes (a core's own: codegen/target/cores.py `Core.kernels`)
 HOST = REF
 
 

@@ -20,11 +20,10 @@ PACKAGES = {
     "cc": "gcc",
 }
 
-# Cortex-A9 with NEON, hard-float ABI, ARM state (Zynq-7000, UG585 §3.1).
-ARM_CPU_FLAGS: tuple[str, ...] = ("-mcpu=cortex-a9", "-mfpu=neon", "-mfloat-abi=hard", "-marm")
 # Numeric contract (docs/numeric.md §2): -fwrapv. Unaligned accesses are allowed (GCC's default
-# for ARMv7-A): the start-up code maps DDR as Normal memory with SCTLR.A clear before any C code
-# that touches a byte buffer runs (firmware/board/zynq7000/fw_mmu.c; DDI 0406C A3.5.6).
+# for ARMv7-A and ARMv7-M): the Zynq-7000's start-up code maps DDR as Normal memory with SCTLR.A
+# clear before any C code that touches a byte buffer runs (firmware/board/zynq7000/fw_mmu.c;
+# DDI 0406C A3.5.6). The CPU flags come first, from the core (codegen/target/cores.py).
 COMMON_CFLAGS: tuple[str, ...] = (
     "-std=c11",
     "-Wall",
@@ -33,9 +32,8 @@ COMMON_CFLAGS: tuple[str, ...] = (
     "-fwrapv",
     "-fno-strict-aliasing",
 )
-ARM_CFLAGS: tuple[str, ...] = (
-    *ARM_CPU_FLAGS,
-    *COMMON_CFLAGS,
+# What every firmware translation unit adds after the core's CPU flags and COMMON_CFLAGS.
+FIRMWARE_CFLAGS: tuple[str, ...] = (
     "-O2",
     "-g",
     "-ffreestanding",

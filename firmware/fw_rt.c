@@ -1,8 +1,9 @@
 /*
- * Freestanding runtime: the four functions GCC may call even with -ffreestanding (GCC manual,
- * "C Dialect Options"), stack painting readout and the fault reporter. Linked with -nostdlib: no
- * newlib routine is pulled in. The fault reporter may run before fw_board_init has turned the MMU
- * on (memory Strongly-ordered, unaligned accesses fault): it reads its strings byte by byte.
+ * Freestanding runtime, the same on every board: the four functions GCC may call even with
+ * -ffreestanding (GCC manual, "C Dialect Options"), stack painting readout and the fault reporter.
+ * Linked with -nostdlib: no newlib routine is pulled in. The fault reporter may run before
+ * fw_board_init has set the core up (on the Zynq-7000 the MMU is still off: memory
+ * Strongly-ordered, unaligned accesses fault): it reads its strings byte by byte.
  */
 #include "fw_rt.h"
 
@@ -87,8 +88,10 @@ static void put_hex(uint32_t v)
 
 void fw_fault(uint32_t kind, uint32_t addr)
 {
-    static const char *const names[] = {"?", "undef", "svc", "pabort", "dabort", "irq", "fiq"};
-    const char *name = names[kind < 7u ? kind : 0u];
+    static const char *const names[FW_FAULT_KINDS] = {
+        "?",   "undef", "svc",       "pabort",    "dabort",   "irq",
+        "fiq", "nmi",   "hardfault", "memmanage", "busfault", "usagefault"};
+    const char *name = names[kind < FW_FAULT_KINDS ? kind : 0u];
     /* Delimiters around the text: the host's frame decoder drops it and shows the raw bytes. */
     static const char head[] = "\0*** fw fault: ";
     fw_uart_write((const uint8_t *)head, sizeof head - 1u);
@@ -102,6 +105,6 @@ void fw_fault(uint32_t kind, uint32_t addr)
     fw_uart_putc(0u);
     fw_uart_flush();
     for (;;) {
-        __asm__ volatile("wfe");
+        __asm__ volatile("wfe"); /* in A32 and T32 alike (DDI 0406C A8.8.425, DDI 0403E A7.7.261) */
     }
 }
