@@ -139,9 +139,9 @@ typedef struct {
 
 typedef struct {
     const fw_platform_t *platform;
-    uint32_t enc_len; /* bytes kept in enc[] for the frame being received */
-    uint8_t overflow; /* the frame being received did not fit in enc[] */
-    uint8_t ack_due;  /* ordered frames were served since the host last heard of it */
+    uint32_t enc_len;     /* bytes kept in enc[] for the frame being received */
+    uint8_t overflow;     /* the frame being received did not fit in enc[] */
+    uint8_t ack_due;      /* ordered frames were served since the host last heard of it */
     uint8_t rate_pending; /* a rate switch waits for its first whole frame */
     uint8_t asm_type;     /* the message being put together from parts (0: none) */
     uint32_t frames_ok;

@@ -1,7 +1,8 @@
-"""The device's frame codec (firmware/fw_frame.c) on the Cortex-A9 under QEMU, with the neon_a32 and
-the ref kernels' operations (firmware/kernels/*/fw_frame_ops.h): CRC-32 (carry-less products; slice-by-8) against zlib.crc32 for every length
-0 ... 2,100 and in pieces (fw_crc32_update from a running value), and the in-place COBS decode
-(its ARM code-byte walk) against the encoder on bodies from all zeros to none."""
+"""The device's frame codec (firmware/fw_frame.c) on the Cortex-A9 under QEMU, with the neon_a32
+and the ref kernels' operations (firmware/kernels/*/fw_frame_ops.h): CRC-32 (carry-less
+products; slice-by-8) against zlib.crc32 for every length 0 ... 2,100 and in pieces
+(fw_crc32_update from a running value), and the in-place COBS decode (its ARM code-byte walk)
+against the encoder on bodies from all zeros to none."""
 
 from __future__ import annotations
 

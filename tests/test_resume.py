@@ -277,7 +277,8 @@ def test_one_run_per_report_directory(plan: Plan, tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with pytest.raises(ReportDirError, match=rf"in use by pid {holder.pid} on .*--report first"):
+        held = rf"in use by pid {holder.pid} on .*--report first"
+        with pytest.raises(ReportDirError, match=held):
             run(plan, out, resume=False)
     finally:
         holder.kill()

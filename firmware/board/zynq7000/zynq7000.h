@@ -69,8 +69,8 @@
 #define GIC_ICCPMR 0x004u              /* priority mask: IRQs with priority < mask are signalled */
 #define GIC_ICCIAR 0x00Cu              /* interrupt acknowledge: the ID [9:0] of the IRQ taken */
 #define GIC_ICCEOIR 0x010u             /* end of interrupt: write back what ICCIAR read */
-#define GIC_SPURIOUS 1023u             /* ICCIAR's ID when nothing was pending (IHI 0048A §4.4.4) */
-#define GIC_ICDDCR 0x000u              /* distributor control: bit 0 enable */
+#define GIC_SPURIOUS 1023u /* ICCIAR's ID when nothing was pending (IHI 0048A §4.4.4) */
+#define GIC_ICDDCR 0x000u  /* distributor control: bit 0 enable */
 #define GIC_ICDISER(n) (0x100u + 4u * (n)) /* set-enable, 32 IDs per word */
 #define GIC_ICDIPR(id) (0x400u + (id))     /* priority, one byte per ID */
 #define GIC_ICDIPTR(id) (0x800u + (id))    /* CPU targets, one byte per ID */
