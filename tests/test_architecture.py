@@ -75,11 +75,13 @@ CLI_ROOTS = {"codegen", "elatta_host", "elatta_measure"}
 # Modules whose dynamic import takes a computed name or a file path, and the project modules
 # each may load that way: the CLI's by its table (checked by its own test, not as edges), the
 # importer's is the user's --model-code file (never a project module), cand_profile loads
-# bench/profile.py by path (its name is also the standard library's profiler).
+# bench/profile.py by path (its name is also the standard library's profiler), generate loads
+# the CRC-32 table writer by path (tools/ is scripts, not a package).
 DYNAMIC: dict[str, set[str] | None] = {
     "codegen.cli": None,
     "codegen.frontend.importer": set(),
     "bench.cand_profile": {"bench.profile"},
+    "tools.generate": {"tools.gen_crc32_tables"},
 }
 # packages that must load with torch unimportable (a build directory is read without torch)
 TORCH_FREE = (
