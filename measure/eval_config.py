@@ -51,6 +51,15 @@ ELATTA_KEYS: tuple[str, ...] = (
 )
 
 
+# What the build does with a key that has no value (TOML has no null): left out, it applies
+# the rule named here (codegen.ir.nodes.AdaptConfig, codegen.pipeline.build.tuned_for).
+UNSET_RULES: dict[str, str] = {
+    "model_sha256": "no model is recorded as the one sigma0 was chosen for",
+    "select_alpha_shift": "mode cmvn_select's normalised run uses alpha_shift",
+    "select_weight_shift": "mode cmvn_select's normalised run uses weight_shift",
+}
+
+
 @dataclass(frozen=True)
 class Entry:
     """One key of the written config: its value (None: left out, the build's rule applies) and
@@ -160,7 +169,8 @@ def render(tables: dict[str, list[Entry]], header: list[str]) -> str:
         lines += ["", f"[{table}]"]
         for e in entries:
             if e.value is None:
-                lines.append(f"# {e.key}: not set, the build's rule applies ({e.origin})")
+                rule = UNSET_RULES.get(e.key, "the build's default applies")
+                lines.append(f"# {e.key}: not set: {rule} ({e.origin})")
             else:
                 lines.append(f"{e.key} = {toml_value(e.value)}  # {e.origin}")
     return "\n".join(lines) + "\n"
