@@ -1088,6 +1088,38 @@ def config_for_model(model: Path, configs: Path = Path("configs")) -> str:
     return str(fallback)
 
 
+def plot(report: dict[str, Any], path: Path) -> None:
+    """``report.png``: accuracy against SNR per mode, float and (with --fixed) integer reference
+    as markers, the clean family as its own point, and, with a stream, accuracy by position in
+    a segment (`elatta_host.report.figure`)."""
+    import matplotlib.pyplot as plt
+    from elatta_host.report import HEAD_CLIPS, dataset_name, figure
+
+    modes = report["config"]["modes"]
+    acc = {"float": report["float"], "fixed": report.get("fixed", {})}
+    shifts = report["float_shifts"]
+    clean = {"float": {m: shifts[m]["clean"]["average"] for m in modes if "clean" in shifts[m]}}
+    stream = report.get("stream") or {}
+    by_position = {
+        "float": {
+            m: {f"first_{HEAD_CLIPS}": stream[m]["head"], "rest": stream[m]["rest"]}
+            for m in modes
+            if m in stream
+        }
+    }
+    if stream:  # no-adapt over the same stream, from the first mode that ran on it
+        first = next(m for m in modes if m in stream)
+        by_position["float"]["no_adapt"] = {
+            f"first_{HEAD_CLIPS}": stream[first]["head_noadapt"],
+            "rest": stream[first]["rest_noadapt"],
+        }
+    fig = figure(
+        acc, modes, dataset_name({"data": report["data"]}), clean=clean, by_position=by_position
+    )
+    fig.savefig(path, format="png", dpi=110)
+    plt.close(fig)
+
+
 def _report_dir(path: str) -> Path:
     """--report created (or found) before any work: a run of minutes must not end on it."""
     out = Path(path)
@@ -1195,9 +1227,10 @@ def run(args: argparse.Namespace) -> int:
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     (out / "elatta.toml").write_text(toml_text)
     (out / "report.txt").write_text(text + "\n")
+    plot(report, out / "report.png")
     print(text)
     print(
         f"wrote {out / 'report.json'}, {out / 'elatta.toml'} (the build config), "
-        f"{out / 'report.txt'}"
+        f"{out / 'report.txt'}, {out / 'report.png'}"
     )
     return 0
