@@ -1066,21 +1066,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def config_for_model(model: Path, configs: Path = Path("configs")) -> str:
+def config_for_model(model: Path, configs: Path | None = None) -> str:
     """The build config made for ``model``: the configs/*.toml whose [elatta].model_sha256 is
     the model file's sha256 (its [cmvn] settings were chosen for that model), else
-    configs/default.toml."""
+    configs/default.toml. ``configs``: that folder; by default ./configs, else the checkout's
+    (beside the codegen package), so `codegen eval` finds it from any working directory."""
     import hashlib
     import tomllib
 
+    if configs is None:
+        import codegen
+
+        here = Path("configs")
+        checkout = Path(codegen.__file__).resolve().parents[1] / "configs"
+        configs = here if (here / "default.toml").is_file() else checkout
     fallback = configs / "default.toml"
+    if not fallback.is_file():
+        raise ConfigError(
+            f"no --config given and no configs/default.toml here or at {fallback}; pass "
+            "--config FILE (a build config such as the checkout's configs/default.toml)"
+        )
     if not model.is_file() or not configs.is_dir():
         return str(fallback)
     digest = hashlib.sha256(model.read_bytes()).hexdigest()
     for path in sorted(configs.glob("*.toml")):
         try:
             doc = tomllib.loads(path.read_text())
-        except (OSError, tomllib.TOMLDecodeError):
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue
         el = doc.get("elatta")
         if isinstance(el, dict) and el.get("model_sha256") == digest:
