@@ -22,7 +22,7 @@ the report says so (`SEEDED_MODES`).
 Outputs: the paper's GSC-C table layout on stdout (rows SNR × method, columns the ten noises and
 their average), separate tables for the extra SNRs (0/−5 dB) and the reverb, channel and clean
 families, a gain/verdict section, and in ``--report``: ``report.json``, ``report.txt`` and
-``elatta.toml``, a complete build config (`build_config_toml`: every table `codegen build`
+``elatta.toml``, a complete build config (`write_build_config`: every table `codegen build`
 reads, each key marked chosen by this evaluation, inherited from ``--config`` or the build's
 default), so ``codegen build --config REPORT/elatta.toml`` builds what was measured.
 
