@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,6 +208,33 @@ def verdict(rep: dict[str, Any]) -> str:
     return f"BIT-EXACT: {be['compared']} results compared, 0 mismatches{note}"
 
 
+def describe_target(target: dict[str, Any]) -> str:
+    """What the run talked to, for the report's Target line: QEMU's machine, a board's serial
+    port(s) and baud rate, or socket URLs (a TCP bridge, or QEMU started by hand)."""
+    kind = target.get("kind")
+    ports = target.get("port") or []
+    ports = [ports] if isinstance(ports, str) else list(ports)
+    where = ", ".join(f"`{p}`" for p in ports) or "no port recorded"
+    if kind == "qemu":
+        return (
+            f"QEMU {target.get('machine', '')} (UART{target.get('uart', 0)}, "
+            + ("-icount" if target.get("icount") else "no -icount")
+            + ")"
+        )
+    if kind == "socket":
+        return f"socket {where}"
+    if kind == "serial":
+        baud = target.get("baud")
+        rate = (
+            "opened at the build's baud rate, then switched to the fastest the device offers "
+            "up to 921,600"
+            if baud in (None, "auto")
+            else f"opened at the build's baud rate, then switched to {baud}"
+        )
+        return f"serial port {where} ({rate})"
+    return f"{kind or 'unknown target'}" + (f" at {where}" if ports else "")
+
+
 def _pct(v: float | None) -> str:
     return "–" if v is None else f"{100 * v:.2f}"
 
@@ -231,8 +259,7 @@ def format_markdown(rep: dict[str, Any]) -> str:
         f"samples per run over {rep['samples']['conditions']} noise × SNR conditions, "
         f"{rep['samples']['distinct_utterances']} distinct test utterances of "
         f"{rep['samples']['available_utterances']}.",
-        f"Target: {rep['target'].get('kind')} ({rep['target'].get('machine', '')}), firmware "
-        f"{rep['target'].get('build_id')}.",
+        f"Target: {describe_target(rep['target'])}, firmware {rep['target'].get('build_id')}.",
         f"Bit-exact: **{be['compared'] - be['mismatches']} of {be['compared']}** results equal "
         f"the integer reference in every field ({be['mismatches']} mismatches).",
         f"Model: sha256 {rep['model'].get('model', '')[:16]} (config "
@@ -253,6 +280,8 @@ def format_markdown(rep: dict[str, Any]) -> str:
     for tgt in TARGETS:
         for m in modes:
             row = acc[tgt].get(m, {})
+            if not row:  # a method this target did not answer (a cmvn-only device run)
+                continue
             cells = [_pct(row.get(s, {}).get("average")) for s in snrs]
             lines.append(f"| {tgt} | {METHOD_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
     bp = rep.get("by_position", {})
@@ -292,6 +321,8 @@ def format_markdown(rep: dict[str, Any]) -> str:
     for m in modes:
         for s in snrs:
             cells = acc["device"].get(m, {}).get(s, {})
+            if not cells:
+                continue
             lines.append(
                 f"| {METHOD_NAMES.get(m, m)} | {s} dB | "
                 + " | ".join(_pct(cells.get(n)) for n in noises)
@@ -366,45 +397,194 @@ def dataset_name(info: dict[str, Any]) -> str:
     return DATASET_NAMES.get(kind, kind or "data set")
 
 
-def plot(rep: dict[str, Any], path: Path) -> bool:
-    try:
-        import matplotlib
+# Markers per target: device and fixed coincide when bit-exact, so each keeps its own shape.
+TARGET_MARKERS = {"float": ("o", 7), "fixed": ("s", 9), "device": ("x", 8)}
+CLEAN = "clean"
+TARGET_NAMES = {"float": "float model", "fixed": "integer reference", "device": "the device"}
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    acc = rep["accuracy"]
-    modes = list(dict.fromkeys(["no_adapt", *rep["samples"]["modes"]]))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    # device and fixed coincide when bit-exact: distinct markers keep both visible
-    styles = {"float": (":", "o", 5), "fixed": ("--", "s", 7), "device": ("-", "x", 7)}
-    for tgt in TARGETS:
-        for i, m in enumerate(modes):
-            row = acc[tgt].get(m, {})
-            snrs = sorted(row, key=float)
-            if not snrs:
+
+def _wrap(text: str, width: int = 30) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def figure(
+    acc: dict[str, dict[str, dict[str, Any]]],
+    modes: list[str],
+    title: str,
+    *,
+    clean: dict[str, dict[str, float]] | None = None,
+    ticks: dict[str, Any] | None = None,
+    by_position: dict[str, dict[str, dict[str, float]]] | None = None,
+) -> Any:
+    """The report's figure, in panels: accuracy against SNR per method (colour) and target
+    (marker), x ticks only at the SNRs measured and a "clean" point where ``clean`` has one;
+    QEMU icount ticks per stage and mode (median, whisker to the maximum) where ``ticks`` has
+    them; accuracy by position in a segment where ``by_position`` has it; and the legend in a
+    panel of its own, so it never covers data.
+
+    ``acc``: {target: {mode: {snr: {"average": fraction, ...}}}}; ``clean``: {target: {mode:
+    fraction}}; ``ticks``: report.json's ``ticks``; ``by_position``: {target: {mode:
+    {"first_10": fraction, "rest": fraction}}}."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.gridspec import GridSpec
+    from matplotlib.lines import Line2D
+
+    colour = {m: f"C{i}" for i, m in enumerate(modes)}
+    targets = [t for t in TARGETS if any(acc.get(t, {}).get(m) for m in modes)]
+    stages = [w for w in STAGES if ticks and isinstance(ticks.get(w), dict)]
+    tick_modes = [m for m in modes if ticks and (ticks.get("per_mode") or {}).get(m)]
+    # by position: the target holding the most methods (a cmvn_select-only device run has no
+    # no-adapt class of its own; the references do), the device's where it holds as many
+    held = {t: sum(1 for m in modes if (by_position or {}).get(t, {}).get(m)) for t in TARGETS}
+    pos_target = (
+        max(("device", "fixed", "float"), key=lambda t: held[t]) if any(held.values()) else None
+    )
+    lower = [name for name, on in (("ticks", stages), ("position", pos_target)) if on]
+    fig = plt.figure(figsize=(12, 8.5 if lower else 4.8))
+    grid = GridSpec(2 if lower else 1, 3, figure=fig, width_ratios=[3, 3, 2])
+    ax = fig.add_subplot(grid[0, 0:2])
+    legend_ax = fig.add_subplot(grid[0, 2])
+
+    snrs = sorted({float(s) for t in targets for m in modes for s in acc[t].get(m, {})})
+    xs = list(snrs)
+    clean_x = None
+    if clean and any(clean.get(t, {}).get(m) is not None for t in clean for m in modes):
+        step = min((b - a for a, b in zip(snrs, snrs[1:], strict=False)), default=5.0)
+        clean_x = (snrs[-1] if snrs else 0.0) + 1.5 * step
+    for t in targets:
+        marker, size = TARGET_MARKERS[t]
+        for m in modes:
+            row = acc[t].get(m, {})
+            pts = sorted((float(s), 100 * c["average"]) for s, c in row.items())
+            if not pts:
                 continue
-            ls, marker, size = styles[tgt]
+            # one line per method (the first target that has it); every target as markers
+            line = "-" if t == targets[0] else "none"
             ax.plot(
-                [float(s) for s in snrs],
-                [100 * row[s]["average"] for s in snrs],
-                linestyle=ls,
+                [x for x, _ in pts],
+                [y for _, y in pts],
+                linestyle=line,
                 marker=marker,
                 markersize=size,
                 fillstyle="none",
-                color=f"C{i}",
-                label=f"{METHOD_NAMES.get(m, m)} – {tgt}",
+                color=colour[m],
             )
+            if clean_x is not None and (c := (clean or {}).get(t, {}).get(m)) is not None:
+                # methods side by side at the clean point: equal accuracies stay visible
+                spread = 0.15 * (clean_x - (snrs[-1] if snrs else clean_x - 1.0))
+                ax.plot(
+                    [clean_x + spread * (modes.index(m) - (len(modes) - 1) / 2)],
+                    [100 * c],
+                    marker=marker,
+                    markersize=size,
+                    fillstyle="none",
+                    color=colour[m],
+                    linestyle="none",
+                )
+    ticks_at = xs + ([clean_x] if clean_x is not None else [])
+    ax.set_xticks(ticks_at, [f"{x:g}" for x in xs] + ([CLEAN] if clean_x is not None else []))
     ax.set_xlabel("SNR (dB)")
     ax.set_ylabel("accuracy (%)")
-    ax.set_title(f"{dataset_name(rep.get('data', {}))} accuracy vs SNR (mean over noises)")
+    ax.set_title(f"{title} accuracy vs SNR (mean over noises)")
     ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:  # nothing answered yet: no lines, no legend
-        ax.legend(fontsize=7)
+
+    handles = [Line2D([], [], color=colour[m], linestyle="-") for m in modes]
+    labels = [_wrap(METHOD_NAMES.get(m, m)) for m in modes]
+    handles += [
+        Line2D(
+            [],
+            [],
+            color="0.2",
+            marker=TARGET_MARKERS[t][0],
+            linestyle="none",
+            fillstyle="none",
+            markersize=TARGET_MARKERS[t][1],
+        )
+        for t in targets
+    ]
+    labels += [f"{t} ({TARGET_NAMES[t]})" for t in targets]
+    legend_ax.axis("off")
+    if targets:  # nothing answered yet: no lines, no legend
+        legend_ax.legend(
+            handles,
+            labels,
+            loc="center left",
+            frameon=False,
+            fontsize=8,
+            title="method (colour), target (marker)",
+            title_fontsize=8,
+        )
+
+    if stages and ticks is not None:
+        tax = fig.add_subplot(grid[1, 0] if pos_target else grid[1, 0:2])
+        width = 0.8 / max(len(tick_modes), 1)
+        for j, m in enumerate(tick_modes):
+            per = ticks["per_mode"][m]
+            med = [per.get(w, {}).get("median") or 0 for w in stages]
+            top = [per.get(w, {}).get("max") or 0 for w in stages]
+            xpos = [i + (j - (len(tick_modes) - 1) / 2) * width for i in range(len(stages))]
+            tax.bar(
+                xpos,
+                med,
+                width=width,
+                color=colour[m],
+                yerr=[[0] * len(med), [max(b - a, 0) for a, b in zip(med, top, strict=True)]],
+                capsize=2,
+            )
+        tax.set_xticks(range(len(stages)), stages)
+        tax.set_ylabel(str(ticks.get("unit") or "ticks"))
+        tax.set_title("cost per stage (median, whisker to the maximum)")
+        tax.grid(alpha=0.3, axis="y")
+    if pos_target and by_position is not None:
+        pax = fig.add_subplot(grid[1, 1:3] if stages else grid[1, 0:3])
+        rows = by_position[pos_target]
+        pmodes = [m for m in modes if rows.get(m)]
+        # a position with no clip (segments no longer than HEAD_CLIPS have no "rest")
+        keys = [
+            k
+            for k in (f"first_{HEAD_CLIPS}", "rest")
+            if any(math.isfinite(rows[m].get(k, math.nan)) for m in pmodes)
+        ]
+        width = 0.8 / max(len(pmodes), 1)
+        for j, m in enumerate(pmodes):
+            vals = [100 * rows[m].get(k, float("nan")) for k in keys]
+            xpos = [i + (j - (len(pmodes) - 1) / 2) * width for i in range(len(keys))]
+            bars = pax.bar(xpos, vals, width=width, color=colour[m])
+            pax.bar_label(bars, fmt="%.1f", fontsize=7)
+        pax.set_xticks(
+            range(len(keys)),
+            [k.replace("_", " ") + " clips" if k != "rest" else "the rest" for k in keys],
+        )
+        pax.set_ylabel("accuracy (%)")
+        pax.set_title(
+            f"accuracy by position in a segment, {TARGET_NAMES[pos_target]} (all conditions)"
+        )
+        pax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
+    return fig
+
+
+def plot(rep: dict[str, Any], path: Path) -> bool:
+    """``report.png`` of a run report (`figure`); False where matplotlib is missing."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    modes = list(dict.fromkeys(["no_adapt", *rep["samples"]["modes"]]))
+    fig = figure(
+        rep["accuracy"],
+        modes,
+        dataset_name(rep.get("data", {})),
+        ticks=rep.get("ticks"),
+        by_position=rep.get("by_position"),
+    )
     png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=120)
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
     write_file(path, png.getvalue())
     return True

@@ -1,23 +1,30 @@
-"""`codegen eval`: float accuracy of no-adapt and every deployed adaptation mode on every GSC-C
-condition: the paper's ELaTTA modes and the modes with an input stage (the input normalisations
-cmvn, cmvn_causal and cmvn_select, docs/adaptation.md; any stage of `codegen.stages.registry`),
-with ``--fixed`` also through the integer reference. Every mode of the mode table
-(`codegen.ir.modes`) runs; each names its row label and its safety limit there.
+"""`codegen eval`: float accuracy of no-adapt and the device's adaptation modes on every GSC-C
+condition: by default the deployed input adaptation ``cmvn_select`` (docs/adaptation.md), with
+``--elatta`` the paper's ELaTTA (strict and bounded continual), with ``--mode`` any mode
+(cmvn, cmvn_causal, the paper's unbounded continual ...), and with ``--fixed`` also through the
+integer reference.
 
 Per condition the test clips are featurised and encoded once (one batched LSTM pass); ELaTTA
 only re-runs the head, so every mode and seed reuses the same latents. The input stages
-(`codegen.stages.registry`) change the features, so their clips are encoded again after the
-stage (its float twin), in stream order. The paper's unbounded ``continual`` is not run by
-default (`default_modes`, the reason in `UNSAFE_BY_DEFAULT`); ``--mode continual`` runs it.
-Hyperparameters (σ₀ for all modes, β and radius for ``continual_bounded``) are chosen on SOURCE
-validation data (the clean validation split plus copies of it with non-target noise,
-`selection_set`) with the selection rules of `codegen.elatta.float_ref`, never on a test
-condition; the input stages' settings are the build config's tables of them ([cmvn], chosen on
+(`codegen.stages.registry`) change the features, so their clips are encoded again after
+the stage, in stream order. The paper's unbounded ``continual`` is not run unless asked for
+(the reason in `UNSAFE_BY_DEFAULT`). ELaTTA's hyperparameters (σ₀; β and radius for
+``continual_bounded``) are chosen only when a mode that uses them runs, on SOURCE validation
+data (the clean validation split plus copies of it with non-target noise, `selection_set`) with
+the selection rules of `codegen.elatta.float_ref`, never on a test condition; otherwise they
+are the ``--config``'s. The input stages' settings are the config's [cmvn] table (chosen on
 source data by `bench/adaptation_study.py`).
+
+Seeds (``--seeds``) are the CMA-ES sampler's: they change what ELaTTA's modes answer. No-adapt
+and the input stages (whose latent search is ``no_adapt``) are deterministic: they run once and
+the report says so (`seeded`).
 
 Outputs: the paper's GSC-C table layout on stdout (rows SNR × method, columns the ten noises and
 their average), separate tables for the extra SNRs (0/−5 dB) and the reverb, channel and clean
-families, a gain/verdict section, and ``report.json`` + ``elatta.toml`` in ``--report``.
+families, a gain/verdict section, and in ``--report``: ``report.json``, ``report.txt`` and
+``elatta.toml``, a complete build config (`write_build_config`: every table `codegen build`
+reads, each key marked chosen by this evaluation, inherited from ``--config`` or the build's
+default), so ``codegen build --config REPORT/elatta.toml`` builds what was measured.
 
 Streams: by default each condition is one stream for the continual modes (state starts at
 p = 0), in a fixed seeded order of the test clips that is the same for every condition, so the
@@ -63,6 +70,21 @@ HELP = (
 
 # every mode of the table (a view: a mode registered later is in it)
 MODES = DEVICE_MODES
+# The deployed mode (docs/adaptation.md: cmvn_select measured a gain and never lost on clean
+# speech); what `codegen eval` measures unless told otherwise.
+DEPLOYED_MODE = "cmvn_select"
+DEFAULT_MODES: tuple[str, ...] = ("no_adapt", DEPLOYED_MODE)
+# `--elatta`: the paper's method in the form the device runs safely (docs/elatta.md §8).
+ELATTA_MODES: tuple[str, ...] = ("strict", "continual_bounded")
+
+
+def seeded(mode: str) -> bool:
+    """Whether a mode's answer depends on the seed: a latent search by CMA-ES (the paper's
+    ELaTTA). The others (no-adapt and the input stages, whose search is no_adapt) are
+    deterministic."""
+    return device_mode(mode).search != "no_adapt"
+
+
 # The paper's unbounded continual mode carries p from clip to clip without a bound and drifts to
 # one class on long streams (docs/elatta.md; on FSDD it fell 28.7 ... 89.3 points below
 # no-adapt): it runs only when asked for.
@@ -70,13 +92,13 @@ UNSAFE_BY_DEFAULT: dict[str, str] = {
     "continual": "the paper's unbounded continual p drifts on long streams and can collapse to "
     "one class (docs/elatta.md); use continual_bounded, or --mode continual to measure it",
 }
-
-
-def default_modes() -> tuple[str, ...]:
-    """The modes `codegen eval` runs without --mode: every mode of the table but the unsafe."""
-    return tuple(m for m in MODES if m not in UNSAFE_BY_DEFAULT)
-
-
+# How to run a mode that did not run, for the report's "Not run" lines.
+HOW_TO_RUN: dict[str, str] = {
+    **{m: "--elatta" for m in ELATTA_MODES},
+    "cmvn": "--mode cmvn (the input normalisation alone; loses on clean speech in some streams)",
+    "cmvn_causal": "--mode cmvn_causal (the causal form, weaker)",
+    **UNSAFE_BY_DEFAULT,
+}
 MAIN_SNRS: tuple[float, ...] = (-10.0, -15.0, -20.0)
 # The paper's column groups (ESC-50 major categories) over the ten noises, in table order.
 NOISE_GROUPS: tuple[tuple[str, tuple[str, str]], ...] = (
@@ -205,8 +227,10 @@ def select_hyperparameters(
     beta: float | None,
     radius: float | None,
     desc: str,
+    given_by: dict[str, str] | None = None,
 ) -> HyperSelection:
-    """σ₀ by `select_sigma0`, then (β, radius) by `select_bounded` at that σ₀; flags override.
+    """σ₀ by `select_sigma0`, then (β, radius) by `select_bounded` at that σ₀; a value given
+    (not None) is kept, its source in ``given_by`` (default: its command-line flag).
 
     Both rules run on the selection set (``z_sel``, ``y_sel``, see `selection_set`) once per
     ELaTTA seed, and the least aggressive choice wins (smallest σ₀, then smallest β and
@@ -223,6 +247,7 @@ def select_hyperparameters(
         select_sigma0,
     )
 
+    given = {"sigma0": "--sigma0", "beta": "--beta", "radius": "--radius", **(given_by or {})}
     source: dict[str, str] = {}
     rows: dict[str, list[dict[str, Any]]] = {}
     tables: dict[str, list[str]] = {"sigma0": [], "bounded": []}
@@ -238,7 +263,7 @@ def select_hyperparameters(
         sigma0 = min(picks)
         source["sigma0"] = f"select_sigma0 {rule}"
     else:
-        source["sigma0"] = "--sigma0"
+        source["sigma0"] = given["sigma0"]
     if beta is None or radius is None:
         betas, radii = [], []
         for seed in seeds:
@@ -251,12 +276,12 @@ def select_hyperparameters(
                 format_rows(bnd_rows),
             ]
             rows[f"bounded/seed{seed}"] = _rows_as_dicts(bnd_rows)
-        source["beta"] = f"select_bounded {rule}" if beta is None else "--beta"
-        source["radius"] = f"select_bounded {rule}" if radius is None else "--radius"
+        source["beta"] = f"select_bounded {rule}" if beta is None else given["beta"]
+        source["radius"] = f"select_bounded {rule}" if radius is None else given["radius"]
         beta = min(betas) if beta is None else beta
         radius = min(radii) if radius is None else radius
     else:
-        source["beta"], source["radius"] = "--beta", "--radius"
+        source["beta"], source["radius"] = given["beta"], given["radius"]
     return HyperSelection(
         float(sigma0),
         float(beta),
@@ -327,6 +352,7 @@ class EvalOptions:
     declared: Declared = Declared()  # what the model file cannot show (--pooling, --features)
     adapt: Any = None  # the build's AdaptConfig: the input stages' [cmvn] settings
     wire: str = "raw"  # test audio as the device gets it: raw PCM or ADPCM-decoded (base/adpcm)
+    config_source: str = ""  # the --config file ``adapt`` came from (for "inherited from")
 
 
 def evaluate(
@@ -367,14 +393,58 @@ def evaluate(
     v = basis.V
     base = ElattaConfig(k=basis.k, n_iter=opts.n_iter, lam=opts.lam, seed=opts.seeds[0])
 
-    z_sel, y_sel, z_clean, desc = selection_set(
-        model, meta, data_dir, opts.select_copies, opts.seeds[0]
-    )
-    sel = select_hyperparameters(
-        z_sel, y_sel, z_clean, w, b, v, base, opts.seeds, opts.sigma0, opts.beta, opts.radius, desc
-    )
+    # σ₀ (every ELaTTA mode) and β, radius (continual_bounded) are chosen only where a mode that
+    # uses them runs: the selection encodes the validation split four times and runs CMA-ES on
+    # it per seed (minutes). Otherwise they are the config's, said so.
+    searched = [m for m in opts.modes if seeded(m)]
+    inherited = opts.adapt if opts.adapt is not None else ElattaConfig()
+    where = opts.config_source or "the build's defaults"
+    why = {
+        "sigma0": "no ELaTTA mode ran (--elatta runs them and chooses it)",
+        "beta": "continual_bounded did not run (--elatta runs it and chooses it)",
+    }
+    why["radius"] = why["beta"]
+    uses = {"sigma0": bool(searched), "beta": "continual_bounded" in opts.modes}
+    uses["radius"] = uses["beta"]
+    given = {"sigma0": opts.sigma0, "beta": opts.beta, "radius": opts.radius}
+    given_by: dict[str, str] = {}
+    for key, value in given.items():
+        if value is None and not uses[key]:
+            given[key] = float(getattr(inherited, key))
+            given_by[key] = f"inherited from {where}: {why[key]}"
+    t_sel = time.perf_counter()
+    if any(value is None for value in given.values()):
+        z_sel, y_sel, z_clean, desc = selection_set(
+            model, meta, data_dir, opts.select_copies, opts.seeds[0]
+        )
+        sel = select_hyperparameters(
+            z_sel,
+            y_sel,
+            z_clean,
+            w,
+            b,
+            v,
+            base,
+            opts.seeds,
+            given["sigma0"],
+            given["beta"],
+            given["radius"],
+            desc,
+            given_by,
+        )
+        n_selection = len(y_sel)
+        t_select = time.perf_counter() - t_sel
+    else:
+        desc = "nothing: no hyperparameter was chosen"
+        sel = HyperSelection(
+            float(given["sigma0"] or 0.0),
+            float(given["beta"] or 0.0),
+            float(given["radius"] or 0.0),
+            {k: given_by.get(k, f"--{k}") for k in given},
+        )
+        n_selection = 0
+        t_select = 0.0
     cfg = base.replace(sigma0=sel.sigma0, beta=sel.beta, radius=sel.radius)
-    t_select = time.perf_counter() - t0
 
     conds = conditions(data_dir)
     adapt_modes = tuple(m for m in opts.modes if m != "no_adapt")
@@ -384,6 +454,11 @@ def evaluate(
         tables = sorted({device_mode(m).config_section for m in stage_modes})
         raise ConfigError(f"modes {stage_modes} need the build's settings of {tables} (--config)")
     on_stream = set() if opts.stream is None else {m for m in adapt_modes if m != "strict"}
+
+    def seeds_of(mode: str) -> tuple[int, ...]:
+        """A deterministic mode runs once: every seed would give it the same classes."""
+        return opts.seeds if seeded(mode) else opts.seeds[:1]
+
     n_test = len(condition_ids(data_dir, conds[0])[0]) if conds else 0
     order = stream_order(n_test, opts.limit, opts.seeds[0])
     encoded: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -433,7 +508,7 @@ def evaluate(
             stream_runs[mode] = []
             per_seed = []
             staged = stage_pred(mode, x_s) if stages[mode] is not None and x_s is not None else None
-            for seed in opts.seeds:
+            for seed in seeds_of(mode):
                 if staged is not None:
                     pred_s = staged
                 else:
@@ -466,7 +541,7 @@ def evaluate(
         ok0 = pred0 == y
         for mode in adapt_modes:
             outs = []
-            for s_idx, seed in enumerate(opts.seeds):
+            for s_idx, seed in enumerate(seeds_of(mode)):
                 if mode in on_stream:
                     pred = stream_runs[mode][s_idx][c_idx]
                 elif mode in stage_runs:
@@ -503,7 +578,7 @@ def evaluate(
                 "seed": basis.seed,
                 "explained_variance": basis.explained_variance,
             },
-            "validation_clips": len(y_sel),
+            "validation_clips": n_selection,
             "selection_set": desc,
             "test_clips_per_condition": results[0].n if results else 0,
             "seconds": {"selection": round(t_select, 2), "total": round(elapsed, 2)},
@@ -597,9 +672,8 @@ def build_report(
             "limit": opts.limit,
             "wire": opts.wire,
             "modes": list(modes),
-            "not_run_by_default": {
-                m: why for m, why in UNSAFE_BY_DEFAULT.items() if m not in modes
-            },
+            "seeded_modes": [m for m in modes if seeded(m)],
+            "not_run": {m: how for m, how in HOW_TO_RUN.items() if m not in modes},
             # each input-stage table's settings (`codegen.stages.registry`; None without --config)
             **{
                 t.name: None if opts.adapt is None else t.report(opts.adapt.stage_settings(t.name))
@@ -665,6 +739,7 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
         data_desc += f" ({report['dataset']['preset']} preset, tier {report['dataset']['tier']})"
     cfg = report["config"]
     seeds = cfg["seeds"]
+    seeded_modes = [m for m in modes if seeded(m)]
     out: list[str] = [
         f"GSC-C float evaluation on {data_desc} data; "
         f"{report['test_clips_per_condition']} test clips per condition"
@@ -674,9 +749,23 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
             if cfg.get("wire", "raw") != "raw"
             else ""
         ),
-        f"ELaTTA: k={cfg['k']}, n={cfg['n_iter']}, lambda={cfg['lam']}, "
-        f"sigma0={cfg['sigma0']:.4g}, "
-        f"beta={cfg['beta']:.3g}, radius={cfg['radius']:.4g}; seeds {seeds}",
+        (
+            f"ELaTTA: k={cfg['k']}, n={cfg['n_iter']}, lambda={cfg['lam']}, "
+            f"sigma0={cfg['sigma0']:.4g}, "
+            f"beta={cfg['beta']:.3g}, radius={cfg['radius']:.4g}; seeds {seeds} (the CMA-ES "
+            "samples)"
+            if seeded_modes
+            else "ELaTTA: not run (--elatta runs strict and continual_bounded and chooses sigma0 "
+            "for this model)"
+        ),
+        *(
+            [
+                f"Deterministic (one run, no seed spread): "
+                f"{', '.join(mode_label(m) for m in modes if m not in seeded_modes)}"
+            ]
+            if len(seeds) > 1
+            else []
+        ),
         *(
             [
                 f"cmvn: alpha=2^-{cm['alpha_shift']}, w=2^-{cm['weight_shift']}, gate "
@@ -699,9 +788,9 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
             if (cm := cfg.get("cmvn")) and any(m.startswith("cmvn") for m in cfg["modes"])
             else []
         ),
-        f"Chosen on {report['selection_set']}; no test data.",
-        "Accuracy %; adapted rows are the mean over seeds; gain = adapted - no-adapt average, "
-        "mean±std over seeds.",
+        *([f"Chosen on {report['selection_set']}; no test data."] if seeded_modes else []),
+        "Accuracy %; gain = adapted - no-adapt average"
+        + ("; ELaTTA rows: mean over seeds, gain mean±std over seeds." if seeded_modes else "."),
         "",
     ]
     noises = report["dataset"]["noises"]
@@ -745,16 +834,26 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
         out.append("")
 
     out.append(
-        "Did adaptation help? gain in points: mean ± std over seeds [paired SE over test clips]; "
-        "'helped'/'hurt' need |mean| > 2·max(std, SE)"
+        "Did adaptation help? gain in points"
+        + (
+            ": mean ± std over seeds [paired SE over test clips]; 'helped'/'hurt' need "
+            "|mean| > 2·max(std, SE)"
+            if len(seeds) > 1 and seeded_modes
+            else " [paired SE over test clips]; 'helped'/'hurt' need |gain| > 2·SE"
+        )
     )
     for mode in modes[1:]:
         out.append(f"  {mode_label(mode)}:")
         for group, g in gains[mode].items():
-            per_seed = ", ".join(f"{v:+.2f}" for v in g["per_seed_points"])
+            if len(g["per_seed_points"]) > 1:
+                per_seed = ", ".join(f"{v:+.2f}" for v in g["per_seed_points"])
+                spread = f" ± {g['seed_std_points']:.2f}"
+                tail = f" per seed ({per_seed})"
+            else:
+                spread = tail = ""
             out.append(
-                f"    {group:16} {g['mean_points']:+6.2f} ± {g['seed_std_points']:.2f} "
-                f"[SE {g['paired_se_points']:.2f}] per seed ({per_seed}) -> {g['verdict']}"
+                f"    {group:16} {g['mean_points']:+6.2f}{spread} "
+                f"[SE {g['paired_se_points']:.2f}]{tail} -> {g['verdict']}"
             )
     out.append("")
     if report["safety"]:
@@ -773,9 +872,9 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
             limit = next(iter(per.values()))["limit_points"] if per else 0.0
             out.append(f"  {mode_label(mode):17} limit {limit:+.1f}: {verdict}; {cells}")
         out.append("")
-    for mode, why in cfg.get("not_run_by_default", {}).items():
-        out.append(f"Not run: {mode_label(mode)} ({mode}): {why}.")
-    if cfg.get("not_run_by_default"):
+    for mode, how in cfg.get("not_run", {}).items():
+        out.append(f"Not run: {mode_label(mode)} ({mode}): {how}.")
+    if cfg.get("not_run"):
         out.append("")
     if sel.sigma0_table:
         out += ["sigma0 selection (strict, source validation set):", sel.sigma0_table, ""]
@@ -800,38 +899,68 @@ def format_report(report: dict[str, Any], results: list[CondResult], sel: HyperS
             )
         out.append("")
     secs = report["seconds"]
-    out.append(f"time: {secs['total']:.1f} s total ({secs['selection']:.1f} s selection)")
+    out.append(
+        f"time: {secs['total']:.1f} s total"
+        + (f" ({secs['selection']:.1f} s choosing hyperparameters)" if secs["selection"] else "")
+    )
     return "\n".join(out)
 
 
 def _gain_short(g: dict[str, Any]) -> str:
+    """mean±std over seeds; a deterministic mode (one run) has no spread to show."""
+    if len(g["per_seed_points"]) < 2:
+        return f"{g['mean_points']:+.2f}"
     return f"{g['mean_points']:+.2f}±{g['seed_std_points']:.2f}"
 
 
-def elatta_toml(report: dict[str, Any]) -> str:
-    """A TOML snippet with the chosen hyperparameters and where they came from."""
+def write_build_config(
+    report: dict[str, Any],
+    build_cfg: Any,
+    raw: dict[str, Any],
+    declared: Declared,
+    flags: dict[str, bool],
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """``elatta.toml``: a complete build config (`elatta_measure.eval_config`) with the values
+    this evaluation chose and measured with; returns its text and its tables."""
+    from elatta_measure.eval_config import as_dict, build_config_tables, check_round_trip, render
+
     cfg = report["config"]
-    lines = [
-        "# ELaTTA hyperparameters chosen by `codegen eval` on SOURCE validation data only",
-        f"# ({report['selection_set']};",
-        f"# data: {report['data']}, preset {report['dataset'].get('preset')}).",
-        "# model_sha256: the model σ₀, β and radius were chosen for (`codegen build` warns when",
-        "# it builds another with them)",
-        f"# basis {report['basis']['path']} (k={report['basis']['k']}, N={report['basis']['n']})",
-        "[elatta]",
-        f'model_sha256 = "{report["model"]["sha256"]}"',
-        f"k = {cfg['k']}",
-        f"n_iter = {cfg['n_iter']}",
-        f"lam = {cfg['lam']}",
-        f"sigma0 = {cfg['sigma0']!r}",
-        f"beta = {cfg['beta']!r}",
-        f"radius = {cfg['radius']!r}",
-        f"seed = {cfg['seeds'][0]}",
-        f"active = {'true' if cfg['active'] else 'false'}",
-        "# strict is the safe default (docs/elatta.md §8); continual_bounded uses beta and radius",
-        'mode = "strict"',
+    chosen_by = cfg["chosen_by"]
+    chosen: dict[str, tuple[Any, str]] = {
+        "k": (cfg["k"], f"chosen: the basis's k ({report['basis']['path']})"),
+    }
+    for key in ("sigma0", "beta", "radius"):
+        if not chosen_by[key].startswith("inherited"):
+            chosen[key] = (cfg[key], f"chosen: {chosen_by[key]}")
+    if "sigma0" in chosen:
+        chosen["model_sha256"] = (
+            report["model"]["sha256"],
+            f"chosen: the model sigma0 was chosen for ({report['model']['path']})",
+        )
+    for key, flag in (("n_iter", "--n-iter"), ("lam", "--lam"), ("seed", "--seed")):
+        if flags.get(key):
+            value = cfg["seeds"][0] if key == "seed" else cfg[key]
+            chosen[key] = (value, f"chosen: {flag}")
+    el = raw.get("elatta")
+    if "lam" not in chosen and not (isinstance(el, dict) and "lam" in el):
+        chosen["lam"] = (cfg["lam"], f"default: 4 + floor(3 ln k) (not set in {build_cfg.source})")
+    tables = build_config_tables(build_cfg, raw, chosen, declared)
+    header = [
+        "Build configuration written by `codegen eval`: complete, every table `codegen build`",
+        "reads, with the values this evaluation measured with. Build what was measured:",
+        f"  codegen build --model {report['model']['path']} --basis {report['basis']['path']} \\",
+        "                --config THIS_FILE --data DATA --out OUT",
+        "Each key says where its value came from: chosen by this evaluation (on SOURCE",
+        f"validation data only, or a flag), inherited from --config {build_cfg.source}, or the",
+        "build's default (that config leaves it out).",
+        f"model {report['model']['path']} (sha256 {report['model']['sha256'][:16]}), basis "
+        f"{report['basis']['path']} (k={report['basis']['k']}, N={report['basis']['n']}),",
+        f"data {report['data']} (preset {report['dataset'].get('preset')}); modes measured: "
+        f"{', '.join(cfg['modes'])}.",
     ]
-    return "\n".join(lines) + "\n"
+    text = render(tables, header)
+    check_round_trip(text, tables, "elatta.toml")
+    return text, as_dict(tables)
 
 
 def format_fixed_vs_float(report: dict[str, Any]) -> str:
@@ -861,8 +990,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--mode",
         action="append",
         choices=MODES,
-        help=f"mode to run (repeatable; default: {', '.join(default_modes())}; continual only when "
-        "asked for: its unbounded p can collapse to one class)",
+        help=f"mode to run beside no_adapt (repeatable; default: {DEPLOYED_MODE}, the deployed "
+        "input adaptation; continual only when asked for: its unbounded p can collapse to one "
+        "class)",
+    )
+    parser.add_argument(
+        "--elatta",
+        action="store_true",
+        help=f"also run the paper's ELaTTA ({' and '.join(ELATTA_MODES)}) and choose its sigma0, "
+        "beta and radius for this model on source validation data (a few minutes more)",
     )
     parser.add_argument("--limit", type=int, help="evaluate only N test clips per condition")
     parser.add_argument(
@@ -873,10 +1009,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "sample) whose decoded samples the features, float and fixed, are computed from; the "
         "hyperparameters are still chosen on the stored source data (default raw)",
     )
-    parser.add_argument("--seeds", type=int, default=3, help="ELaTTA seeds to average (3)")
-    parser.add_argument("--seed", type=int, default=0, help="first ELaTTA seed (0)")
-    parser.add_argument("--n-iter", type=int, default=2, help="CMA-ES iterations (2, KWS)")
-    parser.add_argument("--lam", type=int, help="population size (default 4 + floor(3 ln k))")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=3,
+        help="CMA-ES seeds to average for ELaTTA's modes (3); no-adapt and the cmvn modes are "
+        "deterministic and run once",
+    )
+    parser.add_argument("--seed", type=int, help="first ELaTTA seed (default: the config's seed)")
+    parser.add_argument(
+        "--n-iter", type=int, help="CMA-ES iterations (default: the config's n_iter; KWS: 2)"
+    )
+    parser.add_argument(
+        "--lam",
+        type=int,
+        help="population size (default: the config's lam, else 4 + floor(3 ln k))",
+    )
     parser.add_argument(
         "--select-copies",
         type=int,
@@ -899,27 +1047,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
         default=None,
-        help="build config: the [cmvn] settings of the input normalisations and, for --fixed, "
-        "[quant] (default: the configs/*.toml whose [elatta].model_sha256 is the model's, else "
-        "configs/default.toml)",
+        help="build config the evaluation starts from: the [cmvn] settings of the input "
+        "normalisations, ELaTTA's [elatta] and, for --fixed, [quant]; REPORT/elatta.toml is it "
+        "with what this evaluation chose (default: the configs/*.toml whose "
+        "[elatta].model_sha256 is the model's, else configs/default.toml)",
     )
 
 
-def config_for_model(model: Path, configs: Path = Path("configs")) -> str:
+def config_for_model(model: Path, configs: Path | None = None) -> str:
     """The build config made for ``model``: the configs/*.toml whose [elatta].model_sha256 is
     the model file's sha256 (its [cmvn] settings were chosen for that model), else
-    configs/default.toml."""
+    configs/default.toml. ``configs``: that folder; by default ./configs, else the checkout's
+    (beside the codegen package), so `codegen eval` finds it from any working directory."""
     import hashlib
     import tomllib
 
+    if configs is None:
+        import codegen
+
+        here = Path("configs")
+        checkout = Path(codegen.__file__).resolve().parents[1] / "configs"
+        configs = here if (here / "default.toml").is_file() else checkout
     fallback = configs / "default.toml"
+    if not fallback.is_file():
+        raise ConfigError(
+            f"no --config given and no configs/default.toml here or at {fallback}; pass "
+            "--config FILE (a build config such as the checkout's configs/default.toml)"
+        )
     if not model.is_file() or not configs.is_dir():
         return str(fallback)
     digest = hashlib.sha256(model.read_bytes()).hexdigest()
     for path in sorted(configs.glob("*.toml")):
         try:
             doc = tomllib.loads(path.read_text())
-        except (OSError, tomllib.TOMLDecodeError):
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue
         el = doc.get("elatta")
         if isinstance(el, dict) and el.get("model_sha256") == digest:
@@ -927,31 +1088,94 @@ def config_for_model(model: Path, configs: Path = Path("configs")) -> str:
     return str(fallback)
 
 
+def plot(report: dict[str, Any], path: Path) -> None:
+    """``report.png``: accuracy against SNR per mode, float and (with --fixed) integer reference
+    as markers, the clean family as its own point, and, with a stream, accuracy by position in
+    a segment (`elatta_host.report.figure`)."""
+    import matplotlib.pyplot as plt
+    from elatta_host.report import HEAD_CLIPS, dataset_name, figure
+
+    modes = report["config"]["modes"]
+    acc = {"float": report["float"], "fixed": report.get("fixed", {})}
+    shifts = report["float_shifts"]
+    clean = {"float": {m: shifts[m]["clean"]["average"] for m in modes if "clean" in shifts[m]}}
+    stream = report.get("stream") or {}
+    by_position = {
+        "float": {
+            m: {f"first_{HEAD_CLIPS}": stream[m]["head"], "rest": stream[m]["rest"]}
+            for m in modes
+            if m in stream
+        }
+    }
+    if stream:  # no-adapt over the same stream, from the first mode that ran on it
+        first = next(m for m in modes if m in stream)
+        by_position["float"]["no_adapt"] = {
+            f"first_{HEAD_CLIPS}": stream[first]["head_noadapt"],
+            "rest": stream[first]["rest_noadapt"],
+        }
+    fig = figure(
+        acc, modes, dataset_name({"data": report["data"]}), clean=clean, by_position=by_position
+    )
+    fig.savefig(path, format="png", dpi=110)
+    plt.close(fig)
+
+
+def _report_dir(path: str) -> Path:
+    """--report created (or found) before any work: a run of minutes must not end on it."""
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"--report {path}: cannot write there ({exc.strerror or exc}); choose a directory "
+            "you can write, e.g. out/eval"
+        ) from None
+    return out
+
+
+def _at_least(flag: str, value: int | None, low: int, example: str) -> None:
+    if value is not None and value < low:
+        raise ConfigError(f"{flag} {value}: must be >= {low}; e.g. {flag} {example}")
+
+
 def run(args: argparse.Namespace) -> int:
+    import tomllib
+
     from codegen.frontend.reader import load_config
 
-    if args.seeds < 1:
-        raise ConfigError(f"--seeds {args.seeds} must be >= 1")
-    if args.seed < 0:
-        raise ConfigError(f"--seed {args.seed} must be >= 0")
-    if args.limit is not None and args.limit < 1:
-        raise ConfigError(f"--limit {args.limit} must be >= 1")
-    if args.threads < 1:
-        raise ConfigError(f"--threads {args.threads} must be >= 1")
-    if args.select_copies < 0:
-        raise ConfigError(f"--select-copies {args.select_copies} must be >= 0")
-    modes = tuple(m for m in MODES if m in (args.mode or default_modes()))
+    _at_least("--seeds", args.seeds, 1, "3 (the CMA-ES seeds ELaTTA's modes average over)")
+    _at_least("--seed", args.seed, 0, "0")
+    _at_least("--limit", args.limit, 1, "100 (test clips per condition)")
+    _at_least("--threads", args.threads, 1, "1")
+    _at_least("--select-copies", args.select_copies, 0, "3 (0: clean validation data only)")
+    _at_least("--n-iter", args.n_iter, 1, "2 (the paper's KWS setting)")
+    _at_least("--lam", args.lam, 2, "6 (4 + floor(3 ln k) for k = 2)")
+    picked = set(args.mode or ()) or set(DEFAULT_MODES)
+    if args.elatta:
+        picked |= set(ELATTA_MODES)
+    modes = tuple(m for m in MODES if m in picked | {"no_adapt"})
     stream = stream_from_args(args)
+    out = _report_dir(args.report)
     if args.config is None:
         args.config = config_for_model(Path(args.model))
         print(f"config: {args.config}")
     build_cfg = load_config(args.config)
+    raw = tomllib.loads(Path(args.config).read_text(encoding="utf-8"))
+    raw_el = raw.get("elatta", {})
+    # ELaTTA's settings not given as flags are the config's (a config's lam, else the paper's
+    # rule on the basis's k, which `evaluate` applies)
+    lam = args.lam if args.lam is not None else raw_el.get("lam")
+    first = args.seed if args.seed is not None else build_cfg.adapt.seed
+    declared = merge(declared_from_args(args), build_cfg.declared)
     opts = EvalOptions(
         modes=modes,
-        seeds=tuple(range(args.seed, args.seed + args.seeds)),
+        seeds=tuple(range(first, first + args.seeds)),
         limit=args.limit,
-        n_iter=args.n_iter,
-        lam=args.lam,
+        n_iter=args.n_iter if args.n_iter is not None else build_cfg.adapt.n_iter,
+        lam=lam,
         sigma0=args.sigma0,
         beta=args.beta,
         radius=args.radius,
@@ -960,39 +1184,54 @@ def run(args: argparse.Namespace) -> int:
         select_copies=args.select_copies,
         stream=stream,
         trust_pickle=args.trust_pickle,
-        declared=merge(declared_from_args(args), build_cfg.declared),
+        declared=declared,
         adapt=build_cfg.adapt,
         wire=args.wire,
+        config_source=str(args.config),
     )
     report, text = evaluate(args.model, args.basis, args.data, opts)
+    flags = {"n_iter": args.n_iter is not None, "lam": args.lam is not None}
+    flags["seed"] = args.seed is not None
+    toml_text, tables = write_build_config(report, build_cfg, raw, declared, flags)
+    report["build_config"] = tables
+    if report["config"]["chosen_by"]["sigma0"].startswith("inherited") and (
+        build_cfg.tuned_for and build_cfg.tuned_for != report["model"]["sha256"]
+    ):
+        text += (
+            f"\n\nNote: sigma0, beta and radius are {args.config}'s, chosen for another model "
+            f"(sha256 {build_cfg.tuned_for[:12]}…); --elatta chooses them for this one."
+        )
     if args.fixed:
         from elatta_measure.fixed_eval import evaluate_fixed
 
-        cfg = report["config"]
+        from codegen.frontend.reader import parse_config
+
+        # the integer reference runs the config written beside the report: what a build of
+        # REPORT/elatta.toml runs on the device
+        written = parse_config(tomllib.loads(toml_text), str(out / "elatta.toml"))
         report["fixed"] = evaluate_fixed(
             args.model,
             args.basis,
-            args.config,
+            written,
             args.data,
             # the baseline beside every mode, as in the float table
             modes=("no_adapt", *(m for m in modes if m != "no_adapt")),
             limit=args.limit,
             seeds=opts.seeds,
-            sigma0=cfg["sigma0"],
-            beta=cfg["beta"],
-            radius=cfg["radius"],
             progress=not args.no_progress,
             trust_pickle=args.trust_pickle,
-            declared=opts.declared,
+            declared=declared,
             stream=stream,
             wire=args.wire,
         )
         text += "\n\n" + format_fixed_vs_float(report)
-    out = Path(args.report)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / "elatta.toml").write_text(elatta_toml(report))
+    (out / "elatta.toml").write_text(toml_text)
     (out / "report.txt").write_text(text + "\n")
+    plot(report, out / "report.png")
     print(text)
-    print(f"wrote {out / 'report.json'}, {out / 'elatta.toml'}, {out / 'report.txt'}")
+    print(
+        f"wrote {out / 'report.json'}, {out / 'elatta.toml'} (the build config), "
+        f"{out / 'report.txt'}, {out / 'report.png'}"
+    )
     return 0

@@ -190,7 +190,8 @@ def compare_fixed_float(
     acc_float: dict[tuple[str, float, str], list[float]] = {}
     same: dict[tuple[str, float], list[float]] = {}
     for mode in tqdm(modes, desc="fixed eval", unit="mode", disable=not progress):
-        for s in seed_list if mode != "no_adapt" else seed_list[:1]:
+        # a mode without a latent search answers the same for every seed: it runs once
+        for s in seed_list if device_mode(mode).search != "no_adapt" else seed_list[:1]:
             pred_i = [np.empty(len(c[3]), np.int64) for c in clips]
             pred_f = [np.empty(len(c[3]), np.int64) for c in clips]
             for pairs in runs:

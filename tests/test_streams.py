@@ -74,7 +74,7 @@ def test_strict_does_not_depend_on_the_stream(
         out = tmp_path / f"r{len(reports)}"
         argv = ["eval", "--model", str(model), "--basis", str(basis), "--data", str(data)]
         argv += ["--report", str(out), "--limit", "8", "--seeds", "2", "--no-progress"]
-        argv += ["--sigma0", "0.05", "--beta", "0.5", "--radius", "1.0"]
+        argv += ["--elatta", "--sigma0", "0.05", "--beta", "0.5", "--radius", "1.0"]
         assert main(argv + extra) == 0
         reports.append(json.loads((out / "report.json").read_text()))
     for r in reports[1:]:

@@ -4,6 +4,9 @@
 #        what checks a board image (dosfstools, mtools, u-boot-tools, openocd); tools/uboot.sh
 #        installs U-Boot's own build dependencies when it first builds U-Boot
 #   pip: a virtual environment in .venv with torch==2.13.0 (CPU build) and the project
+# Quiet on success: one line per step that does something. Each step's own output goes to
+# $VENV/setup.log (apt and pip print hundreds of lines a user need not read) and is shown when
+# the step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +16,28 @@ APT_PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi q
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 TORCH_PIN="torch==2.13.0"
+LOG="$VENV/setup.log"
+
+# step "what it does" command...: one line, the command's output in $LOG; on failure that
+# output and the command are printed and setup stops with the command's exit code.
+step() {
+    local what=$1 start rc=0
+    shift
+    start=$SECONDS
+    printf 'setup: %s ... ' "$what"
+    "$@" >>"$LOG" 2>&1 || rc=$?
+    if ((rc)); then
+        echo "failed (exit $rc)"
+        echo "setup: the last lines of $LOG:" >&2
+        tail -n 40 "$LOG" >&2
+        echo "setup: failed: $*" >&2
+        exit "$rc"
+    fi
+    echo "done ($((SECONDS - start)) s)"
+}
+
+mkdir -p "$VENV"
+: >"$LOG"
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -22,11 +47,12 @@ if ! "$PYTHON" -c "import venv, ensurepip" 2>/dev/null; then
     missing+=(python3-venv)
 fi
 if ((${#missing[@]})); then
-    echo "setup: installing Debian packages: ${missing[*]}"
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    step "apt-get update" $SUDO apt-get update -qq
+    step "installing Debian packages: ${missing[*]}" \
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}"
 fi
 
 stamp="$VENV/.setup-stamp"
@@ -34,10 +60,15 @@ want="$(sha256sum pyproject.toml tools/setup.sh | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
 fi
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
+[ -x "$VENV/bin/python" ] || step "creating $VENV" "$PYTHON" -m venv "$VENV"
+# -qq: pip's warnings (e.g. an index folder of the machine's pip config that does not exist) and
+# the build backend's notes are not the user's business when the install succeeds; errors stay.
+step "upgrading pip" "$VENV/bin/python" -m pip install -qq --upgrade pip
 # Pinned first: a bare `torch` requirement would pull a multi-GB CUDA build.
-"$VENV/bin/python" -c "import torch" 2>/dev/null || "$VENV/bin/python" -m pip install -q "$TORCH_PIN"
-"$VENV/bin/python" -m pip install -q -e ".[test]"
-echo "$want" > "$stamp"
+if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+    step "installing $TORCH_PIN (CPU build)" "$VENV/bin/python" -m pip install -qq "$TORCH_PIN"
+fi
+step "installing this project and its test tools" \
+    "$VENV/bin/python" -m pip install -qq -e ".[test]"
+echo "$want" >"$stamp"
 echo "setup: $VENV ready ($("$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

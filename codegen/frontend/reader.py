@@ -262,12 +262,17 @@ def parse_config(doc: dict[str, Any], source: str = "config", sha256: str = "") 
 def load_config(path: str | Path) -> BuildConfig:
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"config file not found: {p}")
+        what = "a directory" if p.is_dir() else "not found"
+        raise ConfigError(
+            f"config file {p}: {what}; pass a TOML build config such as configs/default.toml"
+        )
     data = p.read_bytes()
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{p}: not valid TOML ({exc})") from exc
+        raise ConfigError(
+            f"{p}: not valid TOML ({exc}); pass a TOML build config such as configs/default.toml"
+        ) from None
     return parse_config(doc, str(p), hashlib.sha256(data).hexdigest())
 
 
