@@ -1,12 +1,13 @@
 """The build config `codegen eval` writes beside its report (``REPORT/elatta.toml``).
 
 It is complete: every table `codegen build` reads (`codegen.frontend.reader.parse_config`:
-[elatta], [cmvn], [quant], [target], and [model] / [features] where the model needed them
-declared) with every key, so ``codegen build --config REPORT/elatta.toml`` compiles exactly what
-the evaluation measured, whatever defaults change later. Each key says where its value came
-from: ``chosen`` by this evaluation (σ₀, β, radius on source validation data, or a flag),
-``inherited`` from the ``--config`` it was given, or the build's ``default`` (a key that config
-leaves out), so a reader sees at once what the evaluation decided and what it took as given.
+[elatta], each input stage's ([cmvn]), [quant], [target], and [model] / [features] where the
+model needed them declared) with every key, so ``codegen build --config REPORT/elatta.toml``
+compiles exactly what the evaluation measured, whatever defaults change later. Each key says
+where its value came from: ``chosen`` by this evaluation (σ₀, β, radius on source validation
+data, or a flag), ``inherited`` from the ``--config`` it was given, or the build's ``default``
+(a key that config leaves out), so a reader sees at once what the evaluation decided and what it
+took as given.
 """
 
 from __future__ import annotations
@@ -19,22 +20,8 @@ from typing import Any
 from codegen.base.errors import ConfigError
 from codegen.frontend.cliargs import Declared
 from codegen.frontend.reader import BuildConfig, parse_config
+from codegen.stages.registry import tables as stage_tables
 
-# The [cmvn] keys and the AdaptConfig fields they set (codegen.frontend.reader.parse_config).
-CMVN_KEYS: tuple[str, ...] = (
-    "alpha_shift",
-    "weight_shift",
-    "gate",
-    "causal_alpha_shift",
-    "causal_gate",
-    "select_margin",
-    "select_gate",
-    "select_floor",
-    "select_clip_floor",
-    "select_clip_gate",
-    "select_alpha_shift",
-    "select_weight_shift",
-)
 ELATTA_KEYS: tuple[str, ...] = (
     "model_sha256",
     "mode",
@@ -123,9 +110,14 @@ def build_config_tables(
         else:
             elatta.append(Entry(key, getattr(adapt, key), origin("elatta", key)))
     tables["elatta"] = elatta
-    tables["cmvn"] = [
-        Entry(key, getattr(adapt, f"cmvn_{key}"), origin("cmvn", key)) for key in CMVN_KEYS
-    ]
+    # every input stage's table ([cmvn], and any stage registered): its settings dataclass's
+    # fields are the table's keys (codegen/stages/stage.py StageTable.settings)
+    for t in stage_tables():
+        settings = adapt.stage_settings(t.name)
+        tables[t.name] = [
+            Entry(f.name, getattr(settings, f.name), origin(t.name, f.name))
+            for f in fields(settings)
+        ]
     tables["quant"] = [
         Entry(f.name, getattr(build_cfg.quant, f.name), origin("quant", f.name))
         for f in fields(build_cfg.quant)

@@ -95,7 +95,7 @@ def test_the_written_config_builds_what_was_measured(
     argv += [str(report_dir / "elatta.toml"), "--data", str(tiny), "--out", str(out), "--no-elf"]
     assert main(argv) == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    built_cmvn = {k: manifest["elatta"][f"cmvn_{k}"] for k in written["cmvn"]}
+    built_cmvn = {k: manifest["elatta"]["stages"]["cmvn"][k] for k in written["cmvn"]}
     assert built_cmvn == written["cmvn"] == {k: measured[k] for k in written["cmvn"]}
     assert manifest["quant"] == written["quant"]
     assert (manifest["quant"]["calib_samples"], manifest["quant"]["weight_format"]) == (64, "max")

@@ -19,6 +19,7 @@ import numpy as np
 from codegen.artefact.program import MANIFEST_FORMAT, MANIFEST_VERSION
 from codegen.base.version import __version__
 from codegen.ir.nodes import Accumulator, QLstm, QModel, QTensor, adapt_formats
+from codegen.stages.registry import tables as stage_tables
 
 RAM_BUDGET_BYTES = 65536  # firmware/board/zynq7000/link.ld: data + bss + stacks
 
@@ -118,7 +119,9 @@ def manifest(
         "encoder": encoder_entry(q),
         "classes": list(src.classes),
         "elatta": {
-            **{k: v for k, v in asdict(el).items()},
+            **{k: v for k, v in asdict(el).items() if k != "stages"},
+            # every input stage's table, its defaults where the config had none
+            "stages": {t.name: t.report(el.stage_settings(t.name)) for t in stage_tables()},
             "popsize": el.lam,
             "qelatta_v2": list(el.qelatta_v2) if el.qelatta_v2 else None,
         },
