@@ -216,6 +216,7 @@ def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
             rx_ring=cfg.rx_ring,
             ack_every=cfg.rx_ring // 4,
             timer_hz=cfg.preset.timer_hz,
+            ddr_bytes=cfg.preset.ddr_bytes,
             board=cfg.board,
         )
     )

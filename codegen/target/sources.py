@@ -19,7 +19,9 @@ BOARD: tuple[str, ...] = (
     f"{BOARD_DIR}/fw_timer.c",
     f"{BOARD_DIR}/fw_rt.c",
     f"{BOARD_DIR}/fw_mmu.c",
+    f"{BOARD_DIR}/fw_cache.c",
     f"{BOARD_DIR}/fw_irq.c",
+    f"{BOARD_DIR}/fw_check.c",
 )
 LINKER_SCRIPT = f"{BOARD_DIR}/link.ld"
 # The bare-metal runtime: the board, the main loop, frames and the protocol server.
