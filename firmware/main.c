@@ -77,8 +77,9 @@ static uint32_t irq_ticks(void *ctx)
     return fw_irq_ticks();
 }
 
-static fw_platform_t platform = {uart_write, stack_usage, 0,       0,      board_report, uart_read,
-                                 ticks,      pending,     set_rate, confirm, irq_ticks};
+static fw_platform_t platform = {uart_write,   stack_usage, 0,        0,
+                                 board_report, uart_read,   ticks,    pending,
+                                 set_rate,     confirm,     irq_ticks};
 static fw_server_t server;
 
 int main(void)

@@ -38,14 +38,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from elatta_host.device import BRIDGE_RATE, Device
+from elatta_host.errors import DeviceError
+from elatta_host.protocol import Info
+from elatta_host.transport import DEFAULT_BUDGET, Link
+
 from codegen.base.errors import ConfigError
 from codegen.target import board_cmd
 from codegen.target.boards import BOARDS, Board, get_board
-
-from elatta_host.device import BRIDGE_RATE, Device
-from elatta_host.errors import DeviceError, LinkError
-from elatta_host.protocol import Info
-from elatta_host.transport import DEFAULT_BUDGET, Link
 
 HELP = board_cmd.HELP
 FLAGS = {"budget": "--budget", "timeout": "--timeout"}
@@ -115,7 +115,9 @@ def pattern(addr: int, seed: int) -> int:
     return ((addr >> 2) * PATTERN_MUL & 0xFFFFFFFF) ^ seed
 
 
-def board_request(dev: Device, op: int, base: int = 0, length: int = 0, seed: int = 0) -> BoardReply:
+def board_request(
+    dev: Device, op: int, base: int = 0, length: int = 0, seed: int = 0
+) -> BoardReply:
     payload = struct.pack("<B3xIII", op, base, length, seed)
     reply = dev.link.request(MSG_BOARD, payload, expect=MSG_BOARD_REPLY)
     r = BoardReply.unpack(reply.payload)
@@ -156,7 +158,10 @@ def state_checks(info: Info, preset: Board, qemu: bool) -> list[Check]:
             f"I-cache {on[bits['I']]}, branch prediction {on[bits['Z']]}",
         ),
     ]
-    smp = f"ACTLR 0x{b.actlr:08x}: SMP {on[bool(b.actlr & ACTLR_SMP)]}, FW {on[bool(b.actlr & ACTLR_FW)]}"
+    smp = (
+        f"ACTLR 0x{b.actlr:08x}: SMP {on[bool(b.actlr & ACTLR_SMP)]}, "
+        f"FW {on[bool(b.actlr & ACTLR_FW)]}"
+    )
     smp_ok = b.actlr & (ACTLR_SMP | ACTLR_FW) == ACTLR_SMP | ACTLR_FW
     checks.append(
         Check("smp", NA, smp, "QEMU reads ACTLR as 0: only a board shows the bits")
@@ -203,7 +208,9 @@ def timer_check(dev: Device, seconds: float, timer_hz: int, qemu: bool) -> tuple
         return Check("global timer", NA, value, note), rate
     off = abs(rate - timer_hz) / timer_hz
     ok = off <= max(TIMER_TOLERANCE, 3 * err)
-    note = f"expected {timer_hz / 1e6:.3f} MHz (CPU_3x2x, half the CPU clock): {100 * off:.2f} % off"
+    note = (
+        f"expected {timer_hz / 1e6:.3f} MHz (CPU_3x2x, half the CPU clock): {100 * off:.2f} % off"
+    )
     return Check("global timer", PASS if ok else FAIL, value, note), rate
 
 
@@ -350,7 +357,9 @@ def check(args: argparse.Namespace) -> int:
         try:
             t, rate = timer_check(dev, args.seconds, preset.timer_hz, qemu)
         except DeviceError as exc:
-            raise ConfigError(f"the firmware does not serve BOARD requests (fw_check.c): {exc}")
+            raise ConfigError(
+                f"the firmware does not serve BOARD requests (fw_check.c): {exc}"
+            ) from exc
         checks.append(t)
         print(t.line(), flush=True)
         c = ddr_check(dev, rate, rng.getrandbits(32), qemu)
@@ -381,7 +390,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--boot-baud", type=int, default=115_200, metavar="RATE",
                    help="the rate the firmware boots at (default 115200)")  # fmt: skip
     c.add_argument("--baud", metavar="R1,R2,...",
-                   help="the rates to check the UART at (default: the firmware's up to 921600)")  # fmt: skip
+                   help="the rates to check the UART at (default: the firmware's "
+                   "up to 921600)")  # fmt: skip
     c.add_argument("--seconds", type=float, default=5.0,
                    help="span of the timer measurement (default 5 s)")  # fmt: skip
     c.add_argument("--build", type=Path, help="a `codegen build` --out, for the bit-exact run")

@@ -187,7 +187,9 @@ def spl_handoff(uboot_config: str) -> int:
             )
     start = values.get("CONFIG_SYS_UBOOT_START") or values.get("CONFIG_TEXT_BASE")
     if start is None:
-        raise ConfigError("the U-Boot configuration has neither CONFIG_SYS_UBOOT_START nor TEXT_BASE")
+        raise ConfigError(
+            "the U-Boot configuration has neither CONFIG_SYS_UBOOT_START nor TEXT_BASE"
+        )
     return int(start, 16)
 
 
@@ -206,6 +208,9 @@ def _common(boot: JtagBoot) -> list[str]:
         "    }",
         "    return [uplevel #0 $args]",
         "}",
+        "proc elatta_say {text} {",
+        '    if {[elatta_dry]} { echo "elatta (dry run): $text" } else { echo "elatta: $text" }',
+        "}",
         "",
         "# `reg pc` answers 'pc (/32): 0x04000000' (OpenOCD 0.12 src/target/target.c).",
         "proc elatta_pc {} {",
@@ -218,7 +223,7 @@ def _common(boot: JtagBoot) -> list[str]:
         f"    elatta_hw targets {CPU0}",
         f"    elatta_hw load_image {boot.fw_elf} 0x0 elf",
         f"    elatta_hw verify_image {boot.fw_elf} 0x0 elf",
-        f'    echo "elatta: fw.elf loaded and read back; starting it at {boot.fw_entry:#010x}"',
+        f'    elatta_say "fw.elf loaded and read back; starting it at {boot.fw_entry:#010x}"',
         f"    elatta_hw resume {boot.fw_entry:#x}",
         "}",
         "",
@@ -229,8 +234,8 @@ def _spl_procs(boot: JtagBoot) -> list[str]:
     assert boot.spl_bin is not None and boot.handoff is not None
     h = f"{boot.handoff:#010x}"
     return [
-        "# UG585 chapter 26 and Appendix B slcr: SLCR_UNLOCK, then PSS_RST_CTRL.SOFT_RST. The write",
-        "# that resets the core may not complete on the bus: its error is expected.",
+        "# UG585 chapter 26 and Appendix B slcr: SLCR_UNLOCK, then PSS_RST_CTRL.SOFT_RST. The",
+        "# write that resets the core may not complete on the bus: its error is expected.",
         "proc elatta_reset {} {",
         f"    elatta_hw targets {CPU0}",
         "    elatta_hw halt 1000",
@@ -242,7 +247,7 @@ def _spl_procs(boot: JtagBoot) -> list[str]:
         "    elatta_hw catch {zynq.cpu1 arp_examine}",
         "    elatta_hw poll on",
         "    elatta_hw halt 1000",
-        '    echo "elatta: PS reset (PSS_RST_CTRL), core halted in the BootROM"',
+        '    elatta_say "PS reset (PSS_RST_CTRL), core halted in the BootROM"',
         "}",
         "",
         "proc elatta_run_spl {} {",
@@ -258,9 +263,10 @@ def _spl_procs(boot: JtagBoot) -> list[str]:
         "    set pc [elatta_pc]",
         f"    elatta_hw rbp {h}",
         f"    if {{$pc != -1 && $pc != {h}}} {{",
-        f'        error [format "elatta: the core stopped at 0x%08x, not at the SPL hand-off {h}" $pc]',
+        '        error [format "elatta: the core stopped at 0x%08x, not at the SPL hand-off'
+        f' {h}" $pc]',
         "    }",
-        f'    echo "elatta: SPL stopped at its hand-off {h}: clocks, MIO and DDR are up"',
+        f'    elatta_say "SPL stopped at its hand-off {h}: clocks, MIO and DDR are up"',
         "}",
         "",
         "proc elatta_boot {} {",
@@ -287,7 +293,7 @@ def _after_boot_loader_procs() -> list[str]:
         "    if {$sctlr eq {}} { set sctlr 0 }",
         f"    elatta_hw arm mcr 15 0 1 0 0 [expr {{$sctlr & ~{off}}}]",
         "    elatta_hw cache l1 i inval_all",
-        '    echo "elatta: core halted, L1 cleaned, MMU and caches off"',
+        '    elatta_say "core halted, L1 cleaned, MMU and caches off"',
         "}",
         "",
         "proc elatta_boot {} {",
@@ -342,7 +348,9 @@ def write_jtag_files(
         if not p.is_file():
             raise ConfigError(f"{p} does not exist (tools/uboot.sh BOARD, codegen firmware)")
     if (spl_bin is None) != (uboot_config is None):
-        raise ConfigError("an SPL boot needs both the SPL and the U-Boot configuration it came from")
+        raise ConfigError(
+            "an SPL boot needs both the SPL and the U-Boot configuration it came from"
+        )
     entry = elf_entry(fw_elf.read_bytes())
     if spl_bin is not None and uboot_config is not None:
         handoff = spl_handoff(Path(uboot_config).read_text())

@@ -405,7 +405,9 @@ def fix_boot_header(boot_bin: bytes) -> bytes:
         raise ConfigError(f"BOOT.BIN image offset {src:#x} is outside its {len(boot_bin)} bytes")
     length = len(boot_bin) - src
     if length > BOOT_OCM_MAX:
-        raise ConfigError(f"BOOT.BIN's image is {length} bytes; the BootROM loads <= {BOOT_OCM_MAX}")
+        raise ConfigError(
+            f"BOOT.BIN's image is {length} bytes; the BootROM loads <= {BOOT_OCM_MAX}"
+        )
     out = bytearray(boot_bin)
     struct.pack_into("<I", out, BOOT_HDR_LENGTH, length)
     struct.pack_into("<I", out, BOOT_HDR_TOTAL, length)

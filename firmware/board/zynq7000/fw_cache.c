@@ -87,16 +87,16 @@ uint32_t fw_l2_on(void)
     if ((uint32_t)(probe >> 32) != 0u || !is_pl310(id)) {
         return 0u;
     }
-    /* UG585 §3.4 "L2 Cache" and Appendix B slcr L2C_RAM: 0x0002_0202 before the L2 is used; the SLCR is
-     * write-protected outside an unlock/lock pair (Appendix B SLCR_UNLOCK, SLCR_LOCK). */
+    /* UG585 §3.4 "L2 Cache" and Appendix B slcr L2C_RAM: 0x0002_0202 before the L2 is used; the
+     * SLCR is write-protected outside an unlock/lock pair (Appendix B SLCR_UNLOCK, SLCR_LOCK). */
     fw_reg_write(SLCRR(SLCR_UNLOCK), SLCR_UNLOCK_KEY);
     fw_reg_write(SLCRR(SLCR_L2C_RAM), SLCR_L2C_RAM_VALUE);
     fw_reg_write(SLCRR(SLCR_LOCK), SLCR_LOCK_KEY);
     /* Off already (fw_l2_off); the auxiliary and RAM latency registers may only be written while
      * it is (DDI 0246 §3.3, reg1_aux_control, reg1_tag_ram_control, reg1_data_ram_control). Way
      * size [19:17] replaced, the other bits kept (UG585 Appendix B L2Cpl310 reg1_aux_control). */
-    const uint32_t aux = fw_reg_read(L2R(L2_AUX_CONTROL));
-    fw_reg_write(L2R(L2_AUX_CONTROL), (aux & ~L2_AUX_WAY_SIZE_MASK) | L2_AUX_ZYNQ);
+    fw_reg_write(L2R(L2_AUX_CONTROL),
+                 (fw_reg_read(L2R(L2_AUX_CONTROL)) & ~L2_AUX_WAY_SIZE_MASK) | L2_AUX_ZYNQ);
     fw_reg_write(L2R(L2_TAG_RAM_CONTROL), L2_TAG_RAM_LATENCY);
     fw_reg_write(L2R(L2_DATA_RAM_CONTROL), L2_DATA_RAM_LATENCY);
     /* The tag RAMs hold random contents after reset: invalidate every way and wait, sync (DDI

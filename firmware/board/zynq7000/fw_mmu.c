@@ -119,8 +119,8 @@ void fw_board_init(void)
                      "r"(ttbr), "r"(1u)
                      : "memory");
     /* The L1 data cache's contents are unknown until invalidated (DDI 0406C B2.2 "Behavior of
-     * the caches at reset": an implementation may need software to invalidate them); startup.S did it
-     * with the cache off, and nothing could allocate since. Again here, right before C is set,
+     * the caches at reset": an implementation may need software to invalidate them); startup.S did
+     * it with the cache off, and nothing could allocate since. Again here, right before C is set,
      * so that no order of the start-up code can enable a cache holding stale lines. */
     fw_l1d_invalidate();
     uint32_t sctlr;

@@ -69,8 +69,8 @@
 #define GIC_ICCPMR 0x004u              /* priority mask: IRQs with priority < mask are signalled */
 #define GIC_ICCIAR 0x00Cu              /* interrupt acknowledge: the ID [9:0] of the IRQ taken */
 #define GIC_ICCEOIR 0x010u             /* end of interrupt: write back what ICCIAR read */
-#define GIC_SPURIOUS 1023u             /* ICCIAR's ID when nothing was pending (IHI 0048A §4.4.4) */
-#define GIC_ICDDCR 0x000u              /* distributor control: bit 0 enable */
+#define GIC_SPURIOUS 1023u /* ICCIAR's ID when nothing was pending (IHI 0048A §4.4.4) */
+#define GIC_ICDDCR 0x000u  /* distributor control: bit 0 enable */
 #define GIC_ICDISER(n) (0x100u + 4u * (n)) /* set-enable, 32 IDs per word */
 #define GIC_ICDIPR(id) (0x400u + (id))     /* priority, one byte per ID */
 #define GIC_ICDIPTR(id) (0x800u + (id))    /* CPU targets, one byte per ID */
@@ -116,8 +116,8 @@
  * [19:17] = 0b011; 8-way associativity [16] = 0. */
 #define L2_AUX_ZYNQ 0x72360000u
 #define L2_AUX_WAY_SIZE_MASK 0x000E0000u /* way size [19:17] */
-#define L2_TAG_RAM_LATENCY 0x111u  /* setup, read, write: 2 cycles each (field value + 1) */
-#define L2_DATA_RAM_LATENCY 0x121u /* setup 2, read 3, write 2 cycles */
+#define L2_TAG_RAM_LATENCY 0x111u        /* setup, read, write: 2 cycles each (field value + 1) */
+#define L2_DATA_RAM_LATENCY 0x121u       /* setup 2, read 3, write 2 cycles */
 
 /* ---- System level control registers, UG585 Appendix B "System Level Control Registers (slcr)" */
 #define ZYNQ_SLCR_BASE 0xF8000000u
