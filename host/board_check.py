@@ -18,7 +18,7 @@ PASS, FAIL, WARN or N/A and the value it measured:
   and after; the link goes back to the boot rate at the end;
 - with ``--build`` and ``--data``: a short bit-exact run (`codegen run --limit N`).
 
-Run on QEMU (the SD image booted there, docs/board.md §5), every check runs and prints what it
+Run on QEMU (the SD image booted there, docs/board.md §9), every check runs and prints what it
 measured, and those QEMU cannot show (the timer's real rate, the SMP bit, the PL310, a UART's line
 rate and overruns) say so and count as N/A. QEMU is recognised by the PL310 probe: every
 Zynq-7000 has one at 0xF8F02000 (UG585 §3.4), QEMU's xilinx-zynq-a9 models none.
