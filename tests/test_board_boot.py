@@ -148,6 +148,7 @@ def test_board_check_on_the_sd_image(
     assert rates == ["uart 115200", "uart 230400", "uart 460800", "uart 921600"]
     assert all("bit-exact" in got[k][1] and "reverts 0" in got[k][1] for k in rates)
     assert got["bit-exact run"][0] == "PASS"
-    assert got["bit-exact run"][1].startswith("10 samples (strict), 0 mismatches")
     rep = json.loads((tmp_path / "run" / "report.json").read_text())
-    assert rep["bit_exact"] == {**rep["bit_exact"], "compared": 10, "mismatches": 0}
+    compared = rep["bit_exact"]["compared"]
+    assert compared >= 10 and rep["bit_exact"]["mismatches"] == 0
+    assert got["bit-exact run"][1].startswith(f"{compared} samples (strict), 0 mismatches")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ubootkit import build_uboot
 
 from codegen.base.errors import ConfigError
 from codegen.target.board_cmd import DOC_OUT
@@ -205,8 +206,6 @@ def test_errors(tmp_path: Path, inputs: dict[str, Path]) -> None:
 def test_cli_with_the_real_uboot(tmp_path: Path) -> None:
     """`codegen board jtag` for the Zybo Z7 with tools/uboot.sh's SPL and .config: the hand-off
     is CONFIG_TEXT_BASE (0x04000000) and the SPL the build's."""
-    from test_uboot_boot import build_uboot
-
     from codegen.target.firmware import FirmwareConfig, build_firmware
 
     ub = build_uboot("zybo-z7-20")

@@ -21,6 +21,7 @@ import pytest
 from elatta_host.device import Device
 from elatta_host.qemu import Qemu, free_port, qemu_command, spawn
 from elatta_host.transport import Link
+from ubootkit import build_uboot
 
 from codegen.target.boards import FW_LOADADDR, UBOOT_BOARDS, board
 from codegen.target.firmware import FirmwareConfig, build_firmware
@@ -31,18 +32,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.qemu]
 
 REPO = Path(__file__).resolve().parents[1]
 BOARD = "zybo-z7-20"
-EX_TEMPFAIL = 75  # tools/uboot.sh: Debian's archive unreachable
-
-
-def build_uboot(board: str) -> dict[str, Path]:
-    r = subprocess.run(
-        ["bash", str(REPO / "tools" / "uboot.sh"), board], capture_output=True, text=True
-    )
-    if r.returncode == EX_TEMPFAIL:
-        pytest.skip(f"tools/uboot.sh could not reach Debian's archive: {r.stderr.strip()}")
-    assert r.returncode == 0, r.stderr[-4000:]
-    paths = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
-    return {k: Path(v) for k, v in paths.items()}
 
 
 def check_boot_header(boot_bin: bytes) -> None:
