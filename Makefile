@@ -60,7 +60,7 @@ lint: setup
 	$(VENV)/bin/mypy codegen host measure
 	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/board/*/*.[ch] \
 		firmware/kernels/*/*.[ch] firmware/host/*.[ch] \
-		tests/neonprobe/*.[ch] tests/intharness/*.[ch]
+		tests/neonprobe/*.[ch] tests/intharness/*.[ch] tests/regfile/*.[ch]
 
 clean:
 	rm -rf $(OUT) build .pytest_cache
