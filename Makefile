@@ -60,7 +60,7 @@ lint: setup
 	$(VENV)/bin/mypy codegen host measure
 	$(VENV)/bin/clang-format --dry-run --Werror firmware/*.[ch] firmware/board/*/*.[ch] \
 		firmware/kernels/*/*.[ch] firmware/host/*.[ch] \
-		tests/neonprobe/*.[ch] tests/intharness/*.[ch]
+		tests/neonprobe/*.[ch] tests/intharness/*.[ch] tests/regfile/*.[ch]
 
 # Every checked-in generated file (the modes and payload headers, the CRC-32 tables) from its
 # one description (tools/generate.py); tests/test_generated.py fails when one is stale.

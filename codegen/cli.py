@@ -25,7 +25,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("build", "codegen.pipeline.build", "compile a model, V_k and a config into C and firmware"),
     ("inspect", "codegen.artefact.inspect", "print a build's decisions readably"),
     ("firmware", "codegen.target.firmware", "build the bare runtime firmware"),
-    ("board", "codegen.target.board_cmd", "an SD card image or a JTAG script for a board"),
+    ("board", "elatta_host.board_check", "a board: SD card image, JTAG, boot.scr; check one"),
     ("device", "elatta_host.cli_device", "talk to a device: info, ping"),
     ("run", "elatta_host.run", "stream samples to a device and check every result bit for bit"),
     ("bench", "elatta_measure.bench", "QEMU icount costs of the builds"),

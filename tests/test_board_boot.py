@@ -10,6 +10,7 @@ is what a board runs. U-Boot is built by tools/uboot.sh from Debian's source (mi
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,48 @@ def test_run_through_uboot_from_t0(
     rep = json.loads((report / "report.json").read_text())
     assert rep["bit_exact"]["compared"] == SAMPLES
     assert rep["bit_exact"]["mismatches"] == 0
+
+
+def test_board_check_on_the_sd_image(
+    image: tuple[Path, Path], kws_build: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`codegen board check` on the SD image booted in QEMU: every check prints a measured value
+    (the DDR walk over the Zybo Z7's 1 GiB less the firmware's 16 MiB, the timer's rate, every
+    rate of the table up to 921,600, a bit-exact run), and the checks QEMU cannot show are N/A
+    with the reason."""
+    build_dir, sd_dir = image
+    qemu, port = boot(sd_dir)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "codegen", "board", "check", "--port",
+             f"socket://127.0.0.1:{port}", "--build", str(build_dir), "--data",
+             str(kws_build[1]), "--limit", "10", "--seconds", "2", "--report",
+             str(tmp_path / "run")],
+            capture_output=True, text=True, timeout=1800,
+        )  # fmt: skip
+    finally:
+        qemu.kill()
+        qemu.communicate()
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr[-3000:]
+    rows = [ln for ln in out.splitlines() if ln and not ln.startswith(" ")][2:-1]
+    names = [re.match(r"(uart \d+|\S+(?: \S+)?)\s+(PASS|FAIL|WARN|N/A)\s+(.+)", ln) for ln in rows]
+    assert all(names), rows
+    got = {m.group(1): (m.group(2), m.group(3)) for m in names if m}
+    assert got["firmware"][0] == "PASS" and "for zybo-z7-20, UART1" in got["firmware"][1]
+    assert got["mmu/caches"][0] == "PASS"
+    assert "MMU on, D-cache on, I-cache on, branch prediction on" in got["mmu/caches"][1]
+    assert got["smp"][0] == "N/A" and got["l2 cache"][0] == "N/A"
+    status, timer = got["global timer"]
+    assert status == "N/A" and re.match(r"\d+\.\d{3} MHz over \d", timer)
+    assert got["ddr walk"][0] == "PASS"
+    assert got["ddr walk"][1].startswith("1008 MiB at 0x01000000..0x40000000")
+    assert "0 words differ" in got["ddr walk"][1]
+    rates = [k for k in got if k.startswith("uart ")]
+    assert rates == ["uart 115200", "uart 230400", "uart 460800", "uart 921600"]
+    assert all("bit-exact" in got[k][1] and "reverts 0" in got[k][1] for k in rates)
+    assert got["bit-exact run"][0] == "PASS"
+    rep = json.loads((tmp_path / "run" / "report.json").read_text())
+    compared = rep["bit_exact"]["compared"]
+    assert compared >= 10 and rep["bit_exact"]["mismatches"] == 0
+    assert got["bit-exact run"][1].startswith(f"{compared} samples (strict), 0 mismatches")

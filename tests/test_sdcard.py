@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from codegen.base.errors import ConfigError
-from codegen.target.sdcard import script_image, write_sd_image
+from codegen.target.sdcard import boot_script, fix_boot_header, script_image, write_sd_image
 
 
 @dataclass(frozen=True)
@@ -198,3 +198,41 @@ def test_errors(tmp_path: Path, files: dict[str, bytes], size_mib: int, match: s
     with pytest.raises(ConfigError, match=match):
         write_sd_image(tmp_path / "sd.img", files, size_mib)
     assert not (tmp_path / "sd.img").exists()
+
+
+def boot_header(image: bytes, *, length: int | None = None) -> bytes:
+    """A BOOT.BIN as U-Boot 2023.01's `mkimage -T zynqimage` writes it: the BootROM header
+    (UG585 Table 6-3) at 0x20..0x4C, the image at 0x8C0, length fields of the whole file."""
+    total = 0x8C0 + len(image)
+    n = total if length is None else length
+    head = bytearray(0x8C0)
+    struct.pack_into("<I4sIIIIIIII", head, 0x20, 0xAA995566, b"XNLX", 0, 0x01010000, 0x8C0, n,
+                     0, 0, n, 1)  # fmt: skip
+    words = struct.unpack_from("<10I", head, 0x20)
+    struct.pack_into("<I", head, 0x48, ~sum(words) & 0xFFFFFFFF)
+    return bytes(head) + image
+
+
+def test_boot_header_length_is_the_image() -> None:
+    spl = random.Random(3).randbytes(115_280)
+    fixed = fix_boot_header(boot_header(spl))
+    assert fixed == boot_header(spl, length=len(spl))
+    src, length, _, _, total = struct.unpack_from("<IIIII", fixed, 0x30)
+    assert fixed[src : src + length] == spl and src + length == len(fixed) and total == length
+    words = struct.unpack_from("<10I", fixed, 0x20)
+    assert struct.unpack_from("<I", fixed, 0x48)[0] == ~sum(words) & 0xFFFFFFFF
+    assert fix_boot_header(fixed) == fixed  # idempotent
+    with pytest.raises(ConfigError, match="BootROM header"):
+        fix_boot_header(bytes(0x900))
+    with pytest.raises(ConfigError, match="loads <= 196608"):
+        fix_boot_header(boot_header(bytes(200 * 1024)))  # 192 KiB of OCM
+
+
+def test_boot_script_text() -> None:
+    text = boot_script(0x0800_0000)
+    assert text.splitlines() == [
+        "echo elatta: loading fw.elf from mmc 0:1",
+        "load mmc 0:1 0x08000000 fw.elf",
+        "setenv autostart yes",
+        "bootelf -p 0x08000000",
+    ]

@@ -11,6 +11,7 @@ declares 1 GiB and U-Boot relocates itself to the top of it.
 from __future__ import annotations
 
 import re
+import socket
 import struct
 import subprocess
 import time
@@ -18,43 +19,44 @@ from pathlib import Path
 
 import pytest
 from elatta_host.device import Device
-from elatta_host.qemu import Qemu, spawn
+from elatta_host.qemu import Qemu, free_port, qemu_command, spawn
+from elatta_host.transport import Link
+from ubootkit import build_uboot
 
 from codegen.target.boards import FW_LOADADDR, UBOOT_BOARDS, board
 from codegen.target.firmware import FirmwareConfig, build_firmware
-from codegen.target.sdcard import write_sd_image
+from codegen.target.sdcard import boot_script, fix_boot_header, script_image, write_sd_image
 from codegen.target.toolchain import find_tool
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu]
 
 REPO = Path(__file__).resolve().parents[1]
 BOARD = "zybo-z7-20"
-EX_TEMPFAIL = 75  # tools/uboot.sh: Debian's archive unreachable
-
-
-def build_uboot(board: str) -> dict[str, Path]:
-    r = subprocess.run(
-        ["bash", str(REPO / "tools" / "uboot.sh"), board], capture_output=True, text=True
-    )
-    if r.returncode == EX_TEMPFAIL:
-        pytest.skip(f"tools/uboot.sh could not reach Debian's archive: {r.stderr.strip()}")
-    assert r.returncode == 0, r.stderr[-4000:]
-    paths = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
-    return {k: Path(v) for k, v in paths.items()}
 
 
 def check_boot_header(boot_bin: bytes) -> None:
-    """BootROM header of BOOT.BIN (UG585 §6.3.2, Table 6-3 "BootROM Header")."""
+    """BootROM header of BOOT.BIN (UG585 §6.3.2, Table 6-3 "BootROM Header") as the SD card gets
+    it (codegen.target.sdcard.fix_boot_header): the image from its offset to the end of the
+    file, and nothing past it, is what the BootROM copies to OCM."""
     width, ident = struct.unpack_from("<I4s", boot_bin, 0x20)
     assert width == 0xAA995566 and ident == b"XNLX", "width detection word, image id"
     src, length, load, start, total = struct.unpack_from("<IIIII", boot_bin, 0x30)
     assert load == 0 and start == 0, "the SPL runs from OCM at 0"
     assert 0 < length <= 192 * 1024, "the SPL must fit in the 192 KiB the BootROM loads to OCM"
-    # U-Boot 2023.01 tools/zynqimage.c stores the size of the whole output file (header
-    # included) in image_size and image_stored_size, so only bound them by the file.
-    assert src < len(boot_bin) and length == total <= len(boot_bin)
+    assert src + length == len(boot_bin) and length == total
     words = struct.unpack_from("<10I", boot_bin, 0x20)
     assert struct.unpack_from("<I", boot_bin, 0x48)[0] == ~sum(words) & 0xFFFFFFFF, "checksum"
+
+
+def test_uboot_boot_header_is_fixed(uboot: dict[str, Path]) -> None:
+    """U-Boot 2023.01's tools/zynqimage.c stores the whole file's size (header included) as the
+    image length; the card gets the SPL's own length, and the image itself unchanged."""
+    raw = uboot["boot_bin"].read_bytes()
+    src, length = struct.unpack_from("<II", raw, 0x30)
+    assert length == len(raw) > len(raw) - src, "the length U-Boot writes covers the header too"
+    fixed = fix_boot_header(raw)
+    check_boot_header(fixed)
+    assert fixed[src:] == raw[src:] == uboot["spl_bin"].read_bytes().ljust(len(raw) - src, b"\0")
 
 
 def qemu_args(sd: Path) -> list[str]:
@@ -70,15 +72,16 @@ def uboot() -> dict[str, Path]:
 def sd_image(
     uboot: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, Path, str]:
-    check_boot_header(uboot["boot_bin"].read_bytes())
     b = board(BOARD)
     cfg = FirmwareConfig(uart=b.console_uart, uart_ref_hz=b.uart_ref_hz)
     fw = build_firmware(cfg, tmp_path_factory.mktemp("fw"))
     files = {
-        "BOOT.BIN": uboot["boot_bin"].read_bytes(),
+        "BOOT.BIN": fix_boot_header(uboot["boot_bin"].read_bytes()),
         "u-boot.img": uboot["u_boot_img"].read_bytes(),
         "fw.elf": fw.elf.read_bytes(),
+        "boot.scr": script_image(boot_script(FW_LOADADDR), name="elatta fw.elf"),
     }
+    check_boot_header(files["BOOT.BIN"])
     sd = write_sd_image(tmp_path_factory.mktemp("sd") / "sd.img", files)
     return uboot["u_boot_elf"], sd, fw.build_id
 
@@ -157,3 +160,54 @@ def test_firmware_answers_hello_after_uboot(sd_image: tuple[Path, Path, str]) ->
         payload = bytes(range(256)) * 4
         assert dev.echo(payload) == payload
     assert boot_s < 60
+
+
+def console_until(sock: socket.socket, want: bytes, seen: bytearray, timeout: float) -> None:
+    """Read the console into ``seen`` until it holds ``want``."""
+    deadline = time.monotonic() + timeout
+    while want not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {want!r} within {timeout} s: {seen.decode(errors='replace')}"
+        sock.settimeout(left)
+        chunk = sock.recv(4096)
+        assert chunk, seen.decode(errors="replace")
+        seen += chunk
+
+
+def test_boot_scr_starts_fw_elf(sd_image: tuple[Path, Path, str]) -> None:
+    """The boot.scr of `codegen board bootscr` (the PYNQ-Z2's path, docs/board.md §5) run by
+    U-Boot 2023.01 from the card: the autoboot stopped with its key, the script loaded and
+    sourced at the prompt, and the firmware it starts answers HELLO."""
+    u_boot_elf, sd, build_id = sd_image
+    port = free_port()
+    proc = spawn(
+        qemu_command(u_boot_elf, port, uart=1, icount=False, extra_args=qemu_args(sd)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    seen = bytearray()
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # QEMU binds the port a moment after it starts
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline, "QEMU did not open its serial port"
+                time.sleep(0.1)
+        with sock:
+            console_until(sock, b"autoboot in", seen, 60)
+            sock.sendall(b"elatta-stop")
+            console_until(sock, b"Zynq> ", seen, 30)
+            sock.sendall(b"load mmc 0:1 0x03000000 boot.scr\r")
+            console_until(sock, b"bytes read", seen, 30)
+            sock.sendall(b"source 0x03000000\r")
+            console_until(sock, b"## Starting application at 0x00100000", seen, 30)
+        text = seen.decode(errors="replace")
+        assert "elatta: loading fw.elf from mmc 0:1" in text, text
+        link = Link(f"socket://127.0.0.1:{port}", timeout=5.0)
+        with link:
+            assert Device(link).hello(sync_timeout=30).build_id == build_id
+    finally:
+        proc.kill()
+        proc.communicate()

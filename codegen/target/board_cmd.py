@@ -1,12 +1,20 @@
-"""`codegen board`: put a build on a Zynq-7020 board.
+"""`codegen board`: put a build on a Zynq-7020 board (the actions that need no device; `codegen
+board check`, which talks to one, is elatta_host.board_check, which also dispatches these).
 
 ``codegen board sdcard --board B --build DIR --out OUT`` writes ``OUT/sd.img`` (an MBR with one
 FAT32 partition holding BOOT.BIN: U-Boot's SPL with the board's ps7_init; ``u-boot.img``;
-``fw.elf``) and ``OUT/u-boot.elf`` (U-Boot proper, for QEMU and JTAG). U-Boot is built from
-Debian's pinned source package by ``tools/uboot.sh`` and cached outside the repository; its
-keyed autoboot loads ``fw.elf`` from the card and starts it, and bytes on the serial line do not
-stop it (docs/board.md). ``codegen board jtag`` writes an OpenOCD script that loads the SPL into
-OCM (clocks, MIO, DDR) and then ``fw.elf``.
+``fw.elf``) and ``OUT/u-boot.elf`` (U-Boot proper, for QEMU). U-Boot is built from Debian's
+pinned source package by ``tools/uboot.sh`` and cached outside the repository; its keyed
+autoboot loads ``fw.elf`` from the card and starts it, and bytes on the serial line do not stop
+it (docs/board.md).
+
+``codegen board jtag --board B --build DIR --out OUT`` writes the whole OpenOCD command:
+``OUT/adapter.cfg`` (the board's JTAG adapter) and ``OUT/boot.cfg`` (reset, the SPL to its
+hand-off, then ``fw.elf``; codegen/target/jtag.py), and prints the command line.
+
+``codegen board bootscr --board B --build DIR --out OUT`` writes ``OUT/boot.scr`` and
+``OUT/fw.elf`` for the FAT partition of a card whose own boot chain ends in U-Boot's distro boot
+(the PYNQ image): that U-Boot runs boot.scr, which starts fw.elf.
 
 The build must be for the board (``codegen build --board B`` or ``codegen firmware``
 with the board's UART and reference clock): a firmware on the wrong UART or with divisors for
@@ -24,11 +32,27 @@ from pathlib import Path
 
 from codegen.base.errors import ConfigError
 from codegen.base.resources import firmware_dir
-from codegen.target.boards import UBOOT_BOARDS, board
-from codegen.target.jtag import write_jtag_script
-from codegen.target.sdcard import write_sd_image
+from codegen.target.boards import (
+    BOARDS,
+    FW_LOADADDR,
+    JTAG_BOARDS,
+    UBOOT_BOARDS,
+    board,
+    get_board,
+    jtag_board,
+)
+from codegen.target.jtag import write_jtag_files
+from codegen.target.sdcard import boot_script, fix_boot_header, script_image, write_sd_image
 
-HELP = "put a build on a board: an SD card image (U-Boot + firmware) or a JTAG script"
+HELP = "put a build on a board: an SD card image, a JTAG command, a boot.scr, or check a board"
+ACTIONS = ("sdcard", "jtag", "bootscr")
+# docs/board.md's output directories, one per board (tests/test_jtag.py reads the commands there)
+DOC_OUT = {
+    "zybo-z7-20": "out/jtag/zybo",
+    "zedboard": "out/jtag/zed",
+    "microzed-7020": "out/jtag/microzed",
+    "pynq-z2": "out/jtag/pynq",
+}
 
 
 def uboot_script() -> Path:
@@ -61,7 +85,7 @@ def firmware_of(build_dir: Path, name: str) -> Path:
             "`codegen firmware`"
         )
     cfg = json.loads(facts.read_text())["config"]
-    b = board(name)
+    b = get_board(name)
     if cfg.get("uart") != b.console_uart or cfg.get("uart_ref_hz") != b.uart_ref_hz:
         raise ConfigError(
             f"{build_dir} is built for UART{cfg.get('uart')} at uart_ref_hz="
@@ -72,11 +96,12 @@ def firmware_of(build_dir: Path, name: str) -> Path:
 
 
 def sdcard(name: str, build_dir: Path, out: Path, size_mib: int) -> tuple[Path, Path]:
-    elf = firmware_of(build_dir, name)
+    b = board(name)
+    elf = firmware_of(build_dir, b.name)
     ub = build_uboot(name)
     out.mkdir(parents=True, exist_ok=True)
     files = {
-        "BOOT.BIN": ub["boot_bin"].read_bytes(),
+        "BOOT.BIN": fix_boot_header(ub["boot_bin"].read_bytes()),
         "u-boot.img": ub["u_boot_img"].read_bytes(),
         "fw.elf": elf.read_bytes(),
     }
@@ -86,13 +111,43 @@ def sdcard(name: str, build_dir: Path, out: Path, size_mib: int) -> tuple[Path, 
     return image, u_boot_elf
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    boards = sorted(UBOOT_BOARDS)
+def jtag(name: str, build_dir: Path, out: Path) -> str:
+    """Write OUT/adapter.cfg and OUT/boot.cfg for the board; returns the OpenOCD command."""
+    b = jtag_board(name)
+    assert b.jtag_adapter is not None
+    elf = firmware_of(build_dir, name)
+    if name not in UBOOT_BOARDS:  # the board's own boot loader has set the PS up
+        return write_jtag_files(out, b.jtag_adapter, elf)
+    ub = build_uboot(name)
+    return write_jtag_files(
+        out, b.jtag_adapter, elf, spl_bin=ub["spl_bin"], uboot_config=ub["dir"] / "config"
+    )
+
+
+def bootscr(name: str, build_dir: Path, out: Path) -> tuple[Path, Path]:
+    """Write OUT/boot.scr (a `mkimage -T script` image) and OUT/fw.elf."""
+    elf = firmware_of(build_dir, name)
+    out.mkdir(parents=True, exist_ok=True)
+    scr = out / "boot.scr"
+    scr.write_bytes(script_image(boot_script(FW_LOADADDR), name="elatta fw.elf"))
+    fw = out / "fw.elf"
+    shutil.copyfile(elf, fw)
+    return scr, fw
+
+
+def add_actions(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The actions of this module on `codegen board`'s subparsers."""
     sd = sub.add_parser("sdcard", help="write OUT/sd.img and OUT/u-boot.elf for a board")
-    jt = sub.add_parser("jtag", help="write an OpenOCD script: the SPL to OCM, then fw.elf")
-    for q in (sd, jt):
-        q.add_argument("--board", required=True, help=f"the board: {', '.join(boards)}")
+    jt = sub.add_parser(
+        "jtag", help="write OUT/adapter.cfg and OUT/boot.cfg and print the OpenOCD command"
+    )
+    bs = sub.add_parser(
+        "bootscr", help="write OUT/boot.scr and OUT/fw.elf for a card whose U-Boot runs boot.scr"
+    )
+    choices = {sd: UBOOT_BOARDS, jt: JTAG_BOARDS, bs: BOARDS}
+    for q, boards in choices.items():
+        names = sorted(n for n in boards if n != "qemu")
+        q.add_argument("--board", required=True, help=f"the board: {', '.join(names)}")
         q.add_argument(
             "--build",
             type=Path,
@@ -103,11 +158,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sd.add_argument("--size-mib", type=int, default=64, help="image size (default 64 MiB)")
 
 
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add_actions(sub)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.action == "sdcard":
         image, u_boot_elf = sdcard(args.board, args.build, args.out, args.size_mib)
         print(f"{image}  (write it to a card: dd if={image} of=/dev/sdX bs=4M conv=fsync)")
-        print(f"{u_boot_elf}  (U-Boot proper: QEMU -kernel, or JTAG)")
+        print(f"{u_boot_elf}  (U-Boot proper: QEMU -kernel)")
         mem = board(args.board).ddr_mib
         uart_args = "-serial null -serial tcp:127.0.0.1:PORT,server=on,wait=on"
         print(
@@ -116,9 +176,11 @@ def run(args: argparse.Namespace) -> int:
             + f" -kernel {u_boot_elf} -drive if=sd,format=raw,file={image} {uart_args}"
         )
         return 0
-    elf = firmware_of(args.build, args.board)
-    ub = build_uboot(args.board)
-    args.out.mkdir(parents=True, exist_ok=True)
-    script = write_jtag_script(args.out / "boot.cfg", ub["spl_bin"], elf, include_target=True)
-    print(f"{script}  (openocd -f <your adapter cfg> -f {script} -c 'elatta_boot; shutdown')")
+    if args.action == "bootscr":
+        scr, fw = bootscr(args.board, args.build, args.out)
+        print(f"{scr}\n{fw}\ncopy both to the card's FAT (boot) partition, replacing its boot.scr")
+        return 0
+    command = jtag(args.board, args.build, args.out)
+    print(f"{args.out / 'adapter.cfg'}\n{args.out / 'boot.cfg'}")
+    print(command)
     return 0

@@ -39,6 +39,8 @@ class Board:
     timer_hz: int = 333_333_333
     baud: int = 115_200
     note: str = ""
+    # The JTAG adapter OpenOCD drives for it (codegen/target/jtag.py ADAPTERS); None: no JTAG.
+    jtag_adapter: str | None = None
     folder_name: str = "zynq7000"  # firmware/board/<folder_name> (codegen/target/cores.py)
 
     @property
@@ -90,6 +92,7 @@ BOARDS: dict[str, Board] = {
             uboot_defconfig="xilinx_zynq_virt_defconfig",
             device_tree="zynq-zybo-z7",
             usb_uart="/dev/ttyUSB1 (FT2232HQ channel B; channel A is JTAG)",
+            jtag_adapter="digilent-hs1",
         ),
         # Avnet ZedBoard. U-Boot board/xilinx/zynq/zynq-zed/ps7_init_gpl.c:
         # EMIT_MASKWRITE(0XF8000154, 0x00003F33U, 0x00001402U): UART_CLK_CTRL DIVISOR = 0x14 = 20
@@ -104,6 +107,7 @@ BOARDS: dict[str, Board] = {
             uboot_defconfig="xilinx_zynq_virt_defconfig",
             device_tree="zynq-zed",
             usb_uart="/dev/ttyACM0 (Cypress CY7C64225, USB CDC-ACM)",
+            jtag_adapter="zedboard-smt2",
         ),
         # Avnet MicroZed 7020. U-Boot board/xilinx/zynq/zynq-microzed/ps7_init_gpl.c:
         # EMIT_MASKWRITE(0XF8000154, 0x00003F33U, 0x00001402U): DIVISOR = 20 -> 50 MHz.
@@ -117,6 +121,7 @@ BOARDS: dict[str, Board] = {
             uboot_defconfig="xilinx_zynq_virt_defconfig",
             device_tree="zynq-microzed",
             usb_uart="/dev/ttyUSB0 (Silicon Labs CP2104)",
+            jtag_adapter="digilent-hs3",
         ),
         # TUL PYNQ-Z2. PYNQ-Z2 board files (preset.xml): PCW_UART0_PERIPHERAL_ENABLE = 1 with
         # PCW_UART0_UART0_IO = MIO 14 .. 15, PCW_UART_PERIPHERAL_FREQMHZ = 100; 512 MiB DDR3
@@ -133,8 +138,10 @@ BOARDS: dict[str, Board] = {
             # PYNQ-Z2 board files: PCW_APU_PERIPHERAL_FREQMHZ = 650 -> CPU_3x2x 325 MHz
             timer_hz=325_000_000,
             note="no open SD boot path: U-Boot has no PYNQ-Z2 board (no ps7_init_gpl.c, no "
-            "device tree); UART, clock and JTAG hold, so load the ELF over JTAG after the PYNQ "
-            "image's FSBL has set up the PS",
+            "device tree); the PYNQ image's own FSBL and U-Boot set the PS up: `codegen board "
+            "bootscr --board pynq-z2` writes a boot.scr that starts fw.elf from its card, "
+            "`codegen board jtag --board pynq-z2` loads it over JTAG at its U-Boot prompt",
+            jtag_adapter="pynq-z2-ft2232",
         ),
         # The Cortex-M7's board: the ARM MPS2 with the AN500 FPGA image, as QEMU 7.2 models it
         # (`-M mps2-an500`): UART0 (CMSDK APB UART at 0x40004000) on the first -serial, every APB
@@ -203,11 +210,27 @@ UBOOT_BOARDS: dict[str, Board] = {n: b for n, b in BOARDS.items() if b.device_tr
 
 
 def board(name: str) -> Board:
-    """A board U-Boot boots (`codegen board sdcard|jtag`); the error says why another cannot."""
+    """A board U-Boot boots (`codegen board sdcard`, the SPL of `codegen board jtag`); the error
+    says why another cannot."""
     b = get_board(name)
     if name not in UBOOT_BOARDS:
         raise ConfigError(
-            f"board={name!r} has no SD card or JTAG boot image: {b.note or 'no U-Boot board'}; "
+            f"board={name!r} has no SD card image: {b.note or 'no U-Boot board'}; "
             f"boards with one: {', '.join(UBOOT_BOARDS)}"
+        )
+    return b
+
+
+# The boards `codegen board jtag` writes an OpenOCD command for.
+JTAG_BOARDS: dict[str, Board] = {n: b for n, b in BOARDS.items() if b.jtag_adapter is not None}
+
+
+def jtag_board(name: str) -> Board:
+    """A board with a JTAG path; the error names the boards that have one."""
+    b = get_board(name)
+    if name not in JTAG_BOARDS:
+        raise ConfigError(
+            f"board={name!r} has no JTAG path (QEMU loads fw.elf with -kernel); boards with one: "
+            f"{', '.join(JTAG_BOARDS)}"
         )
     return b

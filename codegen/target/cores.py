@@ -131,7 +131,16 @@ CORTEX_A9 = Core(
 ZYNQ7000 = BoardFolder(
     name="zynq7000",
     core=CORTEX_A9,
-    sources=("startup.S", "fw_uart.c", "fw_timer.c", "fw_platform.c", "fw_mmu.c", "fw_irq.c"),
+    sources=(
+        "startup.S",
+        "fw_uart.c",
+        "fw_timer.c",
+        "fw_platform.c",
+        "fw_mmu.c",
+        "fw_cache.c",
+        "fw_irq.c",
+        "fw_check.c",
+    ),
     linker_script="link.ld",
     uart=CADENCE,
     boot="QEMU -kernel, U-Boot bootelf, or JTAG: the image runs from DDR at 0x00100000",

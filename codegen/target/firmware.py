@@ -161,6 +161,7 @@ def render_config(cfg: FirmwareConfig, build_id: str, input_hash: str) -> str:
             ack_every=cfg.rx_ring // 4,
             timer_hz=cfg.preset.timer_hz,
             timer=cfg.preset.core.timer,
+            ddr_bytes=cfg.preset.ddr_bytes,
             board=cfg.board,
             core=cfg.preset.core.name,
         )

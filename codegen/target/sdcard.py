@@ -378,3 +378,56 @@ def script_image(script: str, name: str = "elatta boot script") -> bytes:
         )
 
     return header(zlib.crc32(header(0))) + payload
+
+
+# BootROM header of BOOT.BIN (UG585 §6.3.2, Table 6-3 "BootROM Header"): byte offsets.
+BOOT_HDR_WIDTH = 0x20  # width detection word 0xAA995566, then "XNLX"
+BOOT_HDR_SRC_OFFSET = 0x30  # where the image starts in the file
+BOOT_HDR_LENGTH = 0x34  # bytes the BootROM copies to OCM
+BOOT_HDR_TOTAL = 0x40  # total image length (equal to the length for an unencrypted image)
+BOOT_HDR_CHECKSUM = 0x48  # ~(sum of the words 0x20 .. 0x44)
+BOOT_OCM_MAX = 192 * 1024  # the BootROM loads at most 192 KiB into OCM (UG585 §6.3.2)
+
+
+def fix_boot_header(boot_bin: bytes) -> bytes:
+    """BOOT.BIN with its image length fields set to the length of the image it holds.
+
+    U-Boot 2023.01's tools/zynqimage.c stores the size of the whole output file (the 0x8C0-byte
+    header included) in image_size and image_stored_size, so the BootROM copies that many bytes
+    from the image's offset: the header's length past the end of the file. This sets both to the
+    image's own length (the file from its source offset to the end) and recomputes the header
+    checksum, so the BootROM copies the SPL and nothing else."""
+    words = struct.unpack_from("<10I", boot_bin, BOOT_HDR_WIDTH)
+    if words[0] != 0xAA995566 or boot_bin[0x24:0x28] != b"XNLX":
+        raise ConfigError("BOOT.BIN has no Zynq BootROM header (width word 0xAA995566, 'XNLX')")
+    src = struct.unpack_from("<I", boot_bin, BOOT_HDR_SRC_OFFSET)[0]
+    if not 0 < src < len(boot_bin):
+        raise ConfigError(f"BOOT.BIN image offset {src:#x} is outside its {len(boot_bin)} bytes")
+    length = len(boot_bin) - src
+    if length > BOOT_OCM_MAX:
+        raise ConfigError(
+            f"BOOT.BIN's image is {length} bytes; the BootROM loads <= {BOOT_OCM_MAX}"
+        )
+    out = bytearray(boot_bin)
+    struct.pack_into("<I", out, BOOT_HDR_LENGTH, length)
+    struct.pack_into("<I", out, BOOT_HDR_TOTAL, length)
+    words = struct.unpack_from("<10I", out, BOOT_HDR_WIDTH)
+    struct.pack_into("<I", out, BOOT_HDR_CHECKSUM, ~sum(words) & 0xFFFFFFFF)
+    return bytes(out)
+
+
+def boot_script(loadaddr: int) -> str:
+    """The U-Boot shell script `codegen board bootscr` writes (boot.scr, ``script_image``): load
+    fw.elf from the first FAT partition of the SD card and start it. `bootelf` starts only when
+    the environment says autostart=yes (U-Boot 2023.01 cmd/elf.c do_bootelf, env_get_autostart;
+    older U-Boot starts regardless); -p copies the ELF's PT_LOAD segments to their physical
+    addresses and flushes the data cache over them (lib/elf.c load_elf_image_phdr)."""
+    return "\n".join(
+        [
+            "echo elatta: loading fw.elf from mmc 0:1",
+            f"load mmc 0:1 {loadaddr:#010x} fw.elf",
+            "setenv autostart yes",
+            f"bootelf -p {loadaddr:#010x}",
+            "",
+        ]
+    )

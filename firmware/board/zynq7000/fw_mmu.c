@@ -1,12 +1,14 @@
 /*
- * MMU, caches and the snoop control unit for the one core that runs the firmware, called from
- * startup.S once the bootloader's caches are clean and off and C memory is set up.
+ * MMU, caches and coherency for the one core that runs the firmware, called from startup.S once
+ * the boot loader's caches are clean and off and C memory is set up.
  *
  * The translation table maps the 4 GiB identity in 1 MiB sections (ARM ARM DDI 0406C B3.5.1
  * "Short-descriptor translation table format"), by the Zynq-7000 address map (UG585 Table 4-1
- * "System-Level Address Map"). With DDR Normal memory the Cortex-A9 allows unaligned accesses
- * there (DDI 0406C A3.5.6 "Unaligned data access restrictions": only Device and Strongly-ordered
- * memory fault).
+ * "System-Level Address Map") and the board's DDR (FW_DDR_BYTES, the preset's size,
+ * codegen/target/boards.py): DDR beyond it faults instead of aliasing a smaller part, and only the
+ * sections that hold the firmware's code are executable. With DDR Normal memory the Cortex-A9
+ * allows unaligned accesses there (DDI 0406C A3.5.6 "Unaligned data access restrictions": only
+ * Device and Strongly-ordered memory fault).
  */
 #include <stdint.h>
 
@@ -28,7 +30,8 @@
 /* Normal, inner and outer write-back write-allocate: TEX = 0b001, C = 1, B = 1 (Table B3-10).
  * Shareable, and ACTLR.SMP set: the Cortex-A9 treats Shareable Normal memory as non-cacheable
  * while SMP is clear (Cortex-A9 TRM DDI 0388 §4.3.10, ACTLR bit 6). */
-#define SECT_NORMAL_WBWA (SECT | SECT_TEX(1) | SECT_C | SECT_B | SECT_S | SECT_AP_RW | SECT_DOMAIN0)
+#define SECT_CODE (SECT | SECT_TEX(1) | SECT_C | SECT_B | SECT_S | SECT_AP_RW | SECT_DOMAIN0)
+#define SECT_DATA (SECT_CODE | SECT_XN)
 /* Shareable Device (TEX = 0b000, C = 0, B = 1): no speculative reads, no merging; never code. */
 #define SECT_DEVICE (SECT | SECT_B | SECT_XN | SECT_AP_RW | SECT_DOMAIN0)
 /* Invalid entry: an access faults instead of reaching a hole of the address map. */
@@ -38,31 +41,48 @@
  * inner write-back write-allocate (IRGN[0] is bit 6), S (bit 1), RGN = 0b01 outer WB-WA. */
 #define TTBR_WALK ((1u << 6) | (1u << 1) | (1u << 3))
 
-/* SCTLR (DDI 0406C B4.1.130) and ACTLR (Cortex-A9 TRM §4.3.10) bits. */
+/* SCTLR (DDI 0406C B4.1.130) bits. */
 #define SCTLR_M (1u << 0)
 #define SCTLR_A (1u << 1)
 #define SCTLR_C (1u << 2)
 #define SCTLR_Z (1u << 11)
 #define SCTLR_I (1u << 12)
-#define ACTLR_FW (1u << 0) /* broadcast cache and TLB maintenance (inner shareable) */
-#define ACTLR_SMP (1u << 6)
 
 #define MIB_SECTIONS 4096u
+#define DDR_WINDOW_MIB 0x400u /* UG585 Table 4-1: DDR may occupy 0x0000_0000-0x3FFF_FFFF */
+#define DDR_MIB (FW_DDR_BYTES >> 20)
+_Static_assert(DDR_MIB >= 16u && DDR_MIB <= DDR_WINDOW_MIB,
+               "FW_DDR_BYTES: the image window (link.ld, 16 MiB) up to the 1 GiB DDR window");
 
 /* 16 KiB, 16 KiB-aligned with TTBCR.N = 0 (B4.1.154); link.ld places .mmu_table and asserts it. */
 static uint32_t mmu_table[MIB_SECTIONS] __attribute__((section(".mmu_table"), aligned(16384)));
+
+/* link.ld: the executable part of the image. */
+extern const uint8_t __text_start[];
+extern const uint8_t __text_end[];
+
+/* startup.S: invalidate the whole L1 data cache by set/way (DCISW). */
+void fw_l1d_invalidate(void);
+/* fw_cache.c: SCU and ACTLR.SMP, then the PL310 (its cache ID, 0 when none answered). */
+void fw_smp_on(void);
+uint32_t fw_l2_on(void);
 
 /* What fw_board_report returns: the PL310 probe's outcome. */
 static uint32_t l2_id;
 
 static uint32_t section_attrs(uint32_t mib)
 {
-    /* UG585 Table 4-1: DDR 0x0000_0000-0x3FFF_FFFF (the low OCM shadow included); PL AXI
-     * 0x4000_0000-0xBFFF_FFFF; reserved 0xC000_0000-0xDFFF_FFFF; IOP, SMC, SLCR, PS and CPU
-     * private registers, Quad-SPI 0xE000_0000-0xFFEF_FFFF; OCM high at 0xFFFC_0000 in the top
-     * MiB. */
-    if (mib < 0x400u) {
-        return SECT_NORMAL_WBWA;
+    /* UG585 Table 4-1: DDR 0x0000_0000-0x3FFF_FFFF (the low OCM shadow included), of which the
+     * board has FW_DDR_BYTES; PL AXI 0x4000_0000-0xBFFF_FFFF; reserved 0xC000_0000-0xDFFF_FFFF;
+     * IOP, SMC, SLCR, PS and CPU private registers, Quad-SPI 0xE000_0000-0xFFEF_FFFF; OCM high at
+     * 0xFFFC_0000 in the top MiB (data only: nothing runs from it). */
+    const uint32_t code_lo = (uint32_t)(uintptr_t)__text_start >> 20;
+    const uint32_t code_hi = ((uint32_t)(uintptr_t)__text_end - 1u) >> 20;
+    if (mib < DDR_MIB) {
+        return mib >= code_lo && mib <= code_hi ? SECT_CODE : SECT_DATA;
+    }
+    if (mib < DDR_WINDOW_MIB) {
+        return SECT_FAULT;
     }
     if (mib < 0xC00u) {
         return SECT_DEVICE;
@@ -73,56 +93,13 @@ static uint32_t section_attrs(uint32_t mib)
     if (mib < 0xFFFu) {
         return SECT_DEVICE;
     }
-    return SECT_NORMAL_WBWA;
-}
-
-static void scu_enable(void)
-{
-    /* Cortex-A9 MPCore TRM (DDI 0407) §2.2.1: invalidate the SCU tag RAMs of CPU0 (four ways,
-     * bits [3:0] of "SCU Invalidate All Registers in Secure State"), then set the SCU enable bit;
-     * the SCU must be on for SMP coherency (ACTLR.SMP) to do anything. */
-    SCU(SCU_INVALIDATE_ALL) = 0xFu;
-    SCU(SCU_CONTROL) |= SCU_CONTROL_ENABLE;
-    uint32_t actlr;
-    __asm__ volatile("mrc p15, 0, %0, c1, c0, 1" : "=r"(actlr));
-    actlr |= ACTLR_SMP | ACTLR_FW;
-    __asm__ volatile("mcr p15, 0, %0, c1, c0, 1\n\tisb" ::"r"(actlr) : "memory");
-}
-
-static void l2_enable(void)
-{
-    /* Where nothing answers, the read either aborts (startup.S's data-abort handler resumes
-     * after the load and flags it) or returns something that is not a PL310 ID: QEMU 7.2's
-     * xilinx-zynq-a9 maps nothing at 0xF8F02000, logs an invalid read and returns 0. */
-    uint64_t probe = fw_probe_read32(ZYNQ_L2_BASE + L2_CACHE_ID);
-    uint32_t id = (uint32_t)probe;
-    if ((uint32_t)(probe >> 32) != 0u || (id & L2_ID_MASK) != L2_ID_PL310) {
-        return;
-    }
-    l2_id = id;
-    /* UG585 §3.4 "L2 Cache" and Appendix B slcr L2C_RAM: 0x0002_0202 before the L2 is enabled. */
-    SLCR(SLCR_UNLOCK) = SLCR_UNLOCK_KEY;
-    SLCR(SLCR_L2C_RAM) = SLCR_L2C_RAM_VALUE;
-    SLCR(SLCR_LOCK) = SLCR_LOCK_KEY;
-    /* Disabled by startup.S already; program it as UG585 recommends for the Zynq-7000 (Appendix
-     * B L2Cpl310 reg1_aux_control, reg1_tag_ram_control, reg1_data_ram_control). */
-    L2(L2_AUX_CONTROL) |= L2_AUX_ZYNQ;
-    L2(L2_TAG_RAM_CONTROL) = L2_TAG_RAM_LATENCY;
-    L2(L2_DATA_RAM_CONTROL) = L2_DATA_RAM_LATENCY;
-    /* Invalidate all ways (ARM DDI 0246 §3.3.10), wait, clear interrupts, enable. */
-    L2(L2_INV_WAY) = L2_ALL_WAYS;
-    while (L2(L2_INV_WAY) & L2_ALL_WAYS) {
-    }
-    L2(L2_CACHE_SYNC) = 0u;
-    L2(L2_INT_CLEAR) = L2_INT_ALL;
-    L2(L2_CONTROL) = 1u;
-    __asm__ volatile("dsb" ::: "memory");
+    return SECT_DATA;
 }
 
 void fw_board_init(void)
 {
-    scu_enable();
-    l2_enable();
+    fw_smp_on();
+    l2_id = fw_l2_on();
     for (uint32_t mib = 0; mib < MIB_SECTIONS; mib++) {
         mmu_table[mib] = (mib << 20) | section_attrs(mib);
     }
@@ -141,6 +118,11 @@ void fw_board_init(void)
                      "isb" ::"r"(0u),
                      "r"(ttbr), "r"(1u)
                      : "memory");
+    /* The L1 data cache's contents are unknown until invalidated (DDI 0406C B2.2 "Behavior of
+     * the caches at reset": an implementation may need software to invalidate them); startup.S did
+     * it with the cache off, and nothing could allocate since. Again here, right before C is set,
+     * so that no order of the start-up code can enable a cache holding stale lines. */
+    fw_l1d_invalidate();
     uint32_t sctlr;
     __asm__ volatile("mrc p15, 0, %0, c1, c0, 0" : "=r"(sctlr));
     sctlr |= SCTLR_M | SCTLR_C | SCTLR_I | SCTLR_Z;

@@ -2,13 +2,16 @@
  * Cortex-A9 bare-metal start-up for the Zynq-7000 (ARM mode, secure SVC).
  * ARM ARM (DDI 0406C) B1.8 exception vectors, B4.1 CP15 registers; Cortex-A9 TRM (DDI 0388).
  *
- * The image may be entered straight from reset (QEMU -kernel, JTAG) or from a bootloader (U-Boot
- * `bootelf`/`go`, FSBL) that left the MMU, the L1 caches, branch prediction and the PL310 L2
- * cache on. The code below runs from registers only until every cache is off and clean, then
- * sets up stacks and C memory; fw_board_init (fw_mmu.c) builds the identity map and turns the
- * MMU and caches back on before main. The bootloader must have put the image into DDR itself
- * (U-Boot: `bootelf` cleans the D-cache before it jumps; after `load` + `go`, run `dcache flush`
- * first): nothing that runs here can repair an image that is still in a dirty cache line.
+ * The image may be entered straight from reset (QEMU -kernel), from the SPL halted at its
+ * hand-off (JTAG, codegen/target/jtag.py: MMU and D-cache off, I-cache on) or from a boot loader
+ * that left the MMU, the L1 caches and branch prediction on (U-Boot `bootelf`, as tools/uboot.sh
+ * builds it: CONFIG_SYS_L2CACHE_OFF=y in xilinx_zynq_virt_defconfig, so the PL310 is off) or the
+ * PL310 L2 on as well (a firmware entered again without a reset, a boot loader built with the L2
+ * on). The code below runs from registers only until every cache is off and clean, then sets up
+ * stacks and C memory; fw_board_init (fw_mmu.c) builds the identity map and turns the MMU and
+ * caches back on before main. The boot loader must have put the image into DDR itself (U-Boot:
+ * `bootelf` cleans the D-cache before it jumps; after `load` + `go`, run `dcache flush` first):
+ * nothing that runs here can repair an image that is still in a dirty cache line.
  */
     .syntax unified
     .arm
@@ -32,12 +35,6 @@
 
     /* PL310 L2 cache controller (UG585 Appendix B "L2 Cache (L2Cpl310)"; ARM DDI 0246 §3.3) */
     .equ L2_BASE,        0xF8F02000
-    .equ L2_ID_MASK,     0xFF0003C0  /* implementer [31:24], part number [9:6] of reg0_cache_id */
-    .equ L2_ID_PL310,    0x410000C0  /* ARM, part 0b0011 = L2C-310 */
-    .equ L2_CONTROL,     0x100       /* reg1_control, bit 0: L2 enabled */
-    .equ L2_SYNC,        0x730       /* reg7_cache_sync */
-    .equ L2_CLEAN_INV_WAY, 0x7FC     /* reg7_clean_inv_way: one bit per way, self-clearing */
-    .equ L2_ALL_WAYS,    0xFF        /* 8 ways (UG585 §3.4: 512 KiB, 8-way) */
 
 /*
  * Clean and invalidate the whole L1 data cache by set/way (DDI 0406C B4.2.1 "Cache and branch
@@ -133,35 +130,15 @@ _reset:
 
     caches_off
 
-    /* An L2 left on by the bootloader (U-Boot enables the PL310) may hold dirty lines of memory
-     * we are about to write non-cacheably: clean + invalidate all ways, sync, then disable it
-     * (ARM DDI 0246 §3.3.10 "Cache maintenance operations"; the enable bit may only be cleared
-     * with the cache clean). fw_board_init programs and re-enables it once C memory is set. */
+    /* A PL310 left on may hold dirty lines of memory about to be written non-cacheably: probe
+     * it (reg0_cache_id; r1 = 1 when the read aborted), then fw_l2_off (fw_cache.c) cleans,
+     * invalidates and disables it. fw_l2_off keeps to r0-r3 and needs no stack (its test checks
+     * the code); fw_board_init programs and re-enables the L2 once C memory is set. */
     ldr r0, =L2_BASE
-    bl  fw_probe_read32              /* r0 = reg0_cache_id, r1 = 1 if the read aborted */
+    bl  fw_probe_read32
     cmp r1, #0
-    bne 6f
-    ldr r2, =L2_ID_MASK
-    and r0, r0, r2
-    ldr r2, =L2_ID_PL310
-    cmp r0, r2
-    bne 6f
-    ldr r2, =L2_BASE
-    ldr r0, [r2, #L2_CONTROL]
-    tst r0, #1
-    beq 6f
-    mov r0, #L2_ALL_WAYS
-    ldr r3, =L2_CLEAN_INV_WAY
-    str r0, [r2, r3]
-5:  ldr r0, [r2, r3]
-    tst r0, #L2_ALL_WAYS
-    bne 5b
-    mov r0, #0
-    ldr r3, =L2_SYNC
-    str r0, [r2, r3]
-    str r0, [r2, #L2_CONTROL]
-    dsb
-6:
+    movne r0, #0
+    bl  fw_l2_off
     /* One stack per mode used: UND/ABT for fault reports, IRQ for the UART's receive interrupt
      * (fw_irq.c), FIQ for stray ones. */
     msr cpsr_c, #(MODE_UND | PSR_IF)
@@ -222,6 +199,18 @@ _park_secondary:
     mcr p15, 0, r0, c1, c0, 1
     isb
     b   _park
+
+/*
+ * void fw_l1d_invalidate(void): invalidate the whole L1 data cache (DCISW), for fw_board_init
+ * right before it sets SCTLR.C. AAPCS: r4-r6 saved.
+ */
+    .global fw_l1d_invalidate
+    .type fw_l1d_invalidate, %function
+fw_l1d_invalidate:
+    push {r4-r6, lr}
+    dcache_l1_by_set_way 0
+    pop {r4-r6, pc}
+    .size fw_l1d_invalidate, . - fw_l1d_invalidate
 
 /*
  * uint64_t fw_probe_read32(uintptr_t addr): low word = the 32-bit value at addr, high word = 1 if

@@ -88,6 +88,11 @@
 #define SCU_INVALIDATE_ALL                                                                         \
     0x0Cu /* SCU_INVALIDATE_ALL_REGS_IN_SECURE_STATE: CPUn ways at [4n+3:4n] */
 #define SCU_CONTROL_ENABLE (1u << 0)
+#define SCU_INVALIDATE_CPU0 0xFu /* CPU0's four tag RAM ways, bits [3:0] */
+
+/* ---- CP15 auxiliary control register, Cortex-A9 TRM (DDI 0388) §4.3.10 ---------------------- */
+#define ACTLR_FW (1u << 0)  /* cache and TLB maintenance broadcast (inner shareable) */
+#define ACTLR_SMP (1u << 6) /* takes part in coherency: Shareable Normal memory is cached */
 
 /* ---- L2 cache controller PL310, UG585 §3.4 and Appendix B "L2 Cache (L2Cpl310)" ----------------
  * Register offsets: ARM L2C-310 TRM (DDI 0246) §3.3; the Zynq-7000 settings: UG585 §3.4. */
@@ -101,6 +106,7 @@
 #define L2_INT_CLEAR 0x220u        /* reg2_int_clear */
 #define L2_CACHE_SYNC 0x730u       /* reg7_cache_sync */
 #define L2_INV_WAY 0x77Cu          /* reg7_inv_way: one bit per way, self-clearing */
+#define L2_CLEAN_INV_WAY 0x7FCu    /* reg7_clean_inv_way: one bit per way, self-clearing */
 #define L2_ID_MASK 0xFF0003C0u     /* implementer [31:24] and part number [9:6] */
 #define L2_ID_PL310 0x410000C0u    /* ARM, part number 0b0011: L2C-310 */
 #define L2_ALL_WAYS 0xFFu          /* 8 ways, 512 KiB */
@@ -109,8 +115,9 @@
  * [29:28], round-robin replacement [25], parity [21], event monitor bus [20], 64 KiB ways
  * [19:17] = 0b011; 8-way associativity [16] = 0. */
 #define L2_AUX_ZYNQ 0x72360000u
-#define L2_TAG_RAM_LATENCY 0x111u  /* setup, read, write: 2 cycles each (field value + 1) */
-#define L2_DATA_RAM_LATENCY 0x121u /* setup 2, read 3, write 2 cycles */
+#define L2_AUX_WAY_SIZE_MASK 0x000E0000u /* way size [19:17] */
+#define L2_TAG_RAM_LATENCY 0x111u        /* setup, read, write: 2 cycles each (field value + 1) */
+#define L2_DATA_RAM_LATENCY 0x121u       /* setup 2, read 3, write 2 cycles */
 
 /* ---- System level control registers, UG585 Appendix B "System Level Control Registers (slcr)" */
 #define ZYNQ_SLCR_BASE 0xF8000000u
