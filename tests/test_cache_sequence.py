@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from codegen.base.resources import firmware_dir
-from codegen.target.toolchain import ARM_CFLAGS, COMMON_CFLAGS, find_tool
+from codegen.target.cores import CORTEX_A9
+from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 BOARD = firmware_dir() / "board" / "zynq7000"
@@ -251,8 +252,8 @@ def test_l2_off_needs_no_stack(tmp_path: Path) -> None:
     r12 and lr only (AAPCS caller-saved registers), never sp."""
     obj = tmp_path / "fw_cache.o"
     subprocess.run(
-        [find_tool("arm-none-eabi-gcc"), *ARM_CFLAGS, f"-I{BOARD}", f"-I{firmware_dir()}", "-c",
-         str(SOURCE), "-o", str(obj)],
+        [find_tool("arm-none-eabi-gcc"), *CORTEX_A9.cflags, f"-I{BOARD}",
+         f"-I{firmware_dir()}", "-c", str(SOURCE), "-o", str(obj)],
         check=True,
     )  # fmt: skip
     dis = subprocess.run(
