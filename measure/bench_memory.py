@@ -1,0 +1,355 @@
+"""What a board's memory will do: the audio mode under a model of the Zynq-7000's caches.
+
+QEMU does not model caches (docs/targets.md §5), so its icount ticks rank instruction counts
+only. `codegen bench` therefore also runs the audio mode under the project's QEMU TCG plugin
+``tools/qemu_plugin/elt_cache.c`` (built by ``tools/build_qemu_plugin.sh`` from setup): every
+instruction fetch and every cacheable data access goes through an L1I and an L1D of 32 KiB,
+4 ways, 32-byte lines (ARM DDI 0388, Cortex-A9 TRM §7.1; UG585 §3.1.1) and a 512 KiB 8-way PL310
+L2 (ARM DDI 0246 §1.1; UG585 §3.4), pseudo-random replacement and write-back write-allocate at
+both levels, as the firmware sets them (firmware/board/zynq7000/fw_mmu.c). The plugin counts
+instructions, misses and writebacks per instruction address; `function_table` names them by the
+ELF's symbols.
+
+How an audio second is counted: the plugin snapshots its running totals each time the firmware
+enters ``elt_<kind>_s16_step_end`` (once per utterance, in AUDIO_END's handling). Each clip is
+streamed twice in a row (stop-and-wait, as `elatta_measure.bench.measure_audio` does), so the
+window between the two passes' snapshots holds exactly one utterance of that clip: the rest of
+the first pass's AUDIO_END (encoder end, adaptation, RESULT), the wait for the next request
+(every instruction of the WFI wait loop and the receive interrupt's entry and exit), AUDIO_BEGIN,
+every AUDIO chunk, and AUDIO_END up to the mark. Every instruction the core executes in it
+counts, whichever function runs it; ``ticks_all`` is that count / 10 (QEMU -icount shift=0: ten
+instructions per global-timer tick, docs/targets.md §4), normalised to one second of audio.
+
+Estimated cycles (a model, stated with its parts; the board is the measurement):
+``insns × CPI + L1 misses served by the L2 × L2_HIT_CYCLES + L2 misses × DDR_CYCLES`` with
+CPI = 1 (the Cortex-A9 issues up to two instructions a cycle but the NEON kernels are dependent
+chains; ARM DDI 0388 §1.3), the penalties added serially (no overlap of a miss with work: an
+upper estimate of their cost). The TRMs fix the geometry but not the latencies: the PL310's
+tag and data RAM latencies are programmable (ARM DDI 0246 §3.3.5, Tag and Data RAM Latency
+Control) and the DDR's depend on the board's DDR3 and its controller (UG585 §10). The penalties
+used are therefore assumptions, stated here and in bench.json, with the miss counts beside them
+so that other penalties can be applied: ``L2_HIT_CYCLES`` = 25 (XAPP1206 §"Before You Begin":
+cache misses "stall instructions that are dependent on them for tens of cycles"; the L2 sits
+behind the SCU and runs at half the core's clock on the Zynq-7000, UG585 §3.4) and
+``DDR_CYCLES`` = 100 (about 150 ns at 667 MHz for a DDR3 row access through the DDR controller's
+AXI port, UG585 §10.1; "hundreds of cycles" under contention, XAPP1206).
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codegen.base.errors import CodegenError
+from codegen.target.toolchain import find_tool
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN_DIR = ROOT / "out" / "cache" / "qemu-plugin"
+PLUGIN = PLUGIN_DIR / "libelt_cache.so"
+CLOCK_HZ = 667_000_000  # the Zynq-7020's Cortex-A9 at speed grade -1 (DS187 Table 13: 667 MHz)
+CPI = 1
+L2_HIT_CYCLES = 25
+DDR_CYCLES = 100
+INSNS_PER_TICK = 10  # QEMU -icount shift=0 against the 100 MHz global timer (docs/targets.md §4)
+COUNTERS = (
+    "insns",
+    "l1i_miss",
+    "l1d_rd",
+    "l1d_wr",
+    "l1d_rd_miss",
+    "l1d_wr_miss",
+    "l1d_wb",
+    "l2_miss_i",
+    "l2_miss_d",
+    "l2_wb",
+)
+MARK_SYMBOLS = ("elt_lstm_s16_step_end", "elt_gru_s16_step_end")
+# Functions grouped into the kernels the report names (prefix match on the symbol).
+KERNELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("encoder", ("elt_lstm_", "elt_gru_", "elt_dense_", "kws_layer_", "elt_sigmoid", "elt_tanh")),
+    ("front end", ("elt_mfcc_", "elt_adpcm_")),
+    ("adaptation", ("elt_adapt", "elt_cmaes_", "elt_entropy_", "elt_rng", "elt_cmvn_",
+                    "elt_udiv", "elt_isqrt", "elt_ilog", "elt_exp", "elt_recip", "elt_rsqrt",
+                    "kws_adapt_")),  # fmt: skip
+    ("link", ("fw_server", "fw_frame", "fw_uart", "fw_irq", "fw_crc", "cobs_", "crc32")),
+    ("application", ("fw_app", "handle", "audio", "infer", "select_", "stream_", "pack_")),
+)
+
+
+class MemoryModelError(CodegenError):
+    """The memory model could not run or its output could not be read."""
+
+
+@dataclass(frozen=True)
+class Penalties:
+    clock_hz: int = CLOCK_HZ
+    cpi: int = CPI
+    l2_hit_cycles: int = L2_HIT_CYCLES
+    ddr_cycles: int = DDR_CYCLES
+
+    def cycles(self, c: dict[str, float]) -> float:
+        """The cycle estimate of one set of counts (module docstring)."""
+        l1_miss = c["l1i_miss"] + c["l1d_rd_miss"] + c["l1d_wr_miss"]
+        l2_miss = c["l2_miss_i"] + c["l2_miss_d"]
+        return (
+            self.cpi * c["insns"]
+            + (l1_miss - l2_miss) * self.l2_hit_cycles
+            + l2_miss * self.ddr_cycles
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "clock_hz": self.clock_hz,
+            "cpi": self.cpi,
+            "l2_hit_cycles": self.l2_hit_cycles,
+            "ddr_cycles": self.ddr_cycles,
+            "formula": "insns*cpi + (L1 misses - L2 misses)*l2_hit_cycles + L2 misses*ddr_cycles",
+            "sources": "geometry: ARM DDI 0388 §7.1, ARM DDI 0246 §1.1, UG585 §3.1.1, §3.4; "
+            "latencies: assumptions (PL310 latencies programmable, ARM DDI 0246 §3.3.5; "
+            "XAPP1206: misses stall dependents for tens of cycles, DDR hundreds under "
+            "contention), measure/bench_memory.py",
+        }
+
+
+def plugin_status() -> tuple[Path | None, str]:
+    """The plugin library, or None and why it is absent (tools/build_qemu_plugin.sh's reason)."""
+    if PLUGIN.is_file():
+        return PLUGIN, ""
+    why = PLUGIN_DIR / "ABSENT"
+    if why.is_file():
+        return None, why.read_text().strip()
+    return None, f"{PLUGIN} not built: run tools/build_qemu_plugin.sh (tools/setup.sh runs it)"
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The plugin's output: totals, per-address counts and the marks' snapshots."""
+
+    geometry: str
+    total: dict[str, int]
+    per_pc: dict[int, tuple[int, ...]]
+    marks: list[tuple[int, tuple[int, ...]]]
+
+
+def parse_counts(text: str) -> Counts:
+    lines = text.splitlines()
+    if not lines or lines[0] != "elt_cache 1":
+        raise MemoryModelError("the memory-model plugin's output has no 'elt_cache 1' header")
+    geometry, names = "", ()
+    total: dict[str, int] = {}
+    per_pc: dict[int, tuple[int, ...]] = {}
+    marks: list[tuple[int, tuple[int, ...]]] = []
+    for ln in lines[1:]:
+        f = ln.split()
+        if f[0] == "geometry":
+            geometry = " ".join(f[1:])
+        elif f[0] == "counters":
+            names = tuple(f[1:])
+            if names != COUNTERS:
+                raise MemoryModelError(f"unexpected counters {names}")
+        elif f[0] == "total":
+            total = dict(zip(COUNTERS, map(int, f[1:]), strict=True))
+        elif f[0] == "pc":
+            per_pc[int(f[1], 16)] = tuple(map(int, f[2:]))
+        elif f[0] == "mark":
+            marks.append((int(f[1], 16), tuple(map(int, f[2:]))))
+    return Counts(geometry, total, per_pc, marks)
+
+
+def symbols(elf: Path) -> list[tuple[int, int, str]]:
+    """(address, size, name) of every function of the ELF, by address."""
+    nm = find_tool("arm-none-eabi-nm")
+    out = subprocess.run([nm, "-S", "-n", str(elf)], check=True, capture_output=True, text=True)
+    syms = []
+    for line in out.stdout.splitlines():
+        p = line.split()
+        if len(p) == 4 and p[2] in "tTwW":
+            syms.append((int(p[0], 16), int(p[1], 16), p[3]))
+    return syms
+
+
+def symbol_address(elf: Path, names: Sequence[str]) -> int | None:
+    for addr, _, name in symbols(elf):
+        if name in names:
+            return addr
+    return None
+
+
+def function_table(counts: Counts, elf: Path) -> dict[str, dict[str, int]]:
+    """Per function (by symbol; '?' outside every symbol): the summed counters."""
+    syms = symbols(elf)
+    starts = [s[0] for s in syms]
+    out: dict[str, list[int]] = {}
+    for pc, n in counts.per_pc.items():
+        k = bisect.bisect_right(starts, pc) - 1
+        name = "?"
+        if k >= 0 and pc < syms[k][0] + max(syms[k][1], 4):
+            name = syms[k][2]
+        acc = out.setdefault(name, [0] * len(COUNTERS))
+        for j, v in enumerate(n):
+            acc[j] += v
+    return {f: dict(zip(COUNTERS, v, strict=True)) for f, v in out.items()}
+
+
+def kernel_of(function: str) -> str:
+    for kernel, prefixes in KERNELS:
+        if function.startswith(prefixes):
+            return kernel
+    return "rest"
+
+
+def summarise(c: dict[str, float]) -> dict[str, float]:
+    return {
+        "insns": c["insns"],
+        "l1i_misses": c["l1i_miss"],
+        "l1d_misses": c["l1d_rd_miss"] + c["l1d_wr_miss"],
+        "l2_misses": c["l2_miss_i"] + c["l2_miss_d"],
+    }
+
+
+def run_model(
+    elf: Path,
+    clips: np.ndarray,
+    mode: str,
+    work: Path,
+    budget: float,
+) -> tuple[Counts, list[float], int, int]:
+    """The clips through the audio mode (each twice) under the plugin; the counts, each clip's
+    seconds of audio, the stack high-water mark and the stack size INFO reports after it."""
+    from elatta_host.device import Device
+    from elatta_host.infer import max_chunk_samples, mode_index
+    from elatta_host.qemu import Qemu
+    from elatta_host.run import stream_audio
+
+    lib, why = plugin_status()
+    if lib is None:
+        raise MemoryModelError(why)
+    mark = symbol_address(elf, MARK_SYMBOLS)
+    if mark is None:
+        raise MemoryModelError(f"{elf} has none of {MARK_SYMBOLS} (no audio mode?)")
+    work.mkdir(parents=True, exist_ok=True)
+    out = work / f"cache_{mode}.txt"
+    out.unlink(missing_ok=True)
+    arg = f"{lib},out={out},mark={mark:#x}"
+    q = Qemu(elf, icount=True, link_timeout=5.0, budget=budget, extra_args=("-plugin", arg),
+             flags={"budget": "--budget"})  # fmt: skip
+    link = q.start()
+    link.max_in_flight = 1  # stop-and-wait: no byte arrives while the device computes
+    seconds = []
+    try:
+        dev = Device(link)
+        info = dev.hello(sync_timeout=budget)
+        chunk = max_chunk_samples(info.max_payload)
+        for j, pcm in enumerate(clips):
+            for _ in range(2):
+                stream_audio(link, j, mode_index(mode), np.asarray(pcm, np.int16), chunk)
+            seconds.append(len(pcm) / 16000)
+        info = dev.hello()
+    finally:
+        q.stop()
+    if not out.is_file():
+        raise MemoryModelError(f"the plugin wrote no {out} (did QEMU exit cleanly?)")
+    return parse_counts(out.read_text()), seconds, int(info.stack_used), int(info.stack_size)
+
+
+def utterance_windows(counts: Counts, n_clips: int) -> list[dict[str, int]]:
+    """The counts between the two passes' marks of each clip (module docstring)."""
+    snaps = [s for _, s in counts.marks]
+    if len(snaps) != 2 * n_clips:
+        raise MemoryModelError(
+            f"expected {2 * n_clips} utterance marks, the plugin saw {len(snaps)} (a re-sent "
+            "AUDIO_END would add one)"
+        )
+    out = []
+    for j in range(n_clips):
+        a, b = snaps[2 * j], snaps[2 * j + 1]
+        out.append({k: b[i] - a[i] for i, k in enumerate(COUNTERS)})
+    return out
+
+
+def measure_build(
+    name: str,
+    elf: Path,
+    clips: np.ndarray,
+    work: Path,
+    budget: float,
+    pen: Penalties,
+    mode: str = "strict",
+) -> dict[str, Any]:
+    """One firmware under the memory model: per clip (median over the clips) and per second of
+    audio, the whole device and each kernel."""
+    counts, seconds, stack_used, stack_size = run_model(elf, clips, mode, work / name, budget)
+    wins = utterance_windows(counts, len(clips))
+    per_s = [{k: v / s for k, v in w.items()} for w, s in zip(wins, seconds, strict=True)]
+
+    def med(rows: list[dict[str, float]], key: str) -> float:
+        return float(statistics.median(r[key] for r in rows))
+
+    clip = {k: med(wins, k) for k in COUNTERS}  # type: ignore[arg-type]
+    second = {k: med(per_s, k) for k in COUNTERS}
+    n_utt = 2 * len(clips)
+    funcs = function_table(counts, elf)
+    kernels: dict[str, dict[str, float]] = {}
+    for fname, c in funcs.items():
+        acc = kernels.setdefault(kernel_of(fname), dict.fromkeys(COUNTERS, 0.0))
+        for k in COUNTERS:
+            acc[k] += c[k] / n_utt
+    top = sorted(funcs.items(), key=lambda kv: -(kv[1]["l1d_rd_miss"] + kv[1]["l1d_wr_miss"]))
+    return {
+        "mode": mode,
+        "clips": len(clips),
+        "per_clip": summarise(clip) | {"est_cycles": round(pen.cycles(clip))},
+        "per_audio_second": summarise(second)
+        | {
+            "est_cycles": round(pen.cycles(second)),
+            "est_ms_at_clock": round(1000 * pen.cycles(second) / pen.clock_hz, 3),
+            "ticks_all": round(second["insns"] / INSNS_PER_TICK),
+        },
+        # whole run / utterances: boot and HELLO fall to 'rest' and 'link', a few hundred
+        # instructions over every utterance
+        "kernels_per_clip": {
+            k: {m: round(v) for m, v in summarise(c).items()} | {"est_cycles": round(pen.cycles(c))}
+            for k, c in sorted(kernels.items())
+        },
+        "top_functions_by_l1d_misses": [
+            {"function": f, "kernel": kernel_of(f)}
+            | {m: round(v / n_utt, 1) for m, v in summarise(dict(c)).items()}  # type: ignore[arg-type]
+            for f, c in top[:8]
+        ],
+        "stack_used": stack_used,
+        "stack_size": stack_size,
+    }
+
+
+def memory_bench(
+    builds: dict[str, Path],
+    clips: np.ndarray,
+    work: Path,
+    budget: float,
+    modes: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Every build (name -> ELF) under the memory model on the same clips; ``modes``: the audio
+    mode per build (default strict). Returns the report, or the reason the plugin is absent."""
+    lib, why = plugin_status()
+    pen = Penalties()
+    doc: dict[str, Any] = {
+        "plugin": str(lib) if lib else None,
+        "absent": why or None,
+        "geometry": "L1I, L1D 32 KiB 4-way 32 B lines; L2 (PL310) 512 KiB 8-way 32 B lines; "
+        "pseudo-random replacement, write-back write-allocate",
+        "penalties": pen.describe(),
+        "builds": {},
+    }
+    if lib is None:
+        return doc
+    for name, elf in builds.items():
+        mode = (modes or {}).get(name, "strict")
+        doc["builds"][name] = measure_build(name, elf, clips, work, budget, pen, mode)
+    return doc
