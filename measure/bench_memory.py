@@ -71,15 +71,25 @@ COUNTERS = (
     "l2_wb",
 )
 MARK_SYMBOLS = ("elt_lstm_s16_step_end", "elt_gru_s16_step_end")
-# Functions grouped into the kernels the report names (prefix match on the symbol).
+# Functions grouped into the kernels the report names, by the source file that defines them
+# (the firmware is built with -g: `nm -l` names it; a kernel's *_ops.h counts as its .c).
 KERNELS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("encoder", ("elt_lstm_", "elt_gru_", "elt_dense_", "kws_layer_", "elt_sigmoid", "elt_tanh")),
-    ("front end", ("elt_mfcc_", "elt_adpcm_")),
-    ("adaptation", ("elt_adapt", "elt_cmaes_", "elt_entropy_", "elt_rng", "elt_cmvn_",
-                    "elt_udiv", "elt_isqrt", "elt_ilog", "elt_exp", "elt_recip", "elt_rsqrt",
-                    "kws_adapt_")),  # fmt: skip
-    ("link", ("fw_server", "fw_frame", "fw_uart", "fw_irq", "fw_crc", "cobs_", "crc32")),
-    ("application", ("fw_app", "handle", "audio", "infer", "select_", "stream_", "pack_")),
+    ("encoder", ("elt_lstm_", "elt_gru_", "elt_dense_", "model.c")),
+    ("front end", ("elt_mfcc_", "elt_adpcm", "mfcc_params.c")),
+    (
+        "adaptation",
+        (
+            "elt_adapt",
+            "elt_cmaes_",
+            "elt_entropy_",
+            "elt_rng",
+            "elt_intmath",
+            "elt_cmvn_",
+            "adapt_params.c",
+        ),
+    ),  # fmt: skip
+    ("link", ("fw_server", "fw_frame", "fw_uart", "fw_irq", "main.c")),
+    ("application", ("fw_app_kws",)),
 )
 
 
@@ -142,7 +152,8 @@ def parse_counts(text: str) -> Counts:
     lines = text.splitlines()
     if not lines or lines[0] != "elt_cache 1":
         raise MemoryModelError("the memory-model plugin's output has no 'elt_cache 1' header")
-    geometry, names = "", ()
+    geometry = ""
+    names: tuple[str, ...] = ()
     total: dict[str, int] = {}
     per_pc: dict[int, tuple[int, ...]] = {}
     marks: list[tuple[int, tuple[int, ...]]] = []
@@ -163,44 +174,49 @@ def parse_counts(text: str) -> Counts:
     return Counts(geometry, total, per_pc, marks)
 
 
-def symbols(elf: Path) -> list[tuple[int, int, str]]:
-    """(address, size, name) of every function of the ELF, by address."""
+def symbols(elf: Path) -> list[tuple[int, int, str, str]]:
+    """(address, size, name, source file name) of every function of the ELF, by address."""
     nm = find_tool("arm-none-eabi-nm")
-    out = subprocess.run([nm, "-S", "-n", str(elf)], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [nm, "-S", "-n", "-l", str(elf)], check=True, capture_output=True, text=True
+    )
     syms = []
     for line in out.stdout.splitlines():
-        p = line.split()
+        head, _, where = line.partition("\t")
+        p = head.split()
         if len(p) == 4 and p[2] in "tTwW":
-            syms.append((int(p[0], 16), int(p[1], 16), p[3]))
+            syms.append((int(p[0], 16), int(p[1], 16), p[3], Path(where.split(":")[0]).name))
     return syms
 
 
 def symbol_address(elf: Path, names: Sequence[str]) -> int | None:
-    for addr, _, name in symbols(elf):
+    for addr, _, name, _ in symbols(elf):
         if name in names:
             return addr
     return None
 
 
-def function_table(counts: Counts, elf: Path) -> dict[str, dict[str, int]]:
-    """Per function (by symbol; '?' outside every symbol): the summed counters."""
+def function_table(counts: Counts, elf: Path) -> dict[tuple[str, str], dict[str, int]]:
+    """Per (function, source file) ('?' outside every symbol): the summed counters."""
     syms = symbols(elf)
     starts = [s[0] for s in syms]
-    out: dict[str, list[int]] = {}
+    out: dict[tuple[str, str], list[int]] = {}
     for pc, n in counts.per_pc.items():
         k = bisect.bisect_right(starts, pc) - 1
-        name = "?"
+        key = ("?", "")
         if k >= 0 and pc < syms[k][0] + max(syms[k][1], 4):
-            name = syms[k][2]
-        acc = out.setdefault(name, [0] * len(COUNTERS))
+            key = (syms[k][2], syms[k][3])
+        acc = out.setdefault(key, [0] * len(COUNTERS))
         for j, v in enumerate(n):
             acc[j] += v
     return {f: dict(zip(COUNTERS, v, strict=True)) for f, v in out.items()}
 
 
-def kernel_of(function: str) -> str:
-    for kernel, prefixes in KERNELS:
-        if function.startswith(prefixes):
+def kernel_of(source: str) -> str:
+    """The kernel a function belongs to, by its source file (KERNELS; 'rest': the run-time,
+    timer, MMU set-up, libgcc)."""
+    for kernel, names in KERNELS:
+        if any(n in source for n in names):
             return kernel
     return "rest"
 
@@ -260,16 +276,18 @@ def run_model(
 
 
 def utterance_windows(counts: Counts, n_clips: int) -> list[dict[str, int]]:
-    """The counts between the two passes' marks of each clip (module docstring)."""
+    """The counts between the two passes' first marks of each clip (module docstring; a mode
+    that encodes a clip twice, cmvn_select, passes the mark twice per utterance)."""
     snaps = [s for _, s in counts.marks]
-    if len(snaps) != 2 * n_clips:
+    per = len(snaps) // (2 * n_clips) if n_clips else 0
+    if per == 0 or len(snaps) != 2 * n_clips * per:
         raise MemoryModelError(
-            f"expected {2 * n_clips} utterance marks, the plugin saw {len(snaps)} (a re-sent "
-            "AUDIO_END would add one)"
+            f"expected a multiple of {2 * n_clips} utterance marks, the plugin saw {len(snaps)} "
+            "(a re-sent AUDIO_END would add one)"
         )
     out = []
     for j in range(n_clips):
-        a, b = snaps[2 * j], snaps[2 * j + 1]
+        a, b = snaps[2 * j * per], snaps[(2 * j + 1) * per]
         out.append({k: b[i] - a[i] for i, k in enumerate(COUNTERS)})
     return out
 
@@ -297,8 +315,8 @@ def measure_build(
     n_utt = 2 * len(clips)
     funcs = function_table(counts, elf)
     kernels: dict[str, dict[str, float]] = {}
-    for fname, c in funcs.items():
-        acc = kernels.setdefault(kernel_of(fname), dict.fromkeys(COUNTERS, 0.0))
+    for (_, src), c in funcs.items():
+        acc = kernels.setdefault(kernel_of(src), dict.fromkeys(COUNTERS, 0.0))
         for k in COUNTERS:
             acc[k] += c[k] / n_utt
     top = sorted(funcs.items(), key=lambda kv: -(kv[1]["l1d_rd_miss"] + kv[1]["l1d_wr_miss"]))
@@ -319,9 +337,9 @@ def measure_build(
             for k, c in sorted(kernels.items())
         },
         "top_functions_by_l1d_misses": [
-            {"function": f, "kernel": kernel_of(f)}
-            | {m: round(v / n_utt, 1) for m, v in summarise(dict(c)).items()}  # type: ignore[arg-type]
-            for f, c in top[:8]
+            {"function": f, "kernel": kernel_of(src)}
+            | {m: round(v / n_utt, 1) for m, v in summarise(dict(c)).items()}
+            for (f, src), c in top[:8]
         ],
         "stack_used": stack_used,
         "stack_size": stack_size,
@@ -353,3 +371,178 @@ def memory_bench(
         mode = (modes or {}).get(name, "strict")
         doc["builds"][name] = measure_build(name, elf, clips, work, budget, pen, mode)
     return doc
+
+
+def build_full_tables(out: Path, res0: Any) -> Path:
+    """The default build's firmware with the LSTM kernels generated for the former exhaustive σ
+    and tanh tables (`codegen.emit.c.render_model` act_tables="full"; the same integers): the
+    before figure of the memory model, built in the same run. Returns the ELF."""
+    import shutil
+
+    from codegen.emit.c import render_model, write_sources
+    from codegen.pipeline.build import firmware_sources
+    from codegen.target.firmware import FirmwareConfig, build_firmware
+
+    q = res0.qmodel
+    bdir = out / "builds" / "full_tables"
+    src = bdir / "src"
+    if src.is_dir():
+        shutil.rmtree(src)
+    shutil.copytree(res0.out_dir / "src", src)
+    model = {n: t for n, t in render_model(q, act_tables="full").items() if "model." in n}
+    write_sources(model, src)
+    from codegen.emit.flags import model_cflags
+
+    t = q.source.target
+    fw = build_firmware(
+        FirmwareConfig(
+            uart=t.uart, baud=t.baud, uart_ref_hz=t.uart_ref_hz, max_payload=t.max_payload
+        ),
+        bdir,
+        extra_sources=firmware_sources(q, sorted(src.glob("*.c"))),
+        extra_includes=[src],
+        extra_cflags=model_cflags(q),
+    )
+    return Path(fw.elf)
+
+
+# the keys memory_doc adds to bench.json, in order (None when the plugin is absent)
+TOP_KEYS = (
+    "rodata_bytes",
+    "rodata_split",
+    "l1d_misses_per_clip",
+    "est_cycles_per_audio_second",
+    "audio_second_ticks_all",
+    "ram_high_water_bytes",
+    "memory",
+)
+
+# .rodata by owner (symbol prefix after the build's prefix), for the bench's rodata_bytes
+RODATA_OWNERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("link layer CRC-32 tables (firmware/fw_crc32_tables.h)", ("crc32_",)),
+    ("MFCC front end tables", ("mfcc_",)),
+    ("encoder weights and bias", ("layer_",)),
+    ("σ tables", ("sigmoid_", "tanh_")),
+    ("adaptation tables and head", ("adapt_",)),
+    ("IMA ADPCM decoder table", ("adpcm_",)),
+    ("integer math seeds", ("elt_",)),
+)
+
+
+def rodata_split(elf: Path, prefix: str) -> dict[str, int]:
+    """.rodata bytes per owner (RODATA_OWNERS; 'other': strings, literal pools, small consts)."""
+    nm = find_tool("arm-none-eabi-nm")
+    out = subprocess.run([nm, "-S", str(elf)], check=True, capture_output=True, text=True)
+    split: dict[str, int] = {}
+    for line in out.stdout.splitlines():
+        p = line.split()
+        if len(p) != 4 or p[2] not in "rR":
+            continue
+        name = p[3][len(prefix) :] if p[3].startswith(prefix) else p[3]
+        owner = next((o for o, pre in RODATA_OWNERS if name.startswith(pre)), "other symbols")
+        split[owner] = split.get(owner, 0) + int(p[1], 16)
+    return dict(sorted(split.items(), key=lambda kv: -kv[1]))
+
+
+def memory_doc(
+    out: Path, res0: Any, clips: np.ndarray, budget: float, ram_of: Any
+) -> dict[str, Any]:
+    """`codegen bench`'s memory section (its hook): the default build and its exhaustive-table
+    twin under the memory model in mode strict, the default build again in cmvn_select (the
+    deployed input adaptation) for the RAM high-water; ``ram_of(manifest, {stack_size,
+    stack_used})`` is the bench's RAM sum. The top-level figures it returns beside the report:
+    rodata_bytes, l1d_misses_per_clip, est_cycles_per_audio_second, audio_second_ticks_all,
+    ram_high_water_bytes (each figure's "before": the exhaustive tables in the same run)."""
+    assert res0.elf is not None
+    fw = res0.manifest["firmware"]
+    prefix = res0.qmodel.prefix
+    doc: dict[str, Any] = {
+        "rodata_bytes": int(fw["rodata"]),
+        "rodata_split": rodata_split(Path(res0.elf), prefix),
+    }
+    lib, why = plugin_status()
+    if lib is None:
+        return doc | dict.fromkeys(TOP_KEYS[2:-1]) | {"memory": {"absent": why}}
+    before_elf = build_full_tables(out, res0)
+    builds = {"before": before_elf, "after": Path(res0.elf), "after_cmvn_select": Path(res0.elf)}
+    modes = {"after_cmvn_select": "cmvn_select"}
+    mem = memory_bench(builds, clips, out / "memory", budget, modes)
+    mem["before_rodata_split"] = rodata_split(before_elf, prefix)
+    b, a = mem["builds"]["before"], mem["builds"]["after"]
+    ram = {
+        name: ram_of(res0.manifest, {"stack_size": r["stack_size"], "stack_used": r["stack_used"]})
+        for name, r in mem["builds"].items()
+        if name != "before"
+    }
+    doc |= {
+        "l1d_misses_per_clip": {
+            "value": round(a["per_clip"]["l1d_misses"]),
+            "before": round(b["per_clip"]["l1d_misses"]),
+        },
+        "est_cycles_per_audio_second": {
+            "value": a["per_audio_second"]["est_cycles"],
+            "before": b["per_audio_second"]["est_cycles"],
+        },
+        "audio_second_ticks_all": {
+            "value": a["per_audio_second"]["ticks_all"],
+            "before": b["per_audio_second"]["ticks_all"],
+            "how": "every instruction the core executes between two utterances' marks, "
+            "wait loop and interrupts included, / 10 (measure/bench_memory.py)",
+        },
+        "ram_high_water_bytes": {
+            "value": max(ram.values()),
+            "audio_strict": ram["after"],
+            "audio_cmvn_select": ram["after_cmvn_select"],
+        },
+        "memory": mem,
+    }
+    return doc
+
+
+def memory_md(d: dict[str, Any]) -> list[str]:
+    """bench.md's section of the memory model."""
+    mem = d.get("memory")
+    rows = [
+        "## Memory: what a board's caches will do",
+        "",
+        f".rodata {d['rodata_bytes']} bytes: "
+        + ", ".join(f"{k} {v}" for k, v in d["rodata_split"].items())
+        + ".",
+        "",
+    ]
+    if not mem or mem.get("absent"):
+        why = (mem or {}).get("absent", "not run")
+        return [*rows, f"Memory model unavailable: {why}.", ""]
+    pen = mem["penalties"]
+    rows += [
+        f"The audio mode under the cache model ({mem['geometry']}); estimated cycles = "
+        f"{pen['formula']}, CPI {pen['cpi']}, {pen['l2_hit_cycles']} cycles per L1 miss served "
+        f"by the L2, {pen['ddr_cycles']} per L2 miss (assumed penalties: {pen['sources']}), at "
+        f"{pen['clock_hz'] / 1e6:g} MHz. Before: the same firmware with the former exhaustive "
+        "σ and tanh tables (2 × 128 KiB), built in this run.",
+        "",
+        "| figure | before | after |",
+        "|---|---:|---:|",
+    ]
+    for key in ("l1d_misses_per_clip", "est_cycles_per_audio_second", "audio_second_ticks_all"):
+        rows.append(f"| {key} | {d[key]['before']} | {d[key]['value']} |")
+    rows += [
+        "",
+        "| kernel (per clip) | instructions | L1I misses | L1D misses | L2 misses | est. cycles |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name in ("before", "after"):
+        for k, c in mem["builds"][name]["kernels_per_clip"].items():
+            rows.append(
+                f"| {name}: {k} | {c['insns']} | {c['l1i_misses']} | {c['l1d_misses']} | "
+                f"{c['l2_misses']} | {c['est_cycles']} |"
+            )
+    r = d["ram_high_water_bytes"]
+    rows += [
+        "",
+        f"RAM high-water (data + bss + the other modes' stacks + the main stack's painted "
+        f"high-water after the audio mode): strict {r['audio_strict']}, cmvn_select "
+        f"{r['audio_cmvn_select']} bytes.",
+        "",
+    ]
+    return rows

@@ -16,9 +16,9 @@
 #define ELT_LSTM_KERNEL_ON 1
 #endif
 
-static inline int32x4_t sigmoid_mid(const elt_lstm_s16_params_t *p)
+static inline uint32x4_t sigmoid_base(const elt_lstm_s16_params_t *p)
 {
-    return vdupq_n_s32((int32_t)(uintptr_t)(p->sigmoid_full + 32768));
+    return vdupq_n_u32((uint32_t)(uintptr_t)p->sigmoid_pairs);
 }
 
 /* xs = rshift_round(x, x_opshift) for n values: VRSHL by -x_opshift (0: identity), 16 at a
@@ -43,14 +43,14 @@ static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t
     }
 }
 
-/* y = σ(x) for n values, 8 lanes at a time from sigmoid_full (elt_sigmoid8). */
+/* y = σ(x) for n values, 8 lanes at a time from sigmoid_pairs (elt_sigmoid8). */
 static inline __attribute__((always_inline)) void
 sigmoid_n(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n)
 {
     uint32_t k = 0;
-    const int32x4_t mid = sigmoid_mid(p);
+    const uint32x4_t base = sigmoid_base(p);
     for (; k + 8u <= n; k += 8u) {
-        vst1q_s16(y + k, elt_sigmoid8(vld1q_s16(x + k), mid));
+        vst1q_s16(y + k, elt_sigmoid8(vld1q_s16(x + k), base));
     }
     for (; k < n; ++k) {
         y[k] = sigmoid_q15(p->sigmoid_lut, p->lut_shift, x[k]);
