@@ -21,22 +21,25 @@ static inline uint32x4_t sigmoid_base(const elt_lstm_s16_params_t *p)
     return vdupq_n_u32((uint32_t)(uintptr_t)p->sigmoid_pairs);
 }
 
-/* xs = rshift_round(x, x_opshift) for n values: VRSHL by -x_opshift (0: identity), 16 at a
- * time, then one by one. */
+/* xs = rshift_round(x, x_opshift) for n values: VRSHL by -x_opshift (0: identity, and VRSHL by
+ * 0 is the identity too), 16 at a time, then 8; a tail of n >= 8 values as one more vector of
+ * the last 8, which recomputes a few values already written with the same result (x and xs are
+ * apart: the frames, or the step's one frame, and the scratch), so a streaming step of F = 10
+ * features takes two vectors instead of ten scalar roundings. */
 static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *xs, uint32_t n)
 {
     const int16x8_t neg = vdupq_n_s16((int16_t) - (int16_t)p->x_opshift);
     uint32_t k = 0;
-    if (p->x_opshift == 0u) {
-        for (; k + 16u <= n; k += 16u) {
-            vst1q_s16(xs + k, vld1q_s16(x + k));
-            vst1q_s16(xs + k + 8u, vld1q_s16(x + k + 8u));
-        }
-    } else {
-        for (; k + 16u <= n; k += 16u) {
-            vst1q_s16(xs + k, vrshlq_s16(vld1q_s16(x + k), neg));
-            vst1q_s16(xs + k + 8u, vrshlq_s16(vld1q_s16(x + k + 8u), neg));
-        }
+    for (; k + 16u <= n; k += 16u) {
+        vst1q_s16(xs + k, vrshlq_s16(vld1q_s16(x + k), neg));
+        vst1q_s16(xs + k + 8u, vrshlq_s16(vld1q_s16(x + k + 8u), neg));
+    }
+    for (; k + 8u <= n; k += 8u) {
+        vst1q_s16(xs + k, vrshlq_s16(vld1q_s16(x + k), neg));
+    }
+    if (k < n && n >= 8u) {
+        vst1q_s16(xs + n - 8u, vrshlq_s16(vld1q_s16(x + n - 8u), neg));
+        k = n;
     }
     for (; k < n; ++k) {
         xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
