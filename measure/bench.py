@@ -121,6 +121,10 @@ JSON_KEYS = (
     "link_instructions_per_byte",
     "audio_second_ticks",
     "audio",
+    "audio_realtime_factor",
+    "features_per_s_115200",
+    "stop_seconds",
+    "wire",
     "features",
     "k16_adapt_ratio",
     # measure/bench_memory.py (TOP_KEYS)
