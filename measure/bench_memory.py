@@ -8,7 +8,9 @@ instruction fetch and every cacheable data access goes through an L1I and an L1D
 L2 (ARM DDI 0246 §1.1; UG585 §3.4), pseudo-random replacement and write-back write-allocate at
 both levels, as the firmware sets them (firmware/board/zynq7000/fw_mmu.c). The plugin counts
 instructions, misses and writebacks per instruction address; `function_table` names them by the
-ELF's symbols.
+ELF's symbols. Not modelled: the MMU's translation-table walks (QEMU's plugin API does not report
+them; the firmware's 1 MiB sections fit the TLB), cache maintenance by set/way at start-up, the
+PL310's prefetch and the store buffer's merging of writes.
 
 How an audio second is counted: the plugin snapshots its running totals each time the firmware
 enters ``elt_<kind>_s16_step_end`` (once per utterance, in AUDIO_END's handling). Each clip is
