@@ -232,31 +232,18 @@ def summarise(c: dict[str, float]) -> dict[str, float]:
     }
 
 
-def run_model(
-    elf: Path,
-    clips: np.ndarray,
-    mode: str,
-    work: Path,
-    budget: float,
-) -> tuple[Counts, list[float], int, int]:
-    """The clips through the audio mode (each twice) under the plugin; the counts, each clip's
-    seconds of audio, the stack high-water mark and the stack size INFO reports after it."""
+def stream_clips(
+    elf: Path, clips: np.ndarray, mode: str, budget: float, extra_args: tuple[str, ...] = ()
+) -> tuple[list[float], int, int]:
+    """The clips through the audio mode in ``mode`` (each twice, stop-and-wait) under QEMU with
+    ``extra_args``; each clip's seconds of audio, and the stack high-water mark and the stack
+    size INFO reports after them (stack painting: the deepest the main stack went)."""
     from elatta_host.device import Device
     from elatta_host.infer import max_chunk_samples, mode_index
     from elatta_host.qemu import Qemu
     from elatta_host.run import stream_audio
 
-    lib, why = plugin_status()
-    if lib is None:
-        raise MemoryModelError(why)
-    mark = symbol_address(elf, MARK_SYMBOLS)
-    if mark is None:
-        raise MemoryModelError(f"{elf} has none of {MARK_SYMBOLS} (no audio mode?)")
-    work.mkdir(parents=True, exist_ok=True)
-    out = work / f"cache_{mode}.txt"
-    out.unlink(missing_ok=True)
-    arg = f"{lib},out={out},mark={mark:#x}"
-    q = Qemu(elf, icount=True, link_timeout=5.0, budget=budget, extra_args=("-plugin", arg),
+    q = Qemu(elf, icount=True, link_timeout=5.0, budget=budget, extra_args=extra_args,
              flags={"budget": "--budget"})  # fmt: skip
     link = q.start()
     link.max_in_flight = 1  # stop-and-wait: no byte arrives while the device computes
@@ -272,9 +259,32 @@ def run_model(
         info = dev.hello()
     finally:
         q.stop()
+    return seconds, int(info.stack_used), int(info.stack_size)
+
+
+def run_model(
+    elf: Path,
+    clips: np.ndarray,
+    mode: str,
+    work: Path,
+    budget: float,
+) -> tuple[Counts, list[float], int, int]:
+    """`stream_clips` under the plugin; the counts, each clip's seconds of audio, the stack
+    high-water mark and the stack size."""
+    lib, why = plugin_status()
+    if lib is None:
+        raise MemoryModelError(why)
+    mark = symbol_address(elf, MARK_SYMBOLS)
+    if mark is None:
+        raise MemoryModelError(f"{elf} has none of {MARK_SYMBOLS} (no audio mode?)")
+    work.mkdir(parents=True, exist_ok=True)
+    out = work / f"cache_{mode}.txt"
+    out.unlink(missing_ok=True)
+    arg = f"{lib},out={out},mark={mark:#x}"
+    seconds, used, size = stream_clips(elf, clips, mode, budget, ("-plugin", arg))
     if not out.is_file():
         raise MemoryModelError(f"the plugin wrote no {out} (did QEMU exit cleanly?)")
-    return parse_counts(out.read_text()), seconds, int(info.stack_used), int(info.stack_size)
+    return parse_counts(out.read_text()), seconds, used, size
 
 
 def utterance_windows(counts: Counts, n_clips: int) -> list[dict[str, int]]:
@@ -464,7 +474,23 @@ def memory_doc(
     }
     lib, why = plugin_status()
     if lib is None:
-        return doc | dict.fromkeys(TOP_KEYS[2:-1]) | {"memory": {"absent": why}}
+        # no cache figures; the audio mode's RAM high-water all the same, without the plugin
+        ram = {}
+        for mode in ("strict", "cmvn_select"):
+            _, used, size = stream_clips(Path(res0.elf), clips, mode, budget)
+            ram[mode] = ram_of(res0.manifest, {"stack_size": size, "stack_used": used})
+        return (
+            doc
+            | dict.fromkeys(TOP_KEYS[2:-2])
+            | {
+                "ram_high_water_bytes": {
+                    "value": max(ram.values()),
+                    "audio_strict": ram["strict"],
+                    "audio_cmvn_select": ram["cmvn_select"],
+                },
+                "memory": {"absent": why},
+            }
+        )
     before_elf = build_full_tables(out, res0)
     builds = {"before": before_elf, "after": Path(res0.elf), "after_cmvn_select": Path(res0.elf)}
     modes = {"after_cmvn_select": "cmvn_select"}
@@ -512,9 +538,20 @@ def memory_md(d: dict[str, Any]) -> list[str]:
         + ".",
         "",
     ]
+    r = d.get("ram_high_water_bytes")
+    ram = (
+        []
+        if r is None
+        else [
+            f"RAM high-water (data + bss + the other modes' stacks + the main stack's painted "
+            f"high-water after the audio mode): strict {r['audio_strict']}, cmvn_select "
+            f"{r['audio_cmvn_select']} bytes.",
+            "",
+        ]
+    )
     if not mem or mem.get("absent"):
         why = (mem or {}).get("absent", "not run")
-        return [*rows, f"Memory model unavailable: {why}.", ""]
+        return [*rows, f"Memory model unavailable: {why}.", "", *ram]
     pen = mem["penalties"]
     rows += [
         f"The audio mode under the cache model ({mem['geometry']}); estimated cycles = "
@@ -539,12 +576,4 @@ def memory_md(d: dict[str, Any]) -> list[str]:
                 f"| {name}: {k} | {c['insns']} | {c['l1i_misses']} | {c['l1d_misses']} | "
                 f"{c['l2_misses']} | {c['est_cycles']} |"
             )
-    r = d["ram_high_water_bytes"]
-    rows += [
-        "",
-        f"RAM high-water (data + bss + the other modes' stacks + the main stack's painted "
-        f"high-water after the audio mode): strict {r['audio_strict']}, cmvn_select "
-        f"{r['audio_cmvn_select']} bytes.",
-        "",
-    ]
-    return rows
+    return [*rows, "", *ram]
