@@ -37,8 +37,10 @@ typedef struct {
     const int16_t *w;
     /* [R + Rn] at A fraction bits: r, z rows b_ih + b_hh, n rows b_hh, then n rows b_ih */
     const int32_t *bias;
-    const int16_t *sigmoid_lut;  /* σ over [0, 16], Q0.15 (the LSTM's table) */
-    const int16_t *sigmoid_full; /* [65536] the same σ at every int16 input, index v + 32768 */
+    const int16_t *sigmoid_lut; /* σ over [0, 16], Q0.15 (the LSTM's table) */
+    /* [256] the same table as pairs T[j] | (T[j+1] - T[j]) << 16 (NEON: one word gather per σ,
+     * then the interpolation; docs/numeric.md §4) */
+    const uint32_t *sigmoid_pairs;
 } elt_gru_s16_params_t;
 
 typedef struct {

@@ -36,8 +36,8 @@
 #define ELT_LSTM_XS_SLACK 4u
 /* σ table: index = min(|x|, 32767) >> 7, 256 intervals of 1/16 over [0, 16]. */
 #define ELT_LSTM_LUT_SHIFT 7u
-/* The same σ tabulated at every int16 input (sigmoid_full), and 2σ - 32768 (tanh_full). */
-#define ELT_LSTM_SIGMOID_FULL_SIZE 65536u
+/* The same table as pairs (sigmoid_pairs): word j = T[j] | (T[j+1] - T[j]) << 16. */
+#define ELT_LSTM_SIGMOID_PAIRS_SIZE 256u
 
 /* The Cortex-A9 NEON path: codegen/emit/lstm_neon.py writes each layer's kernel into the model
  * source; builds with the ref kernel variant run the plain C of the same
@@ -58,10 +58,12 @@
  * kernel; codegen/emit/lstm_neon.py KCONST holds the byte offsets, the generated source asserts
  * them). */
 typedef struct {
-    /* d0-d7 of the kernel's cell (one VLDM): 8 words 0 (q0, q1: f is gathered into their even
-     * int16 lanes, so they hold it as int32), &sigmoid_full[32768] four times (q2), then
-     * &tanh_full[32768] four times (q3) */
-    const int16_t *tables[16];
+    /* d0-d7 of the kernel's cell (one VLDM), by the table form the kernel was generated for
+     * (codegen/emit/lstm_neon.py): pairs: &sigmoid_pairs[0] four times (q0), 127 in every int16
+     * lane (q1), 32768 in every int16 lane (q2), zeros (q3); full (the bench's before): 8 words
+     * 0 (q0, q1: f is gathered into their even int16 lanes, so they hold it as int32),
+     * &sigmoid_full[32768] four times (q2), then &tanh_full[32768] four times (q3) */
+    const void *tables[16];
     const int16_t *w;
     const int32_t *bias;
 } elt_lstm_s16_kconst_t;
@@ -101,11 +103,9 @@ typedef struct {
     const int16_t *w;
     const int32_t *bias;        /* [4 Hp] b_ih + b_hh at A fraction bits, rows as in w */
     const int16_t *sigmoid_lut; /* [(32768 >> lut_shift) + 1], σ over [0, 16], Q0.15 */
-    /* [65536] elt_sigmoid_q15(sigmoid_lut, lut_shift, v) at index v + 32768 (NEON: one
-     * halfword gather per σ; the compiler tabulates the function above exhaustively) */
-    const int16_t *sigmoid_full;
-    /* [65536] elt_tanh2_q15 at index v + 32768 (the NEON kernel's g gate and tanh(c)) */
-    const int16_t *tanh_full;
+    /* [256] the same table as pairs T[j] | (T[j+1] - T[j]) << 16 (NEON: one word gather per σ
+     * brings both knots' data, then the interpolation of elt_sigmoid_q15; 1 KiB) */
+    const uint32_t *sigmoid_pairs;
     /* the layer's NEON kernel (ELT_NEON builds; NULL otherwise; the ref variant never calls it) */
     elt_lstm_s16_kernel_t kernel;
     int32_t pool_recip; /* mean pooling: round(2^pool_shift / T) */
@@ -131,7 +131,7 @@ int16_t elt_sigmoid_q15(const int16_t *lut, uint8_t lut_shift, int16_t x);
 int16_t elt_tanh2_q15(const int16_t *lut, uint8_t lut_shift, int16_t x2);
 
 /* y[k] = σ(x[k]) for n Q4.11 inputs with the kernel's own σ (NEON: 8 lanes at a time from
- * sigmoid_full; equal to elt_sigmoid_q15 for every input). */
+ * sigmoid_pairs; equal to elt_sigmoid_q15 for every input). */
 void elt_lstm_s16_sigmoid(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n);
 
 /* Run the LSTM over x [T][F] (int16 features) from h = c = 0; write z [H] (Q0.15): h_T, or the

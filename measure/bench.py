@@ -128,7 +128,20 @@ JSON_KEYS = (
     "link_instructions_per_byte",
     "audio_second_ticks",
     "audio",
+    "audio_realtime_factor",
+    "features_per_s_115200",
+    "stop_seconds",
+    "wire",
     "features",
+    "k16_adapt_ratio",
+    # measure/bench_memory.py (TOP_KEYS)
+    "rodata_bytes",
+    "rodata_split",
+    "l1d_misses_per_clip",
+    "est_cycles_per_audio_second",
+    "audio_second_ticks_all",
+    "ram_high_water_bytes",
+    "memory",
     "goals",
 )
 SCALAR_KEYS = JSON_KEYS[:10]
@@ -923,7 +936,12 @@ def run_bench(
 
     from elatta_measure.bench_frontend import frontend_clips as audio_clips
 
-    audio = measure_audio(res0.elf, audio_clips(data_dir, max(1, min(n_samples, 3))), budget)
+    clips = audio_clips(data_dir, max(1, min(n_samples, 3)))
+    audio = measure_audio(res0.elf, clips, budget)
+    from elatta_measure.bench_memory import memory_doc
+
+    # the caches' model (measure/bench_memory.py): before/after tables, the whole audio second
+    mem_doc = memory_doc(out, res0, clips, budget, ram)
 
     wire: dict[str, Any] | None = None
     if wire_clips > 0:
@@ -998,6 +1016,16 @@ def run_bench(
                 2,
             ),
         },
+        # docs/targets.md §1: the k = 16, n = 8, λ = 12 adaptation over the no-adapt inference
+        "k16_adapt_ratio": next(
+            (
+                round(s["adapt_ticks"] / s["no_adapt_ticks"], 3)
+                for s in sweep
+                if (s["k"], s["n"], s["lam"]) == (16, 8, 12)
+            ),
+            None,
+        ),
+        **mem_doc,
     }
     extra = {
         "lam_variant": lam_pt,
@@ -1354,6 +1382,7 @@ def encoder_floor_line(enc: int, floor: dict[str, int]) -> str:
 def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
     from elatta_measure.bench_anchors import anchors_md
     from elatta_measure.bench_frontend import frontend_md
+    from elatta_measure.bench_memory import memory_md
 
     enc, fcls = d["encoder_ticks"], d["head_entropy_ticks"]
     na = d["no_adapt_ticks"]
@@ -1401,6 +1430,7 @@ def render_md(d: dict[str, Any], x: dict[str, Any]) -> str:
         *audio_md(d.get("audio")),
         *features_md(d.get("features")),
         *wire_md(d.get("wire")),
+        *memory_md(d),
         "## Memory",
         "",
         f"- ram_bytes = {d['ram_bytes']}: .data {x['firmware']['data']} + .bss "

@@ -151,6 +151,16 @@ def test_bench_reduced(tmp_path: Path, families: tuple[tuple[str, int, str], ...
     assert a["link_bytes_per_second"] >= 32000  # one second of int16 PCM, framed
     assert "## Audio mode: one second of audio" in md
     assert doc["cost_model"] is None  # one k: the model's two terms cannot be told apart
+    # the memory model (measure/bench_memory.py): .rodata within 64 KiB, and with the plugin the
+    # pair table's figures beside the exhaustive tables' of the same run
+    assert doc["rodata_bytes"] <= 65536 and sum(doc["rodata_split"].values()) <= doc["rodata_bytes"]
+    if doc["memory"].get("absent") is None:
+        for key in ("l1d_misses_per_clip", "est_cycles_per_audio_second"):
+            assert 0 < doc[key]["value"] < doc[key]["before"], key
+        assert doc["audio_second_ticks_all"]["value"] > doc["audio_second_ticks"] // 2
+        r = doc["ram_high_water_bytes"]
+        assert 0 < r["audio_strict"] <= r["value"] <= 65536 and r["audio_cmvn_select"] > 0
+        assert "## Memory: what a board's caches will do" in md
 
     bl = doc["baselines"]
     assert list(bl) == ["neon", "scalar", "float32"]

@@ -21,6 +21,7 @@ from elatta_measure.hostlib import HostModel, first_trace_mismatch
 
 from codegen.base.features import quantize_features
 from codegen.elatta.float_ref import lstm_float
+from codegen.emit.views import full_tables, pair_table
 from codegen.intref.lstm import (
     TRACE_C,
     TRACE_H,
@@ -101,13 +102,23 @@ def test_packed_kernel_layout_computes_the_same_gates(built) -> None:  # type: i
         seen.add((g, j))
         assert got[r] == (want[g * H + j] if j < H else 0), (r, g, j)
     v = np.arange(-32768, 32768)
-    assert lay.sigmoid_full.shape == lay.tanh_full.shape == (65536,)
-    np.testing.assert_array_equal(
-        lay.sigmoid_full, sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v)
-    )
-    np.testing.assert_array_equal(lay.tanh_full, tanh_from_sigmoid(lay.sigmoid_full))
-    assert lay.sigmoid_full[32768] == 16384  # index v + 32768: σ(0) = 1/2
-    assert lay.tanh_full[32768] == 0
+    full, tanh = full_tables(L.lut)
+    assert full.shape == tanh.shape == (65536,)
+    np.testing.assert_array_equal(full, sigmoid_lut(L.lut.table.raw, L.lut.index_shift, v))
+    np.testing.assert_array_equal(tanh, tanh_from_sigmoid(full))
+    assert full[32768] == 16384  # index v + 32768: σ(0) = 1/2
+    assert tanh[32768] == 0
+    # the pair table (the NEON kernels' form): its interpolation and mirror, written as act8
+    # computes them in 16-bit lanes, is the same σ at every input
+    pairs = pair_table(L.lut)
+    assert pairs.shape == (256,) and pairs.min() >= 0 and pairs.max() < 2**31
+    a = np.minimum(np.abs(v), 32767)
+    word = pairs[a >> 7]
+    lo, d, f = word & 0xFFFF, word >> 16, a & 127
+    assert (d * f).max() < 2**16  # VMUL.I16 keeps the exact product
+    pos = lo + ((d * f + 64) >> 7)
+    got = np.where(v < 0, (32768 - pos) & 0xFFFF, pos)
+    np.testing.assert_array_equal(got, full)
 
 
 def test_c_equals_python_on_extreme_inputs(built) -> None:  # type: ignore[no-untyped-def]

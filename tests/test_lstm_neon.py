@@ -41,18 +41,21 @@ def test_default_step_meets_the_floor_and_says_where_the_rest_goes() -> None:
         "mac": 1344,
         "weights": 82,
         "lookups": 160,
+        "interpolate": 60,
         "narrow": 40,
         "cell_int64": 48,
         "cell_16bit": 12,
         "operand_round": 4,
     }
     assert step["vmlal.s16"] == floor["mac"]  # no pad column, no pad row: the floor
-    assert step["vld1.16"] == floor["lookups"] + 4  # lane loads + the frame's 4 operand loads
+    assert step["vld1.32"] == floor["lookups"]  # one pair-table word per value
+    assert step["vld1.16"] == 4  # the frame's 4 operand loads
+    assert step["vmul.i16"] + step["vrsra.u16"] + step["vbit"] == floor["interpolate"]
     assert step["vqrshrn.s32"] == floor["narrow"]
     assert step["vshll.s32"] + step["vmlal.s32"] + step["vqrshrn.s64"] == floor["cell_int64"]
     assert step["vmov"] == 0 and step["ldmia"] == 20  # addresses: 8 per LDM
     total = sum(step.values())
-    assert sum(floor.values()) <= total <= 1.11 * sum(floor.values()), total
+    assert sum(floor.values()) <= total <= 1.18 * sum(floor.values()), total
     assert 8000 * 10 < sum(instruction_floor(49, 10, 32, 3).values())  # goal 1 is below it
 
 

@@ -4,6 +4,8 @@
 #        what checks a board image (dosfstools, mtools, u-boot-tools, openocd); tools/uboot.sh
 #        installs U-Boot's own build dependencies when it first builds U-Boot
 #   pip: a virtual environment in .venv with torch==2.13.0 (CPU build) and the project
+#   the memory model's QEMU plugin (tools/build_qemu_plugin.sh: the plugin API header from
+#        Debian's qemu source package; absent with its reason when that cannot be had)
 # Quiet on success: one line per step that does something. Each step's own output goes to
 # $VENV/setup.log (apt and pip print hundreds of lines a user need not read) and is shown when
 # the step fails.
@@ -54,6 +56,9 @@ if ((${#missing[@]})); then
         $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         "${missing[@]}"
 fi
+
+# the memory model's QEMU plugin (measure/bench_memory.py): built here, or its reason recorded
+bash tools/build_qemu_plugin.sh
 
 stamp="$VENV/.setup-stamp"
 want="$(sha256sum pyproject.toml tools/setup.sh | sha256sum | cut -c1-16)"

@@ -20,11 +20,13 @@ from codegen.base.resources import jinja_env
 from codegen.base.version import __version__
 from codegen.emit.layers import emitter
 from codegen.emit.views import (
+    ACT_TABLES,
     Call,
     TensorView,
     array_view,
     carray,
     full_tables,
+    pair_table,
     tensor_view,
 )
 from codegen.ir import wire
@@ -33,8 +35,9 @@ from codegen.ir.modes import firmware_table
 from codegen.ir.nodes import POOL_SHIFT, QModel, adapt_formats
 from codegen.stages.registry import tables
 
-# The shared σ tables in the order they are written (the kinds name the ones they read).
-TABLES = ("sigmoid_lut", "sigmoid_full", "tanh_full")
+# The shared σ tables in the order they are written (the kinds name the ones they read; the
+# exhaustive two only for an LSTM kernel generated with act_tables = "full").
+TABLES = ("sigmoid_lut", "sigmoid_pairs", "sigmoid_full", "tanh_full")
 
 
 def env() -> jinja2.Environment:
@@ -104,9 +107,13 @@ def _common_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
     }
 
 
-def _tables(q: QModel) -> tuple[list[TensorView], dict[str, str]]:
-    """The σ tables every layer reads, written once: the table of the fixed IR and its
-    exhaustive forms (`codegen.emit.views.full_tables`), those the encoder's kinds name."""
+def _tables(q: QModel, act_tables: str = "pairs") -> tuple[list[TensorView], dict[str, str]]:
+    """The σ tables every layer reads, written once: the table of the fixed IR, its pair form
+    (`codegen.emit.views.pair_table`) and, for LSTM kernels generated with ``act_tables``
+    "full", its exhaustive forms (`codegen.emit.views.full_tables`); those the encoder's kinds
+    name."""
+    if act_tables not in ACT_TABLES:
+        raise CodegenError(f"act_tables {act_tables!r}: expected one of {ACT_TABLES}")
     p = q.prefix
     lut = q.encoder[0].lut
     for n, L in enumerate(q.encoder):
@@ -115,7 +122,8 @@ def _tables(q: QModel) -> tuple[list[TensorView], dict[str, str]]:
         ):
             raise CodegenError(f"layer {n}: its σ table differs from layer 0's (one is shared)")
     wanted = {t for L in q.encoder for t in emitter(L).tables}
-    full, tanh = full_tables(lut)
+    if act_tables == "full" and any(L.kind == "lstm" for L in q.encoder):
+        wanted |= {"sigmoid_full", "tanh_full"}
     sym = {t: f"{p}{t}" for t in TABLES}
     lo, hi = lut.table.float_range
     views = {
@@ -125,7 +133,23 @@ def _tables(q: QModel) -> tuple[list[TensorView], dict[str, str]]:
             f" (σ(j·{16 / (lut.size - 1):g}), j = 0..{lut.size - 1}, mirrored for x < 0; input "
             f"{lut.in_fmt.name})",
         ),
-        "sigmoid_full": array_view(
+        "sigmoid_pairs": array_view(
+            "sigmoid_pairs",
+            sym["sigmoid_pairs"],
+            "uint32_t",
+            (lut.size - 1,),
+            " (the table above as words T[j] | (T[j+1] − T[j]) << 16: one word gather per σ "
+            "brings both knots of its interpolation to the NEON kernels, docs/numeric.md §4)",
+            f"{lut.table.fmt.name} knot | difference (16 + 16 bits)",
+            lo,
+            hi,
+            lut.table.max_abs_error,
+            pair_table(lut),
+        ),
+    }
+    if "sigmoid_full" in wanted:
+        full, tanh = full_tables(lut)
+        views["sigmoid_full"] = array_view(
             "sigmoid_full",
             sym["sigmoid_full"],
             "int16_t",
@@ -137,11 +161,10 @@ def _tables(q: QModel) -> tuple[list[TensorView], dict[str, str]]:
             hi,
             lut.table.max_abs_error,
             full,
-        ),
-        # the LSTM's g and tanh(c) gathered from their own exhaustive table (128 KiB of .rodata)
-        # instead of forming 2σ − 32768 from σ: two instructions fewer per 8 values (~120 ticks
-        # a sequence)
-        "tanh_full": array_view(
+        )
+        # the exhaustive form's g and tanh(c) gathered from their own table instead of forming
+        # 2σ − 32768 from σ
+        views["tanh_full"] = array_view(
             "tanh_full",
             sym["tanh_full"],
             "int16_t",
@@ -153,18 +176,17 @@ def _tables(q: QModel) -> tuple[list[TensorView], dict[str, str]]:
             1.0,
             2 * lut.table.max_abs_error,
             tanh,
-        ),
-    }
+        )
     return [views[t] for t in TABLES if t in wanted], sym
 
 
-def _encoder_context(q: QModel) -> dict[str, Any]:
+def _encoder_context(q: QModel, act_tables: str = "pairs") -> dict[str, Any]:
     """The encoder's layers bottom to top (each kind's `codegen.emit.layers` entry), the scratch
     each kind's layers share, the sequences handed between layers and the calls of the feature
     path and of the streaming audio mode."""
     p, enc = q.prefix, q.encoder
     top = len(enc) - 1
-    layers = [emitter(L).layer(p, L, n, n == top) for n, L in enumerate(enc)]
+    layers = [emitter(L).layer(p, L, n, n == top, act_tables) for n, L in enumerate(enc)]
     scratch = {}
     for kind in kinds_of(enc):
         own = [L for L in enc if L.kind == kind.name]
@@ -217,24 +239,29 @@ def _encoder_context(q: QModel) -> dict[str, Any]:
     }
 
 
-def model_context(q: QModel, adapt_headers: list[str]) -> dict[str, Any]:
-    tables, table_sym = _tables(q)
+def model_context(q: QModel, adapt_headers: list[str], act_tables: str = "pairs") -> dict[str, Any]:
+    tables, table_sym = _tables(q, act_tables)
     return {
         **_common_context(q, adapt_headers),
-        **_encoder_context(q),
+        **_encoder_context(q, act_tables),
         "tables": tables,
         "table_sym": table_sym,
     }
 
 
-def render_model(q: QModel, adapt_files: dict[str, str] | None = None) -> dict[str, str]:
-    """{filename: text} of the model sources plus the adaptation core's files."""
+def render_model(
+    q: QModel, adapt_files: dict[str, str] | None = None, act_tables: str = "pairs"
+) -> dict[str, str]:
+    """{filename: text} of the model sources plus the adaptation core's files. ``act_tables``:
+    the σ form the LSTM kernels read (`codegen.emit.views.ACT_TABLES`): "pairs", the shipped
+    1 KiB pair table with the interpolation, or "full", the former exhaustive 2 × 128 KiB
+    tables (the same integers; `codegen bench` builds it as its before figure)."""
     if adapt_files is None:
         from codegen.emit.adapt import emit_adapt_c
 
         adapt_files = emit_adapt_c(q.adapt_params, q.prefix)
     adapt_headers = sorted(n for n in adapt_files if n.endswith(".h"))
-    ctx = model_context(q, adapt_headers)
+    ctx = model_context(q, adapt_headers, act_tables)
     e = env()
     p = q.prefix
     files = {

@@ -102,8 +102,10 @@ def layer_views(L: QGru, lay: GruLayout, sym: dict[str, str]) -> list[TensorView
     ]
 
 
-def layer_context(p: str, L: QGru, n: int, last: bool) -> dict[str, Any]:
-    """Layer ``n``'s arrays and elt_gru_s16_params_t (``model_gru_layer.c.j2``)."""
+def layer_context(p: str, L: QGru, n: int, last: bool, act_tables: str = "pairs") -> dict[str, Any]:
+    """Layer ``n``'s arrays and elt_gru_s16_params_t (``model_gru_layer.c.j2``). The GRU's C
+    kernels read the pair table whatever ``act_tables`` (the σ form of generated LSTM kernels)."""
+    del act_tables
     sym = {k: f"{p}layer_{n}_{k}" for k in ("w", "bias", "params")}
     lay = gru_layout(L)
     return {

@@ -7,8 +7,9 @@ An entry gives, for the generated ``<prefix>model.c`` (`codegen.emit.c.model_con
 - ``scratch(prefix, layers, top)``: the scratch the kind's layers share (its template);
 - ``run(prefix, layer, x, out, last)``: the call that runs a whole sequence;
 - ``seq_size(q)``: the int16 an inner layer's output sequence takes;
-- ``tables``: the shared σ tables its kernels read (``sigmoid_lut``, ``sigmoid_full``,
-  ``tanh_full``);
+- ``tables``: the shared σ tables its kernels read (``sigmoid_lut``, ``sigmoid_pairs``; an LSTM
+  layer's kernel generated with the exhaustive tables, `codegen.emit.views.ACT_TABLES`, adds
+  ``sigmoid_full`` and ``tanh_full``);
 - ``stream(prefix, q, n, last, x, z, t, scratch)``: the layer's state and calls in the
   streaming audio mode, for the kinds that stream (`codegen.ir.layers.LayerKind.streaming`).
 """
@@ -39,7 +40,7 @@ EMITTERS: dict[str, LayerEmitter] = {
         scratch=lstm.scratch_context,
         run=lstm.run_call,
         seq_size=lstm.seq_size,
-        tables=("sigmoid_lut", "sigmoid_full", "tanh_full"),
+        tables=("sigmoid_lut", "sigmoid_pairs"),
         stream=lstm.stream_context,
     ),
     "gru": LayerEmitter(
@@ -47,7 +48,7 @@ EMITTERS: dict[str, LayerEmitter] = {
         scratch=gru.scratch_context,
         run=gru.run_call,
         seq_size=gru.seq_size,
-        tables=("sigmoid_lut", "sigmoid_full"),
+        tables=("sigmoid_lut", "sigmoid_pairs"),
     ),
 }
 

@@ -25,7 +25,6 @@ from codegen.emit.views import (
     Call,
     TensorView,
     array_view,
-    full_tables,
     recurrent_weights_view,
     round_up,
 )
@@ -47,9 +46,6 @@ class LstmLayout:
     (``column_order``: even blocks ascending, odd blocks descending) and every column's 16
     weights in row order, so the weights are one stream that the kernel reads front to back,
     16 d-registers (4 columns) per VLDM.
-
-    ``sigmoid_full`` and ``tanh_full``: the layer's σ and tanh tabulated at every int16 input
-    (`codegen.emit.views.full_tables`).
     """
 
     hidden_pad: int  # Hp
@@ -57,8 +53,6 @@ class LstmLayout:
     rows: int  # R = 4·Hp
     w: np.ndarray  # [R/16, K, 16] int16
     bias: np.ndarray  # [R] int32 at A fraction bits
-    sigmoid_full: np.ndarray  # [65536] σ(v), index v + 32768
-    tanh_full: np.ndarray  # [65536] 2σ(v) − 32768, index v + 32768
 
     @property
     def row_blocks(self) -> int:
@@ -84,12 +78,12 @@ def lstm_layout(L: QLstm) -> LstmLayout:
             for b in range(R // ROW_BLOCK)
         ]
     )
-    full, tanh = full_tables(L.lut)
-    return LstmLayout(Hp, K, R, np.ascontiguousarray(w), bias, full, tanh)
+    return LstmLayout(Hp, K, R, np.ascontiguousarray(w), bias)
 
 
-def kernel_spec(L: QLstm, role: str, kconst: str) -> KernelSpec:
-    """The NEON kernel of one layer: its shapes and shifts, and what it writes per step."""
+def kernel_spec(L: QLstm, role: str, kconst: str, act_tables: str = "pairs") -> KernelSpec:
+    """The NEON kernel of one layer: its shapes and shifts, what it writes per step and the σ
+    form it reads (`codegen.emit.views.ACT_TABLES`)."""
     sh = L.shifts
     return KernelSpec(
         hidden=L.hidden_size,
@@ -102,12 +96,28 @@ def kernel_spec(L: QLstm, role: str, kconst: str) -> KernelSpec:
         tanh_rshift=sh.cell_tanh_rshift,
         role=role,
         kconst=kconst,
+        tables=act_tables,
     )
 
 
-def kernel_lines(L: QLstm, role: str, kconst: str) -> list[str]:
+def kernel_lines(L: QLstm, role: str, kconst: str, act_tables: str = "pairs") -> list[str]:
     """The kernel's instructions as C string-literal lines of a basic asm statement."""
-    return [f'"{ins}\\n\\t"' for ins in kernel_listing(kernel_spec(L, role, kconst))]
+    spec = kernel_spec(L, role, kconst, act_tables)
+    return [f'"{ins}\\n\\t"' for ins in kernel_listing(spec)]
+
+
+def kconst_tables(p: str, act_tables: str) -> tuple[list[str], str]:
+    """The 16 words of elt_lstm_s16_kconst_t.tables (the cell's d0-d7) and what they hold."""
+    if act_tables == "full":
+        words = ["0"] * 8 + [f"{p}sigmoid_full + 32768"] * 4 + [f"{p}tanh_full + 32768"] * 4
+        return words, "zeros, then the exhaustive σ and tanh tables' entry 0"
+    words = (
+        [f"{p}sigmoid_pairs"] * 4
+        + ["(const void *)0x007F007Fu"] * 4
+        + ["(const void *)0x80008000u"] * 4
+        + ["0"] * 4
+    )
+    return words, "the pair table's address, 127 and 32768 in every int16 lane, zeros"
 
 
 def layer_views(L: QLstm, lay: LstmLayout, sym: dict[str, str]) -> list[TensorView]:
@@ -141,10 +151,14 @@ def layer_views(L: QLstm, lay: LstmLayout, sym: dict[str, str]) -> list[TensorVi
     ]
 
 
-def layer_context(p: str, L: QLstm, n: int, last: bool) -> dict[str, Any]:
+def layer_context(
+    p: str, L: QLstm, n: int, last: bool, act_tables: str = "pairs"
+) -> dict[str, Any]:
     """Layer ``n``'s arrays, NEON kernel and elt_lstm_s16_params_t (``model_lstm_layer.c.j2``):
-    the top layer's kernel writes its pooling, an inner layer's every h_t."""
+    the top layer's kernel writes its pooling, an inner layer's every h_t; its σ form
+    ``act_tables`` (`codegen.emit.views.ACT_TABLES`)."""
     lay = lstm_layout(L)
+    words, what = kconst_tables(p, act_tables)
     sym = {k: f"{p}layer_{n}_{k}" for k in ("w", "bias", "kernel", "kconst", "params")}
     pr = L.proof
     return {
@@ -162,7 +176,9 @@ def layer_context(p: str, L: QLstm, n: int, last: bool) -> dict[str, Any]:
         "shifts": L.shifts,
         "proof": pr,
         "margin_text": f"{L.acc_gate.margin_bits:.2f}",
-        "kernel": kernel_lines(L, L.pool if last else "seq", sym["kconst"]),
+        "kernel": kernel_lines(L, L.pool if last else "seq", sym["kconst"], act_tables),
+        "kconst_tables": words,
+        "kconst_what": what,
         # mean pooling's 1/T (the top layer's only: an inner layer does not pool)
         "pool_recip": L.pool_recip if last and L.pool == "mean" else None,
     }

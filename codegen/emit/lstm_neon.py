@@ -26,9 +26,12 @@ Rows are ordered by groups of 8 hidden units: block 2u holds the i and f rows of
 8u..8u+7, block 2u+1 their g and o rows, so one block has one shift per int32x4 (VQRSHRN by
 immediate, A8.8.378) and the cell of 8 units reads its four gates with one VLDM. The cell
 gathers σ and tanh with one VLD1 lane load per value (A8.8.321 VLD1 single element to one
-lane) from the exhaustive tables; the addresses reach the core registers 8 per LDM through
-the stack (looping kernels: two per VMOV, A8.8.345, between two ARM core registers and a
-doubleword extension register).
+lane): a 32-bit word of the pair table (T[j] and T[j+1] − T[j], codegen.emit.views.pair_table,
+1 KiB, inside the Cortex-A9's L1 data cache), then the contract's interpolation and mirror in
+eight lanes (`_Kernel.act8`); the addresses reach the core registers 8 per LDM through the
+stack (looping kernels: two per VMOV, A8.8.345, between two ARM core registers and a
+doubleword extension register). The former form, a halfword from exhaustive 2 x 128 KiB
+tables per value, remains as ``tables = "full"`` (the bench's before figure).
 """
 
 from __future__ import annotations
@@ -47,6 +50,12 @@ WEIGHT_REGS = 16  # d16-d31: one VLDM of at most 16 d-registers
 # runs the gate rows and the cell in loops over groups of 8 units instead.
 UNROLL_LIMIT = 5000
 ROLES = ("last", "seq", "mean", "max")
+# The σ forms (codegen.emit.views.ACT_TABLES): "pairs", the 1 KiB pair table and the contract's
+# interpolation in the cell; "full", the former exhaustive 2 x 128 KiB tables (one halfword
+# gather per value), kept as the bench's before figure.
+TABLE_FORMS = ("pairs", "full")
+# Instructions per group of 8 units outside the gate rows (estimate_step), by σ form.
+CELL_COST = {"pairs": 175, "full": 115}
 # Byte offsets in elt_lstm_s16_kargs_t and elt_lstm_s16_kconst_t (firmware/elt_lstm_s16.h; the
 # generated C asserts them).
 KARGS = {"xs": 0, "hs": 4, "c": 8, "act": 12, "out": 16, "steps": 20}
@@ -71,8 +80,11 @@ class KernelSpec:
     tanh_rshift: int  # 2c = sat16(rshift_round(c, tanh_rshift))
     role: str  # ROLES: what the kernel writes per step (h, the sequence, Σh or max h)
     kconst: str  # the C symbol of the layer's elt_lstm_s16_kconst_t
+    tables: str = "pairs"  # TABLE_FORMS: the σ form the cell reads
 
     def __post_init__(self) -> None:
+        if self.tables not in TABLE_FORMS:
+            raise ValueError(f"tables {self.tables!r}: expected one of {TABLE_FORMS}")
         if self.role not in ROLES:
             raise ValueError(f"kernel role {self.role!r}: expected one of {ROLES}")
         if self.hidden_pad % UNIT_GROUP or not 0 < self.hidden <= self.hidden_pad:
@@ -124,7 +136,7 @@ def estimate_step(spec: KernelSpec) -> int:
     rows = 4 * spec.hidden_pad
     vmlal = rows * spec.cols // 4
     loads = rows * spec.cols // 4 // WEIGHT_REGS + 3 * rows // ROW_BLOCK
-    return vmlal + loads + 2 * rows // 4 + 115 * spec.groups
+    return vmlal + loads + 2 * rows // 4 + CELL_COST[spec.tables] * spec.groups
 
 
 class _Kernel:
@@ -276,10 +288,126 @@ class _Kernel:
         for (d, lane), r in zip(dst, LDM_REGS, strict=True):
             self.a(f"vld1.16 {{d{d}[{lane}]}}, [{r}]")
 
-    def cell(self, in_regs: bool, store_h: bool, buf: int = 0) -> None:
-        """The cell of one group of 8 units. Gates from memory (the blocks were stored
-        downwards: g d16-17, o d18-19, i d20-21, f d22-23) or, in_regs, g and o still in d8-d11
-        from the step's last block and only i, f from memory. q0, q1 hold 0 in every odd int16
+    def act8(self, x: int, tanh: bool, tmp: tuple[int, int, int, int]) -> None:
+        """σ (tanh: 2σ − 32768, the contract's tanh of an input that is already 2x) of the 8
+        Q4.11 values in q_x, in place, from the pair table (docs/numeric.md §4, "σ lookup"):
+        m = x >> 15 (the sign), a = VQABS x = min(|x|, 32767), f = a & 127 (q1), the word
+        addresses base + 4 (a >> 7) = VADDW.U16 of q0 and (a >> 5) & ~3; one VLD1.32 lane load
+        per value (values 0-3 into q_x, 4-7 into q_qa); VUZP.16 splits the knots T[j] from the
+        differences d; σ⁺ = T[j] + ((d·f + 64) >> 7) is VMUL.I16 (d·f < 2^16, unsigned) and
+        VRSRA.U16 #7 (A8.8.374); σ = m ? 32768 − σ⁺ : σ⁺ is VSUB from q2 (32768 in every lane)
+        and VBIT by m. tmp = (qa, qa + 1, qf, qm)."""
+        a = self.a
+        qa, qb, qf, qm = tmp
+        xl, xh = 2 * x, 2 * x + 1
+        a(f"vshr.s16 q{qm}, q{x}, #15")
+        a(f"vqabs.s16 q{x}, q{x}")
+        a(f"vand q{qf}, q{x}, q1")
+        a(f"vshr.u16 q{x}, q{x}, #5")
+        a(f"vbic.i16 q{x}, #3")
+        a(f"vaddw.u16 q{qa}, q0, d{xl}")
+        a(f"vaddw.u16 q{qb}, q0, d{xh}")
+        dst = [(xl, 0), (xl, 1), (xh, 0), (xh, 1)]
+        dst += [(2 * qa, 0), (2 * qa, 1), (2 * qa + 1, 0), (2 * qa + 1, 1)]
+        if self.unrolled:
+            a(f"vstmia lr, {{{dlist(2 * qa, 4)}}}")  # qb = qa + 1: the 8 addresses in order
+            a(f"ldmia lr, {{{', '.join(LDM_REGS)}}}")
+            for (d, lane), r in zip(dst, LDM_REGS, strict=True):
+                a(f"vld1.32 {{d{d}[{lane}]}}, [{r}]")
+        else:
+            for half, q in enumerate((qa, qb)):
+                a(f"vmov r10, r11, d{2 * q}")
+                a(f"vmov r12, lr, d{2 * q + 1}")
+                for k, r in enumerate(("r10", "r11", "r12", "lr")):
+                    d, lane = dst[4 * half + k]
+                    a(f"vld1.32 {{d{d}[{lane}]}}, [{r}]")
+        a(f"vuzp.16 q{x}, q{qa}")
+        a(f"vmul.i16 q{qa}, q{qa}, q{qf}")
+        a(f"vrsra.u16 q{x}, q{qa}, #7")
+        a(f"vsub.i16 q{qa}, q2, q{x}")
+        a(f"vbit q{x}, q{qa}, q{qm}")
+        if tanh:
+            # 2σ − 32768 = 2σ XOR 0x8000 in 16 bits (2σ in [2, 65534])
+            a(f"vshl.i16 q{x}, q{x}, #1")
+            a(f"veor q{x}, q{x}, q2")
+
+    def cell_pairs(self, in_regs: bool, store_h: bool, buf: int = 0) -> None:
+        """The cell of one group of 8 units with the pair table (`act8`). Gates from memory (the
+        blocks were stored downwards: g d16-17, o d18-19, i d20-21, f d22-23) or, in_regs, g
+        and o still in d8-d11 from the step's last block and only i, f from memory. q0-q2 hold
+        the pair table's address, 127 and 32768 (elt_lstm_s16_kconst_t); unrolled kernels pass
+        the addresses through the stack at sp + buf (lr)."""
+        s, a = self.s, self.a
+        a.note(
+            "cell of 8 units: i, f, o = sigma, g = tanh (pair-table gathers, one VLD1.32 lane "
+            "each, and the interpolation); c = sat32(rshift_round(f c + (i g) << L, 15)) in "
+            "int64 lanes; h = sat16(rshift_round(o tanh(c), 15)) by VQRDMULH; "
+            "hs = rshift_round(h, h_opshift)"
+        )
+        if in_regs:
+            g, o, c0 = 4, 5, 8  # g, o in q4, q5; c into q8, q9
+            a("vldmia r3!, {d20-d23}")
+        else:
+            g, o, c0 = 8, 9, 4  # c into q4, q5
+            a("vldmia r3!, {d16-d23}")
+        cd = [2 * c0, 2 * c0 + 1, 2 * c0 + 2, 2 * c0 + 3]  # c of units 0-1, 2-3, 4-5, 6-7
+        if self.unrolled:
+            a.add_imm("lr", "sp", buf)
+        tmp = (12, 13, 14, 15)
+        self.act8(10, False, tmp)  # i
+        self.act8(11, False, tmp)  # f
+        self.act8(g, True, tmp)  # g = tanh (its pre-activation is 2x)
+        self.act8(o, False, tmp)  # o
+        a(f"vmull.s16 q12, d20, d{2 * g}")  # i·g, units 0-3 (int32)
+        a(f"vmull.s16 q13, d21, d{2 * g + 1}")  # units 4-7
+        a("vmovl.s16 q14, d22")  # f as int32, units 0-3
+        a("vmovl.s16 q15, d23")  # units 4-7
+        a(f"vldmdb r6!, {{{dlist(cd[0], 4)}}}")  # c
+        # c = sat32(rshift_round(f·c + (i·g)·2^L, 15)): int64 lanes, two units per instruction
+        for k in range(4):
+            q = 6 + k % 2
+            if s.ig_lshift:
+                a(f"vshll.s32 q{q}, d{24 + k}, #{s.ig_lshift}")
+            else:
+                a(f"vmovl.s32 q{q}, d{24 + k}")
+            a(f"vmlal.s32 q{q}, d{28 + k}, d{cd[k]}")
+            a(f"vqrshrn.s64 d{cd[k]}, q{q}, #15")
+        a(f"vstmia r6, {{{dlist(cd[0], 4)}}}")
+        # 2c = sat16(rshift_round(c, tanh_rshift)), then tanh(c)
+        self.narrow(24, c0, s.tanh_rshift, 6)
+        self.narrow(25, c0 + 1, s.tanh_rshift, 7)
+        self.act8(12, True, (6, 7, 13, 14))
+        self.cell_out(o, c0, cd, store_h)
+
+    def cell_out(self, o: int, c0: int, cd: list[int], store_h: bool) -> None:
+        """h = sat16(rshift_round(o·tanh(c), 15)) from o in q_o and tanh(c) in q12, what the
+        role writes, and the next operands hs (c's registers q_c0, q_c0+1 are free)."""
+        s, a = self.s, self.a
+        # h = sat16(rshift_round(o·tanh(c), 15)) = VQRDMULH (A8.8.376)
+        a(f"vqrdmulh.s16 q12, q{o}, q12")
+        if s.role in ("last", "seq"):
+            if store_h:
+                a("vstmdb r7!, {d24, d25}")
+        elif s.role == "mean":
+            a(f"vldmdb r7!, {{{dlist(cd[0], 4)}}}")
+            a(f"vaddw.s16 q{c0}, q{c0}, d24")
+            a(f"vaddw.s16 q{c0 + 1}, q{c0 + 1}, d25")
+            a(f"vstmia r7, {{{dlist(cd[0], 4)}}}")
+        else:
+            a(f"vldmdb r7!, {{d{cd[0]}, d{cd[1]}}}")
+            a(f"vmax.s16 q{c0}, q{c0}, q12")
+            a(f"vstmia r7, {{d{cd[0]}, d{cd[1]}}}")
+        if s.h_opshift > 16:
+            a("vmov.i16 q12, #0")  # |h| <= 2^15 < 2^(s - 1): rshift_round(h, s) = 0
+        elif s.h_opshift:
+            a(f"vrshr.s16 q12, q12, #{s.h_opshift}")
+        a("vstmdb r5!, {d24, d25}")
+
+    def cell_full(self, in_regs: bool, store_h: bool, buf: int = 0) -> None:
+        """The cell of one group of 8 units with the exhaustive tables. Gates from memory (the
+        blocks were stored downwards: g d16-17, o d18-19, i d20-21, f d22-23) or, in_regs, g and
+        o still in d8-d11 from the step's last block and only i, f from memory. q0, q1 hold 0
+        in every odd int16
         lane (f is gathered into the even ones: int32 lanes), q2 the σ table, q3 tanh's
         (entry 0 of each, in every lane). Unrolled kernels move the gather's addresses to core
         registers 8 at a time through the stack (VSTM, then LDM: two instructions per 8
@@ -340,25 +468,13 @@ class _Kernel:
             self.lanes([(24, k) for k in range(4)] + [(25, k) for k in range(4)])
         else:
             self.gather(24, 25, 3, 6, 7)
-        # h = sat16(rshift_round(o·tanh(c), 15)) = VQRDMULH (A8.8.376)
-        a(f"vqrdmulh.s16 q12, q{o[0] // 2}, q12")
-        if s.role in ("last", "seq"):
-            if store_h:
-                a("vstmdb r7!, {d24, d25}")
-        elif s.role == "mean":
-            a(f"vldmdb r7!, {{{dlist(cd[0], 4)}}}")
-            a(f"vaddw.s16 q{c0}, q{c0}, d24")
-            a(f"vaddw.s16 q{c0 + 1}, q{c0 + 1}, d25")
-            a(f"vstmia r7, {{{dlist(cd[0], 4)}}}")
+        self.cell_out(o[0] // 2, c0, cd, store_h)
+
+    def cell(self, in_regs: bool, store_h: bool, buf: int = 0) -> None:
+        if self.s.tables == "pairs":
+            self.cell_pairs(in_regs, store_h, buf)
         else:
-            a(f"vldmdb r7!, {{d{cd[0]}, d{cd[1]}}}")
-            a(f"vmax.s16 q{c0}, q{c0}, q12")
-            a(f"vstmia r7, {{d{cd[0]}, d{cd[1]}}}")
-        if s.h_opshift > 16:
-            a("vmov.i16 q12, #0")  # |h| <= 2^15 < 2^(s - 1): rshift_round(h, s) = 0
-        elif s.h_opshift:
-            a(f"vrshr.s16 q12, q12, #{s.h_opshift}")
-        a("vstmdb r5!, {d24, d25}")
+            self.cell_full(in_regs, store_h, buf)
 
     def cells(self, store_h: bool, buf: int = 0) -> None:
         """The cell of every group (downwards: the last block's group first)."""
@@ -413,7 +529,11 @@ class _Kernel:
             "r3 gate pre-activations, r4 the frame's operands, r5 hs, r6 c, r7 out, r8 steps "
             "left, r9 constants (elt_lstm_s16_kconst_t), r10-r12 lr scratch and gather addresses",
             "q4-q7 accumulators (16 gate rows), d16-d31 weights, d0-d7 operands; in the cell "
-            "q0 q1 zeros, q2 q3 the sigma and tanh tables' entry 0 in every lane",
+            + (
+                "q0 the pair table's address, q1 127, q2 32768 in every lane"
+                if s.tables == "pairs"
+                else "q0 q1 zeros, q2 q3 the sigma and tanh tables' entry 0 in every lane"
+            ),
             "prologue: save r4-r11 lr d8-d15, load the arguments and the constants",
         ):
             a.note(line)
@@ -446,7 +566,7 @@ class _Kernel:
                 gates[uses[-1]] += ", r0"
                 step_x = True
         a.lines += gates
-        # zeros (q0, q1) and the tables' entry 0 (σ q2, tanh q3)
+        # the cell's constants (elt_lstm_s16_kconst_t.tables)
         a("vldmia r9, {d0-d7}")
         a.add_imm("r5", "r5", 2 * hp)
         peel = s.role == "last"  # only the last step's h is the encoder's output
@@ -519,6 +639,10 @@ def instruction_floor(frames: int, inputs: int, hidden: int, h_opshift: int) -> 
         # σ(i, f, o), tanh(g), tanh(c) from tables of > 32 bytes: no gather instruction, a
         # VTBL/VTBX indexes at most 32 bytes (A8.8.419): one load per value (A8.8.321)
         "lookups": T * 5 * H,
+        # a table that fits the Cortex-A9's 32 KiB L1 data cache (the exhaustive σ of a 16-bit
+        # input is 128 KiB, 64 KiB mirrored) interpolates: per 8 values at least the product
+        # d·f, its rounding shift-and-add (VMUL.I16, VRSRA.U16, 8 lanes) and the mirror's select
+        "interpolate": T * 3 * up(5 * H, 8),
         # each table index is sat16(rshift_round(int32, s)): at most 4 int32 lanes per
         # narrowing instruction (VQRSHRN, A8.8.378); R gate rows and the H values 2c
         "narrow": T * (up(R, 4) + up(H, 4)),

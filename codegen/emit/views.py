@@ -143,12 +143,31 @@ class Call:
     why: str = ""
 
 
+ACT_TABLES = ("pairs", "full")  # the forms of σ the generated LSTM kernel can read
+
+
+def pair_table(lut: Any) -> np.ndarray:
+    """The contract's σ table (a `codegen.ir.nodes.SigmoidLut`, 2^(15 − index_shift) + 1 knots
+    T) as 32-bit words T[j] | (T[j+1] − T[j]) << 16, j = 0 .. 2^(15 − index_shift) − 1: one word
+    gather per σ brings the two knots' data of the interpolation (docs/numeric.md §4; 1 KiB for
+    the 257-knot table, inside the Cortex-A9's L1 data cache). T is increasing, so every
+    difference is ≥ 0, and T[j] < 2^15: every word is a non-negative int32."""
+    t = np.asarray(lut.table.raw, dtype=np.int64)
+    d = t[1:] - t[:-1]
+    if np.any(d < 0) or np.any(d >= 1 << 15) or np.any(t < 0) or np.any(t >= 1 << 15):
+        raise ValueError("σ table: knots in [0, 2^15) and non-decreasing expected")
+    out: np.ndarray = t[:-1] | (d << 16)
+    return out
+
+
 def full_tables(lut: Any) -> tuple[np.ndarray, np.ndarray]:
     """σ (`codegen.base.fixed.sigmoid_lut`) of a `codegen.ir.nodes.SigmoidLut` at every int16
     input v, at index v + 32768, and tanh(x) = 2σ(2x) − 1 of the same table (the contract's
-    tanh, docs/numeric.md §4) at the same index: the kernels' σ and tanh are one halfword gather
-    per value instead of two table reads and the interpolation (the same function, tabulated
-    exhaustively)."""
+    tanh, docs/numeric.md §4) at the same index: one halfword gather per value instead of the
+    interpolation (the same function, tabulated exhaustively; 128 KiB each, four times the
+    Cortex-A9's L1 data cache). The shipped kernels read `pair_table`; these remain the form
+    ``act_tables = "full"`` of `codegen.emit.c.render_model`, the bench's before figure
+    (measure/bench_memory.py)."""
     from codegen.base.fixed import sigmoid_lut
 
     v = np.arange(-32768, 32768, dtype=np.int64)

@@ -9,9 +9,9 @@
  *     of one d-register of operands (hidden operands loaded 32 at a time, one VLDM of d0-d7).
  *     r, z blocks run all columns, then VRSHL/VQMOVN to Q4.11; n blocks store W_hh hs + b_hh,
  *     then restart at b_ih for the input columns.
- *   cell: σ is a halfword gather from sigmoid_full; r·ah and z·(h - n) are VQRDMULH.S32 by
- *     the Q0.15 factor shifted to bits 16..30: (2·a·(f·2^16) + 2^31) >> 32 = (a·f + 2^14) >> 15
- *     = rshift_round(a·f, 15), no saturation as f·2^16 < 2^31.
+ *   cell: σ is a word gather from sigmoid_pairs and the interpolation (elt_sigmoid8); r·ah and
+ *     z·(h - n) are VQRDMULH.S32 by the Q0.15 factor shifted to bits 16..30: (2·a·(f·2^16) + 2^31)
+ * >> 32 = (a·f + 2^14) >> 15 = rshift_round(a·f, 15), no saturation as f·2^16 < 2^31.
  */
 #ifndef ELT_GRU_S16_OPS_H
 #define ELT_GRU_S16_OPS_H
@@ -177,7 +177,7 @@ static inline __attribute__((always_inline)) void cell(const elt_gru_s16_params_
                                                        const elt_gru_s16_scratch_t *s)
 {
     const uint32_t hp = p->hidden_pad;
-    const int32x4_t mid = vdupq_n_s32((int32_t)(uintptr_t)(p->sigmoid_full + 32768));
+    const uint32x4_t mid = vdupq_n_u32((uint32_t)(uintptr_t)p->sigmoid_pairs);
     const int32x4_t nt = vdupq_n_s32(-(int32_t)p->tanh_rshift);
     const int16x8_t nh = vdupq_n_s16((int16_t) - (int16_t)p->h_opshift);
     const int16x8_t k8 = vdupq_n_s16(INT16_MIN);

@@ -16,41 +16,44 @@
 #define ELT_LSTM_KERNEL_ON 1
 #endif
 
-static inline int32x4_t sigmoid_mid(const elt_lstm_s16_params_t *p)
+static inline uint32x4_t sigmoid_base(const elt_lstm_s16_params_t *p)
 {
-    return vdupq_n_s32((int32_t)(uintptr_t)(p->sigmoid_full + 32768));
+    return vdupq_n_u32((uint32_t)(uintptr_t)p->sigmoid_pairs);
 }
 
-/* xs = rshift_round(x, x_opshift) for n values: VRSHL by -x_opshift (0: identity), 16 at a
- * time, then one by one. */
+/* xs = rshift_round(x, x_opshift) for n values: VRSHL by -x_opshift (0: identity, and VRSHL by
+ * 0 is the identity too), 16 at a time, then 8; a tail of n >= 8 values as one more vector of
+ * the last 8, which recomputes a few values already written with the same result (x and xs are
+ * apart: the frames, or the step's one frame, and the scratch), so a streaming step of F = 10
+ * features takes two vectors instead of ten scalar roundings. */
 static void operands_x(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *xs, uint32_t n)
 {
     const int16x8_t neg = vdupq_n_s16((int16_t) - (int16_t)p->x_opshift);
     uint32_t k = 0;
-    if (p->x_opshift == 0u) {
-        for (; k + 16u <= n; k += 16u) {
-            vst1q_s16(xs + k, vld1q_s16(x + k));
-            vst1q_s16(xs + k + 8u, vld1q_s16(x + k + 8u));
-        }
-    } else {
-        for (; k + 16u <= n; k += 16u) {
-            vst1q_s16(xs + k, vrshlq_s16(vld1q_s16(x + k), neg));
-            vst1q_s16(xs + k + 8u, vrshlq_s16(vld1q_s16(x + k + 8u), neg));
-        }
+    for (; k + 16u <= n; k += 16u) {
+        vst1q_s16(xs + k, vrshlq_s16(vld1q_s16(x + k), neg));
+        vst1q_s16(xs + k + 8u, vrshlq_s16(vld1q_s16(x + k + 8u), neg));
+    }
+    for (; k + 8u <= n; k += 8u) {
+        vst1q_s16(xs + k, vrshlq_s16(vld1q_s16(x + k), neg));
+    }
+    if (k < n && n >= 8u) {
+        vst1q_s16(xs + n - 8u, vrshlq_s16(vld1q_s16(x + n - 8u), neg));
+        k = n;
     }
     for (; k < n; ++k) {
         xs[k] = (int16_t)fx_rshift_round32(x[k], p->x_opshift);
     }
 }
 
-/* y = σ(x) for n values, 8 lanes at a time from sigmoid_full (elt_sigmoid8). */
+/* y = σ(x) for n values, 8 lanes at a time from sigmoid_pairs (elt_sigmoid8). */
 static inline __attribute__((always_inline)) void
 sigmoid_n(const elt_lstm_s16_params_t *p, const int16_t *x, int16_t *y, uint32_t n)
 {
     uint32_t k = 0;
-    const int32x4_t mid = sigmoid_mid(p);
+    const uint32x4_t base = sigmoid_base(p);
     for (; k + 8u <= n; k += 8u) {
-        vst1q_s16(y + k, elt_sigmoid8(vld1q_s16(x + k), mid));
+        vst1q_s16(y + k, elt_sigmoid8(vld1q_s16(x + k), base));
     }
     for (; k < n; ++k) {
         y[k] = sigmoid_q15(p->sigmoid_lut, p->lut_shift, x[k]);

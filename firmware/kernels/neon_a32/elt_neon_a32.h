@@ -20,33 +20,45 @@
 
 _Static_assert(sizeof(void *) == sizeof(uint32_t), "the σ gather keeps addresses in uint32 lanes");
 
-/* σ of 8 Q4.11 inputs from the exhaustive int16 table: lane k = mid[x_k], `mid` = the address of
- * the table's entry for 0 (sigmoid_full[32768]) in every lane. VSHLL.S16 #1 sign-extends and
- * doubles x, VADD forms the 8 addresses; each VMOV moves two of them to core registers and
- * VLD1.16 loads one lane from each (gcc would move them one by one, hence the asm). The LSTM
+/* σ of 8 Q4.11 inputs by the contract's interpolation (docs/numeric.md §4, elt_sigmoid_q15)
+ * from the pair table `pairs`: word j = T[j] | (T[j+1] - T[j]) << 16, 256 words (1 KiB, inside
+ * the Cortex-A9's 32 KiB L1 data cache where the exhaustive 128 KiB table was not). a = |x|
+ * saturated (VQABS: min(|x|, 32767)), j = a >> 7, f = a & 127; one VLD1.32 lane load per value
+ * brings T[j] and the difference d together, VUZP.16 separates them, and
+ * σ⁺ = T[j] + ((d·f + 64) >> 7) is VMUL.I16 (d·f < 2^16: d <= 512, f <= 127, unsigned) and
+ * VRSRA.U16 #7 (the rounding shift-and-add, A8.8.374); the mirror 32768 - σ⁺ for x < 0 is one
+ * VSUB and a bit select by the sign. `base` holds the table's address in every lane. The LSTM
  * and GRU kernels call it; the generated LSTM kernels (codegen/emit/lstm_neon.py) emit the same
  * sequence. */
-static inline __attribute__((always_inline)) int16x8_t elt_sigmoid8(int16x8_t x, int32x4_t mid)
+static inline __attribute__((always_inline)) int16x8_t elt_sigmoid8(int16x8_t x, uint32x4_t base)
 {
-    const int32x4_t a0 = vaddq_s32(mid, vshll_n_s16(vget_low_s16(x), 1));
-    const int32x4_t a1 = vaddq_s32(mid, vshll_n_s16(vget_high_s16(x), 1));
-    int16x8_t y;
+    const uint16x8_t neg = vreinterpretq_u16_s16(vshrq_n_s16(x, 15));
+    const uint16x8_t a = vreinterpretq_u16_s16(vqabsq_s16(x));
+    const uint16x8_t f = vandq_u16(a, vdupq_n_u16(127u));
+    const uint16x8_t j4 = vbicq_u16(vshrq_n_u16(a, 5), vdupq_n_u16(3u));
+    const uint32x4_t a0 = vaddw_u16(base, vget_low_u16(j4));
+    const uint32x4_t a1 = vaddw_u16(base, vget_high_u16(j4));
+    uint32x4_t w0, w1;
     uint32_t r0, r1, r2, r3;
     __asm__("vmov      %[r0], %[r1], %e[a0]\n\t"
             "vmov      %[r2], %[r3], %f[a0]\n\t"
-            "vld1.16   {%e[y][0]}, [%[r0]]\n\t"
-            "vld1.16   {%e[y][1]}, [%[r1]]\n\t"
-            "vld1.16   {%e[y][2]}, [%[r2]]\n\t"
-            "vld1.16   {%e[y][3]}, [%[r3]]\n\t"
+            "vld1.32   {%e[w0][0]}, [%[r0]]\n\t"
+            "vld1.32   {%e[w0][1]}, [%[r1]]\n\t"
+            "vld1.32   {%f[w0][0]}, [%[r2]]\n\t"
+            "vld1.32   {%f[w0][1]}, [%[r3]]\n\t"
             "vmov      %[r0], %[r1], %e[a1]\n\t"
             "vmov      %[r2], %[r3], %f[a1]\n\t"
-            "vld1.16   {%f[y][0]}, [%[r0]]\n\t"
-            "vld1.16   {%f[y][1]}, [%[r1]]\n\t"
-            "vld1.16   {%f[y][2]}, [%[r2]]\n\t"
-            "vld1.16   {%f[y][3]}, [%[r3]]"
-            : [y] "=&w"(y), [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2), [r3] "=&r"(r3)
+            "vld1.32   {%e[w1][0]}, [%[r0]]\n\t"
+            "vld1.32   {%e[w1][1]}, [%[r1]]\n\t"
+            "vld1.32   {%f[w1][0]}, [%[r2]]\n\t"
+            "vld1.32   {%f[w1][1]}, [%[r3]]"
+            : [w0] "=&w"(w0), [w1] "=&w"(w1), [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2),
+              [r3] "=&r"(r3)
             : [a0] "w"(a0), [a1] "w"(a1)); /* reads only the constant table */
-    return y;
+    const uint16x8x2_t lo_d = vuzpq_u16(vreinterpretq_u16_u32(w0), vreinterpretq_u16_u32(w1));
+    const uint16x8_t pos = vrsraq_n_u16(lo_d.val[0], vmulq_u16(lo_d.val[1], f), 7);
+    const uint16x8_t mir = vsubq_u16(vdupq_n_u16(32768u), pos);
+    return vreinterpretq_s16_u16(vbslq_u16(neg, mir, pos));
 }
 
 #endif /* ELT_NEON_A32_H */
