@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("board", "codegen.target.board_cmd", "an SD card image or a JTAG script for a board"),
     ("device", "elatta_host.cli_device", "talk to a device: info, ping"),
     ("run", "elatta_host.run", "stream samples to a device and check every result bit for bit"),
+    ("listen", "elatta_host.listen", "keyword spotting on a live stream, checked bit for bit"),
     ("bench", "elatta_measure.bench", "QEMU icount costs of the builds"),
 )
 
