@@ -864,9 +864,12 @@ def format_fixed_vs_float(report: dict[str, Any]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_model_arguments(parser)
-    parser.add_argument("--basis", required=True, help="V_k from `codegen basis`")
-    parser.add_argument("--data", required=True, help="data directory from `codegen data`")
+    from elatta_measure import continuous
+
+    # --model, --basis and --data are required but for --continuous, which reads a build
+    add_model_arguments(parser, required=False)
+    parser.add_argument("--basis", help="V_k from `codegen basis` (required)")
+    parser.add_argument("--data", help="data directory from `codegen data` (required)")
     parser.add_argument("--report", required=True, help="directory for report.json, elatta.toml")
     parser.add_argument(
         "--mode",
@@ -914,6 +917,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "[quant] (default: the configs/*.toml whose [elatta].model_sha256 is the model's, else "
         "configs/default.toml)",
     )
+    continuous.add_arguments(parser)
 
 
 def config_for_model(model: Path, configs: Path = Path("configs")) -> str:
@@ -941,6 +945,13 @@ def config_for_model(model: Path, configs: Path = Path("configs")) -> str:
 def run(args: argparse.Namespace) -> int:
     from codegen.frontend.reader import load_config
 
+    if args.continuous:
+        from elatta_measure.continuous import run as run_continuous
+
+        return run_continuous(args)
+    missing = [f"--{k}" for k in ("model", "basis", "data") if getattr(args, k) is None]
+    if missing:
+        raise ConfigError(f"codegen eval needs {', '.join(missing)} (or --continuous)")
     if args.seeds < 1:
         raise ConfigError(f"--seeds {args.seeds} must be >= 1")
     if args.seed < 0:
