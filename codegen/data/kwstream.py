@@ -407,6 +407,7 @@ class StreamScore:
             "fa_per_hour": round(self.fa_per_hour, 4),
             "delay_median_s": round(float(np.median(d)), 4) if d.size else None,
             "delay_p90_s": round(float(np.percentile(d, 90)), 4) if d.size else None,
+            "delay_p95_s": round(float(np.percentile(d, 95)), 4) if d.size else None,
             "delay_max_s": round(float(d.max()), 4) if d.size else None,
         }
 

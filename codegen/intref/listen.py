@@ -39,10 +39,11 @@ FLAG_DETECT = 2  # the window detects
 class DetectorConfig:
     """What STREAM_BEGIN carries besides the mode (docs/stream.md, "Choosing the settings")."""
 
+    # chosen on the FSDD validation stream by bench/stream_settings.py (docs/stream.md)
     every: int = 5  # hops between two scored windows (5 hops = 100 ms)
-    smooth: int = 3  # scored windows the probabilities are averaged over
-    threshold: int = 26214  # the smoothed probability that detects, Q0.15 (0.8)
-    suppress: int = 50  # hops after a detection in which no other is made (1 s)
+    smooth: int = 2  # scored windows the probabilities are averaged over
+    threshold: int = 32440  # the smoothed probability that detects, Q0.15 (0.99)
+    suppress: int = 75  # hops after a detection in which no other is made (1.5 s)
     keywords: int = 0  # bit c: class c may be detected
     records: bool = True  # every DETECTIONS carries its windows' records
 
