@@ -7,7 +7,8 @@ threshold of a setting is the least one whose false accepts per hour on the vali
 at -10 dB are at most FA_TARGET; a setting is admissible when, at that threshold, 95 % of the
 detected keywords are detected within DELAY_MAX seconds of their end at every SNR (a spotter
 must answer soon after the word). The admissible setting with the best score wins, ties to the
-smaller smoothing and suppression. The window hop (every 5 hops = 100 ms) is the task's default and is not searched.
+smaller smoothing and suppression. The window hop (every 5 hops = 100 ms) is the mode's
+default and is not searched.
 
     python bench/stream_settings.py --build build/fsdd --stream out/stream/fsdd_val
 """

@@ -35,7 +35,9 @@ from codegen.elatta.float_ref import head_logits, layer_float
 from codegen.intref.listen import DetectorConfig, keyword_mask
 
 
-def carried(u: np.ndarray, q: object, every: int, reset: int | None) -> tuple[np.ndarray, np.ndarray]:
+def carried(
+    u: np.ndarray, q: object, every: int, reset: int | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Logits of one carried encoder state at every `every`-th frame from frame T - 1 on:
     h_t of the LSTM run over the whole stream (reset None) or over blocks of `reset` frames."""
     model = q.source  # type: ignore[attr-defined]

@@ -10,8 +10,9 @@
 
 #include "elt_types.h" /* ELT_C_MAX */
 
+/* windows averaged at most: codegen.ir.wire STREAM_SMOOTH_MAX */
 #ifndef ELT_DETECT_SMOOTH_MAX
-#define ELT_DETECT_SMOOTH_MAX 16 /* windows averaged at most (codegen.ir.wire STREAM_SMOOTH_MAX) */
+#define ELT_DETECT_SMOOTH_MAX 16
 #endif
 
 #define ELT_PROB_FRAC 15 /* probabilities and scores: Q0.15 */

@@ -627,7 +627,8 @@ static void listen_frame(app_ctx_t *a, app_listen_t *l)
     if (t + 1u < FW_APP_T || listen_windows_of(l, t + 1u) == listen_windows_of(l, t)) {
         return;
     }
-    for (uint32_t i = 0, r = l->ring_next; i < FW_APP_T; i++, r = r + 1u == FW_APP_T ? 0u : r + 1u) {
+    for (uint32_t i = 0, r = l->ring_next; i < FW_APP_T;
+         i++, r = r + 1u == FW_APP_T ? 0u : r + 1u) {
         for (uint32_t f = 0; f < FW_APP_F; f++) {
             a->x[i * FW_APP_F + f] = l->ring[r][f];
         }

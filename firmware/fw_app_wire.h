@@ -98,8 +98,7 @@
  * detector; no reply of its own. */
 #define APP_STREAM_BEGIN_MODE                                                                      \
     0u /* u8 the mode byte; only a mode without a latent search is served */
-#define APP_STREAM_BEGIN_FLAGS 1u  /* u8 bit 0: each DETECTIONS carries the records of its windows \
-                                    */
+#define APP_STREAM_BEGIN_FLAGS 1u  /* u8 bit 0: DETECTIONS carry their windows' records */
 #define APP_STREAM_BEGIN_EVERY 2u  /* u8 hops between two scored windows, 1..255 */
 #define APP_STREAM_BEGIN_SMOOTH 3u /* u8 scored windows the probabilities are averaged over */
 #define APP_STREAM_BEGIN_THRESHOLD                                                                 \

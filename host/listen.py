@@ -40,7 +40,6 @@ from elatta_host.run import FLAGS, DeviceSpec, build_baud, check_device, open_de
 from elatta_host.transport import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Link, Pipe
 
 from codegen.data.common import SAMPLE_RATE
-from codegen.ir import wire
 from codegen.intref.listen import (
     FLAG_DETECT,
     DetectorConfig,
@@ -49,6 +48,7 @@ from codegen.intref.listen import (
     check_stream_mode,
     keyword_mask,
 )
+from codegen.ir import wire
 
 HELP = (
     "keyword spotting on a live stream: a WAV file, an evaluation stream or raw PCM on stdin "
@@ -334,7 +334,10 @@ class Checker:
         if left or self.ref_windows:
             self._mismatch(
                 "count",
-                {"windows_left": len(self.device_windows), "detections_left": len(self.device_dets)},
+                {
+                    "windows_left": len(self.device_windows),
+                    "detections_left": len(self.device_dets),
+                },
                 {"windows_left": len(self.ref_windows)},
             )
 
@@ -632,9 +635,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", default="cmvn_select", help="no_adapt, cmvn, cmvn_causal, cmvn_select")
     d = DetectorConfig()
     p.add_argument("--every", type=int, default=d.every, help=f"hops between windows ({d.every})")
-    p.add_argument(
-        "--smooth", type=int, default=d.smooth, help=f"windows averaged ({d.smooth})"
-    )
+    p.add_argument("--smooth", type=int, default=d.smooth, help=f"windows averaged ({d.smooth})")
     p.add_argument(
         "--threshold",
         type=float,

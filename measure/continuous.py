@@ -180,7 +180,10 @@ def metrics_at(
 
     hop, win = q.mfcc.params.hop_length, q.mfcc.params.win_length
     det = decide(w, cfg, threshold)
-    times = [((int(f) * hop + win) / SAMPLE_RATE, int(c)) for f, c in zip(w.frames[det], w.cls[det], strict=True)]
+    times = [
+        ((int(f) * hop + win) / SAMPLE_RATE, int(c))
+        for f, c in zip(w.frames[det], w.cls[det], strict=True)
+    ]
     return score_detections(labels, times, seconds).to_json()
 
 
@@ -274,7 +277,7 @@ def evaluate_continuous(
                 f"{t}: miss {r['miss_rate']:6.2f} % FA/h {r['fa_per_hour']:8.1f}"
                 for t, r in row.items()
             ))  # fmt: skip
-    equal = {}
+    equal: dict[str, dict[str, Any]] = {}
     if "no_adapt" in modes:
         for key, by_mode in curves.items():
             equal[key] = {}
@@ -423,9 +426,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--threshold", type=float, default=d.threshold / PROB_ONE, help="detection threshold"
     )
-    g.add_argument(
-        "--suppress", type=float, default=d.suppress * 0.02, help="suppression time (s)"
-    )
+    g.add_argument("--suppress", type=float, default=d.suppress * 0.02, help="suppression time (s)")
 
 
 def _snr(v: str) -> float | None:

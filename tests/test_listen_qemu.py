@@ -2,9 +2,9 @@
 −10 dB through `codegen listen`'s session, every window record (class, score, flags, logits)
 and every detection equal to the integer reference, in no-adapt and the deployed cmvn_select,
 raw and ADPCM; and the app's checks: a stream must be opened, a mode with a latent search and
-out-of-range settings are refused, only the next offset is taken, a chunk sent again is answered from the reply record with the same
-DETECTIONS (no detection lost or made twice), STREAM_END checks the count, AUDIO_BEGIN closes
-the stream."""
+out-of-range settings are refused, only the next offset is taken, a chunk sent again is
+answered from the reply record with the same DETECTIONS (no detection lost or made twice),
+STREAM_END checks the count, AUDIO_BEGIN closes the stream."""
 
 from __future__ import annotations
 

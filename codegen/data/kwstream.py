@@ -239,9 +239,7 @@ def build_stream(
     n_unk = int(round(n_words_est * settings.unknown_share))
     if unk_rows:
         chosen = [unk_rows[int(i)] for i in rng.integers(0, len(unk_rows), n_unk)]
-        unknowns = [
-            ("_unknown_", w) for w in _words_of(split.pcm[chosen].astype(np.int16))
-        ]
+        unknowns = [("_unknown_", w) for w in _words_of(split.pcm[chosen].astype(np.int16))]
         unknown_from = f"the {settings.split} split's _unknown_ clips"
     else:
         vocab = [w for w in (*UNKNOWN_WORDS, *KEYWORDS) if w not in classes]
@@ -446,9 +444,7 @@ def score_detections(
     """Misses, false accepts per hour and delays of ``detections`` (time s, class; in time
     order) over a stream of ``seconds``."""
     m = match_detections(labels, detections, tolerance)
-    delays = tuple(
-        detections[k][0] - labels[i].end_s for k, i in enumerate(m) if i is not None
-    )
+    delays = tuple(detections[k][0] - labels[i].end_s for k, i in enumerate(m) if i is not None)
     return StreamScore(
         keywords=sum(lab.kind == "keyword" for lab in labels),
         hits=sum(i is not None for i in m),

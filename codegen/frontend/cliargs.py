@@ -126,9 +126,7 @@ def merge(a: Declared, b: Declared) -> Declared:
     return out
 
 
-def add_model_arguments(
-    p: argparse.ArgumentParser, required: bool = True, **model_kw: Any
-) -> None:
+def add_model_arguments(p: argparse.ArgumentParser, required: bool = True, **model_kw: Any) -> None:
     """--model (any file `codegen.frontend.importer` reads), --trust-pickle, --model-code and
     the declarations a file may need (--pooling, --head-activation, --features). ``required``
     False: the command checks --model itself (`codegen eval --continuous` reads a build)."""

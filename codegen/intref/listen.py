@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from codegen.base.errors import ConfigError
-from codegen.intref.entropy import D_CLAMP, _terms_direct, entropy_terms, TABLE_MAX_FRAC
+from codegen.intref.entropy import D_CLAMP, TABLE_MAX_FRAC, _terms_direct, entropy_terms
 from codegen.ir.modes import mode as device_mode
 from codegen.ir.nodes import QModel
 from codegen.ir.wire import STREAM_SMOOTH_MAX
@@ -80,9 +80,11 @@ def probs_q15(logits: npt.ArrayLike, frac: int) -> npt.NDArray[np.int64]:
     (``elt_probs_q15``). The maximum class has e = 2^30, so p ≤ 2^15."""
     L = np.asarray(logits, dtype=np.int64)
     d = np.minimum(np.max(L, axis=-1, keepdims=True) - L, D_CLAMP << frac)
-    e = entropy_terms(frac)[0][d].astype(np.int64) if frac <= TABLE_MAX_FRAC else _terms_direct(
-        d, frac
-    )[0]
+    e = (
+        entropy_terms(frac)[0][d].astype(np.int64)
+        if frac <= TABLE_MAX_FRAC
+        else _terms_direct(d, frac)[0]
+    )
     S = np.sum(e, axis=-1, keepdims=True)
     return np.asarray(((e << PROB_FRAC) + (S >> 1)) // S, dtype=np.int64)
 
@@ -167,7 +169,7 @@ class WindowScorer:
 
     def score(self, windows: npt.ArrayLike) -> tuple[npt.NDArray[np.int16], npt.NDArray[np.uint8]]:
         """(logits int16 [n, C] of the answering run, flags uint8 [n])."""
-        from codegen.intref.adapt import adapt_int
+        from codegen.intref.adapt import IntAdaptResult, adapt_int
         from codegen.intref.cmvn import cmvn_int, cmvn_select_int
         from codegen.intref.model import encode_int, params_for_mode, select_confident
 
@@ -177,25 +179,23 @@ class WindowScorer:
         params = params_for_mode(q, "no_adapt")
         ids = np.zeros(n, np.int64)
 
-        def head(x: npt.ArrayLike) -> object:
+        def head(x: npt.ArrayLike) -> IntAdaptResult:
             return adapt_int(encode_int(x, q).astype(np.int16), params, ids)
 
         flags = np.zeros(n, np.uint8)
         if self.stage is None or n == 0:
-            r = head(X)
-            return np.asarray(r.logits_noadapt, np.int16), flags  # type: ignore[attr-defined]
+            return np.asarray(head(X).logits_noadapt, np.int16), flags
         assert q.cmvn is not None and self.state is not None
         if self.stage != "cmvn_select":
             x1, self.state = cmvn_int(X, q.cmvn, self.state, causal=self.stage == "cmvn_causal")
-            r = head(x1)
-            return np.asarray(r.logits_noadapt, np.int16), flags  # type: ignore[attr-defined]
+            return np.asarray(head(x1).logits_noadapt, np.int16), flags
         r0 = head(X)
         x1, fired, floor_ok = cmvn_select_int(X, q.cmvn, self.state)
         r1 = head(x1)
-        use = select_confident(r0, r1, q.cmvn.select_margin, fired, floor_ok)  # type: ignore[arg-type]
-        logits = np.where(use[:, None], r1.logits_noadapt, r0.logits_noadapt)  # type: ignore[attr-defined]
+        use = select_confident(r0, r1, q.cmvn.select_margin, fired, floor_ok)
+        logits = np.where(use[:, None], r1.logits_noadapt, r0.logits_noadapt)
         flags[use] = FLAG_NORMALISED
-        return logits.astype(np.int16), flags
+        return np.asarray(logits, np.int16), flags
 
 
 class StreamReference:

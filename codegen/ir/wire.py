@@ -1,6 +1,7 @@
 """The model runtime's payloads on the link, described once (docs/protocol.md, "Model runtime"
-and "Audio mode"; docs/stream.md, the continuous mode): the firmware's offsets (``firmware/fw_app_wire.h``, generated from this
-table) and the host codec (``elatta_host.infer``, which builds its structs from it) both come
+and "Audio mode"; docs/stream.md, the continuous mode): the firmware's offsets
+(``firmware/fw_app_wire.h``, generated from this table) and the host codecs
+(``elatta_host.infer``, ``elatta_host.listen``, which build their structs from it) all come
 from here, and tests/test_wire.py fails when either departs. Little-endian throughout; a
 payload is its fixed part (the scalar fields, in order) then its arrays, each as long as the
 symbol in ``count`` says (k latent coefficients, C classes, H latent units, T*F features, n
@@ -206,7 +207,7 @@ STREAM_BEGIN = Payload(
     "reply of its own",
     (
         Field("mode", "u8", "the mode byte; only a mode without a latent search is served"),
-        Field("flags", "u8", "bit 0: each DETECTIONS carries the records of its windows"),
+        Field("flags", "u8", "bit 0: DETECTIONS carry their windows' records"),
         Field("every", "u8", "hops between two scored windows, 1..255"),
         Field("smooth", "u8", "scored windows the probabilities are averaged over"),
         Field("threshold", "u16", "the smoothed probability that detects, Q0.15, 0..32768"),
