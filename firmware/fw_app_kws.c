@@ -548,12 +548,15 @@ static void put_u64(uint8_t *p, uint64_t v)
 static int32_t listen_begin(app_ctx_t *a, app_listen_t *l, const uint8_t *in, uint16_t len)
 {
     uint64_t t0 = fw_timer_now();
+    if (len != APP_STREAM_BEGIN_FIXED) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
     const uint8_t mode = in[APP_STREAM_BEGIN_MODE];
     const uint32_t keywords = fw_get_u32(&in[APP_STREAM_BEGIN_KEYWORDS]);
-    if (len != APP_STREAM_BEGIN_FIXED || mode >= ELT_MODE_COUNT ||
-        !APP_MODE_IS(ELT_MODE_AUDIO_MASK, mode) || app_mode_search[mode] != ELT_MODE_NO_ADAPT ||
-        in[APP_STREAM_BEGIN_FLAGS] > 1u || in[APP_STREAM_BEGIN_EVERY] == 0u ||
-        in[APP_STREAM_BEGIN_SMOOTH] == 0u || in[APP_STREAM_BEGIN_SMOOTH] > APP_STREAM_SMOOTH_MAX ||
+    if (mode >= ELT_MODE_COUNT || !APP_MODE_IS(ELT_MODE_AUDIO_MASK, mode) ||
+        app_mode_search[mode] != ELT_MODE_NO_ADAPT || in[APP_STREAM_BEGIN_FLAGS] > 1u ||
+        in[APP_STREAM_BEGIN_EVERY] == 0u || in[APP_STREAM_BEGIN_SMOOTH] == 0u ||
+        in[APP_STREAM_BEGIN_SMOOTH] > APP_STREAM_SMOOTH_MAX ||
         fw_get_u16(&in[APP_STREAM_BEGIN_THRESHOLD]) > (1u << ELT_PROB_FRAC) ||
         (FW_APP_C < 32u && (keywords >> FW_APP_C) != 0u)) {
         return -(int32_t)FW_ERR_PAYLOAD;
