@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("board", "elatta_host.board_check", "a board: SD card image, JTAG, boot.scr; check one"),
     ("device", "elatta_host.cli_device", "talk to a device: info, ping"),
     ("run", "elatta_host.run", "stream samples to a device and check every result bit for bit"),
+    ("listen", "elatta_host.listen", "keyword spotting on a live stream, checked bit for bit"),
     ("bench", "elatta_measure.bench", "QEMU icount costs of the builds"),
 )
 

@@ -111,6 +111,7 @@ static void select_merge(app_ctx_t *a, int32_t use)
             a->z[j] = a->z_raw[j];
         }
     }
+    return use;
 }
 
 /* The raw run is in a->res, a->z: keep it for select_merge. */
@@ -480,6 +481,327 @@ static int32_t audio_end(app_ctx_t *a, app_stream_t *s, const uint8_t *in, uint1
     *out_len = (uint16_t)APP_STREAM_RESULT_SIZE;
     return (int32_t)FW_MSG_RESULT;
 }
+
+/* The continuous mode (docs/stream.md): STREAM_BEGIN opens a stream without clip boundaries;
+ * each frame of the front end joins a ring of the last T frames, and every `every` frames (once
+ * T exist) the ring is one window, scored from scratch as INFER scores a clip in the stream's
+ * mode (its input statistics carried from window to window), its probabilities averaged,
+ * thresholded and suppressed by the detector (elt_detect_s16.c). Each STREAM chunk is answered
+ * with DETECTIONS: the detections its samples completed and, on request, every window's record;
+ * a chunk sent again is answered from the server's reply record, so no detection is lost or
+ * made twice. STREAM_END answers STREAM_SUMMARY. The stream shares the audio mode's front end
+ * and encoder state: AUDIO_BEGIN, INFER and RESET close it, STREAM_BEGIN closes an utterance.
+ * Python twin: codegen/intref/listen.py (StreamReference). */
+#include "elt_detect_s16.h"
+
+#define APP_DETECTIONS_REPLY_MAX                                                                   \
+    (APP_DETECTIONS_FIXED + APP_STREAM_MAX_WINDOWS * (4u + 1u + 2u) +                              \
+     APP_STREAM_MAX_WINDOWS * (4u + 1u + 1u + 2u + 2u * FW_APP_C))
+_Static_assert(APP_DETECTIONS_REPLY_MAX <= FW_REPLY_MAX, "DETECTIONS does not fit FW_REPLY_MAX");
+_Static_assert(APP_STREAM_SUMMARY_FIXED <= FW_REPLY_MAX, "STREAM_SUMMARY does not fit");
+_Static_assert(FW_APP_C <= ELT_C_MAX, "the detector holds fewer classes than C");
+_Static_assert(APP_STREAM_SMOOTH_MAX <= ELT_DETECT_SMOOTH_MAX, "the detector's history is short");
+
+typedef struct {
+    uint32_t frame;
+    uint8_t cls;
+    uint8_t flags; /* bit 0: the normalised run answered; bit 1: it detects */
+    uint16_t score;
+    int16_t logits[FW_APP_C];
+} app_window_t;
+
+typedef struct {
+    elt_detect_params_t det_p;
+    elt_detect_t det;
+    int16_t ring[FW_APP_T][FW_APP_F]; /* the last T frames; ring_next the oldest */
+    uint32_t ring_next;
+    uint32_t samples;
+    uint32_t frames;
+    uint32_t windows;
+    uint32_t detections;
+    uint32_t every;
+    uint64_t t_front; /* front end and ADPCM decoding */
+    uint64_t t_enc;   /* the encoder over every window */
+    uint64_t t_adapt; /* input normalisation, head and the choice */
+    uint64_t t_detect;
+    uint64_t t_total;
+    fw_link_stats_t link0; /* the link's cost up to the request before STREAM_BEGIN */
+    uint32_t nw;           /* windows the chunk being served completed */
+    app_window_t win[APP_STREAM_MAX_WINDOWS];
+    uint8_t mode;
+    uint8_t open;
+    uint8_t records;
+} app_listen_t;
+
+static app_listen_t app_listen;
+
+static uint32_t listen_windows_of(const app_listen_t *l, uint32_t frames)
+{
+    return frames < FW_APP_T
+               ? 0u
+               : 1u + (uint32_t)elt_udiv64_inline(frames - FW_APP_T, (uint64_t)l->every);
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    fw_put_u32(p, (uint32_t)v);
+    fw_put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+static int32_t listen_begin(app_ctx_t *a, app_listen_t *l, const uint8_t *in, uint16_t len)
+{
+    uint64_t t0 = fw_timer_now();
+    if (len != APP_STREAM_BEGIN_FIXED) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    const uint8_t mode = in[APP_STREAM_BEGIN_MODE];
+    const uint32_t keywords = fw_get_u32(&in[APP_STREAM_BEGIN_KEYWORDS]);
+    if (mode >= FW_APP_MODE_COUNT || !APP_MODE_IS(FW_APP_MODE_AUDIO_MASK, mode) ||
+        app_mode_search[mode] != ELT_MODE_NO_ADAPT || in[APP_STREAM_BEGIN_FLAGS] > 1u ||
+        in[APP_STREAM_BEGIN_EVERY] == 0u || in[APP_STREAM_BEGIN_SMOOTH] == 0u ||
+        in[APP_STREAM_BEGIN_SMOOTH] > APP_STREAM_SMOOTH_MAX ||
+        fw_get_u16(&in[APP_STREAM_BEGIN_THRESHOLD]) > (1u << ELT_PROB_FRAC) ||
+        (FW_APP_C < 32u && (keywords >> FW_APP_C) != 0u)) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    l->mode = mode;
+    l->records = in[APP_STREAM_BEGIN_FLAGS];
+    l->every = in[APP_STREAM_BEGIN_EVERY];
+    l->det_p.smooth = in[APP_STREAM_BEGIN_SMOOTH];
+    l->det_p.threshold = fw_get_u16(&in[APP_STREAM_BEGIN_THRESHOLD]);
+    l->det_p.suppress = fw_get_u16(&in[APP_STREAM_BEGIN_SUPPRESS]);
+    l->det_p.keywords = keywords;
+    l->det_p.n_classes = (int32_t)FW_APP_C;
+    elt_detect_reset(&l->det);
+    elt_mfcc_stream_reset(&app_stream.st);
+    stages_reset(); /* every input stage's state from its start (cmvn: the training statistics) */
+    a->params.mode = ELT_MODE_NO_ADAPT;
+    l->ring_next = 0;
+    l->samples = l->frames = l->windows = l->detections = 0;
+    l->t_front = l->t_enc = l->t_adapt = l->t_detect = 0;
+    l->open = 1u;
+    l->t_total = fw_timer_now() - t0;
+    return FW_APP_ACK;
+}
+
+/* The window in a->x scored as INFER scores a clip in mode l->mode (its input stage, the
+ * stepping encoder, no latent search; a select stage's second run and choice): a->res.logits are
+ * the answering run's; returns the record's flags bit 0 (the stage's run answered). */
+static uint8_t listen_infer(app_ctx_t *a, app_listen_t *l)
+{
+    uint64_t t0 = fw_timer_now();
+    uint64_t te = 0;
+    int32_t use = 0;
+    const elt_stage_t *st = app_mode_stage[l->mode];
+    (void)stage_before(st, a->x);
+    uint64_t t1 = fw_timer_now();
+    encode_held(a, &app_stream);
+    te += fw_timer_now() - t1;
+    elt_adapt_run(&a->params, &a->state, a->z, l->frames, &a->res);
+    if (st != 0 && st->second != 0) {
+        select_keep_raw(a);
+        st->second(a->x);
+        uint64_t t3 = fw_timer_now();
+        encode_held(a, &app_stream);
+        te += fw_timer_now() - t3;
+        elt_adapt_run(&a->params, &a->state, a->z, l->frames, &a->res);
+        use = st->choose(&a->raw, &a->res);
+        select_merge(a, use);
+    }
+    l->t_enc += te;
+    l->t_adapt += fw_timer_now() - t0 - te;
+    return (uint8_t)(use ? 1u : 0u);
+}
+
+/* A frame of the front end (app_stream.frame) joins the ring; a window ends at it every
+ * l->every frames once T frames exist: scored, averaged, its record kept for the reply. */
+static void listen_frame(app_ctx_t *a, app_listen_t *l)
+{
+    for (uint32_t f = 0; f < FW_APP_F; f++) {
+        l->ring[l->ring_next][f] = app_stream.frame[f];
+    }
+    l->ring_next = l->ring_next + 1u == FW_APP_T ? 0u : l->ring_next + 1u;
+    const uint32_t t = l->frames++;
+    if (t + 1u < FW_APP_T || listen_windows_of(l, t + 1u) == listen_windows_of(l, t)) {
+        return;
+    }
+    for (uint32_t i = 0, r = l->ring_next; i < FW_APP_T;
+         i++, r = r + 1u == FW_APP_T ? 0u : r + 1u) {
+        for (uint32_t f = 0; f < FW_APP_F; f++) {
+            a->x[i * FW_APP_F + f] = l->ring[r][f];
+        }
+    }
+    app_window_t *w = &l->win[l->nw++];
+    w->flags = listen_infer(a, l);
+    uint64_t t0 = fw_timer_now();
+    uint16_t probs[FW_APP_C];
+    int32_t cls;
+    uint32_t score;
+    elt_probs_q15(a->res.logits, (int32_t)FW_APP_C, a->params.logit_frac, a->params.es.exp2_lut,
+                  probs);
+    if (elt_detect_step(&l->det_p, &l->det, t, probs, &cls, &score)) {
+        w->flags |= 2u;
+        l->detections++;
+    }
+    l->t_detect += fw_timer_now() - t0;
+    w->frame = t;
+    w->cls = (uint8_t)cls;
+    w->score = (uint16_t)score;
+    for (uint32_t c = 0; c < FW_APP_C; c++) {
+        w->logits[c] = a->res.logits[c];
+    }
+    l->windows++;
+}
+
+/* n samples (little-endian int16 at src) through the front end, each frame to listen_frame. */
+static void listen_push(app_ctx_t *a, app_listen_t *l, const uint8_t *src, uint32_t n)
+{
+    elt_mfcc_work_t work;
+    for (uint32_t done = 0; done < n;) {
+        int32_t used = 0;
+        const uint64_t tf = fw_timer_now();
+        const int32_t got =
+            elt_mfcc_stream_push(&FW_APP_MFCC_PARAMS, &app_stream.st, &src[2u * done],
+                                 (int32_t)(n - done), &work, app_stream.frame, 1, &used);
+        l->t_front += fw_timer_now() - tf;
+        done += (uint32_t)used;
+        if (got > 0) {
+            listen_frame(a, l);
+        }
+    }
+    l->samples += n;
+}
+
+/* Only the next chunk is taken (its offset the samples so far), and only one that completes at
+ * most APP_STREAM_MAX_WINDOWS windows (the records a DETECTIONS carries). */
+static int listen_chunk_ok(const app_listen_t *l, uint32_t offset, uint32_t n)
+{
+    return l->open && offset == l->samples &&
+           listen_windows_of(l, frames_of(l->samples + n)) - l->windows <= APP_STREAM_MAX_WINDOWS;
+}
+
+/* DETECTIONS: the detections of the windows this chunk completed, then (on request) their
+ * records, each array after the other (codegen.ir.wire DETECTIONS). */
+static uint16_t listen_reply(const app_listen_t *l, uint32_t offset, uint8_t *out)
+{
+    uint32_t nd = 0;
+    for (uint32_t i = 0; i < l->nw; i++) {
+        nd += (l->win[i].flags >> 1) & 1u;
+    }
+    const uint32_t nw = l->records ? l->nw : 0u;
+    fw_put_u32(&out[APP_DETECTIONS_OFFSET], offset);
+    fw_put_u32(&out[APP_DETECTIONS_FRAMES], l->frames);
+    out[APP_DETECTIONS_WINDOWS] = (uint8_t)nw;
+    out[APP_DETECTIONS_DETECTIONS] = (uint8_t)nd;
+    uint32_t o = APP_DETECTIONS_FIXED;
+    for (uint32_t i = 0, k = 0; i < l->nw; i++) {
+        const app_window_t *w = &l->win[i];
+        if (w->flags & 2u) {
+            fw_put_u32(&out[o + 4u * k], w->frame);
+            out[o + 4u * nd + k] = w->cls;
+            fw_put_u16(&out[o + 5u * nd + 2u * k], w->score);
+            k++;
+        }
+    }
+    o += 7u * nd;
+    for (uint32_t i = 0; i < nw; i++) {
+        const app_window_t *w = &l->win[i];
+        fw_put_u32(&out[o + 4u * i], w->frame);
+        out[o + 4u * nw + i] = w->cls;
+        out[o + 5u * nw + i] = w->flags;
+        fw_put_u16(&out[o + 6u * nw + 2u * i], w->score);
+        for (uint32_t c = 0; c < FW_APP_C; c++) {
+            fw_put_u16(&out[o + 8u * nw + 2u * (i * FW_APP_C + c)], (uint16_t)w->logits[c]);
+        }
+    }
+    return (uint16_t)(o + nw * (8u + 2u * FW_APP_C));
+}
+
+/* STREAM (raw PCM) and STREAM_ADPCM (one IMA-ADPCM block, decoded on the stack as AUDIO_ADPCM's):
+ * the samples through the front end, answered with DETECTIONS. */
+static int32_t listen_chunk(app_ctx_t *a, app_listen_t *l, uint8_t type, const uint8_t *in,
+                            uint16_t len, uint8_t *out, uint16_t *out_len)
+{
+    uint64_t t0 = fw_timer_now();
+    if (len < APP_STREAM_ADPCM_FIXED) { /* either payload: the offset and at least 3 samples */
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    const uint32_t offset = fw_get_u32(&in[APP_STREAM_OFFSET]);
+    if (type == FW_MSG_STREAM) {
+        const uint32_t n = (uint32_t)(len - APP_STREAM_FIXED) / 2u;
+        if (((len - APP_STREAM_FIXED) & 1u) != 0u || !listen_chunk_ok(l, offset, n)) {
+            return -(int32_t)FW_ERR_PAYLOAD;
+        }
+        l->nw = 0;
+        listen_push(a, l, &in[APP_STREAM_FIXED], n);
+    } else {
+        const uint32_t n = fw_get_u16(&in[APP_STREAM_ADPCM_SAMPLES]);
+        if (n == 0u || n > APP_ADPCM_MAX_SAMPLES ||
+            len != APP_STREAM_ADPCM_PREDICTOR + ELT_ADPCM_BLOCK_BYTES(n) ||
+            !listen_chunk_ok(l, offset, n)) {
+            return -(int32_t)FW_ERR_PAYLOAD;
+        }
+        int16_t pcm[APP_ADPCM_MAX_SAMPLES] __attribute__((aligned(16)));
+        elt_adpcm_decode(&in[APP_STREAM_ADPCM_PREDICTOR], n, pcm);
+        l->t_front += fw_timer_now() - t0;
+        l->nw = 0;
+        listen_push(a, l, (const uint8_t *)pcm, n);
+    }
+    *out_len = listen_reply(l, offset, out);
+    l->t_total += fw_timer_now() - t0;
+    return (int32_t)FW_MSG_DETECTIONS;
+}
+
+static int32_t listen_end(app_listen_t *l, const uint8_t *in, uint16_t len, uint8_t *out,
+                          uint16_t *out_len)
+{
+    uint64_t t0 = fw_timer_now();
+    if (!l->open || len != APP_STREAM_END_FIXED ||
+        fw_get_u32(&in[APP_STREAM_END_SAMPLES]) != l->samples) {
+        return -(int32_t)FW_ERR_PAYLOAD;
+    }
+    l->open = 0u;
+    fw_link_stats_t link;
+    fw_server_link(&link);
+    fw_put_u32(&out[APP_STREAM_SUMMARY_SAMPLES], l->samples);
+    fw_put_u32(&out[APP_STREAM_SUMMARY_FRAMES], l->frames);
+    fw_put_u32(&out[APP_STREAM_SUMMARY_WINDOWS], l->windows);
+    fw_put_u32(&out[APP_STREAM_SUMMARY_DETECTIONS], l->detections);
+    put_u64(&out[APP_STREAM_SUMMARY_TICKS_FRONTEND], l->t_front);
+    put_u64(&out[APP_STREAM_SUMMARY_TICKS_ENCODER], l->t_enc);
+    put_u64(&out[APP_STREAM_SUMMARY_TICKS_ADAPT], l->t_adapt);
+    put_u64(&out[APP_STREAM_SUMMARY_TICKS_DETECT], l->t_detect);
+    put_u64(&out[APP_STREAM_SUMMARY_TICKS_LINK], (uint64_t)(link.ticks - l->link0.ticks));
+    put_u64(&out[APP_STREAM_SUMMARY_LINK_BYTES], (uint64_t)(link.rx_bytes - l->link0.rx_bytes));
+    put_u64(&out[APP_STREAM_SUMMARY_TICKS_TOTAL], l->t_total + (fw_timer_now() - t0));
+    *out_len = (uint16_t)APP_STREAM_SUMMARY_FIXED;
+    return (int32_t)FW_MSG_STREAM_SUMMARY;
+}
+
+/* The continuous mode's messages (0: another type). */
+static int32_t listen_handle(app_ctx_t *a, uint8_t type, const uint8_t *in, uint16_t len,
+                             uint8_t *out, uint16_t *out_len, const fw_link_stats_t *prev)
+{
+    app_listen_t *l = &app_listen;
+    if (type == FW_MSG_STREAM_BEGIN) {
+        int32_t r = listen_begin(a, l, in, len);
+        if (r > 0) {
+            app_stream.open = 0u; /* the stream takes the front end and the encoder's state */
+            l->link0 = *prev;
+        }
+        return r;
+    }
+    if (type == FW_MSG_STREAM || type == FW_MSG_STREAM_ADPCM) {
+        return listen_chunk(a, l, type, in, len, out, out_len);
+    }
+    if (type == FW_MSG_STREAM_END) {
+        return listen_end(l, in, len, out, out_len);
+    }
+    if (type == FW_MSG_AUDIO_BEGIN || type == FW_MSG_INFER || type == FW_MSG_RESET) {
+        l->open = 0u;
+    }
+    return 0;
+}
 #endif
 
 static int32_t reset(app_ctx_t *a, const uint8_t *in, uint16_t len, uint16_t *out_len)
@@ -509,6 +831,10 @@ static int32_t handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t 
     app_link_span.ticks = now.ticks - prev.ticks;
     app_link_span.rx_bytes = now.rx_bytes - prev.rx_bytes;
 #if FW_APP_STREAM
+    const int32_t lr = listen_handle(a, type, payload, len, out, out_len, &prev);
+    if (lr != 0) {
+        return lr;
+    }
     if (type == FW_MSG_AUDIO_BEGIN) { /* the utterance's link cost starts at the previous one */
         int32_t r = audio_begin(a, &app_stream, payload, len);
         if (r > 0) {

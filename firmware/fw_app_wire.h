@@ -93,8 +93,82 @@
 #define APP_RESET_FIXED 0u
 /* then p_prev: i32[k], p_prev, Q4.27 (absent: p_prev = 0) */
 
+/* STREAM_BEGIN: opens a continuous stream: resets the front end, the input statistics and the
+ * detector; no reply of its own. */
+#define APP_STREAM_BEGIN_MODE                                                                      \
+    0u /* u8 the mode byte; only a mode without a latent search is served */
+#define APP_STREAM_BEGIN_FLAGS 1u  /* u8 bit 0: DETECTIONS carry their windows' records */
+#define APP_STREAM_BEGIN_EVERY 2u  /* u8 hops between two scored windows, 1..255 */
+#define APP_STREAM_BEGIN_SMOOTH 3u /* u8 scored windows the probabilities are averaged over */
+#define APP_STREAM_BEGIN_THRESHOLD                                                                 \
+    4u /* u16 the smoothed probability that detects, Q0.15, 0..32768 */
+#define APP_STREAM_BEGIN_SUPPRESS 6u /* u16 hops after a detection in which no other is made */
+#define APP_STREAM_BEGIN_KEYWORDS 8u /* u32 bit c set: class c may be detected */
+#define APP_STREAM_BEGIN_FIXED 12u
+
+/* STREAM: a chunk of the stream, taken only at the next expected offset; answered with DETECTIONS.
+ */
+#define APP_STREAM_OFFSET 0u /* u32 the chunk's first sample in the stream */
+#define APP_STREAM_FIXED 4u
+/* then pcm: i16[n], int16 PCM samples */
+
+/* STREAM_ADPCM: STREAM with its samples as one IMA-ADPCM block (as AUDIO_ADPCM); answered with
+ * DETECTIONS. */
+#define APP_STREAM_ADPCM_OFFSET 0u     /* u32 the chunk's first sample in the stream */
+#define APP_STREAM_ADPCM_SAMPLES 4u    /* u16 samples in the block */
+#define APP_STREAM_ADPCM_PREDICTOR 6u  /* i16 the decoder's prediction before the first code */
+#define APP_STREAM_ADPCM_STEP_INDEX 8u /* u8 the decoder's step index, 0..88 */
+#define APP_STREAM_ADPCM_RESERVED 9u   /* u8 0 */
+#define APP_STREAM_ADPCM_FIXED 10u
+/* then codes: u8[nb], 4-bit codes, two a byte, the earlier sample in the low nibble */
+
+/* DETECTIONS: the answer to a STREAM chunk: the detections the chunk completed (possibly none) and,
+ * on request, the record of every window it completed. */
+#define APP_DETECTIONS_OFFSET 0u     /* u32 the chunk's offset (echo) */
+#define APP_DETECTIONS_FRAMES 4u     /* u32 feature frames computed since STREAM_BEGIN */
+#define APP_DETECTIONS_WINDOWS 8u    /* u8 window records that follow (0 unless asked for) */
+#define APP_DETECTIONS_DETECTIONS 9u /* u8 detections that follow */
+#define APP_DETECTIONS_FIXED 10u
+/* then det_frame: u32[nd], the frame that completed the detecting window */
+/* then det_class: u8[nd], the detected class */
+/* then det_score: u16[nd], its smoothed probability, Q0.15 */
+/* then win_frame: u32[nw], the window's last frame */
+/* then win_class: u8[nw], argmax of the smoothed probabilities */
+/* then win_flags: u8[nw], bit 0: the normalised run answered; bit 1: it detects */
+/* then win_score: u16[nw], the smoothed probability of win_class, Q0.15 */
+/* then win_logits: i16[nw*C], the window's logits (the answering run's) */
+
+/* STREAM_END: closes the stream, answered with STREAM_SUMMARY. */
+#define APP_STREAM_END_SAMPLES 0u /* u32 the stream's sample count, checked by the device */
+#define APP_STREAM_END_FIXED 4u
+
+/* STREAM_SUMMARY: the answer to STREAM_END: what the stream took, in global-timer ticks. */
+#define APP_STREAM_SUMMARY_SAMPLES 0u     /* u32 samples received */
+#define APP_STREAM_SUMMARY_FRAMES 4u      /* u32 feature frames computed */
+#define APP_STREAM_SUMMARY_WINDOWS 8u     /* u32 windows scored */
+#define APP_STREAM_SUMMARY_DETECTIONS 12u /* u32 detections made */
+#define APP_STREAM_SUMMARY_TICKS_FRONTEND                                                          \
+    16u /* u64 the integer MFCC front end (and ADPCM decoding) */
+#define APP_STREAM_SUMMARY_TICKS_ENCODER                                                           \
+    24u /* u64 the encoder over every window (both runs of cmvn_select) */
+#define APP_STREAM_SUMMARY_TICKS_ADAPT                                                             \
+    32u /* u64 the input normalisation, the head and the choice */
+#define APP_STREAM_SUMMARY_TICKS_DETECT                                                            \
+    40u /* u64 probabilities, smoothing, threshold and suppression */
+#define APP_STREAM_SUMMARY_TICKS_TOTAL 48u /* u64 every request of the stream */
+#define APP_STREAM_SUMMARY_TICKS_LINK                                                              \
+    56u /* u64 the link layer from the request before STREAM_BEGIN */
+#define APP_STREAM_SUMMARY_LINK_BYTES 64u /* u64 bytes received over the same span */
+#define APP_STREAM_SUMMARY_FIXED 72u
+
 /* The most samples one AUDIO_ADPCM block may carry: the device decodes it into a buffer of this
  * many int16 on its stack before the front end takes them (INFO's description says it: adpcm=). */
 #define APP_ADPCM_MAX_SAMPLES 1024u
+
+/* The continuous mode (docs/stream.md): the most windows one STREAM chunk may complete (the
+ * records a DETECTIONS carries), and the most scored windows the probabilities are averaged over
+ * (the detector's history). */
+#define APP_STREAM_MAX_WINDOWS 4u
+#define APP_STREAM_SMOOTH_MAX 16u
 
 #endif /* FW_APP_WIRE_H */

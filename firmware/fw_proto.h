@@ -39,6 +39,15 @@
 #define FW_MSG_BAUD_ACK 0x88u
 /* AUDIO with its samples as one IMA-ADPCM block (codegen/base/adpcm.py, elt_adpcm.h). */
 #define FW_MSG_AUDIO_ADPCM 0x09u
+/* The continuous mode (docs/stream.md): STREAM_BEGIN opens a stream without clip boundaries,
+ * every STREAM chunk of int16 PCM (or STREAM_ADPCM block) is answered with DETECTIONS (the
+ * detections it completed, possibly none), STREAM_END with STREAM_SUMMARY. */
+#define FW_MSG_STREAM_BEGIN 0x0Au
+#define FW_MSG_STREAM 0x0Bu
+#define FW_MSG_STREAM_ADPCM 0x0Cu
+#define FW_MSG_STREAM_END 0x0Du
+#define FW_MSG_DETECTIONS 0x8Bu
+#define FW_MSG_STREAM_SUMMARY 0x8Du
 /* The link's own report (docs/protocol.md, "Windowed link"): the next ordered seq the device will
  * serve, the ordered frames it holds beyond it, and why it speaks. */
 #define FW_MSG_STATUS 0x8Fu

@@ -67,6 +67,12 @@ class Msg(IntEnum):
     BAUD = 0x08
     BAUD_ACK = 0x88
     AUDIO_ADPCM = 0x09
+    STREAM_BEGIN = 0x0A
+    STREAM = 0x0B
+    STREAM_ADPCM = 0x0C
+    STREAM_END = 0x0D
+    DETECTIONS = 0x8B
+    STREAM_SUMMARY = 0x8D
     STATUS = 0x8F
     ERROR = 0x7F
 

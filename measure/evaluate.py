@@ -982,9 +982,12 @@ def format_fixed_vs_float(report: dict[str, Any]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_model_arguments(parser)
-    parser.add_argument("--basis", required=True, help="V_k from `codegen basis`")
-    parser.add_argument("--data", required=True, help="data directory from `codegen data`")
+    from elatta_measure import continuous
+
+    # --model, --basis and --data are required but for --continuous, which reads a build
+    add_model_arguments(parser, required=False)
+    parser.add_argument("--basis", help="V_k from `codegen basis` (required)")
+    parser.add_argument("--data", help="data directory from `codegen data` (required)")
     parser.add_argument("--report", required=True, help="directory for report.json, elatta.toml")
     parser.add_argument(
         "--mode",
@@ -1052,6 +1055,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with what this evaluation chose (default: the configs/*.toml whose "
         "[elatta].model_sha256 is the model's, else configs/default.toml)",
     )
+    continuous.add_arguments(parser)
 
 
 def config_for_model(model: Path, configs: Path | None = None) -> str:
@@ -1146,6 +1150,13 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.frontend.reader import load_config
 
+    if args.continuous:
+        from elatta_measure.continuous import run as run_continuous
+
+        return run_continuous(args)
+    missing = [f"--{k}" for k in ("model", "basis", "data") if getattr(args, k) is None]
+    if missing:
+        raise ConfigError(f"codegen eval needs {', '.join(missing)} (or --continuous)")
     _at_least("--seeds", args.seeds, 1, "3 (the CMA-ES seeds ELaTTA's modes average over)")
     _at_least("--seed", args.seed, 0, "0")
     _at_least("--limit", args.limit, 1, "100 (test clips per condition)")

@@ -144,9 +144,13 @@ def _clips(pcm: npt.ArrayLike) -> I16:
     return x
 
 
-def encode(pcm: npt.ArrayLike, block: int) -> AdpcmClips:
+def encode(
+    pcm: npt.ArrayLike, block: int, start: tuple[npt.ArrayLike, npt.ArrayLike] | None = None
+) -> AdpcmClips:
     """Encode int16 clips [clips, samples] (or one clip [samples]) with the IMA reference encoder,
-    each clip from predictor 0 and step index 0, recording the state at every block start."""
+    each clip from predictor 0 and step index 0 (or from ``start``: each clip's predictor and
+    step index, the pieces of a stream coded on their own), recording the state at every block
+    start."""
     x = _clips(pcm).astype(np.int32)
     if block < 1:
         raise ValueError(f"block must be >= 1 sample, got {block}")
@@ -157,6 +161,13 @@ def encode(pcm: npt.ArrayLike, block: int) -> AdpcmClips:
     index_hdr = np.zeros((n, n_blocks), np.uint8)
     p = np.zeros(n, np.int32)
     idx = np.zeros(n, np.int64)
+    if start is not None:
+        p0, i0 = np.asarray(start[0], np.int64), np.asarray(start[1], np.int64)
+        if p0.shape != (n,) or i0.shape != (n,) or p0.min() < -32768 or p0.max() > 32767:
+            raise ValueError(f"start must be {n} int16 predictors and {n} step indices")
+        if i0.min() < 0 or i0.max() > INDEX_MAX:
+            raise ValueError(f"start step indices must be in 0 … {INDEX_MAX}")
+        p, idx = p0.astype(np.int32), i0
     for i in range(s):
         if i % block == 0:
             pred_hdr[:, i // block] = p

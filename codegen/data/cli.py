@@ -37,6 +37,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="canonical speech_commands_test_set_v0.02 folder (found next to --gsc by default)",
     )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="build an evaluation stream for the continuous mode instead of a data set: "
+        "keywords at known times, unknown words and silence between, noise at each SNR "
+        "(codegen.data.kwstream, docs/stream.md); needs --from",
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        metavar="DIR",
+        help="--stream: the data set (`codegen data`) whose clips it is made of",
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=10.0, help="--stream: its length (default: 10)"
+    )
+    parser.add_argument(
+        "--snr",
+        type=float,
+        action="append",
+        metavar="DB",
+        help="--stream: an SNR to mix (repeatable; default: the data set's SNRs)",
+    )
+    parser.add_argument(
+        "--split",
+        choices=("train", "val", "test"),
+        default="test",
+        help="--stream: the split its words come from (default: test)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="data seed (default: 0)")
     parser.add_argument(
         "--tier",
@@ -70,11 +100,30 @@ def writable_dir(out: Path, flag: str = "--out") -> None:
         ) from None
 
 
+def _run_stream(args: argparse.Namespace, out: Path, t0: float) -> int:
+    from codegen.data.kwstream import StreamSettings, build_stream
+    from codegen.data.store import dataset_info
+
+    if args.source is None:
+        raise DataError("--stream needs --from DIR: the data set its words come from")
+    snrs = tuple(args.snr) if args.snr else tuple(dataset_info(str(args.source))["snrs"])
+    settings = StreamSettings(minutes=args.minutes, seed=args.seed, split=args.split, snrs=snrs)
+    info = build_stream(args.source, out, settings)
+    print(
+        f"built {out}: {info['seconds']:.0f} s, {info['keywords']} keywords, "
+        f"{info['unknown_words']} unknown words ({info['unknown_from']}); SNRs "
+        f"{', '.join(f'{s:g}' for s in snrs)} dB; {time.perf_counter() - t0:.1f} s"
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     writable_dir(out)
     before = (out / "manifest.json").stat().st_mtime_ns if (out / "manifest.json").exists() else 0
     t0 = time.perf_counter()
+    if args.stream:
+        return _run_stream(args, out, t0)
     if args.fsdd is not None:
         if args.gsc is not None or args.esc50 is not None:
             raise DataError("--fsdd builds its own data set: drop --gsc/--esc50")

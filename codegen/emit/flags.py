@@ -26,6 +26,13 @@ def model_cflags(q: QModel) -> tuple[str, ...]:
     if q.mfcc is not None:
         mfcc = mfcc_cflags(q.mfcc)
     # the protocol server's reply record holds the largest reply of the model runtime: the
-    # audio mode's RESULT (codegen.ir.wire RESULT_STREAM, docs/protocol.md)
-    reply = wire.RESULT_STREAM.size(k=q.adapt.cfg.k, C=len(q.source.classes), H=q.latent_size)
+    # audio mode's RESULT (codegen.ir.wire RESULT_STREAM, docs/protocol.md), or the continuous
+    # mode's DETECTIONS with its most windows (docs/stream.md)
+    C = len(q.source.classes)
+    most = wire.STREAM_MAX_WINDOWS
+    reply = max(
+        wire.RESULT_STREAM.size(k=q.adapt.cfg.k, C=C, H=q.latent_size),
+        wire.DETECTIONS.size(nd=most, nw=most, C=C),
+        wire.STREAM_SUMMARY.fixed_size,
+    )
     return (*adapt_cflags(q.adapt), *stages, *pool[last.pool], *mfcc, f"-DFW_REPLY_MAX={reply}u")

@@ -126,12 +126,13 @@ def merge(a: Declared, b: Declared) -> Declared:
     return out
 
 
-def add_model_arguments(p: argparse.ArgumentParser, **model_kw: Any) -> None:
+def add_model_arguments(p: argparse.ArgumentParser, required: bool = True, **model_kw: Any) -> None:
     """--model (any file `codegen.frontend.importer` reads), --trust-pickle, --model-code and
-    the declarations a file may need (--pooling, --head-activation, --features)."""
+    the declarations a file may need (--pooling, --head-activation, --features). ``required``
+    False: the command checks --model itself (`codegen eval --continuous` reads a build)."""
     p.add_argument(
         "--model",
-        required=True,
+        required=required,
         help="the model: a `codegen train` checkpoint, a state_dict, a torch.export program "
         "(.pt2), a TorchScript archive or an nn.Module saved whole (with --trust-pickle)",
         **model_kw,

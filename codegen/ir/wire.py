@@ -1,10 +1,11 @@
 """The model runtime's payloads on the link, described once (docs/protocol.md, "Model runtime"
-and "Audio mode"): the firmware's offsets (``firmware/fw_app_wire.h``, generated from this
-table) and the host codec (``elatta_host.infer``, which builds its structs from it) both come
+and "Audio mode"; docs/stream.md, the continuous mode): the firmware's offsets
+(``firmware/fw_app_wire.h``, generated from this table) and the host codecs
+(``elatta_host.infer``, ``elatta_host.listen``, which build their structs from it) all come
 from here, and tests/test_wire.py fails when either departs. Little-endian throughout; a
 payload is its fixed part (the scalar fields, in order) then its arrays, each as long as the
 symbol in ``count`` says (k latent coefficients, C classes, H latent units, T*F features, n
-samples of a chunk, or a number).
+samples of a chunk, nd detections and nw window records of a DETECTIONS, or a number).
 
 The link layer (frames, HELLO/INFO, ERROR) is described in ``firmware/fw_proto.h`` and
 ``elatta_host.protocol``, checked against each other by tests/test_protocol.py.
@@ -24,6 +25,7 @@ TYPES: dict[str, tuple[str, int]] = {
     "u32": ("I", 4),
     "i16": ("h", 2),
     "i32": ("i", 4),
+    "u64": ("Q", 8),
 }
 
 
@@ -198,8 +200,85 @@ RESET = Payload(
     (Field("p_prev", "i32", "p_prev, Q4.27 (absent: p_prev = 0)", "k"),),
 )
 
+# The continuous mode (docs/stream.md): a stream with no clip boundaries, scored every few hops.
+STREAM_BEGIN = Payload(
+    "STREAM_BEGIN",
+    "opens a continuous stream: resets the front end, the input statistics and the detector; no "
+    "reply of its own",
+    (
+        Field("mode", "u8", "the mode byte; only a mode without a latent search is served"),
+        Field("flags", "u8", "bit 0: DETECTIONS carry their windows' records"),
+        Field("every", "u8", "hops between two scored windows, 1..255"),
+        Field("smooth", "u8", "scored windows the probabilities are averaged over"),
+        Field("threshold", "u16", "the smoothed probability that detects, Q0.15, 0..32768"),
+        Field("suppress", "u16", "hops after a detection in which no other is made"),
+        Field("keywords", "u32", "bit c set: class c may be detected"),
+    ),
+)
+STREAM = Payload(
+    "STREAM",
+    "a chunk of the stream, taken only at the next expected offset; answered with DETECTIONS",
+    (
+        Field("offset", "u32", "the chunk's first sample in the stream"),
+        Field("pcm", "i16", "int16 PCM samples", "n"),
+    ),
+)
+STREAM_ADPCM = Payload(
+    "STREAM_ADPCM",
+    "STREAM with its samples as one IMA-ADPCM block (as AUDIO_ADPCM); answered with DETECTIONS",
+    (
+        Field("offset", "u32", "the chunk's first sample in the stream"),
+        *AUDIO_ADPCM.fields[1:],
+    ),
+)
+DETECTIONS = Payload(
+    "DETECTIONS",
+    "the answer to a STREAM chunk: the detections the chunk completed (possibly none) and, on "
+    "request, the record of every window it completed",
+    (
+        Field("offset", "u32", "the chunk's offset (echo)"),
+        Field("frames", "u32", "feature frames computed since STREAM_BEGIN"),
+        Field("windows", "u8", "window records that follow (0 unless asked for)"),
+        Field("detections", "u8", "detections that follow"),
+        Field("det_frame", "u32", "the frame that completed the detecting window", "nd"),
+        Field("det_class", "u8", "the detected class", "nd"),
+        Field("det_score", "u16", "its smoothed probability, Q0.15", "nd"),
+        Field("win_frame", "u32", "the window's last frame", "nw"),
+        Field("win_class", "u8", "argmax of the smoothed probabilities", "nw"),
+        Field("win_flags", "u8", "bit 0: the normalised run answered; bit 1: it detects", "nw"),
+        Field("win_score", "u16", "the smoothed probability of win_class, Q0.15", "nw"),
+        Field("win_logits", "i16", "the window's logits (the answering run's)", "nw*C"),
+    ),
+)
+STREAM_END = Payload(
+    "STREAM_END",
+    "closes the stream, answered with STREAM_SUMMARY",
+    (Field("samples", "u32", "the stream's sample count, checked by the device"),),
+)
+STREAM_SUMMARY = Payload(
+    "STREAM_SUMMARY",
+    "the answer to STREAM_END: what the stream took, in global-timer ticks",
+    (
+        Field("samples", "u32", "samples received"),
+        Field("frames", "u32", "feature frames computed"),
+        Field("windows", "u32", "windows scored"),
+        Field("detections", "u32", "detections made"),
+        Field("ticks_frontend", "u64", "the integer MFCC front end (and ADPCM decoding)"),
+        Field("ticks_encoder", "u64", "the encoder over every window (both runs of cmvn_select)"),
+        Field("ticks_adapt", "u64", "the input normalisation, the head and the choice"),
+        Field("ticks_detect", "u64", "probabilities, smoothing, threshold and suppression"),
+        Field("ticks_total", "u64", "every request of the stream"),
+        Field("ticks_link", "u64", "the link layer from the request before STREAM_BEGIN"),
+        Field("link_bytes", "u64", "bytes received over the same span"),
+    ),
+)
+
 # The most samples an AUDIO_ADPCM block may carry (the device's decode buffer, on its stack).
 ADPCM_MAX_SAMPLES = 1024
+# The most windows one STREAM chunk may complete (a DETECTIONS reply's records) and the most
+# windows the score may be averaged over (the detector's history).
+STREAM_MAX_WINDOWS = 4
+STREAM_SMOOTH_MAX = 16
 
 # C names: APP_<NAME>_*
 PAYLOADS: dict[str, Payload] = {
@@ -211,6 +290,12 @@ PAYLOADS: dict[str, Payload] = {
     "AUDIO_ADPCM": AUDIO_ADPCM,
     "AUDIO_END": AUDIO_END,
     "RESET": RESET,
+    "STREAM_BEGIN": STREAM_BEGIN,
+    "STREAM": STREAM,
+    "STREAM_ADPCM": STREAM_ADPCM,
+    "DETECTIONS": DETECTIONS,
+    "STREAM_END": STREAM_END,
+    "STREAM_SUMMARY": STREAM_SUMMARY,
 }
 
 
@@ -222,6 +307,8 @@ def render_c_header() -> str:
         .render(
             payloads=[(name, p, p.offsets()) for name, p in PAYLOADS.items()],
             adpcm_max=ADPCM_MAX_SAMPLES,
+            stream_max_windows=STREAM_MAX_WINDOWS,
+            stream_smooth_max=STREAM_SMOOTH_MAX,
         )
     )
 

@@ -189,9 +189,11 @@ def cmvn_causal_clip(u: I64, p: CmvnParams, st: CmvnState) -> I64:
 
 
 def cmvn_select_int(
-    features: npt.ArrayLike, p: CmvnParams
+    features: npt.ArrayLike, p: CmvnParams, state: CmvnState | None = None
 ) -> tuple[I64, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """Mode cmvn_select's normalised run over clips [N, T, F] from a reset state: mode cmvn's
+    """Mode cmvn_select's normalised run over clips [N, T, F] from a reset state (or from
+    ``state``, which it then updates in place: the continuous mode's windows arrive a few at a
+    time, docs/stream.md): mode cmvn's
     clip without its shift gate; per clip ``fired``, the normalised class is taken without the
     entropy test, and ``floor_ok``, the entropy test may take it. With d the updated state's
     `shift_sum` and d_clip the clip's own (`clip_shift_sum`), each threshold 0 meaning none:
@@ -200,7 +202,7 @@ def cmvn_select_int(
     ("Round 4", the shift gate) or (floor_ok and d_clip ≥ select_clip_gate_sum > 0; "Round 6",
     the clip gate) (docs/adaptation.md)."""
     X = _check(features, p)
-    st = CmvnState.reset(p)
+    st = CmvnState.reset(p) if state is None else state
     run = p.select_run  # the normalised run's own shifts ("Round 8"), no shift gate
     out = np.empty_like(X)
     fired = np.zeros(X.shape[0], bool)

@@ -28,10 +28,11 @@ ADAPT: tuple[str, ...] = (
     "elt_cmaes_s32.c",
     "elt_adapt.c",
 )
-# The model runtime (INFER/RESET), bound to one model by the generated fw_app_model.h; the input
-# stages it runs before the encoder bring their own C (codegen.stages.registry: each table's
-# sources, e.g. elt_cmvn_s16.c and elt_cmvn_stage.c).
-APP: tuple[str, ...] = ("fw_app_kws.c",)
+# The model runtime (INFER/RESET, the audio and continuous modes), bound to one model by the
+# generated fw_app_model.h, and the continuous mode's detector (its twin:
+# codegen/intref/listen.py); the input stages it runs before the encoder bring their own C
+# (codegen.stages.registry: each table's sources, e.g. elt_cmvn_s16.c and elt_cmvn_stage.c).
+APP: tuple[str, ...] = ("elt_detect_s16.c", "fw_app_kws.c")
 # The audio mode's front end: the integer MFCC (its twin: codegen/intref/mfcc.py; tables:
 # codegen/emit/mfcc.py) and the IMA ADPCM decoder of compressed audio on the link (its twin:
 # codegen/base/adpcm.py; docs/numeric.md §8).
