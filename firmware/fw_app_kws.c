@@ -111,7 +111,6 @@ static void select_merge(app_ctx_t *a, int32_t use)
             a->z[j] = a->z_raw[j];
         }
     }
-    return use;
 }
 
 /* The raw run is in a->res, a->z: keep it for select_merge. */
