@@ -36,6 +36,11 @@ from codegen.target.cores import DEFAULT_CORE
 from codegen.target.qemu_probe import link_probe, qemu_probe_lines
 from codegen.target.toolchain import find_tool
 
+# The third-party anchors' probes (CMSIS-DSP, Ne10) link with a larger RAM budget than the
+# product's 64 KiB (RAM_BUDGET of firmware/board/zynq7000/link.ld): they hold their own buffers
+# and plans, which the product's budget does not cover.
+ANCHOR_RAM_BUDGET = "-Wl,--defsym=RAM_BUDGET=0x40000"
+
 CMSIS_VERSION = "1.10.3"
 CMSIS_SDIST = f"cmsisdsp-{CMSIS_VERSION}"
 # The C files arm_mfcc_q15 and arm_mfcc_init_q15 reach on the non-Helium path (CMSIS-DSP
@@ -572,7 +577,7 @@ def run_cmsis(q: QMfcc, pcm: np.ndarray, work: Path, cache: Path, *, neon: bool)
     link_probe(
         elf,
         [src / "cmsis_main.c", *objs],
-        cflags=["-Wno-error", "-D__GNUC_PYTHON__", *defines],
+        cflags=["-Wno-error", "-D__GNUC_PYTHON__", *defines, ANCHOR_RAM_BUDGET],
         includes=[inc, src, *(i[2:] for i in includes)],
         libs=("-lc", "-lm"),
     )

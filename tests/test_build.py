@@ -258,8 +258,9 @@ def test_firmware_over_the_ram_budget_is_refused_with_the_split(tmp_path: Path) 
     msg = str(exc.value)
     m = re.search(r"static RAM (\d+) B exceeds the 65536 B budget by (\d+) B", msg)
     assert m and int(m.group(1)) - 65536 == int(m.group(2)) > 0, msg
-    for part in ("frame buffers", "encoder state", "model runtime", "stacks 17408 B"):
+    for part in ("frame buffers", "encoder state", "model runtime"):
         assert part in msg, msg
+    assert re.search(r"stacks \d+ B", msg), msg  # the link script's stacks (startup.S modes)
     assert 'input = "pcm"' in msg and "max_payload (now 8192)" in msg
     assert not (tmp_path / "b" / "ram-probe").exists()
 

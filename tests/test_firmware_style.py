@@ -114,9 +114,14 @@ def test_variant_folders_hold_the_same_operations() -> None:
 
 def including(ops: str) -> Path:
     """The one source of the firmware that includes an operations header (a kernel, the frame
-    codec, the UART driver): X_ops.h belongs to a file named X.c."""
+    codec, a UART driver): X_ops.h belongs to a file named X.c, and only one of the files of
+    that name (each board folder has its own fw_uart.c) includes it."""
     name = ops.replace("_ops.h", ".c")
-    found = [p for p in FIRMWARE.rglob(name) if sources.KERNELS_DIR not in p.parts]
+    found = [
+        p
+        for p in FIRMWARE.rglob(name)
+        if sources.KERNELS_DIR not in p.parts and f'#include "{ops}"' in p.read_text()
+    ]
     assert len(found) == 1, (ops, found)
     return found[0]
 

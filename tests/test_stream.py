@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import struct
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from elatta_host.run import DeviceSpec, execute, read_results
 
 from codegen.ir.modes import MODES
 from codegen.pipeline.build import build
+from codegen.target.toolchain import find_tool
 
 pytestmark = pytest.mark.qemu
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,7 +177,8 @@ def test_default_audio_only_ram_within_feature_only(
     kws_build: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """The default model: the audio-only firmware's static RAM is at most the feature-only
-    firmware's plus the one T x F clip it holds for modes cmvn and cmvn_select (no feature
+    firmware's plus the one T x F clip it holds for modes cmvn and cmvn_select and the
+    continuous mode's state (`app_listen`, its size read from the ELF's symbol table; no feature
     payload, no all-frames operand buffer; the front end's work area on the stack), and the
     split adds up."""
     _, data = kws_build
@@ -195,8 +198,18 @@ def test_default_audio_only_ram_within_feature_only(
         assert st["audio_mode"] == (kind == "pcm") and st["feature_infer"] == (kind != "pcm")
         assert sum(st["ram_split_bytes"].values()) == st["ram_bytes"]
         ram[kind] = st["ram_bytes"]
+        if kind == "pcm":
+            nm = subprocess.run(
+                [find_tool("arm-none-eabi-nm"), "-S", str(tmp_path / kind / "fw.elf")],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            sizes = [int(ln.split()[1], 16) for ln in nm.splitlines() if ln.endswith(" app_listen")]
+            assert len(sizes) == 1, "the continuous mode's state app_listen is not in the ELF"
+            listen = sizes[0]
     held = 2 * 49 * 10  # int16 [T][F] of the default model
-    assert ram["pcm"] <= ram["features"] + held, ram
+    assert ram["pcm"] <= ram["features"] + held + listen, (ram, listen)
 
 
 def long_window_build(tmp: Path, data: Path, input_kind: str) -> Any:
