@@ -220,6 +220,61 @@ def test_detections_round_trip() -> None:
         decode_detections(payload[:-1], C)
 
 
+def test_realtime_sends_a_chunk_once_recorded() -> None:
+    """--realtime paces the audio as a microphone delivers it: a chunk leaves once its last
+    sample has been recorded (started + (offset + n) / 16 kHz), never at its first sample's
+    time; every chunk's reply is taken and the stream is cut in order."""
+    import time
+    from types import SimpleNamespace
+
+    from elatta_host.listen import DET_HDR, Listener
+    from elatta_host.protocol import Msg
+
+    sent: list[tuple[float, int, int]] = []  # (wall, offset, samples)
+
+    class Ticket:
+        done = True
+
+        def __init__(self, reply: object) -> None:
+            self.reply = reply
+
+        def result(self) -> object:
+            return self.reply
+
+    class FakeLink:
+        def payload_size(self) -> int:
+            return 4 + 2 * 400  # 400 samples a chunk: 25 ms
+
+        def submit(self, type_: int, payload: bytes, expect: int | None) -> Ticket:
+            if type_ != Msg.STREAM:
+                return Ticket(None)
+            off = struct.unpack_from("<I", payload)[0]
+            sent.append((time.monotonic(), off, (len(payload) - 4) // 2))
+            return Ticket(SimpleNamespace(payload=DET_HDR.pack(off, 0, 0, 0)))
+
+        def poll(self) -> None:
+            pass
+
+        def wait(self, ticket: Ticket) -> object:
+            return ticket.result()
+
+    taken: list[int] = []
+    checker = SimpleNamespace(audio=lambda pcm: None, device=lambda d: taken.append(d.offset))
+    q = SimpleNamespace(
+        mfcc=SimpleNamespace(params=SimpleNamespace(hop_length=320)),
+        adapt=SimpleNamespace(n_classes=10),
+    )
+    lis = Listener(FakeLink(), q, "no_adapt", DetectorConfig(), checker,  # type: ignore[arg-type]
+                   lambda d, w: None, realtime=True)  # fmt: skip
+    lis.begin()
+    lis.feed(np.zeros(2000, np.int16))
+    lis._take(lis.pipe.drain())
+    assert [(o, n) for _, o, n in sent] == [(o, 400) for o in range(0, 2000, 400)]
+    for wall, off, n in sent:
+        assert wall >= lis.started + (off + n) / 16000
+    assert taken == [o for _, o, _ in sent]
+
+
 def test_stream_begin_layout() -> None:
     from elatta_host.listen import encode_stream_begin
 
