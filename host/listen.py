@@ -514,7 +514,7 @@ def listen(
     hop, win = q.mfcc.params.hop_length, q.mfcc.params.win_length
     report_dir.mkdir(parents=True, exist_ok=True)
     dets: list[tuple[float, int, int]] = []
-    rss: list[tuple[float, float]] = [(0.0, rss_mb())]
+    rss: list[tuple[float, float]] = []  # (s of audio, MB), from the stream's start
     label_list = list(labels or [])
 
     def time_of(frame: int) -> float:
@@ -568,6 +568,9 @@ def listen(
             if wire_kind == "adpcm" and int(app.get("adpcm") or 0) < wire.ADPCM_MAX_SAMPLES:
                 raise RunError("--wire adpcm: the device's firmware decodes no ADPCM; use raw")
             lis = Listener(link, q, mode, cfg, checker, on_detection, chunk, realtime, wire_kind)
+            # the first sample once everything the stream needs is loaded (the warmed-up
+            # reference included): what grows after it is what the stream costs
+            rss.append((0.0, rss_mb()))
             t0 = time.monotonic()
             lis.begin()
             next_rss = RSS_EVERY
