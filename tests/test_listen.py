@@ -13,6 +13,7 @@ import math
 import struct
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -264,8 +265,8 @@ def test_realtime_sends_a_chunk_once_recorded() -> None:
         mfcc=SimpleNamespace(params=SimpleNamespace(hop_length=320)),
         adapt=SimpleNamespace(n_classes=10),
     )
-    lis = Listener(FakeLink(), q, "no_adapt", DetectorConfig(), checker,  # type: ignore[arg-type]
-                   lambda d, w: None, realtime=True)  # fmt: skip
+    link: Any = FakeLink()
+    lis = Listener(link, q, "no_adapt", DetectorConfig(), checker, lambda d, w: None, realtime=True)
     lis.begin()
     lis.feed(np.zeros(2000, np.int16))
     lis._take(lis.pipe.drain())
@@ -405,3 +406,49 @@ def test_reference_does_not_depend_on_chunking(
         assert (decide(w, cfg, cfg.threshold / 32768) == [r.detects for r in a]).all()
     with pytest.raises(ConfigError, match="latent search"):
         list(run_stream(pcm, q, "strict", cfg))
+
+
+def test_det_curve_is_exact_at_high_thresholds() -> None:
+    """The miss rate at equal false accepts read off the DET curve equals the lower envelope
+    over every threshold that changes a decision (each distinct Q0.15 score), for windows whose
+    scores all lie in the top of the range where the operating points are (a grid that jumps
+    from 0.999 to 1.0 reads 100 % where a threshold in between keeps most keywords)."""
+    from types import SimpleNamespace
+
+    from elatta_measure.continuous import EQUAL_FA, Windows, det_curve, miss_at_fa
+
+    rng = np.random.default_rng(3)
+    n, every = 600, 5
+    frames = 48 + every * np.arange(n)
+    cls = rng.integers(0, 10, n)
+    lo = int(np.ceil(0.98 * 32768))
+    w = Windows(frames, cls, rng.integers(lo, 32769, n) / 32768)
+    hop, win = 320, 640
+    seconds = (frames[-1] * hop + win) / 16000
+    labels = []
+    for i in rng.choice(n, 40, replace=False):
+        end = int(frames[i]) * hop + win - int(rng.integers(0, 4000))
+        labels.append(Word("keyword", str(cls[i]), int(cls[i]), end - 6000, end))
+    labels.sort(key=lambda x: x.start)
+    q = SimpleNamespace(
+        mfcc=SimpleNamespace(params=SimpleNamespace(hop_length=hop, win_length=win))
+    )
+    cfg = DetectorConfig(suppress=10, keywords=0x3FF)
+    curve = det_curve(w, cfg, labels, seconds, q)
+    exact = []
+    for t in sorted({*w.score.tolist(), 1.0}):
+        m = score_detections(labels, _times(w, cfg, t, hop, win), seconds).to_json()
+        exact.append((t, m["miss_rate"], m["fa_per_hour"]))
+    rates = sorted({f for _, _, f in exact} | set(EQUAL_FA))
+    assert [miss_at_fa(curve, r) for r in rates] == [miss_at_fa(exact, r) for r in rates]
+    assert len({m for _, m, _ in exact}) > 5  # the envelope has steps to miss
+
+
+def _times(w: Any, cfg: DetectorConfig, t: float, hop: int, win: int) -> list[tuple[float, int]]:
+    from elatta_measure.continuous import decide
+
+    det = decide(w, cfg, t)
+    return [
+        ((int(f) * hop + win) / 16000, int(c))
+        for f, c in zip(w.frames[det], w.cls[det], strict=True)
+    ]
