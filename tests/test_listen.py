@@ -13,6 +13,7 @@ import math
 import struct
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -220,6 +221,61 @@ def test_detections_round_trip() -> None:
         decode_detections(payload[:-1], C)
 
 
+def test_realtime_sends_a_chunk_once_recorded() -> None:
+    """--realtime paces the audio as a microphone delivers it: a chunk leaves once its last
+    sample has been recorded (started + (offset + n) / 16 kHz), never at its first sample's
+    time; every chunk's reply is taken and the stream is cut in order."""
+    import time
+    from types import SimpleNamespace
+
+    from elatta_host.listen import DET_HDR, Listener
+    from elatta_host.protocol import Msg
+
+    sent: list[tuple[float, int, int]] = []  # (wall, offset, samples)
+
+    class Ticket:
+        done = True
+
+        def __init__(self, reply: object) -> None:
+            self.reply = reply
+
+        def result(self) -> object:
+            return self.reply
+
+    class FakeLink:
+        def payload_size(self) -> int:
+            return 4 + 2 * 400  # 400 samples a chunk: 25 ms
+
+        def submit(self, type_: int, payload: bytes, expect: int | None) -> Ticket:
+            if type_ != Msg.STREAM:
+                return Ticket(None)
+            off = struct.unpack_from("<I", payload)[0]
+            sent.append((time.monotonic(), off, (len(payload) - 4) // 2))
+            return Ticket(SimpleNamespace(payload=DET_HDR.pack(off, 0, 0, 0)))
+
+        def poll(self) -> None:
+            pass
+
+        def wait(self, ticket: Ticket) -> object:
+            return ticket.result()
+
+    taken: list[int] = []
+    checker = SimpleNamespace(audio=lambda pcm: None, device=lambda d: taken.append(d.offset))
+    q = SimpleNamespace(
+        mfcc=SimpleNamespace(params=SimpleNamespace(hop_length=320)),
+        adapt=SimpleNamespace(n_classes=10),
+    )
+    link: Any = FakeLink()
+    lis = Listener(link, q, "no_adapt", DetectorConfig(), checker, lambda d, w: None, realtime=True)
+    lis.begin()
+    lis.feed(np.zeros(2000, np.int16))
+    lis._take(lis.pipe.drain())
+    assert [(o, n) for _, o, n in sent] == [(o, 400) for o in range(0, 2000, 400)]
+    for wall, off, n in sent:
+        assert wall >= lis.started + (off + n) / 16000
+    assert taken == [o for _, o, _ in sent]
+
+
 def test_stream_begin_layout() -> None:
     from elatta_host.listen import encode_stream_begin
 
@@ -350,3 +406,49 @@ def test_reference_does_not_depend_on_chunking(
         assert (decide(w, cfg, cfg.threshold / 32768) == [r.detects for r in a]).all()
     with pytest.raises(ConfigError, match="latent search"):
         list(run_stream(pcm, q, "strict", cfg))
+
+
+def test_det_curve_is_exact_at_high_thresholds() -> None:
+    """The miss rate at equal false accepts read off the DET curve equals the lower envelope
+    over every threshold that changes a decision (each distinct Q0.15 score), for windows whose
+    scores all lie in the top of the range where the operating points are (a grid that jumps
+    from 0.999 to 1.0 reads 100 % where a threshold in between keeps most keywords)."""
+    from types import SimpleNamespace
+
+    from elatta_measure.continuous import EQUAL_FA, Windows, det_curve, miss_at_fa
+
+    rng = np.random.default_rng(3)
+    n, every = 600, 5
+    frames = 48 + every * np.arange(n)
+    cls = rng.integers(0, 10, n)
+    lo = int(np.ceil(0.98 * 32768))
+    w = Windows(frames, cls, rng.integers(lo, 32769, n) / 32768)
+    hop, win = 320, 640
+    seconds = (frames[-1] * hop + win) / 16000
+    labels = []
+    for i in rng.choice(n, 40, replace=False):
+        end = int(frames[i]) * hop + win - int(rng.integers(0, 4000))
+        labels.append(Word("keyword", str(cls[i]), int(cls[i]), end - 6000, end))
+    labels.sort(key=lambda x: x.start)
+    q = SimpleNamespace(
+        mfcc=SimpleNamespace(params=SimpleNamespace(hop_length=hop, win_length=win))
+    )
+    cfg = DetectorConfig(suppress=10, keywords=0x3FF)
+    curve = det_curve(w, cfg, labels, seconds, q)
+    exact = []
+    for t in sorted({*w.score.tolist(), 1.0}):
+        m = score_detections(labels, _times(w, cfg, t, hop, win), seconds).to_json()
+        exact.append((t, m["miss_rate"], m["fa_per_hour"]))
+    rates = sorted({f for _, _, f in exact} | set(EQUAL_FA))
+    assert [miss_at_fa(curve, r) for r in rates] == [miss_at_fa(exact, r) for r in rates]
+    assert len({m for _, m, _ in exact}) > 5  # the envelope has steps to miss
+
+
+def _times(w: Any, cfg: DetectorConfig, t: float, hop: int, win: int) -> list[tuple[float, int]]:
+    from elatta_measure.continuous import decide
+
+    det = decide(w, cfg, t)
+    return [
+        ((int(f) * hop + win) / 16000, int(c))
+        for f, c in zip(w.frames[det], w.cls[det], strict=True)
+    ]
