@@ -360,8 +360,8 @@ def evaluate(
 ) -> tuple[dict[str, Any], str]:
     """Run the evaluation; returns ``(report dict, printed text)``."""
     import torch
-    from tqdm import tqdm
 
+    from codegen.base.progress import each
     from codegen.data import condition_ids, conditions, dataset_info, load_condition, load_split
     from codegen.elatta.float_ref import ElattaConfig, adapt
     from codegen.frontend.basis import load_basis
@@ -466,7 +466,7 @@ def evaluate(
     labels: list[tuple[Any, np.ndarray, np.ndarray]] = []
 
     def test_pcm() -> Iterator[np.ndarray]:
-        for cond in tqdm(conds, desc="encode", unit="cond", disable=not opts.progress):
+        for cond in each(conds, "encode", "cond", enabled=opts.progress):
             split = load_condition(data_dir, cond, rows=order)
             labels.append((cond, split.labels, split.ids))
             yield split.pcm

@@ -89,10 +89,9 @@ def compare_fixed_float(
     as the device gets them, their features computed from the ADPCM-decoded samples for
     "adpcm", as `codegen eval --wire` does.
     """
-    from tqdm import tqdm
-
     from codegen.base.adpcm import on_wire_each
     from codegen.base.features import quantize_features
+    from codegen.base.progress import each
     from codegen.data import condition_ids, conditions, load_condition, load_split
     from codegen.data.selection import stream_order
     from codegen.data.streams import build_stream
@@ -140,7 +139,7 @@ def compare_fixed_float(
     labels: list[tuple[Any, np.ndarray, np.ndarray]] = []
 
     def test_pcm() -> Iterator[np.ndarray]:
-        for cond in tqdm(conds, desc="fixed eval: features", unit="cond", disable=not progress):
+        for cond in each(conds, "fixed eval: features", "cond", enabled=progress):
             split = load_condition(str(data_dir), cond, rows=order)
             labels.append((cond, split.labels, split.ids))
             yield split.pcm
@@ -189,7 +188,7 @@ def compare_fixed_float(
     acc_fixed: dict[tuple[str, float, str], list[float]] = {}
     acc_float: dict[tuple[str, float, str], list[float]] = {}
     same: dict[tuple[str, float], list[float]] = {}
-    for mode in tqdm(modes, desc="fixed eval", unit="mode", disable=not progress):
+    for mode in each(modes, "fixed eval", "mode", enabled=progress):
         # a mode without a latent search answers the same for every seed: it runs once
         for s in seed_list if device_mode(mode).search != "no_adapt" else seed_list[:1]:
             pred_i = [np.empty(len(c[3]), np.int64) for c in clips]

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
+
+T = TypeVar("T")
 
 
 class LogBar:
@@ -68,3 +71,21 @@ def bar(total: int, desc: str, unit: str = "it", *, enabled: bool = True) -> Any
     if sys.stderr.isatty():
         return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, smoothing=0.1)
     return LogBar(total, desc, unit, sys.stderr)
+
+
+def each(
+    items: Iterable[T],
+    desc: str,
+    unit: str = "it",
+    *,
+    total: int | None = None,
+    enabled: bool = True,
+) -> Iterator[T]:
+    """``items`` one by one with `bar` advancing by one after each (``total``: their count when
+    ``items`` has no length)."""
+    seq = items if total is not None else list(items)
+    n = total if total is not None else len(seq)  # type: ignore[arg-type]
+    with bar(n, desc, unit, enabled=enabled) as b:
+        for item in seq:
+            yield item
+            b.update(1)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
+from codegen.base.progress import bar as progress_bar
 from codegen.data import formant, noise, tts
 from codegen.data.common import (
     CLASSES,
@@ -293,14 +293,9 @@ def build_builtin(
     ]
     weights = [len(t[1]) if t[0] == "clips" else 1 for t in tasks]
     results: list[np.ndarray] = []
-    bar = tqdm(
-        total=sum(weights),
-        desc=f"builtin {preset_name} ({tier})",
-        unit="clip",
-        disable=not progress,
-        leave=False,
-    )
-    with bar:
+    with progress_bar(
+        sum(weights), f"builtin {preset_name} ({tier})", "clip", enabled=progress
+    ) as bar:
         if jobs > 1:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 for w, r in zip(weights, pool.map(_run_task, tasks), strict=True):

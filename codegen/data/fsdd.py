@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 from scipy import signal
 from scipy.io import wavfile
-from tqdm import tqdm
 
+from codegen.base.progress import bar as progress_bar
 from codegen.data import noise
 from codegen.data.builder import Outputs, noise_sections, write_manifest
 from codegen.data.builtin import PRESETS
@@ -175,7 +175,7 @@ def _noise_banks(seed: int, progress: bool) -> tuple[dict[str, np.ndarray], np.n
     bank: dict[str, np.ndarray] = {}
     total = len(NOISES) * preset.noise_clips
     total += len(noise.BACKGROUND_GENERATORS) * preset.background_per_kind
-    with tqdm(total=total, desc="noises", disable=not progress, leave=False) as bar:
+    with progress_bar(total, "noises", "noise", enabled=progress) as bar:
         for c in NOISES:
             clips = []
             for k in range(preset.noise_clips):
@@ -254,7 +254,7 @@ def build_fsdd(
     split_info: dict[str, Any] = {}
     pos = 0
     n_total = sum(len(v) for v in by_split.values())
-    with tqdm(total=n_total, desc="FSDD", unit="clip", disable=not progress, leave=False) as bar:
+    with progress_bar(n_total, "FSDD", "clip", enabled=progress) as bar:
         for s in SPLITS:
             items = by_split[s]
             pcm = np.empty((len(items), CLIP_SAMPLES), dtype=np.int16)

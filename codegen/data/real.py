@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 from scipy import signal
 from scipy.io import wavfile
-from tqdm import tqdm
 
+from codegen.base.progress import bar as progress_bar
+from codegen.base.progress import each
 from codegen.data.common import (
     CLASSES,
     CLIP_SAMPLES,
@@ -292,7 +293,7 @@ def read_esc50(
     n = 5 * SAMPLE_RATE
     bank: dict[str, list[np.ndarray]] = {c: [] for c in NOISES}
     names: dict[str, list[str]] = {c: [] for c in NOISES}
-    for r in tqdm(rows, desc="ESC-50", unit="clip", disable=not progress, leave=False):
+    for r in each(rows, "ESC-50", "clip", enabled=progress):
         p = root / "audio" / r["filename"]
         if not p.is_file():
             raise DataError(f"{p}: listed in {meta} but missing")
@@ -319,7 +320,7 @@ def build_real(
     total = sum(len(v[0]) for v in chosen.values())
     splits: dict[str, dict[str, np.ndarray]] = {}
     pos = 0
-    with tqdm(total=total, desc="GSC v2", unit="clip", disable=not progress, leave=False) as bar:
+    with progress_bar(total, "GSC v2", "clip", enabled=progress) as bar:
         for s in SPLITS:
             items, n_sil = chosen[s]
             pcm = np.zeros((len(items) + n_sil, CLIP_SAMPLES), dtype=np.int16)

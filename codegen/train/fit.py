@@ -172,9 +172,10 @@ def diversify(window: np.ndarray, rng: np.random.Generator, sample_rate: int) ->
 def train_model(data_dir: str, cfg: TrainConfig, progress: bool = True) -> tuple[Any, Any]:
     """Train and return ``(model, meta)`` (``KwsLstm``, ``ModelMeta``)."""
     import torch
-    from tqdm import tqdm
 
     from codegen.base.features import MfccParams, mfcc
+    from codegen.base.progress import bar as progress_bar
+    from codegen.base.progress import each
     from codegen.data import background_noises, load_split
     from codegen.frontend.model import KwsLstm
     from codegen.ir.meta import ModelMeta
@@ -208,7 +209,7 @@ def train_model(data_dir: str, cfg: TrainConfig, progress: bool = True) -> tuple
     n_train, num_frames, n_feat = first.shape
     feats = np.empty((cfg.copies, *first.shape), dtype=np.float32)
     feats[0] = first
-    for c in tqdm(range(1, cfg.copies), desc="augment", unit="copy", disable=not progress):
+    for c in each(range(1, cfg.copies), "augment", "copy", enabled=progress):
         feats[c] = mfcc(augment(train.pcm, train_sil, noises, cfg, rng), params)
     flat = feats.reshape(-1, n_feat)
     mean = flat.mean(axis=0, dtype=np.float64).astype(np.float32)
@@ -241,8 +242,8 @@ def train_model(data_dir: str, cfg: TrainConfig, progress: bool = True) -> tuple
 
     best: tuple[float, int, dict[str, torch.Tensor]] = (-1.0, -1, {})
     history: list[dict[str, float]] = []
-    bar = tqdm(range(cfg.epochs), desc="train", unit="epoch", disable=not progress)
-    for epoch in bar:
+    bar = progress_bar(cfg.epochs, "train", "epoch", enabled=progress)
+    for epoch in range(cfg.epochs):
         model.train()
         pick = rng.integers(0, cfg.copies, size=n_train)
         x_all = torch.from_numpy(feats[pick, np.arange(n_train)])
@@ -274,6 +275,7 @@ def train_model(data_dir: str, cfg: TrainConfig, progress: bool = True) -> tuple
         if score >= best[0]:
             best = (score, epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
         bar.set_postfix(loss=f"{total_loss / n_train:.3f}", val=f"{acc_clean:.2f}/{acc_aug:.2f}")
+        bar.update(1)
     bar.close()
     model.load_state_dict(best[2])
     model.eval()
