@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 PROTO_VERSION = 3
 HDR_SIZE = lw.HEADER.fixed_size
 CRC_SIZE = 4
-SEQ_READABLE = lw.PROTO_SIZES["FW_SEQ_READABLE"]
+SEQ_READABLE = lw.proto_sizes()["FW_SEQ_READABLE"]
 SESSION_SIZE = lw.HELLO.fixed_size
 BUILD_ID_SIZE = lw.field(lw.INFO, "build_id").width
 INFO_SIZE = lw.INFO.fixed_size
@@ -136,12 +136,11 @@ class Status:
     ring_free: int  # bytes free in its receive ring (saturated at 65535)
     last_error: int = 0  # the seq of the last ordered request answered with ERROR (0: none)
 
-    _FMT = struct.Struct(lw.STATUS.fixed_format)
-
     @classmethod
     def unpack(cls, payload: bytes) -> Status:
-        if len(payload) != cls._FMT.size:
-            raise ValueError(f"STATUS payload of {len(payload)} bytes, expected {cls._FMT.size}")
+        size = lw.STATUS.fixed_size
+        if len(payload) != size:
+            raise ValueError(f"STATUS payload of {len(payload)} bytes, expected {size}")
         return cls(**lw.STATUS.unpack(payload))  # type: ignore[arg-type]
 
     def pack(self) -> bytes:
@@ -324,6 +323,16 @@ def _pack(p: Payload, obj: object, **given: Value) -> bytes:
     return p.pack(**values)
 
 
+def _block(rest: bytes, p: Payload, tag: int) -> tuple[bytes | None, bytes]:
+    """INFO's block ``p`` at the start of ``rest`` when its tag is there and its size fits, and
+    what follows it; else (None, rest)."""
+    offs = p.offsets()
+    at_tag, at_size = offs["tag"], offs["size"]
+    if len(rest) <= max(at_tag, at_size) or rest[at_tag] != tag or len(rest) < rest[at_size]:
+        return None, rest
+    return rest[: rest[at_size]], rest[rest[at_size] :]
+
+
 def _preset(name: str | None) -> Board:
     """The board preset INFO names (codegen/target/boards.py): its core and board folder say what
     the board block's words are; a name no preset has reads as the default board's."""
@@ -350,13 +359,13 @@ class BoardInfo:
     uart_rx_overruns: int | None = 0
 
     _FMT = struct.Struct(lw.INFO_BOARD.fixed_format)
-    # a block of a firmware from before the overrun count ends where the count would start
-    _MIN_SIZE = lw.INFO_BOARD.offsets()["uart_rx_overruns"]
 
     @classmethod
     def unpack(cls, block: bytes) -> BoardInfo:
-        if len(block) < cls._MIN_SIZE:
-            raise ValueError(f"INFO board block of {len(block)} bytes, expected >= {cls._MIN_SIZE}")
+        # a block of a firmware from before the overrun count ends where the count would start
+        least = lw.INFO_BOARD.offsets()["uart_rx_overruns"]
+        if len(block) < least:
+            raise ValueError(f"INFO board block of {len(block)} bytes, expected >= {least}")
         v = _values(cls, lw.INFO_BOARD, block, partial=True)
         v["l2_found"] = bool(block[lw.INFO_BOARD.offsets()["flags"]] & INFO_BOARD_L2_FOUND)
         v.setdefault("uart_rx_overruns", None)  # not in the block: not reported
@@ -367,7 +376,7 @@ class BoardInfo:
             lw.INFO_BOARD,
             self,
             tag=INFO_BOARD_TAG,
-            size=INFO_BOARD_SIZE,
+            size=lw.INFO_BOARD.fixed_size,
             flags=INFO_BOARD_L2_FOUND if self.l2_found else 0,
             reserved=0,
             uart_rx_overruns=self.uart_rx_overruns or 0,
@@ -445,15 +454,15 @@ class LinkInfo:
 
     @classmethod
     def unpack(cls, block: bytes) -> LinkInfo:
-        if len(block) < INFO_LINK_FIXED:
-            raise ValueError(
-                f"INFO link block of {len(block)} bytes, expected >= {INFO_LINK_FIXED}"
-            )
+        offs = lw.INFO_LINK.offsets()
+        at = offs["rates"]  # the fixed fields before the rates
+        if len(block) < at:
+            raise ValueError(f"INFO link block of {len(block)} bytes, expected >= {at}")
         v = _values(cls, lw.INFO_LINK, block, partial=True)
         # the rates listed, as many of them as the block holds
         code, size = TYPES[lw.field(lw.INFO_LINK, "rates").type]
-        n = min(block[lw.INFO_LINK.offsets()["n_rates"]], (len(block) - INFO_LINK_FIXED) // size)
-        v["rates"] = struct.unpack_from(f"<{n}{code}", block, INFO_LINK_FIXED)
+        n = min(block[offs["n_rates"]], (len(block) - at) // size)
+        v["rates"] = struct.unpack_from(f"<{n}{code}", block, at)
         return cls(**v)
 
     def pack(self) -> bytes:
@@ -461,7 +470,7 @@ class LinkInfo:
             lw.INFO_LINK,
             self,
             tag=INFO_LINK_TAG,
-            size=INFO_LINK_SIZE,
+            size=lw.INFO_LINK.fixed_size,
             n_rates=len(self.rates),
         )
 
@@ -501,16 +510,16 @@ class Info:
     @classmethod
     def unpack(cls, payload: bytes) -> Info:
         fixed = _values(cls, lw.INFO, payload)  # refuses a payload shorter than the fixed part
-        rest = bytes(payload[INFO_SIZE:])
+        rest = bytes(payload[lw.INFO.fixed_size :])
         board = None
         # The block is there when its tag is: a description is ASCII text, never 0xB1.
-        if len(rest) >= 2 and rest[0] == INFO_BOARD_TAG and len(rest) >= rest[1]:
-            board = BoardInfo.unpack(rest[: rest[1]])
-            rest = rest[rest[1] :]
+        block, rest = _block(rest, lw.INFO_BOARD, INFO_BOARD_TAG)
+        if block is not None:
+            board = BoardInfo.unpack(block)
         link = None
-        if len(rest) >= 2 and rest[0] == INFO_LINK_TAG and len(rest) >= rest[1]:
-            link = LinkInfo.unpack(rest[: rest[1]])
-            rest = rest[rest[1] :]
+        block, rest = _block(rest, lw.INFO_LINK, INFO_LINK_TAG)
+        if block is not None:
+            link = LinkInfo.unpack(block)
         return cls(**fixed, app=rest, board=board, link=link)
 
     def pack(self) -> bytes:

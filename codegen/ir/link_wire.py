@@ -158,21 +158,28 @@ def field(p: Payload, name: str) -> Field:
     raise KeyError(f"{p.name} has no field {name!r}: it has {[f.name for f in p.fields]}")
 
 
-# Where INFO's application description starts: after the fixed part and both blocks.
-INFO_DESCRIPTION = INFO.fixed_size + INFO_BOARD.fixed_size + INFO_LINK.fixed_size
+# (Both below read PAYLOADS when called: tests/test_link_wire.py renders a changed description.)
 
-# The sizes firmware/fw_proto.h states with the protocol's constants (tests/test_protocol.py
-# reads them there): the generated header asserts each equals the description. FW_SEQ_READABLE:
-# the decoded bytes that hold the header's version, type and seq.
-PROTO_SIZES: dict[str, int] = {
-    "FW_HDR_SIZE": HEADER.fixed_size,
-    "FW_SEQ_READABLE": HEADER.offsets()["seq"] + field(HEADER, "seq").size,
-    "FW_SESSION_SIZE": HELLO.fixed_size,
-    "FW_BUILD_ID_SIZE": field(INFO, "build_id").width,
-    "FW_INFO_SIZE": INFO.fixed_size,
-    "FW_INFO_BOARD_SIZE": INFO_BOARD.fixed_size,
-    "FW_INFO_BOARD_NAME_SIZE": field(INFO_BOARD, "name").width,
-}
+
+def info_description() -> int:
+    """Where INFO's application description starts: after the fixed part and both blocks."""
+    return sum(PAYLOADS[k].fixed_size for k in ("INFO", "INFO_BOARD", "INFO_LINK"))
+
+
+def proto_sizes() -> dict[str, int]:
+    """The sizes firmware/fw_proto.h states with the protocol's constants (tests/test_protocol.py
+    reads them there): the generated header asserts each equals the description.
+    FW_SEQ_READABLE: the decoded bytes that hold the header's version, type and seq."""
+    header, info, board = PAYLOADS["HEADER"], PAYLOADS["INFO"], PAYLOADS["INFO_BOARD"]
+    return {
+        "FW_HDR_SIZE": header.fixed_size,
+        "FW_SEQ_READABLE": header.offsets()["seq"] + field(header, "seq").size,
+        "FW_SESSION_SIZE": PAYLOADS["HELLO"].fixed_size,
+        "FW_BUILD_ID_SIZE": field(info, "build_id").width,
+        "FW_INFO_SIZE": info.fixed_size,
+        "FW_INFO_BOARD_SIZE": board.fixed_size,
+        "FW_INFO_BOARD_NAME_SIZE": field(board, "name").width,
+    }
 
 
 def render_c_header() -> str:
@@ -182,8 +189,8 @@ def render_c_header() -> str:
         .get_template("fw_link_wire.h.j2")
         .render(
             payloads=[(name, p, p.offsets()) for name, p in PAYLOADS.items()],
-            proto_sizes=PROTO_SIZES,
-            info_description=INFO_DESCRIPTION,
+            proto_sizes=proto_sizes(),
+            info_description=info_description(),
         )
     )
 
