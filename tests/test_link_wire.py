@@ -232,3 +232,28 @@ def test_a_changed_description_moves_the_server_and_the_host_together(
     # the unchanged description reads these bytes wrong
     assert Info.unpack(info_frame.payload).build_id != HOST_BUILD_ID
     assert Status.unpack(status_frame.payload) != status
+
+
+def _rows(doc: str, start: str, end: str) -> list[tuple[int, int]]:
+    """(offset, size) of every table row of docs/protocol.md between two headings' texts."""
+    part = doc[doc.index(start) : doc.index(end)]
+    return [(int(a), int(b)) for a, b in re.findall(r"^\| (\d+) \| (\d+) \|", part, re.M)]
+
+
+def _layout(pay: Payload, at: int = 0) -> list[tuple[int, int]]:
+    return [(at + o, f.size) for f, o in zip(pay.fixed, pay.offsets().values(), strict=True)]
+
+
+def test_the_documented_tables_are_the_description() -> None:
+    """docs/protocol.md's STATUS and INFO tables give each field's offset and size as the
+    description does."""
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    assert _rows(doc, "STATUS payload (", "**Rate switch.**") == _layout(lw.STATUS)
+    board_at, link_at = lw.INFO.fixed_size, lw.INFO.fixed_size + lw.INFO_BOARD.fixed_size
+    assert _rows(doc, "INFO payload (", "## How the device treats a frame") == [
+        *_layout(lw.INFO),
+        (board_at, lw.INFO_BOARD.fixed_size),
+        (link_at, lw.INFO_LINK.fixed_size),
+        *_layout(lw.INFO_BOARD, board_at),
+        *_layout(lw.INFO_LINK, link_at),
+    ]
