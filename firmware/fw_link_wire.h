@@ -102,6 +102,27 @@
 #define LINK_INFO_LINK_RATES_LEN 8u
 #define LINK_INFO_LINK_FIXED 72u
 
+/* BOARD: the board check's request: time the global timer, or fill or check a DDR range. */
+#define LINK_BOARD_OP 0u       /* u8 FW_CHECK_OP_TIME, _FILL or _CHECK */
+#define LINK_BOARD_RESERVED 1u /* u8[3] 0 */
+#define LINK_BOARD_RESERVED_LEN 3u
+#define LINK_BOARD_BASE 4u   /* u32 the range's first byte */
+#define LINK_BOARD_LENGTH 8u /* u32 its bytes */
+#define LINK_BOARD_SEED 12u  /* u32 the pattern's seed */
+#define LINK_BOARD_FIXED 16u
+
+/* BOARD_REPLY: the answer to BOARD: the op, the global timer's count, five words the op gives
+ * meaning to. */
+#define LINK_BOARD_REPLY_OP 0u       /* u8 the request's op */
+#define LINK_BOARD_REPLY_RESERVED 1u /* u8[3] 0 */
+#define LINK_BOARD_REPLY_RESERVED_LEN 3u
+#define LINK_BOARD_REPLY_TIMER_LO                                                                  \
+    4u /* u32 the global timer's count when the reply was made, low word */
+#define LINK_BOARD_REPLY_TIMER_HI 8u /* u32 its high word */
+#define LINK_BOARD_REPLY_WORDS 12u   /* u32[5] what the op reports (fw_check.h) */
+#define LINK_BOARD_REPLY_WORDS_LEN 5u
+#define LINK_BOARD_REPLY_FIXED 32u
+
 /* Where INFO's application description starts: after the fixed part, the board and link blocks. */
 #define LINK_INFO_DESCRIPTION 188u
 

@@ -39,6 +39,8 @@ V3_FORMATS = {
     "INFO": "<BBHIIIIIII24sII",
     "INFO_BOARD": "<BBBBIIIIIHH20sI",
     "INFO_LINK": "<BBBBIBBHIIIIIII8I",
+    "BOARD": "<B3BIII",  # host/board_check.py had "<B3xIII" and "<B3xII5I"
+    "BOARD_REPLY": "<B3BII5I",
 }
 
 
@@ -144,6 +146,30 @@ def test_fw_server_writes_each_field_at_its_width() -> None:
             assert re.search(_WRITERS[f.type].format(c=c), text), f"{c}: not accessed as {f.type}"
     assert "b[LINK_HEADER_VERSION] != FW_PROTO_VERSION" in text
     assert "hdr[LINK_HEADER_TYPE] = type" in text
+
+
+def test_the_board_check_uses_only_the_described_offsets() -> None:
+    """fw_check.c (the Zynq-7000 board's BOARD message) reads and writes its payloads through the
+    generated offsets at their described widths; the host packs and reads the same bytes."""
+    text = (firmware_dir() / "board" / "zynq7000" / "fw_check.c").read_text()
+    handle = text[text.index("static int32_t handle(") :]
+    handle = handle[: handle.index("\n}\n")]  # where the payloads are read and written
+    assert not re.search(r"\b(payload|out)\[\d", handle), "a literal offset"
+    for name in ("BOARD", "BOARD_REPLY"):
+        for f in lw.PAYLOADS[name].fixed:
+            c = f"LINK_{name}_{f.name.upper()}"
+            if f.name == "reserved":
+                assert f"[{c} + i] = 0u" in text or name == "BOARD", c
+            elif f.type == "u8":
+                assert f"[{c}]" in text, c
+            else:
+                assert re.search(_WRITERS[f.type].format(c=c), text), f"{c}: not as {f.type}"
+    from elatta_host import board_check as bc
+
+    req = struct.pack(V3_FORMATS["BOARD"], 3, 0, 0, 0, 0x00200000, 4096, 0x5EED)
+    assert lw.BOARD.pack(op=3, reserved=(), base=0x00200000, length=4096, seed=0x5EED) == req
+    reply = struct.pack(V3_FORMATS["BOARD_REPLY"], 3, 0, 0, 0, 0x89ABCDEF, 0x1234, 1, 2, 3, 4, 5)
+    assert bc.BoardReply.unpack(reply) == bc.BoardReply(3, 0x1234_89ABCDEF, (1, 2, 3, 4, 5))
 
 
 def test_a_field_after_a_run_or_a_text_array_is_refused() -> None:

@@ -1,9 +1,10 @@
 """The link layer's fixed payloads, described once (docs/protocol.md, "Framing", "Messages",
 "Windowed link", "Rate switch", "INFO payload"): the frame header, HELLO's session, ERROR,
-STATUS, BAUD, BAUD_ACK, and INFO with its board and link blocks. The firmware's offsets
+STATUS, BAUD, BAUD_ACK, INFO with its board and link blocks, and the board check's BOARD and
+BOARD_REPLY (docs/board.md §8). The firmware's offsets
 (``firmware/fw_link_wire.h``, generated from this table by ``make generate``) and the host's
 codecs (``elatta_host.protocol``: ``Status``, ``Info``, ``BoardInfo``, ``LinkInfo``, the header's
-struct) all come from here; tests/test_generated.py fails when the header is stale and
+struct; ``elatta_host.board_check``) all come from here; tests/test_generated.py fails when the header is stale and
 tests/test_link_wire.py when either side departs. Little-endian throughout.
 
 The model runtime's payloads (INFER, RESULT, the audio and continuous modes) are described the
@@ -136,6 +137,31 @@ INFO_LINK = Payload(
     ),
 )
 
+# The Zynq-7000 board's check (firmware/board/zynq7000/fw_check.h, docs/board.md §8): an ordered
+# application message the board serves ahead of the model runtime.
+BOARD = Payload(
+    "BOARD",
+    "the board check's request: time the global timer, or fill or check a DDR range",
+    (
+        Field("op", "u8", "FW_CHECK_OP_TIME, _FILL or _CHECK"),
+        Field("reserved", "u8", "0", width=3),
+        Field("base", "u32", "the range's first byte"),
+        Field("length", "u32", "its bytes"),
+        Field("seed", "u32", "the pattern's seed"),
+    ),
+)
+BOARD_REPLY = Payload(
+    "BOARD_REPLY",
+    "the answer to BOARD: the op, the global timer's count, five words the op gives meaning to",
+    (
+        Field("op", "u8", "the request's op"),
+        Field("reserved", "u8", "0", width=3),
+        Field("timer_lo", "u32", "the global timer's count when the reply was made, low word"),
+        Field("timer_hi", "u32", "its high word"),
+        Field("words", "u32", "what the op reports (fw_check.h)", width=5),
+    ),
+)
+
 # C names: LINK_<NAME>_*
 PAYLOADS: dict[str, Payload] = {
     "HEADER": HEADER,
@@ -147,6 +173,8 @@ PAYLOADS: dict[str, Payload] = {
     "INFO": INFO,
     "INFO_BOARD": INFO_BOARD,
     "INFO_LINK": INFO_LINK,
+    "BOARD": BOARD,
+    "BOARD_REPLY": BOARD_REPLY,
 }
 
 
