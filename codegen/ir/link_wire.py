@@ -3,9 +3,10 @@
 STATUS, BAUD, BAUD_ACK, INFO with its board and link blocks, and the board check's BOARD and
 BOARD_REPLY (docs/board.md §8). The firmware's offsets
 (``firmware/fw_link_wire.h``, generated from this table by ``make generate``) and the host's
-codecs (``elatta_host.protocol``: ``Status``, ``Info``, ``BoardInfo``, ``LinkInfo``, the header's
-struct; ``elatta_host.board_check``) all come from here; tests/test_generated.py fails when the header is stale and
-tests/test_link_wire.py when either side departs. Little-endian throughout.
+codecs (``elatta_host.protocol``: ``Status``, ``Info``, ``BoardInfo``, ``LinkInfo``, the
+header's struct; ``elatta_host.board_check``) all come from here; tests/test_generated.py fails
+when the header is stale and tests/test_link_wire.py when either side departs. Little-endian
+throughout.
 
 The model runtime's payloads (INFER, RESULT, the audio and continuous modes) are described the
 same way in ``codegen.ir.wire``, whose ``Field`` and ``Payload`` these use.
