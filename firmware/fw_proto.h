@@ -92,32 +92,25 @@
  * its replay key so that no request of one session is answered from another's record. */
 #define FW_SESSION_SIZE 4u
 
+/* INFO (docs/protocol.md, "INFO payload"): its fixed part, the board block, the link block, then
+ * the application's description. The layout is codegen.ir.link_wire's (fw_link_wire.h, which
+ * asserts the sizes below); these are stated here with the protocol's other constants. */
 #define FW_BUILD_ID_SIZE 24u
 #define FW_INFO_SIZE 64u /* fixed part; the application's description fills the rest */
 
-/* INFO's board block, right after the fixed part (docs/protocol.md, "INFO payload"): a tag byte
- * that an application description (ASCII text) never starts with, its size, then what the board
- * reads back at run time. A host finds the description after the block when the tag is there and
- * at FW_INFO_SIZE otherwise, so INFO of a firmware without the block still reads. */
+/* INFO's board block, right after the fixed part: a tag byte that an application description
+ * (ASCII text) never starts with, its size, then what the board reads back at run time. A host
+ * finds the description after the block when the tag is there and at FW_INFO_SIZE otherwise, so
+ * INFO of a firmware without the block still reads. */
 #define FW_INFO_BOARD_TAG 0xB1u
 #define FW_INFO_BOARD_SIZE 52u
 #define FW_INFO_BOARD_NAME_SIZE 20u
 #define FW_INFO_BOARD_L2_FOUND 0x01u /* flags bit: an L2 cache controller answered */
 
 /* INFO's link block, after the board block: what the host's window may use and the rates the
- * UART can switch to (docs/protocol.md, "INFO payload"). */
+ * UART can switch to (its layout: LINK_INFO_LINK_* of fw_link_wire.h). */
 #define FW_INFO_LINK_TAG 0xB2u
-#define FW_INFO_LINK_FIXED 40u
-#define FW_INFO_LINK_RATES_MAX 8u
-#define FW_INFO_LINK_SIZE (FW_INFO_LINK_FIXED + 4u * FW_INFO_LINK_RATES_MAX)
 
-/* STATUS payload: next u32 (the seq, tag included), held u32 (the window bitmap), cause u8, type
- * u8 (of the frame that made the device speak, as read), ring_free u16 (bytes free in the receive
- * ring, saturated at 65535), last_error u32 (the seq of the last ordered request answered with
- * ERROR, 0: none: an ERROR whose frame was lost is not taken for an acknowledgement). */
-#define FW_STATUS_SIZE 16u
-/* BAUD payload: rate u32, revert_ms u16; BAUD_ACK: rate u32, cd u16, bdiv u16. */
-#define FW_BAUD_SIZE 6u
-#define FW_BAUD_ACK_SIZE 8u
+/* The payloads of STATUS (the window), ERROR, BAUD and BAUD_ACK: LINK_* of fw_link_wire.h. */
 
 #endif /* FW_PROTO_H */

@@ -2,6 +2,7 @@
 #include "fw_server.h"
 
 #include "fw_frame.h"
+#include "fw_link_wire.h" /* payload offsets: codegen.ir.link_wire */
 
 /* The program's one server (the device's, or the host harness's), for fw_server_link. */
 static fw_server_t *fw_server_active;
@@ -15,7 +16,7 @@ typedef struct {
 } fw_rate_t;
 static const fw_rate_t fw_rates[] = FW_UART_RATE_TABLE;
 #define FW_RATE_COUNT (sizeof fw_rates / sizeof fw_rates[0])
-_Static_assert(FW_RATE_COUNT <= FW_INFO_LINK_RATES_MAX, "INFO lists every rate");
+_Static_assert(FW_RATE_COUNT <= LINK_INFO_LINK_RATES_LEN, "INFO lists every rate");
 
 static uint32_t link_now(const fw_server_t *s)
 {
@@ -107,12 +108,12 @@ static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t
                        uint16_t len)
 {
     static const uint8_t delim = 0u;
-    uint8_t hdr[FW_HDR_SIZE];
+    uint8_t hdr[LINK_HEADER_FIXED];
     uint8_t tail[FW_CRC_SIZE];
-    hdr[0] = (uint8_t)FW_PROTO_VERSION;
-    hdr[1] = type;
-    fw_put_u32(&hdr[2], seq);
-    fw_put_u16(&hdr[6], len);
+    hdr[LINK_HEADER_VERSION] = (uint8_t)FW_PROTO_VERSION;
+    hdr[LINK_HEADER_TYPE] = type;
+    fw_put_u32(&hdr[LINK_HEADER_SEQ], seq);
+    fw_put_u16(&hdr[LINK_HEADER_LENGTH], len);
     s->tx_n = 0;
     uint32_t crc = tx_bytes(s, hdr, sizeof hdr, 0xFFFFFFFFu);
     crc = tx_bytes(s, payload, len, crc);
@@ -124,7 +125,9 @@ static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t
 
 static void send_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
 {
-    uint8_t payload[2] = {code, type};
+    uint8_t payload[LINK_ERROR_FIXED];
+    payload[LINK_ERROR_CODE] = code;
+    payload[LINK_ERROR_TYPE] = type;
     s->frames_err++;
     send_frame(s, FW_MSG_ERROR, seq, payload, (uint16_t)sizeof payload);
 }
@@ -143,15 +146,15 @@ static void board_report(const fw_server_t *s, fw_board_report_t *r)
  * once ordered frames served without a reply of their own have no more bytes behind them (ACK). */
 static void send_status(fw_server_t *s, uint8_t cause, uint8_t type, uint32_t seq)
 {
-    uint8_t p[FW_STATUS_SIZE];
+    uint8_t p[LINK_STATUS_FIXED];
     size_t pending = s->platform->pending != 0 ? s->platform->pending(s->platform->ctx) : 0u;
     const uint32_t ring = s->rx_ring > pending ? s->rx_ring - (uint32_t)pending : 0u;
-    fw_put_u32(&p[0], s->next);
-    fw_put_u32(&p[4], s->held_mask);
-    p[8] = cause;
-    p[9] = type;
-    fw_put_u16(&p[10], (uint16_t)(ring < 0xFFFFu ? ring : 0xFFFFu));
-    fw_put_u32(&p[12], s->last_error);
+    fw_put_u32(&p[LINK_STATUS_NEXT], s->next);
+    fw_put_u32(&p[LINK_STATUS_HELD], s->held_mask);
+    p[LINK_STATUS_CAUSE] = cause;
+    p[LINK_STATUS_TYPE] = type;
+    fw_put_u16(&p[LINK_STATUS_RING_FREE], (uint16_t)(ring < 0xFFFFu ? ring : 0xFFFFu));
+    fw_put_u32(&p[LINK_STATUS_LAST_ERROR], s->last_error);
     if (cause != FW_CAUSE_ACK) {
         s->frames_err++;
     }
@@ -160,7 +163,8 @@ static void send_status(fw_server_t *s, uint8_t cause, uint8_t type, uint32_t se
     s->ack_rx = s->link.rx_bytes;
 }
 
-/* INFO's board block (fw_proto.h, docs/protocol.md): tag, size, flags, then the registers. */
+/* INFO's board block (fw_link_wire.h, docs/protocol.md): tag, size, flags, then the registers;
+ * zeroed by the caller (the reserved byte, the name's padding). */
 static void put_board_block(const fw_board_report_t *r, uint8_t *b)
 {
 #ifdef FW_BOARD_NAME
@@ -168,43 +172,44 @@ static void put_board_block(const fw_board_report_t *r, uint8_t *b)
 #else
     static const char name[] = "";
 #endif
-    b[0] = (uint8_t)FW_INFO_BOARD_TAG;
-    b[1] = (uint8_t)FW_INFO_BOARD_SIZE;
-    b[2] = r->l2_id != 0u ? (uint8_t)FW_INFO_BOARD_L2_FOUND : 0u;
-    fw_put_u32(&b[4], r->sctlr);
-    fw_put_u32(&b[8], r->actlr);
-    fw_put_u32(&b[12], r->l2_id);
-    fw_put_u32(&b[16], r->l2_ctrl);
-    fw_put_u32(&b[20], r->l2_aux);
-    fw_put_u16(&b[24], r->uart_cd);
-    fw_put_u16(&b[26], r->uart_bdiv);
-    for (uint32_t i = 0; i < FW_INFO_BOARD_NAME_SIZE && name[i] != '\0'; i++) {
-        b[28 + i] = (uint8_t)name[i];
+    b[LINK_INFO_BOARD_TAG] = (uint8_t)FW_INFO_BOARD_TAG;
+    b[LINK_INFO_BOARD_SIZE] = (uint8_t)LINK_INFO_BOARD_FIXED;
+    b[LINK_INFO_BOARD_FLAGS] = r->l2_id != 0u ? (uint8_t)FW_INFO_BOARD_L2_FOUND : 0u;
+    fw_put_u32(&b[LINK_INFO_BOARD_SCTLR], r->sctlr);
+    fw_put_u32(&b[LINK_INFO_BOARD_ACTLR], r->actlr);
+    fw_put_u32(&b[LINK_INFO_BOARD_L2_ID], r->l2_id);
+    fw_put_u32(&b[LINK_INFO_BOARD_L2_CONTROL], r->l2_ctrl);
+    fw_put_u32(&b[LINK_INFO_BOARD_L2_AUX], r->l2_aux);
+    fw_put_u16(&b[LINK_INFO_BOARD_UART_CD], r->uart_cd);
+    fw_put_u16(&b[LINK_INFO_BOARD_UART_BDIV], r->uart_bdiv);
+    for (uint32_t i = 0; i < LINK_INFO_BOARD_NAME_LEN && name[i] != '\0'; i++) {
+        b[LINK_INFO_BOARD_NAME + i] = (uint8_t)name[i];
     }
-    fw_put_u32(&b[48], r->uart_rx_overruns);
+    fw_put_u32(&b[LINK_INFO_BOARD_UART_RX_OVERRUNS], r->uart_rx_overruns);
 }
 
-/* INFO's link block (fw_proto.h, docs/protocol.md): what the host's window may use, the link's
- * counters and the rates BAUD may ask for. */
+/* INFO's link block (fw_link_wire.h, docs/protocol.md): what the host's window may use, the
+ * link's counters and the rates BAUD may ask for (the rest of the rates' room zeroed by the
+ * caller). */
 static void put_link_block(const fw_server_t *s, const fw_board_report_t *r, uint8_t *b)
 {
-    b[0] = (uint8_t)FW_INFO_LINK_TAG;
-    b[1] = (uint8_t)FW_INFO_LINK_SIZE;
-    b[2] = (uint8_t)FW_RATE_COUNT;
-    b[3] = (uint8_t)FW_WINDOW;
-    fw_put_u32(&b[4], r->rx_ring);
-    b[8] = (uint8_t)FW_HOLD_SLOTS;
-    b[9] = (uint8_t)FW_RECORDS;
-    fw_put_u16(&b[10], (uint16_t)FW_HOLD_PAYLOAD);
-    fw_put_u32(&b[12], r->baud);
-    fw_put_u32(&b[16], r->ring_overruns);
-    fw_put_u32(&b[20], r->rate_reverts);
-    fw_put_u32(&b[24], s->frames_held);
-    fw_put_u32(&b[28], s->frames_stale);
-    fw_put_u32(&b[32], s->next);
-    fw_put_u32(&b[36], (uint32_t)FW_REPLY_MAX);
+    b[LINK_INFO_LINK_TAG] = (uint8_t)FW_INFO_LINK_TAG;
+    b[LINK_INFO_LINK_SIZE] = (uint8_t)LINK_INFO_LINK_FIXED;
+    b[LINK_INFO_LINK_N_RATES] = (uint8_t)FW_RATE_COUNT;
+    b[LINK_INFO_LINK_WINDOW] = (uint8_t)FW_WINDOW;
+    fw_put_u32(&b[LINK_INFO_LINK_RX_RING], r->rx_ring);
+    b[LINK_INFO_LINK_HOLD_SLOTS] = (uint8_t)FW_HOLD_SLOTS;
+    b[LINK_INFO_LINK_RECORDS] = (uint8_t)FW_RECORDS;
+    fw_put_u16(&b[LINK_INFO_LINK_HOLD_PAYLOAD], (uint16_t)FW_HOLD_PAYLOAD);
+    fw_put_u32(&b[LINK_INFO_LINK_BAUD], r->baud);
+    fw_put_u32(&b[LINK_INFO_LINK_RING_OVERRUNS], r->ring_overruns);
+    fw_put_u32(&b[LINK_INFO_LINK_RATE_REVERTS], r->rate_reverts);
+    fw_put_u32(&b[LINK_INFO_LINK_FRAMES_HELD], s->frames_held);
+    fw_put_u32(&b[LINK_INFO_LINK_FRAMES_STALE], s->frames_stale);
+    fw_put_u32(&b[LINK_INFO_LINK_NEXT], s->next);
+    fw_put_u32(&b[LINK_INFO_LINK_REPLY_MAX], (uint32_t)FW_REPLY_MAX);
     for (uint32_t i = 0; i < FW_RATE_COUNT; i++) {
-        fw_put_u32(&b[FW_INFO_LINK_FIXED + 4u * i], fw_rates[i].baud);
+        fw_put_u32(&b[LINK_INFO_LINK_RATES + sizeof(uint32_t) * i], fw_rates[i].baud);
     }
 }
 
@@ -214,32 +219,32 @@ static void send_info(fw_server_t *s, uint32_t seq)
     /* Built in place of the HELLO request (read already): the received frame's buffer holds a
      * whole payload. */
     uint8_t *p = &s->enc[FW_HDR_SIZE];
-    const uint16_t fixed = (uint16_t)(FW_INFO_SIZE + FW_INFO_BOARD_SIZE + FW_INFO_LINK_SIZE);
+    const uint16_t fixed = (uint16_t)LINK_INFO_DESCRIPTION;
     for (uint32_t i = 0; i < fixed; i++) {
         p[i] = 0u;
     }
     uint32_t stack_size = 0;
     uint32_t stack_used = 0;
     s->platform->stack_usage(s->platform->ctx, &stack_size, &stack_used);
-    p[0] = (uint8_t)FW_PROTO_VERSION;
-    p[1] = (uint8_t)FW_UART_INDEX;
-    fw_put_u16(&p[2], (uint16_t)FW_MAX_PAYLOAD);
-    fw_put_u32(&p[4], (uint32_t)FW_BAUD);
-    fw_put_u32(&p[8], (uint32_t)FW_UART_REF_HZ);
-    fw_put_u32(&p[12], s->frames_ok);
-    fw_put_u32(&p[16], s->frames_err);
-    fw_put_u32(&p[20], s->frames_dropped);
-    fw_put_u32(&p[24], stack_size);
-    fw_put_u32(&p[28], stack_used);
-    for (uint32_t i = 0; i < FW_BUILD_ID_SIZE && build_id[i] != '\0'; i++) {
-        p[32 + i] = (uint8_t)build_id[i];
+    p[LINK_INFO_PROTOCOL_VERSION] = (uint8_t)FW_PROTO_VERSION;
+    p[LINK_INFO_UART] = (uint8_t)FW_UART_INDEX;
+    fw_put_u16(&p[LINK_INFO_MAX_PAYLOAD], (uint16_t)FW_MAX_PAYLOAD);
+    fw_put_u32(&p[LINK_INFO_BAUD], (uint32_t)FW_BAUD);
+    fw_put_u32(&p[LINK_INFO_UART_REF_HZ], (uint32_t)FW_UART_REF_HZ);
+    fw_put_u32(&p[LINK_INFO_FRAMES_OK], s->frames_ok);
+    fw_put_u32(&p[LINK_INFO_FRAMES_ERR], s->frames_err);
+    fw_put_u32(&p[LINK_INFO_FRAMES_DROPPED], s->frames_dropped);
+    fw_put_u32(&p[LINK_INFO_STACK_SIZE], stack_size);
+    fw_put_u32(&p[LINK_INFO_STACK_USED], stack_used);
+    for (uint32_t i = 0; i < LINK_INFO_BUILD_ID_LEN && build_id[i] != '\0'; i++) {
+        p[LINK_INFO_BUILD_ID + i] = (uint8_t)build_id[i];
     }
-    fw_put_u32(&p[56], s->frames_replayed);
-    fw_put_u32(&p[60], s->session);
+    fw_put_u32(&p[LINK_INFO_FRAMES_REPLAYED], s->frames_replayed);
+    fw_put_u32(&p[LINK_INFO_SESSION], s->session);
     fw_board_report_t r;
     board_report(s, &r);
-    put_board_block(&r, &p[FW_INFO_SIZE]);
-    put_link_block(s, &r, &p[FW_INFO_SIZE + FW_INFO_BOARD_SIZE]);
+    put_board_block(&r, &p[LINK_INFO_FIXED]);
+    put_link_block(s, &r, &p[LINK_INFO_FIXED + LINK_INFO_BOARD_FIXED]);
     uint16_t app_len = 0;
     const fw_app_t *app = s->platform->app;
     if (app != 0 && app->describe != 0) {
@@ -252,7 +257,7 @@ static void send_info(fw_server_t *s, uint32_t seq)
  * switches (docs/protocol.md, "Rate switch"). */
 static void serve_baud(fw_server_t *s, uint32_t seq, const uint8_t *payload, uint16_t len)
 {
-    const uint32_t baud = len == FW_BAUD_SIZE ? fw_get_u32(payload) : 0u;
+    const uint32_t baud = len == LINK_BAUD_FIXED ? fw_get_u32(&payload[LINK_BAUD_RATE]) : 0u;
     const fw_rate_t *rate = 0;
     for (uint32_t i = 0; i < FW_RATE_COUNT; i++) {
         if (fw_rates[i].baud == baud) {
@@ -263,14 +268,14 @@ static void serve_baud(fw_server_t *s, uint32_t seq, const uint8_t *payload, uin
         send_error(s, FW_ERR_PAYLOAD, FW_MSG_BAUD, seq);
         return;
     }
-    uint8_t ack[FW_BAUD_ACK_SIZE];
-    fw_put_u32(&ack[0], rate->baud);
-    fw_put_u16(&ack[4], rate->cd);
-    fw_put_u16(&ack[6], rate->bdiv);
+    uint8_t ack[LINK_BAUD_ACK_FIXED];
+    fw_put_u32(&ack[LINK_BAUD_ACK_RATE], rate->baud);
+    fw_put_u16(&ack[LINK_BAUD_ACK_CD], rate->cd);
+    fw_put_u16(&ack[LINK_BAUD_ACK_BDIV], rate->bdiv);
     s->frames_ok++;
     send_frame(s, FW_MSG_BAUD_ACK, seq, ack, (uint16_t)sizeof ack);
     s->platform->set_rate(s->platform->ctx, rate->baud, rate->cd, rate->bdiv,
-                          fw_get_u16(&payload[4]));
+                          fw_get_u16(&payload[LINK_BAUD_REVERT_MS]));
     s->rate_pending = 1;
 }
 
@@ -306,11 +311,11 @@ static void record_send(fw_server_t *s, uint8_t type, uint32_t seq, uint16_t len
 static void record_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
 {
     fw_record_t *rec = record_slot(s);
-    rec->data[0] = code;
-    rec->data[1] = type;
+    rec->data[LINK_ERROR_CODE] = code;
+    rec->data[LINK_ERROR_TYPE] = type;
     s->frames_err++;
     s->last_error = seq;
-    record_send(s, (uint8_t)FW_MSG_ERROR, seq, 2u);
+    record_send(s, (uint8_t)FW_MSG_ERROR, seq, (uint16_t)LINK_ERROR_FIXED);
 }
 
 /* The application's answer to the message that ended with seq. */
@@ -478,13 +483,14 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
         s->frames_dropped++;
         return;
     }
-    uint8_t type = b[1];
-    uint32_t seq = fw_get_u32(&b[2]);
+    uint8_t type = b[LINK_HEADER_TYPE];
+    uint32_t seq = fw_get_u32(&b[LINK_HEADER_SEQ]);
     if (s->overflow || status == -2) {
         send_status(s, (uint8_t)FW_ERR_TOO_LONG, type, seq);
         return;
     }
-    if (b[0] != FW_PROTO_VERSION) { /* step 3: a peer of another version hears it as such */
+    /* step 3: a peer of another version hears it as such */
+    if (b[LINK_HEADER_VERSION] != FW_PROTO_VERSION) {
         send_error(s, FW_ERR_VERSION, type, seq);
         return;
     }
@@ -496,7 +502,7 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
         send_status(s, (uint8_t)FW_ERR_SHORT, type, seq);
         return;
     }
-    uint16_t len = fw_get_u16(&b[6]);
+    uint16_t len = fw_get_u16(&b[LINK_HEADER_LENGTH]);
     if (len > FW_MAX_PAYLOAD) { /* step 6 */
         send_status(s, (uint8_t)FW_ERR_TOO_LONG, type, seq);
         return;
@@ -517,8 +523,8 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
     case FW_MSG_HELLO:
         /* Empty: INFO only. A nonce opens the host's session (a new one starts the window
          * over) or re-announces it. */
-        if (len == FW_SESSION_SIZE) {
-            const uint32_t session = fw_get_u32(&b[FW_HDR_SIZE]);
+        if (len == LINK_HELLO_FIXED) {
+            const uint32_t session = fw_get_u32(&b[FW_HDR_SIZE + LINK_HELLO_SESSION]);
             if (session != s->session) {
                 open_session(s, session);
             }
@@ -630,7 +636,7 @@ static size_t rx_need(const fw_server_t *s)
         h[at - 1u] = 0u;
         at += c;
     }
-    const uint16_t len = fw_get_u16(&h[6]);
+    const uint16_t len = fw_get_u16(&h[LINK_HEADER_LENGTH]);
     const size_t total = FW_HDR_SIZE + (size_t)len + FW_CRC_SIZE + 2u;
     return len <= FW_MAX_PAYLOAD && total > s->enc_len ? total - s->enc_len : 0u;
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "fw_config.h"
+#include "fw_link_wire.h"
 #include "fw_proto.h"
 #include "fw_rt.h"
 
@@ -27,7 +28,7 @@
 #define FW_REPLY_MAX 64u
 #endif
 _Static_assert(FW_REPLY_MAX <= FW_MAX_PAYLOAD, "a reply is a frame payload");
-_Static_assert(FW_INFO_SIZE + FW_INFO_BOARD_SIZE + FW_INFO_LINK_SIZE <= FW_MAX_PAYLOAD,
+_Static_assert(LINK_INFO_DESCRIPTION <= FW_MAX_PAYLOAD,
                "INFO's fixed part, board and link blocks fit a payload");
 /* Replies kept for requests sent again (the host keeps at most this many replies outstanding). */
 #ifndef FW_RECORDS

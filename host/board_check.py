@@ -31,7 +31,6 @@ import contextlib
 import io
 import json
 import random
-import struct
 import tempfile
 import time
 from collections.abc import Iterator
@@ -44,17 +43,19 @@ from elatta_host.protocol import Info
 from elatta_host.transport import DEFAULT_BUDGET, Link
 
 from codegen.base.errors import ConfigError
+from codegen.ir import link_wire as lw
 from codegen.target import board_cmd
 from codegen.target.boards import BOARDS, Board, get_board
 
 HELP = board_cmd.HELP
 FLAGS = {"budget": "--budget", "timeout": "--timeout"}
 
-# firmware/board/zynq7000/fw_check.h (tests/test_board_check.py keeps the two equal)
+# firmware/board/zynq7000/fw_check.h (tests/test_board_check.py keeps the two equal); the
+# payloads' layouts are codegen.ir.link_wire's BOARD and BOARD_REPLY
 MSG_BOARD = 0x30
 MSG_BOARD_REPLY = 0xB0
-CHECK_REQ_SIZE = 16
-CHECK_REPLY_SIZE = 32
+CHECK_REQ_SIZE = lw.BOARD.fixed_size
+CHECK_REPLY_SIZE = lw.BOARD_REPLY.fixed_size
 OP_TIME = 1
 OP_FILL = 2
 OP_CHECK = 3
@@ -99,8 +100,11 @@ class BoardReply:
             raise ConfigError(
                 f"BOARD_REPLY of {len(payload)} bytes; expected {CHECK_REPLY_SIZE} (fw_check.h)"
             )
-        op, lo, hi, *w = struct.unpack("<B3xII5I", payload)
-        return cls(op, hi << 32 | lo, (w[0], w[1], w[2], w[3], w[4]))
+        v = lw.BOARD_REPLY.unpack(payload)
+        op, lo, hi, words = v["op"], v["timer_lo"], v["timer_hi"], v["words"]
+        assert isinstance(op, int) and isinstance(lo, int) and isinstance(hi, int)
+        assert isinstance(words, tuple) and len(words) == 5, words
+        return cls(op, hi << 32 | lo, (words[0], words[1], words[2], words[3], words[4]))
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def pattern(addr: int, seed: int) -> int:
 def board_request(
     dev: Device, op: int, base: int = 0, length: int = 0, seed: int = 0
 ) -> BoardReply:
-    payload = struct.pack("<B3xIII", op, base, length, seed)
+    payload = lw.BOARD.pack(op=op, reserved=(), base=base, length=length, seed=seed)
     reply = dev.link.request(MSG_BOARD, payload, expect=MSG_BOARD_REPLY)
     r = BoardReply.unpack(reply.payload)
     if r.op != op:

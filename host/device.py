@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import struct
 import time
 from dataclasses import dataclass
 
 from elatta_host.errors import DeviceError, LinkError, LinkTimeout, ProtocolError
-from elatta_host.protocol import Frame, Info, Msg
-from elatta_host.transport import UNCAPPED, Link, baud_payload
+from elatta_host.protocol import Frame, Info, Msg, baud_payload, hello_payload
+from elatta_host.transport import UNCAPPED, Link
 
 SYNC_TRY = 0.25  # s between HELLOs while the device boots
 # The rate switch (docs/protocol.md, "Rate switch"): the device goes back to its old rate this
@@ -60,7 +59,7 @@ class Device:
             except ValueError:
                 return True  # malformed: taken, and refused below with the reason
 
-        nonce = struct.pack("<I", session)
+        nonce = hello_payload(session)
         if sync_timeout is None:
             reply = self.link.request(Msg.HELLO, nonce, expect=Msg.INFO, accept=ours)
         else:

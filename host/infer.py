@@ -1,22 +1,18 @@
 """INFER / RESULT / RESET payloads of the model runtime (docs/protocol.md, "Model runtime";
-device side ``firmware/fw_app_kws.c``). Little-endian throughout.
+device side ``firmware/fw_app_kws.c``), laid out as ``codegen.ir.wire`` describes them (INFER,
+RESULT, RESET). Little-endian throughout. RESET is empty (p_prev = 0) or p_prev (resume a
+continual stream).
 
-INFER   ``sample_id:u32 mode:u8 T:u16 F:u16 features:i16[T*F]``
-RESULT  ``sample_id:u32 mode:u8 C:u8 k:u8 H:u8 pred_noadapt:i32 pred:i32 H_noadapt:i32
-        H_best:i32 n_pivot_fix:i32 ticks_encoder:u32 ticks_adapt:u32 ticks_total:u32
-        p_best:i32[k] logits_noadapt:i16[C] logits:i16[C] z:i16[H]``
-RESET   empty (p_prev = 0) or ``p_prev:i32[k]`` (resume a continual stream)
-
-Audio mode (docs/protocol.md, "Audio mode"): ``AUDIO_BEGIN sample_id:u32 mode:u8``, then
-``AUDIO offset:u32 pcm:i16[n]`` chunks (or ``AUDIO_ADPCM`` blocks), then ``AUDIO_END
-samples:u32``, answered with RESULT followed by the front end's and the link's figures;
-AUDIO_BEGIN and the chunks have no reply of their own (the link acknowledges them).
+Audio mode (docs/protocol.md, "Audio mode"): AUDIO_BEGIN, then AUDIO chunks (or AUDIO_ADPCM
+blocks), then AUDIO_END, answered with RESULT followed by the front end's and the link's figures
+(``wire.RESULT_STREAM``); AUDIO_BEGIN and the chunks have no reply of their own (the link
+acknowledges them).
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +35,11 @@ RESULT_FIXED = struct.Struct(wire.RESULT.fixed_format)
 _SIZES = ("C", "k", "H")
 # The link's measurements (ticks and bytes received since the request before): not results
 _LINK = ("ticks_link", "link_bytes")
+# the single values after RESULT's arrays (the front end's, the link's and the unpacking's
+# figures of the answer to AUDIO_END; the link's of INFER's): None in a result that lacks them
+STREAM_TICKS: tuple[str, ...] = tuple(f.name for f in wire.RESULT_STREAM.arrays if f.count == "1")
+# RESULT's arrays, kept as tuples
+_ARRAYS = frozenset(f.name for f in wire.RESULT.arrays if f.count != "1")
 # Fields compared bit-exactly with the integer reference (every field but sizes, ticks and the
 # link's bytes).
 COMPARED_FIELDS: tuple[str, ...] = tuple(
@@ -71,7 +72,9 @@ def encode_reset(p_prev: tuple[int, ...] | None = None) -> bytes:
 
 @dataclass(frozen=True)
 class InferResult:
-    """One RESULT, every field as the device sent it (integers, compared exactly)."""
+    """One RESULT, every field as the device sent it (integers, compared exactly): the fields of
+    ``wire.RESULT_STREAM`` but its sizes (tests/test_wire.py keeps the two lists equal), the
+    one list of them the host keeps."""
 
     sample_id: int
     mode: int
@@ -98,56 +101,27 @@ class InferResult:
         return {name: getattr(self, name) for name in COMPARED_FIELDS}
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "sample_id": self.sample_id,
-            "mode": self.mode,
-            "pred_noadapt": self.pred_noadapt,
-            "pred": self.pred,
-            "H_noadapt": self.H_noadapt,
-            "H_best": self.H_best,
-            "n_pivot_fix": self.n_pivot_fix,
-            "ticks_encoder": self.ticks_encoder,
-            "ticks_adapt": self.ticks_adapt,
-            "ticks_total": self.ticks_total,
-            "p_best": list(self.p_best),
-            "logits_noadapt": list(self.logits_noadapt),
-            "logits": list(self.logits),
-            "z": list(self.z),
-        } | {k: getattr(self, k) for k in STREAM_TICKS if getattr(self, k) is not None}
+        """Every field in order, arrays as lists; a figure the result lacks is left out."""
+        out: dict[str, object] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                out[f.name] = list(v) if f.name in _ARRAYS else v
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, object]) -> InferResult:
-        def tup(key: str) -> tuple[int, ...]:
-            v = d[key]
-            assert isinstance(v, list)
-            return tuple(int(x) for x in v)
-
-        def num(key: str) -> int:
-            v = d[key]
-            assert isinstance(v, int)
+        def value(key: str) -> int | tuple[int, ...] | None:
+            v = d.get(key) if key in STREAM_TICKS else d[key]
+            if key in _ARRAYS:
+                assert isinstance(v, list), key
+                return tuple(int(x) for x in v)
+            if v is None and key in STREAM_TICKS:
+                return None
+            assert isinstance(v, int), key
             return v
 
-        return cls(
-            num("sample_id"),
-            num("mode"),
-            num("pred_noadapt"),
-            num("pred"),
-            num("H_noadapt"),
-            num("H_best"),
-            num("n_pivot_fix"),
-            num("ticks_encoder"),
-            num("ticks_adapt"),
-            num("ticks_total"),
-            tup("p_best"),
-            tup("logits_noadapt"),
-            tup("logits"),
-            tup("z"),
-            *(None if d.get(k) is None else num(k) for k in STREAM_TICKS),
-        )
-
-
-# the fields RESULT of AUDIO_END appends to INFER's RESULT
-STREAM_TICKS = ("ticks_frontend", "ticks_link", "link_bytes", "ticks_unpack")
+        return cls(**{f.name: value(f.name) for f in fields(cls)})  # type: ignore[arg-type]
 
 
 def encode_audio_begin(sample_id: int, mode: int) -> bytes:

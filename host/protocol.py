@@ -1,4 +1,7 @@
 """Protocol v3 codec, host side (docs/protocol.md; mirrors firmware/fw_proto.h, fw_frame.c).
+The fixed payloads (the header, STATUS, INFO and its blocks, BAUD) are read and written by the
+one description the firmware's offsets come from too (``codegen.ir.link_wire``,
+``firmware/fw_link_wire.h``).
 
 A frame body is ``version:u8 type:u8 seq:u32 length:u16 payload CRC-32:u32`` (little-endian),
 COBS-encoded and terminated by one 0x00. v3 is the windowed link: ordered frames carry the
@@ -8,34 +11,39 @@ device reports its window in STATUS and can switch its rate (BAUD).
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from codegen.ir import link_wire as lw
+from codegen.ir.wire import TYPES, Payload, Value
 
 if TYPE_CHECKING:
     from codegen.target.boards import Board
 
 PROTO_VERSION = 3
-HDR_SIZE = 8
+HDR_SIZE = lw.HEADER.fixed_size
 CRC_SIZE = 4
-SEQ_READABLE = 6
-SESSION_SIZE = 4
-BUILD_ID_SIZE = 24
-INFO_SIZE = 64
+SEQ_READABLE = lw.proto_sizes()["FW_SEQ_READABLE"]
+SESSION_SIZE = lw.HELLO.fixed_size
+BUILD_ID_SIZE = lw.field(lw.INFO, "build_id").width
+INFO_SIZE = lw.INFO.fixed_size
 # INFO's board block after the fixed part (fw_proto.h FW_INFO_BOARD_*): tag, size, then what the
 # board reads back at run time; absent in INFO of a firmware without it.
 INFO_BOARD_TAG = 0xB1
-INFO_BOARD_SIZE = 52
-INFO_BOARD_NAME_SIZE = 20
+INFO_BOARD_SIZE = lw.INFO_BOARD.fixed_size
+INFO_BOARD_NAME_SIZE = lw.field(lw.INFO_BOARD, "name").width
 INFO_BOARD_L2_FOUND = 0x01
-# INFO's link block after the board block (fw_proto.h FW_INFO_LINK_*)
+# INFO's link block after the board block (fw_proto.h FW_INFO_LINK_TAG): its fixed fields, then
+# room for INFO_LINK_RATES_MAX rates
 INFO_LINK_TAG = 0xB2
-INFO_LINK_FIXED = 40
-INFO_LINK_RATES_MAX = 8
-INFO_LINK_SIZE = INFO_LINK_FIXED + 4 * INFO_LINK_RATES_MAX
+INFO_LINK_FIXED = lw.INFO_LINK.offsets()["rates"]
+INFO_LINK_RATES_MAX = lw.field(lw.INFO_LINK, "rates").width
+INFO_LINK_SIZE = lw.INFO_LINK.fixed_size
 # Ordered seqs: bit 31 clear, the session's tag in bits 30..24, the copy in 23..20, a counter in
 # 19..0 (fw_proto.h)
 SEQ_CONTROL = 0x80000000
@@ -46,10 +54,25 @@ SEQ_COPY_SHIFT = 20
 SEQ_COUNT_MASK = 0x000FFFFF
 TYPE_MORE = 0x40  # a part of a longer message; more parts follow
 WINDOW = 32  # STATUS's bitmap: a frame is held when 0 < seq - next < WINDOW
-STATUS_SIZE = 16
-BAUD_SIZE = 6
-BAUD_ACK_SIZE = 8
-_HDR = struct.Struct("<BBIH")
+STATUS_SIZE = lw.STATUS.fixed_size
+BAUD_SIZE = lw.BAUD.fixed_size
+BAUD_ACK_SIZE = lw.BAUD_ACK.fixed_size
+_HDR = struct.Struct(lw.HEADER.fixed_format)
+# where STATUS's cause and ERROR's code and offending type lie (codegen.ir.link_wire)
+STATUS_CAUSE = lw.STATUS.offsets()["cause"]
+ERROR_CODE = lw.ERROR.offsets()["code"]
+ERROR_TYPE = lw.ERROR.offsets()["type"]
+ERROR_SIZE = lw.ERROR.fixed_size
+
+
+def hello_payload(session: int) -> bytes:
+    """HELLO that opens (or re-announces) the session ``session``."""
+    return lw.HELLO.pack(session=session)
+
+
+def baud_payload(rate: int, revert_ms: int) -> bytes:
+    """BAUD: the rate asked for and the device's revert time (docs/protocol.md)."""
+    return lw.BAUD.pack(rate=rate, revert_ms=revert_ms)
 
 
 class Msg(IntEnum):
@@ -113,18 +136,15 @@ class Status:
     ring_free: int  # bytes free in its receive ring (saturated at 65535)
     last_error: int = 0  # the seq of the last ordered request answered with ERROR (0: none)
 
-    _FMT = struct.Struct("<IIBBHI")
-
     @classmethod
     def unpack(cls, payload: bytes) -> Status:
-        if len(payload) != cls._FMT.size:
-            raise ValueError(f"STATUS payload of {len(payload)} bytes, expected {cls._FMT.size}")
-        return cls(*cls._FMT.unpack(payload))
+        size = lw.STATUS.fixed_size
+        if len(payload) != size:
+            raise ValueError(f"STATUS payload of {len(payload)} bytes, expected {size}")
+        return cls(**lw.STATUS.unpack(payload))  # type: ignore[arg-type]
 
     def pack(self) -> bytes:
-        return self._FMT.pack(
-            self.next, self.held, self.cause, self.type, self.ring_free, self.last_error
-        )
+        return lw.STATUS.pack(**{f.name: getattr(self, f.name) for f in lw.STATUS.fields})
 
 
 def cause_name(code: int) -> str:
@@ -281,6 +301,38 @@ def _split_keep(data: bytes) -> Iterator[tuple[bytes, bool]]:
         start = end + 1
 
 
+def _values(cls: type, p: Payload, data: bytes, *, partial: bool = False) -> dict[str, Any]:
+    """The values of ``p``'s fields that dataclass ``cls`` has, by name (text decoded); with
+    ``partial`` only those ``data`` holds whole."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {
+        k: v.decode("ascii", "replace") if isinstance(v, bytes) else v
+        for k, v in p.unpack(data, partial=partial).items()
+        if k in names
+    }
+
+
+def _pack(p: Payload, obj: object, **given: Value) -> bytes:
+    """``p``'s fixed part: the ``given`` values, the rest from ``obj``'s fields of the same names
+    (text encoded)."""
+    values = dict(given)
+    for f in p.fixed:
+        if f.name not in given:
+            v = getattr(obj, f.name)
+            values[f.name] = v.encode("ascii") if isinstance(v, str) else v
+    return p.pack(**values)
+
+
+def _block(rest: bytes, p: Payload, tag: int) -> tuple[bytes | None, bytes]:
+    """INFO's block ``p`` at the start of ``rest`` when its tag is there and its size fits, and
+    what follows it; else (None, rest)."""
+    offs = p.offsets()
+    at_tag, at_size = offs["tag"], offs["size"]
+    if len(rest) <= max(at_tag, at_size) or rest[at_tag] != tag or len(rest) < rest[at_size]:
+        return None, rest
+    return rest[: rest[at_size]], rest[rest[at_size] :]
+
+
 def _preset(name: str | None) -> Board:
     """The board preset INFO names (codegen/target/boards.py): its core and board folder say what
     the board block's words are; a name no preset has reads as the default board's."""
@@ -306,50 +358,28 @@ class BoardInfo:
     # block has no such field (48 bytes)
     uart_rx_overruns: int | None = 0
 
-    _FMT = struct.Struct("<BBBxIIIIIHH20sI")
-    _FMT_48 = struct.Struct("<BBBxIIIIIHH20s")  # the block before the overrun count
+    _FMT = struct.Struct(lw.INFO_BOARD.fixed_format)
 
     @classmethod
     def unpack(cls, block: bytes) -> BoardInfo:
-        if len(block) < cls._FMT_48.size:
-            raise ValueError(
-                f"INFO board block of {len(block)} bytes, expected >= {cls._FMT_48.size}"
-            )
-        (_tag, _size, flags, sctlr, actlr, l2_id, l2_ctrl, l2_aux, cd, bdiv, name) = (
-            cls._FMT_48.unpack_from(block)
-        )
-        overruns = (
-            struct.unpack_from("<I", block, cls._FMT_48.size)[0]
-            if len(block) >= cls._FMT.size
-            else None
-        )
-        return cls(
-            name.rstrip(b"\0").decode("ascii", "replace"),
-            sctlr,
-            actlr,
-            bool(flags & INFO_BOARD_L2_FOUND),
-            l2_id,
-            l2_ctrl,
-            l2_aux,
-            cd,
-            bdiv,
-            overruns,
-        )
+        # a block of a firmware from before the overrun count ends where the count would start
+        least = lw.INFO_BOARD.offsets()["uart_rx_overruns"]
+        if len(block) < least:
+            raise ValueError(f"INFO board block of {len(block)} bytes, expected >= {least}")
+        v = _values(cls, lw.INFO_BOARD, block, partial=True)
+        v["l2_found"] = bool(block[lw.INFO_BOARD.offsets()["flags"]] & INFO_BOARD_L2_FOUND)
+        v.setdefault("uart_rx_overruns", None)  # not in the block: not reported
+        return cls(**v)
 
     def pack(self) -> bytes:
-        return self._FMT.pack(
-            INFO_BOARD_TAG,
-            INFO_BOARD_SIZE,
-            INFO_BOARD_L2_FOUND if self.l2_found else 0,
-            self.sctlr,
-            self.actlr,
-            self.l2_id,
-            self.l2_control,
-            self.l2_aux,
-            self.uart_cd,
-            self.uart_bdiv,
-            self.name.encode("ascii"),
-            self.uart_rx_overruns or 0,
+        return _pack(
+            lw.INFO_BOARD,
+            self,
+            tag=INFO_BOARD_TAG,
+            size=lw.INFO_BOARD.fixed_size,
+            flags=INFO_BOARD_L2_FOUND if self.l2_found else 0,
+            reserved=0,
+            uart_rx_overruns=self.uart_rx_overruns or 0,
         )
 
     def sctlr_bits(self) -> dict[str, bool]:
@@ -422,27 +452,27 @@ class LinkInfo:
     reply_max: int  # the largest reply payload a record keeps
     rates: tuple[int, ...]  # the rates BAUD may ask for
 
-    _FMT = struct.Struct("<BBBBIBBHIIIIIII")
-
     @classmethod
     def unpack(cls, block: bytes) -> LinkInfo:
-        if len(block) < cls._FMT.size:
-            raise ValueError(f"INFO link block of {len(block)} bytes, expected >= {cls._FMT.size}")
-        (_tag, _size, n_rates, window, ring, slots, records, hold_payload, baud, overruns,
-         reverts, held, stale, nxt, reply_max) = cls._FMT.unpack_from(block)  # fmt: skip
-        n = min(n_rates, (len(block) - cls._FMT.size) // 4)
-        rates = struct.unpack_from(f"<{n}I", block, cls._FMT.size)
-        return cls(ring, window, slots, records, hold_payload, baud, overruns, reverts, held,
-                   stale, nxt, reply_max, tuple(rates))  # fmt: skip
+        offs = lw.INFO_LINK.offsets()
+        at = offs["rates"]  # the fixed fields before the rates
+        if len(block) < at:
+            raise ValueError(f"INFO link block of {len(block)} bytes, expected >= {at}")
+        v = _values(cls, lw.INFO_LINK, block, partial=True)
+        # the rates listed, as many of them as the block holds
+        code, size = TYPES[lw.field(lw.INFO_LINK, "rates").type]
+        n = min(block[offs["n_rates"]], (len(block) - at) // size)
+        v["rates"] = struct.unpack_from(f"<{n}{code}", block, at)
+        return cls(**v)
 
     def pack(self) -> bytes:
-        head = self._FMT.pack(
-            INFO_LINK_TAG, INFO_LINK_SIZE, len(self.rates), self.window, self.rx_ring,
-            self.hold_slots, self.records, self.hold_payload, self.baud, self.ring_overruns,
-            self.rate_reverts, self.frames_held, self.frames_stale, self.next, self.reply_max,
-        )  # fmt: skip
-        rates = struct.pack(f"<{len(self.rates)}I", *self.rates)
-        return (head + rates).ljust(INFO_LINK_SIZE, b"\0")
+        return _pack(
+            lw.INFO_LINK,
+            self,
+            tag=INFO_LINK_TAG,
+            size=lw.INFO_LINK.fixed_size,
+            n_rates=len(self.rates),
+        )
 
     def describe(self) -> list[str]:
         return [
@@ -477,73 +507,24 @@ class Info:
     board: BoardInfo | None = None  # the board block; None: a firmware without one
     link: LinkInfo | None = None  # the link block; None: a firmware without one
 
-    _FMT = struct.Struct("<BBHIIIIIII24sII")
-
     @classmethod
     def unpack(cls, payload: bytes) -> Info:
-        if len(payload) < cls._FMT.size:
-            raise ValueError(f"INFO payload of {len(payload)} bytes, expected >= {cls._FMT.size}")
-        (
-            ver,
-            uart,
-            max_payload,
-            baud,
-            ref_hz,
-            ok,
-            err,
-            dropped,
-            stack_size,
-            stack_used,
-            build_id,
-            replayed,
-            session,
-        ) = cls._FMT.unpack_from(payload)
-        rest = bytes(payload[cls._FMT.size :])
+        fixed = _values(cls, lw.INFO, payload)  # refuses a payload shorter than the fixed part
+        rest = bytes(payload[lw.INFO.fixed_size :])
         board = None
         # The block is there when its tag is: a description is ASCII text, never 0xB1.
-        if len(rest) >= 2 and rest[0] == INFO_BOARD_TAG and len(rest) >= rest[1]:
-            board = BoardInfo.unpack(rest[: rest[1]])
-            rest = rest[rest[1] :]
+        block, rest = _block(rest, lw.INFO_BOARD, INFO_BOARD_TAG)
+        if block is not None:
+            board = BoardInfo.unpack(block)
         link = None
-        if len(rest) >= 2 and rest[0] == INFO_LINK_TAG and len(rest) >= rest[1]:
-            link = LinkInfo.unpack(rest[: rest[1]])
-            rest = rest[rest[1] :]
-        return cls(
-            ver,
-            uart,
-            max_payload,
-            baud,
-            ref_hz,
-            ok,
-            err,
-            dropped,
-            stack_size,
-            stack_used,
-            build_id.rstrip(b"\0").decode("ascii", "replace"),
-            replayed,
-            rest,
-            session,
-            board,
-            link,
-        )
+        block, rest = _block(rest, lw.INFO_LINK, INFO_LINK_TAG)
+        if block is not None:
+            link = LinkInfo.unpack(block)
+        return cls(**fixed, app=rest, board=board, link=link)
 
     def pack(self) -> bytes:
         return (
-            self._FMT.pack(
-                self.protocol_version,
-                self.uart,
-                self.max_payload,
-                self.baud,
-                self.uart_ref_hz,
-                self.frames_ok,
-                self.frames_err,
-                self.frames_dropped,
-                self.stack_size,
-                self.stack_used,
-                self.build_id.encode("ascii"),
-                self.frames_replayed,
-                self.session,
-            )
+            _pack(lw.INFO, self)
             + (b"" if self.board is None else self.board.pack())
             + (b"" if self.link is None else self.link.pack())
             + self.app

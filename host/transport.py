@@ -28,7 +28,6 @@ from __future__ import annotations
 import secrets
 import select
 import socket
-import struct
 import threading
 import time
 from collections import deque
@@ -48,6 +47,9 @@ from elatta_host.errors import (
 )
 from elatta_host.protocol import (
     CONTROL_TYPES,
+    ERROR_CODE,
+    ERROR_SIZE,
+    ERROR_TYPE,
     HDR_SIZE,
     PROTO_VERSION,
     SEQ_CONTROL,
@@ -56,6 +58,7 @@ from elatta_host.protocol import (
     SEQ_COUNT_MASK,
     SEQ_TAG_MASK,
     SEQ_TAG_SHIFT,
+    STATUS_CAUSE,
     TYPE_MORE,
     WINDOW,
     BadFrame,
@@ -965,24 +968,24 @@ class Link:
         self._heard = time.monotonic()
         if item.type == Msg.STATUS:
             # the window is valid whatever the seq (that of the frame it speaks of, as read)
-            cause = item.payload[8] if len(item.payload) > 8 else 0
+            cause = item.payload[STATUS_CAUSE] if len(item.payload) > STATUS_CAUSE else 0
             if self._control_seq is not None and cause in LINK_ERRORS:
                 self._control_got.append(f"the device reported {cause_name(cause)}")
             self._on_status(item)
             return
         if item.seq & SEQ_CONTROL:
-            if item.type == Msg.ERROR and item.payload[:1] and item.payload[0] in LINK_ERRORS:
+            if item.type == Msg.ERROR and _error_code(item) in LINK_ERRORS:
                 # a damaged request (its version byte, say): link damage whatever the seq
                 self.damaged_requests += 1
                 if self._control_seq is not None:
-                    name = Err(item.payload[0]).name
+                    name = Err(item.payload[ERROR_CODE]).name
                     self._control_got.append(f"the device answered ERROR {name}")
             elif self._control_seq is not None and item.seq == self._control_seq:
                 self._control_got.append(item)
             else:
                 self.stale_replies += 1
             return
-        if item.type == Msg.ERROR and item.payload[:1] and item.payload[0] == Err.VERSION:
+        if item.type == Msg.ERROR and _error_code(item) == Err.VERSION:
             self.damaged_requests += 1  # a damaged version byte; a peer of another version
             return  # is told by an intact frame of its version (VersionMismatch)
         self._on_reply(item)
@@ -1147,10 +1150,15 @@ def _type_name(type_: int) -> str:
     return Msg(base).name if base in Msg._value2member_map_ else f"type 0x{type_:02x}"
 
 
+def _error_code(item: Frame) -> int | None:
+    """An ERROR's code; None when its payload is too short to hold one."""
+    return item.payload[ERROR_CODE] if len(item.payload) > ERROR_CODE else None
+
+
 def _device_error(reply: Frame) -> LinkError:
-    if len(reply.payload) < 2:
+    if len(reply.payload) < ERROR_SIZE:
         return ProtocolError(f"ERROR frame with a {len(reply.payload)}-byte payload")
-    code, offending = reply.payload[0], reply.payload[1]
+    code, offending = reply.payload[ERROR_CODE], reply.payload[ERROR_TYPE]
     name = Err(code).name if code in Err._value2member_map_ else f"UNKNOWN({code})"
     return DeviceError(code, name, reply.seq, offending)
 
@@ -1185,8 +1193,3 @@ class Pipe:
             self.link.wait(self.items[0][1])
             out += self.take()
         return out
-
-
-def baud_payload(rate: int, revert_ms: int) -> bytes:
-    """BAUD: the rate asked for and the device's revert time (docs/protocol.md)."""
-    return struct.pack("<IH", rate, revert_ms)

@@ -14,14 +14,15 @@ from codegen.target.toolchain import COMMON_CFLAGS, find_tool
 HOST_BUILD_ID = "fw-hosttest"
 
 
-def build_host_server(out: Path, max_payload: int) -> Path:
-    """Compile fw_server.c + fw_frame.c for the host with ASan/UBSan (the device's own code)."""
+def build_host_server(out: Path, max_payload: int, fw: Path | None = None) -> Path:
+    """Compile fw_server.c + fw_frame.c for the host with ASan/UBSan (the device's own code);
+    ``fw``: a copy of the firmware folder to build instead (a changed generated header)."""
     inc = out / "include"
     inc.mkdir(parents=True, exist_ok=True)
     (inc / "fw_config.h").write_text(
         render_config(FirmwareConfig(max_payload=max_payload), HOST_BUILD_ID, "0" * 64)
     )
-    fw = firmware_dir()
+    fw = fw or firmware_dir()
     exe = out / "server_stdio"
     cmd = [
         find_tool("cc"),

@@ -5,6 +5,8 @@ The generated files and what each comes from:
 
 - firmware/elt_modes.h: the device's modes, codegen/ir/modes.py;
 - firmware/fw_app_wire.h: the model runtime's payload offsets, codegen/ir/wire.py;
+- firmware/fw_link_wire.h: the link layer's payload offsets (INFO, STATUS, ...),
+  codegen/ir/link_wire.py;
 - firmware/fw_crc32_tables.h: the frame codec's CRC-32 tables, tools/gen_crc32_tables.py.
 
 The C headers go through the pinned clang-format (the test extra of pyproject.toml) as
@@ -46,6 +48,12 @@ def _wire() -> str:
     return wire.render_c_header()
 
 
+def _link_wire() -> str:
+    from codegen.ir import link_wire
+
+    return link_wire.render_c_header()
+
+
 def _crc32() -> str:
     spec = importlib.util.spec_from_file_location("gen_crc32_tables", TOOLS / "gen_crc32_tables.py")
     assert spec is not None and spec.loader is not None
@@ -57,6 +65,7 @@ def _crc32() -> str:
 FILES: tuple[Generated, ...] = (
     Generated("firmware/elt_modes.h", "codegen/ir/modes.py", _modes),
     Generated("firmware/fw_app_wire.h", "codegen/ir/wire.py", _wire),
+    Generated("firmware/fw_link_wire.h", "codegen/ir/link_wire.py", _link_wire),
     # its tables are laid out by hand (clang-format off inside): written as rendered
     Generated("firmware/fw_crc32_tables.h", "tools/gen_crc32_tables.py", _crc32, False),
 )

@@ -7,8 +7,9 @@ payload is its fixed part (the scalar fields, in order) then its arrays, each as
 symbol in ``count`` says (k latent coefficients, C classes, H latent units, T*F features, n
 samples of a chunk, nd detections and nw window records of a DETECTIONS, or a number).
 
-The link layer (frames, HELLO/INFO, ERROR) is described in ``firmware/fw_proto.h`` and
-``elatta_host.protocol``, checked against each other by tests/test_protocol.py.
+The link layer's fixed payloads (the frame header, HELLO, ERROR, STATUS, BAUD, BAUD_ACK, INFO
+and its board and link blocks) are described the same way in ``codegen.ir.link_wire``
+(``firmware/fw_link_wire.h``, ``elatta_host.protocol``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from dataclasses import dataclass
 
 from codegen.base.resources import jinja_env
 
-# struct codes and C writers of the field types
+# struct codes and sizes of the field types ("char": ASCII text, NUL-padded to its width)
 TYPES: dict[str, tuple[str, int]] = {
+    "char": ("s", 1),
     "u8": ("B", 1),
     "u16": ("H", 2),
     "u32": ("I", 4),
@@ -29,16 +31,29 @@ TYPES: dict[str, tuple[str, int]] = {
 }
 
 
+# a fixed-part field's value: a number, a char run's bytes, another run's numbers
+Value = int | bytes | tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class Field:
     name: str
     type: str  # a key of TYPES
     doc: str
     count: str | None = None  # None: one value; else the symbol of the array's length
+    # a run of this many values inside the fixed part (char[24], u32[8]); only without count
+    width: int = 1
 
     @property
     def size(self) -> int:
-        return TYPES[self.type][1]
+        """Bytes of one element of an array; of the whole run in the fixed part."""
+        return TYPES[self.type][1] * self.width
+
+    @property
+    def code(self) -> str:
+        """Its struct code in a fixed format: a char run is one bytes value, another run width
+        values."""
+        return TYPES[self.type][0] if self.width == 1 else f"{self.width}{TYPES[self.type][0]}"
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,13 @@ class Payload:
                 raise ValueError(f"{self.name}.{f.name}: type {f.type!r} not in {sorted(TYPES)}")
             if f.count is None and seen_array:
                 raise ValueError(f"{self.name}.{f.name}: a scalar after an array has no offset")
+            if f.width < 1 or (f.width > 1 and f.count is not None):
+                raise ValueError(
+                    f"{self.name}.{f.name}: width {f.width}: a run of the fixed part is >= 1 "
+                    "values and has no count"
+                )
+            if f.type == "char" and f.count is not None:
+                raise ValueError(f"{self.name}.{f.name}: text is a run of the fixed part (width)")
             seen_array = seen_array or f.count is not None
 
     @property
@@ -66,7 +88,7 @@ class Payload:
 
     @property
     def fixed_format(self) -> str:
-        return "<" + "".join(TYPES[f.type][0] for f in self.fixed)
+        return "<" + "".join(f.code for f in self.fixed)
 
     @property
     def fixed_size(self) -> int:
@@ -88,6 +110,43 @@ class Payload:
                 n *= int(sym) if sym.isdigit() else counts[sym]
             total += n * f.size
         return total
+
+    def unpack(self, data: bytes, *, partial: bool = False) -> dict[str, Value]:
+        """The fixed part's values by name (a char run as its bytes, NULs stripped; another run
+        as a tuple). ``partial``: ``data`` may end early, and only the fields it holds whole are
+        read (a block of an older firmware, before a field was added)."""
+        if not partial and len(data) < self.fixed_size:
+            raise ValueError(
+                f"{self.name} payload of {len(data)} bytes, expected >= {self.fixed_size}"
+            )
+        out: dict[str, Value] = {}
+        for f, o in zip(self.fixed, self.offsets().values(), strict=True):
+            if o + f.size > len(data):
+                break
+            got = struct.unpack_from("<" + f.code, data, o)
+            if f.type == "char":
+                out[f.name] = bytes(got[0]).rstrip(b"\0")
+            else:
+                out[f.name] = got[0] if f.width == 1 else tuple(got)
+        return out
+
+    def pack(self, **values: Value) -> bytes:
+        """The fixed part from every field's value (a char run's bytes are NUL-padded, a shorter
+        run of numbers zero-filled); a missing or unknown name is refused."""
+        names = [f.name for f in self.fixed]
+        if sorted(values) != sorted(names):
+            raise ValueError(f"{self.name}: values for {sorted(values)}, expected {sorted(names)}")
+        flat: list[int | bytes] = []
+        for f in self.fixed:
+            v = values[f.name]
+            if f.type == "char" or f.width == 1:
+                flat.append(v)  # type: ignore[arg-type]
+            else:
+                run = tuple(v)  # type: ignore[arg-type]
+                if len(run) > f.width:
+                    raise ValueError(f"{self.name}.{f.name}: {len(run)} values, at most {f.width}")
+                flat += [*run, *([0] * (f.width - len(run)))]
+        return struct.pack(self.fixed_format, *flat)
 
 
 _RESULT_FIELDS = (

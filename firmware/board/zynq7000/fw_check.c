@@ -11,6 +11,9 @@
 #include "zynq7000.h"
 
 _Static_assert(FW_CHECK_REPLY_SIZE <= FW_REPLY_MAX, "BOARD_REPLY is recorded like any reply");
+/* The layouts are codegen.ir.link_wire's (fw_link_wire.h, through fw_server.h). */
+_Static_assert(FW_CHECK_REQ_SIZE == LINK_BOARD_FIXED, "BOARD's size is the description's");
+_Static_assert(FW_CHECK_REPLY_SIZE == LINK_BOARD_REPLY_FIXED, "so is BOARD_REPLY's");
 
 /* link.ld: the first byte above the image window. */
 extern uint8_t __ddr_free[];
@@ -68,7 +71,8 @@ static void check(uint32_t base, uint32_t length, uint32_t seed, uint32_t out[3]
 }
 
 /* The op's five words; 0 when the request is refused. */
-static int serve(uint8_t op, uint32_t base, uint32_t length, uint32_t seed, uint32_t w[5])
+static int serve(uint8_t op, uint32_t base, uint32_t length, uint32_t seed,
+                 uint32_t w[LINK_BOARD_REPLY_WORDS_LEN])
 {
     if (op == FW_CHECK_OP_TIME) {
         w[0] = FW_DDR_BYTES;
@@ -100,20 +104,21 @@ static int32_t handle(void *ctx, uint8_t type, const uint8_t *payload, uint16_t 
         }
         return inner_app->handle(inner_app->ctx, type, payload, len, out, out_len);
     }
-    uint32_t w[5] = {0u, 0u, 0u, 0u, 0u};
-    if (len != FW_CHECK_REQ_SIZE || !serve(payload[0], fw_get_u32(&payload[4]),
-                                           fw_get_u32(&payload[8]), fw_get_u32(&payload[12]), w)) {
+    uint32_t w[LINK_BOARD_REPLY_WORDS_LEN] = {0u};
+    if (len != FW_CHECK_REQ_SIZE ||
+        !serve(payload[LINK_BOARD_OP], fw_get_u32(&payload[LINK_BOARD_BASE]),
+               fw_get_u32(&payload[LINK_BOARD_LENGTH]), fw_get_u32(&payload[LINK_BOARD_SEED]), w)) {
         return -(int32_t)FW_ERR_PAYLOAD;
     }
     const uint64_t now = gtimer_raw();
-    out[0] = payload[0];
-    out[1] = 0u;
-    out[2] = 0u;
-    out[3] = 0u;
-    fw_put_u32(&out[4], (uint32_t)now);
-    fw_put_u32(&out[8], (uint32_t)(now >> 32));
-    for (uint32_t i = 0; i < 5u; i++) {
-        fw_put_u32(&out[12u + 4u * i], w[i]);
+    out[LINK_BOARD_REPLY_OP] = payload[LINK_BOARD_OP];
+    for (uint32_t i = 0; i < LINK_BOARD_REPLY_RESERVED_LEN; i++) {
+        out[LINK_BOARD_REPLY_RESERVED + i] = 0u;
+    }
+    fw_put_u32(&out[LINK_BOARD_REPLY_TIMER_LO], (uint32_t)now);
+    fw_put_u32(&out[LINK_BOARD_REPLY_TIMER_HI], (uint32_t)(now >> 32));
+    for (uint32_t i = 0; i < LINK_BOARD_REPLY_WORDS_LEN; i++) {
+        fw_put_u32(&out[LINK_BOARD_REPLY_WORDS + sizeof(uint32_t) * i], w[i]);
     }
     *out_len = FW_CHECK_REPLY_SIZE;
     return FW_MSG_BOARD_REPLY;

@@ -5,6 +5,7 @@
  * DDR the firmware does not occupy. It travels as any ordered application message
  * (docs/protocol.md, "Windowed link"); the model runtime never sees it.
  *
+ * The layouts are codegen.ir.link_wire's (LINK_BOARD_*, LINK_BOARD_REPLY_* in fw_link_wire.h):
  * BOARD request: op u8, 3 bytes reserved (0), base u32, length u32, seed u32.
  * BOARD_REPLY: op u8, 3 bytes reserved, the global timer's 64-bit count when the reply was made
  * (lo u32, hi u32), then five u32 whose meaning depends on op:
