@@ -11,8 +11,6 @@ from typing import Any
 from elatta_host.qemu import free_port, qemu_command
 from elatta_host.run import read_results
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def check_complete(report: dict[str, Any], out: Path, n: int) -> None:
     assert report["bit_exact"] == {
