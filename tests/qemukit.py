@@ -1,5 +1,6 @@
-"""Helpers of the end-to-end QEMU tests (tests/test_qemu_run.py, tests/test_link_faults.py):
-start a firmware in QEMU on a TCP port, and check that a run's report is complete and bit-exact."""
+"""Helpers of the end-to-end QEMU tests (tests/host/test_qemu_run.py,
+tests/host/test_link_faults.py): start a firmware in QEMU on a TCP port, and check that a run's
+report is complete and bit-exact."""
 
 from __future__ import annotations
 

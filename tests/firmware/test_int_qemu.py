@@ -2,7 +2,7 @@
 build) under qemu-system-arm (xilinx-zynq-a9), every result field equal to the Python integer
 reference.
 
-The host harness (tests/test_int_host_c.py) compiles the portable scalar loops; this probe
+The host harness (tests/firmware/test_int_host_c.py) compiles the portable scalar loops; this probe
 compiles the same kernels with arm-none-eabi-gcc and the device flags, so the NEON code is what
 runs: odd shapes (D not a multiple of 8, C not a multiple of 4, k = 1, 3, 4, 8, odd λ) reach
 every tail and every fast path (k = 2 latent, sampler and covariance update; two-candidate head

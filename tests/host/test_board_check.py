@@ -1,6 +1,7 @@
 """The board check: the BOARD message of firmware/board/zynq7000/fw_check.c against its host side
 (elatta_host.board_check), then `codegen board check` on the bare firmware in QEMU. The check on
-the SD image booted in QEMU, with its bit-exact run, is in tests/test_board_boot.py."""
+the SD image booted in QEMU, with its bit-exact run, is in
+tests/codegen/target/test_board_boot.py."""
 
 from __future__ import annotations
 

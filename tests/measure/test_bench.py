@@ -110,7 +110,7 @@ def test_bench_reduced(tmp_path: Path, families: tuple[tuple[str, int, str], ...
         baselines=("scalar", "float32"),
         host_n=64,
         frontend_clips=1,
-        cmsis_cache=None,  # the anchor's PyPI fetch: tests/test_mfcc_int.py (slow)
+        cmsis_cache=None,  # the anchor's PyPI fetch: tests/codegen/intref/test_mfcc_int.py (slow)
         families=families,
     )
 

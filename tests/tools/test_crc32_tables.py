@@ -1,6 +1,6 @@
 """firmware/fw_crc32_tables.h is what tools/gen_crc32_tables.py writes, and its values are the
 CRC-32 registers zlib computes (the codec itself runs on the Cortex-A9 in
-tests/test_frame_codec_arm.py)."""
+tests/firmware/test_frame_codec_arm.py)."""
 
 from __future__ import annotations
 

@@ -277,8 +277,8 @@ def test_speech_is_reproduced_closely() -> None:
 # ------------------------------------------------------------------------- host-compiled C
 
 DRIVER = r"""
-/* tests/test_adpcm.py: records "u32 n, ELT_ADPCM_BLOCK_BYTES(n) bytes" on stdin, the decoded
- * int16 samples of each on stdout. */
+/* tests/codegen/base/test_adpcm.py: records "u32 n, ELT_ADPCM_BLOCK_BYTES(n) bytes" on stdin,
+ * the decoded int16 samples of each on stdout. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -132,7 +132,8 @@ def agreement_with(module: nn.Module, res: BuildResult, data: Path) -> float:
 def export(module: nn.Module, path: Path, T: int = 49, F: int = 10) -> Path:
     """A torch.export program of static batch 32: the build runs it in chunks of its batch
     (`codegen.frontend.importer._chunked`), each op through torch.fx's interpreter, so a small
-    batch costs seconds per pass over the clips; batch 2 is built in tests/test_import.py."""
+    batch costs seconds per pass over the clips; batch 2 is built in
+    tests/codegen/frontend/test_import.py."""
     torch.export.save(torch.export.export(module, (torch.zeros(32, T, F),)), path)
     return path
 

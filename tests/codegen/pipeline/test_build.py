@@ -303,7 +303,8 @@ def test_device_code_has_no_floating_point(cli_build: tuple[Kit, Path]) -> None:
 
 
 PROBE_MAIN = r"""
-/* Test probe (tests/test_build.py): run the generated model on embedded samples, print fields. */
+/* Test probe (tests/codegen/pipeline/test_build.py): run the generated model on embedded samples,
+ * print fields. */
 #include <stdint.h>
 #include "fw_uart.h"
 #include "fw_probe_print.h"
