@@ -63,7 +63,7 @@ lint: setup
 		tests/neonprobe/*.[ch] tests/intharness/*.[ch] tests/regfile/*.[ch]
 
 # Every checked-in generated file (the modes and payload headers, the CRC-32 tables) from its
-# one description (tools/generate.py); tests/test_generated.py fails when one is stale.
+# one description (tools/generate.py); tests/tools/test_generated.py fails when one is stale.
 generate: setup
 	$(PY) tools/generate.py
 

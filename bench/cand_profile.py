@@ -2,7 +2,7 @@
 codegen/emit/adapt_neon.py, called from elt_adapt_run) for a class count C at k, from QEMU's exec
 log.
 
-Builds the QEMU probe of tests/test_int_qemu.py for one model with ELT_C_MAX = C and
+Builds the QEMU probe of tests/firmware/test_int_qemu.py for one model with ELT_C_MAX = C and
 ELT_K_MAX = k (so elt_adapt_run takes the kernel), runs it with `-d in_asm,exec,nochain`
 filtered to the kernel, and divides its executed instructions by the candidates evaluated
 (samples x n x lambda). Also prints the kernel's VMLAL count (C k / 2 rounded up per block).

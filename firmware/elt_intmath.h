@@ -60,7 +60,8 @@ static inline __attribute__((always_inline)) uint64_t elt_udiv_q(uint64_t n, con
     }
     /* n1 = floor(n 2^z / 2^32) < dn (the quotient is < 2^32); q = floor((n1 >> 32) y / 2^31)
      * <= n1 / (dh + 1) <= n 2^z / dn = n / d: an underestimate by a few units at most (at
-     * most 8 over 2e5 random and edge cases, 0.75 on average: tests/test_int_host_c.py). */
+     * most 8 over 2e5 random and edge cases, 0.75 on average: tests/firmware/test_int_host_c.py).
+     */
     n1 = z >= 32 ? n << (z - 32) : n >> (32 - z);
     q = (uint32_t)(((n1 >> 32) * r->y) >> 31);
     rem = n - (uint64_t)q * d; /* q d <= n: no wrap */

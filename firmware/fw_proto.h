@@ -1,6 +1,6 @@
 /*
  * Device protocol v3 constants (docs/protocol.md). host/protocol.py mirrors every value here;
- * tests/test_protocol.py::test_constants_match_c_header keeps the two equal.
+ * tests/host/test_protocol.py::test_constants_match_c_header keeps the two equal.
  */
 #ifndef FW_PROTO_H
 #define FW_PROTO_H

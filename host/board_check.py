@@ -50,7 +50,7 @@ from codegen.target.boards import BOARDS, Board, get_board
 HELP = board_cmd.HELP
 FLAGS = {"budget": "--budget", "timeout": "--timeout"}
 
-# firmware/board/zynq7000/fw_check.h (tests/test_board_check.py keeps the two equal); the
+# firmware/board/zynq7000/fw_check.h (tests/host/test_board_check.py keeps the two equal); the
 # payloads' layouts are codegen.ir.link_wire's BOARD and BOARD_REPLY
 MSG_BOARD = 0x30
 MSG_BOARD_REPLY = 0xB0

@@ -73,8 +73,8 @@ def encode_reset(p_prev: tuple[int, ...] | None = None) -> bytes:
 @dataclass(frozen=True)
 class InferResult:
     """One RESULT, every field as the device sent it (integers, compared exactly): the fields of
-    ``wire.RESULT_STREAM`` but its sizes (tests/test_wire.py keeps the two lists equal), the
-    one list of them the host keeps."""
+    ``wire.RESULT_STREAM`` but its sizes (tests/codegen/ir/test_wire.py keeps the two lists equal),
+    the one list of them the host keeps."""
 
     sample_id: int
     mode: int

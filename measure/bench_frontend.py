@@ -10,7 +10,7 @@ unavailable, by name, and our figures still stand.
 
 The probe embeds the clips, runs every frame of every clip once and prints the features and the
 ticks of each frame on UART0; `run_probe` returns both, so the same run is also a bit-exactness
-check of the ARM build against `codegen.intref.mfcc` (tests/test_mfcc_int.py).
+check of the ARM build against `codegen.intref.mfcc` (tests/codegen/intref/test_mfcc_int.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The QEMU probe of the ELaTTA kernels: a probe main linked with the kernels and one model's
 generated parameters, its lines checked field by field against the Python integer reference
-(tests/test_int_qemu.py, tests/test_cand_kernel.py)."""
+(tests/firmware/test_int_qemu.py, tests/codegen/emit/test_cand_kernel.py)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,8 @@ ENTROPY_C = (2, 3, 4, 5, 8, 10, 12, 13, 16, 17, 31, 35)
 ENTROPY_ROWS = 5  # cases per (C, frac): also run as one elt_entropy_s16_rows call
 
 PROBE_MAIN = r"""
-/* tests/test_int_qemu.py: the ELaTTA kernels on embedded inputs; every result on the UART. */
+/* tests/firmware/test_int_qemu.py: the ELaTTA kernels on embedded inputs; every result on the
+ * UART. */
 #include <stdint.h>
 #include "fw_uart.h"
 #include "fw_probe_print.h"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from repopaths import ROOT
+
 # numpy's OpenBLAS threads fight over the 2 cores of CI machines; tests are single-threaded.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -26,7 +28,7 @@ def kws_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     from codegen.data import build as build_data
     from codegen.pipeline.build import build
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     data = tmp_path_factory.mktemp("rundata")
     build_data(data, preset="tiny", tier="numpy", progress=False, jobs=1)
     out = tmp_path_factory.mktemp("runbuild")

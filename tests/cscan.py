@@ -1,10 +1,11 @@
-"""A small scanner of the hand-written C (firmware/, templates/) for tests/test_firmware_style.py:
-the function definitions of a source with their body's first and last line, and the
-preprocessor conditionals inside each body. Not a C parser: comments, string and character
-literals and Jinja tags are blanked (newlines kept, so line numbers hold), braces are matched,
-and every preprocessor conditional is read once per branch choice (the first branch of every
-conditional, then the last), so both sides of `#if X ... {` / `#else ... {` / `#endif` are seen
-balanced; a choice that leaves the braces unbalanced raises ScanError."""
+"""A small scanner of the hand-written C (firmware/, templates/) for
+tests/firmware/test_firmware_style.py: the function definitions of a source with their body's
+first and last line, and the preprocessor conditionals inside each body. Not a C parser:
+comments, string and character literals and Jinja tags are blanked (newlines kept, so line
+numbers hold), braces are matched, and every preprocessor conditional is read once per branch
+choice (the first branch of every conditional, then the last), so both sides of `#if X ... {` /
+`#else ... {` / `#endif` are seen balanced; a choice that leaves the braces unbalanced raises
+ScanError."""
 
 from __future__ import annotations
 

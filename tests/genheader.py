@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from repopaths import ROOT
 
 
 def formatted(text: str, as_file: Path) -> str:

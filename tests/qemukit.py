@@ -1,5 +1,6 @@
-"""Helpers of the end-to-end QEMU tests (tests/test_qemu_run.py, tests/test_link_faults.py):
-start a firmware in QEMU on a TCP port, and check that a run's report is complete and bit-exact."""
+"""Helpers of the end-to-end QEMU tests (tests/host/test_qemu_run.py,
+tests/host/test_link_faults.py): start a firmware in QEMU on a TCP port, and check that a run's
+report is complete and bit-exact."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from typing import Any
 
 from elatta_host.qemu import free_port, qemu_command
 from elatta_host.run import read_results
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def check_complete(report: dict[str, Any], out: Path, n: int) -> None:

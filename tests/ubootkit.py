@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from repopaths import ROOT as REPO
 
-REPO = Path(__file__).resolve().parents[1]
 EX_TEMPFAIL = 75  # tools/uboot.sh: Debian's archive unreachable
 
 

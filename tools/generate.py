@@ -10,7 +10,7 @@ The generated files and what each comes from:
 - firmware/fw_crc32_tables.h: the frame codec's CRC-32 tables, tools/gen_crc32_tables.py.
 
 The C headers go through the pinned clang-format (the test extra of pyproject.toml) as
-`make lint` checks them; tests/test_generated.py runs ``--check``.
+`make lint` checks them; tests/tools/test_generated.py runs ``--check``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ STOP_STR=${UBOOT_STOP_STR:-elatta-stop}    # keyed autoboot: only this string st
 
 die() { echo "uboot.sh: $*" >&2; exit 1; }
 # Exit status 75 (EX_TEMPFAIL, sysexits.h) when Debian's archive cannot be reached: callers
-# (tests/test_uboot_boot.py) tell "offline" from "broken" by it.
+# (tests/codegen/target/test_uboot_boot.py) tell "offline" from "broken" by it.
 offline() { echo "uboot.sh: $*" >&2; exit 75; }
 
 [ $# -eq 1 ] || die "usage: $0 BOARD (zybo-z7-20 | zedboard | microzed-7020)"

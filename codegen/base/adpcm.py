@@ -30,9 +30,9 @@ uses 88 (the encoder never writes one; the firmware must not index past its tabl
 Vectorised across clips: the per-sample recursion runs as a Python loop over samples with numpy
 over the clip axis, so 2,000 one-second clips encode in a few seconds. Both directions read the
 reference's arithmetic from tables made once for every (step index, code) pair (`CODE_PARTS`,
-`CODE_DIFF`, `CODE_NEXT`), as the firmware does; tests/test_adpcm.py checks the encoder and the
-decoder against audioop and against a scalar transcription of the reference, the tables
-exhaustively.
+`CODE_DIFF`, `CODE_NEXT`), as the firmware does; tests/codegen/base/test_adpcm.py checks the
+encoder and the decoder against audioop and against a scalar transcription of the reference, the
+tables exhaustively.
 """
 
 from __future__ import annotations

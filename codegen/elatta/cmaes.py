@@ -2,8 +2,9 @@
 
 Every constant and every update line cites `docs/cmaes.md`: §1.1 holds the defaults table and
 §1.2 the ordered update of pycma's ``tell2`` (pycma source lines are cited alongside). pycma itself
-is used only as the test oracle (`tests/test_cmaes_float.py`): driven by the same candidates X and
-fitness values f, the state after every ``tell`` (m, σ, C, p_c, p_σ, h_σ) equals pycma's to ~1e-13.
+is used only as the test oracle (`tests/codegen/elatta/test_cmaes_float.py`): driven by the same
+candidates X and fitness values f, the state after every ``tell`` (m, σ, C, p_c, p_σ, h_σ) equals
+pycma's to ~1e-13.
 
 Two deliberate differences from pycma's defaults, both parameters here:
 

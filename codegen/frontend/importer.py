@@ -61,8 +61,9 @@ SUPPORTED = (
     "nn.Linear layers with nn.ReLU between them (the ELaTTA latent is the last Linear's input)"
 )
 # The layer counts read from a model file: those whose whole path (import, firmware, QEMU run)
-# the tests cover (tests/test_import.py). The compiler itself takes any depth from the IR
-# (codegen.ir.nodes.Model.encoder; tests/test_layers.py checks three layers on the host).
+# the tests cover (tests/codegen/frontend/test_import.py). The compiler itself takes any depth from
+# the IR (codegen.ir.nodes.Model.encoder; tests/codegen/ir/test_layers.py checks three layers on the
+# host).
 FILE_LAYERS = (1, 2)
 _FILE_LAYERS_TEXT = " or ".join(str(n) for n in FILE_LAYERS)
 TWIN_TOLERANCE = 1e-4  # max |logit| difference between the user's model and the float twin

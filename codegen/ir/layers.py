@@ -15,8 +15,8 @@ quantizer                      `codegen.quantize.layers.QUANTIZERS`
 C emitter                      `codegen.emit.layers.EMITTERS` (and ``templates/layer_<kind>.c.j2``)
 =============================  ==============================================================
 
-Adding a kind is one entry in each table plus its modules; ``tests/test_layers.py`` checks that
-every table names the same kinds.
+Adding a kind is one entry in each table plus its modules; ``tests/codegen/ir/test_layers.py``
+checks that every table names the same kinds.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ STATUS, BAUD, BAUD_ACK, INFO with its board and link blocks, and the board check
 BOARD_REPLY (docs/board.md §8). The firmware's offsets
 (``firmware/fw_link_wire.h``, generated from this table by ``make generate``) and the host's
 codecs (``elatta_host.protocol``: ``Status``, ``Info``, ``BoardInfo``, ``LinkInfo``, the
-header's struct; ``elatta_host.board_check``) all come from here; tests/test_generated.py fails
-when the header is stale and tests/test_link_wire.py when either side departs. Little-endian
-throughout.
+header's struct; ``elatta_host.board_check``) all come from here; tests/tools/test_generated.py
+fails when the header is stale and tests/codegen/ir/test_link_wire.py when either side departs.
+Little-endian throughout.
 
 The model runtime's payloads (INFER, RESULT, the audio and continuous modes) are described the
 same way in ``codegen.ir.wire``, whose ``Field`` and ``Payload`` these use.
@@ -187,7 +187,8 @@ def field(p: Payload, name: str) -> Field:
     raise KeyError(f"{p.name} has no field {name!r}: it has {[f.name for f in p.fields]}")
 
 
-# (Both below read PAYLOADS when called: tests/test_link_wire.py renders a changed description.)
+# (Both below read PAYLOADS when called: tests/codegen/ir/test_link_wire.py renders a changed
+# description.)
 
 
 def info_description() -> int:
@@ -196,8 +197,9 @@ def info_description() -> int:
 
 
 def proto_sizes() -> dict[str, int]:
-    """The sizes firmware/fw_proto.h states with the protocol's constants (tests/test_protocol.py
-    reads them there): the generated header asserts each equals the description.
+    """The sizes firmware/fw_proto.h states with the protocol's constants
+    (tests/host/test_protocol.py reads them there): the generated header asserts each equals the
+    description.
     FW_SEQ_READABLE: the decoded bytes that hold the header's version, type and seq."""
     header, info, board = PAYLOADS["HEADER"], PAYLOADS["INFO"], PAYLOADS["INFO_BOARD"]
     return {

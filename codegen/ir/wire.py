@@ -2,7 +2,7 @@
 and "Audio mode"; docs/stream.md, the continuous mode): the firmware's offsets
 (``firmware/fw_app_wire.h``, generated from this table) and the host codecs
 (``elatta_host.infer``, ``elatta_host.listen``, which build their structs from it) all come
-from here, and tests/test_wire.py fails when either departs. Little-endian throughout; a
+from here, and tests/codegen/ir/test_wire.py fails when either departs. Little-endian throughout; a
 payload is its fixed part (the scalar fields, in order) then its arrays, each as long as the
 symbol in ``count`` says (k latent coefficients, C classes, H latent units, T*F features, n
 samples of a chunk, nd detections and nw window records of a DETECTIONS, or a number).

@@ -46,7 +46,8 @@ from codegen.target.sdcard import boot_script, fix_boot_header, script_image, wr
 
 HELP = "put a build on a board: an SD card image, a JTAG command, a boot.scr, or check a board"
 ACTIONS = ("sdcard", "jtag", "bootscr")
-# docs/board.md's output directories, one per board (tests/test_jtag.py reads the commands there)
+# docs/board.md's output directories, one per board (tests/codegen/target/test_jtag.py reads the
+# commands there)
 DOC_OUT = {
     "zybo-z7-20": "out/jtag/zybo",
     "zedboard": "out/jtag/zed",

@@ -36,8 +36,8 @@ in step 3. No reset: it would undo the FSBL's PS set-up.
 
 With the dummy adapter (``adapter name`` is ``dummy``) ``elatta_boot`` is a dry run: every
 command that would reach the target is printed as ``elatta-dry: <command>`` instead, in order,
-and the rest of the script (its Tcl, the checks between steps) runs as written. tests/test_jtag.py
-runs docs/board.md's command lines that way.
+and the rest of the script (its Tcl, the checks between steps) runs as written.
+tests/codegen/target/test_jtag.py runs docs/board.md's command lines that way.
 """
 
 from __future__ import annotations

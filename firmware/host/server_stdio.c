@@ -1,6 +1,6 @@
 /*
  * Host harness for the device's protocol server: the same fw_server.c and fw_frame.c, fed from
- * stdin and answering on stdout. tests/test_frame_fuzz.py builds it with
+ * stdin and answering on stdout. tests/firmware/test_frame_fuzz.py builds it with
  * -fsanitize=address,undefined and drives it with random, truncated, oversized and corrupted
  * frames.
  */

@@ -1,7 +1,8 @@
 /*
- * Host harness for the ELaTTA kernels (tests/test_int_host_c.py): the unchanged firmware/elt_*.c
- * plus any number of generated params files (one prefix each, listed in the test-generated
- * harness_registry.c), built with -fsanitize=address,undefined and driven over stdin/stdout.
+ * Host harness for the ELaTTA kernels (tests/firmware/test_int_host_c.py): the unchanged
+ * firmware/elt_*.c plus any number of generated params files (one prefix each, listed in the
+ * test-generated harness_registry.c), built with -fsanitize=address,undefined and driven over
+ * stdin/stdout.
  *
  *   harness adapt TRACE_FILE   in: u32 param, u32 N, N x (u32 id, D x i16 z)
  *                              out: N records of i32 (pred0, pred, H0, H, nfix, p[k], l0[C], l[C])

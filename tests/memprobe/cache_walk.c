@@ -1,11 +1,11 @@
 /*
- * Cortex-A9 probe of the memory model (tests/test_memory_model.py, run under qemu-system-arm with
- * tools/qemu_plugin/elt_cache.c): four walks, one load per 32-byte line, each between two calls
- * of probe_mark (the plugin's snapshot point): 16 KiB of DDR above the image twice (cold, then
- * inside the 32 KiB L1D), then 64 KiB elsewhere above it twice (cold in L1 and L2, then past L1
- * but inside the 512 KiB L2). Memory the start-up code never touched (bss is zeroed, which
- * would bring it into the caches first). Prints the walks' sums (so no load is optimised away),
- * then END.
+ * Cortex-A9 probe of the memory model (tests/measure/test_memory_model.py, run under
+ * qemu-system-arm with tools/qemu_plugin/elt_cache.c): four walks, one load per 32-byte line, each
+ * between two calls of probe_mark (the plugin's snapshot point): 16 KiB of DDR above the image
+ * twice (cold, then inside the 32 KiB L1D), then 64 KiB elsewhere above it twice (cold in L1 and
+ * L2, then past L1 but inside the 512 KiB L2). Memory the start-up code never touched (bss is
+ * zeroed, which would bring it into the caches first). Prints the walks' sums (so no load is
+ * optimised away), then END.
  */
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
 /*
- * Cortex-A9 probe (tests/test_lstm_int.py, run under qemu-system-arm): the generated model's
- * encoder on the samples of probe_data.h; prints "R z_0 ... z_{H-1}" per sample, then END.
+ * Cortex-A9 probe (tests/codegen/intref/test_lstm_int.py, run under qemu-system-arm): the generated
+ * model's encoder on the samples of probe_data.h; prints "R z_0 ... z_{H-1}" per sample, then END.
  */
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
 /*
- * Cortex-A9 probe (tests/test_lstm_int.py, run under qemu-system-arm): the NEON identities the
- * LSTM kernels (codegen/emit/lstm_neon.py, firmware/elt_lstm_s16.c) rely on, each checked against
- * the scalar contract (fw_fixed.h, elt_sigmoid_q15) on edge and pseudo-random values. Prints one
- * line per identity, "<name> <checked> <mismatches>", then END.
+ * Cortex-A9 probe (tests/codegen/intref/test_lstm_int.py, run under qemu-system-arm): the NEON
+ * identities the LSTM kernels (codegen/emit/lstm_neon.py, firmware/elt_lstm_s16.c) rely on, each
+ * checked against the scalar contract (fw_fixed.h, elt_sigmoid_q15) on edge and pseudo-random
+ * values. Prints one line per identity, "<name> <checked> <mismatches>", then END.
  */
 #include <arm_neon.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /*
  * A register file for firmware/board/zynq7000/fw_cache.c built with FW_REG_STUB
- * (tests/test_cache_sequence.py): every access is printed, one a line, in order:
+ * (tests/firmware/test_cache_sequence.py): every access is printed, one a line, in order:
  *
  *   W <addr> <value>   a write        R <addr> <value>   a read and what it returned
  *   W ACTLR <value>    CP15 ACTLR     R ACTLR <value>

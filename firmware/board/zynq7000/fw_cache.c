@@ -1,6 +1,7 @@
 /*
  * The register sequences of the outer cache and of coherency, each in the order its manual gives
- * (tests/test_cache_sequence.py records them against a register file and checks every write):
+ * (tests/firmware/test_cache_sequence.py records them against a register file and checks every
+ * write):
  *
  * - fw_l2_off: a PL310 L2 left enabled by whatever ran before (a firmware entered again without
  *   a reset, a boot loader built with the L2 on) is cleaned, invalidated and disabled. Called by

@@ -4,9 +4,9 @@
  *
  * On the device these are single volatile loads and stores and one MRC/MCR each (ARM DDI 0406C
  * B4.1.130 and the Cortex-A9 TRM DDI 0388 §4.3.10 for ACTLR). A host build of fw_cache.c defines
- * FW_REG_STUB and links a register file that records every access (tests/test_cache_sequence.py):
- * the order and values of the writes are checked there against the PL310 TRM (ARM DDI 0246) and
- * UG585, without a board.
+ * FW_REG_STUB and links a register file that records every access
+ * (tests/firmware/test_cache_sequence.py): the order and values of the writes are checked there
+ * against the PL310 TRM (ARM DDI 0246) and UG585, without a board.
  */
 #ifndef FW_REG_H
 #define FW_REG_H
