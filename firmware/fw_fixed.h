@@ -1,6 +1,7 @@
 /*
  * Numeric contract, C side (docs/numeric.md). codegen/base/fixed.py mirrors every function here
- * with the same name; tests/test_fixed.py compiles this header for the host and compares them.
+ * with the same name; the host harness tests/intharness/ compiles it with the kernels it serves
+ * and tests/firmware/test_int_host_c.py compares their results with the Python reference.
  * Build with -fwrapv: signed overflow is defined, but every use below is proven not to overflow
  * by the compiler (docs/numeric.md §3) and saturation is always explicit.
  */
