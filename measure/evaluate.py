@@ -50,6 +50,7 @@ import numpy as np
 
 from codegen.base.adpcm import WIRES, on_wire_each
 from codegen.base.errors import ConfigError
+from codegen.base.files import writable_dir
 from codegen.data.selection import stream_order
 from codegen.data.streams import (
     StreamSpec,
@@ -1124,22 +1125,6 @@ def plot(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def _report_dir(path: str) -> Path:
-    """--report created (or found) before any work: a run of minutes must not end on it."""
-    out = Path(path)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError(
-            f"--report {path}: cannot write there ({exc.strerror or exc}); choose a directory "
-            "you can write, e.g. out/eval"
-        ) from None
-    return out
-
-
 def _at_least(flag: str, value: int | None, low: int, example: str) -> None:
     if value is not None and value < low:
         raise ConfigError(f"{flag} {value}: must be >= {low}; e.g. {flag} {example}")
@@ -1169,7 +1154,8 @@ def run(args: argparse.Namespace) -> int:
         picked |= set(ELATTA_MODES)
     modes = tuple(m for m in MODES if m in picked | {"no_adapt"})
     stream = stream_from_args(args)
-    out = _report_dir(args.report)
+    # --report created (or found) before any work: a run of minutes must not end on it
+    out = writable_dir(Path(args.report), "--report", "out/eval")
     if args.config is None:
         args.config = config_for_model(Path(args.model))
         print(f"config: {args.config}")

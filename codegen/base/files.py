@@ -8,8 +8,11 @@ import hashlib
 import io
 import os
 import zipfile
+from pathlib import Path
 
 import numpy as np
+
+from codegen.base.errors import CodegenError, ConfigError
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -39,3 +42,24 @@ def write_npz(
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue(), compresslevel=compresslevel)
     os.replace(tmp, path)
+
+
+def writable_dir(
+    out: Path, flag: str, example: str, error: type[CodegenError] = ConfigError
+) -> Path:
+    """``out`` (the value of ``flag``) is, or can be made, a directory this process writes:
+    checked before any work, the ``error`` naming the path, why, and a directory to use
+    instead (``example``)."""
+    if out.exists() and not out.is_dir():
+        raise error(f"{flag} {out} is a file, not a directory: name a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise error(
+            f"{flag} {out}: cannot write there ({exc.strerror or exc}); choose a directory you "
+            f"can write, e.g. {example}"
+        ) from None
+    return out

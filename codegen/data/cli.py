@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from codegen.base.files import writable_dir
 from codegen.data.builder import build
 from codegen.data.builtin import PRESETS, TIERS
 from codegen.data.common import DataError
@@ -83,23 +84,6 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
 
 
-def writable_dir(out: Path, flag: str = "--out") -> None:
-    """``out`` is, or can be made, a directory this process writes: checked before any work,
-    the error naming the path, why, and what to do."""
-    if out.exists() and not out.is_dir():
-        raise DataError(f"{flag} {out} is a file, not a directory: name a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise DataError(
-            f"{flag} {out}: cannot write there ({exc.strerror or exc}); choose a directory you "
-            "can write, e.g. out/data/NAME"
-        ) from None
-
-
 def _run_stream(args: argparse.Namespace, out: Path, t0: float) -> int:
     from codegen.data.kwstream import StreamSettings, build_stream
     from codegen.data.store import dataset_info
@@ -119,7 +103,7 @@ def _run_stream(args: argparse.Namespace, out: Path, t0: float) -> int:
 
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out
-    writable_dir(out)
+    writable_dir(out, "--out", "out/data/NAME", DataError)
     before = (out / "manifest.json").stat().st_mtime_ns if (out / "manifest.json").exists() else 0
     t0 = time.perf_counter()
     if args.stream:
