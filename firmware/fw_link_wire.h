@@ -45,6 +45,23 @@
 #define LINK_BAUD_ACK_BDIV 6u /* u16 BAUDDIV BDIV */
 #define LINK_BAUD_ACK_FIXED 8u
 
+/* REPLY_PARTS: asks for the recorded reply to the served ordered request its seq names, again, in
+ * parts. */
+#define LINK_REPLY_PARTS_PART                                                                      \
+    0u /* u8 reply bytes a part carries, 8..255 (more when 32 cannot hold it) */
+#define LINK_REPLY_PARTS_COPIES 1u /* u8 times each part is sent (1..8) */
+#define LINK_REPLY_PARTS_WANT 2u   /* u32 bit i: part i is wanted (0: every part) */
+#define LINK_REPLY_PARTS_FIXED 6u
+
+/* REPLY_PART: one part of a recorded reply; the reply's bytes from index * part follow. */
+#define LINK_REPLY_PART_TYPE 0u  /* u8 the recorded reply's type (ERROR included) */
+#define LINK_REPLY_PART_INDEX 1u /* u8 this part's number, from 0 */
+#define LINK_REPLY_PART_COUNT 2u /* u8 the reply's parts, 1..32 */
+#define LINK_REPLY_PART_ZERO 3u  /* u8 0 */
+#define LINK_REPLY_PART_PART 4u  /* u16 reply bytes a part carries (the last one: what is left) */
+#define LINK_REPLY_PART_TOTAL 6u /* u16 the reply's payload bytes */
+#define LINK_REPLY_PART_FIXED 8u
+
 /* INFO: the answer to HELLO: its fixed part, then the board block, the link block and the
  * application's description. */
 #define LINK_INFO_PROTOCOL_VERSION 0u /* u8 the protocol version */

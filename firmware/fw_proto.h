@@ -51,6 +51,15 @@
 /* The link's own report (docs/protocol.md, "Windowed link"): the next ordered seq the device will
  * serve, the ordered frames it holds beyond it, and why it speaks. */
 #define FW_MSG_STATUS 0x8Fu
+/* A recorded reply asked for again in parts (docs/protocol.md, "Replies in parts"): REPLY_PARTS
+ * names a served ordered request by its seq; the device answers with REPLY_PART frames, each a
+ * slice of the record, so that a line which damages short chunks of the stream still carries a
+ * reply piece by piece. */
+#define FW_MSG_REPLY_PARTS 0x0Eu
+#define FW_MSG_REPLY_PART 0x8Eu
+#define FW_PART_MIN 8u        /* reply bytes a part carries at least */
+#define FW_PART_COUNT_MAX 32u /* parts of one reply at most: REPLY_PARTS' want bitmap */
+#define FW_PART_COPIES_MAX 8u /* times a part is sent at most for one REPLY_PARTS */
 
 /* Ordered frames (every application type) carry seq = tag << 24 | copy << 20 | counter: the tag
  * is the low 7 bits of the session nonce (a frame of another session is never served), the

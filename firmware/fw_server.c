@@ -103,9 +103,10 @@ static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t 
 }
 
 /* Body = header + payload + CRC, COBS-encoded as it goes out, then the 0x00 delimiter. The
- * payload may lie anywhere (a record, the received frame, a local). */
-static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
-                       uint16_t len)
+ * payload is `lead` bytes then `len` bytes, either of which may lie anywhere (a record, the
+ * received frame, a local). */
+static void send_frame2(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *lead,
+                        uint16_t lead_len, const uint8_t *payload, uint16_t len)
 {
     static const uint8_t delim = 0u;
     uint8_t hdr[LINK_HEADER_FIXED];
@@ -113,14 +114,21 @@ static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t
     hdr[LINK_HEADER_VERSION] = (uint8_t)FW_PROTO_VERSION;
     hdr[LINK_HEADER_TYPE] = type;
     fw_put_u32(&hdr[LINK_HEADER_SEQ], seq);
-    fw_put_u16(&hdr[LINK_HEADER_LENGTH], len);
+    fw_put_u16(&hdr[LINK_HEADER_LENGTH], (uint16_t)(lead_len + len));
     s->tx_n = 0;
     uint32_t crc = tx_bytes(s, hdr, sizeof hdr, 0xFFFFFFFFu);
+    crc = tx_bytes(s, lead, lead_len, crc);
     crc = tx_bytes(s, payload, len, crc);
     fw_put_u32(tail, crc ^ 0xFFFFFFFFu);
     (void)tx_bytes(s, tail, sizeof tail, 0u);
     tx_block(s);
     s->platform->write(s->platform->ctx, &delim, 1u);
+}
+
+static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
+                       uint16_t len)
+{
+    send_frame2(s, type, seq, payload, 0u, payload, len);
 }
 
 static void send_error(fw_server_t *s, uint8_t code, uint8_t type, uint32_t seq)
@@ -430,8 +438,67 @@ static void hold_frame(fw_server_t *s, uint8_t type, uint32_t seq, uint32_t d,
     send_status(s, (uint8_t)FW_CAUSE_GAP, type, seq);
 }
 
+/* REPLY_PARTS (docs/protocol.md, "Replies in parts"): the record of a served request again, as
+ * REPLY_PART frames of `part` reply bytes each (fewer parts than FW_PART_COUNT_MAX, so longer
+ * parts for a long reply), only the parts `want` names (0: all), the whole set `copies` times
+ * over. Out-of-range asks are brought into range, never refused: an ERROR with an ordered seq
+ * would read as the request's answer. */
+static void send_parts(fw_server_t *s, const fw_record_t *rec, uint32_t seq, const uint8_t *ask,
+                       uint16_t len)
+{
+    uint32_t part = len >= LINK_REPLY_PARTS_FIXED ? ask[LINK_REPLY_PARTS_PART] : 0u;
+    uint32_t copies = len >= LINK_REPLY_PARTS_FIXED ? ask[LINK_REPLY_PARTS_COPIES] : 1u;
+    const uint32_t want =
+        len >= LINK_REPLY_PARTS_FIXED ? fw_get_u32(&ask[LINK_REPLY_PARTS_WANT]) : 0u;
+    part = part < FW_PART_MIN ? FW_PART_MIN : part;
+    if (rec->len > part * FW_PART_COUNT_MAX) {
+        part = (rec->len + FW_PART_COUNT_MAX - 1u) / FW_PART_COUNT_MAX;
+    }
+    copies = copies < 1u ? 1u : (copies > FW_PART_COPIES_MAX ? FW_PART_COPIES_MAX : copies);
+    const uint32_t count = rec->len == 0u ? 1u : (rec->len + part - 1u) / part;
+    uint8_t head[LINK_REPLY_PART_FIXED];
+    head[LINK_REPLY_PART_TYPE] = rec->type;
+    head[LINK_REPLY_PART_COUNT] = (uint8_t)count;
+    head[LINK_REPLY_PART_ZERO] = 0u;
+    fw_put_u16(&head[LINK_REPLY_PART_PART], (uint16_t)part);
+    fw_put_u16(&head[LINK_REPLY_PART_TOTAL], rec->len);
+    s->frames_replayed++;
+    for (uint32_t c = 0; c < copies; c++) {
+        for (uint32_t i = 0; i < count; i++) {
+            if (want != 0u && ((want >> i) & 1u) == 0u) {
+                continue;
+            }
+            const uint32_t at = i * part;
+            const uint32_t n = rec->len - at < part ? rec->len - at : part;
+            head[LINK_REPLY_PART_INDEX] = (uint8_t)i;
+            send_frame2(s, (uint8_t)FW_MSG_REPLY_PART, seq, head, (uint16_t)sizeof head,
+                        &rec->data[at], (uint16_t)n);
+        }
+    }
+}
+
+/* A frame whose counter is behind next, served already: its recorded reply again, whole or (asked
+ * by REPLY_PARTS) in parts; STATUS(DUP) when no reply is kept (a part, an AUDIO chunk, a reply
+ * evicted): the application is never called twice for one counter. A whole reply is followed by
+ * a STATUS(ACK): on a line that damages long frames the short STATUS tells the host that the
+ * request was served, so that it asks for the reply in parts instead of sending it again. */
+static void serve_again(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
+                        uint16_t len)
+{
+    const fw_record_t *rec = find_record(s, seq & ~FW_SEQ_COPY_MASK);
+    if (rec == 0) {
+        send_status(s, (uint8_t)FW_CAUSE_DUP, type, seq);
+    } else if (type == FW_MSG_REPLY_PARTS) {
+        send_parts(s, rec, seq, payload, len);
+    } else {
+        s->frames_replayed++;
+        send_frame(s, rec->type, seq, rec->data, rec->len);
+        send_status(s, (uint8_t)FW_CAUSE_ACK, type, seq);
+    }
+}
+
 /* Step 9 for ordered types (docs/protocol.md, "Windowed link"): by the counter's distance d from
- * next, modulo 2^24: 0 served now (then whatever it frees), 1..FW_WINDOW - 1 held, a frame served
+ * next, modulo 2^20: 0 served now (then whatever it frees), 1..FW_WINDOW - 1 held, a frame served
  * already answered from its record, anything else dropped with the window in a STATUS. */
 static void serve_ordered(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
                           uint16_t len)
@@ -444,6 +511,14 @@ static void serve_ordered(fw_server_t *s, uint8_t type, uint32_t seq, const uint
     }
     s->last_in = seq;
     const uint32_t d = (key - s->next) & FW_SEQ_COUNT_MASK;
+    if (d >= (FW_SEQ_COUNT_MASK + 1u) / 2u) { /* behind next: served already */
+        serve_again(s, type, seq, payload, len);
+        return;
+    }
+    if (type == FW_MSG_REPLY_PARTS) { /* asks only for what was served: not a request itself */
+        send_status(s, (uint8_t)FW_CAUSE_FULL, type, seq);
+        return;
+    }
     if (d == 0u) {
         deliver(s, type, seq, payload, len);
         next_advance(s);
@@ -452,16 +527,6 @@ static void serve_ordered(fw_server_t *s, uint8_t type, uint32_t seq, const uint
     }
     if (d < FW_WINDOW) {
         hold_frame(s, type, seq, d, payload, len);
-        return;
-    }
-    if (d >= (FW_SEQ_COUNT_MASK + 1u) / 2u) { /* behind next: served already */
-        const fw_record_t *rec = find_record(s, key);
-        if (rec != 0) {
-            s->frames_replayed++;
-            send_frame(s, rec->type, seq, rec->data, rec->len);
-            return;
-        }
-        send_status(s, (uint8_t)FW_CAUSE_DUP, type, seq);
         return;
     }
     send_status(s, (uint8_t)FW_CAUSE_FULL, type, seq);

@@ -63,11 +63,62 @@ STATUS_CAUSE = lw.STATUS.offsets()["cause"]
 ERROR_CODE = lw.ERROR.offsets()["code"]
 ERROR_TYPE = lw.ERROR.offsets()["type"]
 ERROR_SIZE = lw.ERROR.fixed_size
+# A recorded reply asked for again in parts (fw_proto.h FW_PART_*): bytes a part carries at
+# least, parts of one reply at most (the want bitmap), times a part is sent at most per ask
+PART_MIN = 8
+PART_COUNT_MAX = 32
+PART_COPIES_MAX = 8
 
 
 def hello_payload(session: int) -> bytes:
     """HELLO that opens (or re-announces) the session ``session``."""
     return lw.HELLO.pack(session=session)
+
+
+def reply_parts_payload(part: int, copies: int, want: int) -> bytes:
+    """REPLY_PARTS: the recorded reply again as parts of ``part`` bytes, those ``want`` names
+    (bit i: part i; 0: every part), each sent ``copies`` times (docs/protocol.md, "Replies in
+    parts")."""
+    return lw.REPLY_PARTS.pack(part=part, copies=copies, want=want)
+
+
+@dataclass(frozen=True)
+class ReplyPart:
+    """One REPLY_PART: a slice of a recorded reply of type ``type`` and ``total`` payload bytes,
+    cut into ``count`` parts of ``part`` bytes (the last one what is left)."""
+
+    type: int
+    index: int
+    count: int
+    part: int
+    total: int
+    data: bytes
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ReplyPart:
+        head = lw.REPLY_PART.fixed_size
+        if len(payload) < head:
+            raise ValueError(
+                f"REPLY_PART payload of {len(payload)} bytes, at least {head} expected"
+            )
+        v = lw.REPLY_PART.unpack(payload[:head])
+        p = cls(
+            int(v["type"]),  # type: ignore[arg-type]
+            int(v["index"]),  # type: ignore[arg-type]
+            int(v["count"]),  # type: ignore[arg-type]
+            int(v["part"]),  # type: ignore[arg-type]
+            int(v["total"]),  # type: ignore[arg-type]
+            payload[head:],
+        )
+        want = min(p.part, p.total - p.index * p.part)
+        if not (1 <= p.count <= PART_COUNT_MAX and p.index < p.count and p.part > 0):
+            raise ValueError(f"REPLY_PART {p.index} of {p.count}: no such part")
+        if p.count != max(1, -(-p.total // p.part)) or len(p.data) != max(0, want):
+            raise ValueError(
+                f"REPLY_PART {p.index} of {p.count} ({p.part} of {p.total} bytes) carries "
+                f"{len(p.data)} bytes"
+            )
+        return p
 
 
 def baud_payload(rate: int, revert_ms: int) -> bytes:
@@ -97,6 +148,8 @@ class Msg(IntEnum):
     DETECTIONS = 0x8B
     STREAM_SUMMARY = 0x8D
     STATUS = 0x8F
+    REPLY_PARTS = 0x0E
+    REPLY_PART = 0x8E
     ERROR = 0x7F
 
 

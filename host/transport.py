@@ -12,7 +12,8 @@ The windowed link (docs/protocol.md, "Windowed link", "Host rules"):
   order; its replies and STATUS frames say what arrived (selective repeat).
 - A frame is re-sent when the device shows it received a frame sent after the frame's last copy
   (the line keeps bytes in order, so that copy was lost) or reported the copy damaged; a reply is
-  asked for again when the device acknowledged its request but the reply never came. Only
+  asked for again, in parts (REPLY_PARTS, docs/protocol.md "Replies in parts"), when the device
+  acknowledged its request but the reply never came. Only
   silence (nothing from the device for the re-send time-out) re-sends the oldest frame and
   doubles the time-out, RFC 6298 §5.5; damage never slows the link down.
 - Re-send time-outs come from measured round trips, RFC 6298 §2-§5 (`RttEstimator`), never
@@ -51,6 +52,7 @@ from elatta_host.protocol import (
     ERROR_SIZE,
     ERROR_TYPE,
     HDR_SIZE,
+    PART_COPIES_MAX,
     PROTO_VERSION,
     SEQ_CONTROL,
     SEQ_COPY_MASK,
@@ -68,8 +70,10 @@ from elatta_host.protocol import (
     FrameDecoder,
     Info,
     Msg,
+    ReplyPart,
     Status,
     cause_name,
+    reply_parts_payload,
 )
 
 # ERROR codes and STATUS causes that say a frame was damaged on the link, not that it was wrong.
@@ -100,6 +104,12 @@ SIZER_TRIAL_FRAMES = 8  # frames of a trial
 SIZER_MIN = 16  # frames a size needs before its goodput is compared
 SIZER_GROW = 8  # frames without any loss on the link before the next larger size
 QUEUE_MESSAGES = 64  # messages submitted and not yet sent before `submit` waits
+# A reply asked for again comes in parts of this many bytes (REPLY_PARTS), each sent twice at
+# first and up to PART_COPIES_MAX times as asks for the same reply go unanswered: on a line that
+# damages short chunks of the stream a part of 54 bytes on the wire gets through where a reply of
+# some hundreds rarely does, and every part that came is kept.
+REPLY_PART_BYTES = 32
+REPLY_PART_COPIES = 2
 
 
 @dataclass
@@ -205,6 +215,11 @@ class _Out:
     acked: bool = False  # the device served it
     held: bool = False  # the device holds it until the frames before it come
     queued: bool = False  # waiting in the send queue (first send or a re-send)
+    # its reply asked for again in parts: the parts that came, their shape (type, count, part,
+    # total) and the asks so far
+    parts: dict[int, bytes] = field(default_factory=dict)
+    part_shape: tuple[int, int, int, int] | None = None
+    asks: int = 0
 
 
 @dataclass(eq=False)
@@ -356,6 +371,7 @@ class Link:
         self.resent_on_timeout = 0
         self.resent_on_damage = 0  # re-sent because the device showed the copy lost or damaged
         self.replies_asked = 0  # requests sent again because their reply was lost
+        self.reply_parts = 0  # parts of recorded replies that came (REPLY_PART)
         self.damaged_requests = 0  # damage the device reported (STATUS, link-damage ERROR)
         self.stale_replies = 0  # valid frames for an earlier or another session's request
         self.refused_replies = 0  # the right seq and type, refused by `accept` (another session)
@@ -664,12 +680,16 @@ class Link:
         now = time.monotonic()
         first = o.sends == 0
         copy = o.sends & (SEQ_COPY_MASK >> SEQ_COPY_SHIFT)
-        # A frame the device has served whose reply did not come goes again as its header alone:
-        # the device answers a counter behind its next from the record by the counter, never
-        # reading the payload (firmware/fw_server.c serve_ordered), and on a damaging line a
-        # short probe gets through where a 1 KB frame cut before the sizer shrank rarely does.
+        # A frame the device has served whose reply did not come is not sent again: REPLY_PARTS
+        # asks for the recorded reply in parts, those still missing (firmware/fw_server.c
+        # serve_again); a short ask gets through where a long frame rarely does, and so do the
+        # short parts where the whole reply rarely does.
         probe = not first and o.count in self._awaiting
-        wire = Frame(o.type, o.seq | copy << SEQ_COPY_SHIFT, b"" if probe else o.payload).encode()
+        seq = o.seq | copy << SEQ_COPY_SHIFT
+        if probe:
+            wire = Frame(Msg.REPLY_PARTS, seq, self._parts_ask(o)).encode()
+        else:
+            wire = Frame(o.type, seq, o.payload).encode()
         self.write(wire if first else b"\0" + wire)
         self._tx += 1
         o.copy_tx[copy] = self._tx
@@ -694,6 +714,40 @@ class Link:
         self.bytes_sent += len(wire)
         if not probe:
             self._sizer.on_send(self._sizer.index(len(o.payload)))
+
+    def _parts_ask(self, o: _Out) -> bytes:
+        """REPLY_PARTS for o's reply: the parts still missing, more copies as asks go
+        unanswered."""
+        want = 0
+        if o.part_shape is not None:
+            want = sum(1 << i for i in range(o.part_shape[1]) if i not in o.parts)
+        copies = min(PART_COPIES_MAX, REPLY_PART_COPIES + o.asks // 2)
+        o.asks += 1
+        return reply_parts_payload(REPLY_PART_BYTES, copies, want)
+
+    def _on_part(self, f: Frame) -> None:
+        """A part of a recorded reply (REPLY_PART): kept until every part is here, then taken as
+        the reply."""
+        o = (
+            self._copy_arrived(f.seq)
+            if f.seq & ~(SEQ_COUNT_MASK | SEQ_COPY_MASK) == self.tag
+            else None
+        )
+        if o is None or o.ticket is None or o.ticket.done:
+            self.stale_replies += 1  # another session's, or a reply already whole
+            return
+        try:
+            part = ReplyPart.unpack(f.payload)
+        except ValueError as exc:
+            raise ProtocolError(f"{self.url}: {exc}") from exc
+        shape = (part.type, part.count, part.part, part.total)
+        if o.part_shape != shape:  # the first part, or parts of another cut: start over
+            o.part_shape, o.parts = shape, {}
+        o.parts[part.index] = part.data
+        self.reply_parts += 1
+        if len(o.parts) == part.count:
+            payload = b"".join(o.parts[i] for i in range(part.count))
+            self._on_reply(Frame(part.type, f.seq, payload))
 
     def _resend(self, o: _Out, why: str) -> None:
         """Put a frame at the head of the send queue (once)."""
@@ -994,6 +1048,9 @@ class Link:
         if item.type == Msg.ERROR and _error_code(item) == Err.VERSION:
             self.damaged_requests += 1  # a damaged version byte; a peer of another version
             return  # is told by an intact frame of its version (VersionMismatch)
+        if item.type == Msg.REPLY_PART:
+            self._on_part(item)
+            return
         self._on_reply(item)
 
     # ------------------------------------------------------------------ control requests

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from elatta_host.protocol import (
     CRC_SIZE,
     HDR_SIZE,
+    PART_COPIES_MAX,
+    PART_COUNT_MAX,
+    PART_MIN,
     PROTO_VERSION,
     SEQ_CONTROL,
     SEQ_COPY_MASK,
@@ -177,6 +180,8 @@ class DeviceModel:
             return [self.status(Cause.STALE, type_, seq)]
         self.last_in = seq
         d = (key - self.next) & SEQ_COUNT_MASK
+        if type_ == Msg.REPLY_PARTS and d < (SEQ_COUNT_MASK + 1) // 2:
+            return [self.status(Cause.FULL, type_, seq)]  # not served yet: nothing to ask for
         if d == 0:
             out = self._deliver(type_, seq, payload)
             self._advance()
@@ -197,9 +202,31 @@ class DeviceModel:
             for rseq, rtype, rpayload in self.records:
                 if rseq & ~SEQ_COPY_MASK == key:
                     self.frames_replayed += 1
-                    return [Frame(rtype, seq, rpayload)]
+                    if type_ == Msg.REPLY_PARTS:
+                        return self._parts(rtype, seq, rpayload, payload)
+                    return [Frame(rtype, seq, rpayload), self.status(Cause.ACK, type_, seq)]
             return [self.status(Cause.DUP, type_, seq)]
         return [self.status(Cause.FULL, type_, seq)]
+
+    def _parts(self, rtype: int, seq: int, record: bytes, ask: bytes) -> list[Frame]:
+        """REPLY_PARTS ("Replies in parts"): the record cut into parts of the asked size (at
+        least PART_MIN, and long enough that PART_COUNT_MAX parts hold it), the wanted ones
+        (none named: all), the whole set `copies` times (brought into 1..PART_COPIES_MAX); a
+        short ask reads as part 0, copies 1, want 0."""
+        part, copies, want = struct.unpack("<BBI", ask[:6]) if len(ask) >= 6 else (0, 1, 0)
+        part = max(part, PART_MIN)
+        if len(record) > part * PART_COUNT_MAX:
+            part = -(-len(record) // PART_COUNT_MAX)
+        copies = min(max(copies, 1), PART_COPIES_MAX)
+        count = max(1, -(-len(record) // part))
+        out = []
+        for _ in range(copies):
+            for i in range(count):
+                if want and not want >> i & 1:
+                    continue
+                head = struct.pack("<BBBBHH", rtype, i, count, 0, part, len(record))
+                out.append(Frame(Msg.REPLY_PART, seq, head + record[i * part : (i + 1) * part]))
+        return out
 
     def _deliver(self, type_: int, seq: int, payload: bytes) -> list[Frame]:
         base = type_ & ~TYPE_MORE

@@ -1,7 +1,8 @@
 """Seeded generator of valid, truncated, oversized and corrupted frames (wire bytes), and of
 ordered frames around the device's window (docs/protocol.md, "Windowed link"): in order, parts
 of longer messages, ahead of the window (held), behind it (answered from the record or
-STATUS DUP), beyond it, of another session, and with any copy number."""
+STATUS DUP), beyond it, of another session, with any copy number, and asks for a recorded reply
+in parts (REPLY_PARTS), well-formed or not."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ KINDS = (
     "beyond",
     "stale",
     "baud",
+    "reply_parts",
 )
 
 
@@ -114,7 +116,7 @@ def make_frame(
         other = rng.choice([v for v in (0, 1, 3, 255) if v != V])
         return cobs_encode(_body(other, Msg.ECHO, seq, b"v")) + b"\0"
     if kind == "unknown_type":  # at the window's next: the application answers ERROR TYPE
-        known = (Msg.HELLO, Msg.ECHO, Msg.BAUD, Msg.INFER, Msg.RESET, Msg.AUDIO)
+        known = (Msg.HELLO, Msg.ECHO, Msg.BAUD, Msg.INFER, Msg.RESET, Msg.AUDIO, Msg.REPLY_PARTS)
         t = rng.choice([t for t in range(256) if t not in known and not t & TYPE_MORE])
         return _next(w, rng, t, _payload(rng, 16))
     if kind == "short_body":
@@ -147,6 +149,14 @@ def make_frame(
     if kind == "stale":  # another session's tag, or a control seq on an ordered type
         bad = seq | 0x80000000 if rng.random() < 0.5 else w.seq(rng) ^ (1 << SEQ_TAG_SHIFT)
         return Frame(Msg.INFER, bad, b"stale").encode()
+    if kind == "reply_parts":  # mostly behind next (parts of the record, or DUP); else FULL
+        d = -rng.randint(1, 12) if rng.random() < 0.85 else rng.randint(0, 3)
+        ask = struct.pack("<BBI", rng.randrange(256), rng.randrange(11), rng.getrandbits(32))
+        if rng.random() < 0.3:
+            ask = struct.pack("<BBI", rng.randrange(256), rng.randrange(11), 0)
+        if rng.random() < 0.1:
+            ask = ask[: rng.randrange(6)]  # short: read as an ask for every part, once
+        return Frame(Msg.REPLY_PARTS, w.seq(rng, d), ask).encode()
     if kind == "baud":  # the host harness has no rate switch: ERROR PAYLOAD
         return Frame(Msg.BAUD, seq, struct.pack("<IH", 921_600, 500)).encode()
     raise ValueError(kind)

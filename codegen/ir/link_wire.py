@@ -1,10 +1,10 @@
 """The link layer's fixed payloads, described once (docs/protocol.md, "Framing", "Messages",
-"Windowed link", "Rate switch", "INFO payload"): the frame header, HELLO's session, ERROR,
-STATUS, BAUD, BAUD_ACK, INFO with its board and link blocks, and the board check's BOARD and
-BOARD_REPLY (docs/board.md §8). The firmware's offsets
-(``firmware/fw_link_wire.h``, generated from this table by ``make generate``) and the host's
-codecs (``elatta_host.protocol``: ``Status``, ``Info``, ``BoardInfo``, ``LinkInfo``, the
-header's struct; ``elatta_host.board_check``) all come from here; tests/tools/test_generated.py
+"Windowed link", "Rate switch", "INFO payload"): the frame header, HELLO's session, ERROR, STATUS,
+BAUD, BAUD_ACK, REPLY_PARTS and REPLY_PART (a recorded reply asked for again in parts), INFO with
+its board and link blocks, and the board check's BOARD and BOARD_REPLY (docs/board.md §8). The
+firmware's offsets (``firmware/fw_link_wire.h``, generated from this table by ``make generate``)
+and the host's codecs (``elatta_host.protocol``: ``Status``, ``Info``, ``BoardInfo``, ``LinkInfo``,
+the header's struct; ``elatta_host.board_check``) all come from here; tests/tools/test_generated.py
 fails when the header is stale and tests/codegen/ir/test_link_wire.py when either side departs.
 Little-endian throughout.
 
@@ -71,6 +71,27 @@ BAUD_ACK = Payload(
         Field("rate", "u32", "the rate, bits/s"),
         Field("cd", "u16", "BAUDGEN CD (UG585 19.2.3)"),
         Field("bdiv", "u16", "BAUDDIV BDIV"),
+    ),
+)
+REPLY_PARTS = Payload(
+    "REPLY_PARTS",
+    "asks for the recorded reply to the served ordered request its seq names, again, in parts",
+    (
+        Field("part", "u8", "reply bytes a part carries, 8..255 (more when 32 cannot hold it)"),
+        Field("copies", "u8", "times each part is sent (1..8)"),
+        Field("want", "u32", "bit i: part i is wanted (0: every part)"),
+    ),
+)
+REPLY_PART = Payload(
+    "REPLY_PART",
+    "one part of a recorded reply; the reply's bytes from index * part follow",
+    (
+        Field("type", "u8", "the recorded reply's type (ERROR included)"),
+        Field("index", "u8", "this part's number, from 0"),
+        Field("count", "u8", "the reply's parts, 1..32"),
+        Field("zero", "u8", "0"),
+        Field("part", "u16", "reply bytes a part carries (the last one: what is left)"),
+        Field("total", "u16", "the reply's payload bytes"),
     ),
 )
 INFO = Payload(
@@ -171,6 +192,8 @@ PAYLOADS: dict[str, Payload] = {
     "STATUS": STATUS,
     "BAUD": BAUD,
     "BAUD_ACK": BAUD_ACK,
+    "REPLY_PARTS": REPLY_PARTS,
+    "REPLY_PART": REPLY_PART,
     "INFO": INFO,
     "INFO_BOARD": INFO_BOARD,
     "INFO_LINK": INFO_LINK,

@@ -165,6 +165,9 @@ def test_constants_match_c_header() -> None:
     assert defs["FW_INFO_BOARD_SIZE"] == p.INFO_BOARD_SIZE == p.BoardInfo._FMT.size
     assert defs["FW_INFO_BOARD_NAME_SIZE"] == p.INFO_BOARD_NAME_SIZE
     assert defs["FW_INFO_BOARD_L2_FOUND"] == p.INFO_BOARD_L2_FOUND
+    assert defs["FW_PART_MIN"] == p.PART_MIN
+    assert defs["FW_PART_COUNT_MAX"] == p.PART_COUNT_MAX
+    assert defs["FW_PART_COPIES_MAX"] == p.PART_COPIES_MAX
     for m in Msg:
         assert defs[f"FW_MSG_{m.name}"] == m.value
     for e in Err:

@@ -7,15 +7,19 @@ in order."""
 
 from __future__ import annotations
 
+import hashlib
+import socket
 import struct
+import threading
 import time
 import zlib
 from pathlib import Path
 
 import pytest
+from devmodel import DeviceModel
 from elatta_host.device import Device
 from elatta_host.linkmodel import ChunkFaults, UsbUart
-from elatta_host.protocol import Msg
+from elatta_host.protocol import Err, Frame, FrameDecoder, Info, Msg, hello_payload
 from elatta_host.transport import PAYLOAD_STEPS, Link, Pipe, _Sizer
 from hostkit import HarnessServer
 
@@ -141,6 +145,82 @@ class _DropFirstResult(ChunkFaults):
                     continue
                 dst.sendall(f.encode() if isinstance(f, Frame) else b"")
         return None
+
+
+def _long_reply(payload: bytes) -> bytes:
+    """200 bytes that only this payload gives."""
+    return (hashlib.sha256(payload).digest() * 7)[:200]
+
+
+class _ModelDevice:
+    """The device's link as the spec model (tests/devmodel.py) behind a TCP port, with an
+    application whose RESULT is 200 bytes long."""
+
+    def __init__(self) -> None:
+        def app(type_: int, payload: bytes) -> tuple[int, bytes]:
+            return (Msg.RESULT, _long_reply(payload)) if payload else (-Err.PAYLOAD, b"")
+
+        self.model = DeviceModel(max_payload=512, build_id="model", reply_max=256, app=app)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+            while data := conn.recv(65536):
+                conn.sendall(b"".join(f.encode() for f in self.model.feed(data)))
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+class _LongFramesDamaged(ChunkFaults):
+    """A line that damages every RESULT and carries every other frame: a whole RESULT of 200
+    bytes never arrives, a part of one does."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.damaged = 0
+        super().__init__(upstream_port, seed=0, rate=0.0)
+
+    def _pump(self, src, dst, direction):  # type: ignore[no-untyped-def]
+        if direction == "to_device":
+            return super()._pump(src, dst, direction)
+        dec = FrameDecoder()
+        while data := src.recv(4096):
+            for f in dec.feed(data):
+                wire = f.encode() if isinstance(f, Frame) else b""
+                if isinstance(f, Frame) and f.type == Msg.RESULT:
+                    self.damaged += 1
+                    wire = wire[:30] + bytes([wire[30] ^ 0x10]) + wire[31:]
+                dst.sendall(wire)
+        return None
+
+
+def test_a_reply_the_line_never_carries_whole_comes_in_parts() -> None:
+    """The device's RESULTs are damaged every time they are sent whole: the host asks for each
+    in parts (REPLY_PARTS) and puts it together, byte for byte what the device recorded, each
+    request served once."""
+    dev = _ModelDevice()
+    try:
+        with _LongFramesDamaged(dev.port) as line, Link(line.url) as link:
+            link.configure(Info.unpack(dev.model.info(stack_size=0, stack_used=0).pack()))
+            link.request(Msg.HELLO, hello_payload(link.session), expect=Msg.INFO)
+            items = [bytes([i + 1]) * (10 + i) for i in range(12)]
+            pipe = Pipe(link)
+            got: dict[int, bytes] = {}
+            for i, p in enumerate(items):
+                for key, t in pipe.put(i, link.submit(Msg.INFER, p, expect=Msg.RESULT)):
+                    got[key] = t.result().payload  # type: ignore[union-attr]
+            for key, t in pipe.drain():
+                got[key] = t.result().payload  # type: ignore[union-attr]
+            assert [got[i] for i in range(len(items))] == [_long_reply(p) for p in items]
+            assert line.damaged >= len(items) and link.reply_parts >= 7 * len(items)
+            assert dev.model.frames_ok == len(items) + 1  # each INFER served once, and HELLO
+    finally:
+        dev.close()
 
 
 def test_stop_ends_a_wait(host_server: tuple[Path, int]) -> None:
