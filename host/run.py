@@ -371,6 +371,7 @@ class LinkStats:
     baud: int | None = None  # the rate the session ran at after the switch
     frames_sent: int = 0
     replies_asked: int = 0  # requests sent again because their reply was lost
+    reply_parts: int = 0  # parts of such replies that came (REPLY_PART)
     retransmits: int = 0
     resent_on_timeout: int = 0
     resent_on_damage: int = 0
@@ -758,6 +759,7 @@ def run_session(
             stats.resent_on_damage = link.resent_on_damage
             stats.frames_sent = link.frames_sent
             stats.replies_asked = link.replies_asked
+            stats.reply_parts = link.reply_parts
             stats.damaged = link.damaged_requests
             stats.bad_frames = link.bad_frames
             stats.stale = link.stale_replies

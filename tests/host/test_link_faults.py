@@ -84,17 +84,17 @@ def test_faults_5_percent_with_default_settings(
     assert format_summary(report).startswith("BIT-EXACT: 100 results compared, 0 mismatches")
 
 
-# Out of `make test` (run by `make test-all`): at R = 20 % a features run still stalls now and
-# then, the link awaiting one served frame's reply for its whole budget while every probe or
-# reply is damaged; the link does not yet get through every time.
-@pytest.mark.slow
+# QEMU writes its UART's bytes to the socket one at a time, so a reply reaches the line in
+# chunks of a few bytes, each damaged on its own: a RESULT sent whole may never come through, and
+# these runs finish because the host asks for it in parts (docs/protocol.md, "Replies in parts").
+# The audio runs are short (some 32 KB a clip, about 10-20 s a clip on this line).
 @pytest.mark.parametrize(
     ("input_kind", "rate", "limit", "seed"),
     [
         ("features", 0.20, 30, 2026),
         ("features", 0.20, 100, 7),
-        ("pcm", 0.10, 10, 2026),
-        ("pcm", 0.10, 30, 7),
+        ("pcm", 0.10, 6, 2026),
+        ("pcm", 0.10, 10, 7),
     ],
 )
 def test_heavy_faults_with_default_settings(
