@@ -125,26 +125,36 @@ def test_a_served_request_whose_reply_was_lost_is_asked_again(
             assert info.frames_replayed >= 1
 
 
-class _DropFirstResult(ChunkFaults):
-    """No random faults; the device's first RESULT frame is cut out of the stream."""
+class _FrameLine(ChunkFaults):
+    """No random faults; every frame from the device goes through `device_frame`, which says
+    what the line carries instead (undecodable bytes are not carried)."""
 
     def __init__(self, upstream_port: int) -> None:
-        self.dropped = False
         super().__init__(upstream_port, seed=0, rate=0.0)
 
-    def _pump(self, src, dst, direction):  # type: ignore[no-untyped-def]
-        from elatta_host.protocol import Frame, FrameDecoder
+    def device_frame(self, f: Frame) -> bytes:
+        raise NotImplementedError
 
+    def _pump(self, src, dst, direction):  # type: ignore[no-untyped-def]
         if direction == "to_device":
             return super()._pump(src, dst, direction)
         dec = FrameDecoder()
         while data := src.recv(4096):
             for f in dec.feed(data):
-                if isinstance(f, Frame) and f.type == Msg.RESULT and not self.dropped:
-                    self.dropped = True
-                    continue
-                dst.sendall(f.encode() if isinstance(f, Frame) else b"")
+                dst.sendall(self.device_frame(f) if isinstance(f, Frame) else b"")
         return None
+
+
+class _DropFirstResult(_FrameLine):
+    """The device's first RESULT frame is cut out of the stream."""
+
+    dropped = False
+
+    def device_frame(self, f: Frame) -> bytes:
+        if f.type == Msg.RESULT and not self.dropped:
+            self.dropped = True
+            return b""
+        return f.encode()
 
 
 def _long_reply(payload: bytes) -> bytes:
@@ -177,26 +187,18 @@ class _ModelDevice:
         self.listener.close()
 
 
-class _LongFramesDamaged(ChunkFaults):
-    """A line that damages every RESULT and carries every other frame: a whole RESULT of 200
-    bytes never arrives, a part of one does."""
+class _ResultsDamaged(_FrameLine):
+    """Every RESULT damaged, every other frame carried: a whole RESULT of 200 bytes never
+    arrives, a part of one does."""
 
-    def __init__(self, upstream_port: int) -> None:
-        self.damaged = 0
-        super().__init__(upstream_port, seed=0, rate=0.0)
+    damaged = 0
 
-    def _pump(self, src, dst, direction):  # type: ignore[no-untyped-def]
-        if direction == "to_device":
-            return super()._pump(src, dst, direction)
-        dec = FrameDecoder()
-        while data := src.recv(4096):
-            for f in dec.feed(data):
-                wire = f.encode() if isinstance(f, Frame) else b""
-                if isinstance(f, Frame) and f.type == Msg.RESULT:
-                    self.damaged += 1
-                    wire = wire[:30] + bytes([wire[30] ^ 0x10]) + wire[31:]
-                dst.sendall(wire)
-        return None
+    def device_frame(self, f: Frame) -> bytes:
+        wire = f.encode()
+        if f.type != Msg.RESULT:
+            return wire
+        self.damaged += 1
+        return wire[:30] + bytes([wire[30] ^ 0x10]) + wire[31:]
 
 
 def test_a_reply_the_line_never_carries_whole_comes_in_parts() -> None:
@@ -205,7 +207,7 @@ def test_a_reply_the_line_never_carries_whole_comes_in_parts() -> None:
     request served once."""
     dev = _ModelDevice()
     try:
-        with _LongFramesDamaged(dev.port) as line, Link(line.url) as link:
+        with _ResultsDamaged(dev.port) as line, Link(line.url) as link:
             link.configure(Info.unpack(dev.model.info(stack_size=0, stack_used=0).pack()))
             link.request(Msg.HELLO, hello_payload(link.session), expect=Msg.INFO)
             items = [bytes([i + 1]) * (10 + i) for i in range(12)]
