@@ -52,6 +52,9 @@ typedef struct {
     const uint16_t *mel_len;   /* [n_mels] bins of filter m */
     const uint16_t *mel_off;   /* [n_mels] offset of filter m in mel_w */
     const int16_t *mel_w;      /* Q15 weights */
+    const uint16_t *mel_blk;   /* [2 n_mels] per filter: byte offset of its first bin in p, and
+                                  its blocks of four bins (NEON) */
+    const uint32_t *mel_w4;    /* mel_w in those blocks, 0 past each filter's end */
     const int32_t *log2_lut;   /* [257] Q20 log2(1 + j / 256) */
     const int32_t *dct;        /* [n_mfcc][n_mels] Q31 ln2 * DCT-II (orthonormal) */
     const int32_t *norm_mean;  /* [n_mfcc] Q16 */
@@ -61,7 +64,8 @@ typedef struct {
 
 typedef struct {
     int32_t z[2 * ELT_MFCC_N_MAX];     /* FFT data, (re, im) interleaved */
-    int64_t p[ELT_MFCC_BINS_MAX];      /* power of the weighted bins */
+    int64_t p[ELT_MFCC_BINS_MAX + 3];  /* power of the weighted bins (+ 3: the NEON mel sums read
+                                          whole blocks of four; weight 0 past a filter's end) */
     int32_t logmel[ELT_MFCC_MELS_MAX]; /* log2 mel energies, Q20 */
     int32_t shift;                     /* the frame's block exponent sh */
 } elt_mfcc_work_t;

@@ -48,6 +48,22 @@ def _per_stage(tw: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate(rows) if rows else np.zeros(1, np.int64)
 
 
+def _mel_blocks(q: QMfcc) -> tuple[np.ndarray, np.ndarray]:
+    """The mel filters in blocks of four bins for the NEON sums (layout only: the same integers as
+    ``mel_w``): per filter the byte offset of its first bin in the power array (8 bytes a bin,
+    from ``bin_lo``) and its number of blocks, ceil(len / 4); the weights of every block, the
+    lanes past the filter's end 0. A last block may reach 3 bins past ``n_bins``: the work
+    area's power array has those 3 more (firmware/elt_mfcc_s16.h)."""
+    blk: list[int] = []
+    w4: list[int] = []
+    for m in range(q.params.n_mels):
+        n, o = int(q.mel_len[m]), int(q.mel_off[m])
+        nb = (n + 3) // 4
+        blk += [8 * (int(q.mel_start[m]) - q.bin_lo), nb]
+        w4 += [int(v) for v in q.mel_w[o : o + n]] + [0] * (4 * nb - n)
+    return np.asarray(blk, np.int64), np.asarray(w4, np.int64)
+
+
 def _arr(name: str, ctype: str, values: np.ndarray, fmt: str, what: str) -> dict[str, object]:
     vals = np.asarray(values, np.int64).reshape(-1)
     return {
@@ -68,6 +84,7 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         raise ConfigError(f"prefix={prefix!r} is not allowed: use a C identifier prefix")
     p = q.params
     s = prefix
+    mel_blk, mel_w4 = _mel_blocks(q)
     arrays = [
         _arr(
             f"{s}mfcc_window",
@@ -99,6 +116,20 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         _arr(f"{s}mfcc_mel_len", "uint16_t", q.mel_len, "bins", "bins of filter m"),
         _arr(f"{s}mfcc_mel_off", "uint16_t", q.mel_off, "index", "filter m's first weight"),
         _arr(f"{s}mfcc_mel_w", "int16_t", q.mel_w, f"Q0.{FB_FRAC}", "HTK mel filter weights"),
+        _arr(
+            f"{s}mfcc_mel_blk",
+            "uint16_t",
+            mel_blk,
+            "bytes, blocks",
+            "per filter: byte offset of its first bin in the power array, blocks of four bins",
+        ),  # fmt: skip
+        _arr(
+            f"{s}mfcc_mel_w4",
+            "uint32_t",
+            mel_w4,
+            f"Q0.{FB_FRAC}",
+            "mel_w in blocks of four bins per filter, 0 past the filter's end",
+        ),  # fmt: skip
         _arr(
             f"{s}mfcc_log2_lut",
             "int32_t",
@@ -148,7 +179,8 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         (f, f"{s}mfcc_{f}")
         for f in (
             "window", "tw_cos", "tw_sin", "bitrev", "stage_cos", "stage_sin", "split_cos",
-            "split_sin", "mel_start", "mel_len", "mel_off", "mel_w", "log2_lut", "dct",
+            "split_sin", "mel_start", "mel_len", "mel_off", "mel_w", "mel_blk", "mel_w4", "log2_lut",
+            "dct",
             "norm_mean", "norm_mult", "norm_shift",
         )
     ]  # fmt: skip

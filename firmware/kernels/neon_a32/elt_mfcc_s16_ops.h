@@ -492,149 +492,145 @@ static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw
     }
 }
 
-/* Lanes j with r + j >= 4 set: the taps of a filter's last, overlapping block of four that the
- * whole blocks before it did not cover (r = len mod 4). */
-static const uint32_t mfcc_tail_mask[8] = {0u, 0u, 0u, 0u, ~0u, ~0u, ~0u, ~0u};
-
-/* *out = sum of pw[i] wt[i], i < len (len >= 4), four taps a step, in assembly (one filter's
- * setup costs GCC more than its taps). p and w are non-negative and p = ph 2^32 + pl: VLD2.32
+/* acc[m] = filter m's sum of pw[i] wt[i], every filter in one assembly loop over the blocks of
+ * four bins of mel_blk / mel_w4 (codegen/emit/mfcc.py lays them out: the byte offset of a
+ * filter's first bin, its blocks, the weights 0 past its end; the work area's power array has
+ * room for a last block's 3 extra bins). p and w are non-negative and p = ph 2^32 + pl: VLD2.32
  * of the int64 powers splits them into pl and ph lanes (little endian), VMLAL.U32 sums pl w and
  * ph w in uint64 lanes (pl w < 2^47, ph w < 2^46: no wrap for any filter of fewer than 2^16
  * taps) and the sum is lo + hi 2^32 modulo 2^64, which is the exact int64 sum (< 2^63,
- * docs/numeric.md §7.2). The taps past the last whole block are one more block ending at the
- * filter's end, its already counted lanes masked to weight 0 (ARM DDI 0406C A8.8, VLD2, VMLAL,
- * VSHL). */
-static inline __attribute__((always_inline)) void mfcc_dot(const int64_t *pw, const int16_t *wt,
-                                                           int32_t len, int64_t *out)
+ * docs/numeric.md §7.2) (ARM DDI 0406C A8.8, VLD2, VMLAL, VSHL). */
+static void mfcc_mel_sums(const elt_mfcc_params_t *p, const int64_t *pw, int64_t *acc)
 {
-    const int64_t *pp = pw, *pt = pw + len - 4;
-    const int16_t *ww = wt, *wl = wt + len - 4;
-    const uint32_t *mask = mfcc_tail_mask + (len & 3);
-    int32_t n = len >> 2;
+    const uint16_t *blk = p->mel_blk;
+    const uint32_t *w4 = p->mel_w4;
+    int32_t m = p->n_mels, off, n;
+    const int64_t *pp;
     /* clang-format off */
     __asm__ volatile(
+        "1:\n\t"
+        "ldrh %[off], [%[blk]], #2\n\t"
+        "ldrh %[n], [%[blk]], #2\n\t"
+        "add %[pp], %[pw], %[off]\n\t"
         "vmov.i32 q8, #0\n\t"
         "vmov.i32 q9, #0\n\t"
-        "1:\n\t"
+        "2:\n\t"
         "vld2.32 {d0-d3}, [%[pp]]!\n\t"
-        "vld1.16 {d4}, [%[ww]]!\n\t"
-        "vmovl.u16 q2, d4\n\t"
+        "vld1.32 {d4-d5}, [%[w]]!\n\t"
         "vmlal.u32 q8, d0, d4\n\t"
         "vmlal.u32 q8, d1, d5\n\t"
         "vmlal.u32 q9, d2, d4\n\t"
         "vmlal.u32 q9, d3, d5\n\t"
         "subs %[n], %[n], #1\n\t"
-        "bne 1b\n\t"
-        "tst %[len], #3\n\t"
-        "beq 2f\n\t"
-        "vld2.32 {d0-d3}, [%[pt]]\n\t"
-        "vld1.16 {d4}, [%[wl]]\n\t"
-        "vld1.32 {d6-d7}, [%[mask]]\n\t"
-        "vmovl.u16 q2, d4\n\t"
-        "vand q2, q2, q3\n\t"
-        "vmlal.u32 q8, d0, d4\n\t"
-        "vmlal.u32 q8, d1, d5\n\t"
-        "vmlal.u32 q9, d2, d4\n\t"
-        "vmlal.u32 q9, d3, d5\n\t"
-        "2:\n\t"
+        "bne 2b\n\t"
         "vshl.i64 q9, q9, #32\n\t"
         "vadd.i64 q8, q8, q9\n\t"
         "vadd.i64 d16, d16, d17\n\t"
-        "vst1.64 {d16}, [%[out]]\n\t"
-        : [pp] "+r"(pp), [ww] "+r"(ww), [n] "+r"(n)
-        : [pt] "r"(pt), [wl] "r"(wl), [mask] "r"(mask), [len] "r"(len), [out] "r"(out)
-        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17", "d18",
-          "d19");
+        "vst1.64 {d16}, [%[acc]]!\n\t"
+        "subs %[m], %[m], #1\n\t"
+        "bne 1b\n\t"
+        : [blk] "+r"(blk), [w] "+r"(w4), [acc] "+r"(acc), [m] "+r"(m), [off] "=&r"(off),
+          [n] "=&r"(n), [pp] "=&r"(pp)
+        : [pw] "r"(pw)
+        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d16", "d17", "d18", "d19");
     /* clang-format on */
 }
 
-/* mfcc_log2 of four filters' sums a01, a23 (the same integers, lane by lane; ARM DDI 0406C
- * A8.8 for each instruction):
+/* mfcc_log2 of the sums acc[0 .. 4 groups), four filters a step in assembly (the same
+ * integers, lane by lane; ARM DDI 0406C A8.8 for each instruction):
  * - s = rshift_round(acc, shift) + add: VRSHL.U64 by -shift rounds at full precision, so it is
  *   (acc >> f) + bit f - 1 of acc for acc >= 0, and acc itself for shift 0;
  * - b = bitlen(s) - 1 from VCLZ.I32 of the high and low words (VSHRN #32, VMOVN): the leading
- *   zeros are clz(hi) + (hi == 0 ? clz(lo) : 0);
- * - t = s shifted to 23 bits below the leading one by VSHL.U64 by 23 - b (a negative count is
- *   a truncating right shift), narrowed by VMOVN (t < 2^24);
- * - the table pair by scalar loads (NEON has no gather), the interpolation by VMUL.I32 and
- *   VRSHR.S32 #15 ((x + 2^14) >> 15; (hi - lo) r < 2^31, docs/numeric.md §7.2). */
-static inline __attribute__((always_inline)) int32x4_t mfcc_log2x4(const int32_t *lut,
-                                                                   uint64x2_t a01, uint64x2_t a23,
-                                                                   int64x2_t nshift, uint64x2_t add,
-                                                                   int32x4_t ec)
+ *   zeros lz are clz(hi) + (hi == 0 ? clz(lo) : 0);
+ * - t = s shifted to 23 bits below the leading one by VSHL.U64 by lz - 40 = 23 - b (a negative
+ *   count is a truncating right shift; the count is the low byte of each 64-bit lane, VMOVL),
+ *   narrowed by VMOVN (t < 2^24);
+ * - t >> 15 = 256 + the table index (the leading one is bit 23), so the pair lut[idx],
+ *   lut[idx + 1] is at lut - 256 + (t >> 15), one VLD2 single-lane load per filter (NEON has no
+ *   gather);
+ * - the interpolation by VMUL.I32 and VRSHR.S32 #15 ((x + 2^14) >> 15; (hi - lo) r < 2^31,
+ *   docs/numeric.md §7.2), plus (b + ec) 2^20. */
+static void mfcc_log2_x4(const int32_t *lut, const int64_t *acc, int32_t *out, int32_t groups,
+                         const mfcc_floor_t *fl)
 {
-    const uint64x2_t s01 = vaddq_u64(vrshlq_u64(a01, nshift), add);
-    const uint64x2_t s23 = vaddq_u64(vrshlq_u64(a23, nshift), add);
-    const uint32x4_t hi = vcombine_u32(vshrn_n_u64(s01, 32), vshrn_n_u64(s23, 32));
-    const uint32x4_t lo = vcombine_u32(vmovn_u64(s01), vmovn_u64(s23));
-    const int32x4_t lz = vreinterpretq_s32_u32(
-        vaddq_u32(vclzq_u32(hi), vandq_u32(vclzq_u32(lo), vceqq_u32(hi, vdupq_n_u32(0)))));
-    const int32x4_t sh = vsubq_s32(lz, vdupq_n_s32(40)); /* 23 - b, b = 63 - lz */
-    const uint32x4_t t = vcombine_u32(vmovn_u64(vshlq_u64(s01, vmovl_s32(vget_low_s32(sh)))),
-                                      vmovn_u64(vshlq_u64(s23, vmovl_s32(vget_high_s32(sh)))));
-    const uint32x4_t idx = vandq_u32(vshrq_n_u32(t, 15), vdupq_n_u32(255));
-    const int32x4_t r = vreinterpretq_s32_u32(vandq_u32(t, vdupq_n_u32(32767)));
-    int32x4_t tl = vdupq_n_s32(0), th = tl;
-    const int32_t *e0 = lut + vgetq_lane_u32(idx, 0), *e1 = lut + vgetq_lane_u32(idx, 1);
-    const int32_t *e2 = lut + vgetq_lane_u32(idx, 2), *e3 = lut + vgetq_lane_u32(idx, 3);
-    tl = vsetq_lane_s32(e0[0], tl, 0);
-    th = vsetq_lane_s32(e0[1], th, 0);
-    tl = vsetq_lane_s32(e1[0], tl, 1);
-    th = vsetq_lane_s32(e1[1], th, 1);
-    tl = vsetq_lane_s32(e2[0], tl, 2);
-    th = vsetq_lane_s32(e2[1], th, 2);
-    tl = vsetq_lane_s32(e3[0], tl, 3);
-    th = vsetq_lane_s32(e3[1], th, 3);
-    {
-        const int32x4_t frac = vaddq_s32(tl, vrshrq_n_s32(vmulq_s32(vsubq_s32(th, tl), r), 15));
-        /* (b + ec) 2^20, b = 63 - lz */
-        const int32x4_t whole = vshlq_n_s32(vaddq_s32(vsubq_s32(vdupq_n_s32(63), lz), ec), 20);
-        return vaddq_s32(whole, frac);
-    }
+    const int32_t nsh = -fl->shift, ec63 = 63 + fl->ec;
+    const uint64_t add = (uint64_t)fl->add;
+    int32_t i0, i1, i2, i3;
+    /* clang-format off */
+    __asm__ volatile(
+        "sub %[lut], %[lut], #1024\n\t"
+        "vdup.32 q15, %[nsh]\n\t"
+        "vmov d28, %Q[add], %R[add]\n\t"
+        "vmov d29, %Q[add], %R[add]\n\t"
+        "vdup.32 q13, %[ec63]\n\t"
+        "vmov.i32 q12, #40\n\t"
+        "vmov.i32 q11, #32767\n\t"
+        "1:\n\t"
+        "vld1.64 {d0-d3}, [%[acc]]!\n\t"
+        "vrshl.u64 q0, q0, q15\n\t"
+        "vrshl.u64 q1, q1, q15\n\t"
+        "vadd.i64 q0, q0, q14\n\t"
+        "vadd.i64 q1, q1, q14\n\t"       /* s */
+        "vshrn.i64 d4, q0, #32\n\t"
+        "vshrn.i64 d5, q1, #32\n\t"      /* hi */
+        "vmovn.i64 d6, q0\n\t"
+        "vmovn.i64 d7, q1\n\t"           /* lo */
+        "vceq.i32 q8, q2, #0\n\t"
+        "vclz.i32 q2, q2\n\t"
+        "vclz.i32 q3, q3\n\t"
+        "vand q3, q3, q8\n\t"
+        "vadd.i32 q2, q2, q3\n\t"        /* lz */
+        "vsub.i32 q3, q2, q12\n\t"       /* 23 - b */
+        "vmovl.s32 q8, d6\n\t"
+        "vmovl.s32 q9, d7\n\t"
+        "vshl.u64 q0, q0, q8\n\t"
+        "vshl.u64 q1, q1, q9\n\t"
+        "vmovn.i64 d0, q0\n\t"
+        "vmovn.i64 d1, q1\n\t"           /* t */
+        "vshr.u32 q1, q0, #15\n\t"       /* 256 + idx */
+        "vand q0, q0, q11\n\t"           /* r */
+        "vmov %[i0], %[i1], d2\n\t"
+        "vmov %[i2], %[i3], d3\n\t"
+        "add %[i0], %[lut], %[i0], lsl #2\n\t"
+        "add %[i1], %[lut], %[i1], lsl #2\n\t"
+        "add %[i2], %[lut], %[i2], lsl #2\n\t"
+        "add %[i3], %[lut], %[i3], lsl #2\n\t"
+        "vld2.32 {d16[0], d18[0]}, [%[i0]]\n\t"
+        "vld2.32 {d16[1], d18[1]}, [%[i1]]\n\t"
+        "vld2.32 {d17[0], d19[0]}, [%[i2]]\n\t"
+        "vld2.32 {d17[1], d19[1]}, [%[i3]]\n\t"
+        "vsub.i32 q9, q9, q8\n\t"
+        "vmul.i32 q9, q9, q0\n\t"
+        "vrshr.s32 q9, q9, #15\n\t"
+        "vadd.i32 q8, q8, q9\n\t"        /* lo + interpolation */
+        "vsub.i32 q2, q13, q2\n\t"       /* b + ec = 63 - lz + ec */
+        "vshl.i32 q2, q2, #20\n\t"
+        "vadd.i32 q8, q8, q2\n\t"
+        "vst1.32 {d16-d17}, [%[out]]!\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n\t"
+        : [lut] "+r"(lut), [acc] "+r"(acc), [out] "+r"(out), [n] "+r"(groups), [i0] "=&r"(i0),
+          [i1] "=&r"(i1), [i2] "=&r"(i2), [i3] "=&r"(i3)
+        : [nsh] "r"(nsh), [add] "r"(add), [ec63] "r"(ec63)
+        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17", "d18",
+          "d19", "d22", "d23", "d24", "d25", "d26", "d27", "d28", "d29", "d30", "d31");
+    /* clang-format on */
 }
 
-/* *out = filter m's sum: mfcc_dot for four taps or more, else the scalar sum. */
-static inline __attribute__((always_inline)) void
-mfcc_mel_sum(const elt_mfcc_params_t *p, const int64_t *pw0, int32_t m, int64_t *out)
-{
-    const int16_t *wt = p->mel_w + p->mel_off[m];
-    const int64_t *pw = pw0 + (p->mel_start[m] - p->bin_lo);
-    const int32_t len = p->mel_len[m];
-    if (len >= 4) {
-        mfcc_dot(pw, wt, len, out);
-    } else {
-        int64_t a = 0;
-        int32_t i;
-        for (i = 0; i < len; ++i) {
-            a += pw[i] * wt[i];
-        }
-        *out = a;
-    }
-}
-
-/* Mel filterbank (exact int64 sums) and log2 of every filter: four filters' sums, then their
- * four logarithms at once. */
+/* Mel filterbank (exact int64 sums) and log2 of every filter: all the sums, then four
+ * logarithms a step (the scalar mfcc_log2 for the last n_mels mod 4). */
 static void mfcc_mel(const elt_mfcc_params_t *p, elt_mfcc_work_t *w, int32_t sh)
 {
     const mfcc_floor_t fl = mfcc_floor(p, sh);
-    const int32_t M = p->n_mels;
-    int32_t m = 0;
-    const int64x2_t nshift = vdupq_n_s64(-fl.shift);
-    const uint64x2_t add = vdupq_n_u64((uint64_t)fl.add);
-    const int32x4_t ec = vdupq_n_s32(fl.ec);
-    int64_t acc[4] __attribute__((aligned(16)));
-    for (m = 0; m + 4 <= M; m += 4) {
-        mfcc_mel_sum(p, w->p, m, acc);
-        mfcc_mel_sum(p, w->p, m + 1, acc + 1);
-        mfcc_mel_sum(p, w->p, m + 2, acc + 2);
-        mfcc_mel_sum(p, w->p, m + 3, acc + 3);
-        vst1q_s32(w->logmel + m,
-                  mfcc_log2x4(p->log2_lut, vreinterpretq_u64_s64(vld1q_s64(acc)),
-                              vreinterpretq_u64_s64(vld1q_s64(acc + 2)), nshift, add, ec));
+    const int32_t M = p->n_mels, M4 = M & ~3;
+    int64_t acc[ELT_MFCC_MELS_MAX];
+    int32_t m;
+    mfcc_mel_sums(p, w->p, acc);
+    if (M4 > 0) {
+        mfcc_log2_x4(p->log2_lut, acc, w->logmel, M4 / 4, &fl);
     }
-    for (; m < M; ++m) {
-        mfcc_mel_sum(p, w->p, m, acc);
-        w->logmel[m] = mfcc_log2(p, acc[0], &fl);
+    for (m = M4; m < M; ++m) {
+        w->logmel[m] = mfcc_log2(p, acc[m], &fl);
     }
 }
 
