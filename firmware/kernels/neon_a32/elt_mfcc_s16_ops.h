@@ -22,7 +22,7 @@
  * 64-bit lanes need only VORR. The window is non-negative (Q1.30, [0, 2^31)) and VABS.S16
  * leaves -32768 as 0x8000, which read unsigned is |x|: |u| = VMULL.U32(|x|, w) (ARM DDI 0406C
  * A8.8, VABS, VMULL), eight samples a step. */
-static int32_t mfcc_exponent(const elt_mfcc_params_t *p, const int16_t *pcm)
+static int32_t mfcc_exponent_exact(const elt_mfcc_params_t *p, const int16_t *pcm)
 {
     const int32_t W = p->win_length, W8 = W & ~7, W16 = W & ~15;
     const uint32_t *win = (const uint32_t *)p->window;
@@ -93,6 +93,65 @@ static int32_t mfcc_exponent(const elt_mfcc_params_t *p, const int16_t *pcm)
         m |= u < 0 ? (uint64_t)0 - (uint64_t)u : (uint64_t)u;
     }
     return mfcc_bitlen64(m) - p->frame_bits;
+}
+
+/* The block exponent, first from the high words only: VQDMULH.S32(|x|, w) = (2 |x| w) >> 32 =
+ * u >> 31 (|x| <= 2^15 and 0 <= w < 2^31: no saturation), four samples an instruction
+ * (ARM DDI 0406C A8.8.373). If any is non-zero, bitlen(max u) = bitlen(OR of u >> 31) + 31 for
+ * the samples of the whole blocks of 16, and the others are few (exact products); otherwise
+ * every u < 2^31 (a near-silent frame) and mfcc_exponent_exact decides. */
+static int32_t mfcc_exponent(const elt_mfcc_params_t *p, const int16_t *pcm)
+{
+    const int32_t W = p->win_length, W16 = W & ~15;
+    const int16_t *x = pcm;
+    const int32_t *wp = p->window;
+    int32_t k = W16 / 16, n, b;
+    uint32_t hi = 0, lo;
+    uint64_t m = 0;
+    if (k > 0) {
+        /* clang-format off */
+        __asm__ volatile(
+            "vmov.i32 q12, #0\n\t"
+            "vmov.i32 q13, #0\n\t"
+            "1:\n\t"
+            "vld1.16 {d0-d3}, [%[x]]!\n\t"
+            "vld1.32 {d4-d7}, [%[w]]!\n\t"
+            "vld1.32 {d8-d11}, [%[w]]!\n\t"
+            "vabs.s16 q0, q0\n\t"
+            "vabs.s16 q1, q1\n\t"
+            "vmovl.u16 q8, d0\n\t"
+            "vmovl.u16 q9, d1\n\t"
+            "vmovl.u16 q10, d2\n\t"
+            "vmovl.u16 q11, d3\n\t"
+            "vqdmulh.s32 q8, q8, q2\n\t"
+            "vqdmulh.s32 q9, q9, q3\n\t"
+            "vqdmulh.s32 q10, q10, q4\n\t"
+            "vqdmulh.s32 q11, q11, q5\n\t"
+            "vorr q12, q12, q8\n\t"
+            "vorr q13, q13, q9\n\t"
+            "vorr q12, q12, q10\n\t"
+            "vorr q13, q13, q11\n\t"
+            "subs %[k], %[k], #1\n\t"
+            "bne 1b\n\t"
+            "vorr q12, q12, q13\n\t"
+            "vorr d24, d24, d25\n\t"
+            "vmov %[hi], %[lo], d24\n\t"
+            "orr %[hi], %[hi], %[lo]\n\t"
+            : [x] "+r"(x), [w] "+r"(wp), [k] "+r"(k), [hi] "=r"(hi), [lo] "=&r"(lo)
+            :
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    }
+    if (hi == 0) {
+        return mfcc_exponent_exact(p, pcm);
+    }
+    for (n = W16; n < W; ++n) {
+        const int64_t u = (int64_t)pcm[n] * p->window[n];
+        m |= u < 0 ? (uint64_t)0 - (uint64_t)u : (uint64_t)u;
+    }
+    b = 63 - __builtin_clz(hi);
+    b = mfcc_bitlen64(m) > b ? mfcc_bitlen64(m) : b;
+    return b - p->frame_bits;
 }
 
 /* z[n .. n + 3] of the packed frame z[n] = f[2n] + i f[2n + 1], real and imaginary parts
@@ -206,6 +265,42 @@ static inline __attribute__((always_inline)) void mfcc_head_step(const elt_mfcc_
     "vst4.32 {" y01 "}, [%[t]]!\n\t"                                                               \
     "vst4.32 {" y23 "}, [%[t]]\n\t"
 
+/* The outputs of a head step (y01 in q8-q11, y23 in q0-q3) and the loop's end. */
+#define MFCC_HEAD_OUT                                                                              \
+    MFCC_OUT_ASM("d16[0], d18[0], d20[0], d22[0]", "d0[0], d2[0], d4[0], d6[0]")                   \
+    MFCC_OUT_ASM("d16[1], d18[1], d20[1], d22[1]", "d0[1], d2[1], d4[1], d6[1]")                   \
+    MFCC_OUT_ASM("d17[0], d19[0], d21[0], d23[0]", "d1[0], d3[0], d5[0], d7[0]")                   \
+    MFCC_OUT_ASM("d17[1], d19[1], d21[1], d23[1]", "d1[1], d3[1], d5[1], d7[1]")                   \
+    "add %[x], %[x], #16\n\t"                                                                      \
+    "add %[w], %[w], #32\n\t"                                                                      \
+    "subs %[n], %[n], #1\n\t"                                                                      \
+    "bne 1b\n\t"
+
+/* The stage h = 1 and 2 sums of a head step from a (q12, q13), c (q4, q5) and b (q6, q7), as
+ * mfcc_head_step with s2 = s3 = c; without b: b = 0. */
+#define MFCC_HEAD_ABC                                                                              \
+    "vadd.i32 q14, q12, q6\n\t"                                                                    \
+    "vsub.i32 q12, q12, q6\n\t"                                                                    \
+    "vadd.i32 q6, q13, q7\n\t"                                                                     \
+    "vsub.i32 q13, q13, q7\n\t"                                                                    \
+    "vadd.i32 q8, q14, q4\n\t"                                                                     \
+    "vadd.i32 q9, q6, q5\n\t"                                                                      \
+    "vadd.i32 q10, q12, q5\n\t"                                                                    \
+    "vsub.i32 q11, q13, q4\n\t"                                                                    \
+    "vsub.i32 q0, q14, q4\n\t"                                                                     \
+    "vsub.i32 q1, q6, q5\n\t"                                                                      \
+    "vsub.i32 q2, q12, q5\n\t"                                                                     \
+    "vadd.i32 q3, q13, q4\n\t"
+#define MFCC_HEAD_AC                                                                               \
+    "vadd.i32 q8, q12, q4\n\t"                                                                     \
+    "vadd.i32 q9, q13, q5\n\t"                                                                     \
+    "vadd.i32 q10, q12, q5\n\t"                                                                    \
+    "vsub.i32 q11, q13, q4\n\t"                                                                    \
+    "vsub.i32 q0, q12, q4\n\t"                                                                     \
+    "vsub.i32 q1, q13, q5\n\t"                                                                     \
+    "vsub.i32 q2, q12, q5\n\t"                                                                     \
+    "vadd.i32 q3, q13, q4\n\t"
+
 /* n head steps from r whose quads a = z[r..] and c = z[r + Q..] are whole, d = z[r + 3Q..]
  * zero, and b = z[r + 2Q..] whole (with_b) or zero: mfcc_head_step in assembly (GCC moves the
  * int32x4x4_t values for VST4 through the stack). a: q12, q13; c: q4, q5; b: q6, q7; the
@@ -218,15 +313,6 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
     const uint16_t *br = p->bitrev + r;
     const int32_t off = p->n_cfft; /* bytes of 2Q int16 samples: quad n to quad n + Q */
     int32_t t, u;
-#define MFCC_HEAD_OUT                                                                              \
-    MFCC_OUT_ASM("d16[0], d18[0], d20[0], d22[0]", "d0[0], d2[0], d4[0], d6[0]")                   \
-    MFCC_OUT_ASM("d16[1], d18[1], d20[1], d22[1]", "d0[1], d2[1], d4[1], d6[1]")                   \
-    MFCC_OUT_ASM("d17[0], d19[0], d21[0], d23[0]", "d1[0], d3[0], d5[0], d7[0]")                   \
-    MFCC_OUT_ASM("d17[1], d19[1], d21[1], d23[1]", "d1[1], d3[1], d5[1], d7[1]")                   \
-    "add %[x], %[x], #16\n\t"                                                                      \
-    "add %[w], %[w], #32\n\t"                                                                      \
-    "subs %[n], %[n], #1\n\t"                                                                      \
-    "bne 1b\n\t"
     if (with_b) {
         /* clang-format off */
         __asm__ volatile(
@@ -239,19 +325,7 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
             "add %[t], %[t], %[off]\n\t"
             "add %[u], %[u], %[off], lsl #1\n\t"
             MFCC_QUAD_ASM("%[t]", "%[u]", "d12", "d13", "d14", "d15")
-            /* s0 = a + b: q14, q6; s1 = a - b: q12, q13 */
-            "vadd.i32 q14, q12, q6\n\t"
-            "vsub.i32 q12, q12, q6\n\t"
-            "vadd.i32 q6, q13, q7\n\t"
-            "vsub.i32 q13, q13, q7\n\t"
-            "vadd.i32 q8, q14, q4\n\t"
-            "vadd.i32 q9, q6, q5\n\t"
-            "vadd.i32 q10, q12, q5\n\t"
-            "vsub.i32 q11, q13, q4\n\t"
-            "vsub.i32 q0, q14, q4\n\t"
-            "vsub.i32 q1, q6, q5\n\t"
-            "vsub.i32 q2, q12, q5\n\t"
-            "vadd.i32 q3, q13, q4\n\t"
+            MFCC_HEAD_ABC
             MFCC_HEAD_OUT
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
             : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
@@ -266,21 +340,72 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
             "add %[t], %[x], %[off]\n\t"
             "add %[u], %[w], %[off], lsl #1\n\t"
             MFCC_QUAD_ASM("%[t]", "%[u]", "d8", "d9", "d10", "d11")
-            "vadd.i32 q8, q12, q4\n\t"
-            "vadd.i32 q9, q13, q5\n\t"
-            "vadd.i32 q10, q12, q5\n\t"
-            "vsub.i32 q11, q13, q4\n\t"
-            "vsub.i32 q0, q12, q4\n\t"
-            "vsub.i32 q1, q13, q5\n\t"
-            "vsub.i32 q2, q12, q5\n\t"
-            "vadd.i32 q3, q13, q4\n\t"
+            MFCC_HEAD_AC
             MFCC_HEAD_OUT
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
             : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
     }
-#undef MFCC_HEAD_OUT
+}
+
+/* A whole quad by one rounding product each, for 17 <= sh <= 31: m = x 2^(31 - sh) is exact in
+ * the int32 lanes of VMULL.S16 by the scalar 2^(31 - sh) <= 2^14 in d2[0] (|m| <= 2^29), and
+ * VQRDMULH.S32(m, w) = rshift_round(m w, 31) = rshift_round(x w, sh) (no saturation: |m| <
+ * 2^31), the integers of mfcc_scale (ARM DDI 0406C A8.8.351 VMULL by scalar, A8.8.374
+ * VQRDMULH). Real parts to qr, imaginary to qi; q8, q9 scratch. */
+#define MFCC_QUAD_FAST_ASM(x, w, qr, qi)                                                           \
+    "vld2.16 {d0-d1}, [" x "]\n\t"                                                                 \
+    "vld2.32 {d4-d7}, [" w "]\n\t"                                                                 \
+    "vmull.s16 q8, d0, d2[0]\n\t"                                                                  \
+    "vmull.s16 q9, d1, d2[0]\n\t"                                                                  \
+    "vqrdmulh.s32 " qr ", q8, q2\n\t"                                                              \
+    "vqrdmulh.s32 " qi ", q9, q3\n\t"
+
+/* mfcc_head_run with MFCC_QUAD_FAST_ASM: mul = 2^(31 - sh), 17 <= sh <= 31 (the outputs reuse
+ * d2, so each step sets it again). */
+static void mfcc_head_run_fast(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z,
+                               int32_t r, int32_t n, int32_t mul, const int with_b)
+{
+    const int16_t *x = pcm + 2 * r;
+    const int32_t *w = p->window + 2 * r;
+    const uint16_t *br = p->bitrev + r;
+    const int32_t off = p->n_cfft; /* bytes of 2Q int16 samples: quad n to quad n + Q */
+    int32_t t, u;
+    if (with_b) {
+        /* clang-format off */
+        __asm__ volatile(
+            "1:\n\t"
+            "vdup.16 d2, %[mul]\n\t"
+            MFCC_QUAD_FAST_ASM("%[x]", "%[w]", "q12", "q13")
+            "add %[t], %[x], %[off]\n\t"
+            "add %[u], %[w], %[off], lsl #1\n\t"
+            MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q4", "q5")
+            "add %[t], %[t], %[off]\n\t"
+            "add %[u], %[u], %[off], lsl #1\n\t"
+            MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q6", "q7")
+            MFCC_HEAD_ABC
+            MFCC_HEAD_OUT
+            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
+            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    } else {
+        /* clang-format off */
+        __asm__ volatile(
+            "1:\n\t"
+            "vdup.16 d2, %[mul]\n\t"
+            MFCC_QUAD_FAST_ASM("%[x]", "%[w]", "q12", "q13")
+            "add %[t], %[x], %[off]\n\t"
+            "add %[u], %[w], %[off], lsl #1\n\t"
+            MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q4", "q5")
+            MFCC_HEAD_AC
+            MFCC_HEAD_OUT
+            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
+            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    }
 }
 
 /* The smallest multiple of 4 >= x, within [0, q]. */
@@ -316,12 +441,17 @@ static int32_t mfcc_head(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t
     const int32_t abc1 = b1 > b0 ? b1 : b0, c0 = mfcc_ceil4(Z - 2 * Q, Q);
     const int32_t ac0 = c0 > abc1 ? c0 : abc1, c1 = mfcc_ceil4(H - Q + 1, Q);
     const int32_t ac1 = c1 > ac0 ? c1 : ac0;
+    const int32_t fast = sh >= 17 && sh <= 31, mul = fast ? 1 << (31 - sh) : 0;
     mfcc_head_any(p, pcm, z, 0, b0, nsh);
-    if (abc1 > b0) {
+    if (abc1 > b0 && fast) {
+        mfcc_head_run_fast(p, pcm, z, b0, (abc1 - b0) / 4, mul, 1);
+    } else if (abc1 > b0) {
         mfcc_head_run(p, pcm, z, b0, (abc1 - b0) / 4, sh, 1);
     }
     mfcc_head_any(p, pcm, z, abc1, ac0, nsh);
-    if (ac1 > ac0) {
+    if (ac1 > ac0 && fast) {
+        mfcc_head_run_fast(p, pcm, z, ac0, (ac1 - ac0) / 4, mul, 0);
+    } else if (ac1 > ac0) {
         mfcc_head_run(p, pcm, z, ac0, (ac1 - ac0) / 4, sh, 0);
     }
     mfcc_head_any(p, pcm, z, ac1, Q, nsh);
