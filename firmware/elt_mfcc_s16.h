@@ -60,6 +60,9 @@ typedef struct {
     const int32_t *norm_mean;  /* [n_mfcc] Q16 */
     const int32_t *norm_mult;  /* [n_mfcc] */
     const uint8_t *norm_shift; /* [n_mfcc] */
+    const int32_t *dct4;       /* [ceil(n_mfcc / 4)][n_mels][4]: dct in passes of four (NEON) */
+    const int32_t *norm4;      /* [ceil(n_mfcc / 4)][16]: per pass 4 means, 4 multipliers and
+                                  4 x (-norm_shift, 0) (NEON) */
 } elt_mfcc_params_t;
 
 typedef struct {

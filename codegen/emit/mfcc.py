@@ -64,6 +64,26 @@ def _mel_blocks(q: QMfcc) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(blk, np.int64), np.asarray(w4, np.int64)
 
 
+def _dct_blocks(q: QMfcc) -> tuple[np.ndarray, np.ndarray]:
+    """The DCT and the normalisation in passes of four coefficients for the NEON path (layout
+    only: the same integers as ``dct``, ``norm_mean``, ``norm_mult``, ``norm_shift``): per pass
+    the four coefficients' entries of filter 0, 1, ..; per pass the four means, the four
+    multipliers and the four shifts negated, each in the low word of a 64-bit lane (VRSHL.S64
+    takes a lane's count from its low byte). Coefficients past n_mfcc are 0 (not stored)."""
+    J, M = q.params.n_mfcc, q.params.n_mels
+    P = (J + 3) // 4
+    d = np.zeros((4 * P, M), np.int64)
+    d[:J] = q.dct
+    dct4 = d.reshape(P, 4, M).transpose(0, 2, 1)
+    norm4 = np.zeros((P, 16), np.int64)
+    for j in range(J):
+        b, i = divmod(j, 4)
+        norm4[b, i] = q.norm_mean[j]
+        norm4[b, 4 + i] = q.norm_mult[j]
+        norm4[b, 8 + 2 * i] = -int(q.norm_shift[j])
+    return dct4.reshape(-1), norm4.reshape(-1)
+
+
 def _arr(name: str, ctype: str, values: np.ndarray, fmt: str, what: str) -> dict[str, object]:
     vals = np.asarray(values, np.int64).reshape(-1)
     return {
@@ -85,6 +105,7 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
     p = q.params
     s = prefix
     mel_blk, mel_w4 = _mel_blocks(q)
+    dct4, norm4 = _dct_blocks(q)
     arrays = [
         _arr(
             f"{s}mfcc_window",
@@ -145,6 +166,20 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
             f"ln 2 * orthonormal DCT-II [{p.n_mfcc}][{p.n_mels}]",
         ),  # fmt: skip
         _arr(
+            f"{s}mfcc_dct4",
+            "int32_t",
+            dct4,
+            f"Q0.{DCT_FRAC}",
+            "dct in passes of four coefficients: [pass][filter][4], 0 past n_mfcc",
+        ),  # fmt: skip
+        _arr(
+            f"{s}mfcc_norm4",
+            "int32_t",
+            norm4,
+            "as norm_mean, norm_mult; -norm_shift",
+            "per pass of four coefficients: 4 means, 4 multipliers, 4 x (-shift, 0)",
+        ),  # fmt: skip
+        _arr(
             f"{s}mfcc_norm_mean",
             "int32_t",
             q.norm_mean,
@@ -180,7 +215,7 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         for f in (
             "window", "tw_cos", "tw_sin", "bitrev", "stage_cos", "stage_sin", "split_cos",
             "split_sin", "mel_start", "mel_len", "mel_off", "mel_w", "mel_blk", "mel_w4", "log2_lut",
-            "dct",
+            "dct", "dct4", "norm4",
             "norm_mean", "norm_mult", "norm_shift",
         )
     ]  # fmt: skip

@@ -764,78 +764,79 @@ static void mfcc_mel(const elt_mfcc_params_t *p, elt_mfcc_work_t *w, int32_t sh)
     }
 }
 
-/* DCT, cepstrum rounding and the normalisation to the model's x format. The NEON path takes
- * two coefficients at a time in assembly, four filters a step, by VMLAL.S32 into int64 lanes:
- * the lanes and their sum wrap modulo 2^64 and the exact sum is < 2^63 (docs/numeric.md §7.2),
- * so any order of the additions gives the scalar sum. Then, per lane, as mfcc_norm: c =
- * VRSHL.S64 by -cep_shift (rshift_round at full precision), VMOVN, c - mean (int32), VMULL.S32
- * by mult, VRSHL.S64 by -norm_shift (the shift from the low byte of each lane), and the int16
- * saturation as VQMOVN.S64 then VQMOVN.S32 (ARM DDI 0406C A8.8, VMLAL, VRSHL, VQMOVN). */
+/* DCT, cepstrum rounding and the normalisation to the model's x format, four coefficients a
+ * pass in one assembly loop over the generated dct4 / norm4 (codegen/emit/mfcc.py): per pair of
+ * filters the two columns' four entries each and VMLAL.S32 by the log2 values as scalars into
+ * int64 lanes (the exact sums, < 2^63, docs/numeric.md §7.2); then, per lane, as mfcc_norm:
+ * c = VRSHL.S64 by -cep_shift (rshift_round at full precision), VMOVN, c - mean (int32),
+ * VMULL.S32 by mult, VRSHL.S64 by -norm_shift (the count from the low byte of each lane), and
+ * the int16 saturation as VQMOVN.S64 then VQMOVN.S32; a last pass of fewer than four
+ * coefficients stores only those (ARM DDI 0406C A8.8, VMLAL by scalar, VRSHL, VQMOVN). */
 static void mfcc_dct(const elt_mfcc_params_t *p, const elt_mfcc_work_t *w, int16_t *out)
 {
-    const int32_t M = p->n_mels, J = p->n_mfcc;
-    int32_t m, j = 0;
-    const int32_t M4 = M & ~3;
-    if (M4 > 0) {
-        for (; j + 2 <= J; j += 2) {
-            const int32_t *l = w->logmel, *x0 = p->dct + j * M, *x1 = x0 + M;
-            int16_t *o = out + j;
-            int32_t k = M4 / 4;
-            int64_t s0 = 0, s1 = 0; /* filters M4 .. M - 1 */
-            for (m = M4; m < M; ++m) {
-                s0 = (int64_t)((uint64_t)s0 + (uint64_t)((int64_t)x0[m] * l[m]));
-                s1 = (int64_t)((uint64_t)s1 + (uint64_t)((int64_t)x1[m] * l[m]));
-            }
-            /* clang-format off */
-            __asm__ volatile(
-                "vmov.i32 q8, #0\n\t"
-                "vmov.i32 q9, #0\n\t"
-                "1:\n\t"
-                "vld1.32 {d0-d1}, [%[l]]!\n\t"
-                "vld1.32 {d2-d3}, [%[x0]]!\n\t"
-                "vld1.32 {d4-d5}, [%[x1]]!\n\t"
-                "vmlal.s32 q8, d2, d0\n\t"
-                "vmlal.s32 q8, d3, d1\n\t"
-                "vmlal.s32 q9, d4, d0\n\t"
-                "vmlal.s32 q9, d5, d1\n\t"
-                "subs %[k], %[k], #1\n\t"
-                "bne 1b\n\t"
-                "vadd.i64 d16, d16, d17\n\t"
-                "vadd.i64 d17, d18, d19\n\t"
-                "vmov d0, %Q[s0], %R[s0]\n\t"
-                "vmov d1, %Q[s1], %R[s1]\n\t"
-                "vadd.i64 q8, q8, q0\n\t"       /* the two DCT sums */
-                "vdup.32 q15, %[ncep]\n\t"
-                "vrshl.s64 q8, q8, q15\n\t"
-                "vmovn.i64 d0, q8\n\t"          /* c */
-                "vld1.32 {d1}, [%[mean]]\n\t"
-                "vsub.i32 d0, d0, d1\n\t"        /* c - mean */
-                "vld1.32 {d2}, [%[mult]]\n\t"
-                "vmull.s32 q8, d0, d2\n\t"
-                "vmov d6, %[n0], %[n0]\n\t"     /* -norm_shift in each lane's low byte */
-                "vmov d7, %[n1], %[n1]\n\t"
-                "vrshl.s64 q8, q8, q3\n\t"
-                "vqmovn.s64 d0, q8\n\t"
-                "vqmovn.s32 d0, q0\n\t"
-                "vst1.16 {d0[0]}, [%[o]]!\n\t"
-                "vst1.16 {d0[1]}, [%[o]]\n\t"
-                : [l] "+r"(l), [x0] "+r"(x0), [x1] "+r"(x1), [k] "+r"(k), [o] "+r"(o)
-                : [s0] "r"(s0), [s1] "r"(s1), [ncep] "r"(-p->cep_shift),
-                  [mean] "r"(p->norm_mean + j), [mult] "r"(p->norm_mult + j),
-                  [n0] "r"(-(int32_t)p->norm_shift[j]), [n1] "r"(-(int32_t)p->norm_shift[j + 1])
-                : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17",
-                  "d18", "d19", "d30", "d31");
-            /* clang-format on */
-        }
-    }
-    for (; j < J; ++j) {
-        const int32_t *d = p->dct + j * M;
-        int64_t acc = 0;
-        for (m = 0; m < M; ++m) {
-            acc += (int64_t)d[m] * w->logmel[m];
-        }
-        out[j] = mfcc_norm(p, j, acc);
-    }
+    const int32_t *x = p->dct4, *nt = p->norm4, *l;
+    const int32_t M = p->n_mels;
+    int32_t rem = p->n_mfcc, k;
+    int16_t *o = out;
+    /* clang-format off */
+    __asm__ volatile(
+        "vdup.32 q15, %[ncep]\n\t"
+        "1:\n\t"
+        "vmov.i32 q8, #0\n\t"
+        "vmov.i32 q9, #0\n\t"
+        "mov %[l], %[lm]\n\t"
+        "movs %[k], %[M], lsr #1\n\t"
+        "beq 3f\n\t"
+        "2:\n\t"
+        "vld1.32 {d4}, [%[l]]!\n\t"
+        "vld1.32 {d0-d3}, [%[x]]!\n\t"
+        "vmlal.s32 q8, d0, d4[0]\n\t"
+        "vmlal.s32 q9, d1, d4[0]\n\t"
+        "vmlal.s32 q8, d2, d4[1]\n\t"
+        "vmlal.s32 q9, d3, d4[1]\n\t"
+        "subs %[k], %[k], #1\n\t"
+        "bne 2b\n\t"
+        "3:\n\t"
+        "tst %[M], #1\n\t"
+        "beq 4f\n\t"
+        "vld1.32 {d4[0]}, [%[l]]\n\t"
+        "vld1.32 {d0-d1}, [%[x]]!\n\t"
+        "vmlal.s32 q8, d0, d4[0]\n\t"
+        "vmlal.s32 q9, d1, d4[0]\n\t"
+        "4:\n\t"
+        "vrshl.s64 q8, q8, q15\n\t"
+        "vrshl.s64 q9, q9, q15\n\t"
+        "vmovn.i64 d0, q8\n\t"
+        "vmovn.i64 d1, q9\n\t"           /* c */
+        "vld1.32 {d2-d5}, [%[nt]]!\n\t"  /* mean, mult */
+        "vld1.32 {d6-d9}, [%[nt]]!\n\t"  /* -norm_shift */
+        "vsub.i32 q0, q0, q1\n\t"
+        "vmull.s32 q8, d0, d4\n\t"
+        "vmull.s32 q9, d1, d5\n\t"
+        "vrshl.s64 q8, q8, q3\n\t"
+        "vrshl.s64 q9, q9, q4\n\t"
+        "vqmovn.s64 d0, q8\n\t"
+        "vqmovn.s64 d1, q9\n\t"
+        "vqmovn.s32 d0, q0\n\t"
+        "subs %[rem], %[rem], #4\n\t"
+        "blt 5f\n\t"
+        "vst1.16 {d0}, [%[o]]!\n\t"
+        "bgt 1b\n\t"
+        "b 6f\n\t"
+        "5:\n\t"                         /* rem - 4 = -3, -2 or -1 */
+        "vst1.16 {d0[0]}, [%[o]]!\n\t"
+        "cmp %[rem], #-3\n\t"
+        "beq 6f\n\t"
+        "vst1.16 {d0[1]}, [%[o]]!\n\t"
+        "cmp %[rem], #-2\n\t"
+        "beq 6f\n\t"
+        "vst1.16 {d0[2]}, [%[o]]\n\t"
+        "6:\n\t"
+        : [x] "+r"(x), [nt] "+r"(nt), [o] "+r"(o), [rem] "+r"(rem), [k] "=&r"(k), [l] "=&r"(l)
+        : [lm] "r"(w->logmel), [M] "r"(M), [ncep] "r"(-p->cep_shift)
+        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d16",
+          "d17", "d18", "d19", "d30", "d31");
+    /* clang-format on */
 }
 
 /* Forward copy of n samples, d < s or no overlap (the overlap kept in place below): 8 per
