@@ -44,8 +44,8 @@ typedef struct {
     const int32_t *tw_cos;     /* [N / 2] Q31 cos(2 pi m / N) */
     const int32_t *tw_sin;     /* [N / 2] Q31 sin(2 pi m / N) */
     const uint16_t *bitrev;    /* [N] */
-    const int32_t *stage_cos;  /* [N - 4] tw_cos[j N / (2h)], j < h, for h = 4, 8, .., N / 2 */
-    const int32_t *stage_sin;  /* [N - 4] the same for tw_sin (contiguous per stage: NEON) */
+    const int32_t *fft_tw;     /* the NEON FFT's twiddles from stage h = 4 on, one block per step
+                                  in the order it uses them (codegen/emit/mfcc.py) */
     const int32_t *split_cos;  /* [n_bins] Q31 cos(2 pi k / n_fft) */
     const int32_t *split_sin;  /* [n_bins] Q31 sin(2 pi k / n_fft) */
     const uint16_t *mel_start; /* [n_mels] first bin of filter m */

@@ -41,11 +41,29 @@ def mfcc_hash(q: QMfcc) -> str:
     return h.hexdigest()
 
 
-def _per_stage(tw: np.ndarray, n: int) -> np.ndarray:
-    """The twiddles of FFT stages h = 4, 8, .., N/2, each contiguous (layout only: the same
-    integers as ``tw``; the NEON butterflies load four at a time). At least one entry."""
-    rows = [tw[np.arange(h) * (n // (2 * h))] for h in (2**e for e in range(2, n.bit_length() - 1))]
-    return np.concatenate(rows) if rows else np.zeros(1, np.int64)
+def _fft_twiddles(q: QMfcc) -> np.ndarray:
+    """The twiddles of the NEON FFT's steps from stage h = 4 on, in the order it reads them
+    (layout only: the same integers as ``tw_cos``, ``tw_sin``): per radix-4 pass over stages h
+    and 2h (h = 4, 16, .. while 4h <= N) and per four j < h, the four cos and four sin of stage
+    h at j, of stage 2h at j and of stage 2h at j + h; then, if one stage h = N / 2 is left, per
+    four j its four cos and four sin. At least one entry."""
+    N = q.n_cfft
+    out: list[np.ndarray] = []
+
+    def four(tw: np.ndarray, j: int, step: int) -> np.ndarray:
+        return tw[np.arange(j, j + 4) * step]
+
+    h = 4
+    while 4 * h <= N:
+        for j in range(0, h, 4):
+            for hh, jj in ((h, j), (2 * h, j), (2 * h, j + h)):
+                step = N // (2 * hh)
+                out += [four(q.tw_cos, jj, step), four(q.tw_sin, jj, step)]
+        h *= 4
+    if 2 * h <= N:
+        for j in range(0, h, 4):
+            out += [four(q.tw_cos, j, 1), four(q.tw_sin, j, 1)]
+    return np.concatenate(out) if out else np.zeros(1, np.int64)
 
 
 def _mel_blocks(q: QMfcc) -> tuple[np.ndarray, np.ndarray]:
@@ -118,18 +136,11 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         _arr(f"{s}mfcc_tw_sin", "int32_t", q.tw_sin, "Q0.31", "sin(2 pi m / N), m < N / 2"),
         _arr(f"{s}mfcc_bitrev", "uint16_t", q.bitrev, "index", "bit-reversed n, n < N"),
         _arr(
-            f"{s}mfcc_stage_cos",
+            f"{s}mfcc_fft_tw",
             "int32_t",
-            _per_stage(q.tw_cos, q.n_cfft),
+            _fft_twiddles(q),
             "Q0.31",
-            "tw_cos[j N / (2h)], j < h, for h = 4, 8, .., N / 2 (one row per FFT stage)",
-        ),  # fmt: skip
-        _arr(
-            f"{s}mfcc_stage_sin",
-            "int32_t",
-            _per_stage(q.tw_sin, q.n_cfft),
-            "Q0.31",
-            "tw_sin laid out as stage_cos",
+            "tw_cos, tw_sin by FFT step from stage h = 4 (NEON): 4 cos, 4 sin per stage",
         ),  # fmt: skip
         _arr(f"{s}mfcc_split_cos", "int32_t", q.split_cos, "Q0.31", "cos(2 pi k / n_fft)"),
         _arr(f"{s}mfcc_split_sin", "int32_t", q.split_sin, "Q0.31", "sin(2 pi k / n_fft)"),
@@ -213,10 +224,9 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
     ptrs = [
         (f, f"{s}mfcc_{f}")
         for f in (
-            "window", "tw_cos", "tw_sin", "bitrev", "stage_cos", "stage_sin", "split_cos",
-            "split_sin", "mel_start", "mel_len", "mel_off", "mel_w", "mel_blk", "mel_w4", "log2_lut",
-            "dct", "dct4", "norm4",
-            "norm_mean", "norm_mult", "norm_shift",
+            "window", "tw_cos", "tw_sin", "bitrev", "fft_tw", "split_cos", "split_sin",
+            "mel_start", "mel_len", "mel_off", "mel_w", "mel_blk", "mel_w4", "log2_lut", "dct",
+            "dct4", "norm4", "norm_mean", "norm_mult", "norm_shift",
         )
     ]  # fmt: skip
     header = f"{s}mfcc_params.h"

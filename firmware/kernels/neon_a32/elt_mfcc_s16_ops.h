@@ -480,60 +480,64 @@ static int32_t mfcc_head(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t
  * same butterflies with the same operands in the same order, kept in registers between the
  * stages instead of a store and a load (the data flow of a radix-2^2 DIT FFT; Oppenheim &
  * Schafer, "Discrete-Time Signal Processing", 3rd ed., §9.3). A last odd stage is radix-2.
- * Twiddles per stage are contiguous rows, stage h at stage_cos + h - 4. Written as inline
- * assembly: GCC moves int32x4x2_t values for VST2 through the stack. Each VLD2/VST2 with a
- * register post-increment walks the four quarters, so the pointer ends at the next group. */
-static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
+ * The twiddles of each step are one block of fft_tw (codegen/emit/mfcc.py), read by VLD1 with
+ * post-increment in the order the steps use them. Written as inline assembly, the loops over j
+ * and over the groups both: GCC moves int32x4x2_t values for VST2 through the stack. Each
+ * VLD2/VST2 with a register post-increment walks the four quarters, so the pointer ends at the
+ * next group. */
+static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z)
 {
     const int32_t N = p->n_cfft;
-    int32_t j;
-    for (; 4 * h <= N; h <<= 2) {
-        const int32_t *c1 = p->stage_cos + (h - 4), *s1 = p->stage_sin + (h - 4);
-        const int32_t *c2 = p->stage_cos + (2 * h - 4), *s2 = p->stage_sin + (2 * h - 4);
-        const int32_t stride = 8 * h; /* bytes between the quarters */
-        for (j = 0; j < h; j += 4) {
-            int32_t *ld = z + 2 * j, *st = ld;
-            int32_t n = N / (4 * h);
-            /* clang-format off */
-            __asm__ volatile(
-                "vld1.32 {d16-d17}, [%[c1]]\n\t"
-                "vld1.32 {d18-d19}, [%[s1]]\n\t"
-                "vld1.32 {d20-d21}, [%[c2]]\n\t"
-                "vld1.32 {d22-d23}, [%[s2]]\n\t"
-                "vld1.32 {d24-d25}, [%[c3]]\n\t"
-                "vld1.32 {d26-d27}, [%[s3]]\n\t"
-                "1:\n\t"
-                "vld2.32 {d0-d3}, [%[ld]], %[stride]\n\t"
-                "vld2.32 {d4-d7}, [%[ld]], %[stride]\n\t"
-                "vld2.32 {d8-d11}, [%[ld]], %[stride]\n\t"
-                "vld2.32 {d12-d15}, [%[ld]], %[stride]\n\t"
-                MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
-                MFCC_BFLY("q4", "q5", "q6", "q7", "q8", "q9")
-                MFCC_BFLY("q0", "q1", "q4", "q5", "q10", "q11")
-                MFCC_BFLY("q2", "q3", "q6", "q7", "q12", "q13")
-                "vst2.32 {d0-d3}, [%[st]], %[stride]\n\t"
-                "vst2.32 {d4-d7}, [%[st]], %[stride]\n\t"
-                "vst2.32 {d8-d11}, [%[st]], %[stride]\n\t"
-                "vst2.32 {d12-d15}, [%[st]], %[stride]\n\t"
-                "subs %[n], %[n], #1\n\t"
-                "bne 1b\n\t"
-                : [ld] "+r"(ld), [st] "+r"(st), [n] "+r"(n)
-                : [stride] "r"(stride), [c1] "r"(c1 + j), [s1] "r"(s1 + j), [c2] "r"(c2 + j),
-                  [s2] "r"(s2 + j), [c3] "r"(c2 + j + h), [s3] "r"(s2 + j + h)
-                : "memory", "cc", MFCC_NEON_CLOBBERS);
-            /* clang-format on */
-        }
-    }
-    if (2 * h <= N) {
-        /* h = N / 2: one butterfly group per j, four j a step, twiddles and data walking on */
-        const int32_t *c1 = p->stage_cos + (h - 4), *s1 = p->stage_sin + (h - 4);
-        int32_t *a = z, *b = z + 2 * h;
-        int32_t n = h / 4;
+    const int32_t *tw = p->fft_tw;
+    int32_t h, n, jn, n0, stride;
+    int32_t *zj, *ld, *st;
+    for (h = 4; 4 * h <= N; h <<= 2) {
+        zj = z;
+        jn = h / 4;
+        n0 = N / (4 * h);
+        stride = 8 * h; /* bytes between the quarters */
         /* clang-format off */
         __asm__ volatile(
             "1:\n\t"
-            "vld1.32 {d16-d17}, [%[c1]]!\n\t"
-            "vld1.32 {d18-d19}, [%[s1]]!\n\t"
+            "vld1.32 {d16-d19}, [%[tw]]!\n\t"
+            "vld1.32 {d20-d23}, [%[tw]]!\n\t"
+            "vld1.32 {d24-d27}, [%[tw]]!\n\t"
+            "mov %[ld], %[zj]\n\t"
+            "mov %[st], %[zj]\n\t"
+            "mov %[n], %[n0]\n\t"
+            "2:\n\t"
+            "vld2.32 {d0-d3}, [%[ld]], %[stride]\n\t"
+            "vld2.32 {d4-d7}, [%[ld]], %[stride]\n\t"
+            "vld2.32 {d8-d11}, [%[ld]], %[stride]\n\t"
+            "vld2.32 {d12-d15}, [%[ld]], %[stride]\n\t"
+            MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
+            MFCC_BFLY("q4", "q5", "q6", "q7", "q8", "q9")
+            MFCC_BFLY("q0", "q1", "q4", "q5", "q10", "q11")
+            MFCC_BFLY("q2", "q3", "q6", "q7", "q12", "q13")
+            "vst2.32 {d0-d3}, [%[st]], %[stride]\n\t"
+            "vst2.32 {d4-d7}, [%[st]], %[stride]\n\t"
+            "vst2.32 {d8-d11}, [%[st]], %[stride]\n\t"
+            "vst2.32 {d12-d15}, [%[st]], %[stride]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 2b\n\t"
+            "add %[zj], %[zj], #32\n\t"
+            "subs %[jn], %[jn], #1\n\t"
+            "bne 1b\n\t"
+            : [tw] "+r"(tw), [zj] "+r"(zj), [jn] "+r"(jn), [ld] "=&r"(ld), [st] "=&r"(st),
+              [n] "=&r"(n)
+            : [stride] "r"(stride), [n0] "r"(n0)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    }
+    if (2 * h <= N) {
+        /* h = N / 2: one butterfly group per j, four j a step, twiddles and data walking on */
+        ld = z;
+        st = z + 2 * h;
+        n = h / 4;
+        /* clang-format off */
+        __asm__ volatile(
+            "1:\n\t"
+            "vld1.32 {d16-d19}, [%[tw]]!\n\t"
             "vld2.32 {d0-d3}, [%[a]]\n\t"
             "vld2.32 {d4-d7}, [%[b]]\n\t"
             MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
@@ -541,7 +545,7 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
             "vst2.32 {d4-d7}, [%[b]]!\n\t"
             "subs %[n], %[n], #1\n\t"
             "bne 1b\n\t"
-            : [a] "+r"(a), [b] "+r"(b), [n] "+r"(n), [c1] "+r"(c1), [s1] "+r"(s1)
+            : [a] "+r"(ld), [b] "+r"(st), [n] "+r"(n), [tw] "+r"(tw)
             :
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
@@ -901,7 +905,7 @@ mfcc_frame(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w, i
     const int32_t head = p->n_cfft >= 16;
     const int32_t sh = head ? mfcc_head(p, pcm, w->z) : mfcc_load(p, pcm, w->z);
     if (head) {
-        mfcc_fft_neon(p, w->z, 4);
+        mfcc_fft_neon(p, w->z);
     } else {
         mfcc_fft(p, w->z, 1);
     }
