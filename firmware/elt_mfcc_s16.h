@@ -40,10 +40,13 @@ typedef struct {
     int32_t floor_exp;         /* log floor = floor_mant * 2^floor_exp */
     int32_t floor_mant;        /* in [2^30, 2^31) */
     int32_t cep_shift;         /* cepstrum Q16 = rshift_round(DCT sum, cep_shift) */
+    int32_t fuse_k0;           /* NEON: first bin of the last FFT stage fused with the power */
+    int32_t fuse_n;            /* NEON: its steps (0: not fused) */
     const int32_t *window;     /* [win_length] Q1.30 */
     const int32_t *tw_cos;     /* [N / 2] Q31 cos(2 pi m / N) */
     const int32_t *tw_sin;     /* [N / 2] Q31 sin(2 pi m / N) */
     const uint16_t *bitrev;    /* [N] */
+    const int32_t *fuse_tw;    /* [fuse_n][32] the fused steps' twiddles (codegen/emit/mfcc.py) */
     const int32_t *fft_tw;     /* the NEON FFT's twiddles from stage h = 4 on, one block per step
                                   in the order it uses them (codegen/emit/mfcc.py) */
     const int32_t *split_cos;  /* [n_bins] Q31 cos(2 pi k / n_fft) */

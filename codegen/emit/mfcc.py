@@ -66,6 +66,33 @@ def _fft_twiddles(q: QMfcc) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(1, np.int64)
 
 
+def _fused_power(q: QMfcc) -> tuple[int, int, np.ndarray]:
+    """Where the NEON power stage takes the last FFT stage h = H = N / 2 with it
+    (firmware/kernels/neon_a32/elt_mfcc_s16_ops.h, mfcc_power_fused): when the transform runs
+    the NEON head (N >= 16), its stages from h = 4 end with a radix-2 one (log2 N odd) and every
+    weighted bin is below H. Returns (k0, steps, twiddles): step t at k = k0 + 4t takes the
+    butterflies and bins k .. k + 3 and H - k - 3 .. H - k; the steps cover [k0, H - k0]
+    (k0 = max(bin_lo, H - bin_hi, 1)); per step the stage twiddles tw_cos, tw_sin at both runs
+    of j and split_cos, split_sin at both runs of bins (layout only). (0, 0, [0]) otherwise."""
+    N = q.n_cfft
+    H = N // 2
+    none = (0, 0, np.zeros(1, np.int64))
+    if N < 16 or (N.bit_length() - 1) % 2 == 0 or q.bin_hi >= H:
+        return none
+    k0 = max(q.bin_lo, H - q.bin_hi, 1)
+    if H < 2 * k0 + 6:
+        return none
+    steps = (H - 2 * k0 + 1 + 7) // 8
+    rows: list[np.ndarray] = []
+    for t in range(steps):
+        f = np.arange(k0 + 4 * t, k0 + 4 * t + 4)
+        r = np.arange(H - k0 - 4 * t - 3, H - k0 - 4 * t + 1)
+        rows += [q.tw_cos[f], q.tw_sin[f], q.tw_cos[r], q.tw_sin[r]]
+        rows += [q.split_cos[f - q.bin_lo], q.split_sin[f - q.bin_lo]]
+        rows += [q.split_cos[r - q.bin_lo], q.split_sin[r - q.bin_lo]]
+    return k0, steps, np.concatenate(rows)
+
+
 def _mel_blocks(q: QMfcc) -> tuple[np.ndarray, np.ndarray]:
     """The mel filters in blocks of four bins for the NEON sums (layout only: the same integers as
     ``mel_w``): per filter the byte offset of its first bin in the power array (8 bytes a bin,
@@ -124,6 +151,7 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
     s = prefix
     mel_blk, mel_w4 = _mel_blocks(q)
     dct4, norm4 = _dct_blocks(q)
+    fuse_k0, fuse_n, fuse_tw = _fused_power(q)
     arrays = [
         _arr(
             f"{s}mfcc_window",
@@ -141,6 +169,13 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
             _fft_twiddles(q),
             "Q0.31",
             "tw_cos, tw_sin by FFT step from stage h = 4 (NEON): 4 cos, 4 sin per stage",
+        ),  # fmt: skip
+        _arr(
+            f"{s}mfcc_fuse_tw",
+            "int32_t",
+            fuse_tw,
+            "Q0.31",
+            "per fused step: tw_cos, tw_sin of its two runs of j; split_cos, split_sin of its bins",
         ),  # fmt: skip
         _arr(f"{s}mfcc_split_cos", "int32_t", q.split_cos, "Q0.31", "cos(2 pi k / n_fft)"),
         _arr(f"{s}mfcc_split_sin", "int32_t", q.split_sin, "Q0.31", "sin(2 pi k / n_fft)"),
@@ -220,11 +255,13 @@ def emit_mfcc_c(q: QMfcc, prefix: str) -> dict[str, str]:
         ("floor_exp", q.floor_exp, f"log floor {p.log_floor:g} = floor_mant 2^floor_exp"),
         ("floor_mant", q.floor_mant, ""),
         ("cep_shift", q.cep_shift, f"DCT sum -> cepstrum Q{31 - CEP_FRAC}.{CEP_FRAC}"),
+        ("fuse_k0", fuse_k0, "NEON: first bin of the last FFT stage fused with the power"),
+        ("fuse_n", fuse_n, "NEON: fused steps (0: not fused)"),
     ]
     ptrs = [
         (f, f"{s}mfcc_{f}")
         for f in (
-            "window", "tw_cos", "tw_sin", "bitrev", "fft_tw", "split_cos", "split_sin",
+            "window", "tw_cos", "tw_sin", "bitrev", "fft_tw", "fuse_tw", "split_cos", "split_sin",
             "mel_start", "mel_len", "mel_off", "mel_w", "mel_blk", "mel_w4", "log2_lut", "dct",
             "dct4", "norm4", "norm_mean", "norm_mult", "norm_shift",
         )

@@ -529,7 +529,7 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
     }
-    if (2 * h <= N) {
+    if (2 * h <= N && p->fuse_n == 0) {
         /* h = N / 2: one butterfly group per j, four j a step, twiddles and data walking on */
         ld = z;
         st = z + 2 * h;
@@ -560,7 +560,7 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z)
  * (P < 2^63) and the rounding by VRSHL.S64 by -power_shift, which takes its shift from the low
  * byte of each lane (ARM DDI 0406C A8.8, VREV, VQRDMULH, VMLAL, VRSHL); the other bins take the
  * scalar code. */
-static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw)
+static void mfcc_power_split(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw)
 {
     const int32_t N = p->n_cfft, ps = p->power_shift, lo = p->bin_lo, nb = p->n_bins;
     const int32_t *cs = p->split_cos, *sn = p->split_sin;
@@ -623,6 +623,140 @@ static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw
     }
     for (; i < nb; ++i) {
         pw[i] = mfcc_bin_power(z, N, ps, lo + i, cs[i], sn[i]);
+    }
+}
+
+/* One radix-2 butterfly j of the last stage h = N / 2 in place, as mfcc_fft. */
+static void mfcc_bfly_last(const elt_mfcc_params_t *p, int32_t *z, int32_t j)
+{
+    const int32_t H = p->n_cfft / 2;
+    int32_t *a = z + 2 * j, *b = z + 2 * (j + H);
+    int32_t tr = b[0], ti = b[1];
+    if (2 * j == H) {
+        tr = b[1];
+        ti = -b[0];
+    } else if (j != 0) {
+        tr = mfcc_rmul(b[0], p->tw_cos[j]) + mfcc_rmul(b[1], p->tw_sin[j]);
+        ti = mfcc_rmul(b[1], p->tw_cos[j]) - mfcc_rmul(b[0], p->tw_sin[j]);
+    }
+    b[0] = a[0] - tr;
+    b[1] = a[1] - ti;
+    a[0] = a[0] + tr;
+    a[1] = a[1] + ti;
+}
+
+/* A radix-2 butterfly on four lanes in place as MFCC_BFLY, scratch t0, t1. */
+#define MFCC_BFLY_T(ar, ai, br, bi, c, s, t0, t1)                                                  \
+    "vqrdmulh.s32 " t0 ", " br ", " c "\n\t"                                                       \
+    "vqrdmulh.s32 " t1 ", " bi ", " s "\n\t"                                                       \
+    "vadd.i32 " t0 ", " t0 ", " t1 "\n\t"                                                          \
+    "vqrdmulh.s32 " t1 ", " bi ", " c "\n\t"                                                       \
+    "vqrdmulh.s32 " bi ", " br ", " s "\n\t"                                                       \
+    "vsub.i32 " t1 ", " t1 ", " bi "\n\t"                                                          \
+    "vsub.i32 " br ", " ar ", " t0 "\n\t"                                                          \
+    "vsub.i32 " bi ", " ai ", " t1 "\n\t"                                                          \
+    "vadd.i32 " ar ", " ar ", " t0 "\n\t"                                                          \
+    "vadd.i32 " ai ", " ai ", " t1 "\n\t"
+
+/* Reverse the four lanes of q (VREV64.32 in each doubleword, then VSWP of the halves). */
+#define MFCC_REV4(q, dl, dh)                                                                       \
+    "vrev64.32 " q ", " q "\n\t"                                                                   \
+    "vswp " dl ", " dh "\n\t"
+
+/* Split and power of four bins from z (zr, zi) and the reversed partner y (yr, yi), twiddles c,
+ * s, into (zr, zi) as int64, as mfcc_bin_power; q12-q14 scratch,
+ * q15 = -power_shift. */
+#define MFCC_SPLIT_POWER(zr, zi, yr, yi, c, s)                                                     \
+    "vadd.i32 q12, " zr ", " yr "\n\t"    /* ar */                                                 \
+    "vsub.i32 q13, " zi ", " yi "\n\t"    /* ai */                                                 \
+    "vsub.i32 " zr ", " zr ", " yr "\n\t" /* br */                                                 \
+    "vadd.i32 " zi ", " zi ", " yi "\n\t" /* bi */                                                 \
+    "vqrdmulh.s32 q14, " zi ", " c "\n\t"                                                          \
+    "vadd.i32 q12, q12, q14\n\t"                                                                   \
+    "vqrdmulh.s32 q14, " zr ", " s "\n\t"                                                          \
+    "vsub.i32 q12, q12, q14\n\t" /* xr = ar + rmul(bi, c) - rmul(br, s) */                         \
+    "vqrdmulh.s32 q14, " zr ", " c "\n\t"                                                          \
+    "vsub.i32 q13, q13, q14\n\t"                                                                   \
+    "vqrdmulh.s32 q14, " zi ", " s "\n\t"                                                          \
+    "vsub.i32 q13, q13, q14\n\t" /* xi = ai - rmul(br, c) - rmul(bi, s) */                         \
+    "vmull.s32 " zr ", d24, d24\n\t"                                                               \
+    "vmull.s32 " zi ", d25, d25\n\t"                                                               \
+    "vmlal.s32 " zr ", d26, d26\n\t"                                                               \
+    "vmlal.s32 " zi ", d27, d27\n\t"                                                               \
+    "vrshl.s64 " zr ", " zr ", q15\n\t"                                                            \
+    "vrshl.s64 " zi ", " zi ", q15\n\t"
+
+/* The last FFT stage h = H = N / 2 fused with the real split and the power (Python decides
+ * when: codegen/emit/mfcc.py, fuse_n > 0 only if every bin is below H and the last stage is
+ * radix-2). Step t, k = fuse_k0 + 4t, takes the butterflies j = k .. k + 3 (F) and
+ * H - k - 3 .. H - k (R): Z[k + i] = F+ and Z[N - k - i] = R- reversed give bins k + i;
+ * Z[H - k - 3 + i] = R+ and Z[H + k + 3 - i] = F- reversed give bins H - k - 3 + i. The steps
+ * cover every bin of [k0, H - k0] (a last step may overlap: the same bins again, the same
+ * values) and nothing is stored back to z; the butterflies j < k0 and j > H - k0 (scalar)
+ * serve the bins outside, which need no other (bin b needs butterflies b and H - b). The
+ * twiddles of a step are one block of fuse_tw: the butterflies' cos, sin of F and of R, the
+ * split's of F's bins and of R's bins (the integers of tw_cos, tw_sin, split_cos, split_sin).
+ * The instructions are those of mfcc_fft_neon and mfcc_power_split (ARM DDI 0406C A8.8). */
+static void mfcc_power_fused(const elt_mfcc_params_t *p, int32_t *z, int64_t *pw)
+{
+    const int32_t N = p->n_cfft, H = N / 2, k0 = p->fuse_k0, lo = p->bin_lo;
+    const int32_t hi = lo + p->n_bins - 1, ps = p->power_shift, back = -32;
+    const int32_t *af = z + 2 * k0, *bf = z + 2 * (k0 + H);
+    const int32_t *ar = z + 2 * (H - k0 - 3), *br = z + 2 * (N - k0 - 3);
+    const int32_t *tw = p->fuse_tw;
+    int64_t *of = pw + (k0 - lo), *orv = pw + (H - k0 - 3 - lo);
+    int32_t n = p->fuse_n, j;
+    /* clang-format off */
+    __asm__ volatile(
+        "vdup.32 q15, %[nps]\n\t"
+        "1:\n\t"
+        "vld2.32 {d0-d3}, [%[af]]!\n\t"
+        "vld2.32 {d4-d7}, [%[bf]]!\n\t"
+        "vld2.32 {d8-d11}, [%[ar]], %[back]\n\t"
+        "vld2.32 {d12-d15}, [%[br]], %[back]\n\t"
+        "vld1.32 {d16-d19}, [%[tw]]!\n\t"
+        "vld1.32 {d20-d23}, [%[tw]]!\n\t"
+        MFCC_BFLY_T("q0", "q1", "q2", "q3", "q8", "q9", "q12", "q13")
+        MFCC_BFLY_T("q4", "q5", "q6", "q7", "q10", "q11", "q12", "q13")
+        MFCC_REV4("q2", "d4", "d5")
+        MFCC_REV4("q3", "d6", "d7")
+        MFCC_REV4("q6", "d12", "d13")
+        MFCC_REV4("q7", "d14", "d15")
+        "vld1.32 {d16-d19}, [%[tw]]!\n\t"
+        "vld1.32 {d20-d23}, [%[tw]]!\n\t"
+        MFCC_SPLIT_POWER("q0", "q1", "q6", "q7", "q8", "q9")
+        "vst1.64 {d0-d3}, [%[of]]!\n\t"
+        MFCC_SPLIT_POWER("q4", "q5", "q2", "q3", "q10", "q11")
+        "vst1.64 {d8-d11}, [%[orv]], %[back]\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n\t"
+        : [af] "+r"(af), [bf] "+r"(bf), [ar] "+r"(ar), [br] "+r"(br), [tw] "+r"(tw),
+          [of] "+r"(of), [orv] "+r"(orv), [n] "+r"(n)
+        : [back] "r"(back), [nps] "r"(-ps)
+        : "memory", "cc", MFCC_NEON_CLOBBERS);
+    /* clang-format on */
+    for (j = 0; j < k0; ++j) {
+        mfcc_bfly_last(p, z, j);
+    }
+    for (j = H - k0 + 1; j < H; ++j) {
+        mfcc_bfly_last(p, z, j);
+    }
+    for (j = lo; j < k0; ++j) {
+        pw[j - lo] = mfcc_bin_power(z, N, ps, j, p->split_cos[j - lo], p->split_sin[j - lo]);
+    }
+    for (j = H - k0 + 1; j <= hi; ++j) {
+        pw[j - lo] = mfcc_bin_power(z, N, ps, j, p->split_cos[j - lo], p->split_sin[j - lo]);
+    }
+}
+
+/* The power of the weighted bins: fused with the last FFT stage where Python laid it out
+ * (fuse_n > 0; mfcc_fft_neon then leaves that stage), else after it. */
+static void mfcc_power(const elt_mfcc_params_t *p, int32_t *z, int64_t *pw)
+{
+    if (p->fuse_n > 0) {
+        mfcc_power_fused(p, z, pw);
+    } else {
+        mfcc_power_split(p, z, pw);
     }
 }
 
