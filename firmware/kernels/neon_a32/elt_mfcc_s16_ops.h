@@ -257,20 +257,22 @@ static inline __attribute__((always_inline)) void mfcc_head_step(const elt_mfcc_
     "vmovn.i64 " di0 ", q10\n\t"                                                                   \
     "vmovn.i64 " di1 ", q11\n\t"
 
-/* The four radix-4 outputs of lane l (y01 in q8-q11, y23 in q0-q3) to z + 2 bitrev[r + l]:
- * VST4.32 single lane, register list double-spaced (ARM DDI 0406C A8.8, VST4). */
-#define MFCC_OUT_ASM(y01, y23)                                                                     \
-    "ldrh %[t], [%[br]], #2\n\t"                                                                   \
-    "add %[t], %[z], %[t], lsl #3\n\t"                                                             \
-    "vst4.32 {" y01 "}, [%[t]]!\n\t"                                                               \
-    "vst4.32 {" y23 "}, [%[t]]\n\t"
-
-/* The outputs of a head step (y01 in q8-q11, y23 in q0-q3) and the loop's end. */
+/* The outputs of a head step (y01 in q8-q11, y23 in q0-q3) and the loop's end. The lanes
+ * r + l (r a multiple of 4) land at bitrev[r] + bitrev[l] = P, P + N/2, P + N/4, P + 3N/4 for
+ * l = 0, 1, 2, 3: one table read, then lanes 0, 2, 1, 3 are N/4 positions = 2N bytes apart,
+ * the pointer stepping on by VST4's register post-increment ([inc] = 2N - 16); VST4.32 single
+ * lane, register list double-spaced (ARM DDI 0406C A8.8, VST4). */
 #define MFCC_HEAD_OUT                                                                              \
-    MFCC_OUT_ASM("d16[0], d18[0], d20[0], d22[0]", "d0[0], d2[0], d4[0], d6[0]")                   \
-    MFCC_OUT_ASM("d16[1], d18[1], d20[1], d22[1]", "d0[1], d2[1], d4[1], d6[1]")                   \
-    MFCC_OUT_ASM("d17[0], d19[0], d21[0], d23[0]", "d1[0], d3[0], d5[0], d7[0]")                   \
-    MFCC_OUT_ASM("d17[1], d19[1], d21[1], d23[1]", "d1[1], d3[1], d5[1], d7[1]")                   \
+    "ldrh %[t], [%[br]], #8\n\t"                                                                   \
+    "add %[t], %[z], %[t], lsl #3\n\t"                                                             \
+    "vst4.32 {d16[0], d18[0], d20[0], d22[0]}, [%[t]]!\n\t"                                        \
+    "vst4.32 {d0[0], d2[0], d4[0], d6[0]}, [%[t]], %[inc]\n\t"                                     \
+    "vst4.32 {d17[0], d19[0], d21[0], d23[0]}, [%[t]]!\n\t"                                        \
+    "vst4.32 {d1[0], d3[0], d5[0], d7[0]}, [%[t]], %[inc]\n\t"                                     \
+    "vst4.32 {d16[1], d18[1], d20[1], d22[1]}, [%[t]]!\n\t"                                        \
+    "vst4.32 {d0[1], d2[1], d4[1], d6[1]}, [%[t]], %[inc]\n\t"                                     \
+    "vst4.32 {d17[1], d19[1], d21[1], d23[1]}, [%[t]]!\n\t"                                        \
+    "vst4.32 {d1[1], d3[1], d5[1], d7[1]}, [%[t]]\n\t"                                             \
     "add %[x], %[x], #16\n\t"                                                                      \
     "add %[w], %[w], #32\n\t"                                                                      \
     "subs %[n], %[n], #1\n\t"                                                                      \
@@ -328,7 +330,7 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
             MFCC_HEAD_ABC
             MFCC_HEAD_OUT
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
+            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh), [inc] "r"(2 * p->n_cfft - 16)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
     } else {
@@ -343,7 +345,7 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
             MFCC_HEAD_AC
             MFCC_HEAD_OUT
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
+            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh), [inc] "r"(2 * p->n_cfft - 16)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
     }
@@ -387,7 +389,7 @@ static void mfcc_head_run_fast(const elt_mfcc_params_t *p, const int16_t *pcm, i
             MFCC_HEAD_ABC
             MFCC_HEAD_OUT
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul)
+            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul), [inc] "r"(2 * p->n_cfft - 16)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
     } else {
@@ -402,7 +404,7 @@ static void mfcc_head_run_fast(const elt_mfcc_params_t *p, const int16_t *pcm, i
             MFCC_HEAD_AC
             MFCC_HEAD_OUT
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul)
+            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul), [inc] "r"(2 * p->n_cfft - 16)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
     }
@@ -692,10 +694,11 @@ static void mfcc_bfly_last(const elt_mfcc_params_t *p, int32_t *z, int32_t j)
  * H - k - 3 .. H - k (R): Z[k + i] = F+ and Z[N - k - i] = R- reversed give bins k + i;
  * Z[H - k - 3 + i] = R+ and Z[H + k + 3 - i] = F- reversed give bins H - k - 3 + i. The steps
  * cover every bin of [k0, H - k0] (a last step may overlap: the same bins again, the same
- * values) and nothing is stored back to z; the butterflies j < k0 and j > H - k0 (scalar)
- * serve the bins outside, which need no other (bin b needs butterflies b and H - b). The
- * twiddles of a step are one block of fuse_tw: the butterflies' cos, sin of F and of R, the
- * split's of F's bins and of R's bins (the integers of tw_cos, tw_sin, split_cos, split_sin).
+ * values) and nothing is stored back to z; the bins outside take the scalar code and their
+ * butterflies, b and H - b for bin b, none of them a step's (H - b of a step's bin b is one
+ * too). The twiddles of a step are one block of fuse_tw: the butterflies' cos, sin of F and of
+ * R, the split's of F's bins and of R's bins (the integers of tw_cos, tw_sin, split_cos,
+ * split_sin).
  * The instructions are those of mfcc_fft_neon and mfcc_power_split (ARM DDI 0406C A8.8). */
 static void mfcc_power_fused(const elt_mfcc_params_t *p, int32_t *z, int64_t *pw)
 {
@@ -735,10 +738,11 @@ static void mfcc_power_fused(const elt_mfcc_params_t *p, int32_t *z, int64_t *pw
         : [back] "r"(back), [nps] "r"(-ps)
         : "memory", "cc", MFCC_NEON_CLOBBERS);
     /* clang-format on */
-    for (j = 0; j < k0; ++j) {
+    /* the butterflies b and H - b of the bins b outside the steps */
+    for (j = lo < H - hi ? lo : H - hi; j < k0; ++j) {
         mfcc_bfly_last(p, z, j);
     }
-    for (j = H - k0 + 1; j < H; ++j) {
+    for (j = H - k0 + 1; j <= (hi > H - lo ? hi : H - lo) && j < H; ++j) {
         mfcc_bfly_last(p, z, j);
     }
     for (j = lo; j < k0; ++j) {
@@ -780,8 +784,14 @@ static void mfcc_mel_sums(const elt_mfcc_params_t *p, const int64_t *pw, int64_t
         "ldrh %[off], [%[blk]], #2\n\t"
         "ldrh %[n], [%[blk]], #2\n\t"
         "add %[pp], %[pw], %[off]\n\t"
-        "vmov.i32 q8, #0\n\t"
-        "vmov.i32 q9, #0\n\t"
+        "vld2.32 {d0-d3}, [%[pp]]!\n\t"   /* the first block starts the sums */
+        "vld1.32 {d4-d5}, [%[w]]!\n\t"
+        "vmull.u32 q8, d0, d4\n\t"
+        "vmlal.u32 q8, d1, d5\n\t"
+        "vmull.u32 q9, d2, d4\n\t"
+        "vmlal.u32 q9, d3, d5\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "beq 3f\n\t"
         "2:\n\t"
         "vld2.32 {d0-d3}, [%[pp]]!\n\t"
         "vld1.32 {d4-d5}, [%[w]]!\n\t"
@@ -791,6 +801,7 @@ static void mfcc_mel_sums(const elt_mfcc_params_t *p, const int64_t *pw, int64_t
         "vmlal.u32 q9, d3, d5\n\t"
         "subs %[n], %[n], #1\n\t"
         "bne 2b\n\t"
+        "3:\n\t"
         "vshl.i64 q9, q9, #32\n\t"
         "vadd.i64 q8, q8, q9\n\t"
         "vadd.i64 d16, d16, d17\n\t"
