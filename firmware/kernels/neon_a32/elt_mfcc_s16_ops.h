@@ -416,11 +416,21 @@ static inline int32_t mfcc_ceil4(int32_t x, int32_t q)
     return x <= 0 ? 0 : ((x + 3) & ~3) < q ? ((x + 3) & ~3) : q;
 }
 
-static void mfcc_head_any(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z, int32_t r,
-                          int32_t e, int64x2_t nsh)
+static void mfcc_head_steps(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z, int32_t r,
+                            int32_t e, int64x2_t nsh)
 {
     for (; r < e; r += 4) {
         mfcc_head_step(p, pcm, z, r, p->n_cfft / 4, nsh);
+    }
+}
+
+/* mfcc_head_steps, the call only for a run that has steps (the call saves d8-d15). */
+static inline __attribute__((always_inline)) void mfcc_head_any(const elt_mfcc_params_t *p,
+                                                                const int16_t *pcm, int32_t *z,
+                                                                int32_t r, int32_t e, int64x2_t nsh)
+{
+    if (r < e) {
+        mfcc_head_steps(p, pcm, z, r, e, nsh);
     }
 }
 
