@@ -45,8 +45,9 @@ def _fft_twiddles(q: QMfcc) -> np.ndarray:
     """The twiddles of the NEON FFT's steps from stage h = 4 on, in the order it reads them
     (layout only: the same integers as ``tw_cos``, ``tw_sin``): per radix-4 pass over stages h
     and 2h (h = 4, 16, .. while 4h <= N) and per four j < h, the four cos and four sin of stage
-    h at j, of stage 2h at j and of stage 2h at j + h; then, if one stage h = N / 2 is left, per
-    four j its four cos and four sin. At least one entry."""
+    h at j, of stage 2h at j and of stage 2h at j + h; then, if one stage h = N / 2 is left and
+    the power stage does not take it (`_fused_power`), per four j its four cos and four sin. At
+    least one entry."""
     N = q.n_cfft
     out: list[np.ndarray] = []
 
@@ -60,7 +61,7 @@ def _fft_twiddles(q: QMfcc) -> np.ndarray:
                 step = N // (2 * hh)
                 out += [four(q.tw_cos, jj, step), four(q.tw_sin, jj, step)]
         h *= 4
-    if 2 * h <= N:
+    if 2 * h <= N and _fused_power(q)[1] == 0:
         for j in range(0, h, 4):
             out += [four(q.tw_cos, j, 1), four(q.tw_sin, j, 1)]
     return np.concatenate(out) if out else np.zeros(1, np.int64)
