@@ -40,28 +40,38 @@ typedef struct {
     int32_t floor_exp;         /* log floor = floor_mant * 2^floor_exp */
     int32_t floor_mant;        /* in [2^30, 2^31) */
     int32_t cep_shift;         /* cepstrum Q16 = rshift_round(DCT sum, cep_shift) */
+    int32_t fuse_k0;           /* NEON: first bin of the last FFT stage fused with the power */
+    int32_t fuse_n;            /* NEON: its steps (0: not fused) */
     const int32_t *window;     /* [win_length] Q1.30 */
     const int32_t *tw_cos;     /* [N / 2] Q31 cos(2 pi m / N) */
     const int32_t *tw_sin;     /* [N / 2] Q31 sin(2 pi m / N) */
     const uint16_t *bitrev;    /* [N] */
-    const int32_t *stage_cos;  /* [N - 4] tw_cos[j N / (2h)], j < h, for h = 4, 8, .., N / 2 */
-    const int32_t *stage_sin;  /* [N - 4] the same for tw_sin (contiguous per stage: NEON) */
+    const int32_t *fuse_tw;    /* [fuse_n][32] the fused steps' twiddles (codegen/emit/mfcc.py) */
+    const int32_t *fft_tw;     /* the NEON FFT's twiddles from stage h = 4 on, one block per step
+                                  in the order it uses them (codegen/emit/mfcc.py) */
     const int32_t *split_cos;  /* [n_bins] Q31 cos(2 pi k / n_fft) */
     const int32_t *split_sin;  /* [n_bins] Q31 sin(2 pi k / n_fft) */
     const uint16_t *mel_start; /* [n_mels] first bin of filter m */
     const uint16_t *mel_len;   /* [n_mels] bins of filter m */
     const uint16_t *mel_off;   /* [n_mels] offset of filter m in mel_w */
     const int16_t *mel_w;      /* Q15 weights */
+    const uint16_t *mel_blk;   /* [2 n_mels] per filter: byte offset of its first bin in p, and
+                                  its blocks of four bins (NEON) */
+    const uint32_t *mel_w4;    /* mel_w in those blocks, 0 past each filter's end */
     const int32_t *log2_lut;   /* [257] Q20 log2(1 + j / 256) */
     const int32_t *dct;        /* [n_mfcc][n_mels] Q31 ln2 * DCT-II (orthonormal) */
     const int32_t *norm_mean;  /* [n_mfcc] Q16 */
     const int32_t *norm_mult;  /* [n_mfcc] */
     const uint8_t *norm_shift; /* [n_mfcc] */
+    const int32_t *dct4;       /* [ceil(n_mfcc / 4)][n_mels][4]: dct in passes of four (NEON) */
+    const int32_t *norm4;      /* [ceil(n_mfcc / 4)][16]: per pass 4 means, 4 multipliers and
+                                  4 x (-norm_shift, 0) (NEON) */
 } elt_mfcc_params_t;
 
 typedef struct {
     int32_t z[2 * ELT_MFCC_N_MAX];     /* FFT data, (re, im) interleaved */
-    int64_t p[ELT_MFCC_BINS_MAX];      /* power of the weighted bins */
+    int64_t p[ELT_MFCC_BINS_MAX + 3];  /* power of the weighted bins (+ 3: the NEON mel sums read
+                                          whole blocks of four; weight 0 past a filter's end) */
     int32_t logmel[ELT_MFCC_MELS_MAX]; /* log2 mel energies, Q20 */
     int32_t shift;                     /* the frame's block exponent sh */
 } elt_mfcc_work_t;

@@ -329,7 +329,7 @@ int main(void)
             if (p->n_cfft >= 16) {
                 sh = mfcc_head(p, x, work.z);
                 s[1] = fw_timer_now();
-                mfcc_fft_neon(p, work.z, 4);
+                mfcc_fft_neon(p, work.z);
             } else
 #endif
             {

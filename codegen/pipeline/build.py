@@ -368,8 +368,10 @@ def streaming_summary(q: QModel, why_not: str | None, fw: Any) -> dict[str, Any]
         doc["max_chunk_samples"] = (mp - 4) // 2
         m = q.mfcc
         # elt_mfcc_work_t at its -DELT_MFCC_*_MAX sizes: scratch of one AUDIO request, on the
-        # main stack (part of "stacks" below; INFO's stack high-water mark measures it)
-        doc["front_end_work_on_stack_bytes"] = 8 * m.n_cfft + 8 * m.n_bins + 4 * m.params.n_mels + 4
+        # main stack (part of "stacks" below; INFO's stack high-water mark measures it); the
+        # power array has 3 entries more for the NEON mel's last block (firmware/elt_mfcc_s16.h)
+        work = 8 * m.n_cfft + 8 * (m.n_bins + 3) + 4 * m.params.n_mels + 4
+        doc["front_end_work_on_stack_bytes"] = work
     if fw is not None:
         stacks = fw.sections.get(".stack", (0, 0))[0]
         doc["ram_bytes"] = fw.static_ram

@@ -22,7 +22,7 @@
  * 64-bit lanes need only VORR. The window is non-negative (Q1.30, [0, 2^31)) and VABS.S16
  * leaves -32768 as 0x8000, which read unsigned is |x|: |u| = VMULL.U32(|x|, w) (ARM DDI 0406C
  * A8.8, VABS, VMULL), eight samples a step. */
-static int32_t mfcc_exponent(const elt_mfcc_params_t *p, const int16_t *pcm)
+static int32_t mfcc_exponent_exact(const elt_mfcc_params_t *p, const int16_t *pcm)
 {
     const int32_t W = p->win_length, W8 = W & ~7, W16 = W & ~15;
     const uint32_t *win = (const uint32_t *)p->window;
@@ -93,6 +93,65 @@ static int32_t mfcc_exponent(const elt_mfcc_params_t *p, const int16_t *pcm)
         m |= u < 0 ? (uint64_t)0 - (uint64_t)u : (uint64_t)u;
     }
     return mfcc_bitlen64(m) - p->frame_bits;
+}
+
+/* The block exponent, first from the high words only: VQDMULH.S32(|x|, w) = (2 |x| w) >> 32 =
+ * u >> 31 (|x| <= 2^15 and 0 <= w < 2^31: no saturation), four samples an instruction
+ * (ARM DDI 0406C A8.8.373). If any is non-zero, bitlen(max u) = bitlen(OR of u >> 31) + 31 for
+ * the samples of the whole blocks of 16, and the others are few (exact products); otherwise
+ * every u < 2^31 (a near-silent frame) and mfcc_exponent_exact decides. */
+static int32_t mfcc_exponent(const elt_mfcc_params_t *p, const int16_t *pcm)
+{
+    const int32_t W = p->win_length, W16 = W & ~15;
+    const int16_t *x = pcm;
+    const int32_t *wp = p->window;
+    int32_t k = W16 / 16, n, b;
+    uint32_t hi = 0, lo;
+    uint64_t m = 0;
+    if (k > 0) {
+        /* clang-format off */
+        __asm__ volatile(
+            "vmov.i32 q12, #0\n\t"
+            "vmov.i32 q13, #0\n\t"
+            "1:\n\t"
+            "vld1.16 {d0-d3}, [%[x]]!\n\t"
+            "vld1.32 {d4-d7}, [%[w]]!\n\t"
+            "vld1.32 {d8-d11}, [%[w]]!\n\t"
+            "vabs.s16 q0, q0\n\t"
+            "vabs.s16 q1, q1\n\t"
+            "vmovl.u16 q8, d0\n\t"
+            "vmovl.u16 q9, d1\n\t"
+            "vmovl.u16 q10, d2\n\t"
+            "vmovl.u16 q11, d3\n\t"
+            "vqdmulh.s32 q8, q8, q2\n\t"
+            "vqdmulh.s32 q9, q9, q3\n\t"
+            "vqdmulh.s32 q10, q10, q4\n\t"
+            "vqdmulh.s32 q11, q11, q5\n\t"
+            "vorr q12, q12, q8\n\t"
+            "vorr q13, q13, q9\n\t"
+            "vorr q12, q12, q10\n\t"
+            "vorr q13, q13, q11\n\t"
+            "subs %[k], %[k], #1\n\t"
+            "bne 1b\n\t"
+            "vorr q12, q12, q13\n\t"
+            "vorr d24, d24, d25\n\t"
+            "vmov %[hi], %[lo], d24\n\t"
+            "orr %[hi], %[hi], %[lo]\n\t"
+            : [x] "+r"(x), [w] "+r"(wp), [k] "+r"(k), [hi] "=r"(hi), [lo] "=&r"(lo)
+            :
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    }
+    if (hi == 0) {
+        return mfcc_exponent_exact(p, pcm);
+    }
+    for (n = W16; n < W; ++n) {
+        const int64_t u = (int64_t)pcm[n] * p->window[n];
+        m |= u < 0 ? (uint64_t)0 - (uint64_t)u : (uint64_t)u;
+    }
+    b = 63 - __builtin_clz(hi);
+    b = mfcc_bitlen64(m) > b ? mfcc_bitlen64(m) : b;
+    return b - p->frame_bits;
 }
 
 /* z[n .. n + 3] of the packed frame z[n] = f[2n] + i f[2n + 1], real and imaginary parts
@@ -198,13 +257,51 @@ static inline __attribute__((always_inline)) void mfcc_head_step(const elt_mfcc_
     "vmovn.i64 " di0 ", q10\n\t"                                                                   \
     "vmovn.i64 " di1 ", q11\n\t"
 
-/* The four radix-4 outputs of lane l (y01 in q8-q11, y23 in q0-q3) to z + 2 bitrev[r + l]:
- * VST4.32 single lane, register list double-spaced (ARM DDI 0406C A8.8, VST4). */
-#define MFCC_OUT_ASM(y01, y23)                                                                     \
-    "ldrh %[t], [%[br]], #2\n\t"                                                                   \
+/* The outputs of a head step (y01 in q8-q11, y23 in q0-q3) and the loop's end. The lanes
+ * r + l (r a multiple of 4) land at bitrev[r] + bitrev[l] = P, P + N/2, P + N/4, P + 3N/4 for
+ * l = 0, 1, 2, 3: one table read, then lanes 0, 2, 1, 3 are N/4 positions = 2N bytes apart,
+ * the pointer stepping on by VST4's register post-increment ([inc] = 2N - 16); VST4.32 single
+ * lane, register list double-spaced (ARM DDI 0406C A8.8, VST4). */
+#define MFCC_HEAD_OUT                                                                              \
+    "ldrh %[t], [%[br]], #8\n\t"                                                                   \
     "add %[t], %[z], %[t], lsl #3\n\t"                                                             \
-    "vst4.32 {" y01 "}, [%[t]]!\n\t"                                                               \
-    "vst4.32 {" y23 "}, [%[t]]\n\t"
+    "vst4.32 {d16[0], d18[0], d20[0], d22[0]}, [%[t]]!\n\t"                                        \
+    "vst4.32 {d0[0], d2[0], d4[0], d6[0]}, [%[t]], %[inc]\n\t"                                     \
+    "vst4.32 {d17[0], d19[0], d21[0], d23[0]}, [%[t]]!\n\t"                                        \
+    "vst4.32 {d1[0], d3[0], d5[0], d7[0]}, [%[t]], %[inc]\n\t"                                     \
+    "vst4.32 {d16[1], d18[1], d20[1], d22[1]}, [%[t]]!\n\t"                                        \
+    "vst4.32 {d0[1], d2[1], d4[1], d6[1]}, [%[t]], %[inc]\n\t"                                     \
+    "vst4.32 {d17[1], d19[1], d21[1], d23[1]}, [%[t]]!\n\t"                                        \
+    "vst4.32 {d1[1], d3[1], d5[1], d7[1]}, [%[t]]\n\t"                                             \
+    "add %[x], %[x], #16\n\t"                                                                      \
+    "add %[w], %[w], #32\n\t"                                                                      \
+    "subs %[n], %[n], #1\n\t"                                                                      \
+    "bne 1b\n\t"
+
+/* The stage h = 1 and 2 sums of a head step from a (q12, q13), c (q4, q5) and b (q6, q7), as
+ * mfcc_head_step with s2 = s3 = c; without b: b = 0. */
+#define MFCC_HEAD_ABC                                                                              \
+    "vadd.i32 q14, q12, q6\n\t"                                                                    \
+    "vsub.i32 q12, q12, q6\n\t"                                                                    \
+    "vadd.i32 q6, q13, q7\n\t"                                                                     \
+    "vsub.i32 q13, q13, q7\n\t"                                                                    \
+    "vadd.i32 q8, q14, q4\n\t"                                                                     \
+    "vadd.i32 q9, q6, q5\n\t"                                                                      \
+    "vadd.i32 q10, q12, q5\n\t"                                                                    \
+    "vsub.i32 q11, q13, q4\n\t"                                                                    \
+    "vsub.i32 q0, q14, q4\n\t"                                                                     \
+    "vsub.i32 q1, q6, q5\n\t"                                                                      \
+    "vsub.i32 q2, q12, q5\n\t"                                                                     \
+    "vadd.i32 q3, q13, q4\n\t"
+#define MFCC_HEAD_AC                                                                               \
+    "vadd.i32 q8, q12, q4\n\t"                                                                     \
+    "vadd.i32 q9, q13, q5\n\t"                                                                     \
+    "vadd.i32 q10, q12, q5\n\t"                                                                    \
+    "vsub.i32 q11, q13, q4\n\t"                                                                    \
+    "vsub.i32 q0, q12, q4\n\t"                                                                     \
+    "vsub.i32 q1, q13, q5\n\t"                                                                     \
+    "vsub.i32 q2, q12, q5\n\t"                                                                     \
+    "vadd.i32 q3, q13, q4\n\t"
 
 /* n head steps from r whose quads a = z[r..] and c = z[r + Q..] are whole, d = z[r + 3Q..]
  * zero, and b = z[r + 2Q..] whole (with_b) or zero: mfcc_head_step in assembly (GCC moves the
@@ -218,15 +315,6 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
     const uint16_t *br = p->bitrev + r;
     const int32_t off = p->n_cfft; /* bytes of 2Q int16 samples: quad n to quad n + Q */
     int32_t t, u;
-#define MFCC_HEAD_OUT                                                                              \
-    MFCC_OUT_ASM("d16[0], d18[0], d20[0], d22[0]", "d0[0], d2[0], d4[0], d6[0]")                   \
-    MFCC_OUT_ASM("d16[1], d18[1], d20[1], d22[1]", "d0[1], d2[1], d4[1], d6[1]")                   \
-    MFCC_OUT_ASM("d17[0], d19[0], d21[0], d23[0]", "d1[0], d3[0], d5[0], d7[0]")                   \
-    MFCC_OUT_ASM("d17[1], d19[1], d21[1], d23[1]", "d1[1], d3[1], d5[1], d7[1]")                   \
-    "add %[x], %[x], #16\n\t"                                                                      \
-    "add %[w], %[w], #32\n\t"                                                                      \
-    "subs %[n], %[n], #1\n\t"                                                                      \
-    "bne 1b\n\t"
     if (with_b) {
         /* clang-format off */
         __asm__ volatile(
@@ -239,22 +327,10 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
             "add %[t], %[t], %[off]\n\t"
             "add %[u], %[u], %[off], lsl #1\n\t"
             MFCC_QUAD_ASM("%[t]", "%[u]", "d12", "d13", "d14", "d15")
-            /* s0 = a + b: q14, q6; s1 = a - b: q12, q13 */
-            "vadd.i32 q14, q12, q6\n\t"
-            "vsub.i32 q12, q12, q6\n\t"
-            "vadd.i32 q6, q13, q7\n\t"
-            "vsub.i32 q13, q13, q7\n\t"
-            "vadd.i32 q8, q14, q4\n\t"
-            "vadd.i32 q9, q6, q5\n\t"
-            "vadd.i32 q10, q12, q5\n\t"
-            "vsub.i32 q11, q13, q4\n\t"
-            "vsub.i32 q0, q14, q4\n\t"
-            "vsub.i32 q1, q6, q5\n\t"
-            "vsub.i32 q2, q12, q5\n\t"
-            "vadd.i32 q3, q13, q4\n\t"
+            MFCC_HEAD_ABC
             MFCC_HEAD_OUT
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
+            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh), [inc] "r"(2 * p->n_cfft - 16)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
     } else {
@@ -266,21 +342,72 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
             "add %[t], %[x], %[off]\n\t"
             "add %[u], %[w], %[off], lsl #1\n\t"
             MFCC_QUAD_ASM("%[t]", "%[u]", "d8", "d9", "d10", "d11")
-            "vadd.i32 q8, q12, q4\n\t"
-            "vadd.i32 q9, q13, q5\n\t"
-            "vadd.i32 q10, q12, q5\n\t"
-            "vsub.i32 q11, q13, q4\n\t"
-            "vsub.i32 q0, q12, q4\n\t"
-            "vsub.i32 q1, q13, q5\n\t"
-            "vsub.i32 q2, q12, q5\n\t"
-            "vadd.i32 q3, q13, q4\n\t"
+            MFCC_HEAD_AC
             MFCC_HEAD_OUT
             : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh)
+            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh), [inc] "r"(2 * p->n_cfft - 16)
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
     }
-#undef MFCC_HEAD_OUT
+}
+
+/* A whole quad by one rounding product each, for 17 <= sh <= 31: m = x 2^(31 - sh) is exact in
+ * the int32 lanes of VMULL.S16 by the scalar 2^(31 - sh) <= 2^14 in d2[0] (|m| <= 2^29), and
+ * VQRDMULH.S32(m, w) = rshift_round(m w, 31) = rshift_round(x w, sh) (no saturation: |m| <
+ * 2^31), the integers of mfcc_scale (ARM DDI 0406C A8.8.351 VMULL by scalar, A8.8.374
+ * VQRDMULH). Real parts to qr, imaginary to qi; q8, q9 scratch. */
+#define MFCC_QUAD_FAST_ASM(x, w, qr, qi)                                                           \
+    "vld2.16 {d0-d1}, [" x "]\n\t"                                                                 \
+    "vld2.32 {d4-d7}, [" w "]\n\t"                                                                 \
+    "vmull.s16 q8, d0, d2[0]\n\t"                                                                  \
+    "vmull.s16 q9, d1, d2[0]\n\t"                                                                  \
+    "vqrdmulh.s32 " qr ", q8, q2\n\t"                                                              \
+    "vqrdmulh.s32 " qi ", q9, q3\n\t"
+
+/* mfcc_head_run with MFCC_QUAD_FAST_ASM: mul = 2^(31 - sh), 17 <= sh <= 31 (the outputs reuse
+ * d2, so each step sets it again). */
+static void mfcc_head_run_fast(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z,
+                               int32_t r, int32_t n, int32_t mul, const int with_b)
+{
+    const int16_t *x = pcm + 2 * r;
+    const int32_t *w = p->window + 2 * r;
+    const uint16_t *br = p->bitrev + r;
+    const int32_t off = p->n_cfft; /* bytes of 2Q int16 samples: quad n to quad n + Q */
+    int32_t t, u;
+    if (with_b) {
+        /* clang-format off */
+        __asm__ volatile(
+            "1:\n\t"
+            "vdup.16 d2, %[mul]\n\t"
+            MFCC_QUAD_FAST_ASM("%[x]", "%[w]", "q12", "q13")
+            "add %[t], %[x], %[off]\n\t"
+            "add %[u], %[w], %[off], lsl #1\n\t"
+            MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q4", "q5")
+            "add %[t], %[t], %[off]\n\t"
+            "add %[u], %[u], %[off], lsl #1\n\t"
+            MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q6", "q7")
+            MFCC_HEAD_ABC
+            MFCC_HEAD_OUT
+            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
+            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul), [inc] "r"(2 * p->n_cfft - 16)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    } else {
+        /* clang-format off */
+        __asm__ volatile(
+            "1:\n\t"
+            "vdup.16 d2, %[mul]\n\t"
+            MFCC_QUAD_FAST_ASM("%[x]", "%[w]", "q12", "q13")
+            "add %[t], %[x], %[off]\n\t"
+            "add %[u], %[w], %[off], lsl #1\n\t"
+            MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q4", "q5")
+            MFCC_HEAD_AC
+            MFCC_HEAD_OUT
+            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
+            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul), [inc] "r"(2 * p->n_cfft - 16)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    }
 }
 
 /* The smallest multiple of 4 >= x, within [0, q]. */
@@ -289,11 +416,21 @@ static inline int32_t mfcc_ceil4(int32_t x, int32_t q)
     return x <= 0 ? 0 : ((x + 3) & ~3) < q ? ((x + 3) & ~3) : q;
 }
 
-static void mfcc_head_any(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z, int32_t r,
-                          int32_t e, int64x2_t nsh)
+static void mfcc_head_steps(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z, int32_t r,
+                            int32_t e, int64x2_t nsh)
 {
     for (; r < e; r += 4) {
         mfcc_head_step(p, pcm, z, r, p->n_cfft / 4, nsh);
+    }
+}
+
+/* mfcc_head_steps, the call only for a run that has steps (the call saves d8-d15). */
+static inline __attribute__((always_inline)) void mfcc_head_any(const elt_mfcc_params_t *p,
+                                                                const int16_t *pcm, int32_t *z,
+                                                                int32_t r, int32_t e, int64x2_t nsh)
+{
+    if (r < e) {
+        mfcc_head_steps(p, pcm, z, r, e, nsh);
     }
 }
 
@@ -316,12 +453,17 @@ static int32_t mfcc_head(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t
     const int32_t abc1 = b1 > b0 ? b1 : b0, c0 = mfcc_ceil4(Z - 2 * Q, Q);
     const int32_t ac0 = c0 > abc1 ? c0 : abc1, c1 = mfcc_ceil4(H - Q + 1, Q);
     const int32_t ac1 = c1 > ac0 ? c1 : ac0;
+    const int32_t fast = sh >= 17 && sh <= 31, mul = fast ? 1 << (31 - sh) : 0;
     mfcc_head_any(p, pcm, z, 0, b0, nsh);
-    if (abc1 > b0) {
+    if (abc1 > b0 && fast) {
+        mfcc_head_run_fast(p, pcm, z, b0, (abc1 - b0) / 4, mul, 1);
+    } else if (abc1 > b0) {
         mfcc_head_run(p, pcm, z, b0, (abc1 - b0) / 4, sh, 1);
     }
     mfcc_head_any(p, pcm, z, abc1, ac0, nsh);
-    if (ac1 > ac0) {
+    if (ac1 > ac0 && fast) {
+        mfcc_head_run_fast(p, pcm, z, ac0, (ac1 - ac0) / 4, mul, 0);
+    } else if (ac1 > ac0) {
         mfcc_head_run(p, pcm, z, ac0, (ac1 - ac0) / 4, sh, 0);
     }
     mfcc_head_any(p, pcm, z, ac1, Q, nsh);
@@ -350,60 +492,64 @@ static int32_t mfcc_head(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t
  * same butterflies with the same operands in the same order, kept in registers between the
  * stages instead of a store and a load (the data flow of a radix-2^2 DIT FFT; Oppenheim &
  * Schafer, "Discrete-Time Signal Processing", 3rd ed., §9.3). A last odd stage is radix-2.
- * Twiddles per stage are contiguous rows, stage h at stage_cos + h - 4. Written as inline
- * assembly: GCC moves int32x4x2_t values for VST2 through the stack. Each VLD2/VST2 with a
- * register post-increment walks the four quarters, so the pointer ends at the next group. */
-static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
+ * The twiddles of each step are one block of fft_tw (codegen/emit/mfcc.py), read by VLD1 with
+ * post-increment in the order the steps use them. Written as inline assembly, the loops over j
+ * and over the groups both: GCC moves int32x4x2_t values for VST2 through the stack. Each
+ * VLD2/VST2 with a register post-increment walks the four quarters, so the pointer ends at the
+ * next group. */
+static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z)
 {
     const int32_t N = p->n_cfft;
-    int32_t j;
-    for (; 4 * h <= N; h <<= 2) {
-        const int32_t *c1 = p->stage_cos + (h - 4), *s1 = p->stage_sin + (h - 4);
-        const int32_t *c2 = p->stage_cos + (2 * h - 4), *s2 = p->stage_sin + (2 * h - 4);
-        const int32_t stride = 8 * h; /* bytes between the quarters */
-        for (j = 0; j < h; j += 4) {
-            int32_t *ld = z + 2 * j, *st = ld;
-            int32_t n = N / (4 * h);
-            /* clang-format off */
-            __asm__ volatile(
-                "vld1.32 {d16-d17}, [%[c1]]\n\t"
-                "vld1.32 {d18-d19}, [%[s1]]\n\t"
-                "vld1.32 {d20-d21}, [%[c2]]\n\t"
-                "vld1.32 {d22-d23}, [%[s2]]\n\t"
-                "vld1.32 {d24-d25}, [%[c3]]\n\t"
-                "vld1.32 {d26-d27}, [%[s3]]\n\t"
-                "1:\n\t"
-                "vld2.32 {d0-d3}, [%[ld]], %[stride]\n\t"
-                "vld2.32 {d4-d7}, [%[ld]], %[stride]\n\t"
-                "vld2.32 {d8-d11}, [%[ld]], %[stride]\n\t"
-                "vld2.32 {d12-d15}, [%[ld]], %[stride]\n\t"
-                MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
-                MFCC_BFLY("q4", "q5", "q6", "q7", "q8", "q9")
-                MFCC_BFLY("q0", "q1", "q4", "q5", "q10", "q11")
-                MFCC_BFLY("q2", "q3", "q6", "q7", "q12", "q13")
-                "vst2.32 {d0-d3}, [%[st]], %[stride]\n\t"
-                "vst2.32 {d4-d7}, [%[st]], %[stride]\n\t"
-                "vst2.32 {d8-d11}, [%[st]], %[stride]\n\t"
-                "vst2.32 {d12-d15}, [%[st]], %[stride]\n\t"
-                "subs %[n], %[n], #1\n\t"
-                "bne 1b\n\t"
-                : [ld] "+r"(ld), [st] "+r"(st), [n] "+r"(n)
-                : [stride] "r"(stride), [c1] "r"(c1 + j), [s1] "r"(s1 + j), [c2] "r"(c2 + j),
-                  [s2] "r"(s2 + j), [c3] "r"(c2 + j + h), [s3] "r"(s2 + j + h)
-                : "memory", "cc", MFCC_NEON_CLOBBERS);
-            /* clang-format on */
-        }
-    }
-    if (2 * h <= N) {
-        /* h = N / 2: one butterfly group per j, four j a step, twiddles and data walking on */
-        const int32_t *c1 = p->stage_cos + (h - 4), *s1 = p->stage_sin + (h - 4);
-        int32_t *a = z, *b = z + 2 * h;
-        int32_t n = h / 4;
+    const int32_t *tw = p->fft_tw;
+    int32_t h, n, jn, n0, stride;
+    int32_t *zj, *ld, *st;
+    for (h = 4; 4 * h <= N; h <<= 2) {
+        zj = z;
+        jn = h / 4;
+        n0 = N / (4 * h);
+        stride = 8 * h; /* bytes between the quarters */
         /* clang-format off */
         __asm__ volatile(
             "1:\n\t"
-            "vld1.32 {d16-d17}, [%[c1]]!\n\t"
-            "vld1.32 {d18-d19}, [%[s1]]!\n\t"
+            "vld1.32 {d16-d19}, [%[tw]]!\n\t"
+            "vld1.32 {d20-d23}, [%[tw]]!\n\t"
+            "vld1.32 {d24-d27}, [%[tw]]!\n\t"
+            "mov %[ld], %[zj]\n\t"
+            "mov %[st], %[zj]\n\t"
+            "mov %[n], %[n0]\n\t"
+            "2:\n\t"
+            "vld2.32 {d0-d3}, [%[ld]], %[stride]\n\t"
+            "vld2.32 {d4-d7}, [%[ld]], %[stride]\n\t"
+            "vld2.32 {d8-d11}, [%[ld]], %[stride]\n\t"
+            "vld2.32 {d12-d15}, [%[ld]], %[stride]\n\t"
+            MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
+            MFCC_BFLY("q4", "q5", "q6", "q7", "q8", "q9")
+            MFCC_BFLY("q0", "q1", "q4", "q5", "q10", "q11")
+            MFCC_BFLY("q2", "q3", "q6", "q7", "q12", "q13")
+            "vst2.32 {d0-d3}, [%[st]], %[stride]\n\t"
+            "vst2.32 {d4-d7}, [%[st]], %[stride]\n\t"
+            "vst2.32 {d8-d11}, [%[st]], %[stride]\n\t"
+            "vst2.32 {d12-d15}, [%[st]], %[stride]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 2b\n\t"
+            "add %[zj], %[zj], #32\n\t"
+            "subs %[jn], %[jn], #1\n\t"
+            "bne 1b\n\t"
+            : [tw] "+r"(tw), [zj] "+r"(zj), [jn] "+r"(jn), [ld] "=&r"(ld), [st] "=&r"(st),
+              [n] "=&r"(n)
+            : [stride] "r"(stride), [n0] "r"(n0)
+            : "memory", "cc", MFCC_NEON_CLOBBERS);
+        /* clang-format on */
+    }
+    if (2 * h <= N && p->fuse_n == 0) {
+        /* h = N / 2: one butterfly group per j, four j a step, twiddles and data walking on */
+        ld = z;
+        st = z + 2 * h;
+        n = h / 4;
+        /* clang-format off */
+        __asm__ volatile(
+            "1:\n\t"
+            "vld1.32 {d16-d19}, [%[tw]]!\n\t"
             "vld2.32 {d0-d3}, [%[a]]\n\t"
             "vld2.32 {d4-d7}, [%[b]]\n\t"
             MFCC_BFLY("q0", "q1", "q2", "q3", "q8", "q9")
@@ -411,7 +557,7 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
             "vst2.32 {d4-d7}, [%[b]]!\n\t"
             "subs %[n], %[n], #1\n\t"
             "bne 1b\n\t"
-            : [a] "+r"(a), [b] "+r"(b), [n] "+r"(n), [c1] "+r"(c1), [s1] "+r"(s1)
+            : [a] "+r"(ld), [b] "+r"(st), [n] "+r"(n), [tw] "+r"(tw)
             :
             : "memory", "cc", MFCC_NEON_CLOBBERS);
         /* clang-format on */
@@ -426,7 +572,7 @@ static void mfcc_fft_neon(const elt_mfcc_params_t *p, int32_t *z, int32_t h)
  * (P < 2^63) and the rounding by VRSHL.S64 by -power_shift, which takes its shift from the low
  * byte of each lane (ARM DDI 0406C A8.8, VREV, VQRDMULH, VMLAL, VRSHL); the other bins take the
  * scalar code. */
-static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw)
+static void mfcc_power_split(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw)
 {
     const int32_t N = p->n_cfft, ps = p->power_shift, lo = p->bin_lo, nb = p->n_bins;
     const int32_t *cs = p->split_cos, *sn = p->split_sin;
@@ -492,224 +638,364 @@ static void mfcc_power(const elt_mfcc_params_t *p, const int32_t *z, int64_t *pw
     }
 }
 
-/* Lanes j with r + j >= 4 set: the taps of a filter's last, overlapping block of four that the
- * whole blocks before it did not cover (r = len mod 4). */
-static const uint32_t mfcc_tail_mask[8] = {0u, 0u, 0u, 0u, ~0u, ~0u, ~0u, ~0u};
+/* One radix-2 butterfly j of the last stage h = N / 2 in place, as mfcc_fft. */
+static void mfcc_bfly_last(const elt_mfcc_params_t *p, int32_t *z, int32_t j)
+{
+    const int32_t H = p->n_cfft / 2;
+    int32_t *a = z + 2 * j, *b = z + 2 * (j + H);
+    int32_t tr = b[0], ti = b[1];
+    if (2 * j == H) {
+        tr = b[1];
+        ti = -b[0];
+    } else if (j != 0) {
+        tr = mfcc_rmul(b[0], p->tw_cos[j]) + mfcc_rmul(b[1], p->tw_sin[j]);
+        ti = mfcc_rmul(b[1], p->tw_cos[j]) - mfcc_rmul(b[0], p->tw_sin[j]);
+    }
+    b[0] = a[0] - tr;
+    b[1] = a[1] - ti;
+    a[0] = a[0] + tr;
+    a[1] = a[1] + ti;
+}
 
-/* *out = sum of pw[i] wt[i], i < len (len >= 4), four taps a step, in assembly (one filter's
- * setup costs GCC more than its taps). p and w are non-negative and p = ph 2^32 + pl: VLD2.32
+/* A radix-2 butterfly on four lanes in place as MFCC_BFLY, scratch t0, t1. */
+#define MFCC_BFLY_T(ar, ai, br, bi, c, s, t0, t1)                                                  \
+    "vqrdmulh.s32 " t0 ", " br ", " c "\n\t"                                                       \
+    "vqrdmulh.s32 " t1 ", " bi ", " s "\n\t"                                                       \
+    "vadd.i32 " t0 ", " t0 ", " t1 "\n\t"                                                          \
+    "vqrdmulh.s32 " t1 ", " bi ", " c "\n\t"                                                       \
+    "vqrdmulh.s32 " bi ", " br ", " s "\n\t"                                                       \
+    "vsub.i32 " t1 ", " t1 ", " bi "\n\t"                                                          \
+    "vsub.i32 " br ", " ar ", " t0 "\n\t"                                                          \
+    "vsub.i32 " bi ", " ai ", " t1 "\n\t"                                                          \
+    "vadd.i32 " ar ", " ar ", " t0 "\n\t"                                                          \
+    "vadd.i32 " ai ", " ai ", " t1 "\n\t"
+
+/* Reverse the four lanes of q (VREV64.32 in each doubleword, then VSWP of the halves). */
+#define MFCC_REV4(q, dl, dh)                                                                       \
+    "vrev64.32 " q ", " q "\n\t"                                                                   \
+    "vswp " dl ", " dh "\n\t"
+
+/* Split and power of four bins from z (zr, zi) and the reversed partner y (yr, yi), twiddles c,
+ * s, into (zr, zi) as int64, as mfcc_bin_power; q12-q14 scratch,
+ * q15 = -power_shift. */
+#define MFCC_SPLIT_POWER(zr, zi, yr, yi, c, s)                                                     \
+    "vadd.i32 q12, " zr ", " yr "\n\t"    /* ar */                                                 \
+    "vsub.i32 q13, " zi ", " yi "\n\t"    /* ai */                                                 \
+    "vsub.i32 " zr ", " zr ", " yr "\n\t" /* br */                                                 \
+    "vadd.i32 " zi ", " zi ", " yi "\n\t" /* bi */                                                 \
+    "vqrdmulh.s32 q14, " zi ", " c "\n\t"                                                          \
+    "vadd.i32 q12, q12, q14\n\t"                                                                   \
+    "vqrdmulh.s32 q14, " zr ", " s "\n\t"                                                          \
+    "vsub.i32 q12, q12, q14\n\t" /* xr = ar + rmul(bi, c) - rmul(br, s) */                         \
+    "vqrdmulh.s32 q14, " zr ", " c "\n\t"                                                          \
+    "vsub.i32 q13, q13, q14\n\t"                                                                   \
+    "vqrdmulh.s32 q14, " zi ", " s "\n\t"                                                          \
+    "vsub.i32 q13, q13, q14\n\t" /* xi = ai - rmul(br, c) - rmul(bi, s) */                         \
+    "vmull.s32 " zr ", d24, d24\n\t"                                                               \
+    "vmull.s32 " zi ", d25, d25\n\t"                                                               \
+    "vmlal.s32 " zr ", d26, d26\n\t"                                                               \
+    "vmlal.s32 " zi ", d27, d27\n\t"                                                               \
+    "vrshl.s64 " zr ", " zr ", q15\n\t"                                                            \
+    "vrshl.s64 " zi ", " zi ", q15\n\t"
+
+/* The last FFT stage h = H = N / 2 fused with the real split and the power (Python decides
+ * when: codegen/emit/mfcc.py, fuse_n > 0 only if every bin is below H and the last stage is
+ * radix-2). Step t, k = fuse_k0 + 4t, takes the butterflies j = k .. k + 3 (F) and
+ * H - k - 3 .. H - k (R): Z[k + i] = F+ and Z[N - k - i] = R- reversed give bins k + i;
+ * Z[H - k - 3 + i] = R+ and Z[H + k + 3 - i] = F- reversed give bins H - k - 3 + i. The steps
+ * cover every bin of [k0, H - k0] (a last step may overlap: the same bins again, the same
+ * values) and nothing is stored back to z; the bins outside take the scalar code and their
+ * butterflies, b and H - b for bin b, none of them a step's (H - b of a step's bin b is one
+ * too). The twiddles of a step are one block of fuse_tw: the butterflies' cos, sin of F and of
+ * R, the split's of F's bins and of R's bins (the integers of tw_cos, tw_sin, split_cos,
+ * split_sin).
+ * The instructions are those of mfcc_fft_neon and mfcc_power_split (ARM DDI 0406C A8.8). */
+static void mfcc_power_fused(const elt_mfcc_params_t *p, int32_t *z, int64_t *pw)
+{
+    const int32_t N = p->n_cfft, H = N / 2, k0 = p->fuse_k0, lo = p->bin_lo;
+    const int32_t hi = lo + p->n_bins - 1, ps = p->power_shift, back = -32;
+    const int32_t *af = z + 2 * k0, *bf = z + 2 * (k0 + H);
+    const int32_t *ar = z + 2 * (H - k0 - 3), *br = z + 2 * (N - k0 - 3);
+    const int32_t *tw = p->fuse_tw;
+    int64_t *of = pw + (k0 - lo), *orv = pw + (H - k0 - 3 - lo);
+    int32_t n = p->fuse_n, j;
+    /* clang-format off */
+    __asm__ volatile(
+        "vdup.32 q15, %[nps]\n\t"
+        "1:\n\t"
+        "vld2.32 {d0-d3}, [%[af]]!\n\t"
+        "vld2.32 {d4-d7}, [%[bf]]!\n\t"
+        "vld2.32 {d8-d11}, [%[ar]], %[back]\n\t"
+        "vld2.32 {d12-d15}, [%[br]], %[back]\n\t"
+        "vld1.32 {d16-d19}, [%[tw]]!\n\t"
+        "vld1.32 {d20-d23}, [%[tw]]!\n\t"
+        MFCC_BFLY_T("q0", "q1", "q2", "q3", "q8", "q9", "q12", "q13")
+        MFCC_BFLY_T("q4", "q5", "q6", "q7", "q10", "q11", "q12", "q13")
+        MFCC_REV4("q2", "d4", "d5")
+        MFCC_REV4("q3", "d6", "d7")
+        MFCC_REV4("q6", "d12", "d13")
+        MFCC_REV4("q7", "d14", "d15")
+        "vld1.32 {d16-d19}, [%[tw]]!\n\t"
+        "vld1.32 {d20-d23}, [%[tw]]!\n\t"
+        MFCC_SPLIT_POWER("q0", "q1", "q6", "q7", "q8", "q9")
+        "vst1.64 {d0-d3}, [%[of]]!\n\t"
+        MFCC_SPLIT_POWER("q4", "q5", "q2", "q3", "q10", "q11")
+        "vst1.64 {d8-d11}, [%[orv]], %[back]\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n\t"
+        : [af] "+r"(af), [bf] "+r"(bf), [ar] "+r"(ar), [br] "+r"(br), [tw] "+r"(tw),
+          [of] "+r"(of), [orv] "+r"(orv), [n] "+r"(n)
+        : [back] "r"(back), [nps] "r"(-ps)
+        : "memory", "cc", MFCC_NEON_CLOBBERS);
+    /* clang-format on */
+    /* the butterflies b and H - b of the bins b outside the steps */
+    for (j = lo < H - hi ? lo : H - hi; j < k0; ++j) {
+        mfcc_bfly_last(p, z, j);
+    }
+    for (j = H - k0 + 1; j <= (hi > H - lo ? hi : H - lo) && j < H; ++j) {
+        mfcc_bfly_last(p, z, j);
+    }
+    for (j = lo; j < k0; ++j) {
+        pw[j - lo] = mfcc_bin_power(z, N, ps, j, p->split_cos[j - lo], p->split_sin[j - lo]);
+    }
+    for (j = H - k0 + 1; j <= hi; ++j) {
+        pw[j - lo] = mfcc_bin_power(z, N, ps, j, p->split_cos[j - lo], p->split_sin[j - lo]);
+    }
+}
+
+/* The power of the weighted bins: fused with the last FFT stage where Python laid it out
+ * (fuse_n > 0; mfcc_fft_neon then leaves that stage), else after it. */
+static void mfcc_power(const elt_mfcc_params_t *p, int32_t *z, int64_t *pw)
+{
+    if (p->fuse_n > 0) {
+        mfcc_power_fused(p, z, pw);
+    } else {
+        mfcc_power_split(p, z, pw);
+    }
+}
+
+/* acc[m] = filter m's sum of pw[i] wt[i], every filter in one assembly loop over the blocks of
+ * four bins of mel_blk / mel_w4 (codegen/emit/mfcc.py lays them out: the byte offset of a
+ * filter's first bin, its blocks, the weights 0 past its end; the work area's power array has
+ * room for a last block's 3 extra bins). p and w are non-negative and p = ph 2^32 + pl: VLD2.32
  * of the int64 powers splits them into pl and ph lanes (little endian), VMLAL.U32 sums pl w and
  * ph w in uint64 lanes (pl w < 2^47, ph w < 2^46: no wrap for any filter of fewer than 2^16
  * taps) and the sum is lo + hi 2^32 modulo 2^64, which is the exact int64 sum (< 2^63,
- * docs/numeric.md §7.2). The taps past the last whole block are one more block ending at the
- * filter's end, its already counted lanes masked to weight 0 (ARM DDI 0406C A8.8, VLD2, VMLAL,
- * VSHL). */
-static inline __attribute__((always_inline)) void mfcc_dot(const int64_t *pw, const int16_t *wt,
-                                                           int32_t len, int64_t *out)
+ * docs/numeric.md §7.2) (ARM DDI 0406C A8.8, VLD2, VMLAL, VSHL). */
+static void mfcc_mel_sums(const elt_mfcc_params_t *p, const int64_t *pw, int64_t *acc)
 {
-    const int64_t *pp = pw, *pt = pw + len - 4;
-    const int16_t *ww = wt, *wl = wt + len - 4;
-    const uint32_t *mask = mfcc_tail_mask + (len & 3);
-    int32_t n = len >> 2;
+    const uint16_t *blk = p->mel_blk;
+    const uint32_t *w4 = p->mel_w4;
+    int32_t m = p->n_mels, off, n;
+    const int64_t *pp;
     /* clang-format off */
     __asm__ volatile(
-        "vmov.i32 q8, #0\n\t"
-        "vmov.i32 q9, #0\n\t"
         "1:\n\t"
+        "ldrh %[off], [%[blk]], #2\n\t"
+        "ldrh %[n], [%[blk]], #2\n\t"
+        "add %[pp], %[pw], %[off]\n\t"
+        "vld2.32 {d0-d3}, [%[pp]]!\n\t"   /* the first block starts the sums */
+        "vld1.32 {d4-d5}, [%[w]]!\n\t"
+        "vmull.u32 q8, d0, d4\n\t"
+        "vmlal.u32 q8, d1, d5\n\t"
+        "vmull.u32 q9, d2, d4\n\t"
+        "vmlal.u32 q9, d3, d5\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "beq 3f\n\t"
+        "2:\n\t"
         "vld2.32 {d0-d3}, [%[pp]]!\n\t"
-        "vld1.16 {d4}, [%[ww]]!\n\t"
-        "vmovl.u16 q2, d4\n\t"
+        "vld1.32 {d4-d5}, [%[w]]!\n\t"
         "vmlal.u32 q8, d0, d4\n\t"
         "vmlal.u32 q8, d1, d5\n\t"
         "vmlal.u32 q9, d2, d4\n\t"
         "vmlal.u32 q9, d3, d5\n\t"
         "subs %[n], %[n], #1\n\t"
-        "bne 1b\n\t"
-        "tst %[len], #3\n\t"
-        "beq 2f\n\t"
-        "vld2.32 {d0-d3}, [%[pt]]\n\t"
-        "vld1.16 {d4}, [%[wl]]\n\t"
-        "vld1.32 {d6-d7}, [%[mask]]\n\t"
-        "vmovl.u16 q2, d4\n\t"
-        "vand q2, q2, q3\n\t"
-        "vmlal.u32 q8, d0, d4\n\t"
-        "vmlal.u32 q8, d1, d5\n\t"
-        "vmlal.u32 q9, d2, d4\n\t"
-        "vmlal.u32 q9, d3, d5\n\t"
-        "2:\n\t"
+        "bne 2b\n\t"
+        "3:\n\t"
         "vshl.i64 q9, q9, #32\n\t"
         "vadd.i64 q8, q8, q9\n\t"
         "vadd.i64 d16, d16, d17\n\t"
-        "vst1.64 {d16}, [%[out]]\n\t"
-        : [pp] "+r"(pp), [ww] "+r"(ww), [n] "+r"(n)
-        : [pt] "r"(pt), [wl] "r"(wl), [mask] "r"(mask), [len] "r"(len), [out] "r"(out)
-        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17", "d18",
-          "d19");
+        "vst1.64 {d16}, [%[acc]]!\n\t"
+        "subs %[m], %[m], #1\n\t"
+        "bne 1b\n\t"
+        : [blk] "+r"(blk), [w] "+r"(w4), [acc] "+r"(acc), [m] "+r"(m), [off] "=&r"(off),
+          [n] "=&r"(n), [pp] "=&r"(pp)
+        : [pw] "r"(pw)
+        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d16", "d17", "d18", "d19");
     /* clang-format on */
 }
 
-/* mfcc_log2 of four filters' sums a01, a23 (the same integers, lane by lane; ARM DDI 0406C
- * A8.8 for each instruction):
+/* mfcc_log2 of the sums acc[0 .. 4 groups), four filters a step in assembly (the same
+ * integers, lane by lane; ARM DDI 0406C A8.8 for each instruction):
  * - s = rshift_round(acc, shift) + add: VRSHL.U64 by -shift rounds at full precision, so it is
  *   (acc >> f) + bit f - 1 of acc for acc >= 0, and acc itself for shift 0;
  * - b = bitlen(s) - 1 from VCLZ.I32 of the high and low words (VSHRN #32, VMOVN): the leading
- *   zeros are clz(hi) + (hi == 0 ? clz(lo) : 0);
- * - t = s shifted to 23 bits below the leading one by VSHL.U64 by 23 - b (a negative count is
- *   a truncating right shift), narrowed by VMOVN (t < 2^24);
- * - the table pair by scalar loads (NEON has no gather), the interpolation by VMUL.I32 and
- *   VRSHR.S32 #15 ((x + 2^14) >> 15; (hi - lo) r < 2^31, docs/numeric.md §7.2). */
-static inline __attribute__((always_inline)) int32x4_t mfcc_log2x4(const int32_t *lut,
-                                                                   uint64x2_t a01, uint64x2_t a23,
-                                                                   int64x2_t nshift, uint64x2_t add,
-                                                                   int32x4_t ec)
+ *   zeros lz are clz(hi) + (hi == 0 ? clz(lo) : 0);
+ * - t = s shifted to 23 bits below the leading one by VSHL.U64 by lz - 40 = 23 - b (a negative
+ *   count is a truncating right shift; the count is the low byte of each 64-bit lane, VMOVL),
+ *   narrowed by VMOVN (t < 2^24);
+ * - t >> 15 = 256 + the table index (the leading one is bit 23), so the pair lut[idx],
+ *   lut[idx + 1] is at lut - 256 + (t >> 15), one VLD2 single-lane load per filter (NEON has no
+ *   gather);
+ * - the interpolation by VMUL.I32 and VRSHR.S32 #15 ((x + 2^14) >> 15; (hi - lo) r < 2^31,
+ *   docs/numeric.md §7.2), plus (b + ec) 2^20. */
+static void mfcc_log2_x4(const int32_t *lut, const int64_t *acc, int32_t *out, int32_t groups,
+                         const mfcc_floor_t *fl)
 {
-    const uint64x2_t s01 = vaddq_u64(vrshlq_u64(a01, nshift), add);
-    const uint64x2_t s23 = vaddq_u64(vrshlq_u64(a23, nshift), add);
-    const uint32x4_t hi = vcombine_u32(vshrn_n_u64(s01, 32), vshrn_n_u64(s23, 32));
-    const uint32x4_t lo = vcombine_u32(vmovn_u64(s01), vmovn_u64(s23));
-    const int32x4_t lz = vreinterpretq_s32_u32(
-        vaddq_u32(vclzq_u32(hi), vandq_u32(vclzq_u32(lo), vceqq_u32(hi, vdupq_n_u32(0)))));
-    const int32x4_t sh = vsubq_s32(lz, vdupq_n_s32(40)); /* 23 - b, b = 63 - lz */
-    const uint32x4_t t = vcombine_u32(vmovn_u64(vshlq_u64(s01, vmovl_s32(vget_low_s32(sh)))),
-                                      vmovn_u64(vshlq_u64(s23, vmovl_s32(vget_high_s32(sh)))));
-    const uint32x4_t idx = vandq_u32(vshrq_n_u32(t, 15), vdupq_n_u32(255));
-    const int32x4_t r = vreinterpretq_s32_u32(vandq_u32(t, vdupq_n_u32(32767)));
-    int32x4_t tl = vdupq_n_s32(0), th = tl;
-    const int32_t *e0 = lut + vgetq_lane_u32(idx, 0), *e1 = lut + vgetq_lane_u32(idx, 1);
-    const int32_t *e2 = lut + vgetq_lane_u32(idx, 2), *e3 = lut + vgetq_lane_u32(idx, 3);
-    tl = vsetq_lane_s32(e0[0], tl, 0);
-    th = vsetq_lane_s32(e0[1], th, 0);
-    tl = vsetq_lane_s32(e1[0], tl, 1);
-    th = vsetq_lane_s32(e1[1], th, 1);
-    tl = vsetq_lane_s32(e2[0], tl, 2);
-    th = vsetq_lane_s32(e2[1], th, 2);
-    tl = vsetq_lane_s32(e3[0], tl, 3);
-    th = vsetq_lane_s32(e3[1], th, 3);
-    {
-        const int32x4_t frac = vaddq_s32(tl, vrshrq_n_s32(vmulq_s32(vsubq_s32(th, tl), r), 15));
-        /* (b + ec) 2^20, b = 63 - lz */
-        const int32x4_t whole = vshlq_n_s32(vaddq_s32(vsubq_s32(vdupq_n_s32(63), lz), ec), 20);
-        return vaddq_s32(whole, frac);
-    }
+    const int32_t nsh = -fl->shift, ec63 = 63 + fl->ec;
+    const uint64_t add = (uint64_t)fl->add;
+    int32_t i0, i1, i2, i3;
+    /* clang-format off */
+    __asm__ volatile(
+        "sub %[lut], %[lut], #1024\n\t"
+        "vdup.32 q15, %[nsh]\n\t"
+        "vmov d28, %Q[add], %R[add]\n\t"
+        "vmov d29, %Q[add], %R[add]\n\t"
+        "vdup.32 q13, %[ec63]\n\t"
+        "vmov.i32 q12, #40\n\t"
+        "vmov.i32 q11, #32767\n\t"
+        "1:\n\t"
+        "vld1.64 {d0-d3}, [%[acc]]!\n\t"
+        "vrshl.u64 q0, q0, q15\n\t"
+        "vrshl.u64 q1, q1, q15\n\t"
+        "vadd.i64 q0, q0, q14\n\t"
+        "vadd.i64 q1, q1, q14\n\t"       /* s */
+        "vshrn.i64 d4, q0, #32\n\t"
+        "vshrn.i64 d5, q1, #32\n\t"      /* hi */
+        "vmovn.i64 d6, q0\n\t"
+        "vmovn.i64 d7, q1\n\t"           /* lo */
+        "vceq.i32 q8, q2, #0\n\t"
+        "vclz.i32 q2, q2\n\t"
+        "vclz.i32 q3, q3\n\t"
+        "vand q3, q3, q8\n\t"
+        "vadd.i32 q2, q2, q3\n\t"        /* lz */
+        "vsub.i32 q3, q2, q12\n\t"       /* 23 - b */
+        "vmovl.s32 q8, d6\n\t"
+        "vmovl.s32 q9, d7\n\t"
+        "vshl.u64 q0, q0, q8\n\t"
+        "vshl.u64 q1, q1, q9\n\t"
+        "vmovn.i64 d0, q0\n\t"
+        "vmovn.i64 d1, q1\n\t"           /* t */
+        "vshr.u32 q1, q0, #15\n\t"       /* 256 + idx */
+        "vand q0, q0, q11\n\t"           /* r */
+        "vmov %[i0], %[i1], d2\n\t"
+        "vmov %[i2], %[i3], d3\n\t"
+        "add %[i0], %[lut], %[i0], lsl #2\n\t"
+        "add %[i1], %[lut], %[i1], lsl #2\n\t"
+        "add %[i2], %[lut], %[i2], lsl #2\n\t"
+        "add %[i3], %[lut], %[i3], lsl #2\n\t"
+        "vld2.32 {d16[0], d18[0]}, [%[i0]]\n\t"
+        "vld2.32 {d16[1], d18[1]}, [%[i1]]\n\t"
+        "vld2.32 {d17[0], d19[0]}, [%[i2]]\n\t"
+        "vld2.32 {d17[1], d19[1]}, [%[i3]]\n\t"
+        "vsub.i32 q9, q9, q8\n\t"
+        "vmul.i32 q9, q9, q0\n\t"
+        "vrshr.s32 q9, q9, #15\n\t"
+        "vadd.i32 q8, q8, q9\n\t"        /* lo + interpolation */
+        "vsub.i32 q2, q13, q2\n\t"       /* b + ec = 63 - lz + ec */
+        "vshl.i32 q2, q2, #20\n\t"
+        "vadd.i32 q8, q8, q2\n\t"
+        "vst1.32 {d16-d17}, [%[out]]!\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n\t"
+        : [lut] "+r"(lut), [acc] "+r"(acc), [out] "+r"(out), [n] "+r"(groups), [i0] "=&r"(i0),
+          [i1] "=&r"(i1), [i2] "=&r"(i2), [i3] "=&r"(i3)
+        : [nsh] "r"(nsh), [add] "r"(add), [ec63] "r"(ec63)
+        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17", "d18",
+          "d19", "d22", "d23", "d24", "d25", "d26", "d27", "d28", "d29", "d30", "d31");
+    /* clang-format on */
 }
 
-/* *out = filter m's sum: mfcc_dot for four taps or more, else the scalar sum. */
-static inline __attribute__((always_inline)) void
-mfcc_mel_sum(const elt_mfcc_params_t *p, const int64_t *pw0, int32_t m, int64_t *out)
-{
-    const int16_t *wt = p->mel_w + p->mel_off[m];
-    const int64_t *pw = pw0 + (p->mel_start[m] - p->bin_lo);
-    const int32_t len = p->mel_len[m];
-    if (len >= 4) {
-        mfcc_dot(pw, wt, len, out);
-    } else {
-        int64_t a = 0;
-        int32_t i;
-        for (i = 0; i < len; ++i) {
-            a += pw[i] * wt[i];
-        }
-        *out = a;
-    }
-}
-
-/* Mel filterbank (exact int64 sums) and log2 of every filter: four filters' sums, then their
- * four logarithms at once. */
+/* Mel filterbank (exact int64 sums) and log2 of every filter: all the sums, then four
+ * logarithms a step (the scalar mfcc_log2 for the last n_mels mod 4). */
 static void mfcc_mel(const elt_mfcc_params_t *p, elt_mfcc_work_t *w, int32_t sh)
 {
     const mfcc_floor_t fl = mfcc_floor(p, sh);
-    const int32_t M = p->n_mels;
-    int32_t m = 0;
-    const int64x2_t nshift = vdupq_n_s64(-fl.shift);
-    const uint64x2_t add = vdupq_n_u64((uint64_t)fl.add);
-    const int32x4_t ec = vdupq_n_s32(fl.ec);
-    int64_t acc[4] __attribute__((aligned(16)));
-    for (m = 0; m + 4 <= M; m += 4) {
-        mfcc_mel_sum(p, w->p, m, acc);
-        mfcc_mel_sum(p, w->p, m + 1, acc + 1);
-        mfcc_mel_sum(p, w->p, m + 2, acc + 2);
-        mfcc_mel_sum(p, w->p, m + 3, acc + 3);
-        vst1q_s32(w->logmel + m,
-                  mfcc_log2x4(p->log2_lut, vreinterpretq_u64_s64(vld1q_s64(acc)),
-                              vreinterpretq_u64_s64(vld1q_s64(acc + 2)), nshift, add, ec));
+    const int32_t M = p->n_mels, M4 = M & ~3;
+    int64_t acc[ELT_MFCC_MELS_MAX];
+    int32_t m;
+    mfcc_mel_sums(p, w->p, acc);
+    if (M4 > 0) {
+        mfcc_log2_x4(p->log2_lut, acc, w->logmel, M4 / 4, &fl);
     }
-    for (; m < M; ++m) {
-        mfcc_mel_sum(p, w->p, m, acc);
-        w->logmel[m] = mfcc_log2(p, acc[0], &fl);
+    for (m = M4; m < M; ++m) {
+        w->logmel[m] = mfcc_log2(p, acc[m], &fl);
     }
 }
 
-/* DCT, cepstrum rounding and the normalisation to the model's x format. The NEON path takes
- * two coefficients at a time in assembly, four filters a step, by VMLAL.S32 into int64 lanes:
- * the lanes and their sum wrap modulo 2^64 and the exact sum is < 2^63 (docs/numeric.md §7.2),
- * so any order of the additions gives the scalar sum. Then, per lane, as mfcc_norm: c =
- * VRSHL.S64 by -cep_shift (rshift_round at full precision), VMOVN, c - mean (int32), VMULL.S32
- * by mult, VRSHL.S64 by -norm_shift (the shift from the low byte of each lane), and the int16
- * saturation as VQMOVN.S64 then VQMOVN.S32 (ARM DDI 0406C A8.8, VMLAL, VRSHL, VQMOVN). */
+/* DCT, cepstrum rounding and the normalisation to the model's x format, four coefficients a
+ * pass in one assembly loop over the generated dct4 / norm4 (codegen/emit/mfcc.py): per pair of
+ * filters the two columns' four entries each and VMLAL.S32 by the log2 values as scalars into
+ * int64 lanes (the exact sums, < 2^63, docs/numeric.md §7.2); then, per lane, as mfcc_norm:
+ * c = VRSHL.S64 by -cep_shift (rshift_round at full precision), VMOVN, c - mean (int32),
+ * VMULL.S32 by mult, VRSHL.S64 by -norm_shift (the count from the low byte of each lane), and
+ * the int16 saturation as VQMOVN.S64 then VQMOVN.S32; a last pass of fewer than four
+ * coefficients stores only those (ARM DDI 0406C A8.8, VMLAL by scalar, VRSHL, VQMOVN). */
 static void mfcc_dct(const elt_mfcc_params_t *p, const elt_mfcc_work_t *w, int16_t *out)
 {
-    const int32_t M = p->n_mels, J = p->n_mfcc;
-    int32_t m, j = 0;
-    const int32_t M4 = M & ~3;
-    if (M4 > 0) {
-        for (; j + 2 <= J; j += 2) {
-            const int32_t *l = w->logmel, *x0 = p->dct + j * M, *x1 = x0 + M;
-            int16_t *o = out + j;
-            int32_t k = M4 / 4;
-            int64_t s0 = 0, s1 = 0; /* filters M4 .. M - 1 */
-            for (m = M4; m < M; ++m) {
-                s0 = (int64_t)((uint64_t)s0 + (uint64_t)((int64_t)x0[m] * l[m]));
-                s1 = (int64_t)((uint64_t)s1 + (uint64_t)((int64_t)x1[m] * l[m]));
-            }
-            /* clang-format off */
-            __asm__ volatile(
-                "vmov.i32 q8, #0\n\t"
-                "vmov.i32 q9, #0\n\t"
-                "1:\n\t"
-                "vld1.32 {d0-d1}, [%[l]]!\n\t"
-                "vld1.32 {d2-d3}, [%[x0]]!\n\t"
-                "vld1.32 {d4-d5}, [%[x1]]!\n\t"
-                "vmlal.s32 q8, d2, d0\n\t"
-                "vmlal.s32 q8, d3, d1\n\t"
-                "vmlal.s32 q9, d4, d0\n\t"
-                "vmlal.s32 q9, d5, d1\n\t"
-                "subs %[k], %[k], #1\n\t"
-                "bne 1b\n\t"
-                "vadd.i64 d16, d16, d17\n\t"
-                "vadd.i64 d17, d18, d19\n\t"
-                "vmov d0, %Q[s0], %R[s0]\n\t"
-                "vmov d1, %Q[s1], %R[s1]\n\t"
-                "vadd.i64 q8, q8, q0\n\t"       /* the two DCT sums */
-                "vdup.32 q15, %[ncep]\n\t"
-                "vrshl.s64 q8, q8, q15\n\t"
-                "vmovn.i64 d0, q8\n\t"          /* c */
-                "vld1.32 {d1}, [%[mean]]\n\t"
-                "vsub.i32 d0, d0, d1\n\t"        /* c - mean */
-                "vld1.32 {d2}, [%[mult]]\n\t"
-                "vmull.s32 q8, d0, d2\n\t"
-                "vmov d6, %[n0], %[n0]\n\t"     /* -norm_shift in each lane's low byte */
-                "vmov d7, %[n1], %[n1]\n\t"
-                "vrshl.s64 q8, q8, q3\n\t"
-                "vqmovn.s64 d0, q8\n\t"
-                "vqmovn.s32 d0, q0\n\t"
-                "vst1.16 {d0[0]}, [%[o]]!\n\t"
-                "vst1.16 {d0[1]}, [%[o]]\n\t"
-                : [l] "+r"(l), [x0] "+r"(x0), [x1] "+r"(x1), [k] "+r"(k), [o] "+r"(o)
-                : [s0] "r"(s0), [s1] "r"(s1), [ncep] "r"(-p->cep_shift),
-                  [mean] "r"(p->norm_mean + j), [mult] "r"(p->norm_mult + j),
-                  [n0] "r"(-(int32_t)p->norm_shift[j]), [n1] "r"(-(int32_t)p->norm_shift[j + 1])
-                : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d16", "d17",
-                  "d18", "d19", "d30", "d31");
-            /* clang-format on */
-        }
-    }
-    for (; j < J; ++j) {
-        const int32_t *d = p->dct + j * M;
-        int64_t acc = 0;
-        for (m = 0; m < M; ++m) {
-            acc += (int64_t)d[m] * w->logmel[m];
-        }
-        out[j] = mfcc_norm(p, j, acc);
-    }
+    const int32_t *x = p->dct4, *nt = p->norm4, *l;
+    const int32_t M = p->n_mels;
+    int32_t rem = p->n_mfcc, k;
+    int16_t *o = out;
+    /* clang-format off */
+    __asm__ volatile(
+        "vdup.32 q15, %[ncep]\n\t"
+        "1:\n\t"
+        "vmov.i32 q8, #0\n\t"
+        "vmov.i32 q9, #0\n\t"
+        "mov %[l], %[lm]\n\t"
+        "movs %[k], %[M], lsr #1\n\t"
+        "beq 3f\n\t"
+        "2:\n\t"
+        "vld1.32 {d4}, [%[l]]!\n\t"
+        "vld1.32 {d0-d3}, [%[x]]!\n\t"
+        "vmlal.s32 q8, d0, d4[0]\n\t"
+        "vmlal.s32 q9, d1, d4[0]\n\t"
+        "vmlal.s32 q8, d2, d4[1]\n\t"
+        "vmlal.s32 q9, d3, d4[1]\n\t"
+        "subs %[k], %[k], #1\n\t"
+        "bne 2b\n\t"
+        "3:\n\t"
+        "tst %[M], #1\n\t"
+        "beq 4f\n\t"
+        "vld1.32 {d4[0]}, [%[l]]\n\t"
+        "vld1.32 {d0-d1}, [%[x]]!\n\t"
+        "vmlal.s32 q8, d0, d4[0]\n\t"
+        "vmlal.s32 q9, d1, d4[0]\n\t"
+        "4:\n\t"
+        "vrshl.s64 q8, q8, q15\n\t"
+        "vrshl.s64 q9, q9, q15\n\t"
+        "vmovn.i64 d0, q8\n\t"
+        "vmovn.i64 d1, q9\n\t"           /* c */
+        "vld1.32 {d2-d5}, [%[nt]]!\n\t"  /* mean, mult */
+        "vld1.32 {d6-d9}, [%[nt]]!\n\t"  /* -norm_shift */
+        "vsub.i32 q0, q0, q1\n\t"
+        "vmull.s32 q8, d0, d4\n\t"
+        "vmull.s32 q9, d1, d5\n\t"
+        "vrshl.s64 q8, q8, q3\n\t"
+        "vrshl.s64 q9, q9, q4\n\t"
+        "vqmovn.s64 d0, q8\n\t"
+        "vqmovn.s64 d1, q9\n\t"
+        "vqmovn.s32 d0, q0\n\t"
+        "subs %[rem], %[rem], #4\n\t"
+        "blt 5f\n\t"
+        "vst1.16 {d0}, [%[o]]!\n\t"
+        "bgt 1b\n\t"
+        "b 6f\n\t"
+        "5:\n\t"                         /* rem - 4 = -3, -2 or -1 */
+        "vst1.16 {d0[0]}, [%[o]]!\n\t"
+        "cmp %[rem], #-3\n\t"
+        "beq 6f\n\t"
+        "vst1.16 {d0[1]}, [%[o]]!\n\t"
+        "cmp %[rem], #-2\n\t"
+        "beq 6f\n\t"
+        "vst1.16 {d0[2]}, [%[o]]\n\t"
+        "6:\n\t"
+        : [x] "+r"(x), [nt] "+r"(nt), [o] "+r"(o), [rem] "+r"(rem), [k] "=&r"(k), [l] "=&r"(l)
+        : [lm] "r"(w->logmel), [M] "r"(M), [ncep] "r"(-p->cep_shift)
+        : "memory", "cc", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d16",
+          "d17", "d18", "d19", "d30", "d31");
+    /* clang-format on */
 }
 
 /* Forward copy of n samples, d < s or no overlap (the overlap kept in place below): 8 per
@@ -774,7 +1060,7 @@ mfcc_frame(const elt_mfcc_params_t *p, const int16_t *pcm, elt_mfcc_work_t *w, i
     const int32_t head = p->n_cfft >= 16;
     const int32_t sh = head ? mfcc_head(p, pcm, w->z) : mfcc_load(p, pcm, w->z);
     if (head) {
-        mfcc_fft_neon(p, w->z, 4);
+        mfcc_fft_neon(p, w->z);
     } else {
         mfcc_fft(p, w->z, 1);
     }

@@ -288,19 +288,49 @@ def test_arm_build_equals_python_under_qemu(qm: QMfcc, tmp_path: Path, scalar: b
         MfccParams(win_ms=63.0, hop_ms=20.0, n_mels=33, n_mfcc=13),
         MfccParams(win_ms=30.0, hop_ms=15.0, n_fft=2048, n_mels=64, fmin=0.0, log_floor=1e-3,
                    clip_samples=8000),
+        MfccParams(win_ms=16.0, hop_ms=16.0, n_fft=256, n_mels=18, n_mfcc=7, fmin=0.0,
+                   fmax=3000.0, clip_samples=4000),
     ],
-    ids=["32_3mel", "256_short_window", "1008_of_1024_33mel", "2048_64mel"],
+    ids=["32_3mel", "256_short_window", "1008_of_1024_33mel", "2048_64mel", "256_fused_from_16"],
 )  # fmt: skip
 def test_arm_neon_other_shapes_equal_python_under_qemu(params: MfccParams, tmp_path: Path) -> None:
     """The NEON paths for shapes other than the default: the smallest FFT with the head, a
     window much shorter than n_fft / 2, one longer (every FFT quarter non-zero), the largest
-    FFT; mel counts not a multiple of four and odd coefficient counts (the scalar tails)."""
+    FFT; mel counts not a multiple of four and odd coefficient counts (the scalar tails); the
+    last FFT stage fused with the power from another first bin (bins from 0, the butterflies and
+    bins outside the fused steps scalar)."""
     from elatta_measure.bench_frontend import run_probe
 
     q = model_like(params, np.random.default_rng(7))
     clips = edge_clips(np.random.default_rng(8), len(KINDS), params.clip_samples)
     run = run_probe(q, clips, tmp_path)
     assert_same(run.out, mfcc_int(clips, q), f"QEMU NEON {params}")
+
+
+@pytest.mark.qemu
+def test_arm_neon_every_block_exponent_under_qemu(qm: QMfcc, tmp_path: Path) -> None:
+    """Noise whose level rises by 2^16 over each clip: the frames' block exponents sh pass every
+    value from near-silent to full scale, across both ends of the NEON head's one-product range
+    (17 <= sh <= 31) and of its high-word exponent (some u >= 2^31), full-scale and -32768
+    samples at the end."""
+    from elatta_measure.bench_frontend import run_probe
+
+    from codegen.intref.mfcc import block_normalise
+
+    rng = np.random.default_rng(11)
+    n = 16000
+    ramp = 2.0 ** (np.arange(n) / n * 16.0 - 1.0)
+    clips = np.stack([rng.standard_normal(n) * ramp, rng.uniform(-1, 1, n) * ramp * 2])
+    clips = np.clip(np.round(clips), -32768, 32767).astype(np.int16)
+    clips[:, -700:-600] = -32768
+    p = qm.params
+    T = 1 + (n - p.win_length) // p.hop_length
+    idx = np.arange(T)[:, None] * p.hop_length + np.arange(p.win_length)[None, :]
+    fr = clips[:, idx].reshape(-1, p.win_length).astype(np.int64)
+    sh = set(block_normalise(fr * qm.window, qm.frame_bits)[1].tolist())
+    assert {15, 16, 17, 18, 25, 26} <= sh, sorted(sh)
+    run = run_probe(qm, clips, tmp_path)
+    assert_same(run.out, mfcc_int(clips, qm), "QEMU NEON exponent sweep")
 
 
 # ------------------------------------------------------------------------ slow: ≥ 2,000
