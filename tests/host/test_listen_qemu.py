@@ -134,8 +134,9 @@ def test_stream_protocol_checks(kws_build: tuple[Path, Path], stream: Path) -> N
             want += ref.push(part)
             off += len(part)
         assert recs == want and len(recs) > 40
-        # the copy was answered from the reply record (the application not called again)
-        assert dev.hello().frames_replayed - replayed0 == 1
+        # the copy was answered from the reply record (the application not called again: the
+        # detections above would differ); a loaded host's own re-sends may add replays
+        assert dev.hello().frames_replayed - replayed0 >= 1
         assert any(r.detects for r in recs)
         with pytest.raises(DeviceError):
             link.request(Msg.STREAM_END, encode_stream_end(off + 1), expect=Msg.STREAM_SUMMARY)
