@@ -223,34 +223,29 @@ static inline uint32x4_t elt_xoshiro_out4(uint32x4_t s1)
 
 /* elt_gauss_from_u32 on four draws: VSLI builds the odd v, VCLZ the octave, VSHL the mantissa;
  * the knot pair's address lut + 4 (33 o + s) by VMLA and VSRA of the mantissa's top six bits
- * (32 + s, the 32 taken off the base); the addresses to core registers two per VMOV, the pair
- * (T[s], T[s+1]) by one VLD2 lane load per lane; the interpolation round(dt f / 2^16) by
- * VQRDMULH with f 2^15 (= (2 dt f 2^15 + 2^31) >> 32, the same rounding; never saturates, as
- * f 2^15 < 2^31); sign by XOR / subtract. */
-static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
+ * (32 + s, the 32 taken off the base); the pair (T[s], T[s+1]) by elt_gather2; the
+ * interpolation round(dt f / 2^16) by VQRDMULH with f 2^15 (= (2 dt f 2^15 + 2^31) >> 32, the
+ * same rounding; never saturates, as f 2^15 < 2^31); sign by XOR / subtract. */
+static inline __attribute__((always_inline)) int32x4_t elt_gauss4(uint32x4_t u, uint32x4_t base)
 {
     const uint32x4_t v = vsliq_n_u32(vdupq_n_u32(1u), u, 1); /* (u << 1) | 1 */
     const uint32x4_t oct = vclzq_u32(v);
     const uint32x4_t mn = vshlq_u32(v, vreinterpretq_s32_u32(oct));
-    const uint32x4_t base = vdupq_n_u32((uint32_t)(uintptr_t)lut - 4u * 32u);
     const uint32x4_t addr =
         vsraq_n_u32(vmlaq_u32(base, oct, vdupq_n_u32(4u * ELT_GAUSS_KNOTS)),
                     vandq_u32(mn, vdupq_n_u32(0xFC000000u)), 24); /* (mn >> 26) 4 */
     const int32x4_t f15 =
         vreinterpretq_s32_u32(vandq_u32(vshlq_n_u32(mn, 5), vdupq_n_u32(0x7FFF8000u)));
     const int32x4_t neg = vshrq_n_s32(vreinterpretq_s32_u32(u), 31); /* 0 or -1 */
-    const uint64_t a01 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 0);
-    const uint64_t a23 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 1);
-    int32x4x2_t g;
-    int32x4_t mag;
-    g.val[0] = neg; /* every lane is loaded below */
-    g.val[1] = neg;
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a01, g, 0);
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a01 >> 32), g, 1);
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a23, g, 2);
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a23 >> 32), g, 3);
-    mag = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f15));
+    const int32x4x2_t g = elt_gather2(addr);
+    const int32x4_t mag = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f15));
     return vsubq_s32(veorq_s32(mag, neg), neg); /* -mag where the sign bit is set */
+}
+
+/* elt_gauss4's base: the table's address less 4 32 in every lane */
+static inline __attribute__((always_inline)) uint32x4_t elt_gauss_base(const int32_t *lut)
+{
+    return vdupq_n_u32((uint32_t)(uintptr_t)lut - 4u * 32u);
 }
 
 /* elt_sample_group: zr = rshift_round(z, 5) of the ng candidates i.. (VRSHR #5 four at a time) */
@@ -471,7 +466,7 @@ static inline __attribute__((always_inline)) void elt_draw_quads(elt_cmaes_work_
                     elt_xoshiro_out4(vsetq_lane_u32(
                         o[3], vsetq_lane_u32(o[2], vsetq_lane_u32(o[1], vdupq_n_u32(o[0]), 1), 2),
                         3)),
-                    gauss_lut));
+                    elt_gauss_base(gauss_lut)));
         }
     }
     st[0] = x0;
@@ -511,7 +506,7 @@ static inline __attribute__((always_inline)) void elt_sample_draw(elt_cmaes_work
     for (; k == 2 && i + 2 <= lam; i += 2) {
         const int32x4_t g = elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(
                                            vcombine_s32(vld1_s32(w->z[i]), vld1_s32(w->z[i + 1])))),
-                                       gauss_lut);
+                                       elt_gauss_base(gauss_lut));
         vst1_s32(w->z[i], vget_low_s32(g));
         vst1_s32(w->z[i + 1], vget_high_s32(g));
     }
@@ -520,7 +515,7 @@ static inline __attribute__((always_inline)) void elt_sample_draw(elt_cmaes_work
         for (a = 0; a + 4 <= k; a += 4) {
             vst1q_s32(&w->z[i][a],
                       elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(vld1q_s32(&w->z[i][a]))),
-                                 gauss_lut));
+                                 elt_gauss_base(gauss_lut)));
         }
         for (; a < k; a++) {
             w->z[i][a] = elt_gauss_from_u32(elt_xoshiro_out((uint32_t)w->z[i][a]), gauss_lut);
