@@ -213,8 +213,7 @@ static inline __attribute__((always_inline)) int32_t elt_chol_kmax(const int32_t
     return elt_chol_cols(c, ELT_K_MAX, a);
 }
 
-/* elt_xoshiro_out on four words s1 (one stream's consecutive steps): VMUL #5, VSHL #7 + VSRI
- * #25 (rotate), VMUL #9. The draws are the single stream's, unchanged. */
+/* elt_xoshiro_out on the four lanes' words s1: VMUL #5, VSHL #7 + VSRI #25 (rotate), VMUL #9 */
 static inline uint32x4_t elt_xoshiro_out4(uint32x4_t s1)
 {
     const uint32x4_t a = vmulq_n_u32(s1, 5u);
@@ -434,92 +433,56 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
     }
 }
 
-/* k a multiple of 4: xoshiro128** four steps at a time in core registers (s3 kept unrotated:
- * the rotation folds into the next step's EOR as a ROR operand), the four s1 into NEON by two
- * VMOV, then the output function and the normals in lanes: the same draws in the same order */
-static inline __attribute__((always_inline)) void elt_draw_quads(elt_cmaes_work_t *w, uint32_t *st,
-                                                                 const int32_t lam, const int32_t k,
-                                                                 const int32_t *gauss_lut)
+/* One step of the four xoshiro128** lanes (s[w]: word w of every lane; elt_xoshiro_step
+ * lane-wise: VSHL, five VEOR, the rotation by VSHR #21 and VSLI #11) and the normals of the
+ * four outputs (elt_xoshiro_out4, elt_gauss4). */
+static inline __attribute__((always_inline)) int32x4_t elt_draw4(uint32x4_t *s, uint32x4_t base)
 {
-    uint32_t x0 = st[0];
-    uint32_t x1 = st[1];
-    uint32_t x2 = st[2];
-    uint32_t xq = elt_rotl32(st[3], 21); /* rotl(xq, 11) is s3 */
-    uint32_t o[4];
-    int r;
-    int32_t i;
-    int32_t a;
-    for (i = 0; i < lam; i++) {
-        for (a = 0; a < k; a += 4) {
-#pragma GCC unroll 4
-            for (r = 0; r < 4; r++) {
-                o[r] = x1;
-                x2 ^= x0;
-                xq = elt_rotl32(xq, 11) ^ x1;
-                x1 ^= x2;
-                x0 ^= xq;
-                x2 ^= o[r] << 9;
-            }
-            vst1q_s32(
-                &w->z[i][a],
-                elt_gauss4(
-                    elt_xoshiro_out4(vsetq_lane_u32(
-                        o[3], vsetq_lane_u32(o[2], vsetq_lane_u32(o[1], vdupq_n_u32(o[0]), 1), 2),
-                        3)),
-                    elt_gauss_base(gauss_lut)));
-        }
-    }
-    st[0] = x0;
-    st[1] = x1;
-    st[2] = x2;
-    st[3] = elt_rotl32(xq, 11);
+    const uint32x4_t s1 = s[1];
+    const uint32x4_t t = vshlq_n_u32(s1, 9);
+    s[2] = veorq_u32(s[2], s[0]);
+    s[3] = veorq_u32(s[3], s1);
+    s[1] = veorq_u32(s1, s[2]);
+    s[0] = veorq_u32(s[0], s[3]);
+    s[2] = veorq_u32(s[2], t);
+    s[3] = vsliq_n_u32(vshrq_n_u32(s[3], 21), s[3], 11);
+    return elt_gauss4(elt_xoshiro_out4(s1), base);
 }
 
-/* The lam x k normals of one iteration (elt_cmaes_sample_s32's draws): the state updates first
- * (each step's s1 stored), then the output function and the normals four at a time (two rows
- * of k = 2, or runs of four within a row), the rest one by one: the same draws in the same
- * order as elt_xoshiro_next. st: the stream's state, updated. */
-static inline __attribute__((always_inline)) void elt_sample_draw(elt_cmaes_work_t *w, uint32_t *st,
+/* The lam x k normals of one iteration (elt_rng_gauss_block's block, docs/numeric.md §5.3):
+ * the four lanes' state in four q-registers, one step of all of them per four draws, stored in
+ * the block's order at z (lam k consecutive words: elt_sample_k moves the rows to their stride
+ * where k < ELT_K_MAX); the last step's lanes past lam k are dropped. */
+static inline __attribute__((always_inline)) void elt_sample_draw(int32_t *z, elt_rng_t *rng,
                                                                   const int32_t lam,
                                                                   const int32_t k,
                                                                   const int32_t *gauss_lut)
 {
-    int32_t i;
-    int32_t a;
-    if (k % 4 == 0) {
-        elt_draw_quads(w, st, lam, k, gauss_lut);
+    const uint32x4_t base = elt_gauss_base(gauss_lut);
+    const int32_t n = lam * k;
+    uint32x4_t s[4];
+    int32_t j;
+    int w;
+#pragma GCC unroll 4
+    for (w = 0; w < 4; w++) {
+        s[w] = vld1q_u32(rng->s[w]);
     }
-    for (i = 0; k % 4 != 0 && i < lam; i++) {
-#if ELT_K_MAX >= 2
-        if (k == 2) {
-            w->z[i][0] = (int32_t)elt_xoshiro_step(st);
-            w->z[i][1] = (int32_t)elt_xoshiro_step(st);
-            continue;
+    for (j = 0; j + 4 <= n; j += 4) {
+        vst1q_s32(z + j, elt_draw4(s, base));
+    }
+    if (j < n) {
+        const int32x4_t g = elt_draw4(s, base);
+        vst1q_lane_s32(z + j, g, 0);
+        if (j + 1 < n) {
+            vst1q_lane_s32(z + j + 1, g, 1);
         }
-#endif
-        for (a = 0; a < k; a++) {
-            w->z[i][a] = (int32_t)elt_xoshiro_step(st);
+        if (j + 2 < n) {
+            vst1q_lane_s32(z + j + 2, g, 2);
         }
     }
-    i = k % 4 == 0 ? lam : 0;
-#if ELT_K_MAX >= 2
-    for (; k == 2 && i + 2 <= lam; i += 2) {
-        const int32x4_t g = elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(
-                                           vcombine_s32(vld1_s32(w->z[i]), vld1_s32(w->z[i + 1])))),
-                                       elt_gauss_base(gauss_lut));
-        vst1_s32(w->z[i], vget_low_s32(g));
-        vst1_s32(w->z[i + 1], vget_high_s32(g));
-    }
-#endif
-    for (; i < lam; i++) {
-        for (a = 0; a + 4 <= k; a += 4) {
-            vst1q_s32(&w->z[i][a],
-                      elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(vld1q_s32(&w->z[i][a]))),
-                                 elt_gauss_base(gauss_lut)));
-        }
-        for (; a < k; a++) {
-            w->z[i][a] = elt_gauss_from_u32(elt_xoshiro_out((uint32_t)w->z[i][a]), gauss_lut);
-        }
+#pragma GCC unroll 4
+    for (w = 0; w < 4; w++) {
+        vst1q_u32(rng->s[w], s[w]);
     }
 }
 
@@ -699,6 +662,19 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
 }
 #undef ELT_TILE_TERM
 
+/* elt_cov_tile with the term counts of lam = ELT_LAM_MAX with active weights (mu = lam / 2
+ * positive, lam in all) as constants where they are, so that the term loops unroll whole. */
+static inline __attribute__((always_inline)) void
+elt_cov_tile_terms(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
+                   int32_t decay, int32_t a0, int32_t b0, const int diag)
+{
+    if (npos == ELT_LAM_MAX / 2 && nt == ELT_LAM_MAX) {
+        elt_cov_tile(C, pt, zt, ELT_LAM_MAX / 2, ELT_LAM_MAX, decay, a0, b0, diag);
+    } else {
+        elt_cov_tile(C, pt, zt, npos, nt, decay, a0, b0, diag);
+    }
+}
+
 /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike: four dimensions per step, each parent's quad
  * by VMULL by lane w_i, VRSRA #30 (each product rounded, the sum exact in int64), VQMOVN
  * (sat32). */
@@ -877,9 +853,9 @@ static inline __attribute__((always_inline)) void elt_cov_update(int32_t *C, con
     for (a = 0; a < (k & ~3); a += 4) { /* rows in fours by tiles, the rest by rows */
         ELT_UNROLL_K
         for (b = 0; b < a; b += 4) {
-            elt_cov_tile(C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
+            elt_cov_tile_terms(C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
         }
-        elt_cov_tile(C, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
+        elt_cov_tile_terms(C, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
     }
     for (a = k & ~3; a < k; a++) {
         int32_t *crow = &C[ELT_TRI(a, 0)];
