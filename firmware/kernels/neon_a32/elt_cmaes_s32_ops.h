@@ -370,6 +370,35 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
     elt_group_x(s, w, i, k, mant, shift, ng);
 }
 
+/* Loads and stores through a pointer that the instruction advances ([Rn]!, ARM DDI 0406C
+ * A8.8.320, A8.8.404): VLD1/VST1 have no immediate offset, so the fully unrolled sampler's
+ * dozens of constant addresses would each take a register or an ADD; one pointer per stream
+ * walks them instead. The "m" operands tell the compiler which words are read or written. */
+static inline __attribute__((always_inline)) int32x4_t elt_vld1q_pi(const int32_t **p)
+{
+    const int32_t *q = *p;
+    int32x4_t v;
+    __asm__("vld1.32 {%q0}, [%1]!" : "=w"(v), "+r"(q) : "m"(*(const int32_t(*)[4]) * p));
+    *p = q;
+    return v;
+}
+
+static inline __attribute__((always_inline)) int32x2_t elt_vld1_pi(const int32_t **p)
+{
+    const int32_t *q = *p;
+    int32x2_t v;
+    __asm__("vld1.32 {%P0}, [%1]!" : "=w"(v), "+r"(q) : "m"(*(const int32_t(*)[2]) * p));
+    *p = q;
+    return v;
+}
+
+static inline __attribute__((always_inline)) void elt_vst1_pi(int32_t **p, int32x2_t v)
+{
+    int32_t *q = *p;
+    __asm__("vst1.32 {%P2}, [%0]!" : "+r"(q), "=m"(*(int32_t(*)[2]) * p) : "w"(v));
+    *p = q;
+}
+
 /* y = A z and x = m + sigma y of candidates i, i + 1 when k = ELT_K_MAX is a multiple of 4
  * and at most 16 (every loop unrolled): the two candidates' zr (VRSHR #5) interleaved by VZIP
  * into pairs (zr_i[l], zr_i+1[l]) that stay in NEON registers for all rows; row a of A (packed,
@@ -387,6 +416,11 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
     int32x2_t zp[ELT_K_MAX + 4]; /* zp[l] = (zr_i[l], zr_i+1[l]) */
     int32x2_t yprev = vdup_n_s32(0);
     const int32_t *ar = w->A;
+    const int32_t *mp = s->m;
+    int32_t *y0 = w->y[i];
+    int32_t *y1 = w->y[i + 1];
+    int32_t *x0 = w->x[i];
+    int32_t *x1 = w->x[i + 1];
     int32_t a;
     int32_t l;
 #pragma GCC unroll 4
@@ -401,12 +435,13 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
     }
 #pragma GCC unroll 16
     for (a = 0; a < k; a++) {
-        int64x2_t acc = vdupq_n_s64(0);
+        int64x2_t acc = vdupq_n_s64(0); /* set by the first product */
         int32x2_t yv;
 #pragma GCC unroll 4
         for (l = 0; l <= a; l += 4) {
-            const int32x4_t av = vld1q_s32(ar + l);
-            acc = vmlal_lane_s32(acc, zp[l], vget_low_s32(av), 0);
+            const int32x4_t av = elt_vld1q_pi(&ar);
+            acc = l == 0 ? vmull_lane_s32(zp[0], vget_low_s32(av), 0)
+                         : vmlal_lane_s32(acc, zp[l], vget_low_s32(av), 0);
             if (l + 1 <= a) {
                 acc = vmlal_lane_s32(acc, zp[l + 1], vget_low_s32(av), 1);
             }
@@ -417,19 +452,18 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
                 acc = vmlal_lane_s32(acc, zp[l + 3], vget_high_s32(av), 1);
             }
         }
-        yv = vqmovn_s64(vrshrq_n_s64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+        ar -= 4 * ((a + 4) / 4) - (a + 1); /* from past the last quad to row a + 1 */
+        /* VQRSHRN #22 = sat32(rshift_round(acc, 22)) */
+        yv = vqrshrn_n_s64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC);
         if (a % 2 == 1) { /* rows a - 1, a: (y_i[a-1], y_i[a]) and (y_i+1[a-1], y_i+1[a]) */
             const int32x2x2_t yt = vtrn_s32(yprev, yv);
-            const int32x2_t mv = vld1_s32(&s->m[a - 1]);
-            vst1_s32(&w->y[i][a - 1], yt.val[0]);
-            vst1_s32(&w->y[i + 1][a - 1], yt.val[1]);
-            vst1_s32(&w->x[i][a - 1],
-                     vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[0], md), shv), mv)));
-            vst1_s32(&w->x[i + 1][a - 1],
-                     vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[1], md), shv), mv)));
+            const int32x2_t mv = elt_vld1_pi(&mp);
+            elt_vst1_pi(&y0, yt.val[0]);
+            elt_vst1_pi(&y1, yt.val[1]);
+            elt_vst1_pi(&x0, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[0], md), shv), mv)));
+            elt_vst1_pi(&x1, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[1], md), shv), mv)));
         }
         yprev = yv;
-        ar += a + 1;
     }
 }
 
