@@ -19,6 +19,49 @@ static inline int64x2_t elt_hadd2_s64(int64x2_t a, int64x2_t b)
     return vaddq_s64(vextq_s64(a, b, 1), vbslq_s64(lo, a, b));
 }
 
+/* Loads and stores through a pointer that the instruction advances ([Rn]!, ARM DDI 0406C
+ * A8.8.320, A8.8.404): VLD1/VST1 have no immediate offset, so the fully unrolled sampler's
+ * dozens of constant addresses would each take a register or an ADD (the sampler, the
+ * Cholesky); one pointer per stream walks them instead. The "m" operands tell the compiler which
+ * words are read or written. */
+static inline __attribute__((always_inline)) int32x4_t elt_vld1q_pi(const int32_t **p)
+{
+    const int32_t *q = *p;
+    int32x4_t v;
+    __asm__("vld1.32 {%q0}, [%1]!" : "=w"(v), "+r"(q) : "m"(*(const int32_t(*)[4]) * p));
+    *p = q;
+    return v;
+}
+
+static inline __attribute__((always_inline)) int32x2_t elt_vld1_pi(const int32_t **p)
+{
+    const int32_t *q = *p;
+    int32x2_t v;
+    __asm__("vld1.32 {%P0}, [%1]!" : "=w"(v), "+r"(q) : "m"(*(const int32_t(*)[2]) * p));
+    *p = q;
+    return v;
+}
+
+/* ... and by a stride in bytes ([Rn], Rm) */
+static inline __attribute__((always_inline)) int32x4_t elt_vld1q_ps(const int32_t **p,
+                                                                    int32_t stride)
+{
+    const int32_t *q = *p;
+    int32x4_t v;
+    __asm__("vld1.32 {%q0}, [%1], %2"
+            : "=w"(v), "+r"(q)
+            : "r"(stride), "m"(*(const int32_t(*)[4]) * p));
+    *p = q;
+    return v;
+}
+
+static inline __attribute__((always_inline)) void elt_vst1_pi(int32_t **p, int32x2_t v)
+{
+    int32_t *q = *p;
+    __asm__("vst1.32 {%P2}, [%0]!" : "+r"(q), "=m"(*(int32_t(*)[2]) * p) : "w"(v));
+    *p = q;
+}
+
 /* sum_l round(x_l y_l / 2^26), l < n: two products per VMULL, VRSRA #26, then the tail */
 static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n)
 {
@@ -109,21 +152,23 @@ elt_chol_cols_quad(int32_t (*at)[ELT_K_MAX + 4], const int32_t *aj, const int32_
     int32x4_t cv = vdupq_n_s32(0);
     int32x2_t qlo;
     int32x2_t qhi;
+    const int32_t *tp = &at[0][i]; /* at[l][i], l = 0, 1, ..: one row of at further each */
+    const int32_t *jp = aj;
 #if ELT_K_MAX <= 16
 #pragma GCC unroll 8
 #endif
     for (l = 0; l + 2 <= j; l += 2) {
-        const int32x2_t ajl = vld1_s32(aj + l);
-        const int32x4_t v0 = vld1q_s32(&at[l][i]);
-        const int32x4_t v1 = vld1q_s32(&at[l + 1][i]);
+        const int32x2_t ajl = elt_vld1_pi(&jp);
+        const int32x4_t v0 = elt_vld1q_ps(&tp, (int32_t)sizeof at[0]);
+        const int32x4_t v1 = elt_vld1q_ps(&tp, (int32_t)sizeof at[0]);
         lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
         hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
         lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v1), ajl, 1), ELT_C_FRAC);
         hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v1), ajl, 1), ELT_C_FRAC);
     }
     if (l < j) {
-        const int32x4_t v0 = vld1q_s32(&at[l][i]);
-        const int32x2_t ajl = vld1_dup_s32(aj + l);
+        const int32x4_t v0 = vld1q_s32(tp);
+        const int32x2_t ajl = vld1_dup_s32(jp);
         lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
         hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
     }
@@ -370,35 +415,6 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
     elt_group_x(s, w, i, k, mant, shift, ng);
 }
 
-/* Loads and stores through a pointer that the instruction advances ([Rn]!, ARM DDI 0406C
- * A8.8.320, A8.8.404): VLD1/VST1 have no immediate offset, so the fully unrolled sampler's
- * dozens of constant addresses would each take a register or an ADD; one pointer per stream
- * walks them instead. The "m" operands tell the compiler which words are read or written. */
-static inline __attribute__((always_inline)) int32x4_t elt_vld1q_pi(const int32_t **p)
-{
-    const int32_t *q = *p;
-    int32x4_t v;
-    __asm__("vld1.32 {%q0}, [%1]!" : "=w"(v), "+r"(q) : "m"(*(const int32_t(*)[4]) * p));
-    *p = q;
-    return v;
-}
-
-static inline __attribute__((always_inline)) int32x2_t elt_vld1_pi(const int32_t **p)
-{
-    const int32_t *q = *p;
-    int32x2_t v;
-    __asm__("vld1.32 {%P0}, [%1]!" : "=w"(v), "+r"(q) : "m"(*(const int32_t(*)[2]) * p));
-    *p = q;
-    return v;
-}
-
-static inline __attribute__((always_inline)) void elt_vst1_pi(int32_t **p, int32x2_t v)
-{
-    int32_t *q = *p;
-    __asm__("vst1.32 {%P2}, [%0]!" : "+r"(q), "=m"(*(int32_t(*)[2]) * p) : "w"(v));
-    *p = q;
-}
-
 /* y = A z and x = m + sigma y of candidates i, i + 1 when k = ELT_K_MAX is a multiple of 4
  * and at most 16 (every loop unrolled): the two candidates' zr (VRSHR #5) interleaved by VZIP
  * into pairs (zr_i[l], zr_i+1[l]) that stay in NEON registers for all rows; row a of A (packed,
@@ -620,14 +636,14 @@ elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta
     }
 }
 
-/* One term of a 4 x 4 tile of C (rows a0.., columns b0..): the term's entries b0.. (bp) and
- * a0.. (ap) as two quad loads, then one VMLAL (OP = vmlal_lane_s32) or VMLSL per pair of
- * columns and row, the row's entry as the lane. A diagonal tile (b0 = a0) skips the pairs
- * above the diagonal (rows 0 and 1, columns 2 and 3). */
-#define ELT_TILE_TERM(OP, bp, ap)                                                                  \
+/* One term of a 4 x 4 tile of C (rows a0.., columns b0..): the term's entries b0.. (bload) and
+ * a0.. (aload, the same quad on a diagonal tile) as two quad loads, then one VMLAL (OP =
+ * vmlal_lane_s32) or VMLSL per pair of columns and row, the row's entry as the lane. A diagonal
+ * tile (b0 = a0) skips the pairs above the diagonal (rows 0 and 1, columns 2 and 3). */
+#define ELT_TILE_TERM(OP, bload, aload)                                                            \
     do {                                                                                           \
-        const int32x4_t bv = vld1q_s32(bp);                                                        \
-        const int32x4_t av = vld1q_s32(ap);                                                        \
+        const int32x4_t bv = (bload);                                                              \
+        const int32x4_t av = diag ? bv : (aload);                                                  \
         const int32x2_t bl = vget_low_s32(bv);                                                     \
         const int32x2_t bh = vget_high_s32(bv);                                                    \
         const int32x2_t al = vget_low_s32(av);                                                     \
@@ -670,14 +686,17 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
                                     : vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r] + 2), dv, 0),
                                                    ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
     }
-    ELT_TILE_TERM(vmlal_lane_s32, pt + b0, pt + a0);
+    ELT_TILE_TERM(vmlal_lane_s32, vld1q_s32(pt + b0), vld1q_s32(pt + a0));
+    /* the terms' rows ELT_K_MAX words apart: each side by one post-incremented load */
 #pragma GCC unroll 2
-    for (t = 0; t < npos; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
-        ELT_TILE_TERM(vmlal_lane_s32, tb, ta);
+    for (t = 0; t < npos; t++) {
+        ELT_TILE_TERM(vmlal_lane_s32, elt_vld1q_ps(&tb, ELT_K_MAX * 4),
+                      elt_vld1q_ps(&ta, ELT_K_MAX * 4));
     }
 #pragma GCC unroll 2
-    for (; t < nt; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
-        ELT_TILE_TERM(vmlsl_lane_s32, tb, ta);
+    for (; t < nt; t++) {
+        ELT_TILE_TERM(vmlsl_lane_s32, elt_vld1q_ps(&tb, ELT_K_MAX * 4),
+                      elt_vld1q_ps(&ta, ELT_K_MAX * 4));
     }
     if (diag) {
         vst1_lane_s32(row[0], vqrshrn_n_s64(acc[0][0], 2 * ELT_X_FRAC - ELT_C_FRAC), 0);
