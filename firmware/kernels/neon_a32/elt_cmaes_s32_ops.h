@@ -728,6 +728,39 @@ elt_cov_tile_terms(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npo
     }
 }
 
+/* elt_tell_mean for k = ELT_K_MAX a multiple of 4 and at most 16, one of x, z, y per call:
+ * out = sum_{i<mu} round(w_i v_{order[i]} / 2^30) with the k sums in 2k/4 int64x2 accumulators
+ * (registers), each parent's row by post-incremented quad loads, VMULL by lane w_i, VRSRA #30,
+ * VQMOVN (sat32) at the end. */
+static inline __attribute__((always_inline)) void elt_wsum_rows(const elt_cmaes_params_t *p,
+                                                                const int32_t (*v)[ELT_K_MAX],
+                                                                const uint8_t *order,
+                                                                const int32_t k, int32_t *out)
+{
+    int64x2_t acc[ELT_K_MAX / 2 + 1]; /* + 1: sized for every ELT_K_MAX, used where k % 4 == 0 */
+    int32_t i;
+    int h;
+#pragma GCC unroll 8
+    for (h = 0; h < k / 2; h++) {
+        acc[h] = vdupq_n_s64(0);
+    }
+    for (i = 0; i < p->mu; i++) {
+        const int32_t *row = v[order[i]];
+        const int32x2_t wv = vld1_dup_s32(&p->w[i]);
+#pragma GCC unroll 4
+        for (h = 0; h < k / 2; h += 2) {
+            const int32x4_t xv = elt_vld1q_pi(&row);
+            acc[h] = vrsraq_n_s64(acc[h], vmull_lane_s32(vget_low_s32(xv), wv, 0), ELT_RATE_FRAC);
+            acc[h + 1] =
+                vrsraq_n_s64(acc[h + 1], vmull_lane_s32(vget_high_s32(xv), wv, 0), ELT_RATE_FRAC);
+        }
+    }
+#pragma GCC unroll 8
+    for (h = 0; h < k / 2; h++) {
+        vst1_s32(out + 2 * h, vqmovn_s64(acc[h]));
+    }
+}
+
 /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike: four dimensions per step, each parent's quad
  * by VMULL by lane w_i, VRSRA #30 (each product rounded, the sum exact in int64), VQMOVN
  * (sat32). */
@@ -737,6 +770,13 @@ elt_tell_mean(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint
 {
     int32_t a = 0;
     int32_t i;
+    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
+        /* one array at a time, its k sums in registers */
+        elt_wsum_rows(p, (const int32_t(*)[ELT_K_MAX])w->x, order, k, mnew);
+        elt_wsum_rows(p, (const int32_t(*)[ELT_K_MAX])w->z, order, k, zw);
+        elt_wsum_rows(p, (const int32_t(*)[ELT_K_MAX])w->y, order, k, yw);
+        return;
+    }
     ELT_UNROLL_K
     for (; a + 4 <= k; a += 4) {
         int64x2_t acc[6];
