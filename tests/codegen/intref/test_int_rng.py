@@ -153,7 +153,9 @@ def test_c_uniforms_equal_python(harness: Harness) -> None:
         c = harness.rng(seed, ids, 256)
         np.testing.assert_array_equal(c, Xoshiro128ss(seed, ids).block_u32(256))
         # a block whose end is not a step's: ceil(n / 4) steps of every lane, the rest dropped
-        np.testing.assert_array_equal(harness.rng(seed, ids, 7), Xoshiro128ss(seed, ids).block_u32(7))
+        np.testing.assert_array_equal(
+            harness.rng(seed, ids, 7), Xoshiro128ss(seed, ids).block_u32(7)
+        )
     assert list(harness.rng(0, [0], 32)[0, ::LANES]) == XOSHIRO_SEED0_ID0
 
 
