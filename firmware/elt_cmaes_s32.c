@@ -356,6 +356,20 @@ void elt_cmaes_sigma_s32(int32_t ln_sigma, const int32_t *exp2_lut, int32_t *man
     *e = ee;
 }
 
+/* The lam rows of k words stored consecutively at z (the draw block's order) moved to their
+ * stride ELT_K_MAX: the last row first, each row's words from the last (the target
+ * i ELT_K_MAX + a is at or past the source i k + a). */
+static void elt_rows_to_stride(int32_t *z, int32_t lam, int32_t k)
+{
+    int32_t i;
+    int32_t a;
+    for (i = lam - 1; i > 0; i--) {
+        for (a = k - 1; a >= 0; a--) {
+            z[i * ELT_K_MAX + a] = z[i * k + a];
+        }
+    }
+}
+
 /* elt_cmaes_sample_s32 for one k (a constant where the caller knows it, so GCC unrolls) */
 static inline __attribute__((always_inline)) void
 elt_sample_k(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, elt_cmaes_work_t *w,
@@ -365,19 +379,14 @@ elt_sample_k(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, elt_cmaes_
     const int32_t mant = w->sig_mant;
     /* sigma y = y mant 2^(e+1) / 2^30: Q.57 -> Q.27, shift 29 - e in [25, 50] */
     const int shift = (ELT_RATE_FRAC - 1) - w->sig_exp;
-    uint32_t st[4];
     int32_t i;
     int32_t a;
-    /* draw order: candidate-major, then dimension (the stream kept in registers) */
-    st[0] = rng->s[0];
-    st[1] = rng->s[1];
-    st[2] = rng->s[2];
-    st[3] = rng->s[3];
-    elt_sample_draw(w, st, lam, k, gauss_lut);
-    rng->s[0] = st[0];
-    rng->s[1] = st[1];
-    rng->s[2] = st[2];
-    rng->s[3] = st[3];
+    /* draw order: one block of lam k draws, candidate-major, then dimension (docs/numeric.md
+     * §5.3), stored consecutively from z[0][0] */
+    elt_sample_draw((int32_t *)(void *)w->z, rng, lam, k, gauss_lut);
+    if (k < ELT_K_MAX) {
+        elt_rows_to_stride((int32_t *)(void *)w->z, lam, k);
+    }
     elt_sample_yx(s, w, lam, k, mant, shift);
     if (p->grid_on) {
         for (i = 0; i < lam; i++) {

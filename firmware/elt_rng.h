@@ -1,30 +1,37 @@
 /*
- * Per-sample random streams: splitmix64 seeding, xoshiro128**, piecewise-linear inverse-CDF
- * Gaussian (docs/cmaes.md §4). Python twin: codegen/intref/rng.py.
+ * Per-sample random streams: splitmix64 seeding, four xoshiro128** lanes, piecewise-linear
+ * inverse-CDF Gaussian (docs/cmaes.md §4). Python twin: codegen/intref/rng.py.
  */
 #ifndef ELT_RNG_H
 #define ELT_RNG_H
 
 #include <stdint.h>
 
-/* xoshiro128** state (Blackman & Vigna); never all zero after elt_rng_seed. */
+/* Four xoshiro128** streams (Blackman & Vigna), the lanes of one sample's generator: s[w][l] is
+ * word w of lane l, so that one NEON register holds a word of all four lanes. No lane is ever
+ * all zero after elt_rng_seed. */
+#define ELT_RNG_LANES 4
+
 typedef struct {
-    uint32_t s[4];
+    uint32_t s[4][ELT_RNG_LANES];
 } elt_rng_t;
 
-/* key = splitmix64(seed); st = key ^ sample_id; s0|s1<<32, s2|s3<<32 = next two splitmix64
- * outputs. The stream depends on (seed, sample_id) only: results do not depend on order or on
- * which device ran them (docs/numeric.md §5.3). */
+/* key = splitmix64(seed); st = key ^ sample_id; lane l's s0|s1<<32, s2|s3<<32 = the
+ * splitmix64 outputs 2l + 1 and 2l + 2 from st (lane 0 is the single stream of the first
+ * contract). The streams depend on (seed, sample_id) only: results do not depend on order or
+ * on which device ran them (docs/numeric.md §5.3). */
 void elt_rng_seed(elt_rng_t *rng, uint64_t seed, uint32_t sample_id);
 
-/* Next 32-bit output of xoshiro128**. */
-uint32_t elt_rng_next(elt_rng_t *rng);
+/* A block of n draws (one CMA-ES iteration's lam k): draw j is lane j mod 4's output at its
+ * step j div 4 of the block; every lane takes ceil(n / 4) steps, the outputs past n are
+ * dropped (docs/numeric.md §5.3). elt_rng_block_u32: the 32-bit outputs; elt_rng_gauss_block:
+ * one standard normal in Q3.28 of each (elt_gauss_from_u32; lut is the 32 x 33 Q3.28 octave
+ * table, codegen.base.tables.GAUSS_LUT, emitted into the params file). The plain C of the
+ * sampler's NEON draws (firmware/kernels/<variant>/elt_cmaes_s32_ops.h, elt_sample_draw). */
+void elt_rng_block_u32(elt_rng_t *rng, uint32_t *u, int32_t n);
+void elt_rng_gauss_block(elt_rng_t *rng, int32_t *z, int32_t n, const int32_t *lut);
 
-/* One standard normal in Q3.28 from one 32-bit draw; lut is the 32 x 33 Q3.28 octave table
- * (codegen.base.tables.GAUSS_LUT, emitted into the params file). */
-int32_t elt_gauss_q28(elt_rng_t *rng, const int32_t *lut);
-
-/* The same two steps inline, on a state the caller keeps in locals (the sampler's loop). */
+/* The steps inline, on one lane's four words in a caller's locals. */
 #define ELT_GAUSS_KNOTS 33 /* 32 segments per octave */
 
 static inline uint32_t elt_rotl32(uint32_t x, int r)
@@ -38,8 +45,7 @@ static inline uint32_t elt_xoshiro_out(uint32_t s1)
     return elt_rotl32(s1 * 5u, 7) * 9u;
 }
 
-/* xoshiro128**'s state update; returns the s1 the output function reads (before the update),
- * so that a caller can apply elt_xoshiro_out later, four at a time in NEON lanes. */
+/* xoshiro128**'s state update; returns the s1 the output function reads (before the update). */
 static inline uint32_t elt_xoshiro_step(uint32_t *s)
 {
     const uint32_t s1 = s[1];

@@ -296,8 +296,8 @@ def adapt_int(
         chunk = 256
         for c0 in range(0, N, chunk):
             # every sample's stream depends on (seed, id) only: draw a chunk at once
-            normals = Xoshiro128ss(cfg.seed, ids[c0 : c0 + chunk]).gauss_block(
-                (cfg.n_iter, cfg.lam, k)
+            normals = Xoshiro128ss(cfg.seed, ids[c0 : c0 + chunk]).gauss_blocks(
+                cfg.n_iter, (cfg.lam, k)
             )
             for i in range(c0, min(N, c0 + chunk)):
                 sl = slice(i, i + 1)

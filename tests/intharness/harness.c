@@ -133,6 +133,8 @@ static void cmd_adapt(const char *trace_path)
     }
 }
 
+/* count draws of each id's generator as one block (elt_rng_block_u32 / elt_rng_gauss_block),
+ * in pieces of 256: a block's draws do not depend on where a multiple of 4 splits it */
 static void cmd_rng(int gauss)
 {
     const elt_adapt_params_t *p = gauss ? param(rd_u32()) : NULL;
@@ -147,12 +149,17 @@ static void cmd_rng(int gauss)
     for (i = 0; i < n_ids; i++) {
         elt_rng_t r;
         elt_rng_seed(&r, seed, rd_u32());
-        for (c = 0; c < count; c++) {
+        for (c = 0; c < count; c += 256) {
+            const int32_t n = (int32_t)(count - c < 256 ? count - c : 256);
+            int32_t buf[256];
+            int32_t j;
             if (gauss) {
-                wr_i32(elt_gauss_q28(&r, p->gauss_lut));
+                elt_rng_gauss_block(&r, buf, n, p->gauss_lut);
             } else {
-                uint32_t u = elt_rng_next(&r);
-                wr(&u, sizeof u);
+                elt_rng_block_u32(&r, (uint32_t *)buf, n);
+            }
+            for (j = 0; j < n; j++) {
+                wr_i32(buf[j]);
             }
         }
     }

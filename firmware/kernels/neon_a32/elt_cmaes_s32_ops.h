@@ -19,6 +19,49 @@ static inline int64x2_t elt_hadd2_s64(int64x2_t a, int64x2_t b)
     return vaddq_s64(vextq_s64(a, b, 1), vbslq_s64(lo, a, b));
 }
 
+/* Loads and stores through a pointer that the instruction advances ([Rn]!, ARM DDI 0406C
+ * A8.8.320, A8.8.404): VLD1/VST1 have no immediate offset, so the fully unrolled sampler's
+ * dozens of constant addresses would each take a register or an ADD (the sampler, the
+ * Cholesky); one pointer per stream walks them instead. The "m" operands tell the compiler which
+ * words are read or written. */
+static inline __attribute__((always_inline)) int32x4_t elt_vld1q_pi(const int32_t **p)
+{
+    const int32_t *q = *p;
+    int32x4_t v;
+    __asm__("vld1.32 {%q0}, [%1]!" : "=w"(v), "+r"(q) : "m"(*(const int32_t(*)[4]) * p));
+    *p = q;
+    return v;
+}
+
+static inline __attribute__((always_inline)) int32x2_t elt_vld1_pi(const int32_t **p)
+{
+    const int32_t *q = *p;
+    int32x2_t v;
+    __asm__("vld1.32 {%P0}, [%1]!" : "=w"(v), "+r"(q) : "m"(*(const int32_t(*)[2]) * p));
+    *p = q;
+    return v;
+}
+
+/* ... and by a stride in bytes ([Rn], Rm) */
+static inline __attribute__((always_inline)) int32x4_t elt_vld1q_ps(const int32_t **p,
+                                                                    int32_t stride)
+{
+    const int32_t *q = *p;
+    int32x4_t v;
+    __asm__("vld1.32 {%q0}, [%1], %2"
+            : "=w"(v), "+r"(q)
+            : "r"(stride), "m"(*(const int32_t(*)[4]) * p));
+    *p = q;
+    return v;
+}
+
+static inline __attribute__((always_inline)) void elt_vst1_pi(int32_t **p, int32x2_t v)
+{
+    int32_t *q = *p;
+    __asm__("vst1.32 {%P2}, [%0]!" : "+r"(q), "=m"(*(int32_t(*)[2]) * p) : "w"(v));
+    *p = q;
+}
+
 /* sum_l round(x_l y_l / 2^26), l < n: two products per VMULL, VRSRA #26, then the tail */
 static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n)
 {
@@ -109,21 +152,23 @@ elt_chol_cols_quad(int32_t (*at)[ELT_K_MAX + 4], const int32_t *aj, const int32_
     int32x4_t cv = vdupq_n_s32(0);
     int32x2_t qlo;
     int32x2_t qhi;
+    const int32_t *tp = &at[0][i]; /* at[l][i], l = 0, 1, ..: one row of at further each */
+    const int32_t *jp = aj;
 #if ELT_K_MAX <= 16
 #pragma GCC unroll 8
 #endif
     for (l = 0; l + 2 <= j; l += 2) {
-        const int32x2_t ajl = vld1_s32(aj + l);
-        const int32x4_t v0 = vld1q_s32(&at[l][i]);
-        const int32x4_t v1 = vld1q_s32(&at[l + 1][i]);
+        const int32x2_t ajl = elt_vld1_pi(&jp);
+        const int32x4_t v0 = elt_vld1q_ps(&tp, (int32_t)sizeof at[0]);
+        const int32x4_t v1 = elt_vld1q_ps(&tp, (int32_t)sizeof at[0]);
         lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
         hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
         lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v1), ajl, 1), ELT_C_FRAC);
         hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v1), ajl, 1), ELT_C_FRAC);
     }
     if (l < j) {
-        const int32x4_t v0 = vld1q_s32(&at[l][i]);
-        const int32x2_t ajl = vld1_dup_s32(aj + l);
+        const int32x4_t v0 = vld1q_s32(tp);
+        const int32x2_t ajl = vld1_dup_s32(jp);
         lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
         hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
     }
@@ -213,8 +258,7 @@ static inline __attribute__((always_inline)) int32_t elt_chol_kmax(const int32_t
     return elt_chol_cols(c, ELT_K_MAX, a);
 }
 
-/* elt_xoshiro_out on four words s1 (one stream's consecutive steps): VMUL #5, VSHL #7 + VSRI
- * #25 (rotate), VMUL #9. The draws are the single stream's, unchanged. */
+/* elt_xoshiro_out on the four lanes' words s1: VMUL #5, VSHL #7 + VSRI #25 (rotate), VMUL #9 */
 static inline uint32x4_t elt_xoshiro_out4(uint32x4_t s1)
 {
     const uint32x4_t a = vmulq_n_u32(s1, 5u);
@@ -223,34 +267,29 @@ static inline uint32x4_t elt_xoshiro_out4(uint32x4_t s1)
 
 /* elt_gauss_from_u32 on four draws: VSLI builds the odd v, VCLZ the octave, VSHL the mantissa;
  * the knot pair's address lut + 4 (33 o + s) by VMLA and VSRA of the mantissa's top six bits
- * (32 + s, the 32 taken off the base); the addresses to core registers two per VMOV, the pair
- * (T[s], T[s+1]) by one VLD2 lane load per lane; the interpolation round(dt f / 2^16) by
- * VQRDMULH with f 2^15 (= (2 dt f 2^15 + 2^31) >> 32, the same rounding; never saturates, as
- * f 2^15 < 2^31); sign by XOR / subtract. */
-static inline int32x4_t elt_gauss4(uint32x4_t u, const int32_t *lut)
+ * (32 + s, the 32 taken off the base); the pair (T[s], T[s+1]) by elt_gather2; the
+ * interpolation round(dt f / 2^16) by VQRDMULH with f 2^15 (= (2 dt f 2^15 + 2^31) >> 32, the
+ * same rounding; never saturates, as f 2^15 < 2^31); sign by XOR / subtract. */
+static inline __attribute__((always_inline)) int32x4_t elt_gauss4(uint32x4_t u, uint32x4_t base)
 {
     const uint32x4_t v = vsliq_n_u32(vdupq_n_u32(1u), u, 1); /* (u << 1) | 1 */
     const uint32x4_t oct = vclzq_u32(v);
     const uint32x4_t mn = vshlq_u32(v, vreinterpretq_s32_u32(oct));
-    const uint32x4_t base = vdupq_n_u32((uint32_t)(uintptr_t)lut - 4u * 32u);
     const uint32x4_t addr =
         vsraq_n_u32(vmlaq_u32(base, oct, vdupq_n_u32(4u * ELT_GAUSS_KNOTS)),
                     vandq_u32(mn, vdupq_n_u32(0xFC000000u)), 24); /* (mn >> 26) 4 */
     const int32x4_t f15 =
         vreinterpretq_s32_u32(vandq_u32(vshlq_n_u32(mn, 5), vdupq_n_u32(0x7FFF8000u)));
     const int32x4_t neg = vshrq_n_s32(vreinterpretq_s32_u32(u), 31); /* 0 or -1 */
-    const uint64_t a01 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 0);
-    const uint64_t a23 = vgetq_lane_u64(vreinterpretq_u64_u32(addr), 1);
-    int32x4x2_t g;
-    int32x4_t mag;
-    g.val[0] = neg; /* every lane is loaded below */
-    g.val[1] = neg;
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a01, g, 0);
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a01 >> 32), g, 1);
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)a23, g, 2);
-    g = vld2q_lane_s32((const int32_t *)(uintptr_t)(uint32_t)(a23 >> 32), g, 3);
-    mag = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f15));
+    const int32x4x2_t g = elt_gather2(addr);
+    const int32x4_t mag = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f15));
     return vsubq_s32(veorq_s32(mag, neg), neg); /* -mag where the sign bit is set */
+}
+
+/* elt_gauss4's base: the table's address less 4 32 in every lane */
+static inline __attribute__((always_inline)) uint32x4_t elt_gauss_base(const int32_t *lut)
+{
+    return vdupq_n_u32((uint32_t)(uintptr_t)lut - 4u * 32u);
 }
 
 /* elt_sample_group: zr = rshift_round(z, 5) of the ng candidates i.. (VRSHR #5 four at a time) */
@@ -393,6 +432,11 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
     int32x2_t zp[ELT_K_MAX + 4]; /* zp[l] = (zr_i[l], zr_i+1[l]) */
     int32x2_t yprev = vdup_n_s32(0);
     const int32_t *ar = w->A;
+    const int32_t *mp = s->m;
+    int32_t *y0 = w->y[i];
+    int32_t *y1 = w->y[i + 1];
+    int32_t *x0 = w->x[i];
+    int32_t *x1 = w->x[i + 1];
     int32_t a;
     int32_t l;
 #pragma GCC unroll 4
@@ -407,12 +451,13 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
     }
 #pragma GCC unroll 16
     for (a = 0; a < k; a++) {
-        int64x2_t acc = vdupq_n_s64(0);
+        int64x2_t acc = vdupq_n_s64(0); /* set by the first product */
         int32x2_t yv;
 #pragma GCC unroll 4
         for (l = 0; l <= a; l += 4) {
-            const int32x4_t av = vld1q_s32(ar + l);
-            acc = vmlal_lane_s32(acc, zp[l], vget_low_s32(av), 0);
+            const int32x4_t av = elt_vld1q_pi(&ar);
+            acc = l == 0 ? vmull_lane_s32(zp[0], vget_low_s32(av), 0)
+                         : vmlal_lane_s32(acc, zp[l], vget_low_s32(av), 0);
             if (l + 1 <= a) {
                 acc = vmlal_lane_s32(acc, zp[l + 1], vget_low_s32(av), 1);
             }
@@ -423,108 +468,71 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
                 acc = vmlal_lane_s32(acc, zp[l + 3], vget_high_s32(av), 1);
             }
         }
-        yv = vqmovn_s64(vrshrq_n_s64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+        ar -= 4 * ((a + 4) / 4) - (a + 1); /* from past the last quad to row a + 1 */
+        /* VQRSHRN #22 = sat32(rshift_round(acc, 22)) */
+        yv = vqrshrn_n_s64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC);
         if (a % 2 == 1) { /* rows a - 1, a: (y_i[a-1], y_i[a]) and (y_i+1[a-1], y_i+1[a]) */
             const int32x2x2_t yt = vtrn_s32(yprev, yv);
-            const int32x2_t mv = vld1_s32(&s->m[a - 1]);
-            vst1_s32(&w->y[i][a - 1], yt.val[0]);
-            vst1_s32(&w->y[i + 1][a - 1], yt.val[1]);
-            vst1_s32(&w->x[i][a - 1],
-                     vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[0], md), shv), mv)));
-            vst1_s32(&w->x[i + 1][a - 1],
-                     vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[1], md), shv), mv)));
+            const int32x2_t mv = elt_vld1_pi(&mp);
+            elt_vst1_pi(&y0, yt.val[0]);
+            elt_vst1_pi(&y1, yt.val[1]);
+            elt_vst1_pi(&x0, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[0], md), shv), mv)));
+            elt_vst1_pi(&x1, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[1], md), shv), mv)));
         }
         yprev = yv;
-        ar += a + 1;
     }
 }
 
-/* k a multiple of 4: xoshiro128** four steps at a time in core registers (s3 kept unrotated:
- * the rotation folds into the next step's EOR as a ROR operand), the four s1 into NEON by two
- * VMOV, then the output function and the normals in lanes: the same draws in the same order */
-static inline __attribute__((always_inline)) void elt_draw_quads(elt_cmaes_work_t *w, uint32_t *st,
-                                                                 const int32_t lam, const int32_t k,
-                                                                 const int32_t *gauss_lut)
+/* One step of the four xoshiro128** lanes (s[w]: word w of every lane; elt_xoshiro_step
+ * lane-wise: VSHL, five VEOR, the rotation by VSHR #21 and VSLI #11) and the normals of the
+ * four outputs (elt_xoshiro_out4, elt_gauss4). */
+static inline __attribute__((always_inline)) int32x4_t elt_draw4(uint32x4_t *s, uint32x4_t base)
 {
-    uint32_t x0 = st[0];
-    uint32_t x1 = st[1];
-    uint32_t x2 = st[2];
-    uint32_t xq = elt_rotl32(st[3], 21); /* rotl(xq, 11) is s3 */
-    uint32_t o[4];
-    int r;
-    int32_t i;
-    int32_t a;
-    for (i = 0; i < lam; i++) {
-        for (a = 0; a < k; a += 4) {
-#pragma GCC unroll 4
-            for (r = 0; r < 4; r++) {
-                o[r] = x1;
-                x2 ^= x0;
-                xq = elt_rotl32(xq, 11) ^ x1;
-                x1 ^= x2;
-                x0 ^= xq;
-                x2 ^= o[r] << 9;
-            }
-            vst1q_s32(
-                &w->z[i][a],
-                elt_gauss4(
-                    elt_xoshiro_out4(vsetq_lane_u32(
-                        o[3], vsetq_lane_u32(o[2], vsetq_lane_u32(o[1], vdupq_n_u32(o[0]), 1), 2),
-                        3)),
-                    gauss_lut));
-        }
-    }
-    st[0] = x0;
-    st[1] = x1;
-    st[2] = x2;
-    st[3] = elt_rotl32(xq, 11);
+    const uint32x4_t s1 = s[1];
+    const uint32x4_t t = vshlq_n_u32(s1, 9);
+    s[2] = veorq_u32(s[2], s[0]);
+    s[3] = veorq_u32(s[3], s1);
+    s[1] = veorq_u32(s1, s[2]);
+    s[0] = veorq_u32(s[0], s[3]);
+    s[2] = veorq_u32(s[2], t);
+    s[3] = vsliq_n_u32(vshrq_n_u32(s[3], 21), s[3], 11);
+    return elt_gauss4(elt_xoshiro_out4(s1), base);
 }
 
-/* The lam x k normals of one iteration (elt_cmaes_sample_s32's draws): the state updates first
- * (each step's s1 stored), then the output function and the normals four at a time (two rows
- * of k = 2, or runs of four within a row), the rest one by one: the same draws in the same
- * order as elt_xoshiro_next. st: the stream's state, updated. */
-static inline __attribute__((always_inline)) void elt_sample_draw(elt_cmaes_work_t *w, uint32_t *st,
+/* The lam x k normals of one iteration (elt_rng_gauss_block's block, docs/numeric.md §5.3):
+ * the four lanes' state in four q-registers, one step of all of them per four draws, stored in
+ * the block's order at z (lam k consecutive words: elt_sample_k moves the rows to their stride
+ * where k < ELT_K_MAX); the last step's lanes past lam k are dropped. */
+static inline __attribute__((always_inline)) void elt_sample_draw(int32_t *z, elt_rng_t *rng,
                                                                   const int32_t lam,
                                                                   const int32_t k,
                                                                   const int32_t *gauss_lut)
 {
-    int32_t i;
-    int32_t a;
-    if (k % 4 == 0) {
-        elt_draw_quads(w, st, lam, k, gauss_lut);
+    const uint32x4_t base = elt_gauss_base(gauss_lut);
+    const int32_t n = lam * k;
+    uint32x4_t s[4];
+    int32_t j;
+    int w;
+#pragma GCC unroll 4
+    for (w = 0; w < 4; w++) {
+        s[w] = vld1q_u32(rng->s[w]);
     }
-    for (i = 0; k % 4 != 0 && i < lam; i++) {
-#if ELT_K_MAX >= 2
-        if (k == 2) {
-            w->z[i][0] = (int32_t)elt_xoshiro_step(st);
-            w->z[i][1] = (int32_t)elt_xoshiro_step(st);
-            continue;
+    for (j = 0; j + 4 <= n; j += 4) {
+        vst1q_s32(z + j, elt_draw4(s, base));
+    }
+    if (j < n) {
+        const int32x4_t g = elt_draw4(s, base);
+        vst1q_lane_s32(z + j, g, 0);
+        if (j + 1 < n) {
+            vst1q_lane_s32(z + j + 1, g, 1);
         }
-#endif
-        for (a = 0; a < k; a++) {
-            w->z[i][a] = (int32_t)elt_xoshiro_step(st);
+        if (j + 2 < n) {
+            vst1q_lane_s32(z + j + 2, g, 2);
         }
     }
-    i = k % 4 == 0 ? lam : 0;
-#if ELT_K_MAX >= 2
-    for (; k == 2 && i + 2 <= lam; i += 2) {
-        const int32x4_t g = elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(
-                                           vcombine_s32(vld1_s32(w->z[i]), vld1_s32(w->z[i + 1])))),
-                                       gauss_lut);
-        vst1_s32(w->z[i], vget_low_s32(g));
-        vst1_s32(w->z[i + 1], vget_high_s32(g));
-    }
-#endif
-    for (; i < lam; i++) {
-        for (a = 0; a + 4 <= k; a += 4) {
-            vst1q_s32(&w->z[i][a],
-                      elt_gauss4(elt_xoshiro_out4(vreinterpretq_u32_s32(vld1q_s32(&w->z[i][a]))),
-                                 gauss_lut));
-        }
-        for (; a < k; a++) {
-            w->z[i][a] = elt_gauss_from_u32(elt_xoshiro_out((uint32_t)w->z[i][a]), gauss_lut);
-        }
+#pragma GCC unroll 4
+    for (w = 0; w < 4; w++) {
+        vst1q_u32(rng->s[w], s[w]);
     }
 }
 
@@ -628,14 +636,14 @@ elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta
     }
 }
 
-/* One term of a 4 x 4 tile of C (rows a0.., columns b0..): the term's entries b0.. (bp) and
- * a0.. (ap) as two quad loads, then one VMLAL (OP = vmlal_lane_s32) or VMLSL per pair of
- * columns and row, the row's entry as the lane. A diagonal tile (b0 = a0) skips the pairs
- * above the diagonal (rows 0 and 1, columns 2 and 3). */
-#define ELT_TILE_TERM(OP, bp, ap)                                                                  \
+/* One term of a 4 x 4 tile of C (rows a0.., columns b0..): the term's entries b0.. (bload) and
+ * a0.. (aload, the same quad on a diagonal tile) as two quad loads, then one VMLAL (OP =
+ * vmlal_lane_s32) or VMLSL per pair of columns and row, the row's entry as the lane. A diagonal
+ * tile (b0 = a0) skips the pairs above the diagonal (rows 0 and 1, columns 2 and 3). */
+#define ELT_TILE_TERM(OP, bload, aload)                                                            \
     do {                                                                                           \
-        const int32x4_t bv = vld1q_s32(bp);                                                        \
-        const int32x4_t av = vld1q_s32(ap);                                                        \
+        const int32x4_t bv = (bload);                                                              \
+        const int32x4_t av = diag ? bv : (aload);                                                  \
         const int32x2_t bl = vget_low_s32(bv);                                                     \
         const int32x2_t bh = vget_high_s32(bv);                                                    \
         const int32x2_t al = vget_low_s32(av);                                                     \
@@ -678,14 +686,17 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
                                     : vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r] + 2), dv, 0),
                                                    ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
     }
-    ELT_TILE_TERM(vmlal_lane_s32, pt + b0, pt + a0);
+    ELT_TILE_TERM(vmlal_lane_s32, vld1q_s32(pt + b0), vld1q_s32(pt + a0));
+    /* the terms' rows ELT_K_MAX words apart: each side by one post-incremented load */
 #pragma GCC unroll 2
-    for (t = 0; t < npos; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
-        ELT_TILE_TERM(vmlal_lane_s32, tb, ta);
+    for (t = 0; t < npos; t++) {
+        ELT_TILE_TERM(vmlal_lane_s32, elt_vld1q_ps(&tb, ELT_K_MAX * 4),
+                      elt_vld1q_ps(&ta, ELT_K_MAX * 4));
     }
 #pragma GCC unroll 2
-    for (; t < nt; t++, tb += ELT_K_MAX, ta += ELT_K_MAX) {
-        ELT_TILE_TERM(vmlsl_lane_s32, tb, ta);
+    for (; t < nt; t++) {
+        ELT_TILE_TERM(vmlsl_lane_s32, elt_vld1q_ps(&tb, ELT_K_MAX * 4),
+                      elt_vld1q_ps(&ta, ELT_K_MAX * 4));
     }
     if (diag) {
         vst1_lane_s32(row[0], vqrshrn_n_s64(acc[0][0], 2 * ELT_X_FRAC - ELT_C_FRAC), 0);
@@ -704,6 +715,52 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
 }
 #undef ELT_TILE_TERM
 
+/* elt_cov_tile with the term counts of lam = ELT_LAM_MAX with active weights (mu = lam / 2
+ * positive, lam in all) as constants where they are, so that the term loops unroll whole. */
+static inline __attribute__((always_inline)) void
+elt_cov_tile_terms(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
+                   int32_t decay, int32_t a0, int32_t b0, const int diag)
+{
+    if (npos == ELT_LAM_MAX / 2 && nt == ELT_LAM_MAX) {
+        elt_cov_tile(C, pt, zt, ELT_LAM_MAX / 2, ELT_LAM_MAX, decay, a0, b0, diag);
+    } else {
+        elt_cov_tile(C, pt, zt, npos, nt, decay, a0, b0, diag);
+    }
+}
+
+/* elt_tell_mean for k = ELT_K_MAX a multiple of 4 and at most 16, one of x, z, y per call:
+ * out = sum_{i<mu} round(w_i v_{order[i]} / 2^30) with the k sums in 2k/4 int64x2 accumulators
+ * (registers), each parent's row by post-incremented quad loads, VMULL by lane w_i, VRSRA #30,
+ * VQMOVN (sat32) at the end. */
+static inline __attribute__((always_inline)) void elt_wsum_rows(const elt_cmaes_params_t *p,
+                                                                const int32_t (*v)[ELT_K_MAX],
+                                                                const uint8_t *order,
+                                                                const int32_t k, int32_t *out)
+{
+    int64x2_t acc[ELT_K_MAX / 2 + 1]; /* + 1: sized for every ELT_K_MAX, used where k % 4 == 0 */
+    int32_t i;
+    int h;
+#pragma GCC unroll 8
+    for (h = 0; h < k / 2; h++) {
+        acc[h] = vdupq_n_s64(0);
+    }
+    for (i = 0; i < p->mu; i++) {
+        const int32_t *row = v[order[i]];
+        const int32x2_t wv = vld1_dup_s32(&p->w[i]);
+#pragma GCC unroll 4
+        for (h = 0; h < k / 2; h += 2) {
+            const int32x4_t xv = elt_vld1q_pi(&row);
+            acc[h] = vrsraq_n_s64(acc[h], vmull_lane_s32(vget_low_s32(xv), wv, 0), ELT_RATE_FRAC);
+            acc[h + 1] =
+                vrsraq_n_s64(acc[h + 1], vmull_lane_s32(vget_high_s32(xv), wv, 0), ELT_RATE_FRAC);
+        }
+    }
+#pragma GCC unroll 8
+    for (h = 0; h < k / 2; h++) {
+        vst1_s32(out + 2 * h, vqmovn_s64(acc[h]));
+    }
+}
+
 /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike: four dimensions per step, each parent's quad
  * by VMULL by lane w_i, VRSRA #30 (each product rounded, the sum exact in int64), VQMOVN
  * (sat32). */
@@ -713,6 +770,13 @@ elt_tell_mean(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint
 {
     int32_t a = 0;
     int32_t i;
+    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
+        /* one array at a time, its k sums in registers */
+        elt_wsum_rows(p, (const int32_t(*)[ELT_K_MAX])w->x, order, k, mnew);
+        elt_wsum_rows(p, (const int32_t(*)[ELT_K_MAX])w->z, order, k, zw);
+        elt_wsum_rows(p, (const int32_t(*)[ELT_K_MAX])w->y, order, k, yw);
+        return;
+    }
     ELT_UNROLL_K
     for (; a + 4 <= k; a += 4) {
         int64x2_t acc[6];
@@ -882,9 +946,9 @@ static inline __attribute__((always_inline)) void elt_cov_update(int32_t *C, con
     for (a = 0; a < (k & ~3); a += 4) { /* rows in fours by tiles, the rest by rows */
         ELT_UNROLL_K
         for (b = 0; b < a; b += 4) {
-            elt_cov_tile(C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
+            elt_cov_tile_terms(C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
         }
-        elt_cov_tile(C, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
+        elt_cov_tile_terms(C, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
     }
     for (a = k & ~3; a < k; a++) {
         int32_t *crow = &C[ELT_TRI(a, 0)];

@@ -47,34 +47,6 @@ static inline __attribute__((always_inline)) int32_t ln_of(uint64_t u, int z,
  * Lanes past n hold INT16_MIN (no effect on the maximum) and their e is masked to 0. */
 #define ELT_L2E_FRAC2 ((int32_t)(2 * (ELT_LOG2E_Q30 - (1 << 30)))) /* 2L', 950680362 */
 
-/* Four pairs of 32-bit addresses to a gathered pair (T[j], T[j+1]) per lane: two addresses per
- * VMOV, then VLD2 with register spacing 2 (ARM DDI 0406C A8.8.323, A8.8.324) puts T[j] of lanes
- * 0-3 in one q-register and T[j+1] in the next, the lanes 0 and 2 by the all-lanes form (no
- * register to clear first), 1 and 3 by lane. Written out because GCC's VLD2 intrinsics use
- * spacing 1 and then move the halves together (four VORR a gather). */
-static inline __attribute__((always_inline)) int32x4x2_t elt_gather2(uint32x4_t adr)
-{
-    register int32x4_t lo __asm__("q8");
-    register int32x4_t hi __asm__("q9");
-    uint32_t a0;
-    uint32_t a1;
-    uint32_t a2;
-    uint32_t a3;
-    int32x4x2_t g;
-    __asm__("vmov %[a0], %[a1], %e[adr]\n\t"
-            "vmov %[a2], %[a3], %f[adr]\n\t"
-            "vld2.32 {d16[], d18[]}, [%[a0]]\n\t"
-            "vld2.32 {d17[], d19[]}, [%[a2]]\n\t"
-            "vld2.32 {d16[1], d18[1]}, [%[a1]]\n\t"
-            "vld2.32 {d17[1], d19[1]}, [%[a3]]"
-            : "=w"(lo), "=w"(hi), [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
-            : [adr] "w"(adr)
-            : "memory");
-    g.val[0] = lo;
-    g.val[1] = hi;
-    return g;
-}
-
 typedef struct {
     int32x4_t vlim;
     int32x4_t sha;

@@ -61,4 +61,33 @@ static inline __attribute__((always_inline)) int16x8_t elt_sigmoid8(int16x8_t x,
     return vreinterpretq_s16_u16(vbslq_u16(neg, mir, pos));
 }
 
+/* Four 32-bit addresses to a gathered pair (T[j], T[j+1]) per lane (the entropy's exp2 and
+ * log2 tables, the sampler's Gaussian octave table): two addresses per
+ * VMOV, then VLD2 with register spacing 2 (ARM DDI 0406C A8.8.323, A8.8.324) puts T[j] of lanes
+ * 0-3 in one q-register and T[j+1] in the next, the lanes 0 and 2 by the all-lanes form (no
+ * register to clear first), 1 and 3 by lane. Written out because GCC's VLD2 intrinsics use
+ * spacing 1 and then move the halves together (four VORR a gather). */
+static inline __attribute__((always_inline)) int32x4x2_t elt_gather2(uint32x4_t adr)
+{
+    register int32x4_t lo __asm__("q8");
+    register int32x4_t hi __asm__("q9");
+    uint32_t a0;
+    uint32_t a1;
+    uint32_t a2;
+    uint32_t a3;
+    int32x4x2_t g;
+    __asm__("vmov %[a0], %[a1], %e[adr]\n\t"
+            "vmov %[a2], %[a3], %f[adr]\n\t"
+            "vld2.32 {d16[], d18[]}, [%[a0]]\n\t"
+            "vld2.32 {d17[], d19[]}, [%[a2]]\n\t"
+            "vld2.32 {d16[1], d18[1]}, [%[a1]]\n\t"
+            "vld2.32 {d17[1], d19[1]}, [%[a3]]"
+            : "=w"(lo), "=w"(hi), [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
+            : [adr] "w"(adr)
+            : "memory");
+    g.val[0] = lo;
+    g.val[1] = hi;
+    return g;
+}
+
 #endif /* ELT_NEON_A32_H */

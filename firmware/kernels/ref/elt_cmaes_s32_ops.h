@@ -26,20 +26,14 @@ static inline __attribute__((always_inline)) int32_t elt_chol_kmax(const int32_t
     return elt_chol_k(c, ELT_K_MAX, a);
 }
 
-/* The lam x k normals of one iteration, candidate-major, one draw at a time. st: the stream's
- * state, updated. */
-static inline __attribute__((always_inline)) void elt_sample_draw(elt_cmaes_work_t *w, uint32_t *st,
+/* The lam x k normals of one iteration: elt_rng_gauss_block's block, stored in its order at z
+ * (elt_sample_k moves the rows to their stride where k < ELT_K_MAX). */
+static inline __attribute__((always_inline)) void elt_sample_draw(int32_t *z, elt_rng_t *rng,
                                                                   const int32_t lam,
                                                                   const int32_t k,
                                                                   const int32_t *gauss_lut)
 {
-    int32_t i;
-    int32_t a;
-    for (i = 0; i < lam; i++) {
-        for (a = 0; a < k; a++) {
-            w->z[i][a] = elt_gauss_from_u32(elt_xoshiro_next(st), gauss_lut);
-        }
-    }
+    elt_rng_gauss_block(rng, z, lam * k, gauss_lut);
 }
 
 /* y = A z and x = m + sigma y of the lam candidates. */

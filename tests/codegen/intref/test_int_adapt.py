@@ -160,7 +160,7 @@ def float_twin_with_int_normals(
     params = ecfg.cmaes_params()
     zt = z_q15 / 32768.0
     normals = (
-        Xoshiro128ss(cfg.seed, np.arange(len(zt))).gauss_block((cfg.n_iter, cfg.lam, cfg.k))
+        Xoshiro128ss(cfg.seed, np.arange(len(zt))).gauss_blocks(cfg.n_iter, (cfg.lam, cfg.k))
         / 2.0**Z_FRAC
     )
     pred = np.empty(len(zt), np.int64)

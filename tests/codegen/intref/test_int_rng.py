@@ -1,5 +1,6 @@
 """Golden vectors of the ELaTTA random streams (docs/cmaes.md §4, §7b.1): splitmix64 seeding,
-xoshiro128**, the Gaussian octave table and 1e6 normals, equal in C and Python."""
+four xoshiro128** lanes drawn in blocks, the Gaussian octave table and 1e6 normals, equal in C
+and Python."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from codegen.base.tables import (
     LOG2_LUT,
     table_hash,
 )
-from codegen.intref.rng import Xoshiro128ss, gauss_from_u32, splitmix64_next
+from codegen.intref.rng import LANES, Xoshiro128ss, gauss_from_u32, splitmix64_next
 
 # Golden values (computed once by this reference and checked against the C build below).
 GAUSS_LUT_SHA256 = "905bb827b8aed953d2826a0acdb077871b1827567be4e75bbefe59ff80486580"
 EXP2_LUT_SHA256 = "21c50821b132c0a124613b2ee76cac286c1cb8148ed63fb62a3763910318da50"
 LOG2_LUT_SHA256 = "4b753a068ac6a6d9b35ea9d127e23d910098e83db07c96e0567113aaafcdd3dd"
+# Lane 0's first outputs (its state is the single-stream seeding's: splitmix64 outputs 1 and 2)
 XOSHIRO_SEED0_ID0 = [
     0x1A70A2A9,
     0x57C0A5A3,
@@ -35,8 +37,9 @@ XOSHIRO_SEED0_ID0 = [
 ]
 XOSHIRO_DEADBEEF_ID7 = [0x1B3F1FB2, 0x9A7C55CD, 0x1A0EEBBC, 0xA96B65FD]
 XOSHIRO_MAX_MAX = [0x19791CFF, 0xF061AC56, 0x214A83FC, 0xF3D23285]
-# 1000 streams (seed 20260101, ids 0..999) x 1000 normals, int32 little-endian, stream-major
-NORMALS_1E6_SHA256 = "a0e6fd0aeab11783b2fc81571e38fcd2eae81c7216c798ce79921c390f508569"
+# 1000 generators (seed 20260101, ids 0..999) x one block of 1000 normals, int32 little-endian,
+# generator-major
+NORMALS_1E6_SHA256 = "58eb61ecbbc5228774a8c426b410e1cfe1de12836eee41176b198f74b165ff1a"
 NORMALS_SEED = 20260101
 
 
@@ -72,12 +75,28 @@ def test_splitmix64_reference_value() -> None:
     assert int(out[0]) == 0xE220A8397B1DCDAF
 
 
+def lane_state(r: Xoshiro128ss, lane: int) -> list[int]:
+    return [int(w[0, lane]) for w in (r.s0, r.s1, r.s2, r.s3)]
+
+
 def test_xoshiro_matches_reference_algorithm() -> None:
     r = Xoshiro128ss(0, [0])
-    state = [int(r.s0[0]), int(r.s1[0]), int(r.s2[0]), int(r.s3[0])]
-    assert [int(r.next_u32()[0]) for _ in range(64)] == xoshiro_scalar(state, 64)
-    r.s0, r.s1, r.s2, r.s3 = (np.array([v], np.uint32) for v in (1, 2, 3, 4))
-    assert int(r.next_u32()[0]) == 11520  # rotl(2*5, 7)*9
+    states = [lane_state(r, lane) for lane in range(LANES)]
+    u = r.block_u32(4 * 64)[0]
+    for lane in range(LANES):  # draw j of a block: lane j mod 4, its step j div 4
+        assert [int(v) for v in u[lane::LANES]] == xoshiro_scalar(states[lane], 64)
+    assert len({tuple(s) for s in states}) == LANES  # four different lanes
+    r.s0, r.s1, r.s2, r.s3 = (np.full((1, LANES), v, np.uint32) for v in (1, 2, 3, 4))
+    assert list(r.block_u32(4)[0]) == [11520] * LANES  # rotl(2*5, 7)*9
+
+
+def test_block_drops_the_outputs_past_its_end() -> None:
+    whole = Xoshiro128ss(5, [3]).block_u32(16)[0]
+    r = Xoshiro128ss(5, [3])
+    first = r.block_u32(6)[0]  # two steps of every lane, the last two outputs dropped
+    second = r.block_u32(8)[0]
+    np.testing.assert_array_equal(first, whole[:6])
+    np.testing.assert_array_equal(second, whole[8:])
 
 
 def test_golden_xoshiro_outputs() -> None:
@@ -87,7 +106,7 @@ def test_golden_xoshiro_outputs() -> None:
         (2**64 - 1, 2**32 - 1, XOSHIRO_MAX_MAX),
     ):
         r = Xoshiro128ss(seed, [sid])
-        assert [int(r.next_u32()[0]) for _ in range(len(gold))] == gold
+        assert [int(v) for v in r.block_u32(LANES * len(gold))[0, ::LANES]] == gold
 
 
 def test_streams_depend_only_on_seed_and_id() -> None:
@@ -132,10 +151,12 @@ def test_one_million_normals_hash_python() -> None:
 def test_c_uniforms_equal_python(harness: Harness) -> None:
     for seed, ids in ((0, [0, 1, 2, 2**32 - 1]), (0xDEADBEEF, [7]), (2**64 - 1, [2**32 - 1])):
         c = harness.rng(seed, ids, 256)
-        r = Xoshiro128ss(seed, ids)
-        py = np.stack([r.next_u32() for _ in range(256)], axis=1)
-        np.testing.assert_array_equal(c, py)
-    assert list(harness.rng(0, [0], 8)[0]) == XOSHIRO_SEED0_ID0
+        np.testing.assert_array_equal(c, Xoshiro128ss(seed, ids).block_u32(256))
+        # a block whose end is not a step's: ceil(n / 4) steps of every lane, the rest dropped
+        np.testing.assert_array_equal(
+            harness.rng(seed, ids, 7), Xoshiro128ss(seed, ids).block_u32(7)
+        )
+    assert list(harness.rng(0, [0], 32)[0, ::LANES]) == XOSHIRO_SEED0_ID0
 
 
 def test_c_tables_and_one_million_normals(harness: Harness) -> None:
