@@ -33,6 +33,28 @@ static const uint8_t crc32_pad_idx[32] = {0xFFu, 0xFFu, 0xFFu, 0xFFu, 0xFFu, 0xF
                                           0u,    1u,    2u,    3u,    4u,    5u,    6u,    7u,
                                           8u,    9u,    10u,   11u,   12u,   13u,   14u,   15u};
 
+/* One group of 16 bytes in q0 (crc32_fold_block): its 64 constant bytes, eight products and
+ * eight sums into the accumulators q12..q15. */
+#define CRC32_FOLD_GROUP                                                                           \
+    "vld1.8 {d2-d5}, [%[k]]!\n\t"                                                                  \
+    "vld1.8 {d18-d21}, [%[k]]!\n\t"                                                                \
+    "vmull.p8 q3, d0, d2\n\t"                                                                      \
+    "vmull.p8 q8, d1, d3\n\t"                                                                      \
+    "veor q12, q12, q3\n\t"                                                                        \
+    "veor q12, q12, q8\n\t"                                                                        \
+    "vmull.p8 q3, d0, d4\n\t"                                                                      \
+    "vmull.p8 q8, d1, d5\n\t"                                                                      \
+    "veor q13, q13, q3\n\t"                                                                        \
+    "veor q13, q13, q8\n\t"                                                                        \
+    "vmull.p8 q3, d0, d18\n\t"                                                                     \
+    "vmull.p8 q8, d1, d19\n\t"                                                                     \
+    "veor q14, q14, q3\n\t"                                                                        \
+    "veor q14, q14, q8\n\t"                                                                        \
+    "vmull.p8 q3, d0, d20\n\t"                                                                     \
+    "vmull.p8 q8, d1, d21\n\t"                                                                     \
+    "veor q15, q15, q3\n\t"                                                                        \
+    "veor q15, q15, q8\n\t"
+
 /* One block of g groups from register value crc: the CRC register after it. The first group is
  * the block's first r bytes (4 <= r <= 16) behind 16 - r zeros, the register XORed into those r
  * bytes' first four: zeros ahead of the data add nothing to a register that starts at 0 (the
@@ -65,46 +87,8 @@ static uint32_t crc32_fold_block(uint32_t crc, const uint8_t *p, uint32_t g, uin
                      "b 2f\n"
                      "1:\n\t"
                      "vld1.8 {d0-d1}, [%[p]]!\n"
-                     "2:\n\t"
-                     "vld1.8 {d2-d5}, [%[k]]!\n\t"
-                     "vld1.8 {d18-d21}, [%[k]]!\n\t"
-                     "vmull.p8 q3, d0, d2\n\t"
-                     "vmull.p8 q8, d1, d3\n\t"
-                     "veor q12, q12, q3\n\t"
-                     "veor q12, q12, q8\n\t"
-                     "vmull.p8 q3, d0, d4\n\t"
-                     "vmull.p8 q8, d1, d5\n\t"
-                     "veor q13, q13, q3\n\t"
-                     "veor q13, q13, q8\n\t"
-                     "vmull.p8 q3, d0, d18\n\t"
-                     "vmull.p8 q8, d1, d19\n\t"
-                     "veor q14, q14, q3\n\t"
-                     "veor q14, q14, q8\n\t"
-                     "vmull.p8 q3, d0, d20\n\t"
-                     "vmull.p8 q8, d1, d21\n\t"
-                     "veor q15, q15, q3\n\t"
-                     "veor q15, q15, q8\n\t"
-                     "vld1.8 {d0-d1}, [%[p]]!\n"
-                     "3:\n\t"
-                     "vld1.8 {d2-d5}, [%[k]]!\n\t"
-                     "vld1.8 {d18-d21}, [%[k]]!\n\t"
-                     "vmull.p8 q3, d0, d2\n\t"
-                     "vmull.p8 q8, d1, d3\n\t"
-                     "veor q12, q12, q3\n\t"
-                     "veor q12, q12, q8\n\t"
-                     "vmull.p8 q3, d0, d4\n\t"
-                     "vmull.p8 q8, d1, d5\n\t"
-                     "veor q13, q13, q3\n\t"
-                     "veor q13, q13, q8\n\t"
-                     "vmull.p8 q3, d0, d18\n\t"
-                     "vmull.p8 q8, d1, d19\n\t"
-                     "veor q14, q14, q3\n\t"
-                     "veor q14, q14, q8\n\t"
-                     "vmull.p8 q3, d0, d20\n\t"
-                     "vmull.p8 q8, d1, d21\n\t"
-                     "veor q15, q15, q3\n\t"
-                     "veor q15, q15, q8\n\t"
-                     "subs %[g], %[g], #2\n\t"
+                     "2:\n\t" CRC32_FOLD_GROUP "vld1.8 {d0-d1}, [%[p]]!\n"
+                     "3:\n\t" CRC32_FOLD_GROUP "subs %[g], %[g], #2\n\t"
                      "bgt 1b\n\t"
                      /* each accumulator's 8 lanes to 4, a 4 x 4 transpose of the 16-bit lanes
                       * (VTRN, ARM DDI 0406C A8.8), then one lane per accumulator: [S0 S1 S2 S3] */
