@@ -389,27 +389,34 @@ size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32
 
 /* The receive interrupt (fw_irq.c): the RX FIFO into the ring, then its status cleared (write 1
  * to clear, UG585 B.33 Chnl_int_sts_reg0); a byte that finds the ring full is counted and lost
- * (the host's window keeps in flight no more than the ring holds). Whole bursts while Channel_sts
- * RTRIG says the FIFO holds them (the trigger level is RX_BURST outside fw_uart_read) and the
- * ring has room for them in one stretch (rx_burst, as fw_uart_read takes them; the handler saves
- * the caller-saved NEON registers, startup.S), then byte by byte while RxEMPTY is clear. */
+ * (the host's window keeps in flight no more than the ring holds). One look at Channel_sts per
+ * step: a whole burst when RTRIG says the FIFO holds one (the trigger level is RX_BURST outside
+ * fw_uart_read) and the ring has room for it in one stretch (rx_burst, as fw_uart_read takes
+ * them; the handler saves the caller-saved NEON registers, startup.S), else one byte while RxEMPTY
+ * is clear, but fewer than a burst only once the receiver time-out says the line went idle:
+ * otherwise they stay for the next interrupt (RTRIG again) or fw_uart_read, which reads the FIFO
+ * after the ring. Under QEMU, which refills the FIFO a byte for every byte read, draining it byte
+ * by byte ran on through whole frames at 10 instructions a byte. */
 void fw_uart_isr(void)
 {
     uint32_t head = ring_head;
-    if (rx_level == RX_BURST) {
-        while ((UART(XUART_SR) & XUART_SR_RTRIG) != 0u) {
-            const uint32_t at = head & (FW_RX_RING - 1u);
-            if (head - ring_tail > FW_RX_RING - RX_BURST || at > FW_RX_RING - RX_BURST) {
-                break;
-            }
+    const uint32_t bursts = rx_level == RX_BURST;
+    const uint32_t idle = (UART(XUART_ISR) & XUART_IXR_TOUT) != 0u;
+    for (;;) {
+        const uint32_t sr = UART(XUART_SR);
+        const uint32_t at = head & (FW_RX_RING - 1u);
+        if (bursts && (sr & XUART_SR_RTRIG) != 0u && head - ring_tail <= FW_RX_RING - RX_BURST &&
+            at <= FW_RX_RING - RX_BURST) {
             (void)rx_burst(&UART(XUART_FIFO), &rx_ring[at], rx_min_start());
             head += RX_BURST;
+            continue;
         }
-    }
-    while ((UART(XUART_SR) & XUART_SR_RXEMPTY) == 0u) {
+        if ((sr & XUART_SR_RXEMPTY) != 0u || (bursts && !idle && (sr & XUART_SR_RTRIG) == 0u)) {
+            break;
+        }
         const uint32_t c = UART(XUART_FIFO) & 0xFFu;
         if (head - ring_tail < FW_RX_RING) {
-            rx_ring[head & (FW_RX_RING - 1u)] = (uint8_t)c;
+            rx_ring[at] = (uint8_t)c;
             head++;
         } else {
             ring_overruns++;
