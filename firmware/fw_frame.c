@@ -122,24 +122,28 @@ size_t fw_zero_index(const uint8_t *p, size_t n)
 /* From the code byte at buf[at] (its code in 1..254: a block with an implicit zero), along the
  * chain: each next code byte ends such a block, so it becomes that zero. Stops at a code byte
  * at or past len (returned; *code is then the last code followed), or at one whose own code is
- * 0 or 0xFF (returned, already made 0; *code its code). On ARM 8 instructions a code byte (the
- * codes 1..254 tested by one unsigned compare of code - 1 against 253); a frame of 16-bit speech
- * has a code byte every ten bytes or so. */
+ * 0 or 0xFF (returned, already made 0; *code its code). On ARM 7 instructions a code byte (the
+ * codes 1..254 tested by one unsigned compare of code - 1 against 253; the step and the end's
+ * compare conditional on it, so one branch closes the loop whichever way it ends: a bad code
+ * leaves the flags HI, which BLO does not take); a frame of 16-bit speech has a code byte every
+ * seven bytes or so (4,600 per second of raw audio, measure/bench_memory.py). */
 static size_t cobs_walk(uint8_t *buf, size_t at, size_t len, uint8_t *code)
 {
 #if defined(__arm__) && !defined(__thumb__)
     uint8_t *p = buf + at;
     uint32_t c = *code;
     uint32_t t;
-    __asm__ volatile("1:\n\t"
-                     "add %[p], %[p], %[c]\n\t"
+    __asm__ volatile("add %[p], %[p], %[c]\n\t"
                      "cmp %[p], %[end]\n\t"
-                     "bhs 2f\n\t"
+                     "bhs 2f\n"
+                     "1:\n\t"
                      "ldrb %[c], [%[p]]\n\t"
                      "strb %[z], [%[p]]\n\t"
                      "sub %[t], %[c], #1\n\t"
                      "cmp %[t], #253\n\t"
-                     "bls 1b\n"
+                     "addls %[p], %[p], %[c]\n\t"
+                     "cmpls %[p], %[end]\n\t"
+                     "blo 1b\n"
                      "2:"
                      : [p] "+r"(p), [c] "+r"(c), [t] "=&r"(t)
                      : [end] "r"(buf + len), [z] "r"(0u)

@@ -23,7 +23,8 @@ void fw_uart_write(const uint8_t *data, size_t len);
  * receiver time-out says the line went idle; returns how many (at least one; fewer than
  * FW_RX_CHUNK, 256, after a delimiter), in *clean how many leading bytes hold no delimiter (n when
  * none does) and in *slept the global timer ticks spent asleep. Counts RX FIFO overruns on the
- * way. */
+ * way. The receive ring's bytes come first; when they hold no delimiter and fewer than need, the
+ * FIFO's follow in the same call. */
 size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32_t *slept);
 /* RX FIFO overruns counted since start-up (bytes lost because the 64-byte FIFO was full). */
 uint32_t fw_uart_rx_overruns(void);

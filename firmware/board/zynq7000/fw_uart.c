@@ -154,7 +154,9 @@ void fw_uart_putc(uint8_t c)
 #define TX_BURST 16u
 
 /* Whole bursts into an empty TX FIFO (Channel_sts bit 3, TxEMPTY), one look each instead of a
- * TxFULL look per byte; the last bytes one by one. */
+ * TxFULL look per byte; the last bytes (fewer than a burst: the server writes a reply one COBS
+ * block at a time, a few bytes each) without a look when the FIFO is empty then, else one by
+ * one. */
 void fw_uart_write(const uint8_t *data, size_t len)
 {
     const uint8_t *end = data + len;
@@ -165,6 +167,11 @@ void fw_uart_write(const uint8_t *data, size_t len)
             UART(XUART_FIFO) = data[i];
         }
         data += TX_BURST;
+    }
+    if ((UART(XUART_SR) & XUART_SR_TXEMPTY) != 0u) {
+        while (data != end) {
+            UART(XUART_FIFO) = *data++;
+        }
     }
     while (data != end) {
         fw_uart_putc(*data++);
@@ -179,30 +186,41 @@ void fw_uart_write(const uint8_t *data, size_t len)
  * that holds it, so fewer than FW_RX_CHUNK (256) bytes follow it (fw_uart.h). */
 #define RX_GROUP 16u
 
-/* Up to g bursts of RX_BURST bytes to d: per burst one look at Channel_sts (RTRIG: the RX FIFO
- * holds RX_BURST bytes, UG585 B.33 Channel_sts_reg0 bit 0) and, when they are not there yet, a
- * timed sleep (wait_rx) until they are; then the 16 bytes without another look. Returns the
- * bursts taken (fewer when the line went idle short of a burst: a damaged length, line noise),
- * adds the ticks slept to *zz and sets *zero when a delimiter is among the bytes. */
+/* TOUT (bit 8) is RXEMPTY (bit 1) shifted: the wait between bursts clears a stale time-out
+ * without a branch (rx_bursts). */
+_Static_assert(XUART_IXR_TOUT == XUART_SR_RXEMPTY << 7,
+               "Chnl_int_sts TOUT and Channel_sts RxEMPTY");
+
+/* Up to g bursts of RX_BURST bytes to d, each taken once Channel_sts RTRIG (UG585 B.33
+ * Channel_sts_reg0 bit 0) says the RX FIFO holds them, then the 16 bytes without another look.
+ * Returns the bursts taken (fewer when the line went idle short of a burst: a damaged length,
+ * line noise), adds the ticks slept to *zz and sets *zero when a delimiter is among the bytes.
+ * With no rate switch pending the wait is wait_rx's protocol in the fewest instructions
+ * (rx_bursts, fw_uart_ops.h), since it runs once per 16 bytes (QEMU's FIFO never holds more, so
+ * every burst of a frame sleeps once: 1,900 times per second of raw audio): RTRIG is cleared,
+ * TIMEOUT too when the FIFO is empty (stale; with bytes there it may be theirs and ends the wait
+ * at once), then Channel_sts is read again before WFI: a condition met after that look raises the
+ * interrupt again and WFI returns at once (UG585 B.33 Chnl_int_sts_reg0, write 1 to clear; QEMU's
+ * model sets the bit again at the write when the level still holds). While a switch waits for its
+ * frame, wait_rx (which watches the revert time) takes each burst's wait. */
 static inline uint32_t rx_group(uint8_t *d, uint32_t g, uint32_t *zz, uint32_t *zero)
 {
-    uint32_t i = 0;
     /* the bytes' minimum, one VMIN a burst on NEON: it is 0 exactly when a delimiter is among
      * them (fw_uart_ops.h) */
     rx_min_t lo = rx_min_start();
-    for (; i < g; i++) {
-        uint32_t sr = UART(XUART_SR);
-        if ((sr & XUART_SR_RTRIG) == 0u) {
-            /* the wait for the host is not link work */
+    uint32_t i = 0;
+    if (!rate_pending) {
+        i = rx_bursts(FW_UART_BASE, &GTIMER_LO, d, g, zz, &lo);
+    } else {
+        for (; i < g; i++) {
             const uint32_t t = GTIMER_LO;
-            sr = wait_rx(RX_BURST);
+            const uint32_t sr = wait_rx(RX_BURST);
             *zz += GTIMER_LO - t;
             if ((sr & XUART_SR_RTRIG) == 0u) {
-                break; /* the line went idle short of a burst */
+                break;
             }
+            lo = rx_burst(&UART(XUART_FIFO), d + RX_BURST * i, lo);
         }
-        lo = rx_burst(&UART(XUART_FIFO), d, lo);
-        d += RX_BURST;
     }
     *zero = rx_min_zero(lo);
     return i;
@@ -305,38 +323,65 @@ static inline void irq_restore(uint32_t cpsr)
     __asm__ volatile("msr cpsr_c, %0" ::"r"(cpsr) : "memory");
 }
 
-/* What the ring holds, up to and with the first delimiter, at most cap bytes. */
+/* What the ring holds, up to and with the first delimiter, at most cap bytes: a stretch at a
+ * time (the ring's end splits it), its 16-byte chunks with no delimiter copied whole
+ * (rx_copy_clean, fw_uart_ops.h), the rest byte by byte up to the delimiter. */
 static size_t ring_read(uint8_t *dst, size_t cap, size_t *clean)
 {
     const uint32_t head = ring_head;
     size_t n = 0;
-    uint32_t zero = 0;
     while (ring_tail != head && n < cap) {
-        const uint8_t c = rx_ring[ring_tail & (FW_RX_RING - 1u)];
-        ring_tail++;
-        dst[n++] = c;
-        if (c == 0u) {
-            zero = 1;
-            break;
+        const uint32_t at = ring_tail & (FW_RX_RING - 1u);
+        size_t span = head - ring_tail;
+        span = span < FW_RX_RING - at ? span : FW_RX_RING - at;
+        span = span < cap - n ? span : cap - n;
+        const uint8_t *src = &rx_ring[at];
+        size_t i = rx_copy_clean(dst + n, src, span);
+        for (; i < span; i++) {
+            const uint8_t c = src[i];
+            dst[n + i] = c;
+            if (c == 0u) {
+                ring_tail += (uint32_t)(i + 1u);
+                *clean = n + i;
+                return n + i + 1u;
+            }
         }
+        ring_tail += (uint32_t)span;
+        n += span;
     }
-    *clean = zero ? n - 1u : n;
+    *clean = n;
     return n;
 }
 
+/* The ring first (bytes keep their order); when it held no delimiter and fewer bytes than the
+ * caller needs, the FIFO next in the same call: a frame whose first bytes the interrupt caught
+ * (they came while the server worked between two reads, IRQs unmasked) is still taken whole here,
+ * not a ring's worth per call with the interrupt catching the next burst in between. The trigger
+ * level is left at RX_BURST, so that the interrupt moves bursts (fw_uart_isr). */
 size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32_t *slept)
 {
     const uint32_t cpsr = irq_mask();
-    size_t n;
+    size_t n = 0;
+    size_t c = 0;
+    *slept = 0;
     if (ring_tail != ring_head) {
-        *slept = 0;
-        n = ring_read(dst, cap, clean);
-    } else {
-        n = fifo_read(dst, cap, need, clean, slept);
-        /* nothing left for the handler: the status the polled read saw is not a new interrupt */
-        if ((UART(XUART_SR) & XUART_SR_RXEMPTY) != 0u) {
-            UART(XUART_ISR) = XUART_IXR_RTRIG | XUART_IXR_TOUT;
+        n = ring_read(dst, cap, &c);
+        if (c != n || n == cap || need <= n) {
+            *clean = c;
+            irq_restore(cpsr);
+            return n;
         }
+    }
+    const size_t m = fifo_read(dst + n, cap - n, need - n, &c, slept);
+    *clean = n + c;
+    n += m;
+    if (rx_level != RX_BURST) {
+        UART(XUART_RXWM) = RX_BURST;
+        rx_level = RX_BURST;
+    }
+    /* nothing left for the handler: the status the polled read saw is not a new interrupt */
+    if ((UART(XUART_SR) & XUART_SR_RXEMPTY) != 0u) {
+        UART(XUART_ISR) = XUART_IXR_RTRIG | XUART_IXR_TOUT;
     }
     irq_restore(cpsr);
     return n;
@@ -344,15 +389,34 @@ size_t fw_uart_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, uint32
 
 /* The receive interrupt (fw_irq.c): the RX FIFO into the ring, then its status cleared (write 1
  * to clear, UG585 B.33 Chnl_int_sts_reg0); a byte that finds the ring full is counted and lost
- * (the host's window keeps in flight no more than the ring holds). Plain C on the core registers:
- * the handler saves only what the AAPCS says a call may change. */
+ * (the host's window keeps in flight no more than the ring holds). One look at Channel_sts per
+ * step: a whole burst when RTRIG says the FIFO holds one (the trigger level is RX_BURST outside
+ * fw_uart_read) and the ring has room for it in one stretch (rx_burst, as fw_uart_read takes
+ * them; the handler saves the caller-saved NEON registers, startup.S), else one byte while RxEMPTY
+ * is clear, but fewer than a burst only once the receiver time-out says the line went idle:
+ * otherwise they stay for the next interrupt (RTRIG again) or fw_uart_read, which reads the FIFO
+ * after the ring. Under QEMU, which refills the FIFO a byte for every byte read, draining it byte
+ * by byte ran on through whole frames at 10 instructions a byte. */
 void fw_uart_isr(void)
 {
     uint32_t head = ring_head;
-    while ((UART(XUART_SR) & XUART_SR_RXEMPTY) == 0u) {
+    const uint32_t bursts = rx_level == RX_BURST;
+    const uint32_t idle = (UART(XUART_ISR) & XUART_IXR_TOUT) != 0u;
+    for (;;) {
+        const uint32_t sr = UART(XUART_SR);
+        const uint32_t at = head & (FW_RX_RING - 1u);
+        if (bursts && (sr & XUART_SR_RTRIG) != 0u && head - ring_tail <= FW_RX_RING - RX_BURST &&
+            at <= FW_RX_RING - RX_BURST) {
+            (void)rx_burst(&UART(XUART_FIFO), &rx_ring[at], rx_min_start());
+            head += RX_BURST;
+            continue;
+        }
+        if ((sr & XUART_SR_RXEMPTY) != 0u || (bursts && !idle && (sr & XUART_SR_RTRIG) == 0u)) {
+            break;
+        }
         const uint32_t c = UART(XUART_FIFO) & 0xFFu;
         if (head - ring_tail < FW_RX_RING) {
-            rx_ring[head & (FW_RX_RING - 1u)] = (uint8_t)c;
+            rx_ring[at] = (uint8_t)c;
             head++;
         } else {
             ring_overruns++;

@@ -28,4 +28,39 @@ static inline uint32_t rx_min_zero(rx_min_t lo)
     return lo == 0u;
 }
 
+/* Up to g (at least 1) bursts from the RX FIFO to d, each after its wait (fw_uart.c, rx_group:
+ * RTRIG cleared, TIMEOUT too when the FIFO is empty, Channel_sts looked at again, then WFI until
+ * RTRIG, or until TIMEOUT, which ends the bursts), the global timer read around each WFI (the
+ * ticks asleep added to *zz), the bytes' minimum in *lo. Returns the bursts taken. */
+static inline uint32_t rx_bursts(uintptr_t uart, volatile uint32_t *gt, uint8_t *d, uint32_t g,
+                                 uint32_t *zz, rx_min_t *lo)
+{
+    volatile uint32_t *const sr = (volatile uint32_t *)(uart + XUART_SR);
+    volatile uint32_t *const isr = (volatile uint32_t *)(uart + XUART_ISR);
+    uint32_t i = 0;
+    for (; i < g; i++) {
+        *isr = XUART_IXR_RTRIG | ((*sr & XUART_SR_RXEMPTY) << 7);
+        while ((*sr & XUART_SR_RTRIG) == 0u) {
+            const uint32_t t = *gt;
+            __asm__ volatile("dsb\n\twfi" ::: "memory");
+            *zz += *gt - t;
+            if ((*sr & XUART_SR_RTRIG) == 0u && (*isr & XUART_IXR_TOUT) != 0u) {
+                return i;
+            }
+        }
+        *lo = rx_burst((volatile uint32_t *)(uart + XUART_FIFO), d, *lo);
+        d += 16;
+    }
+    return i;
+}
+
+/* No bulk copy: fw_uart.c's byte-wise loop copies the ring's bytes. */
+static inline size_t rx_copy_clean(uint8_t *d, const uint8_t *s, size_t n)
+{
+    (void)d;
+    (void)s;
+    (void)n;
+    return 0;
+}
+
 #endif /* FW_UART_OPS_H */
