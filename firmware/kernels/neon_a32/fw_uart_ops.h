@@ -8,6 +8,18 @@
 
 #include "elt_neon_a32.h"
 
+/* One burst: 16 reads of TX_RX_FIFO0 (at the asm operand %[f]), one into each 32-bit lane of
+ * d16-d23. */
+#define FW_FIFO16_LOADS                                                                            \
+    "vld1.32 {d16[0]}, [%[f]]\n\tvld1.32 {d16[1]}, [%[f]]\n\t"                                     \
+    "vld1.32 {d17[0]}, [%[f]]\n\tvld1.32 {d17[1]}, [%[f]]\n\t"                                     \
+    "vld1.32 {d18[0]}, [%[f]]\n\tvld1.32 {d18[1]}, [%[f]]\n\t"                                     \
+    "vld1.32 {d19[0]}, [%[f]]\n\tvld1.32 {d19[1]}, [%[f]]\n\t"                                     \
+    "vld1.32 {d20[0]}, [%[f]]\n\tvld1.32 {d20[1]}, [%[f]]\n\t"                                     \
+    "vld1.32 {d21[0]}, [%[f]]\n\tvld1.32 {d21[1]}, [%[f]]\n\t"                                     \
+    "vld1.32 {d22[0]}, [%[f]]\n\tvld1.32 {d22[1]}, [%[f]]\n\t"                                     \
+    "vld1.32 {d23[0]}, [%[f]]\n\tvld1.32 {d23[1]}, [%[f]]\n\t"
+
 /* 16 reads of TX_RX_FIFO0, one 32-bit VLD1 lane load each (the register's width; the byte is in
  * bits [7:0], UG585 B.33), then each word's low byte picked by two VTBL lookups (ARM DDI 0406C
  * A8.8.413): 18 instructions for 16 bytes against 32 for LDR/STRB pairs, and the bytes are in a
@@ -18,16 +30,8 @@ static inline uint8x16_t fifo16(volatile uint32_t *fifo)
     uint8x16_t v;
     /* byte 0 of each of the 8 words in a 4-register table */
     const uint8x8_t idx = vcreate_u8(0x1C1814100C080400u);
-    __asm__ volatile("vld1.32 {d16[0]}, [%[f]]\n\tvld1.32 {d16[1]}, [%[f]]\n\t"
-                     "vld1.32 {d17[0]}, [%[f]]\n\tvld1.32 {d17[1]}, [%[f]]\n\t"
-                     "vld1.32 {d18[0]}, [%[f]]\n\tvld1.32 {d18[1]}, [%[f]]\n\t"
-                     "vld1.32 {d19[0]}, [%[f]]\n\tvld1.32 {d19[1]}, [%[f]]\n\t"
-                     "vld1.32 {d20[0]}, [%[f]]\n\tvld1.32 {d20[1]}, [%[f]]\n\t"
-                     "vld1.32 {d21[0]}, [%[f]]\n\tvld1.32 {d21[1]}, [%[f]]\n\t"
-                     "vld1.32 {d22[0]}, [%[f]]\n\tvld1.32 {d22[1]}, [%[f]]\n\t"
-                     "vld1.32 {d23[0]}, [%[f]]\n\tvld1.32 {d23[1]}, [%[f]]\n\t"
-                     "vtbl.8 %e[v], {d16, d17, d18, d19}, %P[idx]\n\t"
-                     "vtbl.8 %f[v], {d20, d21, d22, d23}, %P[idx]"
+    __asm__ volatile(FW_FIFO16_LOADS "vtbl.8 %e[v], {d16, d17, d18, d19}, %P[idx]\n\t"
+                                     "vtbl.8 %f[v], {d20, d21, d22, d23}, %P[idx]"
                      : [v] "=&w"(v)
                      : [f] "r"(fifo), [idx] "w"(idx)
                      : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "memory");
@@ -100,16 +104,7 @@ static inline uint32_t rx_bursts(uintptr_t uart, volatile uint32_t *gt, uint8_t 
         "tst %[s], %[tout]\n\t"
         "beq 2b\n\t"
         "b 4f\n"
-        "3:\n\t"
-        "vld1.32 {d16[0]}, [%[f]]\n\tvld1.32 {d16[1]}, [%[f]]\n\t"
-        "vld1.32 {d17[0]}, [%[f]]\n\tvld1.32 {d17[1]}, [%[f]]\n\t"
-        "vld1.32 {d18[0]}, [%[f]]\n\tvld1.32 {d18[1]}, [%[f]]\n\t"
-        "vld1.32 {d19[0]}, [%[f]]\n\tvld1.32 {d19[1]}, [%[f]]\n\t"
-        "vld1.32 {d20[0]}, [%[f]]\n\tvld1.32 {d20[1]}, [%[f]]\n\t"
-        "vld1.32 {d21[0]}, [%[f]]\n\tvld1.32 {d21[1]}, [%[f]]\n\t"
-        "vld1.32 {d22[0]}, [%[f]]\n\tvld1.32 {d22[1]}, [%[f]]\n\t"
-        "vld1.32 {d23[0]}, [%[f]]\n\tvld1.32 {d23[1]}, [%[f]]\n\t"
-        "vtbl.8 d24, {d16, d17, d18, d19}, %P[idx]\n\t"
+        "3:\n\t" FW_FIFO16_LOADS "vtbl.8 d24, {d16, d17, d18, d19}, %P[idx]\n\t"
         "vtbl.8 d25, {d20, d21, d22, d23}, %P[idx]\n\t"
         "vst1.8 {d24-d25}, [%[d]]!\n\t"
         "vmin.u8 %q[m], %q[m], q12\n\t"
