@@ -303,6 +303,26 @@ static inline __attribute__((always_inline)) void mfcc_head_step(const elt_mfcc_
     "vsub.i32 q2, q12, q5\n\t"                                                                     \
     "vadd.i32 q3, q13, q4\n\t"
 
+/* A head step's loads in mfcc_head_run: quad a at x, w (d24-d27), c a quarter on (d8-d11) and,
+ * with b, b half way (d12-d15). */
+/* clang-format off */
+#define MFCC_HEAD_LOAD_AC                                                                          \
+    "1:\n\t"                                                                                       \
+    MFCC_QUAD_ASM("%[x]", "%[w]", "d24", "d25", "d26", "d27")                                      \
+    "add %[t], %[x], %[off]\n\t"                                                                   \
+    "add %[u], %[w], %[off], lsl #1\n\t"                                                           \
+    MFCC_QUAD_ASM("%[t]", "%[u]", "d8", "d9", "d10", "d11")
+#define MFCC_HEAD_LOAD_B                                                                           \
+    "add %[t], %[t], %[off]\n\t"                                                                   \
+    "add %[u], %[u], %[off], lsl #1\n\t"                                                           \
+    MFCC_QUAD_ASM("%[t]", "%[u]", "d12", "d13", "d14", "d15")
+/* clang-format on */
+/* The operands of both head runs, with the scale's operand (the shift, or the multiplier). */
+#define MFCC_HEAD_OPERANDS(scale)                                                                  \
+    : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)            \
+    : [off] "r"(off), [z] "r"(z), scale, [inc] "r"(2 * p->n_cfft - 16)                             \
+    : "memory", "cc", MFCC_NEON_CLOBBERS
+
 /* n head steps from r whose quads a = z[r..] and c = z[r + Q..] are whole, d = z[r + 3Q..]
  * zero, and b = z[r + 2Q..] whole (with_b) or zero: mfcc_head_step in assembly (GCC moves the
  * int32x4x4_t values for VST4 through the stack). a: q12, q13; c: q4, q5; b: q6, q7; the
@@ -316,38 +336,11 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
     const int32_t off = p->n_cfft; /* bytes of 2Q int16 samples: quad n to quad n + Q */
     int32_t t, u;
     if (with_b) {
-        /* clang-format off */
-        __asm__ volatile(
-            "vdup.32 q15, %[nsh]\n\t"
-            "1:\n\t"
-            MFCC_QUAD_ASM("%[x]", "%[w]", "d24", "d25", "d26", "d27")
-            "add %[t], %[x], %[off]\n\t"
-            "add %[u], %[w], %[off], lsl #1\n\t"
-            MFCC_QUAD_ASM("%[t]", "%[u]", "d8", "d9", "d10", "d11")
-            "add %[t], %[t], %[off]\n\t"
-            "add %[u], %[u], %[off], lsl #1\n\t"
-            MFCC_QUAD_ASM("%[t]", "%[u]", "d12", "d13", "d14", "d15")
-            MFCC_HEAD_ABC
-            MFCC_HEAD_OUT
-            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh), [inc] "r"(2 * p->n_cfft - 16)
-            : "memory", "cc", MFCC_NEON_CLOBBERS);
-        /* clang-format on */
+        __asm__ volatile("vdup.32 q15, %[nsh]\n\t" MFCC_HEAD_LOAD_AC MFCC_HEAD_LOAD_B MFCC_HEAD_ABC
+                             MFCC_HEAD_OUT MFCC_HEAD_OPERANDS([nsh] "r"(-sh)));
     } else {
-        /* clang-format off */
-        __asm__ volatile(
-            "vdup.32 q15, %[nsh]\n\t"
-            "1:\n\t"
-            MFCC_QUAD_ASM("%[x]", "%[w]", "d24", "d25", "d26", "d27")
-            "add %[t], %[x], %[off]\n\t"
-            "add %[u], %[w], %[off], lsl #1\n\t"
-            MFCC_QUAD_ASM("%[t]", "%[u]", "d8", "d9", "d10", "d11")
-            MFCC_HEAD_AC
-            MFCC_HEAD_OUT
-            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [nsh] "r"(-sh), [inc] "r"(2 * p->n_cfft - 16)
-            : "memory", "cc", MFCC_NEON_CLOBBERS);
-        /* clang-format on */
+        __asm__ volatile("vdup.32 q15, %[nsh]\n\t" MFCC_HEAD_LOAD_AC MFCC_HEAD_AC MFCC_HEAD_OUT
+                             MFCC_HEAD_OPERANDS([nsh] "r"(-sh)));
     }
 }
 
@@ -364,6 +357,21 @@ static void mfcc_head_run(const elt_mfcc_params_t *p, const int16_t *pcm, int32_
     "vqrdmulh.s32 " qr ", q8, q2\n\t"                                                              \
     "vqrdmulh.s32 " qi ", q9, q3\n\t"
 
+/* The same loads in mfcc_head_run_fast (a: q12, q13; c: q4, q5; b: q6, q7), d2 set each step. */
+/* clang-format off */
+#define MFCC_HEAD_FAST_LOAD_AC                                                                     \
+    "1:\n\t"                                                                                       \
+    "vdup.16 d2, %[mul]\n\t"                                                                       \
+    MFCC_QUAD_FAST_ASM("%[x]", "%[w]", "q12", "q13")                                               \
+    "add %[t], %[x], %[off]\n\t"                                                                   \
+    "add %[u], %[w], %[off], lsl #1\n\t"                                                           \
+    MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q4", "q5")
+#define MFCC_HEAD_FAST_LOAD_B                                                                      \
+    "add %[t], %[t], %[off]\n\t"                                                                   \
+    "add %[u], %[u], %[off], lsl #1\n\t"                                                           \
+    MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q6", "q7")
+/* clang-format on */
+
 /* mfcc_head_run with MFCC_QUAD_FAST_ASM: mul = 2^(31 - sh), 17 <= sh <= 31 (the outputs reuse
  * d2, so each step sets it again). */
 static void mfcc_head_run_fast(const elt_mfcc_params_t *p, const int16_t *pcm, int32_t *z,
@@ -375,38 +383,11 @@ static void mfcc_head_run_fast(const elt_mfcc_params_t *p, const int16_t *pcm, i
     const int32_t off = p->n_cfft; /* bytes of 2Q int16 samples: quad n to quad n + Q */
     int32_t t, u;
     if (with_b) {
-        /* clang-format off */
-        __asm__ volatile(
-            "1:\n\t"
-            "vdup.16 d2, %[mul]\n\t"
-            MFCC_QUAD_FAST_ASM("%[x]", "%[w]", "q12", "q13")
-            "add %[t], %[x], %[off]\n\t"
-            "add %[u], %[w], %[off], lsl #1\n\t"
-            MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q4", "q5")
-            "add %[t], %[t], %[off]\n\t"
-            "add %[u], %[u], %[off], lsl #1\n\t"
-            MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q6", "q7")
-            MFCC_HEAD_ABC
-            MFCC_HEAD_OUT
-            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul), [inc] "r"(2 * p->n_cfft - 16)
-            : "memory", "cc", MFCC_NEON_CLOBBERS);
-        /* clang-format on */
+        __asm__ volatile(MFCC_HEAD_FAST_LOAD_AC MFCC_HEAD_FAST_LOAD_B MFCC_HEAD_ABC MFCC_HEAD_OUT
+                             MFCC_HEAD_OPERANDS([mul] "r"(mul)));
     } else {
-        /* clang-format off */
         __asm__ volatile(
-            "1:\n\t"
-            "vdup.16 d2, %[mul]\n\t"
-            MFCC_QUAD_FAST_ASM("%[x]", "%[w]", "q12", "q13")
-            "add %[t], %[x], %[off]\n\t"
-            "add %[u], %[w], %[off], lsl #1\n\t"
-            MFCC_QUAD_FAST_ASM("%[t]", "%[u]", "q4", "q5")
-            MFCC_HEAD_AC
-            MFCC_HEAD_OUT
-            : [x] "+r"(x), [w] "+r"(w), [br] "+r"(br), [n] "+r"(n), [t] "=&r"(t), [u] "=&r"(u)
-            : [off] "r"(off), [z] "r"(z), [mul] "r"(mul), [inc] "r"(2 * p->n_cfft - 16)
-            : "memory", "cc", MFCC_NEON_CLOBBERS);
-        /* clang-format on */
+            MFCC_HEAD_FAST_LOAD_AC MFCC_HEAD_AC MFCC_HEAD_OUT MFCC_HEAD_OPERANDS([mul] "r"(mul)));
     }
 }
 
