@@ -21,7 +21,9 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import pytest
 from elatta_host.device import Device
@@ -42,33 +44,56 @@ pytestmark = pytest.mark.qemu
 MODE = ("continual_bounded",)
 
 
-def through_proxy(
-    plan: Plan, build_dir: Path, out: Path, *, rate: float, seed: int
-) -> tuple[dict, ChunkFaults]:  # type: ignore[type-arg]
-    """One run of ``plan`` with default link settings through a line damaging each chunk with
-    probability ``rate`` for each of four faults; returns the report and the line (its
-    counts)."""
+class _Line(Protocol):
+    port: int
+
+    def close(self) -> None: ...
+
+
+L = TypeVar("L", bound=_Line)
+
+
+def run_through_line(
+    plan: Plan, build_dir: Path, out: Path, make_line: Callable[[int], L], **spec: Any
+) -> tuple[dict, L]:  # type: ignore[type-arg]
+    """``plan`` run by ``codegen run``'s executor on a QEMU behind the line ``make_line(port)``
+    makes (a proxy with ``port`` and ``close``), with ``spec``'s device settings (else the
+    defaults); the run must end without errors, every sample recorded once. Returns the report
+    and the line."""
     proc, qport = start_qemu(build_dir / "fw.elf")
-    line = ChunkFaults(qport, seed=seed, rate=rate)
+    line = make_line(qport)
     try:
-        spec = DeviceSpec("line", url=line.url)  # default settings
-        got = execute(plan, [spec], out, resume=False, target={"kind": "qemu"}, progress=False)
+        url = f"socket://127.0.0.1:{line.port}"
+        got = execute(plan, [DeviceSpec("line", url=url, **spec)], out, resume=False,
+                      target={"kind": "qemu"}, progress=False)  # fmt: skip
     finally:
         line.close()
         proc.kill()
         proc.wait()
     assert got.errors == (), got.errors
     check_complete(got.report, out, plan.total)
-    assert got.report["complete"] and got.report["run"]["resumed_from"] == 0
+    return got.report, line
+
+
+def through_proxy(
+    plan: Plan, build_dir: Path, out: Path, *, rate: float, seed: int
+) -> tuple[dict, ChunkFaults]:  # type: ignore[type-arg]
+    """One run of ``plan`` with default link settings through a line damaging each chunk with
+    probability ``rate`` for each of four faults; returns the report and the line (its
+    counts)."""
+    report, line = run_through_line(
+        plan, build_dir, out, lambda port: ChunkFaults(port, seed=seed, rate=rate)
+    )
+    assert report["complete"] and report["run"]["resumed_from"] == 0
     chunks = sum(line.chunks.values())
     assert sum(line.faults.values()) >= rate * chunks, (line.faults, line.chunks)
-    run = got.report["run"]
+    run = report["run"]
     print(
         f"\n{rate:.0%} faults: {dict(line.faults)} of {chunks} chunks; "
         f"{run['samples_per_s']} samples/s, {run['retransmits']} re-sends "
         f"({run['resends_per_sample']} per sample), {run['replayed']} replays"
     )
-    return got.report, line
+    return report, line
 
 
 def test_faults_5_percent_with_default_settings(
@@ -125,22 +150,16 @@ def test_session_behind_a_mebibyte_of_line_noise(
     build_dir, data = kws_build
     plan = make_plan(build_dir, data, MODE, 20)
     noise = random.Random(26).randbytes(1 << 20)
-    proc, qport = start_qemu(build_dir / "fw.elf")
-    proxy = FaultProxy(qport, seed=0, rate=0.0, log=True, preamble=noise)
-    try:
-        spec = DeviceSpec("noisy", url=f"socket://127.0.0.1:{proxy.port}")  # default settings
-        got = execute(plan, [spec], tmp_path / "r", resume=False, target={"kind": "qemu"},
-                      progress=False)  # fmt: skip
-    finally:
-        proxy.close()
-        proc.kill()
-        proc.wait()
-    assert got.errors == (), got.errors
-    check_complete(got.report, tmp_path / "r", plan.total)
+    report, proxy = run_through_line(
+        plan,
+        build_dir,
+        tmp_path / "r",
+        lambda port: FaultProxy(port, seed=0, rate=0.0, log=True, preamble=noise),
+    )
     assert proxy.log is not None
     sent = [f for chunk in proxy.log for f in FrameDecoder().feed(chunk) if isinstance(f, Frame)]
     hellos = sum(f.type == Msg.HELLO for f in sent)
-    errors = got.report["run"]["workers"][0]["damaged"]
+    errors = report["run"]["workers"][0]["damaged"]
     # the protocol's pacing, not a speed: HELLOs are one per try, never one per ERROR
     assert errors > 100 and hellos < errors, (hellos, errors)
 
@@ -161,19 +180,11 @@ def test_run_through_a_usb_uart(
     bench's `audio_realtime_factor` and `features_per_s_115200`."""
     build_dir, data = kws_build
     plan = make_plan(build_dir, data, MODE, 10, input_kind=input_kind, wire=wire)
-    proc, qport = start_qemu(build_dir / "fw.elf")
-    line = UsbUart(qport, baud=baud)
-    try:
-        got = execute(plan, [DeviceSpec("uart", url=line.url)], tmp_path / "r", resume=False,
-                      target={"kind": "qemu"}, progress=False)  # fmt: skip
-    finally:
-        line.close()
-        proc.kill()
-        proc.wait()
-    assert got.errors == (), got.errors
-    check_complete(got.report, tmp_path / "r", plan.total)
+    report, line = run_through_line(
+        plan, build_dir, tmp_path / "r", lambda port: UsbUart(port, baud=baud)
+    )
     assert line.packets > 0 and line.bytes["to_device"] > 0
-    run = got.report["run"]
+    run = report["run"]
     print(f"\n{baud} baud ({input_kind}, {wire}): {dict(line.bytes)}; {run['samples_per_s']}/s")
 
 
@@ -229,19 +240,14 @@ def test_rate_switch_falls_back_by_itself(kws_build: tuple[Path, Path], tmp_path
     device after its revert time, counted in INFO), and the run completes at it."""
     build_dir, data = kws_build
     plan = make_plan(build_dir, data, MODE, 10)
-    proc, qport = start_qemu(build_dir / "fw.elf")
-    line = _DeafAfterSwitch(qport, deaf=2.5)
-    try:
-        spec = DeviceSpec("port0", url=line.url, baud_switch=921_600)
-        got = execute(plan, [spec], tmp_path / "r", resume=False, target={"kind": "qemu"},
-                      progress=False)  # fmt: skip
-    finally:
-        line.close()
-        proc.kill()
-        proc.wait()
-    assert got.errors == (), got.errors
-    check_complete(got.report, tmp_path / "r", plan.total)
-    worker = got.report["run"]["workers"][0]
+    report, _ = run_through_line(
+        plan,
+        build_dir,
+        tmp_path / "r",
+        lambda port: _DeafAfterSwitch(port, deaf=2.5),
+        baud_switch=921_600,
+    )
+    worker = report["run"]["workers"][0]
     assert worker["baud"] == 115_200 and "went back to 115200" in worker["note"], worker
 
 
