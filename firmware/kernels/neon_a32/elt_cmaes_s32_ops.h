@@ -113,98 +113,159 @@ static inline __attribute__((always_inline)) void elt_chol_rows(const int32_t *c
     elt_chol_rows_from(c, a, aj, i, j, k, r, e);
 }
 
+/* acc + round(p / 2^26) by VRSRA #26, or round(p / 2^26) by VRSHR #26 for the first term of a
+ * sum (no zeroed accumulator) */
+static inline __attribute__((always_inline)) int64x2_t elt_rsra26(int64x2_t acc, int64x2_t p,
+                                                                  int first)
+{
+    return first ? vrshrq_n_s64(p, ELT_C_FRAC) : vrsraq_n_s64(acc, p, ELT_C_FRAC);
+}
+
 /* elt_chol_cols: the pivot's sum C_jj - sum_l round(A_jl^2 / 2^26), row j's prefix two squares
- * per VMULL, VRSRA #26 */
+ * per VMULL, VRSRA #26 (an odd last one against a zeroed lane), the two lanes added by VADD and
+ * moved to core registers by one VMOV */
 static inline __attribute__((always_inline)) int64_t elt_chol_cols_piv(const int32_t *aj, int32_t j,
                                                                        int64_t piv)
 {
     int32_t l;
     int64x2_t dv = vdupq_n_s64(0);
+    const int32_t *jp = aj;
+    if (j == 0) {
+        return piv;
+    }
 #if ELT_K_MAX <= 16
 #pragma GCC unroll 8
 #endif
     for (l = 0; l + 2 <= j; l += 2) {
-        const int32x2_t v = vld1_s32(aj + l);
-        dv = vrsraq_n_s64(dv, vmull_s32(v, v), ELT_C_FRAC);
+        const int32x2_t v = elt_vld1_pi(&jp);
+        dv = elt_rsra26(dv, vmull_s32(v, v), l == 0);
     }
-    piv -= vgetq_lane_s64(dv, 0) + vgetq_lane_s64(dv, 1);
     if (l < j) {
-        piv -= elt_mul_rr(aj[l], aj[l], ELT_C_FRAC);
+        const int32x2_t v = vld1_lane_s32(jp, vdup_n_s32(0), 0);
+        dv = elt_rsra26(dv, vmull_s32(v, v), l == 0);
     }
-    return piv;
+    return piv - vget_lane_s64(vadd_s64(vget_low_s64(dv), vget_high_s64(dv)), 0);
 }
 
-/* elt_chol_cols: rows i .. i + 3 of column j (cp, ap: their entry (i, j) in C and A; the next
- * row's entry is i + 1 further), the numerators' sums from the transposed columns at[l][i..],
- * by VMULL by the scalar A_jl and VRSRA #26 into the row's int64 lane; the quotients by VQMOVN
- * (sat32), VMULL by r, VRSHL by -(e + 3), VQMOVN, stored into A and into at[j]. */
-static inline __attribute__((always_inline)) void
-elt_chol_cols_quad(int32_t (*at)[ELT_K_MAX + 4], const int32_t *aj, const int32_t *cp, int32_t *ap,
-                   int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
+/* elt_chol_cols: np (1 .. 4) consecutive d-registers of row l of the transposed factor (at[l][i],
+ * at[l][i + 1], ..) by one VLD1 of a register list ({d-d+3}, ARM DDI 0406C A8.8.320), the
+ * pointer advanced by stride bytes to the next row of at; the list's registers given out as v[]. */
+static inline __attribute__((always_inline)) void elt_chol_ld_at(const int32_t **p, int32_t stride,
+                                                                 int32_t np, int32x2_t v[4])
 {
-    int32_t l;
-    /* entry (i, j) of a packed lower triangle: the next row's is i + 1 further */
-    const int32_t d1 = i + 1;
-    const int32_t d2 = d1 + i + 2;
-    const int32_t d3 = d2 + i + 3;
-    int64x2_t lo = vdupq_n_s64(0);
-    int64x2_t hi = lo;
-    int32x4_t cv = vdupq_n_s32(0);
-    int32x2_t qlo;
-    int32x2_t qhi;
+    const int32_t *q = *p;
+    if (np == 4) {
+        int32x4x2_t w;
+        __asm__("vld1.32 %h0, [%1], %2"
+                : "=w"(w), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[8]) * p));
+        v[0] = vget_low_s32(w.val[0]);
+        v[1] = vget_high_s32(w.val[0]);
+        v[2] = vget_low_s32(w.val[1]);
+        v[3] = vget_high_s32(w.val[1]);
+    } else if (np == 3) {
+        int32x2x3_t w;
+        __asm__("vld1.32 %h0, [%1], %2"
+                : "=w"(w), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[6]) * p));
+        v[0] = w.val[0];
+        v[1] = w.val[1];
+        v[2] = w.val[2];
+    } else if (np == 2) {
+        int32x4_t w;
+        __asm__("vld1.32 {%q0}, [%1], %2"
+                : "=w"(w), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[4]) * p));
+        v[0] = vget_low_s32(w);
+        v[1] = vget_high_s32(w);
+    } else {
+        __asm__("vld1.32 {%P0}, [%1], %2"
+                : "=w"(v[0]), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[2]) * p));
+    }
+    *p = q;
+}
+
+/* elt_chol_cols: the quotients of rows i .. i + 2 np - 1 of column j from their sums acc[]
+ * (lane 0 row i + 2 p, lane 1 the next row): C_ij from two word loads with immediate offsets
+ * and one VMOV into a d-register (VLD1 has no offset, A8.8.320), num = VQMOVN(C - sum) (sat32),
+ * VMULL by r, VRSHL by -(e + 3), VQMOVN; stored into at[j][i ..] and into A (a row past k - 1,
+ * the odd count's pad lane, reads C as 0 and is stored only into at). */
+static inline __attribute__((always_inline)) void
+elt_chol_cols_fin(int32_t *atj, const int32_t *c, int32_t *a, int32_t i, int32_t j, const int32_t k,
+                  int32_t np, const int64x2_t acc[4], int32x2_t rv, int64x2_t esh)
+{
+    int32_t p;
+    ELT_UNROLL_K
+    for (p = 0; p < np; p++) {
+        const int32_t row = i + 2 * p;
+        const uint32_t c0 = (uint32_t)c[ELT_TRI(row, j)];
+        const uint32_t c1 = row + 1 < k ? (uint32_t)c[ELT_TRI(row + 1, j)] : 0u;
+        const int32x2_t cv = vcreate_s32((uint64_t)c0 | (uint64_t)c1 << 32);
+        /* column 0 has no sum: num = C */
+        int32x2_t q = j == 0 ? cv : vqmovn_s64(vsubq_s64(vmovl_s32(cv), acc[p]));
+        q = vqmovn_s64(vrshlq_s64(vmull_lane_s32(q, rv, 0), esh));
+        elt_vst1_pi(&atj, q);
+        a[ELT_TRI(row, j)] = vget_lane_s32(q, 0);
+        if (row + 1 < k) {
+            a[ELT_TRI(row + 1, j)] = vget_lane_s32(q, 1);
+        }
+    }
+}
+
+/* elt_chol_cols: rows i .. i + 2 np - 1 of column j, np = min(4, ceil((k - i) / 2)) pairs: the
+ * numerators' sums from the transposed columns at[l][i ..] (all np pairs of one l by one VLD1),
+ * by VMULL by the scalar A_jl and VRSRA #26 into the row's int64 lane; then elt_chol_cols_fin. */
+static inline __attribute__((always_inline)) void
+elt_chol_cols_group(int32_t (*at)[ELT_K_MAX + 4], const int32_t *aj, const int32_t *c, int32_t *a,
+                    int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
+{
+    const int32_t np = k - i >= 8 ? 4 : (k - i + 1) >> 1;
+    const int32_t stride = (int32_t)sizeof at[0];
     const int32_t *tp = &at[0][i]; /* at[l][i], l = 0, 1, ..: one row of at further each */
     const int32_t *jp = aj;
+    int64x2_t acc[4];
+    int32x2_t v[4];
+    int32_t l;
+    int32_t p;
+    ELT_UNROLL_K
+    for (p = 0; p < 4; p++) {
+        acc[p] = vdupq_n_s64(0); /* overwritten by the first product (VRSHR): no instruction */
+    }
 #if ELT_K_MAX <= 16
 #pragma GCC unroll 8
 #endif
     for (l = 0; l + 2 <= j; l += 2) {
         const int32x2_t ajl = elt_vld1_pi(&jp);
-        const int32x4_t v0 = elt_vld1q_ps(&tp, (int32_t)sizeof at[0]);
-        const int32x4_t v1 = elt_vld1q_ps(&tp, (int32_t)sizeof at[0]);
-        lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
-        hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
-        lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v1), ajl, 1), ELT_C_FRAC);
-        hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v1), ajl, 1), ELT_C_FRAC);
+        elt_chol_ld_at(&tp, stride, np, v);
+        ELT_UNROLL_K
+        for (p = 0; p < np; p++) {
+            acc[p] = elt_rsra26(acc[p], vmull_lane_s32(v[p], ajl, 0), l == 0);
+        }
+        elt_chol_ld_at(&tp, stride, np, v);
+        ELT_UNROLL_K
+        for (p = 0; p < np; p++) {
+            acc[p] = vrsraq_n_s64(acc[p], vmull_lane_s32(v[p], ajl, 1), ELT_C_FRAC);
+        }
     }
     if (l < j) {
-        const int32x4_t v0 = vld1q_s32(tp);
         const int32x2_t ajl = vld1_dup_s32(jp);
-        lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
-        hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
+        elt_chol_ld_at(&tp, stride, np, v);
+        ELT_UNROLL_K
+        for (p = 0; p < np; p++) {
+            acc[p] = elt_rsra26(acc[p], vmull_lane_s32(v[p], ajl, 0), l == 0);
+        }
     }
-    cv = vld1q_lane_s32(cp, cv, 0);
-    if (i + 1 < k) {
-        cv = vld1q_lane_s32(cp + d1, cv, 1);
-    }
-    if (i + 2 < k) {
-        cv = vld1q_lane_s32(cp + d2, cv, 2);
-    }
-    if (i + 3 < k) {
-        cv = vld1q_lane_s32(cp + d3, cv, 3);
-    }
-    qlo = vqmovn_s64(vsubq_s64(vmovl_s32(vget_low_s32(cv)), lo));
-    qhi = vqmovn_s64(vsubq_s64(vmovl_s32(vget_high_s32(cv)), hi));
-    qlo = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qlo, rv, 0), esh));
-    qhi = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qhi, rv, 0), esh));
-    vst1q_s32(&at[j][i], vcombine_s32(qlo, qhi));
-    vst1_lane_s32(ap, qlo, 0);
-    if (i + 1 < k) {
-        vst1_lane_s32(ap + d1, qlo, 1);
-    }
-    if (i + 2 < k) {
-        vst1_lane_s32(ap + d2, qhi, 0);
-    }
-    if (i + 3 < k) {
-        vst1_lane_s32(ap + d3, qhi, 1);
-    }
+    elt_chol_cols_fin(&at[j][i], c, a, i, j, k, np, acc, rv, esh);
 }
 
 /* elt_chol_k's arithmetic column by column with the rows in NEON lanes: column j's numerators
- * C_ij - sum_l round(A_il A_jl / 2^26) for rows i > j four at a time, each product by VMULL by
- * the scalar A_jl and VRSRA #26 into the row's int64 lane (no horizontal sums), the factor's
- * columns read from a transposed copy at[l][i] = A_il (contiguous over rows); the quotients by
- * VQMOVN (sat32), VMULL by r, VRSHL by -(e + 3), VQMOVN. Lanes past the last row compute on
- * the zeroed padding and are never stored into A. */
+ * C_ij - sum_l round(A_il A_jl / 2^26) for rows i > j up to eight at a time (elt_chol_cols_group:
+ * pairs of rows, the last pair of an odd count padded), each product by VMULL by the scalar A_jl
+ * and VRSRA #26 into the row's int64 lane (no horizontal sums), the factor's columns read from a
+ * transposed copy at[l][i] = A_il (contiguous over rows); the quotients by VQMOVN (sat32), VMULL
+ * by r, VRSHL by -(e + 3), VQMOVN. Lanes past the last row compute on the zeroed padding and are
+ * never stored into A. */
 static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t *c,
                                                                    const int32_t k, int32_t *a)
 {
@@ -225,8 +286,6 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
 #endif
     for (j = 0; j < k; j++) {
         const int32_t *aj = &a[ELT_TRI(j, 0)];
-        const int32_t *cp;
-        int32_t *ap;
         int64x2_t esh;
         int32x2_t rv;
         int32_t r;
@@ -237,16 +296,11 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
         }
         esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
         rv = vdup_n_s32(r);
-        cp = &c[ELT_TRI(j + 1, j)];
-        ap = &a[ELT_TRI(j + 1, j)];
 #if ELT_K_MAX <= 16
-#pragma GCC unroll 4
+#pragma GCC unroll 2
 #endif
-        for (i = j + 1; i < k; i += 4) {
-            /* entry (i, j) of a packed lower triangle: the next row's is i + 1 further */
-            elt_chol_cols_quad(at, aj, cp, ap, i, j, k, rv, esh);
-            cp += 4 * i + 10;
-            ap += 4 * i + 10;
+        for (i = j + 1; i < k; i += 8) {
+            elt_chol_cols_group(at, aj, c, a, i, j, k, rv, esh);
         }
     }
     return nfix;
