@@ -76,6 +76,23 @@ static inline int32_t elt_recip_norm(uint32_t d, int *e)
     return (int32_t)r;
 }
 
+/* y + floor(a b / 2^32) (the high word of the product added): one SMMLA where the core has it
+ * (ARM DDI 0406C A8.8.176 SMMLA: (Ra 2^32 + Rn Rm)[63:32], the same integer), which GCC does
+ * not generate from the C; the C elsewhere. */
+#if defined(__ARM_FEATURE_DSP)
+static inline int32_t elt_mmla(int32_t y, int32_t a, int32_t b)
+{
+    int32_t d;
+    __asm__("smmla %0, %1, %2, %3" : "=r"(d) : "r"(a), "r"(b), "r"(y));
+    return d;
+}
+#else
+static inline int32_t elt_mmla(int32_t y, int32_t a, int32_t b)
+{
+    return y + (int32_t)(((int64_t)a * b) >> 32);
+}
+#endif
+
 /* The Cholesky pivot's A_jj = floor(sqrt(p 2^26)) and the column's normalised reciprocal
  * r = floor(2^(e+29) / A_jj), e = bit length of A_jj (elt_isqrt64 and elt_recip_norm, the same
  * integers), from one reciprocal square root, for ELT_PIVOT_EPS <= p < 2^31. With t = clz(p)
@@ -102,28 +119,35 @@ static inline int32_t elt_chol_pivot(uint32_t p, int32_t *r, int *e)
     int32_t q;
     d = (int32_t)((1u << 26) -
                   (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * (uint32_t)y) >> 32)) >> 32));
-    y += (int32_t)(((int64_t)y * (d << 5)) >> 32);
+    y = elt_mmla(y, y, d << 5);
     d = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * (uint32_t)y) >> 32)) >> 32));
-    y += (int32_t)(((int64_t)y * (d << 5)) >> 32);
+                  (uint32_t)(((uint64_t)mh *
+                              (uint32_t)(((uint64_t)(uint32_t)y * (uint32_t)y) >> 32)) >>
+                             32)); /* y > 0 */
+    y = elt_mmla(y, y, d << 5);
     s = (uint32_t)(((uint64_t)mh * (uint32_t)y) >> 32) >> (t >> 1);
-    while ((int64_t)((uint64_t)s * s) > n) {
-        s--;
-    }
-    while ((int64_t)((uint64_t)(s + 1u) * (s + 1u)) <= n) {
-        s++;
+    /* s is the floor root when 0 <= n - s^2 <= 2 s (one unsigned compare); else step it */
+    if ((uint64_t)(n - (int64_t)((uint64_t)s * s)) > 2u * s) {
+        while ((int64_t)((uint64_t)s * s) > n) {
+            s--;
+        }
+        while ((int64_t)((uint64_t)(s + 1u) * (s + 1u)) <= n) {
+            s++;
+        }
     }
     dn = s << (3 + (t >> 1)); /* 32 - e */
     rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)y * dn);
-    q = y + (int32_t)(((int64_t)(int32_t)(rho >> 31) * y) >> 30);
+    q = elt_mmla(y, (int32_t)(rho >> 29), y); /* |rho| < 2^46 */
     rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)q * dn);
-    while (rho < 0) {
-        rho += dn;
-        q--;
-    }
-    while (rho >= (int64_t)dn) {
-        rho -= dn;
-        q++;
+    if ((uint64_t)rho >= dn) { /* q is the floor when 0 <= rho < dn (one unsigned compare) */
+        while (rho < 0) {
+            rho += dn;
+            q--;
+        }
+        while (rho >= (int64_t)dn) {
+            rho -= dn;
+            q++;
+        }
     }
     *r = q;
     *e = 29 - (t >> 1);
