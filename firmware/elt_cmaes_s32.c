@@ -77,7 +77,7 @@ static inline int32_t elt_recip_norm(uint32_t d, int *e)
 }
 
 /* y + floor(a b / 2^32) (the high word of the product added): one SMMLA where the core has it
- * (ARM DDI 0406C A8.8.176 SMMLA: (Ra 2^32 + Rn Rm)[63:32], the same integer), which GCC does
+ * (ARM DDI 0406C A8.8.192 SMMLA: (Ra 2^32 + Rn Rm)[63:32], the same integer), which GCC does
  * not generate from the C; the C elsewhere. */
 #if defined(__ARM_FEATURE_DSP)
 static inline int32_t elt_mmla(int32_t y, int32_t a, int32_t b)

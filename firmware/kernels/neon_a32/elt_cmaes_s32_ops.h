@@ -113,6 +113,18 @@ static inline __attribute__((always_inline)) void elt_chol_rows(const int32_t *c
     elt_chol_rows_from(c, a, aj, i, j, k, r, e);
 }
 
+/* v0 + v1 of an int64x2 in core registers: VADD.I64 of its halves (ARM DDI 0406C A8.8.282) and
+ * one VMOV of the 64-bit sum (A8.8.345); from the intrinsics GCC moves the four words out one
+ * by one and adds them with ADDS/ADC */
+static inline __attribute__((always_inline)) int64_t elt_hsum_s64(int64x2_t v)
+{
+    int64x1_t t;
+    int64_t s;
+    __asm__("vadd.i64 %P0, %e1, %f1" : "=w"(t) : "w"(v));
+    __asm__("vmov %Q0, %R0, %P1" : "=r"(s) : "w"(t));
+    return s;
+}
+
 /* acc + round(p / 2^26) by VRSRA #26, or round(p / 2^26) by VRSHR #26 for the first term of a
  * sum (no zeroed accumulator) */
 static inline __attribute__((always_inline)) int64x2_t elt_rsra26(int64x2_t acc, int64x2_t p,
@@ -144,7 +156,7 @@ static inline __attribute__((always_inline)) int64_t elt_chol_cols_piv(const int
         const int32x2_t v = vld1_lane_s32(jp, vdup_n_s32(0), 0);
         dv = elt_rsra26(dv, vmull_s32(v, v), l == 0);
     }
-    return piv - vget_lane_s64(vadd_s64(vget_low_s64(dv), vget_high_s64(dv)), 0);
+    return piv - elt_hsum_s64(dv);
 }
 
 /* elt_chol_cols: np (1 .. 4) consecutive d-registers of row l of the transposed factor (at[l][i],
