@@ -133,28 +133,41 @@ static inline __attribute__((always_inline)) int64x2_t elt_rsra26(int64x2_t acc,
     return first ? vrshrq_n_s64(p, ELT_C_FRAC) : vrsraq_n_s64(acc, p, ELT_C_FRAC);
 }
 
-/* elt_chol_cols: the pivot's sum C_jj - sum_l round(A_jl^2 / 2^26), row j's prefix two squares
- * per VMULL, VRSRA #26 (an odd last one against a zeroed lane), the two lanes added by VADD and
- * moved to core registers by one VMOV */
-static inline __attribute__((always_inline)) int64_t elt_chol_cols_piv(const int32_t *aj, int32_t j,
-                                                                       int64_t piv)
+/* elt_chol_cols: row j's prefix A_j0 .. A_j,j-1 into d-registers, two per VLD1 (the pointer
+ * advanced by the instruction), an odd last one with a zeroed lane 1; loaded once per column for
+ * the pivot's squares and every group of rows */
+static inline __attribute__((always_inline)) void elt_chol_ld_row(const int32_t *aj, int32_t j,
+                                                                  int32x2_t ajv[])
+{
+    int32_t l;
+    const int32_t *jp = aj;
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 8
+#endif
+    for (l = 0; l + 2 <= j; l += 2) {
+        ajv[l >> 1] = elt_vld1_pi(&jp);
+    }
+    if (l < j) {
+        ajv[l >> 1] = vld1_lane_s32(jp, vdup_n_s32(0), 0);
+    }
+}
+
+/* elt_chol_cols: the pivot's sum C_jj - sum_l round(A_jl^2 / 2^26), row j's prefix (ajv) two
+ * squares per VMULL, VRSRA #26 (an odd last one against the zeroed lane), the two lanes added by
+ * VADD and moved to core registers by one VMOV */
+static inline __attribute__((always_inline)) int64_t elt_chol_cols_piv(const int32x2_t ajv[],
+                                                                       int32_t j, int64_t piv)
 {
     int32_t l;
     int64x2_t dv = vdupq_n_s64(0);
-    const int32_t *jp = aj;
     if (j == 0) {
         return piv;
     }
 #if ELT_K_MAX <= 16
 #pragma GCC unroll 8
 #endif
-    for (l = 0; l + 2 <= j; l += 2) {
-        const int32x2_t v = elt_vld1_pi(&jp);
-        dv = elt_rsra26(dv, vmull_s32(v, v), l == 0);
-    }
-    if (l < j) {
-        const int32x2_t v = vld1_lane_s32(jp, vdup_n_s32(0), 0);
-        dv = elt_rsra26(dv, vmull_s32(v, v), l == 0);
+    for (l = 0; l < j; l += 2) {
+        dv = elt_rsra26(dv, vmull_s32(ajv[l >> 1], ajv[l >> 1]), l == 0);
     }
     return piv - elt_hsum_s64(dv);
 }
@@ -229,13 +242,12 @@ elt_chol_cols_fin(int32_t *atj, const int32_t *c, int32_t *a, int32_t i, int32_t
  * numerators' sums from the transposed columns at[l][i ..] (all np pairs of one l by one VLD1),
  * by VMULL by the scalar A_jl and VRSRA #26 into the row's int64 lane; then elt_chol_cols_fin. */
 static inline __attribute__((always_inline)) void
-elt_chol_cols_group(int32_t (*at)[ELT_K_MAX + 4], const int32_t *aj, const int32_t *c, int32_t *a,
-                    int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
+elt_chol_cols_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const int32_t *c,
+                    int32_t *a, int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
 {
     const int32_t np = k - i >= 8 ? 4 : (k - i + 1) >> 1;
     const int32_t stride = (int32_t)sizeof at[0];
     const int32_t *tp = &at[0][i]; /* at[l][i], l = 0, 1, ..: one row of at further each */
-    const int32_t *jp = aj;
     int64x2_t acc[4];
     int32x2_t v[4];
     int32_t l;
@@ -248,7 +260,7 @@ elt_chol_cols_group(int32_t (*at)[ELT_K_MAX + 4], const int32_t *aj, const int32
 #pragma GCC unroll 8
 #endif
     for (l = 0; l + 2 <= j; l += 2) {
-        const int32x2_t ajl = elt_vld1_pi(&jp);
+        const int32x2_t ajl = ajv[l >> 1];
         elt_chol_ld_at(&tp, stride, np, v);
         ELT_UNROLL_K
         for (p = 0; p < np; p++) {
@@ -261,7 +273,7 @@ elt_chol_cols_group(int32_t (*at)[ELT_K_MAX + 4], const int32_t *aj, const int32
         }
     }
     if (l < j) {
-        const int32x2_t ajl = vld1_dup_s32(jp);
+        const int32x2_t ajl = ajv[l >> 1];
         elt_chol_ld_at(&tp, stride, np, v);
         ELT_UNROLL_K
         for (p = 0; p < np; p++) {
@@ -297,12 +309,14 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
 #pragma GCC unroll 16
 #endif
     for (j = 0; j < k; j++) {
-        const int32_t *aj = &a[ELT_TRI(j, 0)];
+        int32x2_t ajv[(ELT_K_MAX + 1) / 2];
         int64x2_t esh;
         int32x2_t rv;
         int32_t r;
         int e;
-        a[ELT_TRI(j, j)] = elt_chol_diag(elt_chol_cols_piv(aj, j, c[ELT_TRI(j, j)]), &nfix, &r, &e);
+        elt_chol_ld_row(&a[ELT_TRI(j, 0)], j, ajv);
+        a[ELT_TRI(j, j)] =
+            elt_chol_diag(elt_chol_cols_piv(ajv, j, c[ELT_TRI(j, j)]), &nfix, &r, &e);
         if (j + 1 == k) {
             break;
         }
@@ -312,7 +326,7 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
 #pragma GCC unroll 2
 #endif
         for (i = j + 1; i < k; i += 8) {
-            elt_chol_cols_group(at, aj, c, a, i, j, k, rv, esh);
+            elt_chol_cols_group(at, ajv, c, a, i, j, k, rv, esh);
         }
     }
     return nfix;
