@@ -76,23 +76,6 @@ static inline int32_t elt_recip_norm(uint32_t d, int *e)
     return (int32_t)r;
 }
 
-/* y + floor(a b / 2^32) (the high word of the product added): one SMMLA where the core has it
- * (ARM DDI 0406C A8.8.192 SMMLA: (Ra 2^32 + Rn Rm)[63:32], the same integer), which GCC does
- * not generate from the C; the C elsewhere. */
-#if defined(__ARM_FEATURE_DSP)
-static inline int32_t elt_mmla(int32_t y, int32_t a, int32_t b)
-{
-    int32_t d;
-    __asm__("smmla %0, %1, %2, %3" : "=r"(d) : "r"(a), "r"(b), "r"(y));
-    return d;
-}
-#else
-static inline int32_t elt_mmla(int32_t y, int32_t a, int32_t b)
-{
-    return y + (int32_t)(((int64_t)a * b) >> 32);
-}
-#endif
-
 /* The Cholesky pivot's A_jj = floor(sqrt(p 2^26)) and the column's normalised reciprocal
  * r = floor(2^(e+29) / A_jj), e = bit length of A_jj (elt_isqrt64 and elt_recip_norm, the same
  * integers), from one reciprocal square root, for ELT_PIVOT_EPS <= p < 2^31. With t = clz(p)

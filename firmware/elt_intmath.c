@@ -99,10 +99,10 @@ uint32_t elt_isqrt64(uint64_t n)
     y = (uint32_t)elt_rsqrt_seed[(mh >> 24) - 64u] << 14;
     e = (int32_t)((1u << 26) -
                   (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * (e << 5)) >> 32);
+    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, e << 5); /* y < 2^31 */
     e = (int32_t)((1u << 26) -
                   (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * (e << 5)) >> 32);
+    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, e << 5);
     /* sqrt(m) = sqrt(x) 2^32 ~ x y 2^32 = mh y / 2^29, then one residual step
      * s += (m - s^2) / (2 s) = (m - s^2) y / 2^62 (|m - s^2| < 2^40 here, so rho / 2^16 fits a
      * word); back to n by the shift */
@@ -110,12 +110,15 @@ uint32_t elt_isqrt64(uint64_t n)
     rho = (int64_t)(m - r2 * r2);
     r2 = (uint64_t)((int64_t)r2 + (((int64_t)(int32_t)(rho >> 16) * (int64_t)(int32_t)y) >> 46));
     s = (uint32_t)(r2 >> 1) >> ((sh >> 1) - 1); /* sh >= 2; r2 < 2^33, so s < 2^32 */
-    /* exact: s^2 <= n < (s + 1)^2 (at most a step or two either way) */
-    while ((uint64_t)s * s > n) {
-        s--;
-    }
-    while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
-        s++;
+    /* exact: s^2 <= n < (s + 1)^2, i.e. 0 <= n - s^2 <= 2 s (one unsigned compare, s < 2^31);
+     * else at most a step or two either way */
+    if (n - (uint64_t)s * s > 2u * s) {
+        while ((uint64_t)s * s > n) {
+            s--;
+        }
+        while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
+            s++;
+        }
     }
     return s;
 }
