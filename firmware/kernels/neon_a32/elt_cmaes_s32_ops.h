@@ -283,6 +283,85 @@ elt_chol_cols_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const i
     elt_chol_cols_fin(&at[j][i], c, a, i, j, k, np, acc, rv, esh);
 }
 
+/* elt_chol_cols, fast form: rows i .. i + 3 (np <= 2) or i .. i + 7 (np >= 3) of the scaled
+ * transposed factor at32[l][i ..] = 32 A_il by one VLD1 of a register list (A8.8.320), the pointer
+ * advanced by stride bytes; lanes past the group's rows are never stored */
+static inline __attribute__((always_inline)) void elt_chol_ld_atq(const int32_t **p, int32_t stride,
+                                                                  int32_t np, int32x4_t v[2])
+{
+    const int32_t *q = *p;
+    if (np >= 3) {
+        int32x4x2_t w;
+        __asm__("vld1.32 %h0, [%1], %2"
+                : "=w"(w), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[8]) * p));
+        v[0] = w.val[0];
+        v[1] = w.val[1];
+    } else {
+        __asm__("vld1.32 {%q0}, [%1], %2"
+                : "=w"(v[0]), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[4]) * p));
+        v[1] = v[0];
+    }
+    *p = q;
+}
+
+/* elt_chol_cols_fin, fast form: num = VQSUB(C, sum) (sat32 of the exact difference of two int32),
+ * the quotient as there, stored into A and, scaled by VQSHL #5 (32 A_ij, saturating: QC is set
+ * when |A_ij| >= 2^26), into at32[j][i ..] */
+static inline __attribute__((always_inline)) void
+elt_chol_fast_fin(int32_t *atj, const int32_t *c, int32_t *a, int32_t i, int32_t j, const int32_t k,
+                  int32_t np, const int32x4_t acc[2], int32x2_t rv, int64x2_t esh)
+{
+    int32_t p;
+    ELT_UNROLL_K
+    for (p = 0; p < np; p++) {
+        const int32_t row = i + 2 * p;
+        const uint32_t c0 = (uint32_t)c[ELT_TRI(row, j)];
+        const uint32_t c1 = row + 1 < k ? (uint32_t)c[ELT_TRI(row + 1, j)] : 0u;
+        const int32x2_t cv = vcreate_s32((uint64_t)c0 | (uint64_t)c1 << 32);
+        const int32x2_t s = (p & 1) ? vget_high_s32(acc[p >> 1]) : vget_low_s32(acc[p >> 1]);
+        int32x2_t q = j == 0 ? cv : vqsub_s32(cv, s); /* column 0 has no sum */
+        q = vqmovn_s64(vrshlq_s64(vmull_lane_s32(q, rv, 0), esh));
+        elt_vst1_pi(&atj, vqshl_n_s32(q, 5));
+        a[ELT_TRI(row, j)] = vget_lane_s32(q, 0);
+        if (row + 1 < k) {
+            a[ELT_TRI(row + 1, j)] = vget_lane_s32(q, 1);
+        }
+    }
+}
+
+/* elt_chol_cols_group, fast form, valid while every A_il of the earlier columns has
+ * |A_il| < 2^26 (elt_chol_kmax checks QC): round(A_il A_jl / 2^26) = VQRDMULH(32 A_il, A_jl)
+ * = (2 32 A_il A_jl + 2^31) >> 32 (ARM DDI 0406C A8.8.374; never saturates, as A_jl is in range
+ * too), four rows per instruction, summed by VADD.I32 (15 terms of magnitude <= 2^26 + 1: no
+ * wrap); then elt_chol_fast_fin */
+static inline __attribute__((always_inline)) void
+elt_chol_fast_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const int32_t *c,
+                    int32_t *a, int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
+{
+    const int32_t np = k - i >= 8 ? 4 : (k - i + 1) >> 1;
+    const int32_t nq = np >= 3 ? 2 : 1;
+    const int32_t stride = (int32_t)sizeof at[0];
+    const int32_t *tp = &at[0][i]; /* at32[l][i], l = 0, 1, ..: one row further each */
+    int32x4_t acc[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
+    int32x4_t v[2];
+    int32_t l;
+    int32_t p;
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 16
+#endif
+    for (l = 0; l < j; l++) {
+        elt_chol_ld_atq(&tp, stride, np, v);
+        for (p = 0; p < nq; p++) {
+            const int32x4_t t = (l & 1) ? vqrdmulhq_lane_s32(v[p], ajv[l >> 1], 1)
+                                        : vqrdmulhq_lane_s32(v[p], ajv[l >> 1], 0);
+            acc[p] = l == 0 ? t : vaddq_s32(acc[p], t);
+        }
+    }
+    elt_chol_fast_fin(&at[j][i], c, a, i, j, k, np, acc, rv, esh);
+}
+
 /* elt_chol_k's arithmetic column by column with the rows in NEON lanes: column j's numerators
  * C_ij - sum_l round(A_il A_jl / 2^26) for rows i > j up to eight at a time (elt_chol_cols_group:
  * pairs of rows, the last pair of an odd count padded), each product by VMULL by the scalar A_jl
@@ -291,7 +370,8 @@ elt_chol_cols_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const i
  * by r, VRSHL by -(e + 3), VQMOVN. Lanes past the last row compute on the zeroed padding and are
  * never stored into A. */
 static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t *c,
-                                                                   const int32_t k, int32_t *a)
+                                                                   const int32_t k, int32_t *a,
+                                                                   int fast)
 {
     /* at least 2 rows: for ELT_K_MAX = 1 the pair loop is dead code that -Warray-bounds reads */
     int32_t at[ELT_K_MAX > 1 ? ELT_K_MAX : 2][ELT_K_MAX + 4];
@@ -326,16 +406,47 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
 #pragma GCC unroll 2
 #endif
         for (i = j + 1; i < k; i += 8) {
-            elt_chol_cols_group(at, ajv, c, a, i, j, k, rv, esh);
+            if (fast) {
+                elt_chol_fast_group(at, ajv, c, a, i, j, k, rv, esh);
+            } else {
+                elt_chol_cols_group(at, ajv, c, a, i, j, k, rv, esh);
+            }
         }
     }
     return nfix;
 }
 
-/* The factor of a k = ELT_K_MAX covariance: the column form, rows in lanes. */
+/* FPSCR.QC, the cumulative saturation flag of the NEON saturating instructions (bit 27, ARM DDI
+ * 0406C B4.1.57), cleared and read by VMSR / VMRS; "memory" keeps the kernel's loads after the
+ * clear and its stores, and so every saturating instruction that feeds them, before the read */
+static inline __attribute__((always_inline)) void elt_qc_clear(void)
+{
+    uint32_t f;
+    __asm__ volatile("vmrs %0, fpscr" : "=r"(f)::"memory");
+    f &= ~(1u << 27);
+    __asm__ volatile("vmsr fpscr, %0" ::"r"(f) : "memory");
+}
+
+static inline __attribute__((always_inline)) uint32_t elt_qc_read(void)
+{
+    uint32_t f;
+    __asm__ volatile("vmrs %0, fpscr" : "=r"(f)::"memory");
+    return (f >> 27) & 1u;
+}
+
+/* The factor of a k = ELT_K_MAX covariance: the column form, rows in lanes; first the fast form
+ * (int32 sums by VQRDMULH, exact while every off-diagonal |A_il| < 2^26), and the int64 form
+ * from the start when QC shows an entry out of that range (VQSHL #5 saturated; the fast form's
+ * other saturations, VQSUB and the quotient's VQMOVN, also only happen with |A_ij| >= 2^28). */
 static inline __attribute__((always_inline)) int32_t elt_chol_kmax(const int32_t *c, int32_t *a)
 {
-    return elt_chol_cols(c, ELT_K_MAX, a);
+    int32_t nfix;
+    elt_qc_clear();
+    nfix = elt_chol_cols(c, ELT_K_MAX, a, 1);
+    if (elt_qc_read()) {
+        nfix = elt_chol_cols(c, ELT_K_MAX, a, 0);
+    }
+    return nfix;
 }
 
 /* elt_xoshiro_out on the four lanes' words s1: VMUL #5, VSHL #7 + VSRI #25 (rotate), VMUL #9 */
