@@ -94,14 +94,16 @@ static inline int32_t elt_chol_pivot(uint32_t p, int32_t *r, int *e)
     const int t = __builtin_clz(p) & 30;
     const uint32_t mh = p << t;
     const int64_t n = (int64_t)p << ELT_C_FRAC;
-    int32_t y = (int32_t)elt_rsqrt_seed[(mh >> 24) - 64u] << 14;
+    int32_t y = (int32_t)elt_rsqrt_seed[(mh >> 24) - 64u];
     int32_t d;
     int64_t rho;
     uint32_t s;
     uint32_t dn;
     int32_t q;
     d = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * (uint32_t)y) >> 32)) >> 32));
+                  (uint32_t)(((uint64_t)mh *
+                              (uint32_t)(((uint64_t)(uint32_t)y * (uint32_t)y) >> 32)) >>
+                             32));
     y = elt_mmla(y, y, d << 5);
     d = (int32_t)((1u << 26) -
                   (uint32_t)(((uint64_t)mh *

@@ -43,7 +43,7 @@ uint64_t elt_udiv64_r(uint64_t n, const elt_recip_t *r);
 
 /* The two steps inline (elt_udiv64 = elt_udiv_q after elt_recip_set, when n < d 2^32). */
 extern const uint16_t elt_recip_seed[256]; /* elt_intmath.c */
-extern const uint16_t elt_rsqrt_seed[192]; /* elt_intmath.c: 1/sqrt seeds of elt_isqrt64 */
+extern const uint32_t elt_rsqrt_seed[192]; /* elt_intmath.c: 1/sqrt seeds (Q.29) of elt_isqrt64 */
 static inline __attribute__((always_inline)) void elt_recip_set(elt_recip_t *r, uint64_t d)
 {
     uint64_t dn;
