@@ -419,7 +419,9 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
 /* FPSCR.QC, the cumulative saturation flag that every saturating Advanced SIMD instruction sets
  * (bit 27; ARM DDI 0406C, the FPSCR description and each VQ* instruction's pseudocode), cleared
  * and read by VMSR / VMRS; "memory" keeps the kernel's loads after the
- * clear and its stores, and so every saturating instruction that feeds them, before the read */
+ * clear and its stores, and so every saturating instruction that feeds them, before the read.
+ * An interrupt leaves it as it was: the IRQ entry saves and restores FPSCR
+ * (firmware/board/zynq7000/startup.S). */
 static inline __attribute__((always_inline)) void elt_qc_clear(void)
 {
     uint32_t f;
