@@ -63,7 +63,8 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     s->frames_stale = 0;
     s->ack_rx = 0;
     s->rec_next = 0;
-    s->tx_n = 0;
+    s->tx_code = 0;
+    s->tx_n = 1;
     s->link.rx_bytes = 0;
     s->link.ticks = 0;
     s->poll_t0 = 0;
@@ -77,28 +78,64 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     fw_server_active = s;
 }
 
-/* COBS, one block at a time: the same bytes as fw_cobs_encode over the whole body. A zero ends
- * the block (its code byte = 1 + data bytes); 254 data bytes make a full block (code 0xFF, no
- * implicit zero). */
-static void tx_block(fw_server_t *s)
+/* COBS into tx_buf (Cheshire & Baker 1999): the same bytes as fw_cobs_encode over the whole
+ * body. A zero ends the block (its code byte = 1 + data bytes); 254 data bytes make a full block
+ * (code 0xFF, no implicit zero). The open block's code byte is written when the block closes at n
+ * (the next block's code byte goes there); what is done leaves when tx_buf may not hold another
+ * whole block and the delimiter (one write for a short reply instead of one per block: a STATUS
+ * has a zero every two or three bytes). */
+static uint32_t tx_close(fw_server_t *s, uint32_t n)
 {
-    s->tx_blk[0] = (uint8_t)(s->tx_n + 1u);
-    s->platform->write(s->platform->ctx, s->tx_blk, s->tx_n + 1u);
-    s->tx_n = 0;
+    s->tx_buf[s->tx_code] = (uint8_t)(n - s->tx_code);
+    if (n > FW_TX_BUF - FW_COBS_BLOCK - 1u) {
+        s->platform->write(s->platform->ctx, s->tx_buf, n);
+        n = 0;
+    }
+    s->tx_code = n;
+    return n + 1u;
 }
 
-static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t crc)
+/* The piece's bytes, the general way: every byte checked for a full block and every close for
+ * the buffer's room (tx_close). */
+static uint32_t tx_bytes_slow(fw_server_t *s, const uint8_t *p, const uint8_t *end, uint32_t n)
 {
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] == 0u) {
-            tx_block(s);
-        } else {
-            s->tx_blk[1u + s->tx_n++] = p[i];
-            if (s->tx_n == FW_COBS_BLOCK - 1u) {
-                tx_block(s);
+    for (; p != end; p++) {
+        if (*p != 0u) {
+            s->tx_buf[n++] = *p;
+            if (n - s->tx_code != FW_COBS_BLOCK) {
+                continue;
             }
         }
+        n = tx_close(s, n);
     }
+    return n;
+}
+
+/* A piece that can neither fill the open block nor reach tx_close's limit (a STATUS, a RESULT,
+ * the header and the CRC of every reply) takes a byte in 6 instructions: a zero closes the block
+ * with no further test, any other byte is copied. */
+static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t crc)
+{
+    const uint8_t *const end = p + len;
+    uint32_t n = s->tx_n;
+    if (n + len > FW_TX_BUF - FW_COBS_BLOCK - 1u || n - s->tx_code + len >= FW_COBS_BLOCK) {
+        s->tx_n = tx_bytes_slow(s, p, end, n);
+        return fw_crc32_update(crc, p, len);
+    }
+    uint8_t *const buf = s->tx_buf;
+    uint8_t *o = &buf[n];
+    uint8_t *c = &buf[s->tx_code];
+    for (const uint8_t *q = p; q != end; q++) {
+        const uint8_t b = *q;
+        if (__builtin_expect(b == 0u, 0)) { /* a branch, not gcc's conditional stores */
+            *c = (uint8_t)(o - c);
+            c = o++;
+        } else {
+            *o++ = b;
+        }
+    }
+    s->tx_code = (uint32_t)(c - buf);
+    s->tx_n = (uint32_t)(o - buf);
     return fw_crc32_update(crc, p, len);
 }
 
@@ -108,21 +145,24 @@ static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t 
 static void send_frame2(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *lead,
                         uint16_t lead_len, const uint8_t *payload, uint16_t len)
 {
-    static const uint8_t delim = 0u;
     uint8_t hdr[LINK_HEADER_FIXED];
     uint8_t tail[FW_CRC_SIZE];
     hdr[LINK_HEADER_VERSION] = (uint8_t)FW_PROTO_VERSION;
     hdr[LINK_HEADER_TYPE] = type;
     fw_put_u32(&hdr[LINK_HEADER_SEQ], seq);
     fw_put_u16(&hdr[LINK_HEADER_LENGTH], (uint16_t)(lead_len + len));
-    s->tx_n = 0;
+    s->tx_code = 0;
+    s->tx_n = 1;
     uint32_t crc = tx_bytes(s, hdr, sizeof hdr, 0xFFFFFFFFu);
     crc = tx_bytes(s, lead, lead_len, crc);
     crc = tx_bytes(s, payload, len, crc);
     fw_put_u32(tail, crc ^ 0xFFFFFFFFu);
     (void)tx_bytes(s, tail, sizeof tail, 0u);
-    tx_block(s);
-    s->platform->write(s->platform->ctx, &delim, 1u);
+    /* the last block, then the delimiter: tx_close left room for both */
+    const uint32_t n = s->tx_n;
+    s->tx_buf[s->tx_code] = (uint8_t)(n - s->tx_code);
+    s->tx_buf[n] = 0u;
+    s->platform->write(s->platform->ctx, s->tx_buf, n + 1u);
 }
 
 static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
