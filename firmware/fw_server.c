@@ -95,8 +95,8 @@ static uint32_t tx_close(fw_server_t *s, uint32_t n)
     return n + 1u;
 }
 
-/* The piece's bytes, the general way: every byte checked for a full block and every close for
- * the buffer's room (tx_close). */
+/* Bytes the general way: each checked for a full block, each close for the buffer's room
+ * (tx_close). */
 static uint32_t tx_bytes_slow(fw_server_t *s, const uint8_t *p, const uint8_t *end, uint32_t n)
 {
     for (; p != end; p++) {
@@ -111,31 +111,72 @@ static uint32_t tx_bytes_slow(fw_server_t *s, const uint8_t *p, const uint8_t *e
     return n;
 }
 
-/* A piece that can neither fill the open block nor reach tx_close's limit (a STATUS, a RESULT,
- * the header and the CRC of every reply) takes a byte in 6 instructions: a zero closes the block
- * with no further test, any other byte is copied. */
-static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t crc)
+/* COBS of the n > 0 bytes at p from output o, the open block's code byte at *code, when they can
+ * neither fill the block nor pass the buffer's end: a zero closes the block (its code byte is
+ * written, the next one's place kept), any other byte is copied. Returns the output's end. On ARM
+ * 6 instructions a non-zero byte and 9 a zero (gcc made both 10: it turned the two paths into
+ * conditional stores). */
+static uint8_t *cobs_run(uint8_t *o, uint8_t **code, const uint8_t *p, size_t n)
 {
-    const uint8_t *const end = p + len;
-    uint32_t n = s->tx_n;
-    if (n + len > FW_TX_BUF - FW_COBS_BLOCK - 1u || n - s->tx_code + len >= FW_COBS_BLOCK) {
-        s->tx_n = tx_bytes_slow(s, p, end, n);
-        return fw_crc32_update(crc, p, len);
-    }
-    uint8_t *const buf = s->tx_buf;
-    uint8_t *o = &buf[n];
-    uint8_t *c = &buf[s->tx_code];
-    for (const uint8_t *q = p; q != end; q++) {
-        const uint8_t b = *q;
-        if (__builtin_expect(b == 0u, 0)) { /* a branch, not gcc's conditional stores */
+    uint8_t *c = *code;
+#if defined(__arm__) && !defined(__thumb__)
+    uint32_t b;
+    __asm__ volatile("1:\n\t"
+                     "ldrb %[b], [%[p]], #1\n\t"
+                     "cmp %[b], #0\n\t"
+                     "beq 3f\n\t"
+                     "strb %[b], [%[o]], #1\n"
+                     "2:\n\t"
+                     "cmp %[p], %[end]\n\t"
+                     "bne 1b\n\t"
+                     "b 4f\n"
+                     "3:\n\t"
+                     "sub %[b], %[o], %[c]\n\t"
+                     "strb %[b], [%[c]]\n\t"
+                     "mov %[c], %[o]\n\t"
+                     "add %[o], %[o], #1\n\t"
+                     "b 2b\n"
+                     "4:"
+                     : [p] "+r"(p), [o] "+r"(o), [c] "+r"(c), [b] "=&r"(b)
+                     : [end] "r"(p + n)
+                     : "cc", "memory");
+#else
+    for (const uint8_t *const end = p + n; p != end; p++) {
+        if (*p == 0u) {
             *c = (uint8_t)(o - c);
             c = o++;
         } else {
-            *o++ = b;
+            *o++ = *p;
         }
     }
-    s->tx_code = (uint32_t)(c - buf);
-    s->tx_n = (uint32_t)(o - buf);
+#endif
+    *code = c;
+    return o;
+}
+
+/* The piece in stretches that can neither fill the open block nor take tx_buf past tx_close's
+ * limit, each through cobs_run with no test for either; a byte where no such stretch is left (the
+ * block one byte short of full, tx_buf at the limit) the general way. */
+static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t crc)
+{
+    const uint8_t *const end = p + len;
+    const uint32_t limit = FW_TX_BUF - FW_COBS_BLOCK - 1u;
+    for (const uint8_t *q = p; q != end;) {
+        const uint32_t n = s->tx_n;
+        const size_t short_of_full = FW_COBS_BLOCK - 1u - (n - s->tx_code);
+        size_t k = (size_t)(end - q);
+        k = k < short_of_full ? k : short_of_full;
+        k = n + k <= limit ? k : (n < limit ? limit - n : 0u);
+        if (k == 0u) {
+            s->tx_n = tx_bytes_slow(s, q, q + 1, n);
+            q++;
+            continue;
+        }
+        uint8_t *c = &s->tx_buf[s->tx_code];
+        s->tx_n = (uint32_t)(cobs_run(&s->tx_buf[n], &c, q, k) - s->tx_buf);
+        s->tx_code = (uint32_t)(c - s->tx_buf);
+        q += k;
+    }
     return fw_crc32_update(crc, p, len);
 }
 
