@@ -31,7 +31,9 @@ static inline uint32_t rx_min_zero(rx_min_t lo)
 /* Up to g (at least 1) bursts from the RX FIFO to d, each after its wait (fw_uart.c, rx_group:
  * RTRIG cleared, TIMEOUT too when the FIFO is empty, Channel_sts looked at again, then WFI until
  * RTRIG, or until TIMEOUT, which ends the bursts), the global timer read around each WFI (the
- * ticks asleep added to *zz), the bytes' minimum in *lo. Returns the bursts taken. */
+ * ticks asleep added to *zz), in groups of RX_GROUP: the bytes' minimum is looked at after each
+ * group, and a delimiter among them ends the bursts there; the last group's minimum in *lo.
+ * Returns the bursts taken. */
 static inline uint32_t rx_bursts(uintptr_t uart, volatile uint32_t *gt, uint8_t *d, uint32_t g,
                                  uint32_t *zz, rx_min_t *lo)
 {
@@ -39,6 +41,12 @@ static inline uint32_t rx_bursts(uintptr_t uart, volatile uint32_t *gt, uint8_t 
     volatile uint32_t *const isr = (volatile uint32_t *)(uart + XUART_ISR);
     uint32_t i = 0;
     for (; i < g; i++) {
+        if (i % RX_GROUP == 0u) {
+            if (i != 0u && *lo == 0u) {
+                return i;
+            }
+            *lo = 0xFFu;
+        }
         *isr = XUART_IXR_RTRIG | ((*sr & XUART_SR_RXEMPTY) << 7);
         while ((*sr & XUART_SR_RTRIG) == 0u) {
             const uint32_t t = *gt;
