@@ -167,9 +167,7 @@ void fw_uart_write(const uint8_t *data, size_t len)
     while (end - data >= (ptrdiff_t)TX_BURST) {
         while ((UART(XUART_SR) & XUART_SR_TXEMPTY) == 0u) {
         }
-        for (uint32_t i = 0; i < TX_BURST; i++) {
-            UART(XUART_FIFO) = data[i];
-        }
+        tx_burst(&UART(XUART_FIFO), data);
         data += TX_BURST;
     }
     if ((UART(XUART_SR) & XUART_SR_TXEMPTY) != 0u) {

@@ -1,7 +1,8 @@
 /*
  * The Cadence UART's burst reads in plain C (firmware/board/zynq7000/fw_uart.c includes this
  * file; firmware/kernels/neon_a32/fw_uart_ops.h is the NEON form of the same functions): 16 loads
- * of the RX FIFO (the byte in bits [7:0], UG585 B.33) and their minimum.
+ * of the RX FIFO (the byte in bits [7:0], UG585 B.33) and their minimum, 16 writes of the TX
+ * FIFO.
  */
 #ifndef FW_UART_OPS_H
 #define FW_UART_OPS_H
@@ -11,6 +12,14 @@ typedef uint32_t rx_min_t;
 static inline rx_min_t rx_min_start(void)
 {
     return 0xFFu;
+}
+
+/* 16 bytes from d into the TX FIFO, one write each (the byte in bits [7:0], UG585 B.33). */
+static inline void tx_burst(volatile uint32_t *fifo, const uint8_t *d)
+{
+    for (uint32_t k = 0; k < 16u; k++) {
+        *fifo = d[k];
+    }
 }
 
 static inline rx_min_t rx_burst(volatile uint32_t *fifo, uint8_t *d, rx_min_t lo)
