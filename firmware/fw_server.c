@@ -157,7 +157,7 @@ static uint8_t *cobs_run(uint8_t *o, uint8_t **code, const uint8_t *p, size_t n)
 /* The piece in stretches that can neither fill the open block nor take tx_buf past tx_close's
  * limit, each through cobs_run with no test for either; a byte where no such stretch is left (the
  * block one byte short of full, tx_buf at the limit) the general way. */
-static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t crc)
+static void tx_bytes(fw_server_t *s, const uint8_t *p, size_t len)
 {
     const uint8_t *const end = p + len;
     const uint32_t limit = FW_TX_BUF - FW_COBS_BLOCK - 1u;
@@ -177,7 +177,6 @@ static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t 
         s->tx_code = (uint32_t)(c - s->tx_buf);
         q += k;
     }
-    return fw_crc32_update(crc, p, len);
 }
 
 /* Body = header + payload + CRC, COBS-encoded as it goes out, then the 0x00 delimiter. The
@@ -194,11 +193,18 @@ static void send_frame2(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_
     fw_put_u16(&hdr[LINK_HEADER_LENGTH], (uint16_t)(lead_len + len));
     s->tx_code = 0;
     s->tx_n = 1;
-    uint32_t crc = tx_bytes(s, hdr, sizeof hdr, 0xFFFFFFFFu);
-    crc = tx_bytes(s, lead, lead_len, crc);
-    crc = tx_bytes(s, payload, len, crc);
+    /* the CRC over the header and the payload only (not over the CRC itself, nor over an empty
+     * lead) */
+    uint32_t crc = fw_crc32_update(0xFFFFFFFFu, hdr, sizeof hdr);
+    tx_bytes(s, hdr, sizeof hdr);
+    if (lead_len != 0u) {
+        crc = fw_crc32_update(crc, lead, lead_len);
+        tx_bytes(s, lead, lead_len);
+    }
+    crc = fw_crc32_update(crc, payload, len);
+    tx_bytes(s, payload, len);
     fw_put_u32(tail, crc ^ 0xFFFFFFFFu);
-    (void)tx_bytes(s, tail, sizeof tail, 0u);
+    tx_bytes(s, tail, sizeof tail);
     /* the last block, then the delimiter: tx_close left room for both */
     const uint32_t n = s->tx_n;
     s->tx_buf[s->tx_code] = (uint8_t)(n - s->tx_code);
