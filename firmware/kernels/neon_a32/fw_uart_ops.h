@@ -99,7 +99,11 @@ static inline uint32_t rx_min_zero(rx_min_t lo)
  * group, and a delimiter among them ends the bursts there; the last group's minimum in *lo.
  * Returns the bursts taken. In asm: the loop runs once per 16 bytes of a frame, 1,900 times per
  * second of raw audio, and gcc spilled the timer's count around WFI: 38 instructions a burst here
- * against 43; the groups' loop is here too (12 instructions a group against 30 in C). `uart` is
+ * against 43; the groups' loop is here too (12 instructions a group against 30 in C). No DSB
+ * before WFI: the write that clears Chnl_int_sts is followed by a read of Channel_sts whose value
+ * the branch needs, and accesses to one peripheral's Device memory stay in program order (ARM DDI
+ * 0406C A3.5), so the clear has reached the UART before WFI; an interrupt line the GIC lowers a
+ * little late could only wake the core once more, and the loop looks again. `uart` is
  * the UART's base, `gt` the global timer's counter (UG585 B.33 Channel_sts_reg0,
  * Chnl_int_sts_reg0, TX_RX_FIFO0; Cortex-A9 MPCore TRM §4.4 Global Timer Counter Register). */
 static inline uint32_t rx_bursts(uintptr_t uart, volatile uint32_t *gt, uint8_t *d, uint32_t g,
@@ -129,7 +133,6 @@ static inline uint32_t rx_bursts(uintptr_t uart, volatile uint32_t *gt, uint8_t 
                      "bne 3f\n"
                      "2:\n\t"
                      "ldr %[t], [%[gt]]\n\t"
-                     "dsb\n\t"
                      "wfi\n\t"
                      "ldr %[s], [%[gt]]\n\t"
                      "sub %[s], %[s], %[t]\n\t"
