@@ -627,7 +627,7 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
     size_t start = 0;
     /* In place (fw_frame.h): the body starts at enc[start]. A reply built in the receive buffer
      * (INFO) starts at enc[0] instead. */
-    int status = fw_cobs_decode_in_place(s->enc, s->enc_len, FW_BODY_MAX, &start, &n);
+    int status = fw_cobs_decode_frame(s->enc, s->enc_len, FW_BODY_MAX, &start, &n);
     uint8_t *b = &s->enc[start];
 
     /* Steps 1-2: without version, type and seq there is nobody to answer. */
