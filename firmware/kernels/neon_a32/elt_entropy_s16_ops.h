@@ -38,8 +38,9 @@ static inline __attribute__((always_inline)) int32_t ln_of(uint64_t u, int z,
  *   v = rshift_round(a log2e, 30) = a + rshift_round(a L', 30), L' = log2e - 2^30 < 2^29: the
  *       second term is VQRDMULH(a, 2L') = (2 a 2L' + 2^31) >> 32 (ARM DDI 0406C A8.8.374; a,
  *       2L' < 2^31, so it never saturates); v < 31 2^26 log2e < 2^32, taken as uint32
- *   the LUT pair (T[j], T[j+1]), j = (v >> 18) & 255: byte offsets 4j and the table address
- *       added in NEON, two addresses per VMOV to core registers, one VLD2 lane load per class
+ *   the LUT pair (T[j], T[j+1]), j = (v >> 18) & 255: the address base + 4j by VAND of bits
+ *       18..25 and VSRA #16 onto the table address (ARM DDI 0406C A8.8.393), two addresses
+ *       per VMOV to core registers, one VLD2 lane load per class
  *   interpolation T[j] + rshift_round((T[j+1] - T[j]) f, 18) = T[j] + VQRDMULH(dT, f 2^13)
  *       (|dT| < 2^22, f 2^13 < 2^31)
  *   2^-q, q = v >> 26, by VRSHL by -q (0 for q >= 32, as elt_exp2neg_q30: t <= 2^30 rounds
@@ -51,18 +52,20 @@ typedef struct {
     int32x4_t vlim;
     int32x4_t sha;
     uint32x4_t base;
+    uint32x4_t jmask;
     uint64x2_t vs;
     int64x2_t vt;
 } elt_ent_acc_t;
 
 static inline __attribute__((always_inline)) void elt_ent4(elt_ent_acc_t *acc, int16x4_t m4,
-                                                           int16x4_t l4, const int32_t r)
+                                                           int16x4_t l4, const int32_t r,
+                                                           const int first)
 {
     const int32x4_t a = vshlq_s32(vminq_s32(vsubl_s16(m4, l4), acc->vlim), acc->sha); /* Q5.26 */
     const uint32x4_t v =
         vreinterpretq_u32_s32(vaddq_s32(a, vqrdmulhq_s32(a, vdupq_n_s32(ELT_L2E_FRAC2))));
     const int32x4_t nq = vnegq_s32(vreinterpretq_s32_u32(vshrq_n_u32(v, 26)));
-    const uint32x4_t adr = vaddq_u32(vandq_u32(vshrq_n_u32(v, 16), vdupq_n_u32(0x3FCu)), acc->base);
+    const uint32x4_t adr = vsraq_n_u32(acc->base, vandq_u32(v, acc->jmask), 16);
     const int32x4_t f13 = vreinterpretq_s32_u32(vshrq_n_u32(vshlq_n_u32(v, 14), 1));
     const int32x4x2_t g = elt_gather2(adr);
     int32x4_t e = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f13));
@@ -72,8 +75,14 @@ static inline __attribute__((always_inline)) void elt_ent4(elt_ent_acc_t *acc, i
         static const int32_t keep[7] = {-1, -1, -1, 0, 0, 0, 0};
         e = vandq_s32(e, vld1q_s32(keep + 3 - r));
     }
-    acc->vs = vpadalq_u32(acc->vs, vreinterpretq_u32_s32(e));
-    acc->vt = vrsraq_n_s64(acc->vt, vmull_s32(vget_low_s32(e), vget_low_s32(a)), 26);
+    if (first) {
+        /* the row's first step starts the sums: VPADDL and VRSHR #26 (no zeroed accumulators) */
+        acc->vs = vpaddlq_u32(vreinterpretq_u32_s32(e));
+        acc->vt = vrshrq_n_s64(vmull_s32(vget_low_s32(e), vget_low_s32(a)), 26);
+    } else {
+        acc->vs = vpadalq_u32(acc->vs, vreinterpretq_u32_s32(e));
+        acc->vt = vrsraq_n_s64(acc->vt, vmull_s32(vget_low_s32(e), vget_low_s32(a)), 26);
+    }
     acc->vt = vrsraq_n_s64(acc->vt, vmull_s32(vget_high_s32(e), vget_high_s32(a)), 26);
 }
 
@@ -91,57 +100,81 @@ static inline __attribute__((always_inline)) int16x4_t elt_ent_tail(const int16_
     return l;
 }
 
-/* n a compile-time constant where inlined for ELT_C_MAX: every loop unrolled. */
-static inline __attribute__((always_inline)) void elt_entropy_sums(const int16_t *logits,
-                                                                   const int32_t n, int32_t frac,
-                                                                   const int32_t *exp2_lut,
-                                                                   uint64_t *s_out, uint64_t *t_out)
+/* The constants of every row: the clamp 31 2^frac, the shift 26 - frac, the table address and
+ * the mask of the LUT index bits 18..25 of v. */
+static inline __attribute__((always_inline)) void elt_ent_consts(elt_ent_acc_t *acc, int32_t frac,
+                                                                 const int32_t *exp2_lut)
+{
+    acc->vlim = vdupq_n_s32(ELT_D_CLAMP << frac);
+    acc->sha = vdupq_n_s32(26 - frac);
+    acc->base = vdupq_n_u32((uint32_t)(uintptr_t)exp2_lut);
+    acc->jmask = vdupq_n_u32(0xFFu << ELT_SEG_SHIFT);
+}
+
+/* One row's S and T with the constants of acc; n a compile-time constant where inlined for
+ * ELT_C_MAX: every loop unrolled. */
+static inline __attribute__((always_inline)) void elt_ent_row(elt_ent_acc_t *acc,
+                                                              const int16_t *logits,
+                                                              const int32_t n, uint64_t *s_out,
+                                                              uint64_t *t_out)
 {
     const int32_t nb = n >> 2;
     const int32_t r = n & 3;
+    const int32_t i0 = r ? 0 : 1; /* the first block starts the maximum when there is no tail */
     int16x4_t m4 = r ? elt_ent_tail(logits + 4 * nb, r) : vld1_s16(logits);
-    elt_ent_acc_t acc;
     int32_t i;
     if (__builtin_constant_p(n)) {
 #pragma GCC unroll 64
-        for (i = 0; i < nb; i++) {
+        for (i = i0; i < nb; i++) {
             m4 = vmax_s16(m4, vld1_s16(logits + 4 * i));
         }
     } else {
-        for (i = 0; i < nb; i++) {
+        for (i = i0; i < nb; i++) {
             m4 = vmax_s16(m4, vld1_s16(logits + 4 * i));
         }
     }
     m4 = vpmax_s16(m4, m4);
-    m4 = vdup_lane_s16(vpmax_s16(m4, m4), 0);
-    acc.vlim = vdupq_n_s32(ELT_D_CLAMP << frac);
-    acc.sha = vdupq_n_s32(26 - frac);
-    acc.base = vdupq_n_u32((uint32_t)(uintptr_t)exp2_lut);
-    acc.vs = vdupq_n_u64(0);
-    acc.vt = vdupq_n_s64(0);
-    if (__builtin_constant_p(n)) {
-#pragma GCC unroll 64
-        for (i = 0; i < nb; i++) {
-            elt_ent4(&acc, m4, vld1_s16(logits + 4 * i), 0);
-        }
+    m4 = vpmax_s16(m4, m4);
+    /* VDUP.16 by scalar (ARM DDI 0406C A8.8.321): GCC moves the lane through a core register */
+    __asm__("vdup.16 %P0, %P1[0]" : "=w"(m4) : "w"(m4));
+    if (nb == 0) {
+        elt_ent4(acc, m4, elt_ent_tail(logits, r), r, 1);
     } else {
-        for (i = 0; i < nb; i++) {
-            elt_ent4(&acc, m4, vld1_s16(logits + 4 * i), 0);
+        elt_ent4(acc, m4, vld1_s16(logits), 0, 1);
+        if (__builtin_constant_p(n)) {
+#pragma GCC unroll 64
+            for (i = 1; i < nb; i++) {
+                elt_ent4(acc, m4, vld1_s16(logits + 4 * i), 0, 0);
+            }
+        } else {
+            for (i = 1; i < nb; i++) {
+                elt_ent4(acc, m4, vld1_s16(logits + 4 * i), 0, 0);
+            }
         }
-    }
-    if (r) {
-        elt_ent4(&acc, m4, elt_ent_tail(logits + 4 * nb, r), r);
+        if (r) {
+            elt_ent4(acc, m4, elt_ent_tail(logits + 4 * nb, r), r, 0);
+        }
     }
     /* the lane sums by VADD.I64 and VST1 (GCC moves 64-bit scalar adds to core registers,
      * eight VMOVs and four STRs for the two sums) */
     {
         uint64x1_t s1;
         int64x1_t t1;
-        __asm__("vadd.i64 %P0, %e1, %f1" : "=w"(s1) : "w"(acc.vs));
-        __asm__("vadd.i64 %P0, %e1, %f1" : "=w"(t1) : "w"(acc.vt));
+        __asm__("vadd.i64 %P0, %e1, %f1" : "=w"(s1) : "w"(acc->vs));
+        __asm__("vadd.i64 %P0, %e1, %f1" : "=w"(t1) : "w"(acc->vt));
         vst1_u64(s_out, s1);
         vst1_s64((int64_t *)t_out, t1);
     }
+}
+
+static inline __attribute__((always_inline)) void elt_entropy_sums(const int16_t *logits,
+                                                                   const int32_t n, int32_t frac,
+                                                                   const int32_t *exp2_lut,
+                                                                   uint64_t *s_out, uint64_t *t_out)
+{
+    elt_ent_acc_t acc;
+    elt_ent_consts(&acc, frac, exp2_lut);
+    elt_ent_row(&acc, logits, n, s_out, t_out);
 }
 
 static inline __attribute__((always_inline)) int32_t elt_entropy_neon(const int16_t *logits,
@@ -256,13 +289,20 @@ static inline __attribute__((always_inline)) int32_t entropy_one(const int16_t *
     return elt_entropy_neon(logits, n, frac, exp2_lut, log2_lut);
 }
 
-/* One row's sums for C = ELT_C_MAX, out of line: inlined into the four-row loop the hoisted
- * constants of four rows spill (measured: 145 against 123 instructions a row). */
-static __attribute__((noinline)) void elt_entropy_sums_c(const int16_t *logits, int32_t frac,
-                                                         const int32_t *exp2_lut, uint64_t *s,
-                                                         uint64_t *t)
+/* Four rows' sums for C = ELT_C_MAX, out of line, the constants set once and the rows in a loop
+ * that is not unrolled (four unrolled rows spill their hoisted constants: measured 145 against
+ * 123 instructions a row; one call a row sets the constants and saves registers each time). */
+static __attribute__((noinline)) void elt_entropy_sums4_c(const int16_t *logits, int32_t stride,
+                                                          int32_t frac, const int32_t *exp2_lut,
+                                                          uint64_t *s, uint64_t *t)
 {
-    elt_entropy_sums(logits, ELT_C_MAX, frac, exp2_lut, s, t);
+    elt_ent_acc_t acc;
+    int r;
+    elt_ent_consts(&acc, frac, exp2_lut);
+#pragma GCC unroll 1
+    for (r = 0; r < 4; r++) {
+        elt_ent_row(&acc, logits + r * stride, ELT_C_MAX, s + r, t + r);
+    }
 }
 
 /* H of `rows` rows `stride` apart. */
@@ -277,10 +317,7 @@ entropy_rows(const int16_t *logits, int32_t stride, int32_t rows, int32_t n, int
     /* four rows' sums, then their ln S and divisions four lanes at a time */
     if (n == ELT_C_MAX) {
         for (; i + 4 <= rows; i += 4) {
-#pragma GCC unroll 4
-            for (r = 0; r < 4; r++) {
-                elt_entropy_sums_c(logits + (i + r) * stride, frac, exp2_lut, S + r, T + r);
-            }
+            elt_entropy_sums4_c(logits + i * stride, stride, frac, exp2_lut, S, T);
             elt_entropy_finish4(S, T, log2_lut, H + i);
         }
     } else {
