@@ -57,9 +57,8 @@ typedef struct {
     int64x2_t vt;
 } elt_ent_acc_t;
 
-static inline __attribute__((always_inline)) void elt_ent4(elt_ent_acc_t *acc, int16x4_t m4,
-                                                           int16x4_t l4, const int32_t r,
-                                                           const int first)
+static inline __attribute__((always_inline)) void
+elt_ent4(elt_ent_acc_t *acc, int16x4_t m4, int16x4_t l4, const int32_t r, const int first)
 {
     const int32x4_t a = vshlq_s32(vminq_s32(vsubl_s16(m4, l4), acc->vlim), acc->sha); /* Q5.26 */
     const uint32x4_t v =
@@ -197,9 +196,13 @@ static inline __attribute__((always_inline)) int32_t elt_entropy_neon(const int1
  *       2 ln2) (= rshift_round(l2 ln2, 30))
  *   T 2^26 / S: elt_recip_set's reciprocal of the top word dh lane-wise (seed << 16, two Newton
  *       steps: e = (2^63 - dh y) >> 32 by VMULL.U32 + VSUBHN, y += (y e) >> 31 by VMULL +
- *       VSHRN, then y - 2), the estimate q = ((T >> (38 - z)) y) >> 31 (elt_udiv_q's
- *       (n 2^(z-32)) >> 32 for n = T 2^26), at most the quotient; then per row the remainder
- *       loop of elt_udiv_q makes it exact. */
+ *       VSHRN, then y - 2: 0 <= floor(2^63/(dh + 1)) - y <= 3 for every dh in [2^31, 2^32),
+ *       checked over all of them), the estimate q = ((T >> (35 - z)) y) >> 34, at most the
+ *       quotient Q = T 2^26 / S (y <= 2^63/(dh + 1), S 2^z < (dh + 1) 2^32) and at least
+ *       Q - Q/(dh + 1) - y/2^34 - 4 Q/2^31 > Q - 5 Q/2^31 - 1/4 > Q - 2 for Q < 2^28.5 (Q is
+ *       the softmax mean of d, at most ln n nats plus the terms' rounding: n <= 256), and
+ *       T >> (35 - z) < 8 Q < 2^32; then the exact quotient lane-wise from the remainder
+ *       rem = T 2^26 - (q + 2) S in [-2 S, S): Q = q + 2 - [rem < 0] - [rem + S < 0]. */
 static inline __attribute__((always_inline)) void
 elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lut, int32_t *H)
 {
@@ -224,13 +227,15 @@ elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lu
             ELT_LUT_FRAC - 26));
     const int32x4_t ln = vqrdmulhq_s32(l2, vdupq_n_s32(2 * ELT_LN2_Q30));
     const uint64x2_t c63 = vdupq_n_u64((uint64_t)1 << 63);
-    const int32x4_t nsh = vsubq_s32(z, vdupq_n_s32(38));
+    const int32x4_t nsh = vsubq_s32(z, vdupq_n_s32(35));
+    const uint64x2_t t01 = vld1q_u64(T);
+    const uint64x2_t t23 = vld1q_u64(T + 2);
     uint16x4_t seed = vdup_n_u16(0);
     uint32x4_t y;
     uint32x4_t nh;
     uint32x4_t q;
-    int32_t qa[4];
-    int32_t la[4];
+    int64x2_t r01;
+    int64x2_t r23;
     int r;
     {
         /* elt_recip_seed[(dh >> 23) & 255]: byte offsets ((dh >> 22) & 0x1FE) */
@@ -258,23 +263,34 @@ elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lu
                                    vshrn_n_u64(vmull_u32(vget_high_u32(y), vget_high_u32(e)), 31)));
     }
     y = vsubq_u32(y, vdupq_n_u32(2));
-    nh = vcombine_u32(vmovn_u64(vshlq_u64(vld1q_u64(T), vmovl_s32(vget_low_s32(nsh)))),
-                      vmovn_u64(vshlq_u64(vld1q_u64(T + 2), vmovl_s32(vget_high_s32(nsh)))));
-    q = vcombine_u32(vshrn_n_u64(vmull_u32(vget_low_u32(nh), vget_low_u32(y)), 31),
-                     vshrn_n_u64(vmull_u32(vget_high_u32(nh), vget_high_u32(y)), 31));
-    vst1q_s32(qa, vreinterpretq_s32_u32(q));
-    vst1q_s32(la, ln);
-#pragma GCC unroll 4
-    for (r = 0; r < 4; r++) {
-        const uint64_t d = S[r];
-        uint32_t qr = (uint32_t)qa[r];
-        uint64_t rem = (T[r] << 26) - (uint64_t)qr * d; /* q d <= T 2^26: no wrap */
-        while (rem >= d) {
-            rem -= d;
-            qr++;
-        }
-        H[r] = la[r] + (int32_t)qr;
-    }
+    nh = vcombine_u32(vmovn_u64(vshlq_u64(t01, vmovl_s32(vget_low_s32(nsh)))),
+                      vmovn_u64(vshlq_u64(t23, vmovl_s32(vget_high_s32(nsh)))));
+    /* q + 2 for q = (nh y) >> 34, VSHRN #32 then VSRA #2 onto 2 */
+    q = vcombine_u32(vshrn_n_u64(vmull_u32(vget_low_u32(nh), vget_low_u32(y)), 32),
+                     vshrn_n_u64(vmull_u32(vget_high_u32(nh), vget_high_u32(y)), 32));
+    q = vsraq_n_u32(vdupq_n_u32(2), q, 2);
+    /* the remainder T 2^26 - (q + 2) S mod 2^64 (VMLSL.U32 by the low words of S, VMUL by the
+     * high words, VSHLL #32, VSUB): the true value lies in [-2 S, S) */
+    r01 = vreinterpretq_s64_u64(
+        vsubq_u64(vmlsl_u32(vshlq_n_u64(t01, 26), vget_low_u32(q), vmovn_u64(s01)),
+                  vshll_n_u32(vmul_u32(vget_low_u32(q), vshrn_n_u64(s01, 32)), 32)));
+    r23 = vreinterpretq_s64_u64(
+        vsubq_u64(vmlsl_u32(vshlq_n_u64(t23, 26), vget_high_u32(q), vmovn_u64(s23)),
+                  vshll_n_u32(vmul_u32(vget_high_u32(q), vshrn_n_u64(s23, 32)), 32)));
+    /* the quotient: q + 2 - [rem < 0] - [rem + S < 0], each sign the top bit of the high word
+     * (|rem| < 2^40), added by VSRA.S32 #31 */
+    q = vreinterpretq_u32_s32(vsraq_n_s32(
+        vreinterpretq_s32_u32(q),
+        vreinterpretq_s32_u32(vcombine_u32(vshrn_n_u64(vreinterpretq_u64_s64(r01), 32),
+                                           vshrn_n_u64(vreinterpretq_u64_s64(r23), 32))),
+        31));
+    q = vreinterpretq_u32_s32(
+        vsraq_n_s32(vreinterpretq_s32_u32(q),
+                    vreinterpretq_s32_u32(
+                        vcombine_u32(vshrn_n_u64(vaddq_u64(vreinterpretq_u64_s64(r01), s01), 32),
+                                     vshrn_n_u64(vaddq_u64(vreinterpretq_u64_s64(r23), s23), 32))),
+                    31));
+    vst1q_s32(H, vaddq_s32(ln, vreinterpretq_s32_u32(q)));
 }
 
 /* H of one row, the row's length the build's constant C where it is. */
