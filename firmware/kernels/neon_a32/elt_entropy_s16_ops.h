@@ -315,7 +315,7 @@ static __attribute__((noinline)) void elt_entropy_sums4_c(const int16_t *logits,
     elt_ent_acc_t acc;
     int r;
     elt_ent_consts(&acc, frac, exp2_lut);
-#pragma GCC unroll 1
+#pragma GCC unroll 4
     for (r = 0; r < 4; r++) {
         elt_ent_row(&acc, logits + r * stride, ELT_C_MAX, s + r, t + r);
     }
