@@ -341,33 +341,43 @@ static inline __attribute__((always_inline)) void elt_zt(const elt_adapt_params_
     elt_zt_from(p, z, zt, i);
 }
 
-/* d = s, n int32, four per VLD1/VST1. */
+/* d = s, n int32: sixteen per step by two VLD1 and two VST1 of four d-registers with
+ * post-increment (ARM DDI 0406C A8.8.320, A8.8.404; GCC gives each quad of an unrolled
+ * intrinsic copy its own address), then four per VLD1/VST1, then the tail. */
 static inline __attribute__((always_inline)) void elt_copy_s32(int32_t *d, const int32_t *s,
                                                                int32_t n)
 {
+    int32_t *dp = d;
+    const int32_t *sp = s;
     int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __asm__ volatile("vld1.32 {d16-d19}, [%1]!\n\t"
+                         "vld1.32 {d20-d23}, [%1]!\n\t"
+                         "vst1.32 {d16-d19}, [%0]!\n\t"
+                         "vst1.32 {d20-d23}, [%0]!"
+                         : "+r"(dp), "+r"(sp)
+                         :
+                         : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "memory");
+    }
     for (; i + 4 <= n; i += 4) {
         vst1q_s32(d + i, vld1q_s32(s + i));
     }
     elt_copy_s32_from(d, s, i, n);
 }
 
-/* The best candidate so far into the result: its p (k int32) and its logits (C int16), four
- * per VLD1/VST1, then the tails. */
+/* The best candidate so far into the result: its p (k int32, elt_copy_s32) and its logits
+ * (C int16) four per VLD1/VST1, then the tail. */
 static inline __attribute__((always_inline)) void elt_copy_best(elt_adapt_result_t *res,
                                                                 const int32_t *pj,
                                                                 const int16_t *lj, int32_t k,
                                                                 int32_t ncls)
 {
-    int32_t a = 0;
     int32_t i = 0;
-    for (; a + 4 <= k; a += 4) {
-        vst1q_s32(res->p_best + a, vld1q_s32(pj + a));
-    }
+    elt_copy_s32(res->p_best, pj, k);
     for (; i + 4 <= ncls; i += 4) {
         vst1_s16(res->logits + i, vld1_s16(lj + i));
     }
-    elt_copy_best_from(res, pj, lj, a, k, i, ncls);
+    elt_copy_best_from(res, pj, lj, k, k, i, ncls);
 }
 
 #endif /* ELT_ADAPT_OPS_H */
