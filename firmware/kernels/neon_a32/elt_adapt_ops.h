@@ -317,11 +317,61 @@ static inline __attribute__((always_inline)) void elt_rank_neon(int32_t *H, cons
     }
 }
 
+/* The same places for lam = ELT_LAM_MAX, four candidates (one block of H) per lane and one H_j
+ * at a time: blocks whose candidates all follow j count H_j <= H_i (VCGE.S32), blocks before j
+ * H_j < H_i (VCGT.S32), and j's own block compares with H_i + [j < i] (H plus the mask of the
+ * lanes after j). H_j by VDUP.32 by scalar from the block in registers (ARM DDI 0406C
+ * A8.8.321; loads of H_j are hoisted and spilled by GCC). Lanes past lam are never stored. */
+static inline __attribute__((always_inline)) void elt_rank_lam_max(const int32_t *H, uint8_t *order)
+{
+    enum { NB = (ELT_LAM_MAX + 3) >> 2 };
+    static const int32_t after[7] = {0, 0, 0, 0, 1, 1, 1}; /* lanes after o: after + 3 - o */
+    const int32x4_t m0 = vld1q_s32(after + 3);
+    const int32x4_t m1 = vld1q_s32(after + 2);
+    const int32x4_t m2 = vld1q_s32(after + 1);
+    int32x4_t hb[NB];
+    uint32x4_t cnt[NB];
+    int32_t place[4 * NB];
+    int32_t i;
+    int32_t j;
+    int32_t b;
+#pragma GCC unroll 8
+    for (b = 0; b < NB; b++) {
+        hb[b] = vld1q_s32(H + 4 * b);
+        cnt[b] = vdupq_n_u32(0);
+    }
+#pragma GCC unroll 32
+    for (j = 0; j < ELT_LAM_MAX; j++) {
+        const int32x2_t half = (j & 2) ? vget_high_s32(hb[j >> 2]) : vget_low_s32(hb[j >> 2]);
+        const int32x4_t hj = vdupq_lane_s32(half, j & 1);
+#pragma GCC unroll 8
+        for (b = 0; b < NB; b++) {
+            uint32x4_t lt;
+            if (4 * b > j) {
+                lt = vcgeq_s32(hb[b], hj);
+            } else if (4 * b + 4 <= j || (j & 3) == 3) {
+                lt = vcgtq_s32(hb[b], hj);
+            } else {
+                lt = vcgtq_s32(vaddq_s32(hb[b], (j & 3) == 0 ? m0 : (j & 3) == 1 ? m1 : m2), hj);
+            }
+            cnt[b] = vsubq_u32(cnt[b], lt);
+        }
+    }
+#pragma GCC unroll 8
+    for (b = 0; b < NB; b++) {
+        vst1q_s32(place + 4 * b, vreinterpretq_s32_u32(cnt[b]));
+    }
+#pragma GCC unroll 32
+    for (i = 0; i < ELT_LAM_MAX; i++) {
+        order[place[i]] = (uint8_t)i;
+    }
+}
+
 /* order: the candidates by (H, index), for the build's lambda where it is. */
 static inline __attribute__((always_inline)) void elt_rank(int32_t *H, int32_t lam, uint8_t *order)
 {
     if (lam == ELT_LAM_MAX) {
-        elt_rank_neon(H, ELT_LAM_MAX, order);
+        elt_rank_lam_max(H, order);
     } else {
         elt_rank_neon(H, lam, order);
     }
