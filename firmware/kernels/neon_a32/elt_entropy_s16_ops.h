@@ -199,12 +199,15 @@ static inline __attribute__((always_inline)) int32_t elt_entropy_neon(const int1
  *       VSHRN, then y - 2: 0 <= floor(2^63/(dh + 1)) - y <= 3 for every dh in [2^31, 2^32),
  *       checked over all of them), the estimate q = ((T >> (35 - z)) y) >> 34, at most the
  *       quotient Q = T 2^26 / S (y <= 2^63/(dh + 1), S 2^z < (dh + 1) 2^32) and at least
- *       Q - Q/(dh + 1) - y/2^34 - 4 Q/2^31 > Q - 5 Q/2^31 - 1/4 > Q - 2 for Q < 2^28.5 (Q is
- *       the softmax mean of d, at most ln n nats plus the terms' rounding: n <= 256), and
+ *       Q - Q/(dh + 1) - y/2^34 - 4 Q/2^31 > Q - 5 Q/2^31 - 1/4 > Q - under, under = 2 for
+ *       Q < 2^28.5 (Q is the softmax mean of d, at most ln n nats plus the terms' rounding:
+ *       n <= 256) and 1 for n <= 16 (Q < 2.78 2^26: 5 Q/2^31 + 1/4 < 0.69), and
  *       T >> (35 - z) < 8 Q < 2^32; then the exact quotient lane-wise from the remainder
- *       rem = T 2^26 - (q + 2) S in [-2 S, S): Q = q + 2 - [rem < 0] - [rem + S < 0]. */
+ *       rem = T 2^26 - (q + under) S in [-under S, S): Q = q + under - [rem < 0] (- [rem + S <
+ *       0] for under = 2). */
 static inline __attribute__((always_inline)) void
-elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lut, int32_t *H)
+elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lut, int32_t *H,
+                    const int32_t under)
 {
     const uint64x2_t s01 = vld1q_u64(S);
     const uint64x2_t s23 = vld1q_u64(S + 2);
@@ -265,31 +268,33 @@ elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lu
     y = vsubq_u32(y, vdupq_n_u32(2));
     nh = vcombine_u32(vmovn_u64(vshlq_u64(t01, vmovl_s32(vget_low_s32(nsh)))),
                       vmovn_u64(vshlq_u64(t23, vmovl_s32(vget_high_s32(nsh)))));
-    /* q + 2 for q = (nh y) >> 34, VSHRN #32 then VSRA #2 onto 2 */
+    /* q + under for q = (nh y) >> 34, VSHRN #32 then VSRA #2 onto under */
     q = vcombine_u32(vshrn_n_u64(vmull_u32(vget_low_u32(nh), vget_low_u32(y)), 32),
                      vshrn_n_u64(vmull_u32(vget_high_u32(nh), vget_high_u32(y)), 32));
-    q = vsraq_n_u32(vdupq_n_u32(2), q, 2);
-    /* the remainder T 2^26 - (q + 2) S mod 2^64 (VMLSL.U32 by the low words of S, VMUL by the
-     * high words, VSHLL #32, VSUB): the true value lies in [-2 S, S) */
+    q = vsraq_n_u32(vdupq_n_u32((uint32_t)under), q, 2);
+    /* the remainder T 2^26 - (q + under) S mod 2^64 (VMLSL.U32 by the low words of S, VMUL by
+     * the high words, VSHLL #32, VSUB): the true value lies in [-under S, S) */
     r01 = vreinterpretq_s64_u64(
         vsubq_u64(vmlsl_u32(vshlq_n_u64(t01, 26), vget_low_u32(q), vmovn_u64(s01)),
                   vshll_n_u32(vmul_u32(vget_low_u32(q), vshrn_n_u64(s01, 32)), 32)));
     r23 = vreinterpretq_s64_u64(
         vsubq_u64(vmlsl_u32(vshlq_n_u64(t23, 26), vget_high_u32(q), vmovn_u64(s23)),
                   vshll_n_u32(vmul_u32(vget_high_u32(q), vshrn_n_u64(s23, 32)), 32)));
-    /* the quotient: q + 2 - [rem < 0] - [rem + S < 0], each sign the top bit of the high word
-     * (|rem| < 2^40), added by VSRA.S32 #31 */
+    /* the quotient: q + under - [rem < 0] (- [rem + S < 0] for under = 2), each sign the top
+     * bit of the high word (|rem| < 2^40), added by VSRA.S32 #31 */
     q = vreinterpretq_u32_s32(vsraq_n_s32(
         vreinterpretq_s32_u32(q),
         vreinterpretq_s32_u32(vcombine_u32(vshrn_n_u64(vreinterpretq_u64_s64(r01), 32),
                                            vshrn_n_u64(vreinterpretq_u64_s64(r23), 32))),
         31));
-    q = vreinterpretq_u32_s32(
-        vsraq_n_s32(vreinterpretq_s32_u32(q),
-                    vreinterpretq_s32_u32(
-                        vcombine_u32(vshrn_n_u64(vaddq_u64(vreinterpretq_u64_s64(r01), s01), 32),
-                                     vshrn_n_u64(vaddq_u64(vreinterpretq_u64_s64(r23), s23), 32))),
-                    31));
+    if (under == 2) {
+        q = vreinterpretq_u32_s32(
+            vsraq_n_s32(vreinterpretq_s32_u32(q),
+                        vreinterpretq_s32_u32(vcombine_u32(
+                            vshrn_n_u64(vaddq_u64(vreinterpretq_u64_s64(r01), s01), 32),
+                            vshrn_n_u64(vaddq_u64(vreinterpretq_u64_s64(r23), s23), 32))),
+                        31));
+    }
     vst1q_s32(H, vaddq_s32(ln, vreinterpretq_s32_u32(q)));
 }
 
@@ -334,14 +339,14 @@ entropy_rows(const int16_t *logits, int32_t stride, int32_t rows, int32_t n, int
     if (n == ELT_C_MAX) {
         for (; i + 4 <= rows; i += 4) {
             elt_entropy_sums4_c(logits + i * stride, stride, frac, exp2_lut, S, T);
-            elt_entropy_finish4(S, T, log2_lut, H + i);
+            elt_entropy_finish4(S, T, log2_lut, H + i, ELT_C_MAX <= 16 ? 1 : 2);
         }
     } else {
         for (; i + 4 <= rows; i += 4) {
             for (r = 0; r < 4; r++) {
                 elt_entropy_sums(logits + (i + r) * stride, n, frac, exp2_lut, S + r, T + r);
             }
-            elt_entropy_finish4(S, T, log2_lut, H + i);
+            elt_entropy_finish4(S, T, log2_lut, H + i, 2);
         }
     }
     for (; i < rows; i++) {
