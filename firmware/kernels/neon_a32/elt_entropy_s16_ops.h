@@ -187,58 +187,14 @@ static inline __attribute__((always_inline)) int32_t elt_entropy_neon(const int1
     return elt_entropy_finish(s, t, log2_lut);
 }
 
-/* H of four rows from their S and T, the scalar elt_entropy_finish lane-wise (S in [2^30, 2^39),
- * T < 2^37):
- *   z = clz64(S) = 25 + clz32(S >> 7) (VSHRN #7, VCLZ); S 2^z by VSHL.U64
- *   ln S: the bits below the leading one by VSHRN #31, x = VRSHR #6 of them (= (hi + 2^5) >> 6
- *       without overflow), the log2 LUT pair by VLD2, interpolation T[j] + VQRDMULH(2 dT,
- *       2^12 f) (= rshift_round(dT f, 18)), l2 = (33 - z) 2^26 + VRSHR #4, ln = VQRDMULH(l2,
- *       2 ln2) (= rshift_round(l2 ln2, 30))
- *   T 2^26 / S: elt_recip_set's reciprocal of the top word dh lane-wise (seed << 16, two Newton
- *       steps: e = (2^63 - dh y) >> 32 by VMULL.U32 + VSUBHN, y += (y e) >> 31 by VMULL +
- *       VSHRN, then y - 2: 0 <= floor(2^63/(dh + 1)) - y <= 3 for every dh in [2^31, 2^32),
- *       checked over all of them), the estimate q = ((T >> (35 - z)) y) >> 34, at most the
- *       quotient Q = T 2^26 / S (y <= 2^63/(dh + 1), S 2^z < (dh + 1) 2^32) and at least
- *       Q - Q/(dh + 1) - y/2^34 - 4 Q/2^31 > Q - 5 Q/2^31 - 1/4 > Q - under, under = 2 for
- *       Q < 2^28.5 (Q is the softmax mean of d, at most ln n nats plus the terms' rounding:
- *       n <= 256) and 1 for n <= 16 (Q < 2.78 2^26: 5 Q/2^31 + 1/4 < 0.69), and
- *       T >> (35 - z) < 8 Q < 2^32; then the exact quotient lane-wise from the remainder
- *       rem = T 2^26 - (q + under) S in [-under S, S): Q = q + under - [rem < 0] (- [rem + S <
- *       0] for under = 2). */
-static inline __attribute__((always_inline)) void
-elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lut, int32_t *H,
-                    const int32_t under)
+/* elt_recip_set's reciprocal y <= 2^63/(dh + 1) of four normalised top words lane-wise: the seed
+ * by four VLD1 lane loads, two Newton steps (e = (2^63 - dh y) >> 32 by VMULL.U32 + VSUBHN,
+ * y += (y e) >> 31 by VMULL + VSHRN), then y - 2. */
+static inline __attribute__((always_inline)) uint32x4_t elt_recip4(uint32x4_t dh)
 {
-    const uint64x2_t s01 = vld1q_u64(S);
-    const uint64x2_t s23 = vld1q_u64(S + 2);
-    const int32x4_t z = vaddq_s32(
-        vreinterpretq_s32_u32(vclzq_u32(vcombine_u32(vshrn_n_u64(s01, 7), vshrn_n_u64(s23, 7)))),
-        vdupq_n_s32(25));
-    const uint64x2_t n01 = vshlq_u64(s01, vmovl_s32(vget_low_s32(z)));
-    const uint64x2_t n23 = vshlq_u64(s23, vmovl_s32(vget_high_s32(z)));
-    const uint32x4_t dh = vcombine_u32(vshrn_n_u64(n01, 32), vshrn_n_u64(n23, 32));
-    const uint32x4_t xf = vrshrq_n_u32(vcombine_u32(vshrn_n_u64(n01, 31), vshrn_n_u64(n23, 31)), 6);
-    const uint32x4_t j = vminq_u32(vshrq_n_u32(xf, ELT_SEG_SHIFT), vdupq_n_u32(255));
-    const int32x4_t f12 =
-        vreinterpretq_s32_u32(vshlq_n_u32(vsubq_u32(xf, vshlq_n_u32(j, ELT_SEG_SHIFT)), 12));
-    const int32x4x2_t g =
-        elt_gather2(vaddq_u32(vshlq_n_u32(j, 2), vdupq_n_u32((uint32_t)(uintptr_t)log2_lut)));
-    const int32x4_t l2 = vaddq_s32(
-        vshlq_n_s32(vsubq_s32(vdupq_n_s32(63 - ELT_LUT_FRAC), z), 26),
-        vrshrq_n_s32(
-            vaddq_s32(g.val[0], vqrdmulhq_s32(vshlq_n_s32(vsubq_s32(g.val[1], g.val[0]), 1), f12)),
-            ELT_LUT_FRAC - 26));
-    const int32x4_t ln = vqrdmulhq_s32(l2, vdupq_n_s32(2 * ELT_LN2_Q30));
     const uint64x2_t c63 = vdupq_n_u64((uint64_t)1 << 63);
-    const int32x4_t nsh = vsubq_s32(z, vdupq_n_s32(35));
-    const uint64x2_t t01 = vld1q_u64(T);
-    const uint64x2_t t23 = vld1q_u64(T + 2);
     uint16x4_t seed = vdup_n_u16(0);
     uint32x4_t y;
-    uint32x4_t nh;
-    uint32x4_t q;
-    int64x2_t r01;
-    int64x2_t r23;
     int r;
     {
         /* elt_recip_seed[(dh >> 23) & 255]: byte offsets ((dh >> 22) & 0x1FE) */
@@ -266,6 +222,57 @@ elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lu
                                    vshrn_n_u64(vmull_u32(vget_high_u32(y), vget_high_u32(e)), 31)));
     }
     y = vsubq_u32(y, vdupq_n_u32(2));
+    return y;
+}
+
+/* H of four rows from their S and T, the scalar elt_entropy_finish lane-wise (S in [2^30, 2^39),
+ * T < 2^37):
+ *   z = clz64(S) = 25 + clz32(S >> 7) (VSHRN #7, VCLZ); S 2^z by VSHL.U64
+ *   ln S: the bits below the leading one by VSHRN #31, x = VRSHR #6 of them (= (hi + 2^5) >> 6
+ *       without overflow), the log2 LUT pair by VLD2, interpolation T[j] + VQRDMULH(2 dT,
+ *       2^12 f) (= rshift_round(dT f, 18)), l2 = (33 - z) 2^26 + VRSHR #4, ln = VQRDMULH(l2,
+ *       2 ln2) (= rshift_round(l2 ln2, 30))
+ *   T 2^26 / S: the reciprocal y of the top word dh (elt_recip4: 0 <= floor(2^63/(dh + 1))
+ *       - y <= 3 for every dh in [2^31, 2^32), checked over all of them), the estimate q = ((T >>
+ * (35 - z)) y) >> 34, at most the quotient Q = T 2^26 / S (y <= 2^63/(dh + 1), S 2^z < (dh + 1)
+ * 2^32) and at least Q - Q/(dh + 1) - y/2^34 - 4 Q/2^31 > Q - 5 Q/2^31 - 1/4 > Q - under, under = 2
+ * for Q < 2^28.5 (Q is the softmax mean of d, at most ln n nats plus the terms' rounding: n <= 256)
+ * and 1 for n <= 16 (Q < 2.78 2^26: 5 Q/2^31 + 1/4 < 0.69), and T >> (35 - z) < 8 Q < 2^32; then
+ * the exact quotient lane-wise from the remainder rem = T 2^26 - (q + under) S in [-under S, S): Q
+ * = q + under - [rem < 0] (- [rem + S < 0] for under = 2). */
+static inline __attribute__((always_inline)) void
+elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lut, int32_t *H,
+                    const int32_t under)
+{
+    const uint64x2_t s01 = vld1q_u64(S);
+    const uint64x2_t s23 = vld1q_u64(S + 2);
+    const int32x4_t z = vaddq_s32(
+        vreinterpretq_s32_u32(vclzq_u32(vcombine_u32(vshrn_n_u64(s01, 7), vshrn_n_u64(s23, 7)))),
+        vdupq_n_s32(25));
+    const uint64x2_t n01 = vshlq_u64(s01, vmovl_s32(vget_low_s32(z)));
+    const uint64x2_t n23 = vshlq_u64(s23, vmovl_s32(vget_high_s32(z)));
+    const uint32x4_t dh = vcombine_u32(vshrn_n_u64(n01, 32), vshrn_n_u64(n23, 32));
+    const uint32x4_t xf = vrshrq_n_u32(vcombine_u32(vshrn_n_u64(n01, 31), vshrn_n_u64(n23, 31)), 6);
+    const uint32x4_t j = vminq_u32(vshrq_n_u32(xf, ELT_SEG_SHIFT), vdupq_n_u32(255));
+    const int32x4_t f12 =
+        vreinterpretq_s32_u32(vshlq_n_u32(vsubq_u32(xf, vshlq_n_u32(j, ELT_SEG_SHIFT)), 12));
+    const int32x4x2_t g =
+        elt_gather2(vaddq_u32(vshlq_n_u32(j, 2), vdupq_n_u32((uint32_t)(uintptr_t)log2_lut)));
+    const int32x4_t l2 = vaddq_s32(
+        vshlq_n_s32(vsubq_s32(vdupq_n_s32(63 - ELT_LUT_FRAC), z), 26),
+        vrshrq_n_s32(
+            vaddq_s32(g.val[0], vqrdmulhq_s32(vshlq_n_s32(vsubq_s32(g.val[1], g.val[0]), 1), f12)),
+            ELT_LUT_FRAC - 26));
+    const int32x4_t ln = vqrdmulhq_s32(l2, vdupq_n_s32(2 * ELT_LN2_Q30));
+    const int32x4_t nsh = vsubq_s32(z, vdupq_n_s32(35));
+    const uint64x2_t t01 = vld1q_u64(T);
+    const uint64x2_t t23 = vld1q_u64(T + 2);
+    uint32x4_t y;
+    uint32x4_t nh;
+    uint32x4_t q;
+    int64x2_t r01;
+    int64x2_t r23;
+    y = elt_recip4(dh);
     nh = vcombine_u32(vmovn_u64(vshlq_u64(t01, vmovl_s32(vget_low_s32(nsh)))),
                       vmovn_u64(vshlq_u64(t23, vmovl_s32(vget_high_s32(nsh)))));
     /* q + under for q = (nh y) >> 34, VSHRN #32 then VSRA #2 onto under */
