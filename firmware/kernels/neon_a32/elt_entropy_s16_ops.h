@@ -187,6 +187,35 @@ static inline __attribute__((always_inline)) int32_t elt_entropy_neon(const int1
     return elt_entropy_finish(s, t, log2_lut);
 }
 
+/* Two narrowing instructions into the halves of one q-register (ARM DDI 0406C A8.8.385 VSHRN,
+ * A8.8.357 VMOVN, A8.8.421 VSUBHN): GCC's vcombine of two narrowed d-registers adds moves. */
+static inline __attribute__((always_inline)) uint32x4_t elt_shrn2(uint64x2_t lo, uint64x2_t hi,
+                                                                  const int n)
+{
+    uint32x4_t r;
+    __asm__("vshrn.i64 %e0, %q1, #%c3\n\tvshrn.i64 %f0, %q2, #%c3"
+            : "=&w"(r)
+            : "w"(lo), "w"(hi), "i"(n));
+    return r;
+}
+
+static inline __attribute__((always_inline)) uint32x4_t elt_movn2(uint64x2_t lo, uint64x2_t hi)
+{
+    uint32x4_t r;
+    __asm__("vmovn.i64 %e0, %q1\n\tvmovn.i64 %f0, %q2" : "=&w"(r) : "w"(lo), "w"(hi));
+    return r;
+}
+
+static inline __attribute__((always_inline)) uint32x4_t elt_subhn2(uint64x2_t a, uint64x2_t lo,
+                                                                   uint64x2_t hi)
+{
+    uint32x4_t r;
+    __asm__("vsubhn.i64 %e0, %q1, %q2\n\tvsubhn.i64 %f0, %q1, %q3"
+            : "=&w"(r)
+            : "w"(a), "w"(lo), "w"(hi));
+    return r;
+}
+
 /* elt_recip_set's reciprocal y <= 2^63/(dh + 1) of four normalised top words lane-wise: the seed
  * by four VLD1 lane loads, two Newton steps (e = (2^63 - dh y) >> 32 by VMULL.U32 + VSUBHN,
  * y += (y e) >> 31 by VMULL + VSHRN), then y - 2. */
@@ -214,12 +243,10 @@ static inline __attribute__((always_inline)) uint32x4_t elt_recip4(uint32x4_t dh
     y = vshll_n_u16(seed, 16);
 #pragma GCC unroll 2
     for (r = 0; r < 2; r++) {
-        const uint32x4_t e =
-            vcombine_u32(vsubhn_u64(c63, vmull_u32(vget_low_u32(dh), vget_low_u32(y))),
-                         vsubhn_u64(c63, vmull_u32(vget_high_u32(dh), vget_high_u32(y))));
-        y = vaddq_u32(y,
-                      vcombine_u32(vshrn_n_u64(vmull_u32(vget_low_u32(y), vget_low_u32(e)), 31),
-                                   vshrn_n_u64(vmull_u32(vget_high_u32(y), vget_high_u32(e)), 31)));
+        const uint32x4_t e = elt_subhn2(c63, vmull_u32(vget_low_u32(dh), vget_low_u32(y)),
+                                        vmull_u32(vget_high_u32(dh), vget_high_u32(y)));
+        y = vaddq_u32(y, elt_shrn2(vmull_u32(vget_low_u32(y), vget_low_u32(e)),
+                                   vmull_u32(vget_high_u32(y), vget_high_u32(e)), 31));
     }
     y = vsubq_u32(y, vdupq_n_u32(2));
     return y;
@@ -246,13 +273,12 @@ elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lu
 {
     const uint64x2_t s01 = vld1q_u64(S);
     const uint64x2_t s23 = vld1q_u64(S + 2);
-    const int32x4_t z = vaddq_s32(
-        vreinterpretq_s32_u32(vclzq_u32(vcombine_u32(vshrn_n_u64(s01, 7), vshrn_n_u64(s23, 7)))),
-        vdupq_n_s32(25));
+    const int32x4_t z =
+        vaddq_s32(vreinterpretq_s32_u32(vclzq_u32(elt_shrn2(s01, s23, 7))), vdupq_n_s32(25));
     const uint64x2_t n01 = vshlq_u64(s01, vmovl_s32(vget_low_s32(z)));
     const uint64x2_t n23 = vshlq_u64(s23, vmovl_s32(vget_high_s32(z)));
-    const uint32x4_t dh = vcombine_u32(vshrn_n_u64(n01, 32), vshrn_n_u64(n23, 32));
-    const uint32x4_t xf = vrshrq_n_u32(vcombine_u32(vshrn_n_u64(n01, 31), vshrn_n_u64(n23, 31)), 6);
+    const uint32x4_t dh = elt_shrn2(n01, n23, 32);
+    const uint32x4_t xf = vrshrq_n_u32(elt_shrn2(n01, n23, 31), 6);
     const uint32x4_t j = vminq_u32(vshrq_n_u32(xf, ELT_SEG_SHIFT), vdupq_n_u32(255));
     const int32x4_t f12 =
         vreinterpretq_s32_u32(vshlq_n_u32(vsubq_u32(xf, vshlq_n_u32(j, ELT_SEG_SHIFT)), 12));
@@ -273,11 +299,11 @@ elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lu
     int64x2_t r01;
     int64x2_t r23;
     y = elt_recip4(dh);
-    nh = vcombine_u32(vmovn_u64(vshlq_u64(t01, vmovl_s32(vget_low_s32(nsh)))),
-                      vmovn_u64(vshlq_u64(t23, vmovl_s32(vget_high_s32(nsh)))));
+    nh = elt_movn2(vshlq_u64(t01, vmovl_s32(vget_low_s32(nsh))),
+                   vshlq_u64(t23, vmovl_s32(vget_high_s32(nsh))));
     /* q + under for q = (nh y) >> 34, VSHRN #32 then VSRA #2 onto under */
-    q = vcombine_u32(vshrn_n_u64(vmull_u32(vget_low_u32(nh), vget_low_u32(y)), 32),
-                     vshrn_n_u64(vmull_u32(vget_high_u32(nh), vget_high_u32(y)), 32));
+    q = elt_shrn2(vmull_u32(vget_low_u32(nh), vget_low_u32(y)),
+                  vmull_u32(vget_high_u32(nh), vget_high_u32(y)), 32);
     q = vsraq_n_u32(vdupq_n_u32((uint32_t)under), q, 2);
     /* the remainder T 2^26 - (q + under) S mod 2^64 (VMLSL.U32 by the low words of S, VMUL by
      * the high words, VSHLL #32, VSUB): the true value lies in [-under S, S) */
@@ -289,18 +315,17 @@ elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lu
                   vshll_n_u32(vmul_u32(vget_high_u32(q), vshrn_n_u64(s23, 32)), 32)));
     /* the quotient: q + under - [rem < 0] (- [rem + S < 0] for under = 2), each sign the top
      * bit of the high word (|rem| < 2^40), added by VSRA.S32 #31 */
-    q = vreinterpretq_u32_s32(vsraq_n_s32(
-        vreinterpretq_s32_u32(q),
-        vreinterpretq_s32_u32(vcombine_u32(vshrn_n_u64(vreinterpretq_u64_s64(r01), 32),
-                                           vshrn_n_u64(vreinterpretq_u64_s64(r23), 32))),
-        31));
+    q = vreinterpretq_u32_s32(
+        vsraq_n_s32(vreinterpretq_s32_u32(q),
+                    vreinterpretq_s32_u32(
+                        elt_shrn2(vreinterpretq_u64_s64(r01), vreinterpretq_u64_s64(r23), 32)),
+                    31));
     if (under == 2) {
-        q = vreinterpretq_u32_s32(
-            vsraq_n_s32(vreinterpretq_s32_u32(q),
-                        vreinterpretq_s32_u32(vcombine_u32(
-                            vshrn_n_u64(vaddq_u64(vreinterpretq_u64_s64(r01), s01), 32),
-                            vshrn_n_u64(vaddq_u64(vreinterpretq_u64_s64(r23), s23), 32))),
-                        31));
+        q = vreinterpretq_u32_s32(vsraq_n_s32(
+            vreinterpretq_s32_u32(q),
+            vreinterpretq_s32_u32(elt_shrn2(vaddq_u64(vreinterpretq_u64_s64(r01), s01),
+                                            vaddq_u64(vreinterpretq_u64_s64(r23), s23), 32)),
+            31));
     }
     vst1q_s32(H, vaddq_s32(ln, vreinterpretq_s32_u32(q)));
 }
