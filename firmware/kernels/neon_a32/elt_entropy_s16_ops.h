@@ -33,6 +33,31 @@ static inline __attribute__((always_inline)) int32_t ln_of(uint64_t u, int z,
     return r;
 }
 
+/* elt_gather2 (firmware/kernels/neon_a32/elt_neon_a32.h) for the entropy's constant tables:
+ * without its memory clobber (the asm reads only a const table, as elt_sigmoid8's), so that
+ * GCC keeps a row's logits in registers across the gathers instead of loading them again. */
+static inline __attribute__((always_inline)) int32x4x2_t elt_gather2c(uint32x4_t adr)
+{
+    register int32x4_t lo __asm__("q8");
+    register int32x4_t hi __asm__("q9");
+    uint32_t a0;
+    uint32_t a1;
+    uint32_t a2;
+    uint32_t a3;
+    int32x4x2_t g;
+    __asm__("vmov %[a0], %[a1], %e[adr]\n\t"
+            "vmov %[a2], %[a3], %f[adr]\n\t"
+            "vld2.32 {d16[], d18[]}, [%[a0]]\n\t"
+            "vld2.32 {d17[], d19[]}, [%[a2]]\n\t"
+            "vld2.32 {d16[1], d18[1]}, [%[a1]]\n\t"
+            "vld2.32 {d17[1], d19[1]}, [%[a3]]"
+            : "=w"(lo), "=w"(hi), [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
+            : [adr] "w"(adr)); /* reads only the constant table */
+    g.val[0] = lo;
+    g.val[1] = hi;
+    return g;
+}
+
 /* NEON (docs/numeric.md §5.9), four classes per step, every step the scalar formula lane-wise:
  *   d = min(max - l, 31 2^f) by VSUBL.S16 + VMIN; a = d 2^(26-f) by VSHL
  *   v = rshift_round(a log2e, 30) = a + rshift_round(a L', 30), L' = log2e - 2^30 < 2^29: the
@@ -66,7 +91,7 @@ elt_ent4(elt_ent_acc_t *acc, int16x4_t m4, int16x4_t l4, const int32_t r, const 
     const int32x4_t nq = vnegq_s32(vreinterpretq_s32_u32(vshrq_n_u32(v, 26)));
     const uint32x4_t adr = vsraq_n_u32(acc->base, vandq_u32(v, acc->jmask), 16);
     const int32x4_t f13 = vreinterpretq_s32_u32(vshrq_n_u32(vshlq_n_u32(v, 14), 1));
-    const int32x4x2_t g = elt_gather2(adr);
+    const int32x4x2_t g = elt_gather2c(adr);
     int32x4_t e = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f13));
     e = vrshlq_s32(e, nq); /* Q1.30 */
     if (r) {
@@ -283,7 +308,7 @@ elt_entropy_finish4(const uint64_t *S, const uint64_t *T, const int32_t *log2_lu
     const int32x4_t f12 =
         vreinterpretq_s32_u32(vshlq_n_u32(vsubq_u32(xf, vshlq_n_u32(j, ELT_SEG_SHIFT)), 12));
     const int32x4x2_t g =
-        elt_gather2(vaddq_u32(vshlq_n_u32(j, 2), vdupq_n_u32((uint32_t)(uintptr_t)log2_lut)));
+        elt_gather2c(vaddq_u32(vshlq_n_u32(j, 2), vdupq_n_u32((uint32_t)(uintptr_t)log2_lut)));
     const int32x4_t l2 = vaddq_s32(
         vshlq_n_s32(vsubq_s32(vdupq_n_s32(63 - ELT_LUT_FRAC), z), 26),
         vrshrq_n_s32(
