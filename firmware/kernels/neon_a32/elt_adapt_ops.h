@@ -317,6 +317,22 @@ static inline __attribute__((always_inline)) void elt_rank_neon(int32_t *H, cons
     }
 }
 
+/* Lane l of v in every lane by VDUP.32 by scalar (ARM DDI 0406C A8.8.321), each lane a
+ * constant (-O0 builds do not unroll the loop that picks it). */
+static inline __attribute__((always_inline)) int32x4_t elt_dup_lane(int32x4_t v, int32_t l)
+{
+    switch (l) {
+    case 0:
+        return vdupq_lane_s32(vget_low_s32(v), 0);
+    case 1:
+        return vdupq_lane_s32(vget_low_s32(v), 1);
+    case 2:
+        return vdupq_lane_s32(vget_high_s32(v), 0);
+    default:
+        return vdupq_lane_s32(vget_high_s32(v), 1);
+    }
+}
+
 /* The same places for lam = ELT_LAM_MAX, four candidates (one block of H) per lane and one H_j
  * at a time: blocks whose candidates all follow j count H_j <= H_i (VCGE.S32), blocks before j
  * H_j < H_i (VCGT.S32), and j's own block compares with H_i + [j < i] (H plus the mask of the
@@ -342,8 +358,7 @@ static inline __attribute__((always_inline)) void elt_rank_lam_max(const int32_t
     }
 #pragma GCC unroll 32
     for (j = 0; j < ELT_LAM_MAX; j++) {
-        const int32x2_t half = (j & 2) ? vget_high_s32(hb[j >> 2]) : vget_low_s32(hb[j >> 2]);
-        const int32x4_t hj = vdupq_lane_s32(half, j & 1);
+        const int32x4_t hj = elt_dup_lane(hb[j >> 2], j & 3);
 #pragma GCC unroll 8
         for (b = 0; b < NB; b++) {
             uint32x4_t lt;

@@ -78,6 +78,7 @@ typedef struct {
     int32x4_t sha;
     uint32x4_t base;
     uint32x4_t jmask;
+    int aligned; /* the table's address has bits 2..9 clear (a compile-time constant) */
     uint64x2_t vs;
     int64x2_t vt;
 } elt_ent_acc_t;
@@ -89,7 +90,8 @@ elt_ent4(elt_ent_acc_t *acc, int16x4_t m4, int16x4_t l4, const int32_t r, const 
     const uint32x4_t v =
         vreinterpretq_u32_s32(vaddq_s32(a, vqrdmulhq_s32(a, vdupq_n_s32(ELT_L2E_FRAC2))));
     const int32x4_t nq = vnegq_s32(vreinterpretq_s32_u32(vshrq_n_u32(v, 26)));
-    const uint32x4_t adr = vsraq_n_u32(acc->base, vandq_u32(v, acc->jmask), 16);
+    const uint32x4_t adr = acc->aligned ? vbslq_u32(acc->jmask, acc->base, vshrq_n_u32(v, 16))
+                                        : vsraq_n_u32(acc->base, vandq_u32(v, acc->jmask), 16);
     const int32x4_t f13 = vreinterpretq_s32_u32(vshrq_n_u32(vshlq_n_u32(v, 14), 1));
     const int32x4x2_t g = elt_gather2c(adr);
     int32x4_t e = vaddq_s32(g.val[0], vqrdmulhq_s32(vsubq_s32(g.val[1], g.val[0]), f13));
@@ -125,14 +127,19 @@ static inline __attribute__((always_inline)) int16x4_t elt_ent_tail(const int16_
 }
 
 /* The constants of every row: the clamp 31 2^frac, the shift 26 - frac, the table address and
- * the mask of the LUT index bits 18..25 of v. */
-static inline __attribute__((always_inline)) void elt_ent_consts(elt_ent_acc_t *acc, int32_t frac,
-                                                                 const int32_t *exp2_lut)
+ * the mask of the LUT index bits 18..25 of v; for a table whose address has bits 2..9 clear
+ * (aligned, codegen/emit/adapt.py EXP2_LUT_ALIGN) the mask of the address bits the table
+ * gives instead: the address is then v >> 16 with its bits other than 2..9 taken from the
+ * table's by one VBIT (ARM DDI 0406C A8.8.290), 4 j in bits 2..9 (the fraction's top bits in
+ * 0..1 and q's in 10..15 replaced), and no copy of the table address as VSRA needs. */
+static inline __attribute__((always_inline)) void
+elt_ent_consts(elt_ent_acc_t *acc, int32_t frac, const int32_t *exp2_lut, const int aligned)
 {
     acc->vlim = vdupq_n_s32(ELT_D_CLAMP << frac);
     acc->sha = vdupq_n_s32(26 - frac);
     acc->base = vdupq_n_u32((uint32_t)(uintptr_t)exp2_lut);
-    acc->jmask = vdupq_n_u32(0xFFu << ELT_SEG_SHIFT);
+    acc->jmask = vdupq_n_u32(aligned ? ~(0xFFu << 2) : 0xFFu << ELT_SEG_SHIFT);
+    acc->aligned = aligned;
 }
 
 /* One row's S and T with the constants of acc; n a compile-time constant where inlined for
@@ -197,7 +204,7 @@ static inline __attribute__((always_inline)) void elt_entropy_sums(const int16_t
                                                                    uint64_t *s_out, uint64_t *t_out)
 {
     elt_ent_acc_t acc;
-    elt_ent_consts(&acc, frac, exp2_lut);
+    elt_ent_consts(&acc, frac, exp2_lut, 0);
     elt_ent_row(&acc, logits, n, s_out, t_out);
 }
 
@@ -367,16 +374,16 @@ static inline __attribute__((always_inline)) int32_t entropy_one(const int16_t *
     return elt_entropy_neon(logits, n, frac, exp2_lut, log2_lut);
 }
 
-/* Four rows' sums for C = ELT_C_MAX, out of line, the constants set once (one call a row set
- * them and saved registers each time: 115 instructions a row against 107 now), the rows
- * unrolled. */
+/* Four rows' sums for C = ELT_C_MAX and an aligned table, out of line, the constants set once
+ * (one call a row set them and saved registers each time: 115 instructions a row against 107
+ * then), the rows unrolled. */
 static __attribute__((noinline)) void elt_entropy_sums4_c(const int16_t *logits, int32_t stride,
                                                           int32_t frac, const int32_t *exp2_lut,
                                                           uint64_t *s, uint64_t *t)
 {
     elt_ent_acc_t acc;
     int r;
-    elt_ent_consts(&acc, frac, exp2_lut);
+    elt_ent_consts(&acc, frac, exp2_lut, 1);
 #pragma GCC unroll 4
     for (r = 0; r < 4; r++) {
         elt_ent_row(&acc, logits + r * stride, ELT_C_MAX, s + r, t + r);
@@ -393,7 +400,7 @@ entropy_rows(const int16_t *logits, int32_t stride, int32_t rows, int32_t n, int
     int32_t i = 0;
     int r;
     /* four rows' sums, then their ln S and divisions four lanes at a time */
-    if (n == ELT_C_MAX) {
+    if (n == ELT_C_MAX && ((uintptr_t)exp2_lut & 0x3FCu) == 0) {
         for (; i + 4 <= rows; i += 4) {
             elt_entropy_sums4_c(logits + i * stride, stride, frac, exp2_lut, S, T);
             elt_entropy_finish4(S, T, log2_lut, H + i, ELT_C_MAX <= 16 ? 1 : 2);
