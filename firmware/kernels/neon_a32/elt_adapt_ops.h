@@ -382,10 +382,51 @@ static inline __attribute__((always_inline)) void elt_rank_lam_max(const int32_t
     }
 }
 
+/* The places for lam = ELT_LAM_MAX <= 16 and C = ELT_C_MAX <= 16, where H <= ln C nats (the
+ * entropy of C classes plus its rounding, docs/numeric.md §5.4) < 2.78 2^26 < 2^28: the keys
+ * H_i 16 + i (VSLI #4 into the index, ARM DDI 0406C A8.8.379) fit uint32 and are distinct, and
+ * (H, index) order is key order, so candidate i's place is #{j : key_j < key_i}, one
+ * VCGT.U32 per block and j with no threshold to adjust. */
+static inline __attribute__((always_inline)) void elt_rank_keys(const int32_t *H, uint8_t *order)
+{
+    enum { NB = (ELT_LAM_MAX + 3) >> 2 };
+    static const uint32_t idx[4 * NB + 16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    uint32x4_t kb[NB];
+    uint32x4_t cnt[NB];
+    int32_t place[4 * NB];
+    int32_t i;
+    int32_t j;
+    int32_t b;
+#pragma GCC unroll 8
+    for (b = 0; b < NB; b++) {
+        kb[b] = vsliq_n_u32(vld1q_u32(idx + 4 * b), vreinterpretq_u32_s32(vld1q_s32(H + 4 * b)), 4);
+        cnt[b] = vdupq_n_u32(0);
+    }
+#pragma GCC unroll 32
+    for (j = 0; j < ELT_LAM_MAX; j++) {
+        const uint32x4_t kj =
+            vreinterpretq_u32_s32(elt_dup_lane(vreinterpretq_s32_u32(kb[j >> 2]), j & 3));
+#pragma GCC unroll 8
+        for (b = 0; b < NB; b++) {
+            cnt[b] = vsubq_u32(cnt[b], vcgtq_u32(kb[b], kj));
+        }
+    }
+#pragma GCC unroll 8
+    for (b = 0; b < NB; b++) {
+        vst1q_s32(place + 4 * b, vreinterpretq_s32_u32(cnt[b]));
+    }
+#pragma GCC unroll 32
+    for (i = 0; i < ELT_LAM_MAX; i++) {
+        order[place[i]] = (uint8_t)i;
+    }
+}
+
 /* order: the candidates by (H, index), for the build's lambda where it is. */
 static inline __attribute__((always_inline)) void elt_rank(int32_t *H, int32_t lam, uint8_t *order)
 {
-    if (lam == ELT_LAM_MAX) {
+    if (lam == ELT_LAM_MAX && ELT_LAM_MAX <= 16 && ELT_C_MAX <= 16) {
+        elt_rank_keys(H, order);
+    } else if (lam == ELT_LAM_MAX) {
         elt_rank_lam_max(H, order);
     } else {
         elt_rank_neon(H, lam, order);
