@@ -112,6 +112,9 @@ elt_copy_best_from(elt_adapt_result_t *res, const int32_t *pj, const int16_t *lj
     }
 }
 
+/* k zeros: the strict m0 and the no-adapt p_best, copied by elt_copy_s32 / elt_copy_best */
+static const int32_t elt_zero_k[ELT_K_MAX];
+
 /* The variant's operations: elt_head, elt_cand_one, elt_cand_each, elt_cand_kernel_ok, elt_rank,
  * elt_zt, elt_copy_s32, elt_copy_best (firmware/kernels/<variant>/elt_adapt_ops.h). */
 #include "elt_adapt_ops.h"
@@ -258,20 +261,14 @@ elt_adapt_noadapt(const elt_adapt_params_t *p, elt_adapt_state_t *st, const int1
                   elt_adapt_result_t *res, const int32_t k, const int32_t ncls)
 {
     const elt_cmaes_params_t *ep = &p->es;
-    int32_t i;
-    int32_t a;
     elt_zt(p, z_q15, st->zt);
     elt_head_s16(p, st->zt, res->logits_noadapt, st->acc0);
     res->H_noadapt =
         elt_entropy_s16(res->logits_noadapt, ncls, p->logit_frac, ep->exp2_lut, p->log2_lut);
     res->pred_noadapt = elt_argmax_s16(res->logits_noadapt, ncls);
     res->n_pivot_fix = 0;
-    for (i = 0; i < ncls; i++) {
-        res->logits[i] = res->logits_noadapt[i];
-    }
-    for (a = 0; a < k; a++) {
-        res->p_best[a] = 0;
-    }
+    /* p_best = 0 and logits = logits_noadapt by the variant's copies (NEON: four per VLD1) */
+    elt_copy_best(res, elt_zero_k, res->logits_noadapt, k, ncls);
 #ifdef ELT_TRACE
     elt_adapt_trace_s16("logits_noadapt", -1, res->logits_noadapt, ncls);
     elt_trace("entropy_noadapt", -1, &res->H_noadapt, 1);
@@ -284,13 +281,12 @@ elt_adapt_m0(const elt_adapt_params_t *p, const elt_adapt_state_t *st, int32_t *
 {
     const elt_cmaes_params_t *ep = &p->es;
     int32_t a;
-    for (a = 0; a < k; a++) {
-        m0[a] = (p->mode == ELT_MODE_STRICT) ? 0 : st->p_prev[a];
-        if (p->mode == ELT_MODE_CONTINUAL_BOUNDED) {
+    /* the mode tested once, the vector copied by the variant's elt_copy_s32 */
+    elt_copy_s32(m0, p->mode == ELT_MODE_STRICT ? elt_zero_k : st->p_prev, k);
+    if (p->mode == ELT_MODE_CONTINUAL_BOUNDED) {
+        for (a = 0; a < k; a++) {
             m0[a] = fx_sat32_64(elt_mul_rr(p->beta, m0[a], 30));
         }
-    }
-    if (p->mode == ELT_MODE_CONTINUAL_BOUNDED) {
         elt_clip_norm_s32(m0, k, p->radius);
     }
     if (ep->grid_on) {

@@ -42,6 +42,12 @@ def _rng(lo: float, hi: float) -> str:
     return f"[{lo:.6g}, {hi:.6g}]"
 
 
+# The exp2 table's alignment: its address has bits 2..9 clear, so the NEON entropy kernel puts
+# the byte offset 4 j of entry j there by one VBIT
+# (firmware/kernels/neon_a32/elt_entropy_s16_ops.h).
+EXP2_LUT_ALIGN = 1024
+
+
 def _array(
     name: str,
     ctype: str,
@@ -51,6 +57,8 @@ def _array(
     rng: str,
     what: str,
     per_line: int = 12,
+    align: int = 0,
+    align_why: str = "",
 ) -> dict[str, object]:
     """One flat ``static const`` array: rows of the last dimension, labelled for 2-D shapes."""
     vals = np.asarray(values, dtype=np.int64).reshape(-1)
@@ -79,6 +87,8 @@ def _array(
         "range": rng,
         "what": what,
         "groups": groups,
+        "align": align,
+        "align_why": align_why,
     }
 
 
@@ -216,6 +226,8 @@ def emit_adapt_c(params: AdaptParams, prefix: str) -> dict[str, str]:
             "[0.5, 1]",
             f"2^(-j/256), j = 0..256; sha256 {table_hash(params.exp2_lut)}",
             8,
+            EXP2_LUT_ALIGN,
+            "the NEON entropy inserts entry j's offset 4 j into its bits 2..9",
         ),
         _array(
             f"{pfx}adapt_log2_lut",

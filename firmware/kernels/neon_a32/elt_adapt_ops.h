@@ -317,11 +317,117 @@ static inline __attribute__((always_inline)) void elt_rank_neon(int32_t *H, cons
     }
 }
 
+/* Lane l of v in every lane by VDUP.32 by scalar (ARM DDI 0406C A8.8.321), each lane a
+ * constant (-O0 builds do not unroll the loop that picks it). */
+static inline __attribute__((always_inline)) int32x4_t elt_dup_lane(int32x4_t v, int32_t l)
+{
+    switch (l) {
+    case 0:
+        return vdupq_lane_s32(vget_low_s32(v), 0);
+    case 1:
+        return vdupq_lane_s32(vget_low_s32(v), 1);
+    case 2:
+        return vdupq_lane_s32(vget_high_s32(v), 0);
+    default:
+        return vdupq_lane_s32(vget_high_s32(v), 1);
+    }
+}
+
+/* The same places for lam = ELT_LAM_MAX, four candidates (one block of H) per lane and one H_j
+ * at a time: blocks whose candidates all follow j count H_j <= H_i (VCGE.S32), blocks before j
+ * H_j < H_i (VCGT.S32), and j's own block compares with H_i + [j < i] (H plus the mask of the
+ * lanes after j). H_j by VDUP.32 by scalar from the block in registers (ARM DDI 0406C
+ * A8.8.321; loads of H_j are hoisted and spilled by GCC). Lanes past lam are never stored. */
+static inline __attribute__((always_inline)) void elt_rank_lam_max(const int32_t *H, uint8_t *order)
+{
+    enum { NB = (ELT_LAM_MAX + 3) >> 2 };
+    static const int32_t after[7] = {0, 0, 0, 0, 1, 1, 1}; /* lanes after o: after + 3 - o */
+    const int32x4_t m0 = vld1q_s32(after + 3);
+    const int32x4_t m1 = vld1q_s32(after + 2);
+    const int32x4_t m2 = vld1q_s32(after + 1);
+    int32x4_t hb[NB];
+    uint32x4_t cnt[NB];
+    int32_t place[4 * NB];
+    int32_t i;
+    int32_t j;
+    int32_t b;
+#pragma GCC unroll 8
+    for (b = 0; b < NB; b++) {
+        hb[b] = vld1q_s32(H + 4 * b);
+        cnt[b] = vdupq_n_u32(0);
+    }
+#pragma GCC unroll 32
+    for (j = 0; j < ELT_LAM_MAX; j++) {
+        const int32x4_t hj = elt_dup_lane(hb[j >> 2], j & 3);
+#pragma GCC unroll 8
+        for (b = 0; b < NB; b++) {
+            uint32x4_t lt;
+            if (4 * b > j) {
+                lt = vcgeq_s32(hb[b], hj);
+            } else if (4 * b + 4 <= j || (j & 3) == 3) {
+                lt = vcgtq_s32(hb[b], hj);
+            } else {
+                lt = vcgtq_s32(vaddq_s32(hb[b], (j & 3) == 0 ? m0 : (j & 3) == 1 ? m1 : m2), hj);
+            }
+            cnt[b] = vsubq_u32(cnt[b], lt);
+        }
+    }
+#pragma GCC unroll 8
+    for (b = 0; b < NB; b++) {
+        vst1q_s32(place + 4 * b, vreinterpretq_s32_u32(cnt[b]));
+    }
+#pragma GCC unroll 32
+    for (i = 0; i < ELT_LAM_MAX; i++) {
+        order[place[i]] = (uint8_t)i;
+    }
+}
+
+/* The places for lam = ELT_LAM_MAX <= 16 and C = ELT_C_MAX <= 16, where H <= ln C nats (the
+ * entropy of C classes plus its rounding, docs/numeric.md §5.4) < 2.78 2^26 < 2^28: the keys
+ * H_i 16 + i (VSLI #4 into the index, ARM DDI 0406C A8.8.379) fit uint32 and are distinct, and
+ * (H, index) order is key order, so candidate i's place is #{j : key_j < key_i}, one
+ * VCGT.U32 per block and j with no threshold to adjust. */
+static inline __attribute__((always_inline)) void elt_rank_keys(const int32_t *H, uint8_t *order)
+{
+    enum { NB = (ELT_LAM_MAX + 3) >> 2 };
+    static const uint32_t idx[4 * NB + 16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    uint32x4_t kb[NB];
+    uint32x4_t cnt[NB];
+    int32_t place[4 * NB];
+    int32_t i;
+    int32_t j;
+    int32_t b;
+#pragma GCC unroll 8
+    for (b = 0; b < NB; b++) {
+        kb[b] = vsliq_n_u32(vld1q_u32(idx + 4 * b), vreinterpretq_u32_s32(vld1q_s32(H + 4 * b)), 4);
+        cnt[b] = vdupq_n_u32(0);
+    }
+#pragma GCC unroll 32
+    for (j = 0; j < ELT_LAM_MAX; j++) {
+        const uint32x4_t kj =
+            vreinterpretq_u32_s32(elt_dup_lane(vreinterpretq_s32_u32(kb[j >> 2]), j & 3));
+#pragma GCC unroll 8
+        for (b = 0; b < NB; b++) {
+            cnt[b] = vsubq_u32(cnt[b], vcgtq_u32(kb[b], kj));
+        }
+    }
+#pragma GCC unroll 8
+    for (b = 0; b < NB; b++) {
+        vst1q_s32(place + 4 * b, vreinterpretq_s32_u32(cnt[b]));
+    }
+#pragma GCC unroll 32
+    for (i = 0; i < ELT_LAM_MAX; i++) {
+        order[place[i]] = (uint8_t)i;
+    }
+}
+
 /* order: the candidates by (H, index), for the build's lambda where it is. */
 static inline __attribute__((always_inline)) void elt_rank(int32_t *H, int32_t lam, uint8_t *order)
 {
-    if (lam == ELT_LAM_MAX) {
-        elt_rank_neon(H, ELT_LAM_MAX, order);
+    if (lam == ELT_LAM_MAX && ELT_LAM_MAX <= 16 && ELT_C_MAX <= 16) {
+        elt_rank_keys(H, order);
+    } else if (lam == ELT_LAM_MAX) {
+        elt_rank_lam_max(H, order);
     } else {
         elt_rank_neon(H, lam, order);
     }
@@ -341,33 +447,43 @@ static inline __attribute__((always_inline)) void elt_zt(const elt_adapt_params_
     elt_zt_from(p, z, zt, i);
 }
 
-/* d = s, n int32, four per VLD1/VST1. */
+/* d = s, n int32: sixteen per step by two VLD1 and two VST1 of four d-registers with
+ * post-increment (ARM DDI 0406C A8.8.320, A8.8.404; GCC gives each quad of an unrolled
+ * intrinsic copy its own address), then four per VLD1/VST1, then the tail. */
 static inline __attribute__((always_inline)) void elt_copy_s32(int32_t *d, const int32_t *s,
                                                                int32_t n)
 {
+    int32_t *dp = d;
+    const int32_t *sp = s;
     int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __asm__ volatile("vld1.32 {d16-d19}, [%1]!\n\t"
+                         "vld1.32 {d20-d23}, [%1]!\n\t"
+                         "vst1.32 {d16-d19}, [%0]!\n\t"
+                         "vst1.32 {d20-d23}, [%0]!"
+                         : "+r"(dp), "+r"(sp)
+                         :
+                         : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "memory");
+    }
     for (; i + 4 <= n; i += 4) {
         vst1q_s32(d + i, vld1q_s32(s + i));
     }
     elt_copy_s32_from(d, s, i, n);
 }
 
-/* The best candidate so far into the result: its p (k int32) and its logits (C int16), four
- * per VLD1/VST1, then the tails. */
+/* The best candidate so far into the result: its p (k int32, elt_copy_s32) and its logits
+ * (C int16) four per VLD1/VST1, then the tail. */
 static inline __attribute__((always_inline)) void elt_copy_best(elt_adapt_result_t *res,
                                                                 const int32_t *pj,
                                                                 const int16_t *lj, int32_t k,
                                                                 int32_t ncls)
 {
-    int32_t a = 0;
     int32_t i = 0;
-    for (; a + 4 <= k; a += 4) {
-        vst1q_s32(res->p_best + a, vld1q_s32(pj + a));
-    }
+    elt_copy_s32(res->p_best, pj, k);
     for (; i + 4 <= ncls; i += 4) {
         vst1_s16(res->logits + i, vld1_s16(lj + i));
     }
-    elt_copy_best_from(res, pj, lj, a, k, i, ncls);
+    elt_copy_best_from(res, pj, lj, k, k, i, ncls);
 }
 
 #endif /* ELT_ADAPT_OPS_H */
