@@ -442,18 +442,22 @@ static inline __attribute__((always_inline)) int32_t elt_tell_rows(const elt_cma
                                                                    const int32_t k,
                                                                    int32_t *npos_out)
 {
+    const int32_t *wc = p->wc;
+    const int32_t *sq = p->wc_sqrt;
+    const int32_t lam = p->lam;
+    int32_t *dst = w->z[0];
     int32_t npos = 0;
     int32_t nt = 0;
     int32_t i;
-    for (i = 0; i < p->lam; i++) {
-        const int32_t *yr = w->y[order[i]];
-        const int32_t sq = p->wc_sqrt[i];
-        if (p->wc[i] == 0) {
+    for (i = 0; i < lam; i++) {
+        const int32_t c = wc[i];
+        if (c == 0) {
             continue;
         }
-        elt_scale_row(w->z[nt], yr, sq, k);
+        elt_scale_row(dst, w->y[order[i]], sq[i], k);
+        dst += ELT_K_MAX;
         nt++;
-        if (p->wc[i] > 0) {
+        if (c > 0) {
             npos = nt;
         }
     }

@@ -62,6 +62,13 @@ static inline __attribute__((always_inline)) void elt_vst1_pi(int32_t **p, int32
     *p = q;
 }
 
+static inline __attribute__((always_inline)) void elt_vst1q_pi(int32_t **p, int32x4_t v)
+{
+    int32_t *q = *p;
+    __asm__("vst1.32 {%q2}, [%0]!" : "+r"(q), "=m"(*(int32_t(*)[4]) * p) : "w"(v));
+    *p = q;
+}
+
 /* sum_l round(x_l y_l / 2^26), l < n: two products per VMULL, VRSRA #26, then the tail */
 static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n)
 {
@@ -879,20 +886,21 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *
     return elt_norm2_z_from(zr, a, k, nz2);
 }
 
-/* y <- sat32(rshift_round(y rn, en + 4)) of one candidate: VMULL by lane, VRSHL, VQMOVN */
+/* y <- sat32(rshift_round(y rn, en + 4)) of one candidate: VMULL by lane, VRSHL, VQMOVN; the
+ * quads read and written through post-incremented pointers */
 static inline __attribute__((always_inline)) void elt_scale_y(int32_t *yr, const int32_t k,
                                                               int32_t rn, int en)
 {
     int32_t a = 0;
     const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(en + 4)));
     const int32x2_t rv = vdup_n_s32(rn);
+    const int32_t *src = yr;
+    int32_t *out = yr;
     ELT_UNROLL_K
     for (; a + 4 <= k; a += 4) { /* |y r| < 2^61 */
-        const int32x4_t yv = vld1q_s32(yr + a);
-        vst1q_s32(
-            yr + a,
-            vcombine_s32(vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)),
-                         vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh))));
+        const int32x4_t yv = elt_vld1q_pi(&src);
+        elt_vst1_pi(&out, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)));
+        elt_vst1_pi(&out, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh)));
     }
     for (; a + 2 <= k; a += 2) {
         vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
@@ -913,24 +921,39 @@ elt_tell_pt(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, int32_t *pt
     elt_tell_pt_from(p, s, pt, a, k);
 }
 
-/* y~ = sat32(rshift_round(sq y, 30)) of one term: VMULL by lane, VQRSHRN #30 */
-static inline __attribute__((always_inline)) void elt_scale_row(int32_t *dst, const int32_t *yr,
-                                                                int32_t sq, const int32_t k)
+/* elt_scale_row where sq is outside [0, 2^30): VMULL by lane, VQRSHRN #30 = sat32(rshift_round(.,
+ * 30)), two entries at a time (out of line: no weight of a valid configuration takes it) */
+static __attribute__((noinline)) void elt_scale_row_wide(int32_t *dst, const int32_t *yr,
+                                                         int32_t sq, int32_t k)
 {
     int32_t a = 0;
     const int32x2_t sv = vdup_n_s32(sq);
-    ELT_UNROLL_K
-    for (; a + 4 <= k; a += 4) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
-        const int32x4_t yv = vld1q_s32(yr + a);
-        vst1q_s32(
-            dst + a,
-            vcombine_s32(vqrshrn_n_s64(vmull_lane_s32(vget_low_s32(yv), sv, 0), ELT_RATE_FRAC),
-                         vqrshrn_n_s64(vmull_lane_s32(vget_high_s32(yv), sv, 0), ELT_RATE_FRAC)));
-    }
     for (; a + 2 <= k; a += 2) {
         vst1_s32(dst + a, vqrshrn_n_s64(vmull_lane_s32(vld1_s32(yr + a), sv, 0), ELT_RATE_FRAC));
     }
     elt_scale_row_from(dst, yr, sq, a, k);
+}
+
+/* y~ = sat32(rshift_round(sq y, 30)) of one term. For 0 <= sq < 2^30 (every sqrt|wc_i| of a
+ * weight below 1) four entries per VQRDMULH by 2 sq: (2 y (2 sq) + 2^31) >> 32 = (y sq + 2^29)
+ * >> 30, the same rounding, and |y sq / 2^30| < 2^31 needs no saturation (VQRDMULH saturates
+ * only -2^31 times -2^31; ARM DDI 0406C A8.8.377). */
+static inline __attribute__((always_inline)) void elt_scale_row(int32_t *dst, const int32_t *yr,
+                                                                int32_t sq, const int32_t k)
+{
+    int32_t a = 0;
+    const int32_t *src = yr;
+    int32_t *out = dst;
+    int32x4_t s2;
+    if (sq < 0 || sq >= ((int32_t)1 << ELT_RATE_FRAC) || k % 4 != 0) {
+        elt_scale_row_wide(dst, yr, sq, k);
+        return;
+    }
+    s2 = vdupq_n_s32(2 * sq);
+    ELT_UNROLL_K
+    for (; a < k; a += 4) {
+        elt_vst1q_pi(&out, vqrdmulhq_s32(elt_vld1q_pi(&src), s2));
+    }
 }
 
 /* 6b. every entry of C from its terms (docs/cmaes.md §6 step 9): rows in fours by 4 x 4 tiles,
