@@ -490,6 +490,42 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
     }
 }
 
+/* y = A z and x = m + sigma y of the lam candidates when A = I (the first iteration:
+ * elt_adapt_factor, firmware/elt_adapt.c, copies C = I into A while g = 0) and k = ELT_K_MAX is
+ * a multiple of 4 and at most 16: the sum A z of one term 2^26 zr rounded by 2^22 is zr 2^4
+ * exactly (|zr| <= 2^26: no saturation), so y = VSHL #4 of VRSHR #5 of z; x as elt_sample_two
+ * (VMULL, VRSHL, VADDW, VQMOVN), m in registers. */
+static inline __attribute__((always_inline)) void
+elt_sample_ident(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, const int32_t lam,
+                 const int32_t k, int32_t mant, int shift)
+{
+    const int32x2_t md = vdup_n_s32(mant);
+    const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+    int32x4_t mv[4];
+    const int32_t *zp = w->z[0];
+    int32_t *yp = w->y[0];
+    int32_t *xp = w->x[0];
+    int32_t i;
+    int h;
+#pragma GCC unroll 4
+    for (h = 0; h < k / 4; h++) {
+        mv[h] = vld1q_s32(&s->m[4 * h]);
+    }
+    for (i = 0; i < lam; i++) {
+#pragma GCC unroll 4
+        for (h = 0; h < k / 4; h++) {
+            const int32x4_t y =
+                vshlq_n_s32(vrshrq_n_s32(elt_vld1q_pi(&zp), ELT_Z_FRAC - ELT_ZR_FRAC),
+                            ELT_X_FRAC - ELT_ZR_FRAC);
+            elt_vst1q_pi(&yp, y);
+            elt_vst1_pi(&xp, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(vget_low_s32(y), md), shv),
+                                                  vget_low_s32(mv[h]))));
+            elt_vst1_pi(&xp, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(vget_high_s32(y), md), shv),
+                                                  vget_high_s32(mv[h]))));
+        }
+    }
+}
+
 /* One step of the four xoshiro128** lanes (s[w]: word w of every lane; elt_xoshiro_step
  * lane-wise: VSHL, five VEOR, the rotation by VSHR #21 and VSLI #11) and the normals of the
  * four outputs (elt_xoshiro_out4, elt_gauss4). */
@@ -571,6 +607,10 @@ static inline __attribute__((always_inline)) void elt_sample_yx(const elt_cmaes_
         }
     }
 #endif
+    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16 && s->g == 0) {
+        elt_sample_ident(s, w, lam, k, mant, shift);
+        return;
+    }
     if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
         for (; i + 2 <= lam; i += 2) {
             elt_sample_two(s, w, i, k, mant, shift);
@@ -768,6 +808,66 @@ static inline __attribute__((always_inline)) void elt_wsum_rows(const elt_cmaes_
     }
 }
 
+/* 1 where the weights allow elt_wsum3_q31: every 0 <= w_i < 2^30, and the first mu - 1 sum
+ * below 2^30, so that no sum of fewer than mu rounded products round(w_i v / 2^30) (each at
+ * most 2 w_i in magnitude, |v| <= 2^31) leaves int32 */
+static inline int elt_wsum_q31_ok(const elt_cmaes_params_t *p)
+{
+    const int32_t *w = p->w;
+    const uint32_t one = (uint32_t)1 << ELT_RATE_FRAC;
+    uint32_t s = 0;
+    int32_t i;
+    for (i = 0; i + 1 < p->mu; i++) { /* s < 2^30 and w_i < 2^30: no wrap */
+        if ((uint32_t)w[i] >= one) {
+            return 0;
+        }
+        s += (uint32_t)w[i];
+        if (s >= one) {
+            return 0;
+        }
+    }
+    return (uint32_t)w[i] < one;
+}
+
+/* elt_tell_mean for k = ELT_K_MAX a multiple of 4 and at most 16 where elt_wsum_q31_ok: each
+ * product round(w_i v / 2^30) by VQRDMULH by 2 w_i ((2 v 2 w_i + 2^31) >> 32, the same rounding,
+ * never saturating as 2 w_i > -2^31; ARM DDI 0406C A8.8.377), four per instruction, the sums in
+ * int32 lanes by VQADD: the partial sums of fewer than mu terms stay inside int32 (exact), so
+ * the last VQADD returns sat32 of the exact sum. x, z and y of a parent in one step (12 quad
+ * accumulators). */
+static inline __attribute__((always_inline)) void
+elt_wsum3_q31(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint8_t *order,
+              const int32_t k, int32_t *mnew, int32_t *zw, int32_t *yw)
+{
+    int32x4_t ax[4];
+    int32x4_t az[4];
+    int32x4_t ay[4];
+    int32_t i;
+    int h;
+    for (i = 0; i < p->mu; i++) {
+        const int32_t r = order[i];
+        const int32x4_t wv = vdupq_n_s32(2 * p->w[i]);
+        const int32_t *px = w->x[r];
+        const int32_t *pz = w->z[r];
+        const int32_t *py = w->y[r];
+#pragma GCC unroll 4
+        for (h = 0; h < k / 4; h++) {
+            const int32x4_t tx = vqrdmulhq_s32(elt_vld1q_pi(&px), wv);
+            const int32x4_t tz = vqrdmulhq_s32(elt_vld1q_pi(&pz), wv);
+            const int32x4_t ty = vqrdmulhq_s32(elt_vld1q_pi(&py), wv);
+            ax[h] = i == 0 ? tx : vqaddq_s32(ax[h], tx);
+            az[h] = i == 0 ? tz : vqaddq_s32(az[h], tz);
+            ay[h] = i == 0 ? ty : vqaddq_s32(ay[h], ty);
+        }
+    }
+#pragma GCC unroll 4
+    for (h = 0; h < k / 4; h++) {
+        vst1q_s32(mnew + 4 * h, ax[h]);
+        vst1q_s32(zw + 4 * h, az[h]);
+        vst1q_s32(yw + 4 * h, ay[h]);
+    }
+}
+
 /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike: four dimensions per step, each parent's quad
  * by VMULL by lane w_i, VRSRA #30 (each product rounded, the sum exact in int64), VQMOVN
  * (sat32). */
@@ -777,6 +877,11 @@ elt_tell_mean(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint
 {
     int32_t a = 0;
     int32_t i;
+    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16 && p->mu >= 1 &&
+        elt_wsum_q31_ok(p)) {
+        elt_wsum3_q31(p, w, order, k, mnew, zw, yw);
+        return;
+    }
     if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
         /* one array at a time, its k sums in registers */
         elt_wsum_rows(p, (const int32_t(*)[ELT_K_MAX])w->x, order, k, mnew);
