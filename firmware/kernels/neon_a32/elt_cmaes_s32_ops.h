@@ -707,40 +707,47 @@ elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta
         acc[3][1] = OP(acc[3][1], bh, ah, 1);                                                      \
     } while (0)
 
-/* docs/cmaes.md §6 step 9 on a 4 x 4 tile of C (rows a0..a0+3, columns b0..b0+3, b0 <= a0):
- * every entry's exact int64 sum in one of eight int64x2 accumulators (Q.54): decay C by VMULL
- * and VRSHR #2, then the terms p~ and y~_t (rows of zt, ELT_K_MAX apart; the first npos
- * positive, the rest up to nt negative), one quad load of each side per term shared by the
- * tile's 16 (diagonal: 12) products; VQRSHRN #28 (sat32 of the rounded shift) at the store.
- * The diagonal tile stores only the entries on or below the diagonal. */
+/* docs/cmaes.md §6 step 9 on a 4 x 4 tile of C (rows a0..a0+3, columns b0..b0+3, b0 <= a0;
+ * row[r] points at entry (a0 + r, b0)): every entry's exact int64 sum in one of eight int64x2
+ * accumulators (Q.54): decay C by VMULL and VRSHR #2, then the terms p~ and y~_t (rows of zt,
+ * ELT_K_MAX apart; the first npos positive, the rest up to nt negative), one quad load of each
+ * side per term shared by the tile's 16 (diagonal: 12) products; VQRSHRN #28 (sat32 of the
+ * rounded shift) at the store. An off-diagonal tile's stores advance row[r] to the next tile of
+ * the rows ([Rn]!); the diagonal tile stores only the entries on or below the diagonal. */
 static inline __attribute__((always_inline)) void
-elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
+elt_cov_tile(int32_t **row, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
              int32_t decay, int32_t a0, int32_t b0, const int diag)
 {
     const int32x2_t dv = vdup_n_s32(decay);
     int64x2_t acc[4][2];
-    int32_t *row[4];
     const int32_t *tb = zt + b0;
     const int32_t *ta = zt + a0;
     int32_t t;
     int r;
 #pragma GCC unroll 4
     for (r = 0; r < 4; r++) {
-        row[r] = &C[ELT_TRI(a0 + r, b0)];
-        acc[r][0] = vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r]), dv, 0),
-                                 ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
-        acc[r][1] = (diag && r < 2) ? acc[r][0]
-                                    : vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r] + 2), dv, 0),
-                                                   ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        if (diag) {
+            acc[r][0] = vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r]), dv, 0),
+                                     ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+            acc[r][1] = r < 2 ? acc[r][0]
+                              : vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r] + 2), dv, 0),
+                                             ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        } else {
+            const int32x4_t cv = vld1q_s32(row[r]);
+            acc[r][0] = vrshrq_n_s64(vmull_lane_s32(vget_low_s32(cv), dv, 0),
+                                     ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+            acc[r][1] = vrshrq_n_s64(vmull_lane_s32(vget_high_s32(cv), dv, 0),
+                                     ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        }
     }
     ELT_TILE_TERM(vmlal_lane_s32, vld1q_s32(pt + b0), vld1q_s32(pt + a0));
     /* the terms' rows ELT_K_MAX words apart: each side by one post-incremented load */
-#pragma GCC unroll 2
+#pragma GCC unroll 12
     for (t = 0; t < npos; t++) {
         ELT_TILE_TERM(vmlal_lane_s32, elt_vld1q_ps(&tb, ELT_K_MAX * 4),
                       elt_vld1q_ps(&ta, ELT_K_MAX * 4));
     }
-#pragma GCC unroll 2
+#pragma GCC unroll 12
     for (; t < nt; t++) {
         ELT_TILE_TERM(vmlsl_lane_s32, elt_vld1q_ps(&tb, ELT_K_MAX * 4),
                       elt_vld1q_ps(&ta, ELT_K_MAX * 4));
@@ -756,8 +763,8 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
     }
 #pragma GCC unroll 4
     for (r = 0; r < 4; r++) {
-        vst1_s32(row[r], vqrshrn_n_s64(acc[r][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
-        vst1_s32(row[r] + 2, vqrshrn_n_s64(acc[r][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        elt_vst1_pi(&row[r], vqrshrn_n_s64(acc[r][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        elt_vst1_pi(&row[r], vqrshrn_n_s64(acc[r][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
     }
 }
 #undef ELT_TILE_TERM
@@ -765,13 +772,13 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
 /* elt_cov_tile with the term counts of lam = ELT_LAM_MAX with active weights (mu = lam / 2
  * positive, lam in all) as constants where they are, so that the term loops unroll whole. */
 static inline __attribute__((always_inline)) void
-elt_cov_tile_terms(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
+elt_cov_tile_terms(int32_t **row, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
                    int32_t decay, int32_t a0, int32_t b0, const int diag)
 {
     if (npos == ELT_LAM_MAX / 2 && nt == ELT_LAM_MAX) {
-        elt_cov_tile(C, pt, zt, ELT_LAM_MAX / 2, ELT_LAM_MAX, decay, a0, b0, diag);
+        elt_cov_tile(row, pt, zt, ELT_LAM_MAX / 2, ELT_LAM_MAX, decay, a0, b0, diag);
     } else {
-        elt_cov_tile(C, pt, zt, npos, nt, decay, a0, b0, diag);
+        elt_cov_tile(row, pt, zt, npos, nt, decay, a0, b0, diag);
     }
 }
 
@@ -1072,11 +1079,14 @@ static inline __attribute__((always_inline)) void elt_cov_update(int32_t *C, con
     int32_t b;
     ELT_UNROLL_K
     for (a = 0; a < (k & ~3); a += 4) { /* rows in fours by tiles, the rest by rows */
+        /* the four rows' entries b.., advanced by each off-diagonal tile's stores */
+        int32_t *row[4] = {&C[ELT_TRI(a, 0)], &C[ELT_TRI(a + 1, 0)], &C[ELT_TRI(a + 2, 0)],
+                           &C[ELT_TRI(a + 3, 0)]};
         ELT_UNROLL_K
         for (b = 0; b < a; b += 4) {
-            elt_cov_tile_terms(C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
+            elt_cov_tile_terms(row, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
         }
-        elt_cov_tile_terms(C, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
+        elt_cov_tile_terms(row, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
     }
     for (a = k & ~3; a < k; a++) {
         int32_t *crow = &C[ELT_TRI(a, 0)];
