@@ -422,20 +422,74 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
     elt_group_x(s, w, i, k, mant, shift, ng);
 }
 
+/* x = sat32(m + rshift_round(y mant, shift)) (docs/cmaes.md §6 step 3) in one of three forms,
+ * chosen per call from shift (elt_sample_xform): mode 0, any shift: VMULL by mant, VRSHL by
+ * -shift, VADDW m, VQMOVN; mode 1, mul = mant 2^(31 - shift) < 2^31: VQRDMULH by mul
+ * ((2 y mul + 2^31) >> 32 = (y mant + 2^(shift-1)) >> shift, never saturating as mul > 0) and
+ * VQADD m (= sat32 of the exact sum, the product being below 2^30 in magnitude); mode 2,
+ * shift >= 32: VQDMULH by mant (floor(y mant / 2^31)), VRSHL by -(shift - 31), VQADD m, as
+ * floor((v + 2^(s-1)) / 2^s) = floor((floor(v / 2^31) + 2^(s-32)) / 2^(s-31)) (ARM DDI 0406C
+ * A8.8.372, A8.8.377, A8.8.390). */
+typedef struct {
+    int32x2_t mul;  /* mant (modes 0, 2) or mant 2^(31 - shift) (mode 1) */
+    int64x2_t sh64; /* -shift (mode 0) */
+    int32x4_t sh32; /* -(shift - 31) (mode 2) */
+} elt_xform_t;
+
+static inline int elt_sample_xform(int32_t mant, int shift, elt_xform_t *xf)
+{
+    int mode = 0;
+    int32_t mul = mant;
+    if (shift >= 32) {
+        mode = 2;
+    } else if (shift <= 31 && ((int64_t)mant << (31 - shift)) < ((int64_t)1 << 31)) {
+        mode = 1;
+        mul = (int32_t)((int64_t)mant << (31 - shift));
+    }
+    xf->mul = vdup_n_s32(mul);
+    xf->sh64 = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+    xf->sh32 = vdupq_n_s32(-(shift - 31));
+    return mode;
+}
+
+/* two entries of x from y and m */
+static inline __attribute__((always_inline)) int32x2_t elt_x2(int32x2_t y, int32x2_t m,
+                                                              const elt_xform_t *xf, const int mode)
+{
+    if (mode == 1) {
+        return vqadd_s32(m, vqrdmulh_s32(y, xf->mul));
+    }
+    if (mode == 2) {
+        return vqadd_s32(m, vrshl_s32(vqdmulh_s32(y, xf->mul), vget_low_s32(xf->sh32)));
+    }
+    return vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(y, xf->mul), xf->sh64), m));
+}
+
+/* four entries of x from y and m */
+static inline __attribute__((always_inline)) int32x4_t elt_x4(int32x4_t y, int32x4_t m,
+                                                              const elt_xform_t *xf, const int mode)
+{
+    if (mode == 1) {
+        return vqaddq_s32(m, vqrdmulhq_lane_s32(y, xf->mul, 0));
+    }
+    if (mode == 2) {
+        return vqaddq_s32(m, vrshlq_s32(vqdmulhq_lane_s32(y, xf->mul, 0), xf->sh32));
+    }
+    return vcombine_s32(elt_x2(vget_low_s32(y), vget_low_s32(m), xf, 0),
+                        elt_x2(vget_high_s32(y), vget_high_s32(m), xf, 0));
+}
+
 /* y = A z and x = m + sigma y of candidates i, i + 1 when k = ELT_K_MAX is a multiple of 4
  * and at most 16 (every loop unrolled): the two candidates' zr (VRSHR #5) interleaved by VZIP
  * into pairs (zr_i[l], zr_i+1[l]) that stay in NEON registers for all rows; row a of A (packed,
  * quad loads; the last quad may read into the next row, whose lanes are not used) then costs one
  * VMLAL.S32 by lane per entry into the row's (y_i, y_i+1) accumulator: no horizontal sums;
  * VRSHR #22, VQMOVN; two rows' pairs transposed by VTRN into each candidate's (y_a, y_a+1),
- * stored, and x = sat32(m + round(y mant / 2^shift)) from them (VMULL, VRSHL, VADDW, VQMOVN). */
-static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes_state_t *s,
-                                                                 elt_cmaes_work_t *w, int32_t i,
-                                                                 const int32_t k, int32_t mant,
-                                                                 int shift)
+ * stored, and x = sat32(m + round(y mant / 2^shift)) from them (elt_x2). */
+static inline __attribute__((always_inline)) void
+elt_sample_two(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, int32_t i, const int32_t k,
+               const elt_xform_t *xf, const int mode)
 {
-    const int32x2_t md = vdup_n_s32(mant);
-    const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
     int32x2_t zp[ELT_K_MAX + 4]; /* zp[l] = (zr_i[l], zr_i+1[l]) */
     int32x2_t yprev = vdup_n_s32(0);
     const int32_t *ar = w->A;
@@ -483,8 +537,8 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
             const int32x2_t mv = elt_vld1_pi(&mp);
             elt_vst1_pi(&y0, yt.val[0]);
             elt_vst1_pi(&y1, yt.val[1]);
-            elt_vst1_pi(&x0, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[0], md), shv), mv)));
-            elt_vst1_pi(&x1, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[1], md), shv), mv)));
+            elt_vst1_pi(&x0, elt_x2(yt.val[0], mv, xf, mode));
+            elt_vst1_pi(&x1, elt_x2(yt.val[1], mv, xf, mode));
         }
         yprev = yv;
     }
@@ -493,14 +547,12 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
 /* y = A z and x = m + sigma y of the lam candidates when A = I (the first iteration:
  * elt_adapt_factor, firmware/elt_adapt.c, copies C = I into A while g = 0) and k = ELT_K_MAX is
  * a multiple of 4 and at most 16: the sum A z of one term 2^26 zr rounded by 2^22 is zr 2^4
- * exactly (|zr| <= 2^26: no saturation), so y = VSHL #4 of VRSHR #5 of z; x as elt_sample_two
- * (VMULL, VRSHL, VADDW, VQMOVN), m in registers. */
+ * exactly (|zr| <= 2^26: no saturation), so y = VSHL #4 of VRSHR #5 of z; x by elt_x4, m in
+ * registers. */
 static inline __attribute__((always_inline)) void
 elt_sample_ident(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, const int32_t lam,
-                 const int32_t k, int32_t mant, int shift)
+                 const int32_t k, const elt_xform_t *xf, const int mode)
 {
-    const int32x2_t md = vdup_n_s32(mant);
-    const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
     int32x4_t mv[4];
     const int32_t *zp = w->z[0];
     int32_t *yp = w->y[0];
@@ -518,12 +570,27 @@ elt_sample_ident(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, const int32_t 
                 vshlq_n_s32(vrshrq_n_s32(elt_vld1q_pi(&zp), ELT_Z_FRAC - ELT_ZR_FRAC),
                             ELT_X_FRAC - ELT_ZR_FRAC);
             elt_vst1q_pi(&yp, y);
-            elt_vst1_pi(&xp, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(vget_low_s32(y), md), shv),
-                                                  vget_low_s32(mv[h]))));
-            elt_vst1_pi(&xp, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(vget_high_s32(y), md), shv),
-                                                  vget_high_s32(mv[h]))));
+            elt_vst1q_pi(&xp, elt_x4(y, mv[h], xf, mode));
         }
     }
+}
+
+/* elt_sample_yx for k = ELT_K_MAX a multiple of 4 and at most 16 in one form of x: every
+ * candidate where A = I (g = 0, elt_sample_ident), else pairs (elt_sample_two); returns the
+ * first candidate left (odd lam) */
+static inline __attribute__((always_inline)) int32_t
+elt_sample_pairs(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, const int32_t lam,
+                 const int32_t k, const elt_xform_t *xf, const int mode)
+{
+    int32_t i = 0;
+    if (s->g == 0) {
+        elt_sample_ident(s, w, lam, k, xf, mode);
+        return lam;
+    }
+    for (; i + 2 <= lam; i += 2) {
+        elt_sample_two(s, w, i, k, xf, mode);
+    }
+    return i;
 }
 
 /* One step of the four xoshiro128** lanes (s[w]: word w of every lane; elt_xoshiro_step
@@ -607,13 +674,15 @@ static inline __attribute__((always_inline)) void elt_sample_yx(const elt_cmaes_
         }
     }
 #endif
-    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16 && s->g == 0) {
-        elt_sample_ident(s, w, lam, k, mant, shift);
-        return;
-    }
     if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
-        for (; i + 2 <= lam; i += 2) {
-            elt_sample_two(s, w, i, k, mant, shift);
+        elt_xform_t xf;
+        const int mode = elt_sample_xform(mant, shift, &xf);
+        if (mode == 1) {
+            i = elt_sample_pairs(s, w, lam, k, &xf, 1);
+        } else if (mode == 2) {
+            i = elt_sample_pairs(s, w, lam, k, &xf, 2);
+        } else {
+            i = elt_sample_pairs(s, w, lam, k, &xf, 0);
         }
     }
     for (; i + 4 <= lam; i += 4) {
