@@ -537,8 +537,10 @@ elt_sample_two(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, int32_t i, const
             const int32x2_t mv = elt_vld1_pi(&mp);
             elt_vst1_pi(&y0, yt.val[0]);
             elt_vst1_pi(&y1, yt.val[1]);
-            elt_vst1_pi(&x0, elt_x2(yt.val[0], mv, xf, mode));
-            elt_vst1_pi(&x1, elt_x2(yt.val[1], mv, xf, mode));
+            const int32x4_t xq =
+                elt_x4(vcombine_s32(yt.val[0], yt.val[1]), vcombine_s32(mv, mv), xf, mode);
+            elt_vst1_pi(&x0, vget_low_s32(xq));
+            elt_vst1_pi(&x1, vget_high_s32(xq));
         }
         yprev = yv;
     }
