@@ -629,8 +629,14 @@ static inline __attribute__((always_inline)) void elt_sample_draw(int32_t *z, el
     for (w = 0; w < 4; w++) {
         s[w] = vld1q_u32(rng->s[w]);
     }
-    for (j = 0; j + 4 <= n; j += 4) {
-        vst1q_s32(z + j, elt_draw4(s, base));
+    {
+        /* the loop closes on the store's post-incremented pointer (no separate counter) */
+        int32_t *zp = z;
+        int32_t *const zend = z + (n & ~3);
+        while (zp != zend) {
+            elt_vst1q_pi(&zp, elt_draw4(s, base));
+        }
+        j = n & ~3;
     }
     if (j < n) {
         const int32x4_t g = elt_draw4(s, base);
