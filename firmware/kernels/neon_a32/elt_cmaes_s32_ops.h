@@ -426,10 +426,10 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
  * chosen per call from shift (elt_sample_xform): mode 0, any shift: VMULL by mant, VRSHL by
  * -shift, VADDW m, VQMOVN; mode 1, mul = mant 2^(31 - shift) < 2^31: VQRDMULH by mul
  * ((2 y mul + 2^31) >> 32 = (y mant + 2^(shift-1)) >> shift, never saturating as mul > 0) and
- * VQADD m (= sat32 of the exact sum, the product being below 2^30 in magnitude); mode 2,
+ * VQADD m (= sat32 of the exact sum, the product being below 2^31 in magnitude); mode 2,
  * shift >= 32: VQDMULH by mant (floor(y mant / 2^31)), VRSHL by -(shift - 31), VQADD m, as
  * floor((v + 2^(s-1)) / 2^s) = floor((floor(v / 2^31) + 2^(s-32)) / 2^(s-31)) (ARM DDI 0406C
- * A8.8.372, A8.8.377, A8.8.390). */
+ * VQDMULH, VQRDMULH, VRSHL pseudocode). */
 typedef struct {
     int32x2_t mul;  /* mant (modes 0, 2) or mant 2^(31 - shift) (mode 1) */
     int64x2_t sh64; /* -shift (mode 0) */
@@ -479,19 +479,31 @@ static inline __attribute__((always_inline)) int32x4_t elt_x4(int32x4_t y, int32
                         elt_x2(vget_high_s32(y), vget_high_s32(m), xf, 0));
 }
 
+/* (sat32(rshift_round(lo, 22)), sat32(rshift_round(hi, 22))) as one quad: two VQRSHRN #22 into
+ * the halves of one q register (%e, %f: its low and high d), so that no VMOV joins them */
+static inline __attribute__((always_inline)) int32x4_t elt_vqrshrn2_y(int64x2_t lo, int64x2_t hi)
+{
+    int32x4_t r;
+    __asm__("vqrshrn.s64 %e0, %q1, %3\n\tvqrshrn.s64 %f0, %q2, %3"
+            : "=&w"(r)
+            : "w"(lo), "w"(hi), "i"(ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+    return r;
+}
+
 /* y = A z and x = m + sigma y of candidates i, i + 1 when k = ELT_K_MAX is a multiple of 4
  * and at most 16 (every loop unrolled): the two candidates' zr (VRSHR #5) interleaved by VZIP
  * into pairs (zr_i[l], zr_i+1[l]) that stay in NEON registers for all rows; row a of A (packed,
  * quad loads; the last quad may read into the next row, whose lanes are not used) then costs one
  * VMLAL.S32 by lane per entry into the row's (y_i, y_i+1) accumulator: no horizontal sums;
- * VRSHR #22, VQMOVN; two rows' pairs transposed by VTRN into each candidate's (y_a, y_a+1),
- * stored, and x = sat32(m + round(y mant / 2^shift)) from them (elt_x2). */
+ * four rows' accumulators narrowed (VQRSHRN #22 = sat32(rshift_round(., 22))) into two quads
+ * (y_i[a], y_i+1[a], y_i[a+1], y_i+1[a+1]), .., which VUZP turns into each candidate's
+ * (y_a .. y_a+3); stored, and x = sat32(m + round(y mant / 2^shift)) from them (elt_x4). */
 static inline __attribute__((always_inline)) void
 elt_sample_two(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, int32_t i, const int32_t k,
                const elt_xform_t *xf, const int mode)
 {
     int32x2_t zp[ELT_K_MAX + 4]; /* zp[l] = (zr_i[l], zr_i+1[l]) */
-    int32x2_t yprev = vdup_n_s32(0);
+    int64x2_t acc[4];
     const int32_t *ar = w->A;
     const int32_t *mp = s->m;
     int32_t *y0 = w->y[i];
@@ -512,37 +524,33 @@ elt_sample_two(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, int32_t i, const
     }
 #pragma GCC unroll 16
     for (a = 0; a < k; a++) {
-        int64x2_t acc = vdupq_n_s64(0); /* set by the first product */
-        int32x2_t yv;
+        int64x2_t sum = vdupq_n_s64(0); /* set by the first product */
 #pragma GCC unroll 4
         for (l = 0; l <= a; l += 4) {
             const int32x4_t av = elt_vld1q_pi(&ar);
-            acc = l == 0 ? vmull_lane_s32(zp[0], vget_low_s32(av), 0)
-                         : vmlal_lane_s32(acc, zp[l], vget_low_s32(av), 0);
+            sum = l == 0 ? vmull_lane_s32(zp[0], vget_low_s32(av), 0)
+                         : vmlal_lane_s32(sum, zp[l], vget_low_s32(av), 0);
             if (l + 1 <= a) {
-                acc = vmlal_lane_s32(acc, zp[l + 1], vget_low_s32(av), 1);
+                sum = vmlal_lane_s32(sum, zp[l + 1], vget_low_s32(av), 1);
             }
             if (l + 2 <= a) {
-                acc = vmlal_lane_s32(acc, zp[l + 2], vget_high_s32(av), 0);
+                sum = vmlal_lane_s32(sum, zp[l + 2], vget_high_s32(av), 0);
             }
             if (l + 3 <= a) {
-                acc = vmlal_lane_s32(acc, zp[l + 3], vget_high_s32(av), 1);
+                sum = vmlal_lane_s32(sum, zp[l + 3], vget_high_s32(av), 1);
             }
         }
         ar -= 4 * ((a + 4) / 4) - (a + 1); /* from past the last quad to row a + 1 */
-        /* VQRSHRN #22 = sat32(rshift_round(acc, 22)) */
-        yv = vqrshrn_n_s64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC);
-        if (a % 2 == 1) { /* rows a - 1, a: (y_i[a-1], y_i[a]) and (y_i+1[a-1], y_i+1[a]) */
-            const int32x2x2_t yt = vtrn_s32(yprev, yv);
-            const int32x2_t mv = elt_vld1_pi(&mp);
-            elt_vst1_pi(&y0, yt.val[0]);
-            elt_vst1_pi(&y1, yt.val[1]);
-            const int32x4_t xq =
-                elt_x4(vcombine_s32(yt.val[0], yt.val[1]), vcombine_s32(mv, mv), xf, mode);
-            elt_vst1_pi(&x0, vget_low_s32(xq));
-            elt_vst1_pi(&x1, vget_high_s32(xq));
+        acc[a % 4] = sum;
+        if (a % 4 == 3) { /* rows a - 3 .. a */
+            const int32x4x2_t yy =
+                vuzpq_s32(elt_vqrshrn2_y(acc[0], acc[1]), elt_vqrshrn2_y(acc[2], acc[3]));
+            const int32x4_t mv = elt_vld1q_pi(&mp);
+            elt_vst1q_pi(&y0, yy.val[0]);
+            elt_vst1q_pi(&y1, yy.val[1]);
+            elt_vst1q_pi(&x0, elt_x4(yy.val[0], mv, xf, mode));
+            elt_vst1q_pi(&x1, elt_x4(yy.val[1], mv, xf, mode));
         }
-        yprev = yv;
     }
 }
 
@@ -915,7 +923,7 @@ static inline int elt_wsum_q31_ok(const elt_cmaes_params_t *p)
 
 /* elt_tell_mean for k = ELT_K_MAX a multiple of 4 and at most 16 where elt_wsum_q31_ok: each
  * product round(w_i v / 2^30) by VQRDMULH by 2 w_i ((2 v 2 w_i + 2^31) >> 32, the same rounding,
- * never saturating as 2 w_i > -2^31; ARM DDI 0406C A8.8.377), four per instruction, the sums in
+ * never saturating as 2 w_i > -2^31; ARM DDI 0406C, VQRDMULH), four per instruction, the sums in
  * int32 lanes by VQADD: the partial sums of fewer than mu terms stay inside int32 (exact), so
  * the last VQADD returns sat32 of the exact sum. x, z and y of a parent in one step (12 quad
  * accumulators). */
@@ -1126,7 +1134,7 @@ static __attribute__((noinline)) void elt_scale_row_wide(int32_t *dst, const int
 /* y~ = sat32(rshift_round(sq y, 30)) of one term. For 0 <= sq < 2^30 (every sqrt|wc_i| of a
  * weight below 1) four entries per VQRDMULH by 2 sq: (2 y (2 sq) + 2^31) >> 32 = (y sq + 2^29)
  * >> 30, the same rounding, and |y sq / 2^30| < 2^31 needs no saturation (VQRDMULH saturates
- * only -2^31 times -2^31; ARM DDI 0406C A8.8.377). */
+ * only -2^31 times -2^31; ARM DDI 0406C, VQRDMULH). */
 static inline __attribute__((always_inline)) void elt_scale_row(int32_t *dst, const int32_t *yr,
                                                                 int32_t sq, const int32_t k)
 {
