@@ -496,19 +496,17 @@ static inline __attribute__((always_inline)) void elt_tell_active(const elt_cmae
 /* 6b, the terms: y~ = sqrt|wc_i| y_hat of every candidate with a weight, written over w->z in
  * term order (z is not read again), positive weights first; returns their number, *npos_out
  * the number of positive ones. */
-static inline __attribute__((always_inline)) int32_t elt_tell_rows(const elt_cmaes_params_t *p,
-                                                                   elt_cmaes_work_t *w,
-                                                                   const uint8_t *order,
-                                                                   const int32_t k,
-                                                                   int32_t *npos_out)
+static inline __attribute__((always_inline)) int32_t
+elt_tell_rows_n(const elt_cmaes_params_t *p, elt_cmaes_work_t *w, const uint8_t *order,
+                const int32_t k, const int32_t lam, int32_t *npos_out)
 {
     const int32_t *wc = p->wc;
     const int32_t *sq = p->wc_sqrt;
-    const int32_t lam = p->lam;
     int32_t *dst = w->z[0];
     int32_t npos = 0;
     int32_t nt = 0;
     int32_t i;
+    ELT_UNROLL_K
     for (i = 0; i < lam; i++) {
         const int32_t c = wc[i];
         if (c == 0) {
@@ -523,6 +521,19 @@ static inline __attribute__((always_inline)) int32_t elt_tell_rows(const elt_cma
     }
     *npos_out = npos;
     return nt;
+}
+
+/* elt_tell_rows_n with lam = ELT_LAM_MAX a constant where it is (the loop unrolled) */
+static inline __attribute__((always_inline)) int32_t elt_tell_rows(const elt_cmaes_params_t *p,
+                                                                   elt_cmaes_work_t *w,
+                                                                   const uint8_t *order,
+                                                                   const int32_t k,
+                                                                   int32_t *npos_out)
+{
+    if (k == ELT_K_MAX && p->lam == ELT_LAM_MAX) {
+        return elt_tell_rows_n(p, w, order, k, ELT_LAM_MAX, npos_out);
+    }
+    return elt_tell_rows_n(p, w, order, k, p->lam, npos_out);
 }
 
 /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (docs/cmaes.md §1.2) */
