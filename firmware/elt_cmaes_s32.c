@@ -150,8 +150,10 @@ static inline int32_t elt_chol_diag(int64_t piv, int32_t *nfix, int32_t *r, int 
  * s^2 <= n < (s + 1)^2. sqrt(n) = sqrt(x) 2^(32 - sh/2) in [2^(31-sh/2), 2^(32-sh/2)), so
  * e = 32 - sh/2 and y is also 2^(e+29) / sqrt(n): with dn = s 2^(sh/2) in [2^31, 2^32), one
  * Newton step q += q (2^61 - q dn) / 2^61 and the remainder 2^61 - q dn brought into [0, dn)
- * give r = floor(2^61 / dn) (elt_chol_pivot's steps). The results never depend on the
- * estimates, only the time does; n < 4 and n >= 2^62 take the two functions themselves. */
+ * give r = floor(2^61 / dn) (elt_chol_pivot's steps), for s >= 2^16 (y within s's flooring,
+ * < 2^-16); below, elt_recip_norm. The results never depend on the estimates, only the time
+ * does; n < 4 and n >= 2^62 take the two functions themselves (tests/firmware/test_norm_recip.py
+ * checks the integers against isqrt and the exact division). */
 static inline __attribute__((always_inline)) int32_t elt_norm_recip(uint64_t n, int32_t *r, int *e)
 {
     int sh;
@@ -189,6 +191,10 @@ static inline __attribute__((always_inline)) int32_t elt_norm_recip(uint64_t n, 
     }
     while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
         s++;
+    }
+    if (sh > 30) { /* s < 2^16: its flooring (up to 1/s) is too coarse for y's Newton step */
+        *r = elt_recip_norm(s, e);
+        return (int32_t)s;
     }
     dn = s << (sh >> 1); /* 32 - e */
     rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)y * dn);
