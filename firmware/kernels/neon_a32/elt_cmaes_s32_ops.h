@@ -512,11 +512,12 @@ elt_sample_two(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, int32_t i, const
     int32_t *x1 = w->x[i + 1];
     int32_t a;
     int32_t l;
+    const int32_t *z0 = w->z[i];
+    const int32_t *z1 = w->z[i + 1];
 #pragma GCC unroll 4
     for (l = 0; l < k; l += 4) {
-        const int32x4x2_t zz =
-            vzipq_s32(vrshrq_n_s32(vld1q_s32(&w->z[i][l]), ELT_Z_FRAC - ELT_ZR_FRAC),
-                      vrshrq_n_s32(vld1q_s32(&w->z[i + 1][l]), ELT_Z_FRAC - ELT_ZR_FRAC));
+        const int32x4x2_t zz = vzipq_s32(vrshrq_n_s32(elt_vld1q_pi(&z0), ELT_Z_FRAC - ELT_ZR_FRAC),
+                                         vrshrq_n_s32(elt_vld1q_pi(&z1), ELT_Z_FRAC - ELT_ZR_FRAC));
         zp[l] = vget_low_s32(zz.val[0]);
         zp[l + 1] = vget_high_s32(zz.val[0]);
         zp[l + 2] = vget_low_s32(zz.val[1]);
@@ -1066,9 +1067,10 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *
     int32_t a = 0;
     if (k >= 2) {
         int64x2_t n2v = vdupq_n_s64(0);
+        const int32_t *zp = zr;
         ELT_UNROLL_K
         for (; a + 4 <= k; a += 4) {
-            const int32x4_t zv = vld1q_s32(zr + a);
+            const int32x4_t zv = elt_vld1q_pi(&zp);
             n2v = vrsraq_n_s64(n2v, vmull_s32(vget_low_s32(zv), vget_low_s32(zv)),
                                2 * ELT_Z_FRAC - 50);
             n2v = vrsraq_n_s64(n2v, vmull_s32(vget_high_s32(zv), vget_high_s32(zv)),
