@@ -1027,6 +1027,22 @@ static inline __attribute__((always_inline)) int64_t elt_tell_ps(const elt_cmaes
     int64_t n2;
     const int32x2_t cs = vset_lane_s32(p->gain_s, vdup_n_s32(p->one_minus_cs), 1);
     int64x2_t n2v = vdupq_n_s64(0);
+    if (k % 4 == 0 && p->one_minus_cs >= 0 && p->one_minus_cs < ((int32_t)1 << ELT_RATE_FRAC) &&
+        p->gain_s >= 0 && p->gain_s < ((int32_t)1 << (ELT_GAIN_FRAC + 1))) {
+        /* both products by VQRDMULH (by 2 (1 - c_s) and by 4 gain_s: the same roundings, each
+         * below 2^31 in magnitude, never saturating), their sum by VQADD = sat32 of it */
+        const int32x2_t c2 = vset_lane_s32(4 * p->gain_s, vdup_n_s32(2 * p->one_minus_cs), 1);
+        ELT_UNROLL_K
+        for (; a < k; a += 4) {
+            const int32x4_t ps = vqaddq_s32(vqrdmulhq_lane_s32(vld1q_s32(&s->ps[a]), c2, 0),
+                                            vqrdmulhq_lane_s32(vld1q_s32(&zw[a]), c2, 1));
+            vst1q_s32(&s->ps[a], ps);
+            n2v = vrsraq_n_s64(n2v, vmull_s32(vget_low_s32(ps), vget_low_s32(ps)),
+                               2 * ELT_X_FRAC - ELT_NORM2_FRAC);
+            n2v = vrsraq_n_s64(n2v, vmull_s32(vget_high_s32(ps), vget_high_s32(ps)),
+                               2 * ELT_X_FRAC - ELT_NORM2_FRAC);
+        }
+    }
     ELT_UNROLL_K
     for (; a + 2 <= k; a += 2) {
         int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->ps[a]), cs, 0), ELT_RATE_FRAC);
@@ -1113,6 +1129,13 @@ elt_tell_pt(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, int32_t *pt
 {
     int32_t a = 0;
     const int32x2_t cv = vdup_n_s32(p->c1_sqrt);
+    if (k % 4 == 0 && p->c1_sqrt >= 0 && p->c1_sqrt < ((int32_t)1 << ELT_RATE_FRAC)) {
+        /* VQRDMULH by 2 sqrt(c1): the same rounding, no saturation (elt_scale_row) */
+        ELT_UNROLL_K
+        for (; a < k; a += 4) {
+            vst1q_s32(&pt[a], vqrdmulhq_lane_s32(vld1q_s32(&s->pc[a]), vadd_s32(cv, cv), 0));
+        }
+    }
     ELT_UNROLL_K
     for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
         vst1_s32(&pt[a], vqrshrn_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cv, 0), ELT_RATE_FRAC));
