@@ -504,6 +504,7 @@ elt_sample_two(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, int32_t i, const
 {
     int32x2_t zp[ELT_K_MAX + 4]; /* zp[l] = (zr_i[l], zr_i+1[l]) */
     int64x2_t acc[4];
+    int32x4_t aq = vdupq_n_s32(0); /* the quad of A that holds the current entry */
     const int32_t *ar = w->A;
     const int32_t *mp = s->m;
     int32_t *y0 = w->y[i];
@@ -523,25 +524,28 @@ elt_sample_two(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, int32_t i, const
         zp[l + 2] = vget_low_s32(zz.val[1]);
         zp[l + 3] = vget_high_s32(zz.val[1]);
     }
+    /* A's packed words in order, one quad load each: entry g = TRI(a, l) is lane g % 4 of quad
+     * g / 4; k (k + 1) / 2 is 0 or 2 modulo 4 for k a multiple of 4, a last pair by one d load */
 #pragma GCC unroll 16
     for (a = 0; a < k; a++) {
         int64x2_t sum = vdupq_n_s64(0); /* set by the first product */
-#pragma GCC unroll 4
-        for (l = 0; l <= a; l += 4) {
-            const int32x4_t av = elt_vld1q_pi(&ar);
-            sum = l == 0 ? vmull_lane_s32(zp[0], vget_low_s32(av), 0)
-                         : vmlal_lane_s32(sum, zp[l], vget_low_s32(av), 0);
-            if (l + 1 <= a) {
-                sum = vmlal_lane_s32(sum, zp[l + 1], vget_low_s32(av), 1);
+#pragma GCC unroll 16
+        for (l = 0; l <= a; l++) {
+            const int32_t g = ELT_TRI(a, l);
+            int32x2_t half;
+            if (g % 4 == 0 && g + 4 <= ELT_TRI(k, 0)) {
+                aq = elt_vld1q_pi(&ar);
+            } else if (g % 4 == 0) {
+                aq = vcombine_s32(vld1_s32(ar), vdup_n_s32(0));
             }
-            if (l + 2 <= a) {
-                sum = vmlal_lane_s32(sum, zp[l + 2], vget_high_s32(av), 0);
-            }
-            if (l + 3 <= a) {
-                sum = vmlal_lane_s32(sum, zp[l + 3], vget_high_s32(av), 1);
+            half = g % 4 < 2 ? vget_low_s32(aq) : vget_high_s32(aq);
+            if (l == 0) {
+                sum = g % 2 == 0 ? vmull_lane_s32(zp[0], half, 0) : vmull_lane_s32(zp[0], half, 1);
+            } else {
+                sum = g % 2 == 0 ? vmlal_lane_s32(sum, zp[l], half, 0)
+                                 : vmlal_lane_s32(sum, zp[l], half, 1);
             }
         }
-        ar -= 4 * ((a + 4) / 4) - (a + 1); /* from past the last quad to row a + 1 */
         acc[a % 4] = sum;
         if (a % 4 == 3) { /* rows a - 3 .. a */
             const int32x4x2_t yy =
