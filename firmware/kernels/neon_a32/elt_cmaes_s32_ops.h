@@ -934,14 +934,15 @@ static inline int elt_wsum_q31_ok(const elt_cmaes_params_t *p)
  * accumulators). */
 static inline __attribute__((always_inline)) void
 elt_wsum3_q31(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint8_t *order,
-              const int32_t k, int32_t *mnew, int32_t *zw, int32_t *yw)
+              const int32_t k, const int32_t mu, int32_t *mnew, int32_t *zw, int32_t *yw)
 {
     int32x4_t ax[4];
     int32x4_t az[4];
     int32x4_t ay[4];
     int32_t i;
     int h;
-    for (i = 0; i < p->mu; i++) {
+#pragma GCC unroll 8
+    for (i = 0; i < mu; i++) {
         const int32_t r = order[i];
         const int32x4_t wv = vdupq_n_s32(2 * p->w[i]);
         const int32_t *px = w->x[r];
@@ -976,7 +977,11 @@ elt_tell_mean(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint
     int32_t i;
     if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16 && p->mu >= 1 &&
         elt_wsum_q31_ok(p)) {
-        elt_wsum3_q31(p, w, order, k, mnew, zw, yw);
+        if (p->mu == ELT_LAM_MAX / 2) { /* mu of lam = ELT_LAM_MAX: the parents' loop unrolled */
+            elt_wsum3_q31(p, w, order, k, ELT_LAM_MAX / 2, mnew, zw, yw);
+        } else {
+            elt_wsum3_q31(p, w, order, k, p->mu, mnew, zw, yw);
+        }
         return;
     }
     if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
