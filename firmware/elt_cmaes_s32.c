@@ -94,36 +94,45 @@ static inline int32_t elt_chol_pivot(uint32_t p, int32_t *r, int *e)
     const int t = __builtin_clz(p) & 30;
     const uint32_t mh = p << t;
     const int64_t n = (int64_t)p << ELT_C_FRAC;
-    int32_t y = (int32_t)elt_rsqrt_seed[(mh >> 24) - 64u] << 14;
+    int32_t y = (int32_t)elt_rsqrt_seed[(mh >> 24) - 64u];
     int32_t d;
     int64_t rho;
     uint32_t s;
     uint32_t dn;
     int32_t q;
     d = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * (uint32_t)y) >> 32)) >> 32));
-    y += (int32_t)(((int64_t)y * (d << 5)) >> 32);
+                  (uint32_t)(((uint64_t)mh *
+                              (uint32_t)(((uint64_t)(uint32_t)y * (uint32_t)y) >> 32)) >>
+                             32));
+    y = elt_mmla(y, y, d << 5);
     d = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * (uint32_t)y) >> 32)) >> 32));
-    y += (int32_t)(((int64_t)y * (d << 5)) >> 32);
+                  (uint32_t)(((uint64_t)mh *
+                              (uint32_t)(((uint64_t)(uint32_t)y * (uint32_t)y) >> 32)) >>
+                             32)); /* y > 0 */
+    y = elt_mmla(y, y, d << 5);
     s = (uint32_t)(((uint64_t)mh * (uint32_t)y) >> 32) >> (t >> 1);
-    while ((int64_t)((uint64_t)s * s) > n) {
-        s--;
-    }
-    while ((int64_t)((uint64_t)(s + 1u) * (s + 1u)) <= n) {
-        s++;
+    /* s is the floor root when 0 <= n - s^2 <= 2 s (one unsigned compare); else step it */
+    if ((uint64_t)(n - (int64_t)((uint64_t)s * s)) > 2u * s) {
+        while ((int64_t)((uint64_t)s * s) > n) {
+            s--;
+        }
+        while ((int64_t)((uint64_t)(s + 1u) * (s + 1u)) <= n) {
+            s++;
+        }
     }
     dn = s << (3 + (t >> 1)); /* 32 - e */
     rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)y * dn);
-    q = y + (int32_t)(((int64_t)(int32_t)(rho >> 31) * y) >> 30);
+    q = elt_mmla(y, (int32_t)(rho >> 29), y); /* |rho| < 2^46 */
     rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)q * dn);
-    while (rho < 0) {
-        rho += dn;
-        q--;
-    }
-    while (rho >= (int64_t)dn) {
-        rho -= dn;
-        q++;
+    if ((uint64_t)rho >= dn) { /* q is the floor when 0 <= rho < dn (one unsigned compare) */
+        while (rho < 0) {
+            rho += dn;
+            q--;
+        }
+        while (rho >= (int64_t)dn) {
+            rho -= dn;
+            q++;
+        }
     }
     *r = q;
     *e = 29 - (t >> 1);

@@ -9,6 +9,24 @@
 
 #include <stdint.h>
 
+/* y + floor(a b / 2^32) (the high word of the product added) of the Newton steps of elt_isqrt64
+ * and elt_chol_pivot: one SMMLA where the core has it (ARM DDI 0406C A8.8.192 SMMLA:
+ * (Ra 2^32 + Rn Rm)[63:32], the same integer), which GCC does not generate from the C; the C
+ * elsewhere. */
+#if defined(__ARM_FEATURE_DSP)
+static inline int32_t elt_mmla(int32_t y, int32_t a, int32_t b)
+{
+    int32_t d;
+    __asm__("smmla %0, %1, %2, %3" : "=r"(d) : "r"(a), "r"(b), "r"(y));
+    return d;
+}
+#else
+static inline int32_t elt_mmla(int32_t y, int32_t a, int32_t b)
+{
+    return y + (int32_t)(((int64_t)a * b) >> 32);
+}
+#endif
+
 /* Exact floor(n / d) for d > 0 (elt_intmath.c): a normalised 32-bit reciprocal, Newton steps
  * and a remainder correction instead of libgcc's 64-bit division (the A9 has no divider). Equal
  * to fx_div_pos64 / Python `//` for every input; fast when the quotient fits 32 bits. */
@@ -25,7 +43,7 @@ uint64_t elt_udiv64_r(uint64_t n, const elt_recip_t *r);
 
 /* The two steps inline (elt_udiv64 = elt_udiv_q after elt_recip_set, when n < d 2^32). */
 extern const uint16_t elt_recip_seed[256]; /* elt_intmath.c */
-extern const uint16_t elt_rsqrt_seed[192]; /* elt_intmath.c: 1/sqrt seeds of elt_isqrt64 */
+extern const uint32_t elt_rsqrt_seed[192]; /* elt_intmath.c: 1/sqrt seeds (Q.29) of elt_isqrt64 */
 static inline __attribute__((always_inline)) void elt_recip_set(elt_recip_t *r, uint64_t d)
 {
     uint64_t dn;

@@ -122,15 +122,20 @@ size_t fw_zero_index(const uint8_t *p, size_t n)
 /* From the code byte at buf[at] (its code in 1..254: a block with an implicit zero), along the
  * chain: each next code byte ends such a block, so it becomes that zero. Stops at a code byte
  * at or past len (returned; *code is then the last code followed), or at one whose own code is
- * 0 or 0xFF (returned, already made 0; *code its code). On ARM 7 instructions a code byte (the
- * codes 1..254 tested by one unsigned compare of code - 1 against 253; the step and the end's
- * compare conditional on it, so one branch closes the loop whichever way it ends: a bad code
- * leaves the flags HI, which BLO does not take); a frame of 16-bit speech has a code byte every
- * seven bytes or so (4,600 per second of raw audio, measure/bench_memory.py). */
+ * 0 or 0xFF (returned, made 0: a full block's code byte ends the block before it too; *code its
+ * code). On ARM 6 instructions a code byte: the codes 1..254 tested by one unsigned compare of
+ * code - 1 against 253, then, conditional on it, the zero stored by a post-indexed STRB that also
+ * steps to the next code byte (ARM DDI 0406C A8.8, STRB (register): the address is the base,
+ * the base then advanced by the code) and the end's compare, so one branch closes the loop
+ * whichever way it ends (a bad code leaves the flags HI, which BLO does not take; the zero for it
+ * is stored after the loop, once; STRLSB: gcc gives inline asm the divided syntax). A frame of
+ * 16-bit speech has a code byte every seven bytes or so (4,600 per second of raw audio,
+ * measure/bench_memory.py). */
 static size_t cobs_walk(uint8_t *buf, size_t at, size_t len, uint8_t *code)
 {
 #if defined(__arm__) && !defined(__thumb__)
     uint8_t *p = buf + at;
+    uint8_t *const end = buf + len;
     uint32_t c = *code;
     uint32_t t;
     __asm__ volatile("add %[p], %[p], %[c]\n\t"
@@ -138,16 +143,18 @@ static size_t cobs_walk(uint8_t *buf, size_t at, size_t len, uint8_t *code)
                      "bhs 2f\n"
                      "1:\n\t"
                      "ldrb %[c], [%[p]]\n\t"
-                     "strb %[z], [%[p]]\n\t"
                      "sub %[t], %[c], #1\n\t"
                      "cmp %[t], #253\n\t"
-                     "addls %[p], %[p], %[c]\n\t"
+                     "strlsb %[z], [%[p]], %[c]\n\t"
                      "cmpls %[p], %[end]\n\t"
                      "blo 1b\n"
                      "2:"
                      : [p] "+r"(p), [c] "+r"(c), [t] "=&r"(t)
-                     : [end] "r"(buf + len), [z] "r"(0u)
+                     : [end] "r"(end), [z] "r"(0u)
                      : "cc", "memory");
+    if (p < end) { /* a bad code stopped the walk: its byte ends the block before it */
+        *p = 0u;
+    }
     *code = (uint8_t)c;
     return (size_t)(p - buf);
 #else
@@ -168,6 +175,39 @@ static size_t cobs_walk(uint8_t *buf, size_t at, size_t len, uint8_t *code)
 #endif
 }
 
+/* cobs_walk over a frame that holds no 0x00 (the delimiter search ends a frame at its first: the
+ * server's receive path, fw_server.c rx_commit): only the code 0xFF stops the walk before the
+ * end, so one compare with 0xFF replaces the range test: 5 instructions a code byte on ARM (a code
+ * 0 would not move the walk on: the caller's promise that there is none is what ends it). */
+static size_t cobs_walk_clean(uint8_t *buf, size_t at, size_t len, uint8_t *code)
+{
+#if defined(__arm__) && !defined(__thumb__)
+    uint8_t *p = buf + at;
+    uint8_t *const end = buf + len;
+    uint32_t c = *code;
+    __asm__ volatile("add %[p], %[p], %[c]\n\t"
+                     "cmp %[p], %[end]\n\t"
+                     "bhs 2f\n"
+                     "1:\n\t"
+                     "ldrb %[c], [%[p]]\n\t"
+                     "cmp %[c], #255\n\t"
+                     "strneb %[z], [%[p]], %[c]\n\t"
+                     "cmpne %[p], %[end]\n\t"
+                     "blo 1b\n"
+                     "2:"
+                     : [p] "+r"(p), [c] "+r"(c)
+                     : [end] "r"(end), [z] "r"(0u)
+                     : "cc", "memory");
+    if (p < end) { /* a full block's code byte stopped the walk: it ends the block before it */
+        *p = 0u;
+    }
+    *code = (uint8_t)c;
+    return (size_t)(p - buf);
+#else
+    return cobs_walk(buf, at, len, code);
+#endif
+}
+
 /* The body starts one byte in: the first code byte goes, and every later code byte of a block
  * that ends in an implicit zero becomes that zero (cobs_walk). A full block (code 0xFF) has no
  * implicit zero: the code byte after it is dropped, and the bytes after it move down by the
@@ -175,7 +215,8 @@ static size_t cobs_walk(uint8_t *buf, size_t at, size_t len, uint8_t *code)
  * two dropped code bytes when the second is reached, the last one at the end (moving the decoded
  * prefix up by one at every full block instead moved a frame of full blocks about four times
  * over). */
-int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start, size_t *out_len)
+static int cobs_decode(uint8_t *buf, size_t len, size_t cap, size_t *start, size_t *out_len,
+                       int clean)
 {
     size_t at = 0;
     size_t gap = 0; /* code bytes dropped after full blocks */
@@ -190,7 +231,7 @@ int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start,
             break;
         }
         if (code != 0xFFu) {
-            at = cobs_walk(buf, at, len, &code);
+            at = clean ? cobs_walk_clean(buf, at, len, &code) : cobs_walk(buf, at, len, &code);
             if (at >= len) {
                 status = at > len ? -1 : 0; /* past the end: a truncated block */
                 break;
@@ -222,4 +263,14 @@ int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start,
     *start = 1u;
     *out_len = n;
     return status;
+}
+
+int fw_cobs_decode_in_place(uint8_t *buf, size_t len, size_t cap, size_t *start, size_t *out_len)
+{
+    return cobs_decode(buf, len, cap, start, out_len, 0);
+}
+
+int fw_cobs_decode_frame(uint8_t *buf, size_t len, size_t cap, size_t *start, size_t *out_len)
+{
+    return cobs_decode(buf, len, cap, start, out_len, 1);
 }

@@ -63,7 +63,8 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     s->frames_stale = 0;
     s->ack_rx = 0;
     s->rec_next = 0;
-    s->tx_n = 0;
+    s->tx_code = 0;
+    s->tx_n = 1;
     s->link.rx_bytes = 0;
     s->link.ticks = 0;
     s->poll_t0 = 0;
@@ -77,30 +78,111 @@ void fw_server_init(fw_server_t *s, const fw_platform_t *platform)
     fw_server_active = s;
 }
 
-/* COBS, one block at a time: the same bytes as fw_cobs_encode over the whole body. A zero ends
- * the block (its code byte = 1 + data bytes); 254 data bytes make a full block (code 0xFF, no
- * implicit zero). */
-static void tx_block(fw_server_t *s)
+/* COBS into tx_buf (Cheshire & Baker 1999): the same bytes as fw_cobs_encode over the whole
+ * body. A zero ends the block (its code byte = 1 + data bytes); 254 data bytes make a full block
+ * (code 0xFF, no implicit zero). The open block's code byte is written when the block closes at n
+ * (the next block's code byte goes there); what is done leaves when tx_buf may not hold another
+ * whole block and the delimiter (one write for a short reply instead of one per block: a STATUS
+ * has a zero every two or three bytes). */
+static uint32_t tx_close(fw_server_t *s, uint32_t n)
 {
-    s->tx_blk[0] = (uint8_t)(s->tx_n + 1u);
-    s->platform->write(s->platform->ctx, s->tx_blk, s->tx_n + 1u);
-    s->tx_n = 0;
+    s->tx_buf[s->tx_code] = (uint8_t)(n - s->tx_code);
+    if (n > FW_TX_BUF - FW_COBS_BLOCK - 1u) {
+        s->platform->write(s->platform->ctx, s->tx_buf, n);
+        n = 0;
+    }
+    s->tx_code = n;
+    return n + 1u;
 }
 
-static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t crc)
+/* Bytes the general way: each checked for a full block, each close for the buffer's room
+ * (tx_close). */
+static uint32_t tx_bytes_slow(fw_server_t *s, const uint8_t *p, const uint8_t *end, uint32_t n)
 {
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] == 0u) {
-            tx_block(s);
-        } else {
-            s->tx_blk[1u + s->tx_n++] = p[i];
-            if (s->tx_n == FW_COBS_BLOCK - 1u) {
-                tx_block(s);
+    for (; p != end; p++) {
+        if (*p != 0u) {
+            s->tx_buf[n++] = *p;
+            if (n - s->tx_code != FW_COBS_BLOCK) {
+                continue;
             }
         }
+        n = tx_close(s, n);
     }
-    return fw_crc32_update(crc, p, len);
+    return n;
 }
+
+/* COBS of the n > 0 bytes at p from output o, the open block's code byte at *code, when they can
+ * neither fill the block nor pass the buffer's end: a zero closes the block (its code byte is
+ * written, the next one's place kept), any other byte is copied. Returns the output's end. On ARM
+ * 6 instructions a non-zero byte and 9 a zero (gcc made both 10: it turned the two paths into
+ * conditional stores). */
+static uint8_t *cobs_run(uint8_t *o, uint8_t **code, const uint8_t *p, size_t n)
+{
+    uint8_t *c = *code;
+#if defined(__arm__) && !defined(__thumb__)
+    uint32_t b;
+    __asm__ volatile("1:\n\t"
+                     "ldrb %[b], [%[p]], #1\n\t"
+                     "cmp %[b], #0\n\t"
+                     "beq 3f\n\t"
+                     "strb %[b], [%[o]], #1\n"
+                     "2:\n\t"
+                     "cmp %[p], %[end]\n\t"
+                     "bne 1b\n\t"
+                     "b 4f\n"
+                     "3:\n\t"
+                     "sub %[b], %[o], %[c]\n\t"
+                     "strb %[b], [%[c]]\n\t"
+                     "mov %[c], %[o]\n\t"
+                     "add %[o], %[o], #1\n\t"
+                     "b 2b\n"
+                     "4:"
+                     : [p] "+r"(p), [o] "+r"(o), [c] "+r"(c), [b] "=&r"(b)
+                     : [end] "r"(p + n)
+                     : "cc", "memory");
+#else
+    for (const uint8_t *const end = p + n; p != end; p++) {
+        if (*p == 0u) {
+            *c = (uint8_t)(o - c);
+            c = o++;
+        } else {
+            *o++ = *p;
+        }
+    }
+#endif
+    *code = c;
+    return o;
+}
+
+/* The piece in stretches that can neither fill the open block nor take tx_buf past tx_close's
+ * limit, each through cobs_run with no test for either; a byte where no such stretch is left (the
+ * block one byte short of full, tx_buf at the limit) the general way. */
+static void tx_bytes(fw_server_t *s, const uint8_t *p, size_t len)
+{
+    const uint8_t *const end = p + len;
+    const uint32_t limit = FW_TX_BUF - FW_COBS_BLOCK - 1u;
+    for (const uint8_t *q = p; q != end;) {
+        const uint32_t n = s->tx_n;
+        const size_t short_of_full = FW_COBS_BLOCK - 1u - (n - s->tx_code);
+        size_t k = (size_t)(end - q);
+        k = k < short_of_full ? k : short_of_full;
+        k = n + k <= limit ? k : (n < limit ? limit - n : 0u);
+        if (k == 0u) {
+            s->tx_n = tx_bytes_slow(s, q, q + 1, n);
+            q++;
+            continue;
+        }
+        uint8_t *c = &s->tx_buf[s->tx_code];
+        s->tx_n = (uint32_t)(cobs_run(&s->tx_buf[n], &c, q, k) - s->tx_buf);
+        s->tx_code = (uint32_t)(c - s->tx_buf);
+        q += k;
+    }
+}
+
+/* The longest payload send_frame2 joins to its header (STATUS's, LINK_STATUS_FIXED, and
+ * ERROR's fit). */
+#define TX_JOIN 32u
+_Static_assert(LINK_STATUS_FIXED <= TX_JOIN, "a STATUS is sent joined");
 
 /* Body = header + payload + CRC, COBS-encoded as it goes out, then the 0x00 delimiter. The
  * payload is `lead` bytes then `len` bytes, either of which may lie anywhere (a record, the
@@ -108,21 +190,41 @@ static uint32_t tx_bytes(fw_server_t *s, const uint8_t *p, size_t len, uint32_t 
 static void send_frame2(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *lead,
                         uint16_t lead_len, const uint8_t *payload, uint16_t len)
 {
-    static const uint8_t delim = 0u;
-    uint8_t hdr[LINK_HEADER_FIXED];
-    uint8_t tail[FW_CRC_SIZE];
-    hdr[LINK_HEADER_VERSION] = (uint8_t)FW_PROTO_VERSION;
-    hdr[LINK_HEADER_TYPE] = type;
-    fw_put_u32(&hdr[LINK_HEADER_SEQ], seq);
-    fw_put_u16(&hdr[LINK_HEADER_LENGTH], (uint16_t)(lead_len + len));
-    s->tx_n = 0;
-    uint32_t crc = tx_bytes(s, hdr, sizeof hdr, 0xFFFFFFFFu);
-    crc = tx_bytes(s, lead, lead_len, crc);
-    crc = tx_bytes(s, payload, len, crc);
-    fw_put_u32(tail, crc ^ 0xFFFFFFFFu);
-    (void)tx_bytes(s, tail, sizeof tail, 0u);
-    tx_block(s);
-    s->platform->write(s->platform->ctx, &delim, 1u);
+    /* a short payload (a STATUS, an ERROR) joins the header and the CRC in one buffer: one CRC
+     * call over 8 + len bytes and one pass of the encoder (the header alone took the byte-wise
+     * recurrence, 7 instructions a byte) */
+    uint8_t body[LINK_HEADER_FIXED + TX_JOIN + FW_CRC_SIZE];
+    body[LINK_HEADER_VERSION] = (uint8_t)FW_PROTO_VERSION;
+    body[LINK_HEADER_TYPE] = type;
+    fw_put_u32(&body[LINK_HEADER_SEQ], seq);
+    fw_put_u16(&body[LINK_HEADER_LENGTH], (uint16_t)(lead_len + len));
+    s->tx_code = 0;
+    s->tx_n = 1;
+    if (lead_len == 0u && len <= TX_JOIN) {
+        fw_copy_forward(&body[LINK_HEADER_FIXED], payload, len);
+        const size_t n = LINK_HEADER_FIXED + (size_t)len;
+        fw_put_u32(&body[n], fw_crc32(body, n));
+        tx_bytes(s, body, n + FW_CRC_SIZE);
+    } else {
+        /* the CRC over the header and the payload only (not over the CRC itself, nor over an
+         * empty lead) */
+        uint8_t tail[FW_CRC_SIZE];
+        uint32_t crc = fw_crc32_update(0xFFFFFFFFu, body, LINK_HEADER_FIXED);
+        tx_bytes(s, body, LINK_HEADER_FIXED);
+        if (lead_len != 0u) {
+            crc = fw_crc32_update(crc, lead, lead_len);
+            tx_bytes(s, lead, lead_len);
+        }
+        crc = fw_crc32_update(crc, payload, len);
+        tx_bytes(s, payload, len);
+        fw_put_u32(tail, crc ^ 0xFFFFFFFFu);
+        tx_bytes(s, tail, sizeof tail);
+    }
+    /* the last block, then the delimiter: tx_close left room for both */
+    const uint32_t n = s->tx_n;
+    s->tx_buf[s->tx_code] = (uint8_t)(n - s->tx_code);
+    s->tx_buf[n] = 0u;
+    s->platform->write(s->platform->ctx, s->tx_buf, n + 1u);
 }
 
 static void send_frame(fw_server_t *s, uint8_t type, uint32_t seq, const uint8_t *payload,
@@ -540,7 +642,7 @@ __attribute__((noinline)) static void handle_frame(fw_server_t *s)
     size_t start = 0;
     /* In place (fw_frame.h): the body starts at enc[start]. A reply built in the receive buffer
      * (INFO) starts at enc[0] instead. */
-    int status = fw_cobs_decode_in_place(s->enc, s->enc_len, FW_BODY_MAX, &start, &n);
+    int status = fw_cobs_decode_frame(s->enc, s->enc_len, FW_BODY_MAX, &start, &n);
     uint8_t *b = &s->enc[start];
 
     /* Steps 1-2: without version, type and seq there is nobody to answer. */

@@ -55,6 +55,11 @@ _Static_assert(FW_HOLD_PAYLOAD <= FW_MAX_PAYLOAD, "a held frame is a frame");
 #define FW_RX_CHUNK 256u
 /* COBS block: a code byte and up to 254 data bytes (Cheshire & Baker 1999). */
 #define FW_COBS_BLOCK 255u
+/* The reply's encoder buffer: two whole blocks and the delimiter, so that a block closed at or
+ * before FW_TX_BUF - FW_COBS_BLOCK - 1 leaves room for the next whole block and the frame's
+ * delimiter (fw_server.c, tx_close): a STATUS or a RESULT leaves in one write, not one per block.
+ */
+#define FW_TX_BUF (2u * FW_COBS_BLOCK + 2u)
 
 /* An application handler's return for a request served without a reply of its own (an AUDIO
  * chunk): the next STATUS acknowledges it. Above every type byte. */
@@ -164,13 +169,14 @@ typedef struct {
     fw_held_t hold[FW_HOLD_SLOTS];
     /* Frame buffers (RAM, docs/protocol.md "Audio mode"): the received frame is COBS-decoded in
      * place (a decoded byte never overtakes the encoded byte being read), HELLO's INFO is built
-     * in place of the request and ECHO answers from it; replies are COBS-encoded one block at a
-     * time on their way to the link, with the CRC computed as they go. A message sent in parts
-     * is put together in asm[]. */
+     * in place of the request and ECHO answers from it; replies are COBS-encoded into tx_buf on
+     * their way to the link, with the CRC computed as they go, and written when a frame ends or
+     * tx_buf may not hold another whole block. A message sent in parts is put together in asm[]. */
     uint8_t enc[FW_ENC_MAX];
     uint8_t asm_buf[FW_MAX_PAYLOAD];
-    uint8_t tx_blk[FW_COBS_BLOCK];
-    uint32_t tx_n;                /* data bytes in tx_blk after its code byte */
+    uint8_t tx_buf[FW_TX_BUF];
+    uint32_t tx_code;             /* where the open block's code byte goes in tx_buf */
+    uint32_t tx_n;                /* the next byte's place in tx_buf */
     uint8_t rx_hold[FW_RX_CHUNK]; /* bytes after a delimiter; a too-long frame's tail */
     fw_link_stats_t link;
     uint32_t poll_t0;   /* the start of the busy stretch (fw_server_poll) */

@@ -15,6 +15,7 @@ from codegen.base.resources import firmware_dir
 from codegen.elatta.cmaes import default_popsize
 from codegen.emit.adapt import emit_adapt_c
 from codegen.intref.adapt import adapt_int
+from codegen.intref.cmaes_int import chol_s32
 from codegen.ir.nodes import AdaptConfig, AdaptParams
 from codegen.quantize.adapt import quantize_adapt
 from codegen.target import sources
@@ -78,11 +79,13 @@ PROBE_MAIN = r"""
 #include "fw_uart.h"
 #include "fw_probe_print.h"
 #include "elt_adapt.h"
+#include "elt_cmaes_s32.h"
 #include "elt_entropy_s16.h"
 #include "probe_data.h"
 int main(void);
 static elt_adapt_state_t st;
 static elt_adapt_result_t res;
+static int32_t chol_a[PROBE_KC * (PROBE_KC + 1) / 2];
 int main(void)
 {
     uint32_t c, i, j, off = 0;
@@ -140,6 +143,15 @@ int main(void)
         put_u64(elt_isqrt64(probe_sq[i]));
         fw_uart_putc('\n');
     }
+    for (i = 0; i < PROBE_NCH; ++i) {
+        const int32_t nf =
+            elt_cmaes_chol_s32(probe_chol + i * (PROBE_KC * (PROBE_KC + 1) / 2), PROBE_KC, chol_a);
+        fw_uart_putc('C');
+        fw_uart_putc(' ');
+        put_s(nf);
+        for (j = 0; j < PROBE_KC * (PROBE_KC + 1) / 2; ++j) put_s(chol_a[j]);
+        fw_uart_putc('\n');
+    }
     fw_uart_write((const uint8_t *)"END\n", 4u);
     fw_uart_flush();
     for (;;) {
@@ -177,6 +189,28 @@ def entropy_cases(rng: np.random.Generator) -> list[tuple[int, int, np.ndarray]]
     return out
 
 
+def chol_cases(rng: np.random.Generator, k: int) -> np.ndarray:
+    """Packed covariances (Q.26) for elt_cmaes_chol_s32 at k = ELT_K_MAX: I, random positive
+    definite ones whose factor stays below 1 (the NEON form's int32 sums) or passes it (its
+    int64 form from the start: diagonals up to 30, strong correlations near 1), one with only its
+    last row large, and random int32 symmetric ones (raised pivots, saturated quotients)."""
+    ii, jj = np.tril_indices(k)
+    out = [np.where(ii == jj, 1 << 26, 0)]
+    for scale, corr in ((0.3, 0.5), (0.95, 0.5), (0.999, 0.99), (4.0, 0.5), (30.0, 0.9)):
+        b = rng.standard_normal((k, k))
+        s = corr * (b @ b.T) / k + (1 - corr) * np.eye(k)
+        s *= scale / np.max(np.diag(s))
+        out.append(np.round(s[ii, jj] * 2**26))
+    s = np.eye(k) * 0.5
+    s[k - 1, :] = s[:, k - 1] = 0.2
+    s[k - 1, k - 1] = 25.0
+    out.append(np.round(s[ii, jj] * 2**26))
+    for _ in range(3):
+        m = rng.integers(-(2**31), 2**31, (k, k))
+        out.append(np.tril(m)[ii, jj])
+    return np.stack(out).astype(np.int64)
+
+
 def run_probe(
     tmp: Path, scalar: bool, probes: tuple[Probe, ...] = PROBES
 ) -> tuple[list[AdaptParams], dict[str, list[list[int]]], dict[str, object]]:
@@ -199,6 +233,8 @@ def run_probe(
     ent = entropy_cases(rng)
     num, den = div_cases(rng, 1500)
     sq = isqrt_cases(rng, 1500)
+    k_chol = max(p.k for p in params)
+    chol = chol_cases(rng, k_chol)
     n_ids = max(pr.samples for pr in probes)
     ids_rows = [carray(np.concatenate([x, np.zeros(n_ids - len(x), np.int64)])) for x in ids]
     data = [
@@ -225,6 +261,9 @@ def run_probe(
         f"static const uint64_t probe_den[] = {{\n{u64array(den)}\n}};",
         f"#define PROBE_NS {len(sq)}u",
         f"static const uint64_t probe_sq[] = {{\n{u64array(sq)}\n}};",
+        f"#define PROBE_KC {k_chol}",
+        f"#define PROBE_NCH {len(chol)}u",
+        f"static const int32_t probe_chol[] = {{\n{carray(chol.reshape(-1))}\n}};",
         "",
     ]
     (src / "probe_data.h").write_text("\n".join(data))
@@ -261,11 +300,34 @@ def run_probe(
         ).stdout
         for insn in ("vmlal.s16", "vld2.32", "vqmovn.s64", "vrsra.s64", "vclz.i32"):
             assert f"\t{insn}" in dis, insn
-    lines: dict[str, list[list[int]]] = {"A": [], "E": [], "R": [], "D": [], "S": []}
+    lines: dict[str, list[list[int]]] = {"A": [], "E": [], "R": [], "D": [], "S": [], "C": []}
     for line in qemu_probe_lines(elf):
         tag, *vals = line.split()
         lines[tag].append([int(v) for v in vals])
-    return params, lines, {"z": zs, "ids": ids, "ent": ent, "num": num, "den": den, "sq": sq}
+    return (
+        params,
+        lines,
+        {
+            "z": zs,
+            "ids": ids,
+            "ent": ent,
+            "num": num,
+            "den": den,
+            "sq": sq,
+            "chol": (k_chol, chol),
+        },
+    )
+
+
+def check_chol_lines(rows_c: list[list[int]], cases: object) -> None:
+    """Every 'C' line (raised pivots, then the packed factor) equals `chol_s32`."""
+    assert isinstance(cases, tuple)
+    k, chol = cases
+    a, nfix = chol_s32(chol, k)
+    assert len(rows_c) == len(chol)
+    for i, row in enumerate(rows_c):
+        np.testing.assert_array_equal(row[0], nfix[i], err_msg=f"chol case {i} n_pivot_fix")
+        np.testing.assert_array_equal(row[1:], a[i], err_msg=f"chol case {i} A")
 
 
 def check_adapt_lines(

@@ -94,6 +94,7 @@ def test_chol_pivot_exact(tmp_path: Path) -> None:
             str(src),
             str(fw / "elt_intmath.c"),
             str(fw / "elt_entropy_s16.c"),
+            str(fw / "elt_rng.c"),
             "-o",
             str(exe),
         ],

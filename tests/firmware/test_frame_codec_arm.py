@@ -1,8 +1,9 @@
 """The device's frame codec (firmware/fw_frame.c) on the Cortex-A9 under QEMU, with the neon_a32
 and the ref kernels' operations (firmware/kernels/*/fw_frame_ops.h): CRC-32 (carry-less
 products; slice-by-8) against zlib.crc32 for every length 0 ... 2,100 and in pieces
-(fw_crc32_update from a running value), and the in-place COBS decode (its ARM code-byte walk)
-against the encoder on bodies from all zeros to none."""
+(fw_crc32_update from a running value), and the in-place COBS decodes (their ARM code-byte walks:
+the general one and the one for a frame that holds no zero) against the encoder on bodies from all
+zeros to none."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ PROBE = r"""
 static uint8_t buf[%(n)d + 16];
 static uint8_t body[2100];
 static uint8_t enc[2200];
+static uint8_t enc2[2200];
 
 /* Bodies of every zero density (none: full 254-byte blocks; all; between) and length: encoded,
  * decoded in place, compared; the count of those that do not come back. */
@@ -40,12 +42,21 @@ static uint32_t cobs_round_trips(uint32_t *x)
             body[i] = (*x >> 16) %% every == 0u ? 0u : (uint8_t)(1u + (*x >> 24) %% 255u);
         }
         const size_t n = fw_cobs_encode(body, len, enc);
+        for (uint32_t i = 0; i < n; i++) {
+            enc2[i] = enc[i];
+        }
         size_t start = 0;
         size_t out = 0;
         const int st = fw_cobs_decode_in_place(enc, n, sizeof body, &start, &out);
         uint32_t ok = st == 0 && out == len;
         for (uint32_t i = 0; ok && i < len; i++) {
             ok = enc[start + i] == body[i];
+        }
+        /* the decode that relies on the frame holding no zero, as a COBS encoding never does */
+        const int st2 = fw_cobs_decode_frame(enc2, n, sizeof body, &start, &out);
+        ok = ok && st2 == 0 && out == len;
+        for (uint32_t i = 0; ok && i < len; i++) {
+            ok = enc2[start + i] == body[i];
         }
         bad += !ok;
     }

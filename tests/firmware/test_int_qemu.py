@@ -18,7 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from adaptprobe import ENTROPY_ROWS, PROBES, Probe, check_adapt_lines, run_probe
+from adaptprobe import (
+    ENTROPY_ROWS,
+    PROBES,
+    Probe,
+    check_adapt_lines,
+    check_chol_lines,
+    run_probe,
+)
 
 from codegen.intref.entropy import argmax_s16, entropy_s16
 
@@ -51,6 +58,7 @@ def test_arm_kernels_equal_python_under_qemu(tmp_path: Path, scalar: bool) -> No
         assert q1 == a // b and q2 == a // b, (a, b, q1, q2)
     for v, (r,) in zip(sq, lines["S"], strict=True):
         assert r == math.isqrt(v), v
+    check_chol_lines(lines["C"], inp["chol"])
 
 
 # One ELF per shape with ELT_K_MAX = k, so the k = ELT_K_MAX specialisations run (the column
@@ -75,3 +83,4 @@ def test_k_max_shapes_equal_python_under_qemu(tmp_path: Path, probe: Probe) -> N
     zs, ids = inp["z"], inp["ids"]
     assert isinstance(zs, list) and isinstance(ids, list)
     check_adapt_lines((probe,), params, lines["A"], zs, ids)
+    check_chol_lines(lines["C"], inp["chol"])

@@ -14,6 +14,10 @@
 #include "fw_timer.h"
 #include "zynq7000.h"
 
+/* Bursts per look for a delimiter: a delimiter ends the read after the group of RX_GROUP bursts
+ * that holds it, so fewer than FW_RX_CHUNK (256) bytes follow it (fw_uart.h). */
+#define RX_GROUP 16u
+
 /* The burst reads, NEON or plain C: the build's kernel variant (firmware/kernels/). */
 #include "fw_uart_ops.h"
 
@@ -163,9 +167,7 @@ void fw_uart_write(const uint8_t *data, size_t len)
     while (end - data >= (ptrdiff_t)TX_BURST) {
         while ((UART(XUART_SR) & XUART_SR_TXEMPTY) == 0u) {
         }
-        for (uint32_t i = 0; i < TX_BURST; i++) {
-            UART(XUART_FIFO) = data[i];
-        }
+        tx_burst(&UART(XUART_FIFO), data);
         data += TX_BURST;
     }
     if ((UART(XUART_SR) & XUART_SR_TXEMPTY) != 0u) {
@@ -182,27 +184,25 @@ void fw_uart_write(const uint8_t *data, size_t len)
  * to leave them out of the link's work. */
 #define GTIMER_LO ZYNQ_REG32(ZYNQ_GTIMER_BASE + GTIMER_COUNTER_LO)
 
-/* Bursts per look for a delimiter: a delimiter ends the read after the group of RX_GROUP bursts
- * that holds it, so fewer than FW_RX_CHUNK (256) bytes follow it (fw_uart.h). */
-#define RX_GROUP 16u
-
 /* TOUT (bit 8) is RXEMPTY (bit 1) shifted: the wait between bursts clears a stale time-out
  * without a branch (rx_bursts). */
 _Static_assert(XUART_IXR_TOUT == XUART_SR_RXEMPTY << 7,
                "Chnl_int_sts TOUT and Channel_sts RxEMPTY");
 
 /* Up to g bursts of RX_BURST bytes to d, each taken once Channel_sts RTRIG (UG585 B.33
- * Channel_sts_reg0 bit 0) says the RX FIFO holds them, then the 16 bytes without another look.
+ * Channel_sts_reg0 bit 0) says the RX FIFO holds them, then the 16 bytes without another look, in
+ * groups of RX_GROUP bursts searched for a delimiter once: a group that holds one is the last.
  * Returns the bursts taken (fewer when the line went idle short of a burst: a damaged length,
- * line noise), adds the ticks slept to *zz and sets *zero when a delimiter is among the bytes.
- * With no rate switch pending the wait is wait_rx's protocol in the fewest instructions
- * (rx_bursts, fw_uart_ops.h), since it runs once per 16 bytes (QEMU's FIFO never holds more, so
- * every burst of a frame sleeps once: 1,900 times per second of raw audio): RTRIG is cleared,
- * TIMEOUT too when the FIFO is empty (stale; with bytes there it may be theirs and ends the wait
- * at once), then Channel_sts is read again before WFI: a condition met after that look raises the
- * interrupt again and WFI returns at once (UG585 B.33 Chnl_int_sts_reg0, write 1 to clear; QEMU's
- * model sets the bit again at the write when the level still holds). While a switch waits for its
- * frame, wait_rx (which watches the revert time) takes each burst's wait. */
+ * line noise, or a delimiter came), adds the ticks slept to *zz and sets *zero when a delimiter is
+ * among the last group's bytes. With no rate switch pending the wait is wait_rx's protocol in the
+ * fewest instructions (rx_bursts, fw_uart_ops.h), since it runs once per 16 bytes (QEMU's FIFO
+ * never holds more, so every burst of a frame sleeps once: 1,900 times per second of raw audio):
+ * RTRIG is cleared, TIMEOUT too when the FIFO is empty (stale; with bytes there it may be theirs
+ * and ends the wait at once), then Channel_sts is read again before WFI: a condition met after
+ * that look raises the interrupt again and WFI returns at once (UG585 B.33 Chnl_int_sts_reg0,
+ * write 1 to clear; QEMU's model sets the bit again at the write when the level still holds).
+ * While a switch waits for its frame, wait_rx (which watches the revert time) takes each burst's
+ * wait. */
 static inline uint32_t rx_group(uint8_t *d, uint32_t g, uint32_t *zz, uint32_t *zero)
 {
     /* the bytes' minimum, one VMIN a burst on NEON: it is 0 exactly when a delimiter is among
@@ -213,6 +213,12 @@ static inline uint32_t rx_group(uint8_t *d, uint32_t g, uint32_t *zz, uint32_t *
         i = rx_bursts(FW_UART_BASE, &GTIMER_LO, d, g, zz, &lo);
     } else {
         for (; i < g; i++) {
+            if (i % RX_GROUP == 0u && i != 0u) {
+                if (rx_min_zero(lo)) {
+                    break;
+                }
+                lo = rx_min_start();
+            }
             const uint32_t t = GTIMER_LO;
             const uint32_t sr = wait_rx(RX_BURST);
             *zz += GTIMER_LO - t;
@@ -228,7 +234,7 @@ static inline uint32_t rx_group(uint8_t *d, uint32_t g, uint32_t *zz, uint32_t *
 
 /* Takes bytes until a frame delimiter (0x00) is among them or cap are taken, sleeping while they
  * have not arrived: whole bursts first, as many as the `need` bytes the caller still expects
- * hold, in groups of RX_GROUP (rx_group), the group searched for the delimiter once; then the
+ * hold, in groups of RX_GROUP (rx_group), each group searched for the delimiter once; then the
  * rest of `need` (fewer than a burst: a frame's header or its last bytes): from an empty FIFO,
  * after waiting for exactly that many (the trigger level set to it), taken without another look;
  * one byte at a time while RxEMPTY (bit 1) is clear when fewer are there (a short frame's
@@ -250,15 +256,11 @@ static size_t fifo_read(uint8_t *dst, size_t cap, size_t need, size_t *clean, ui
         UART(XUART_RXWM) = RX_BURST;
         rx_level = RX_BURST;
     }
-    while (bursts != 0u) {
-        const uint32_t g = bursts < RX_GROUP ? bursts : RX_GROUP;
-        last = n;
-        const uint32_t got = rx_group(dst + n, g, &zz, &zero);
-        n += RX_BURST * got;
-        bursts -= got;
-        if (zero || got < g) {
-            break;
-        }
+    if (bursts != 0u) {
+        const uint32_t got = rx_group(dst, bursts, &zz, &zero);
+        n = RX_BURST * got;
+        /* the last group's start: a delimiter is among its bytes only */
+        last = got != 0u ? RX_BURST * RX_GROUP * ((got - 1u) / RX_GROUP) : 0u;
     }
     while (!zero && n < cap) {
         /* the bytes still needed, at least one, at most a burst */

@@ -120,100 +120,265 @@ static inline __attribute__((always_inline)) void elt_chol_rows(const int32_t *c
     elt_chol_rows_from(c, a, aj, i, j, k, r, e);
 }
 
-/* elt_chol_cols: the pivot's sum C_jj - sum_l round(A_jl^2 / 2^26), row j's prefix two squares
- * per VMULL, VRSRA #26 */
-static inline __attribute__((always_inline)) int64_t elt_chol_cols_piv(const int32_t *aj, int32_t j,
-                                                                       int64_t piv)
+/* v0 + v1 of an int64x2 in core registers: VADD.I64 of its halves (ARM DDI 0406C A8.8.282) and
+ * one VMOV of the 64-bit sum (A8.8.345); from the intrinsics GCC moves the four words out one
+ * by one and adds them with ADDS/ADC */
+static inline __attribute__((always_inline)) int64_t elt_hsum_s64(int64x2_t v)
 {
-    int32_t l;
-    int64x2_t dv = vdupq_n_s64(0);
-#if ELT_K_MAX <= 16
-#pragma GCC unroll 8
-#endif
-    for (l = 0; l + 2 <= j; l += 2) {
-        const int32x2_t v = vld1_s32(aj + l);
-        dv = vrsraq_n_s64(dv, vmull_s32(v, v), ELT_C_FRAC);
-    }
-    piv -= vgetq_lane_s64(dv, 0) + vgetq_lane_s64(dv, 1);
-    if (l < j) {
-        piv -= elt_mul_rr(aj[l], aj[l], ELT_C_FRAC);
-    }
-    return piv;
+    int64x1_t t;
+    int64_t s;
+    __asm__("vadd.i64 %P0, %e1, %f1" : "=w"(t) : "w"(v));
+    __asm__("vmov %Q0, %R0, %P1" : "=r"(s) : "w"(t));
+    return s;
 }
 
-/* elt_chol_cols: rows i .. i + 3 of column j (cp, ap: their entry (i, j) in C and A; the next
- * row's entry is i + 1 further), the numerators' sums from the transposed columns at[l][i..],
- * by VMULL by the scalar A_jl and VRSRA #26 into the row's int64 lane; the quotients by VQMOVN
- * (sat32), VMULL by r, VRSHL by -(e + 3), VQMOVN, stored into A and into at[j]. */
-static inline __attribute__((always_inline)) void
-elt_chol_cols_quad(int32_t (*at)[ELT_K_MAX + 4], const int32_t *aj, const int32_t *cp, int32_t *ap,
-                   int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
+/* acc + round(p / 2^26) by VRSRA #26, or round(p / 2^26) by VRSHR #26 for the first term of a
+ * sum (no zeroed accumulator) */
+static inline __attribute__((always_inline)) int64x2_t elt_rsra26(int64x2_t acc, int64x2_t p,
+                                                                  int first)
+{
+    return first ? vrshrq_n_s64(p, ELT_C_FRAC) : vrsraq_n_s64(acc, p, ELT_C_FRAC);
+}
+
+/* elt_chol_cols: row j's prefix A_j0 .. A_j,j-1 into d-registers, two per VLD1 (the pointer
+ * advanced by the instruction), an odd last one with a zeroed lane 1; loaded once per column for
+ * the pivot's squares and every group of rows */
+static inline __attribute__((always_inline)) void elt_chol_ld_row(const int32_t *aj, int32_t j,
+                                                                  int32x2_t ajv[])
 {
     int32_t l;
-    /* entry (i, j) of a packed lower triangle: the next row's is i + 1 further */
-    const int32_t d1 = i + 1;
-    const int32_t d2 = d1 + i + 2;
-    const int32_t d3 = d2 + i + 3;
-    int64x2_t lo = vdupq_n_s64(0);
-    int64x2_t hi = lo;
-    int32x4_t cv = vdupq_n_s32(0);
-    int32x2_t qlo;
-    int32x2_t qhi;
-    const int32_t *tp = &at[0][i]; /* at[l][i], l = 0, 1, ..: one row of at further each */
     const int32_t *jp = aj;
 #if ELT_K_MAX <= 16
 #pragma GCC unroll 8
 #endif
     for (l = 0; l + 2 <= j; l += 2) {
-        const int32x2_t ajl = elt_vld1_pi(&jp);
-        const int32x4_t v0 = elt_vld1q_ps(&tp, (int32_t)sizeof at[0]);
-        const int32x4_t v1 = elt_vld1q_ps(&tp, (int32_t)sizeof at[0]);
-        lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
-        hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
-        lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v1), ajl, 1), ELT_C_FRAC);
-        hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v1), ajl, 1), ELT_C_FRAC);
+        ajv[l >> 1] = elt_vld1_pi(&jp);
     }
     if (l < j) {
-        const int32x4_t v0 = vld1q_s32(tp);
-        const int32x2_t ajl = vld1_dup_s32(jp);
-        lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(v0), ajl, 0), ELT_C_FRAC);
-        hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(v0), ajl, 0), ELT_C_FRAC);
-    }
-    cv = vld1q_lane_s32(cp, cv, 0);
-    if (i + 1 < k) {
-        cv = vld1q_lane_s32(cp + d1, cv, 1);
-    }
-    if (i + 2 < k) {
-        cv = vld1q_lane_s32(cp + d2, cv, 2);
-    }
-    if (i + 3 < k) {
-        cv = vld1q_lane_s32(cp + d3, cv, 3);
-    }
-    qlo = vqmovn_s64(vsubq_s64(vmovl_s32(vget_low_s32(cv)), lo));
-    qhi = vqmovn_s64(vsubq_s64(vmovl_s32(vget_high_s32(cv)), hi));
-    qlo = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qlo, rv, 0), esh));
-    qhi = vqmovn_s64(vrshlq_s64(vmull_lane_s32(qhi, rv, 0), esh));
-    vst1q_s32(&at[j][i], vcombine_s32(qlo, qhi));
-    vst1_lane_s32(ap, qlo, 0);
-    if (i + 1 < k) {
-        vst1_lane_s32(ap + d1, qlo, 1);
-    }
-    if (i + 2 < k) {
-        vst1_lane_s32(ap + d2, qhi, 0);
-    }
-    if (i + 3 < k) {
-        vst1_lane_s32(ap + d3, qhi, 1);
+        ajv[l >> 1] = vld1_lane_s32(jp, vdup_n_s32(0), 0);
     }
 }
 
+/* elt_chol_cols: the pivot's sum C_jj - sum_l round(A_jl^2 / 2^26), row j's prefix (ajv) two
+ * squares per VMULL, VRSRA #26 (an odd last one against the zeroed lane), the two lanes added by
+ * VADD and moved to core registers by one VMOV */
+static inline __attribute__((always_inline)) int64_t elt_chol_cols_piv(const int32x2_t ajv[],
+                                                                       int32_t j, int64_t piv)
+{
+    int32_t l;
+    int64x2_t dv = vdupq_n_s64(0);
+    if (j == 0) {
+        return piv;
+    }
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 8
+#endif
+    for (l = 0; l < j; l += 2) {
+        dv = elt_rsra26(dv, vmull_s32(ajv[l >> 1], ajv[l >> 1]), l == 0);
+    }
+    return piv - elt_hsum_s64(dv);
+}
+
+/* elt_chol_cols: np (1 .. 4) consecutive d-registers of row l of the transposed factor (at[l][i],
+ * at[l][i + 1], ..) by one VLD1 of a register list ({d-d+3}, ARM DDI 0406C A8.8.320), the
+ * pointer advanced by stride bytes to the next row of at; the list's registers given out as v[]. */
+static inline __attribute__((always_inline)) void elt_chol_ld_at(const int32_t **p, int32_t stride,
+                                                                 int32_t np, int32x2_t v[4])
+{
+    const int32_t *q = *p;
+    if (np == 4) {
+        int32x4x2_t w;
+        __asm__("vld1.32 %h0, [%1], %2"
+                : "=w"(w), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[8]) * p));
+        v[0] = vget_low_s32(w.val[0]);
+        v[1] = vget_high_s32(w.val[0]);
+        v[2] = vget_low_s32(w.val[1]);
+        v[3] = vget_high_s32(w.val[1]);
+    } else if (np == 3) {
+        int32x2x3_t w;
+        __asm__("vld1.32 %h0, [%1], %2"
+                : "=w"(w), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[6]) * p));
+        v[0] = w.val[0];
+        v[1] = w.val[1];
+        v[2] = w.val[2];
+    } else if (np == 2) {
+        int32x4_t w;
+        __asm__("vld1.32 {%q0}, [%1], %2"
+                : "=w"(w), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[4]) * p));
+        v[0] = vget_low_s32(w);
+        v[1] = vget_high_s32(w);
+    } else {
+        __asm__("vld1.32 {%P0}, [%1], %2"
+                : "=w"(v[0]), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[2]) * p));
+    }
+    *p = q;
+}
+
+/* elt_chol_cols: the quotients of rows i .. i + 2 np - 1 of column j from their sums acc[]
+ * (lane 0 row i + 2 p, lane 1 the next row): C_ij from two word loads with immediate offsets
+ * and one VMOV into a d-register (VLD1 has no offset, A8.8.320), num = VQMOVN(C - sum) (sat32),
+ * VMULL by r, VRSHL by -(e + 3), VQMOVN; stored into at[j][i ..] and into A (a row past k - 1,
+ * the odd count's pad lane, reads C as 0 and is stored only into at). */
+static inline __attribute__((always_inline)) void
+elt_chol_cols_fin(int32_t *atj, const int32_t *c, int32_t *a, int32_t i, int32_t j, const int32_t k,
+                  int32_t np, const int64x2_t acc[4], int32x2_t rv, int64x2_t esh)
+{
+    int32_t p;
+    ELT_UNROLL_K
+    for (p = 0; p < np; p++) {
+        const int32_t row = i + 2 * p;
+        const uint32_t c0 = (uint32_t)c[ELT_TRI(row, j)];
+        const uint32_t c1 = row + 1 < k ? (uint32_t)c[ELT_TRI(row + 1, j)] : 0u;
+        const int32x2_t cv = vcreate_s32((uint64_t)c0 | (uint64_t)c1 << 32);
+        /* column 0 has no sum: num = C */
+        int32x2_t q = j == 0 ? cv : vqmovn_s64(vsubq_s64(vmovl_s32(cv), acc[p]));
+        q = vqmovn_s64(vrshlq_s64(vmull_lane_s32(q, rv, 0), esh));
+        elt_vst1_pi(&atj, q);
+        a[ELT_TRI(row, j)] = vget_lane_s32(q, 0);
+        if (row + 1 < k) {
+            a[ELT_TRI(row + 1, j)] = vget_lane_s32(q, 1);
+        }
+    }
+}
+
+/* elt_chol_cols: rows i .. i + 2 np - 1 of column j, np = min(4, ceil((k - i) / 2)) pairs: the
+ * numerators' sums from the transposed columns at[l][i ..] (all np pairs of one l by one VLD1),
+ * by VMULL by the scalar A_jl and VRSRA #26 into the row's int64 lane; then elt_chol_cols_fin. */
+static inline __attribute__((always_inline)) void
+elt_chol_cols_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const int32_t *c,
+                    int32_t *a, int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
+{
+    const int32_t np = k - i >= 8 ? 4 : (k - i + 1) >> 1;
+    const int32_t stride = (int32_t)sizeof at[0];
+    const int32_t *tp = &at[0][i]; /* at[l][i], l = 0, 1, ..: one row of at further each */
+    int64x2_t acc[4];
+    int32x2_t v[4];
+    int32_t l;
+    int32_t p;
+    ELT_UNROLL_K
+    for (p = 0; p < 4; p++) {
+        acc[p] = vdupq_n_s64(0); /* overwritten by the first product (VRSHR): no instruction */
+    }
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 8
+#endif
+    for (l = 0; l + 2 <= j; l += 2) {
+        const int32x2_t ajl = ajv[l >> 1];
+        elt_chol_ld_at(&tp, stride, np, v);
+        ELT_UNROLL_K
+        for (p = 0; p < np; p++) {
+            acc[p] = elt_rsra26(acc[p], vmull_lane_s32(v[p], ajl, 0), l == 0);
+        }
+        elt_chol_ld_at(&tp, stride, np, v);
+        ELT_UNROLL_K
+        for (p = 0; p < np; p++) {
+            acc[p] = vrsraq_n_s64(acc[p], vmull_lane_s32(v[p], ajl, 1), ELT_C_FRAC);
+        }
+    }
+    if (l < j) {
+        const int32x2_t ajl = ajv[l >> 1];
+        elt_chol_ld_at(&tp, stride, np, v);
+        ELT_UNROLL_K
+        for (p = 0; p < np; p++) {
+            acc[p] = elt_rsra26(acc[p], vmull_lane_s32(v[p], ajl, 0), l == 0);
+        }
+    }
+    elt_chol_cols_fin(&at[j][i], c, a, i, j, k, np, acc, rv, esh);
+}
+
+/* elt_chol_cols, fast form: rows i .. i + 3 (np <= 2) or i .. i + 7 (np >= 3) of the scaled
+ * transposed factor at32[l][i ..] = 32 A_il by one VLD1 of a register list (A8.8.320), the pointer
+ * advanced by stride bytes; lanes past the group's rows are never stored */
+static inline __attribute__((always_inline)) void elt_chol_ld_atq(const int32_t **p, int32_t stride,
+                                                                  int32_t np, int32x4_t v[2])
+{
+    const int32_t *q = *p;
+    if (np >= 3) {
+        int32x4x2_t w;
+        __asm__("vld1.32 %h0, [%1], %2"
+                : "=w"(w), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[8]) * p));
+        v[0] = w.val[0];
+        v[1] = w.val[1];
+    } else {
+        __asm__("vld1.32 {%q0}, [%1], %2"
+                : "=w"(v[0]), "+r"(q)
+                : "r"(stride), "m"(*(const int32_t(*)[4]) * p));
+        v[1] = v[0];
+    }
+    *p = q;
+}
+
+/* elt_chol_cols_fin, fast form: num = VQSUB(C, sum) (sat32 of the exact difference of two int32),
+ * the quotient as there, stored into A and, scaled by VQSHL #5 (32 A_ij, saturating: QC is set
+ * when |A_ij| >= 2^26), into at32[j][i ..] */
+static inline __attribute__((always_inline)) void
+elt_chol_fast_fin(int32_t *atj, const int32_t *c, int32_t *a, int32_t i, int32_t j, const int32_t k,
+                  int32_t np, const int32x4_t acc[2], int32x2_t rv, int64x2_t esh)
+{
+    int32_t p;
+    ELT_UNROLL_K
+    for (p = 0; p < np; p++) {
+        const int32_t row = i + 2 * p;
+        const uint32_t c0 = (uint32_t)c[ELT_TRI(row, j)];
+        const uint32_t c1 = row + 1 < k ? (uint32_t)c[ELT_TRI(row + 1, j)] : 0u;
+        const int32x2_t cv = vcreate_s32((uint64_t)c0 | (uint64_t)c1 << 32);
+        const int32x2_t s = (p & 1) ? vget_high_s32(acc[p >> 1]) : vget_low_s32(acc[p >> 1]);
+        int32x2_t q = j == 0 ? cv : vqsub_s32(cv, s); /* column 0 has no sum */
+        q = vqmovn_s64(vrshlq_s64(vmull_lane_s32(q, rv, 0), esh));
+        elt_vst1_pi(&atj, vqshl_n_s32(q, 5));
+        a[ELT_TRI(row, j)] = vget_lane_s32(q, 0);
+        if (row + 1 < k) {
+            a[ELT_TRI(row + 1, j)] = vget_lane_s32(q, 1);
+        }
+    }
+}
+
+/* elt_chol_cols_group, fast form, valid while every A_il of the earlier columns has
+ * |A_il| < 2^26 (elt_chol_kmax checks QC): round(A_il A_jl / 2^26) = VQRDMULH(32 A_il, A_jl)
+ * = (2 32 A_il A_jl + 2^31) >> 32 (ARM DDI 0406C A8.8.374; never saturates, as A_jl is in range
+ * too), four rows per instruction, summed by VADD.I32 (15 terms of magnitude <= 2^26 + 1: no
+ * wrap); then elt_chol_fast_fin */
+static inline __attribute__((always_inline)) void
+elt_chol_fast_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const int32_t *c,
+                    int32_t *a, int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
+{
+    const int32_t np = k - i >= 8 ? 4 : (k - i + 1) >> 1;
+    const int32_t nq = np >= 3 ? 2 : 1;
+    const int32_t stride = (int32_t)sizeof at[0];
+    const int32_t *tp = &at[0][i]; /* at32[l][i], l = 0, 1, ..: one row further each */
+    int32x4_t acc[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
+    int32x4_t v[2];
+    int32_t l;
+    int32_t p;
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 16
+#endif
+    for (l = 0; l < j; l++) {
+        elt_chol_ld_atq(&tp, stride, np, v);
+        for (p = 0; p < nq; p++) {
+            const int32x4_t t = (l & 1) ? vqrdmulhq_lane_s32(v[p], ajv[l >> 1], 1)
+                                        : vqrdmulhq_lane_s32(v[p], ajv[l >> 1], 0);
+            acc[p] = l == 0 ? t : vaddq_s32(acc[p], t);
+        }
+    }
+    elt_chol_fast_fin(&at[j][i], c, a, i, j, k, np, acc, rv, esh);
+}
+
 /* elt_chol_k's arithmetic column by column with the rows in NEON lanes: column j's numerators
- * C_ij - sum_l round(A_il A_jl / 2^26) for rows i > j four at a time, each product by VMULL by
- * the scalar A_jl and VRSRA #26 into the row's int64 lane (no horizontal sums), the factor's
- * columns read from a transposed copy at[l][i] = A_il (contiguous over rows); the quotients by
- * VQMOVN (sat32), VMULL by r, VRSHL by -(e + 3), VQMOVN. Lanes past the last row compute on
- * the zeroed padding and are never stored into A. */
+ * C_ij - sum_l round(A_il A_jl / 2^26) for rows i > j up to eight at a time (elt_chol_cols_group:
+ * pairs of rows, the last pair of an odd count padded), each product by VMULL by the scalar A_jl
+ * and VRSRA #26 into the row's int64 lane (no horizontal sums), the factor's columns read from a
+ * transposed copy at[l][i] = A_il (contiguous over rows); the quotients by VQMOVN (sat32), VMULL
+ * by r, VRSHL by -(e + 3), VQMOVN. Lanes past the last row compute on the zeroed padding and are
+ * never stored into A. */
 static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t *c,
-                                                                   const int32_t k, int32_t *a)
+                                                                   const int32_t k, int32_t *a,
+                                                                   int fast)
 {
     /* at least 2 rows: for ELT_K_MAX = 1 the pair loop is dead code that -Warray-bounds reads */
     int32_t at[ELT_K_MAX > 1 ? ELT_K_MAX : 2][ELT_K_MAX + 4];
@@ -231,38 +396,67 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
 #pragma GCC unroll 16
 #endif
     for (j = 0; j < k; j++) {
-        const int32_t *aj = &a[ELT_TRI(j, 0)];
-        const int32_t *cp;
-        int32_t *ap;
+        int32x2_t ajv[(ELT_K_MAX + 1) / 2];
         int64x2_t esh;
         int32x2_t rv;
         int32_t r;
         int e;
-        a[ELT_TRI(j, j)] = elt_chol_diag(elt_chol_cols_piv(aj, j, c[ELT_TRI(j, j)]), &nfix, &r, &e);
+        elt_chol_ld_row(&a[ELT_TRI(j, 0)], j, ajv);
+        a[ELT_TRI(j, j)] =
+            elt_chol_diag(elt_chol_cols_piv(ajv, j, c[ELT_TRI(j, j)]), &nfix, &r, &e);
         if (j + 1 == k) {
             break;
         }
         esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
         rv = vdup_n_s32(r);
-        cp = &c[ELT_TRI(j + 1, j)];
-        ap = &a[ELT_TRI(j + 1, j)];
 #if ELT_K_MAX <= 16
-#pragma GCC unroll 4
+#pragma GCC unroll 2
 #endif
-        for (i = j + 1; i < k; i += 4) {
-            /* entry (i, j) of a packed lower triangle: the next row's is i + 1 further */
-            elt_chol_cols_quad(at, aj, cp, ap, i, j, k, rv, esh);
-            cp += 4 * i + 10;
-            ap += 4 * i + 10;
+        for (i = j + 1; i < k; i += 8) {
+            if (fast) {
+                elt_chol_fast_group(at, ajv, c, a, i, j, k, rv, esh);
+            } else {
+                elt_chol_cols_group(at, ajv, c, a, i, j, k, rv, esh);
+            }
         }
     }
     return nfix;
 }
 
-/* The factor of a k = ELT_K_MAX covariance: the column form, rows in lanes. */
+/* FPSCR.QC, the cumulative saturation flag that every saturating Advanced SIMD instruction sets
+ * (bit 27; ARM DDI 0406C, the FPSCR description and each VQ* instruction's pseudocode), cleared
+ * and read by VMSR / VMRS; "memory" keeps the kernel's loads after the
+ * clear and its stores, and so every saturating instruction that feeds them, before the read.
+ * An interrupt leaves it as it was: the IRQ entry saves and restores FPSCR
+ * (firmware/board/zynq7000/startup.S). */
+static inline __attribute__((always_inline)) void elt_qc_clear(void)
+{
+    uint32_t f;
+    __asm__ volatile("vmrs %0, fpscr" : "=r"(f)::"memory");
+    f &= ~(1u << 27);
+    __asm__ volatile("vmsr fpscr, %0" ::"r"(f) : "memory");
+}
+
+static inline __attribute__((always_inline)) uint32_t elt_qc_read(void)
+{
+    uint32_t f;
+    __asm__ volatile("vmrs %0, fpscr" : "=r"(f)::"memory");
+    return (f >> 27) & 1u;
+}
+
+/* The factor of a k = ELT_K_MAX covariance: the column form, rows in lanes; first the fast form
+ * (int32 sums by VQRDMULH, exact while every off-diagonal |A_il| < 2^26), and the int64 form
+ * from the start when QC shows an entry out of that range (VQSHL #5 saturated; the fast form's
+ * other saturations, VQSUB and the quotient's VQMOVN, also only happen with |A_ij| >= 2^28). */
 static inline __attribute__((always_inline)) int32_t elt_chol_kmax(const int32_t *c, int32_t *a)
 {
-    return elt_chol_cols(c, ELT_K_MAX, a);
+    int32_t nfix;
+    elt_qc_clear();
+    nfix = elt_chol_cols(c, ELT_K_MAX, a, 1);
+    if (elt_qc_read()) {
+        nfix = elt_chol_cols(c, ELT_K_MAX, a, 0);
+    }
+    return nfix;
 }
 
 /* elt_xoshiro_out on the four lanes' words s1: VMUL #5, VSHL #7 + VSRI #25 (rotate), VMUL #9 */

@@ -1,7 +1,8 @@
 /*
  * The Cadence UART's burst reads on the Cortex-A9 (firmware/board/zynq7000/fw_uart.c includes
  * this file; firmware/kernels/ref/fw_uart_ops.h is the plain C of the same functions): 16 bytes of
- * the RX FIFO into memory and their minimum, whose 0 says a frame delimiter is among them.
+ * the RX FIFO into memory and their minimum, whose 0 says a frame delimiter is among them, and 16
+ * bytes from memory into the TX FIFO.
  */
 #ifndef FW_UART_OPS_H
 #define FW_UART_OPS_H
@@ -38,6 +39,33 @@ static inline uint8x16_t fifo16(volatile uint32_t *fifo)
     return v;
 }
 
+/* 16 bytes from d into the TX FIFO (at the asm operand %[f]): one VLD1, the bytes widened to
+ * 32-bit lanes (VMOVL, ARM DDI 0406C A8.8), one 32-bit VST1 lane store each (the register's width;
+ * the byte in bits [7:0], UG585 B.33 TX_RX_FIFO0): 23 instructions against 64 for a byte loop of
+ * LDRB and STR. In asm: lane stores to one address must neither merge nor move. */
+static inline void tx_burst(volatile uint32_t *fifo, const uint8_t *d)
+{
+    __asm__ volatile("vld1.8 {d16-d17}, [%[d]]\n\t"
+                     "vmovl.u8 q9, d16\n\t"
+                     "vmovl.u8 q10, d17\n\t"
+                     "vmovl.u16 q11, d18\n\t"
+                     "vmovl.u16 q12, d19\n\t"
+                     "vmovl.u16 q13, d20\n\t"
+                     "vmovl.u16 q14, d21\n\t"
+                     "vst1.32 {d22[0]}, [%[f]]\n\tvst1.32 {d22[1]}, [%[f]]\n\t"
+                     "vst1.32 {d23[0]}, [%[f]]\n\tvst1.32 {d23[1]}, [%[f]]\n\t"
+                     "vst1.32 {d24[0]}, [%[f]]\n\tvst1.32 {d24[1]}, [%[f]]\n\t"
+                     "vst1.32 {d25[0]}, [%[f]]\n\tvst1.32 {d25[1]}, [%[f]]\n\t"
+                     "vst1.32 {d26[0]}, [%[f]]\n\tvst1.32 {d26[1]}, [%[f]]\n\t"
+                     "vst1.32 {d27[0]}, [%[f]]\n\tvst1.32 {d27[1]}, [%[f]]\n\t"
+                     "vst1.32 {d28[0]}, [%[f]]\n\tvst1.32 {d28[1]}, [%[f]]\n\t"
+                     "vst1.32 {d29[0]}, [%[f]]\n\tvst1.32 {d29[1]}, [%[f]]"
+                     :
+                     : [f] "r"(fifo), [d] "r"(d)
+                     : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "d26",
+                       "d27", "d28", "d29", "memory");
+}
+
 /* The bursts' byte-wise minimum so far. */
 typedef uint8x16_t rx_min_t;
 
@@ -67,58 +95,85 @@ static inline uint32_t rx_min_zero(rx_min_t lo)
 /* Up to g (at least 1) bursts from the RX FIFO to d, each after its wait (fw_uart.c, rx_group:
  * RTRIG cleared, TIMEOUT too when the FIFO is empty, Channel_sts looked at again, then WFI until
  * RTRIG, or until TIMEOUT, which ends the bursts), the global timer read around each WFI (the
- * ticks asleep added to *zz), the bytes' minimum in *lo. Returns the bursts taken. In asm: the
- * loop runs once per 16 bytes of a frame, 1,900 times per second of raw audio, and gcc spilled the
- * timer's count around WFI: 38 instructions a burst here against 43. `uart` is the UART's base,
- * `gt` the global timer's counter (UG585 B.33 Channel_sts_reg0, Chnl_int_sts_reg0, TX_RX_FIFO0;
- * Cortex-A9 MPCore TRM §4.4 Global Timer Counter Register). */
+ * ticks asleep added to *zz), in groups of RX_GROUP: the bytes' minimum is looked at after each
+ * group, and a delimiter among them ends the bursts there; the last group's minimum in *lo.
+ * Returns the bursts taken. In asm: the loop runs once per 16 bytes of a frame, 1,900 times per
+ * second of raw audio, and gcc spilled the timer's count around WFI: 38 instructions a burst here
+ * against 43; the groups' loop is here too (12 instructions a group against 30 in C). No DSB
+ * before WFI: the write that clears Chnl_int_sts is followed by a read of Channel_sts whose value
+ * the branch needs, and accesses to one peripheral's Device memory stay in program order (ARM DDI
+ * 0406C A3.5), so the clear has reached the UART before WFI; an interrupt line the GIC lowers a
+ * little late could only wake the core once more, and the loop looks again. `uart` is
+ * the UART's base, `gt` the global timer's counter (UG585 B.33 Channel_sts_reg0,
+ * Chnl_int_sts_reg0, TX_RX_FIFO0; Cortex-A9 MPCore TRM §4.4 Global Timer Counter Register). */
 static inline uint32_t rx_bursts(uintptr_t uart, volatile uint32_t *gt, uint8_t *d, uint32_t g,
                                  uint32_t *zz, rx_min_t *lo)
 {
     const uint8x8_t idx = vcreate_u8(0x1C1814100C080400u);
-    uint32_t left = g;
+    uint32_t left = g; /* bursts not yet begun at the group's start */
+    uint32_t size;     /* the group's bursts */
+    uint32_t k;        /* the group's bursts still to take */
     uint32_t z = *zz;
-    uint8x16_t m = *lo;
+    uint8x16_t m;
     uint32_t s;
     uint32_t t;
-    __asm__ volatile(
-        "1:\n\t"
-        "ldr %[s], [%[u], %[o_sr]]\n\t"
-        "and %[s], %[s], %[empty]\n\t"
-        "orr %[s], %[one], %[s], lsl #7\n\t"
-        "str %[s], [%[u], %[o_isr]]\n\t"
-        "ldr %[s], [%[u], %[o_sr]]\n\t"
-        "tst %[s], %[rtrig]\n\t"
-        "bne 3f\n"
-        "2:\n\t"
-        "ldr %[t], [%[gt]]\n\t"
-        "dsb\n\t"
-        "wfi\n\t"
-        "ldr %[s], [%[gt]]\n\t"
-        "sub %[s], %[s], %[t]\n\t"
-        "add %[z], %[z], %[s]\n\t"
-        "ldr %[s], [%[u], %[o_sr]]\n\t"
-        "tst %[s], %[rtrig]\n\t"
-        "bne 3f\n\t"
-        "ldr %[s], [%[u], %[o_isr]]\n\t"
-        "tst %[s], %[tout]\n\t"
-        "beq 2b\n\t"
-        "b 4f\n"
-        "3:\n\t" FW_FIFO16_LOADS "vtbl.8 d24, {d16, d17, d18, d19}, %P[idx]\n\t"
-        "vtbl.8 d25, {d20, d21, d22, d23}, %P[idx]\n\t"
-        "vst1.8 {d24-d25}, [%[d]]!\n\t"
-        "vmin.u8 %q[m], %q[m], q12\n\t"
-        "subs %[left], %[left], #1\n\t"
-        "bne 1b\n"
-        "4:"
-        : [d] "+r"(d), [left] "+r"(left), [z] "+r"(z), [m] "+w"(m), [s] "=&r"(s), [t] "=&r"(t)
-        : [u] "r"(uart), [f] "r"(uart + XUART_FIFO), [gt] "r"(gt), [idx] "w"(idx),
-          [one] "r"(XUART_IXR_RTRIG), [o_sr] "I"(XUART_SR), [o_isr] "I"(XUART_ISR),
-          [empty] "I"(XUART_SR_RXEMPTY), [rtrig] "I"(XUART_SR_RTRIG), [tout] "I"(XUART_IXR_TOUT)
-        : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "cc", "memory");
+    __asm__ volatile("0:\n\t"
+                     "vmov.i8 %q[m], #255\n\t"
+                     "cmp %[left], %[group]\n\t"
+                     "movhi %[size], %[group]\n\t"
+                     "movls %[size], %[left]\n\t"
+                     "mov %[k], %[size]\n"
+                     "1:\n\t"
+                     "ldr %[s], [%[u], %[o_sr]]\n\t"
+                     "and %[s], %[s], %[empty]\n\t"
+                     "orr %[s], %[one], %[s], lsl #7\n\t"
+                     "str %[s], [%[u], %[o_isr]]\n\t"
+                     "ldr %[s], [%[u], %[o_sr]]\n\t"
+                     "tst %[s], %[rtrig]\n\t"
+                     "bne 3f\n"
+                     "2:\n\t"
+                     "ldr %[t], [%[gt]]\n\t"
+                     "wfi\n\t"
+                     "ldr %[s], [%[gt]]\n\t"
+                     "sub %[s], %[s], %[t]\n\t"
+                     "add %[z], %[z], %[s]\n\t"
+                     "ldr %[s], [%[u], %[o_sr]]\n\t"
+                     "tst %[s], %[rtrig]\n\t"
+                     "bne 3f\n\t"
+                     "ldr %[s], [%[u], %[o_isr]]\n\t"
+                     "tst %[s], %[tout]\n\t"
+                     "beq 2b\n\t"
+                     "b 4f\n"
+                     "3:\n\t" FW_FIFO16_LOADS "vtbl.8 d24, {d16, d17, d18, d19}, %P[idx]\n\t"
+                     "vtbl.8 d25, {d20, d21, d22, d23}, %P[idx]\n\t"
+                     "vst1.8 {d24-d25}, [%[d]]!\n\t"
+                     "vmin.u8 %q[m], %q[m], q12\n\t"
+                     "subs %[k], %[k], #1\n\t"
+                     "bne 1b\n\t"
+                     /* the group's end: its minimum 0 (a delimiter) ends the bursts */
+                     "vmin.u8 d24, %e[m], %f[m]\n\t"
+                     "vpmin.u8 d24, d24, d24\n\t"
+                     "vpmin.u8 d24, d24, d24\n\t"
+                     "vpmin.u8 d24, d24, d24\n\t"
+                     "vmov.u8 %[s], d24[0]\n\t"
+                     "sub %[left], %[left], %[size]\n\t"
+                     "cmp %[s], #0\n\t"
+                     "cmpne %[left], #0\n\t"
+                     "bne 0b\n\t"
+                     "mov %[size], #0\n"
+                     "4:"
+                     : [d] "+r"(d), [left] "+r"(left), [size] "=&r"(size), [k] "=&r"(k),
+                       [z] "+r"(z), [m] "=&w"(m), [s] "=&r"(s), [t] "=&r"(t)
+                     : [u] "r"(uart), [f] "r"(uart + XUART_FIFO), [gt] "r"(gt), [idx] "w"(idx),
+                       [one] "r"(XUART_IXR_RTRIG), [group] "I"(RX_GROUP), [o_sr] "I"(XUART_SR),
+                       [o_isr] "I"(XUART_ISR), [empty] "I"(XUART_SR_RXEMPTY),
+                       [rtrig] "I"(XUART_SR_RTRIG), [tout] "I"(XUART_IXR_TOUT)
+                     : "d16", "d17", "d18", "d19", "d20", "d21", "d22", "d23", "d24", "d25", "cc",
+                       "memory");
     *zz = z;
     *lo = m;
-    return g - left;
+    /* a group's end leaves size 0 (left counts it); TIMEOUT leaves the group open */
+    return g - left + (size - k);
 }
 
 /* The receive ring's bytes to the frame's buffer, 16 at a time while no 0x00 is among them
