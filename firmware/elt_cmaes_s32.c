@@ -184,22 +184,24 @@ static inline __attribute__((always_inline)) int32_t elt_norm_recip(uint64_t n, 
     sh = __builtin_clzll((unsigned long long)n) & 62;
     m = n << sh;
     mh = (uint32_t)(m >> 32);
-    y = (uint32_t)elt_rsqrt_seed[(mh >> 24) - 64u] << 14;
+    y = elt_rsqrt_seed[(mh >> 24) - 64u];
     d = (int32_t)((1u << 26) -
                   (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * (d << 5)) >> 32);
+    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, d << 5); /* y < 2^31 */
     d = (int32_t)((1u << 26) -
                   (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y += (uint32_t)(int32_t)(((int64_t)(int32_t)y * (d << 5)) >> 32);
+    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, d << 5);
     r2 = ((uint64_t)mh * y) >> 29;
     rho = (int64_t)(m - r2 * r2);
     r2 = (uint64_t)((int64_t)r2 + (((int64_t)(int32_t)(rho >> 16) * (int64_t)(int32_t)y) >> 46));
     s = (uint32_t)(r2 >> 1) >> ((sh >> 1) - 1); /* sh >= 2 as n < 2^62 */
-    while ((uint64_t)s * s > n) {
-        s--;
-    }
-    while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
-        s++;
+    if (n - (uint64_t)s * s > 2u * s) {         /* s is the floor root when 0 <= n - s^2 <= 2 s */
+        while ((uint64_t)s * s > n) {
+            s--;
+        }
+        while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
+            s++;
+        }
     }
     if (sh > 30) { /* s < 2^16: its flooring (up to 1/s) is too coarse for y's Newton step */
         *r = elt_recip_norm(s, e);
@@ -207,15 +209,17 @@ static inline __attribute__((always_inline)) int32_t elt_norm_recip(uint64_t n, 
     }
     dn = s << (sh >> 1); /* 32 - e */
     rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)y * dn);
-    q = (int32_t)y + (int32_t)(((int64_t)(int32_t)(rho >> 31) * (int32_t)y) >> 30);
+    q = elt_mmla((int32_t)y, (int32_t)(rho >> 29), (int32_t)y); /* |rho| < 2^46 */
     rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)q * dn);
-    while (rho < 0) {
-        rho += dn;
-        q--;
-    }
-    while (rho >= (int64_t)dn) {
-        rho -= dn;
-        q++;
+    if ((uint64_t)rho >= dn) { /* q is the floor when 0 <= rho < dn */
+        while (rho < 0) {
+            rho += dn;
+            q--;
+        }
+        while (rho >= (int64_t)dn) {
+            rho -= dn;
+            q++;
+        }
     }
     *r = q;
     *e = 32 - (sh >> 1);
