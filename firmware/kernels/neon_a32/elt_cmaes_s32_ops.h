@@ -9,6 +9,8 @@
 #ifndef ELT_CMAES_S32_OPS_H
 #define ELT_CMAES_S32_OPS_H
 
+#include <stddef.h>
+
 #include "elt_neon_a32.h"
 
 /* (a0 + a1, b0 + b1) of two int64x2 by VEXT (a1, b0) + VBSL (a0, b1), all in NEON registers
@@ -1130,23 +1132,28 @@ static inline __attribute__((always_inline)) void
 elt_wsum3_q31(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint8_t *order,
               const int32_t k, const int32_t mu, int32_t *mnew, int32_t *zw, int32_t *yw)
 {
+    /* z, y, x are consecutive [ELT_LAM_MAX][ELT_K_MAX] arrays (elt_cmaes_s32.h): one pointer
+     * per parent walks z[r], y[r], x[r] and back to z[r]'s next quad by post-increments of two
+     * registers (no register or ADD per stream) */
+    const int32_t step = (int32_t)sizeof w->z;
+    const int32_t back = 16 - 2 * (int32_t)sizeof w->z;
     int32x4_t ax[4];
     int32x4_t az[4];
     int32x4_t ay[4];
     int32_t i;
     int h;
+    _Static_assert(offsetof(elt_cmaes_work_t, y) == offsetof(elt_cmaes_work_t, z) + sizeof w->z &&
+                       offsetof(elt_cmaes_work_t, x) == offsetof(elt_cmaes_work_t, y) + sizeof w->y,
+                   "elt_wsum3_q31 walks z, y, x as one block");
 #pragma GCC unroll 8
     for (i = 0; i < mu; i++) {
-        const int32_t r = order[i];
         const int32x4_t wv = vdupq_n_s32(2 * p->w[i]);
-        const int32_t *px = w->x[r];
-        const int32_t *pz = w->z[r];
-        const int32_t *py = w->y[r];
+        const int32_t *pr = w->z[order[i]];
 #pragma GCC unroll 4
         for (h = 0; h < k / 4; h++) {
-            const int32x4_t tx = vqrdmulhq_s32(elt_vld1q_pi(&px), wv);
-            const int32x4_t tz = vqrdmulhq_s32(elt_vld1q_pi(&pz), wv);
-            const int32x4_t ty = vqrdmulhq_s32(elt_vld1q_pi(&py), wv);
+            const int32x4_t tz = vqrdmulhq_s32(elt_vld1q_ps(&pr, step), wv);
+            const int32x4_t ty = vqrdmulhq_s32(elt_vld1q_ps(&pr, step), wv);
+            const int32x4_t tx = vqrdmulhq_s32(elt_vld1q_ps(&pr, back), wv);
             ax[h] = i == 0 ? tx : vqaddq_s32(ax[h], tx);
             az[h] = i == 0 ? tz : vqaddq_s32(az[h], tz);
             ay[h] = i == 0 ? ty : vqaddq_s32(ay[h], ty);
@@ -1299,7 +1306,7 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *
             const int32x2_t zv = vld1_s32(zr + a);
             n2v = vrsraq_n_s64(n2v, vmull_s32(zv, zv), 2 * ELT_Z_FRAC - 50);
         }
-        nz2 = vgetq_lane_s64(n2v, 0) + vgetq_lane_s64(n2v, 1);
+        nz2 = vget_lane_s64(vadd_s64(vget_low_s64(n2v), vget_high_s64(n2v)), 0); /* VADD.I64 */
     }
     return elt_norm2_z_from(zr, a, k, nz2);
 }
