@@ -1103,23 +1103,21 @@ static inline __attribute__((always_inline)) void elt_wsum_rows(const elt_cmaes_
 
 /* 1 where the weights allow elt_wsum3_q31: every 0 <= w_i < 2^30, and the first mu - 1 sum
  * below 2^30, so that no sum of fewer than mu rounded products round(w_i v / 2^30) (each at
- * most 2 w_i in magnitude, |v| <= 2^31) leaves int32 */
-static inline int elt_wsum_q31_ok(const elt_cmaes_params_t *p)
+ * most 2 w_i in magnitude, |v| <= 2^31) leaves int32. The weights and the partial sums OR-ed
+ * into one word tested once: while every earlier sum is below 2^30 the next (< 2^31) cannot
+ * wrap, and the first at or past 2^30 sets a bit of 2^30 or above; with the weights below 2^30
+ * the sums only grow, so the last bounds them all. mu a constant where the caller knows it. */
+static inline __attribute__((always_inline)) int elt_wsum_q31_ok(const int32_t *w, const int32_t mu)
 {
-    const int32_t *w = p->w;
-    const uint32_t one = (uint32_t)1 << ELT_RATE_FRAC;
     uint32_t s = 0;
+    uint32_t any = 0;
     int32_t i;
-    for (i = 0; i + 1 < p->mu; i++) { /* s < 2^30 and w_i < 2^30: no wrap */
-        if ((uint32_t)w[i] >= one) {
-            return 0;
-        }
+#pragma GCC unroll 8
+    for (i = 0; i + 1 < mu; i++) {
         s += (uint32_t)w[i];
-        if (s >= one) {
-            return 0;
-        }
+        any |= (uint32_t)w[i] | s;
     }
-    return (uint32_t)w[i] < one;
+    return ((any | (uint32_t)w[mu - 1]) >> ELT_RATE_FRAC) == 0u;
 }
 
 /* elt_tell_mean for k = ELT_K_MAX a multiple of 4 and at most 16 where elt_wsum_q31_ok: each
@@ -1176,14 +1174,17 @@ elt_tell_mean(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint
 {
     int32_t a = 0;
     int32_t i;
-    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16 && p->mu >= 1 &&
-        elt_wsum_q31_ok(p)) {
-        if (p->mu == ELT_LAM_MAX / 2) { /* mu of lam = ELT_LAM_MAX: the parents' loop unrolled */
+    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
+        /* mu of lam = ELT_LAM_MAX: the check's and the parents' loops unrolled */
+        if (ELT_LAM_MAX / 2 >= 1 && p->mu == ELT_LAM_MAX / 2 &&
+            elt_wsum_q31_ok(p->w, ELT_LAM_MAX / 2)) {
             elt_wsum3_q31(p, w, order, k, ELT_LAM_MAX / 2, mnew, zw, yw);
-        } else {
-            elt_wsum3_q31(p, w, order, k, p->mu, mnew, zw, yw);
+            return;
         }
-        return;
+        if (p->mu >= 1 && elt_wsum_q31_ok(p->w, p->mu)) {
+            elt_wsum3_q31(p, w, order, k, p->mu, mnew, zw, yw);
+            return;
+        }
     }
     if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
         /* one array at a time, its k sums in registers */
@@ -1286,7 +1287,8 @@ static inline __attribute__((always_inline)) void elt_tell_pc(const elt_cmaes_pa
     elt_tell_pc_from(p, s, yw, hsig, a, k);
 }
 
-/* ||z||^2 (Q.50) of one candidate: four squares per two VMULL, VRSRA #6 */
+/* ||z||^2 (Q.50) of one candidate: four squares per two VMULL, VRSRA #6 (the first by VRSHR:
+ * no zeroed accumulator), the two lanes by elt_hsum_s64 */
 static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *zr, const int32_t k)
 {
     int64_t nz2 = 0;
@@ -1297,8 +1299,9 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *
         ELT_UNROLL_K
         for (; a + 4 <= k; a += 4) {
             const int32x4_t zv = elt_vld1q_pi(&zp);
-            n2v = vrsraq_n_s64(n2v, vmull_s32(vget_low_s32(zv), vget_low_s32(zv)),
-                               2 * ELT_Z_FRAC - 50);
+            const int64x2_t lo = vmull_s32(vget_low_s32(zv), vget_low_s32(zv));
+            n2v = a == 0 ? vrshrq_n_s64(lo, 2 * ELT_Z_FRAC - 50)
+                         : vrsraq_n_s64(n2v, lo, 2 * ELT_Z_FRAC - 50);
             n2v = vrsraq_n_s64(n2v, vmull_s32(vget_high_s32(zv), vget_high_s32(zv)),
                                2 * ELT_Z_FRAC - 50);
         }
@@ -1306,7 +1309,7 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *
             const int32x2_t zv = vld1_s32(zr + a);
             n2v = vrsraq_n_s64(n2v, vmull_s32(zv, zv), 2 * ELT_Z_FRAC - 50);
         }
-        nz2 = vget_lane_s64(vadd_s64(vget_low_s64(n2v), vget_high_s64(n2v)), 0); /* VADD.I64 */
+        nz2 = elt_hsum_s64(n2v);
     }
     return elt_norm2_z_from(zr, a, k, nz2);
 }
