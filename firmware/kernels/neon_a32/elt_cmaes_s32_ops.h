@@ -1314,8 +1314,17 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *
     return elt_norm2_z_from(zr, a, k, nz2);
 }
 
+/* (sat32(a), sat32(b)) as one int32x4: VQMOVN into each half of the quad (ARM DDI 0406C
+ * A8.8.319); from vcombine_s32 GCC copies the halves with VMOV */
+static inline __attribute__((always_inline)) int32x4_t elt_qmovn2_s64(int64x2_t a, int64x2_t b)
+{
+    int32x4_t q;
+    __asm__("vqmovn.s64 %e0, %q1\n\tvqmovn.s64 %f0, %q2" : "=&w"(q) : "w"(a), "w"(b));
+    return q;
+}
+
 /* y <- sat32(rshift_round(y rn, en + 4)) of one candidate: VMULL by lane, VRSHL, VQMOVN; the
- * quads read and written through post-incremented pointers */
+ * quads read and written whole through post-incremented pointers */
 static inline __attribute__((always_inline)) void elt_scale_y(int32_t *yr, const int32_t k,
                                                               int32_t rn, int en)
 {
@@ -1327,8 +1336,9 @@ static inline __attribute__((always_inline)) void elt_scale_y(int32_t *yr, const
     ELT_UNROLL_K
     for (; a + 4 <= k; a += 4) { /* |y r| < 2^61 */
         const int32x4_t yv = elt_vld1q_pi(&src);
-        elt_vst1_pi(&out, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)));
-        elt_vst1_pi(&out, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh)));
+        elt_vst1q_pi(&out,
+                     elt_qmovn2_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh),
+                                    vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh)));
     }
     for (; a + 2 <= k; a += 2) {
         vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
