@@ -993,6 +993,18 @@ elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta
         acc[3][1] = OP(acc[3][1], bh, ah, 1);                                                      \
     } while (0)
 
+/* A tile row's four entries (sat32(rshift_round(a, 28)), the same of b) as one int32x4: VQRSHRN
+ * #28 into each half of the quad (ARM DDI 0406C A8.8.314) for one quad store; from
+ * vcombine_s32 GCC copies the halves with VMOV */
+static inline __attribute__((always_inline)) int32x4_t elt_cov_narrow2(int64x2_t a, int64x2_t b)
+{
+    int32x4_t q;
+    __asm__("vqrshrn.s64 %e0, %q1, %3\n\tvqrshrn.s64 %f0, %q2, %3"
+            : "=&w"(q)
+            : "w"(a), "w"(b), "i"(2 * ELT_X_FRAC - ELT_C_FRAC));
+    return q;
+}
+
 /* docs/cmaes.md §6 step 9 on a 4 x 4 tile of C (rows a0..a0+3, columns b0..b0+3, b0 <= a0;
  * row[r] points at entry (a0 + r, b0)): every entry's exact int64 sum in one of eight int64x2
  * accumulators (Q.54): decay C by VMULL and VRSHR #2, then the terms p~ and y~_t (rows of zt,
@@ -1043,14 +1055,12 @@ elt_cov_tile(int32_t **row, const int32_t *pt, const int32_t *zt, int32_t npos, 
         vst1_s32(row[1], vqrshrn_n_s64(acc[1][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
         vst1_s32(row[2], vqrshrn_n_s64(acc[2][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
         vst1_lane_s32(row[2] + 2, vqrshrn_n_s64(acc[2][1], 2 * ELT_X_FRAC - ELT_C_FRAC), 0);
-        vst1_s32(row[3], vqrshrn_n_s64(acc[3][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
-        vst1_s32(row[3] + 2, vqrshrn_n_s64(acc[3][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        vst1q_s32(row[3], elt_cov_narrow2(acc[3][0], acc[3][1]));
         return;
     }
 #pragma GCC unroll 4
     for (r = 0; r < 4; r++) {
-        elt_vst1_pi(&row[r], vqrshrn_n_s64(acc[r][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
-        elt_vst1_pi(&row[r], vqrshrn_n_s64(acc[r][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        elt_vst1q_pi(&row[r], elt_cov_narrow2(acc[r][0], acc[r][1]));
     }
 }
 #undef ELT_TILE_TERM
