@@ -134,6 +134,15 @@ static inline __attribute__((always_inline)) int64_t elt_hsum_s64(int64x2_t v)
     return s;
 }
 
+/* (sat32(a), sat32(b)) as one int32x4: VQMOVN into each half of the quad (ARM DDI 0406C
+ * A8.8.319); from vcombine_s32 GCC copies the halves with VMOV */
+static inline __attribute__((always_inline)) int32x4_t elt_qmovn2_s64(int64x2_t a, int64x2_t b)
+{
+    int32x4_t q;
+    __asm__("vqmovn.s64 %e0, %q1\n\tvqmovn.s64 %f0, %q2" : "=&w"(q) : "w"(a), "w"(b));
+    return q;
+}
+
 /* acc + round(p / 2^26) by VRSRA #26, or round(p / 2^26) by VRSHR #26 for the first term of a
  * sum (no zeroed accumulator) */
 static inline __attribute__((always_inline)) int64x2_t elt_rsra26(int64x2_t acc, int64x2_t p,
@@ -1278,7 +1287,8 @@ static inline __attribute__((always_inline)) int64_t elt_tell_ps(const elt_cmaes
     return elt_tell_ps_from(p, s, zw, a, k, n2);
 }
 
-/* 5. p_c <- (1 - c_c) p_c + h_sigma sqrt(c_c(2-c_c)mu_eff) y_w, two dimensions per step */
+/* 5. p_c <- (1 - c_c) p_c + h_sigma sqrt(c_c(2-c_c)mu_eff) y_w, four dimensions per step for k
+ * a multiple of 4, else two */
 static inline __attribute__((always_inline)) void elt_tell_pc(const elt_cmaes_params_t *p,
                                                               elt_cmaes_state_t *s,
                                                               const int32_t *yw, int32_t hsig,
@@ -1286,6 +1296,20 @@ static inline __attribute__((always_inline)) void elt_tell_pc(const elt_cmaes_pa
 {
     int32_t a = 0;
     const int32x2_t cc = vset_lane_s32(p->gain_c, vdup_n_s32(p->one_minus_cc), 1);
+    if (k % 4 == 0) { /* quads: the two halves' VQMOVN into one store */
+        ELT_UNROLL_K
+        for (; a < k; a += 4) {
+            const int32x4_t pv = vld1q_s32(&s->pc[a]);
+            int64x2_t lo = vrshrq_n_s64(vmull_lane_s32(vget_low_s32(pv), cc, 0), ELT_RATE_FRAC);
+            int64x2_t hi = vrshrq_n_s64(vmull_lane_s32(vget_high_s32(pv), cc, 0), ELT_RATE_FRAC);
+            if (hsig) {
+                const int32x4_t yv = vld1q_s32(&yw[a]);
+                lo = vrsraq_n_s64(lo, vmull_lane_s32(vget_low_s32(yv), cc, 1), ELT_GAIN_FRAC);
+                hi = vrsraq_n_s64(hi, vmull_lane_s32(vget_high_s32(yv), cc, 1), ELT_GAIN_FRAC);
+            }
+            vst1q_s32(&s->pc[a], elt_qmovn2_s64(lo, hi));
+        }
+    }
     ELT_UNROLL_K
     for (; a + 2 <= k; a += 2) {
         int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cc, 0), ELT_RATE_FRAC);
@@ -1322,15 +1346,6 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *
         nz2 = elt_hsum_s64(n2v);
     }
     return elt_norm2_z_from(zr, a, k, nz2);
-}
-
-/* (sat32(a), sat32(b)) as one int32x4: VQMOVN into each half of the quad (ARM DDI 0406C
- * A8.8.319); from vcombine_s32 GCC copies the halves with VMOV */
-static inline __attribute__((always_inline)) int32x4_t elt_qmovn2_s64(int64x2_t a, int64x2_t b)
-{
-    int32x4_t q;
-    __asm__("vqmovn.s64 %e0, %q1\n\tvqmovn.s64 %f0, %q2" : "=&w"(q) : "w"(a), "w"(b));
-    return q;
 }
 
 /* y <- sat32(rshift_round(y rn, en + 4)) of one candidate: VMULL by lane, VRSHL, VQMOVN; the
