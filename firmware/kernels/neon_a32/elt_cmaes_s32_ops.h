@@ -1283,7 +1283,7 @@ static inline __attribute__((always_inline)) int64_t elt_tell_ps(const elt_cmaes
         vst1_s32(&s->ps[a], ps);
         n2v = vrsraq_n_s64(n2v, vmull_s32(ps, ps), 2 * ELT_X_FRAC - ELT_NORM2_FRAC);
     }
-    n2 = vgetq_lane_s64(n2v, 0) + vgetq_lane_s64(n2v, 1);
+    n2 = elt_hsum_s64(n2v);
     return elt_tell_ps_from(p, s, zw, a, k, n2);
 }
 
