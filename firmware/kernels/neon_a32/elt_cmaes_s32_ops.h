@@ -362,6 +362,26 @@ elt_chol_fast_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const i
     elt_chol_fast_fin(&at[j][i], c, a, i, j, k, np, acc, rv, esh);
 }
 
+/* elt_chol_cols: the padding at[l][k .. k + 3] of the rows l < k - 1 that the sums read (row
+ * k - 1 never is), zeroed by one VST1 per row, the pointer advanced by the row stride ([Rn], Rm,
+ * ARM DDI 0406C A8.8.404) */
+static inline __attribute__((always_inline)) void elt_chol_zero_pad(int32_t *pad, const int32_t k)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32_t stride = (int32_t)sizeof(int32_t[ELT_K_MAX + 4]);
+    int32_t l;
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 16
+#endif
+    for (l = 0; l + 1 < k; l++) {
+        int32_t *q = pad;
+        __asm__("vst1.32 {%q2}, [%0], %3"
+                : "+r"(q), "=m"(*(int32_t(*)[4])pad)
+                : "w"(zero), "r"(stride));
+        pad = q;
+    }
+}
+
 /* elt_chol_k's arithmetic column by column with the rows in NEON lanes: column j's numerators
  * C_ij - sum_l round(A_il A_jl / 2^26) for rows i > j up to eight at a time (elt_chol_cols_group:
  * pairs of rows, the last pair of an odd count padded), each product by VMULL by the scalar A_jl
@@ -378,13 +398,10 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
     int32_t nfix = 0;
     int32_t i;
     int32_t j;
-    int32_t l;
     if (k < 1 || k > ELT_K_MAX) {
         __builtin_unreachable(); /* the state is sized by ELT_K_MAX; tells GCC the unrolled range */
     }
-    for (l = 0; l < k; l++) {
-        vst1q_s32(&at[l][k], vdupq_n_s32(0));
-    }
+    elt_chol_zero_pad(&at[0][k], k);
 #if ELT_K_MAX <= 16 /* fully unrolled: every bound and offset a constant */
 #pragma GCC unroll 16
 #endif
