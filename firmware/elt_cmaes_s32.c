@@ -160,7 +160,7 @@ static inline int32_t elt_chol_pivot(uint32_t p, int32_t *r, int *e)
  * elt_chol_pivot. Both Cholesky forms (k = ELT_K_MAX and the generic one) share it. */
 static inline int32_t elt_chol_diag(int64_t piv, int32_t *nfix, int32_t *r, int *e)
 {
-    if (piv < ELT_PIVOT_EPS) {
+    if (__builtin_expect(piv < ELT_PIVOT_EPS, 0)) { /* the root's code in line, this out of it */
         piv = ELT_PIVOT_EPS;
         (*nfix)++;
     }
