@@ -454,6 +454,7 @@ elt_chol_fast_col(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const int
     int32x4_t ash;
     int32_t piv;
     int32_t nq;
+    int32_t i;
     int32_t r;
     int e;
     nq = elt_chol_fast_sums(at, ajv, j, j, k, acc);
@@ -469,8 +470,11 @@ elt_chol_fast_col(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const int
     rq = vdupq_n_s32(r);
     ash = elt_chol_ash(e);
     elt_chol_fast_fin(&at[j][j], c, a, j, j, k, nq, acc, rq, ash);
-    if (j + 8 < k) {
-        elt_chol_fast_group(at, ajv, c, a, j + 8, j, k, rq, ash);
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 2
+#endif
+    for (i = j + 8; i < k; i += 8) {
+        elt_chol_fast_group(at, ajv, c, a, i, j, k, rq, ash);
     }
 }
 
