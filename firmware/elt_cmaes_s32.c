@@ -167,6 +167,81 @@ static inline int32_t elt_chol_diag(int64_t piv, int32_t *nfix, int32_t *r, int 
     return elt_chol_pivot((uint32_t)piv, r, e);
 }
 
+/* ||z|| = max(isqrt(n), 1) (Q.25) and its normalised reciprocal *r = floor(2^(e+29) / ||z||),
+ * *e = bit length of ||z|| (elt_isqrt64, elt_recip_norm: the same integers) from one reciprocal
+ * square root, for n < 2^62. As in elt_isqrt64, with sh = clz(n) rounded down to even,
+ * m = n 2^sh = x 2^64 (x in [1/4, 1)), y = 2^29 / sqrt(x) by the seed and two Newton steps, the
+ * root from the high word of m times y, one residual step, then made exact by
+ * s^2 <= n < (s + 1)^2. sqrt(n) = sqrt(x) 2^(32 - sh/2) in [2^(31-sh/2), 2^(32-sh/2)), so
+ * e = 32 - sh/2 and y is also 2^(e+29) / sqrt(n): with dn = s 2^(sh/2) in [2^31, 2^32), one
+ * Newton step q += q (2^61 - q dn) / 2^61 and the remainder 2^61 - q dn brought into [0, dn)
+ * give r = floor(2^61 / dn) (elt_chol_pivot's steps), for s >= 2^16 (y within s's flooring,
+ * < 2^-16); below, elt_recip_norm. The results never depend on the estimates, only the time
+ * does; n < 4 and n >= 2^62 take the two functions themselves (tests/firmware/test_norm_recip.py
+ * checks the integers against isqrt and the exact division). */
+static inline __attribute__((always_inline)) int32_t elt_norm_recip(uint64_t n, int32_t *r, int *e)
+{
+    int sh;
+    uint64_t m;
+    uint64_t r2;
+    int64_t rho;
+    uint32_t mh;
+    uint32_t y;
+    uint32_t s;
+    uint32_t dn;
+    int32_t d;
+    int32_t q;
+    if (n < 4u || n >> 62 != 0u) { /* no normalising shift left: the two functions */
+        s = elt_isqrt64(n);
+        s = s < 1u ? 1u : s;
+        *r = elt_recip_norm(s, e);
+        return (int32_t)s;
+    }
+    sh = __builtin_clzll((unsigned long long)n) & 62;
+    m = n << sh;
+    mh = (uint32_t)(m >> 32);
+    y = elt_rsqrt_seed[(mh >> 24) - 64u];
+    d = (int32_t)((1u << 26) -
+                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
+    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, d << 5); /* y < 2^31 */
+    d = (int32_t)((1u << 26) -
+                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
+    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, d << 5);
+    r2 = ((uint64_t)mh * y) >> 29;
+    rho = (int64_t)(m - r2 * r2);
+    r2 = (uint64_t)((int64_t)r2 + (((int64_t)(int32_t)(rho >> 16) * (int64_t)(int32_t)y) >> 46));
+    s = (uint32_t)(r2 >> 1) >> ((sh >> 1) - 1); /* sh >= 2 as n < 2^62 */
+    if (n - (uint64_t)s * s > 2u * s) {         /* s is the floor root when 0 <= n - s^2 <= 2 s */
+        while ((uint64_t)s * s > n) {
+            s--;
+        }
+        while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
+            s++;
+        }
+    }
+    if (sh > 30) { /* s < 2^16: its flooring (up to 1/s) is too coarse for y's Newton step */
+        *r = elt_recip_norm(s, e);
+        return (int32_t)s;
+    }
+    dn = s << (sh >> 1); /* 32 - e */
+    rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)y * dn);
+    q = elt_mmla((int32_t)y, (int32_t)(rho >> 29), (int32_t)y); /* |rho| < 2^46 */
+    rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)q * dn);
+    if ((uint64_t)rho >= dn) { /* q is the floor when 0 <= rho < dn */
+        while (rho < 0) {
+            rho += dn;
+            q--;
+        }
+        while (rho >= (int64_t)dn) {
+            rho -= dn;
+            q++;
+        }
+    }
+    *r = q;
+    *e = 32 - (sh >> 1);
+    return (int32_t)s;
+}
+
 /* The variant's dot product of two row prefixes (elt_cmaes_s32_ops.h). */
 static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n);
 
@@ -443,17 +518,12 @@ static inline __attribute__((always_inline)) void elt_tell_active(const elt_cmae
     for (i = p->mu; i < p->lam; i++) {
         int32_t *yr = w->y[order[i]];
         const int32_t *zr = w->z[order[i]];
-        int32_t nz;
         int32_t rn;
         int en;
         if (p->wc[i] == 0) {
             continue;
         }
-        nz = (int32_t)elt_isqrt64((uint64_t)elt_norm2_z(zr, k)); /* Q.25, < 2^31 */
-        if (nz < 1) {
-            nz = 1;
-        }
-        rn = elt_recip_norm((uint32_t)nz, &en);
+        (void)elt_norm_recip((uint64_t)elt_norm2_z(zr, k), &rn, &en); /* ||z|| Q.25, < 2^31 */
         elt_scale_y(yr, k, rn, en);
     }
 }
@@ -461,29 +531,44 @@ static inline __attribute__((always_inline)) void elt_tell_active(const elt_cmae
 /* 6b, the terms: y~ = sqrt|wc_i| y_hat of every candidate with a weight, written over w->z in
  * term order (z is not read again), positive weights first; returns their number, *npos_out
  * the number of positive ones. */
+static inline __attribute__((always_inline)) int32_t
+elt_tell_rows_n(const elt_cmaes_params_t *p, elt_cmaes_work_t *w, const uint8_t *order,
+                const int32_t k, const int32_t lam, int32_t *npos_out)
+{
+    const int32_t *wc = p->wc;
+    const int32_t *sq = p->wc_sqrt;
+    int32_t *dst = w->z[0];
+    int32_t npos = 0;
+    int32_t nt = 0;
+    int32_t i;
+    ELT_UNROLL_K
+    for (i = 0; i < lam; i++) {
+        const int32_t c = wc[i];
+        if (c == 0) {
+            continue;
+        }
+        elt_scale_row(dst, w->y[order[i]], sq[i], k);
+        dst += ELT_K_MAX;
+        nt++;
+        if (c > 0) {
+            npos = nt;
+        }
+    }
+    *npos_out = npos;
+    return nt;
+}
+
+/* elt_tell_rows_n with lam = ELT_LAM_MAX a constant where it is (the loop unrolled) */
 static inline __attribute__((always_inline)) int32_t elt_tell_rows(const elt_cmaes_params_t *p,
                                                                    elt_cmaes_work_t *w,
                                                                    const uint8_t *order,
                                                                    const int32_t k,
                                                                    int32_t *npos_out)
 {
-    int32_t npos = 0;
-    int32_t nt = 0;
-    int32_t i;
-    for (i = 0; i < p->lam; i++) {
-        const int32_t *yr = w->y[order[i]];
-        const int32_t sq = p->wc_sqrt[i];
-        if (p->wc[i] == 0) {
-            continue;
-        }
-        elt_scale_row(w->z[nt], yr, sq, k);
-        nt++;
-        if (p->wc[i] > 0) {
-            npos = nt;
-        }
+    if (k == ELT_K_MAX && p->lam == ELT_LAM_MAX) {
+        return elt_tell_rows_n(p, w, order, k, ELT_LAM_MAX, npos_out);
     }
-    *npos_out = npos;
-    return nt;
+    return elt_tell_rows_n(p, w, order, k, p->lam, npos_out);
 }
 
 /* 7. ln sigma += clip((c_s/d_s)(||p_s||/chi - 1), -1, 1), clamped (docs/cmaes.md §1.2) */

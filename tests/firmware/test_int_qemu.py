@@ -63,9 +63,13 @@ def test_arm_kernels_equal_python_under_qemu(tmp_path: Path, scalar: bool) -> No
 
 # One ELF per shape with ELT_K_MAX = k, so the k = ELT_K_MAX specialisations run (the column
 # Cholesky, the two-candidate sampler for k <= 16 and a multiple of 4, the tiled covariance
-# update) at the paper's k = 16 and at k = 32 (no unrolling), with odd lambda and mu.
+# update) at the paper's k = 16 and at k = 32 (no unrolling), with odd lambda and mu. The
+# sampler's three forms of x = m + sigma y (elt_sample_xform: shift <= 29, 30..31, >= 32) need
+# sigma above 1 (sigma0 3), around 1/2 and below 1/4 (sigma0 0.05).
 K_MAX_PROBES = (
     Probe(64, 12, 16, "strict", 4, samples=10, sigma0=0.5),
+    Probe(64, 12, 16, "strict", 3, samples=6, sigma0=3.0),
+    Probe(64, 12, 16, "continual", 3, samples=6, sigma0=0.05),
     Probe(64, 12, 16, "continual_bounded", 3, v1=True, v2=(8, 4), samples=8, sigma0=0.5, lam=13),
     Probe(40, 9, 12, "continual", 3, samples=8, sigma0=0.5, lam=11),
     Probe(64, 12, 32, "strict", 3, samples=6, sigma0=0.5, lam=15),

@@ -62,6 +62,13 @@ static inline __attribute__((always_inline)) void elt_vst1_pi(int32_t **p, int32
     *p = q;
 }
 
+static inline __attribute__((always_inline)) void elt_vst1q_pi(int32_t **p, int32x4_t v)
+{
+    int32_t *q = *p;
+    __asm__("vst1.32 {%q2}, [%0]!" : "+r"(q), "=m"(*(int32_t(*)[4]) * p) : "w"(v));
+    *p = q;
+}
+
 /* sum_l round(x_l y_l / 2^26), l < n: two products per VMULL, VRSRA #26, then the tail */
 static inline int64_t elt_dot_rr26(const int32_t *x, const int32_t *y, int32_t n)
 {
@@ -344,14 +351,6 @@ elt_chol_st_a4(int32_t *a, int32x4_t q, int32_t row, int32_t j, const int32_t k)
     if (row + 3 < k) {
         a[ELT_TRI(row + 3, j)] = (int32_t)(uint32_t)(hi >> 32);
     }
-}
-
-/* elt_chol_fast_fin: at[j][i ..] stored four lanes at a time, the pointer advanced by the VST1 */
-static inline __attribute__((always_inline)) void elt_vst1q_pi(int32_t **p, int32x4_t v)
-{
-    int32_t *q = *p;
-    __asm__("vst1.32 {%q2}, [%0]!" : "+r"(q), "=m"(*(int32_t(*)[4]) * p) : "w"(v));
-    *p = q;
 }
 
 /* elt_chol_cols_fin, fast form, four rows per step: num = VQSUB(C, sum) (sat32 of the exact
@@ -748,22 +747,89 @@ static inline __attribute__((always_inline)) void elt_sample_group(const elt_cma
     elt_group_x(s, w, i, k, mant, shift, ng);
 }
 
+/* x = sat32(m + rshift_round(y mant, shift)) (docs/cmaes.md §6 step 3) in one of three forms,
+ * chosen per call from shift (elt_sample_xform): mode 0, any shift: VMULL by mant, VRSHL by
+ * -shift, VADDW m, VQMOVN; mode 1, mul = mant 2^(31 - shift) < 2^31: VQRDMULH by mul
+ * ((2 y mul + 2^31) >> 32 = (y mant + 2^(shift-1)) >> shift, never saturating as mul > 0) and
+ * VQADD m (= sat32 of the exact sum, the product being below 2^31 in magnitude); mode 2,
+ * shift >= 32: VQDMULH by mant (floor(y mant / 2^31)), VRSHL by -(shift - 31), VQADD m, as
+ * floor((v + 2^(s-1)) / 2^s) = floor((floor(v / 2^31) + 2^(s-32)) / 2^(s-31)) (ARM DDI 0406C
+ * VQDMULH, VQRDMULH, VRSHL pseudocode). */
+typedef struct {
+    int32x2_t mul;  /* mant (modes 0, 2) or mant 2^(31 - shift) (mode 1) */
+    int64x2_t sh64; /* -shift (mode 0) */
+    int32x4_t sh32; /* -(shift - 31) (mode 2) */
+} elt_xform_t;
+
+static inline int elt_sample_xform(int32_t mant, int shift, elt_xform_t *xf)
+{
+    int mode = 0;
+    int32_t mul = mant;
+    if (shift >= 32) {
+        mode = 2;
+    } else if (shift <= 31 && ((int64_t)mant << (31 - shift)) < ((int64_t)1 << 31)) {
+        mode = 1;
+        mul = (int32_t)((int64_t)mant << (31 - shift));
+    }
+    xf->mul = vdup_n_s32(mul);
+    xf->sh64 = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
+    xf->sh32 = vdupq_n_s32(-(shift - 31));
+    return mode;
+}
+
+/* two entries of x from y and m */
+static inline __attribute__((always_inline)) int32x2_t elt_x2(int32x2_t y, int32x2_t m,
+                                                              const elt_xform_t *xf, const int mode)
+{
+    if (mode == 1) {
+        return vqadd_s32(m, vqrdmulh_s32(y, xf->mul));
+    }
+    if (mode == 2) {
+        return vqadd_s32(m, vrshl_s32(vqdmulh_s32(y, xf->mul), vget_low_s32(xf->sh32)));
+    }
+    return vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(y, xf->mul), xf->sh64), m));
+}
+
+/* four entries of x from y and m */
+static inline __attribute__((always_inline)) int32x4_t elt_x4(int32x4_t y, int32x4_t m,
+                                                              const elt_xform_t *xf, const int mode)
+{
+    if (mode == 1) {
+        return vqaddq_s32(m, vqrdmulhq_lane_s32(y, xf->mul, 0));
+    }
+    if (mode == 2) {
+        return vqaddq_s32(m, vrshlq_s32(vqdmulhq_lane_s32(y, xf->mul, 0), xf->sh32));
+    }
+    return vcombine_s32(elt_x2(vget_low_s32(y), vget_low_s32(m), xf, 0),
+                        elt_x2(vget_high_s32(y), vget_high_s32(m), xf, 0));
+}
+
+/* (sat32(rshift_round(lo, 22)), sat32(rshift_round(hi, 22))) as one quad: two VQRSHRN #22 into
+ * the halves of one q register (%e, %f: its low and high d), so that no VMOV joins them */
+static inline __attribute__((always_inline)) int32x4_t elt_vqrshrn2_y(int64x2_t lo, int64x2_t hi)
+{
+    int32x4_t r;
+    __asm__("vqrshrn.s64 %e0, %q1, %3\n\tvqrshrn.s64 %f0, %q2, %3"
+            : "=&w"(r)
+            : "w"(lo), "w"(hi), "i"(ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC));
+    return r;
+}
+
 /* y = A z and x = m + sigma y of candidates i, i + 1 when k = ELT_K_MAX is a multiple of 4
  * and at most 16 (every loop unrolled): the two candidates' zr (VRSHR #5) interleaved by VZIP
  * into pairs (zr_i[l], zr_i+1[l]) that stay in NEON registers for all rows; row a of A (packed,
  * quad loads; the last quad may read into the next row, whose lanes are not used) then costs one
  * VMLAL.S32 by lane per entry into the row's (y_i, y_i+1) accumulator: no horizontal sums;
- * VRSHR #22, VQMOVN; two rows' pairs transposed by VTRN into each candidate's (y_a, y_a+1),
- * stored, and x = sat32(m + round(y mant / 2^shift)) from them (VMULL, VRSHL, VADDW, VQMOVN). */
-static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes_state_t *s,
-                                                                 elt_cmaes_work_t *w, int32_t i,
-                                                                 const int32_t k, int32_t mant,
-                                                                 int shift)
+ * four rows' accumulators narrowed (VQRSHRN #22 = sat32(rshift_round(., 22))) into two quads
+ * (y_i[a], y_i+1[a], y_i[a+1], y_i+1[a+1]), .., which VUZP turns into each candidate's
+ * (y_a .. y_a+3); stored, and x = sat32(m + round(y mant / 2^shift)) from them (elt_x4). */
+static inline __attribute__((always_inline)) void
+elt_sample_two(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, int32_t i, const int32_t k,
+               const elt_xform_t *xf, const int mode)
 {
-    const int32x2_t md = vdup_n_s32(mant);
-    const int64x2_t shv = vreinterpretq_s64_s32(vdupq_n_s32(-shift));
     int32x2_t zp[ELT_K_MAX + 4]; /* zp[l] = (zr_i[l], zr_i+1[l]) */
-    int32x2_t yprev = vdup_n_s32(0);
+    int64x2_t acc[4];
+    int32x4_t aq = vdupq_n_s32(0); /* the quad of A that holds the current entry */
     const int32_t *ar = w->A;
     const int32_t *mp = s->m;
     int32_t *y0 = w->y[i];
@@ -772,48 +838,99 @@ static inline __attribute__((always_inline)) void elt_sample_two(const elt_cmaes
     int32_t *x1 = w->x[i + 1];
     int32_t a;
     int32_t l;
+    const int32_t *z0 = w->z[i];
+    const int32_t *z1 = w->z[i + 1];
 #pragma GCC unroll 4
     for (l = 0; l < k; l += 4) {
-        const int32x4x2_t zz =
-            vzipq_s32(vrshrq_n_s32(vld1q_s32(&w->z[i][l]), ELT_Z_FRAC - ELT_ZR_FRAC),
-                      vrshrq_n_s32(vld1q_s32(&w->z[i + 1][l]), ELT_Z_FRAC - ELT_ZR_FRAC));
+        const int32x4x2_t zz = vzipq_s32(vrshrq_n_s32(elt_vld1q_pi(&z0), ELT_Z_FRAC - ELT_ZR_FRAC),
+                                         vrshrq_n_s32(elt_vld1q_pi(&z1), ELT_Z_FRAC - ELT_ZR_FRAC));
         zp[l] = vget_low_s32(zz.val[0]);
         zp[l + 1] = vget_high_s32(zz.val[0]);
         zp[l + 2] = vget_low_s32(zz.val[1]);
         zp[l + 3] = vget_high_s32(zz.val[1]);
     }
+    /* A's packed words in order, one quad load each: entry g = TRI(a, l) is lane g % 4 of quad
+     * g / 4; k (k + 1) / 2 is 0 or 2 modulo 4 for k a multiple of 4, a last pair by one d load */
 #pragma GCC unroll 16
     for (a = 0; a < k; a++) {
-        int64x2_t acc = vdupq_n_s64(0); /* set by the first product */
-        int32x2_t yv;
-#pragma GCC unroll 4
-        for (l = 0; l <= a; l += 4) {
-            const int32x4_t av = elt_vld1q_pi(&ar);
-            acc = l == 0 ? vmull_lane_s32(zp[0], vget_low_s32(av), 0)
-                         : vmlal_lane_s32(acc, zp[l], vget_low_s32(av), 0);
-            if (l + 1 <= a) {
-                acc = vmlal_lane_s32(acc, zp[l + 1], vget_low_s32(av), 1);
+        int64x2_t sum = vdupq_n_s64(0); /* set by the first product */
+#pragma GCC unroll 16
+        for (l = 0; l <= a; l++) {
+            const int32_t g = ELT_TRI(a, l);
+            int32x2_t half;
+            if (g % 4 == 0 && g + 4 <= ELT_TRI(k, 0)) {
+                aq = elt_vld1q_pi(&ar);
+            } else if (g % 4 == 0) {
+                aq = vcombine_s32(vld1_s32(ar), vdup_n_s32(0));
             }
-            if (l + 2 <= a) {
-                acc = vmlal_lane_s32(acc, zp[l + 2], vget_high_s32(av), 0);
-            }
-            if (l + 3 <= a) {
-                acc = vmlal_lane_s32(acc, zp[l + 3], vget_high_s32(av), 1);
+            half = g % 4 < 2 ? vget_low_s32(aq) : vget_high_s32(aq);
+            if (l == 0) {
+                sum = g % 2 == 0 ? vmull_lane_s32(zp[0], half, 0) : vmull_lane_s32(zp[0], half, 1);
+            } else {
+                sum = g % 2 == 0 ? vmlal_lane_s32(sum, zp[l], half, 0)
+                                 : vmlal_lane_s32(sum, zp[l], half, 1);
             }
         }
-        ar -= 4 * ((a + 4) / 4) - (a + 1); /* from past the last quad to row a + 1 */
-        /* VQRSHRN #22 = sat32(rshift_round(acc, 22)) */
-        yv = vqrshrn_n_s64(acc, ELT_C_FRAC + ELT_ZR_FRAC - ELT_X_FRAC);
-        if (a % 2 == 1) { /* rows a - 1, a: (y_i[a-1], y_i[a]) and (y_i+1[a-1], y_i+1[a]) */
-            const int32x2x2_t yt = vtrn_s32(yprev, yv);
-            const int32x2_t mv = elt_vld1_pi(&mp);
-            elt_vst1_pi(&y0, yt.val[0]);
-            elt_vst1_pi(&y1, yt.val[1]);
-            elt_vst1_pi(&x0, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[0], md), shv), mv)));
-            elt_vst1_pi(&x1, vqmovn_s64(vaddw_s32(vrshlq_s64(vmull_s32(yt.val[1], md), shv), mv)));
+        acc[a % 4] = sum;
+        if (a % 4 == 3) { /* rows a - 3 .. a */
+            const int32x4x2_t yy =
+                vuzpq_s32(elt_vqrshrn2_y(acc[0], acc[1]), elt_vqrshrn2_y(acc[2], acc[3]));
+            const int32x4_t mv = elt_vld1q_pi(&mp);
+            elt_vst1q_pi(&y0, yy.val[0]);
+            elt_vst1q_pi(&y1, yy.val[1]);
+            elt_vst1q_pi(&x0, elt_x4(yy.val[0], mv, xf, mode));
+            elt_vst1q_pi(&x1, elt_x4(yy.val[1], mv, xf, mode));
         }
-        yprev = yv;
     }
+}
+
+/* y = A z and x = m + sigma y of the lam candidates when A = I (the first iteration:
+ * elt_adapt_factor, firmware/elt_adapt.c, copies C = I into A while g = 0) and k = ELT_K_MAX is
+ * a multiple of 4 and at most 16: the sum A z of one term 2^26 zr rounded by 2^22 is zr 2^4
+ * exactly (|zr| <= 2^26: no saturation), so y = VSHL #4 of VRSHR #5 of z; x by elt_x4, m in
+ * registers. */
+static inline __attribute__((always_inline)) void
+elt_sample_ident(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, const int32_t lam,
+                 const int32_t k, const elt_xform_t *xf, const int mode)
+{
+    int32x4_t mv[4];
+    const int32_t *zp = w->z[0];
+    int32_t *yp = w->y[0];
+    int32_t *xp = w->x[0];
+    int32_t i;
+    int h;
+#pragma GCC unroll 4
+    for (h = 0; h < k / 4; h++) {
+        mv[h] = vld1q_s32(&s->m[4 * h]);
+    }
+    for (i = 0; i < lam; i++) {
+#pragma GCC unroll 4
+        for (h = 0; h < k / 4; h++) {
+            const int32x4_t y =
+                vshlq_n_s32(vrshrq_n_s32(elt_vld1q_pi(&zp), ELT_Z_FRAC - ELT_ZR_FRAC),
+                            ELT_X_FRAC - ELT_ZR_FRAC);
+            elt_vst1q_pi(&yp, y);
+            elt_vst1q_pi(&xp, elt_x4(y, mv[h], xf, mode));
+        }
+    }
+}
+
+/* elt_sample_yx for k = ELT_K_MAX a multiple of 4 and at most 16 in one form of x: every
+ * candidate where A = I (g = 0, elt_sample_ident), else pairs (elt_sample_two); returns the
+ * first candidate left (odd lam) */
+static inline __attribute__((always_inline)) int32_t
+elt_sample_pairs(const elt_cmaes_state_t *s, elt_cmaes_work_t *w, const int32_t lam,
+                 const int32_t k, const elt_xform_t *xf, const int mode)
+{
+    int32_t i = 0;
+    if (s->g == 0) {
+        elt_sample_ident(s, w, lam, k, xf, mode);
+        return lam;
+    }
+    for (; i + 2 <= lam; i += 2) {
+        elt_sample_two(s, w, i, k, xf, mode);
+    }
+    return i;
 }
 
 /* One step of the four xoshiro128** lanes (s[w]: word w of every lane; elt_xoshiro_step
@@ -850,8 +967,14 @@ static inline __attribute__((always_inline)) void elt_sample_draw(int32_t *z, el
     for (w = 0; w < 4; w++) {
         s[w] = vld1q_u32(rng->s[w]);
     }
-    for (j = 0; j + 4 <= n; j += 4) {
-        vst1q_s32(z + j, elt_draw4(s, base));
+    {
+        /* the loop closes on the store's post-incremented pointer (no separate counter) */
+        int32_t *zp = z;
+        int32_t *const zend = z + (n & ~3);
+        while (zp != zend) {
+            elt_vst1q_pi(&zp, elt_draw4(s, base));
+        }
+        j = n & ~3;
     }
     if (j < n) {
         const int32x4_t g = elt_draw4(s, base);
@@ -898,8 +1021,14 @@ static inline __attribute__((always_inline)) void elt_sample_yx(const elt_cmaes_
     }
 #endif
     if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
-        for (; i + 2 <= lam; i += 2) {
-            elt_sample_two(s, w, i, k, mant, shift);
+        elt_xform_t xf;
+        const int mode = elt_sample_xform(mant, shift, &xf);
+        if (mode == 1) {
+            i = elt_sample_pairs(s, w, lam, k, &xf, 1);
+        } else if (mode == 2) {
+            i = elt_sample_pairs(s, w, lam, k, &xf, 2);
+        } else {
+            i = elt_sample_pairs(s, w, lam, k, &xf, 0);
         }
     }
     for (; i + 4 <= lam; i += 4) {
@@ -993,40 +1122,47 @@ elt_cov_blk(int32_t *ce, const int32_t *pb, const int32_t *tb, const int32_t *ta
         acc[3][1] = OP(acc[3][1], bh, ah, 1);                                                      \
     } while (0)
 
-/* docs/cmaes.md §6 step 9 on a 4 x 4 tile of C (rows a0..a0+3, columns b0..b0+3, b0 <= a0):
- * every entry's exact int64 sum in one of eight int64x2 accumulators (Q.54): decay C by VMULL
- * and VRSHR #2, then the terms p~ and y~_t (rows of zt, ELT_K_MAX apart; the first npos
- * positive, the rest up to nt negative), one quad load of each side per term shared by the
- * tile's 16 (diagonal: 12) products; VQRSHRN #28 (sat32 of the rounded shift) at the store.
- * The diagonal tile stores only the entries on or below the diagonal. */
+/* docs/cmaes.md §6 step 9 on a 4 x 4 tile of C (rows a0..a0+3, columns b0..b0+3, b0 <= a0;
+ * row[r] points at entry (a0 + r, b0)): every entry's exact int64 sum in one of eight int64x2
+ * accumulators (Q.54): decay C by VMULL and VRSHR #2, then the terms p~ and y~_t (rows of zt,
+ * ELT_K_MAX apart; the first npos positive, the rest up to nt negative), one quad load of each
+ * side per term shared by the tile's 16 (diagonal: 12) products; VQRSHRN #28 (sat32 of the
+ * rounded shift) at the store. An off-diagonal tile's stores advance row[r] to the next tile of
+ * the rows ([Rn]!); the diagonal tile stores only the entries on or below the diagonal. */
 static inline __attribute__((always_inline)) void
-elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
+elt_cov_tile(int32_t **row, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
              int32_t decay, int32_t a0, int32_t b0, const int diag)
 {
     const int32x2_t dv = vdup_n_s32(decay);
     int64x2_t acc[4][2];
-    int32_t *row[4];
     const int32_t *tb = zt + b0;
     const int32_t *ta = zt + a0;
     int32_t t;
     int r;
 #pragma GCC unroll 4
     for (r = 0; r < 4; r++) {
-        row[r] = &C[ELT_TRI(a0 + r, b0)];
-        acc[r][0] = vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r]), dv, 0),
-                                 ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
-        acc[r][1] = (diag && r < 2) ? acc[r][0]
-                                    : vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r] + 2), dv, 0),
-                                                   ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        if (diag) {
+            acc[r][0] = vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r]), dv, 0),
+                                     ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+            acc[r][1] = r < 2 ? acc[r][0]
+                              : vrshrq_n_s64(vmull_lane_s32(vld1_s32(row[r] + 2), dv, 0),
+                                             ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        } else {
+            const int32x4_t cv = vld1q_s32(row[r]);
+            acc[r][0] = vrshrq_n_s64(vmull_lane_s32(vget_low_s32(cv), dv, 0),
+                                     ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+            acc[r][1] = vrshrq_n_s64(vmull_lane_s32(vget_high_s32(cv), dv, 0),
+                                     ELT_RATE_FRAC + ELT_C_FRAC - 2 * ELT_X_FRAC);
+        }
     }
     ELT_TILE_TERM(vmlal_lane_s32, vld1q_s32(pt + b0), vld1q_s32(pt + a0));
     /* the terms' rows ELT_K_MAX words apart: each side by one post-incremented load */
-#pragma GCC unroll 2
+#pragma GCC unroll 12
     for (t = 0; t < npos; t++) {
         ELT_TILE_TERM(vmlal_lane_s32, elt_vld1q_ps(&tb, ELT_K_MAX * 4),
                       elt_vld1q_ps(&ta, ELT_K_MAX * 4));
     }
-#pragma GCC unroll 2
+#pragma GCC unroll 12
     for (; t < nt; t++) {
         ELT_TILE_TERM(vmlsl_lane_s32, elt_vld1q_ps(&tb, ELT_K_MAX * 4),
                       elt_vld1q_ps(&ta, ELT_K_MAX * 4));
@@ -1042,8 +1178,8 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
     }
 #pragma GCC unroll 4
     for (r = 0; r < 4; r++) {
-        vst1_s32(row[r], vqrshrn_n_s64(acc[r][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
-        vst1_s32(row[r] + 2, vqrshrn_n_s64(acc[r][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        elt_vst1_pi(&row[r], vqrshrn_n_s64(acc[r][0], 2 * ELT_X_FRAC - ELT_C_FRAC));
+        elt_vst1_pi(&row[r], vqrshrn_n_s64(acc[r][1], 2 * ELT_X_FRAC - ELT_C_FRAC));
     }
 }
 #undef ELT_TILE_TERM
@@ -1051,13 +1187,13 @@ elt_cov_tile(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int
 /* elt_cov_tile with the term counts of lam = ELT_LAM_MAX with active weights (mu = lam / 2
  * positive, lam in all) as constants where they are, so that the term loops unroll whole. */
 static inline __attribute__((always_inline)) void
-elt_cov_tile_terms(int32_t *C, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
+elt_cov_tile_terms(int32_t **row, const int32_t *pt, const int32_t *zt, int32_t npos, int32_t nt,
                    int32_t decay, int32_t a0, int32_t b0, const int diag)
 {
     if (npos == ELT_LAM_MAX / 2 && nt == ELT_LAM_MAX) {
-        elt_cov_tile(C, pt, zt, ELT_LAM_MAX / 2, ELT_LAM_MAX, decay, a0, b0, diag);
+        elt_cov_tile(row, pt, zt, ELT_LAM_MAX / 2, ELT_LAM_MAX, decay, a0, b0, diag);
     } else {
-        elt_cov_tile(C, pt, zt, npos, nt, decay, a0, b0, diag);
+        elt_cov_tile(row, pt, zt, npos, nt, decay, a0, b0, diag);
     }
 }
 
@@ -1094,6 +1230,67 @@ static inline __attribute__((always_inline)) void elt_wsum_rows(const elt_cmaes_
     }
 }
 
+/* 1 where the weights allow elt_wsum3_q31: every 0 <= w_i < 2^30, and the first mu - 1 sum
+ * below 2^30, so that no sum of fewer than mu rounded products round(w_i v / 2^30) (each at
+ * most 2 w_i in magnitude, |v| <= 2^31) leaves int32 */
+static inline int elt_wsum_q31_ok(const elt_cmaes_params_t *p)
+{
+    const int32_t *w = p->w;
+    const uint32_t one = (uint32_t)1 << ELT_RATE_FRAC;
+    uint32_t s = 0;
+    int32_t i;
+    for (i = 0; i + 1 < p->mu; i++) { /* s < 2^30 and w_i < 2^30: no wrap */
+        if ((uint32_t)w[i] >= one) {
+            return 0;
+        }
+        s += (uint32_t)w[i];
+        if (s >= one) {
+            return 0;
+        }
+    }
+    return (uint32_t)w[i] < one;
+}
+
+/* elt_tell_mean for k = ELT_K_MAX a multiple of 4 and at most 16 where elt_wsum_q31_ok: each
+ * product round(w_i v / 2^30) by VQRDMULH by 2 w_i ((2 v 2 w_i + 2^31) >> 32, the same rounding,
+ * never saturating as 2 w_i > -2^31; ARM DDI 0406C, VQRDMULH), four per instruction, the sums in
+ * int32 lanes by VQADD: the partial sums of fewer than mu terms stay inside int32 (exact), so
+ * the last VQADD returns sat32 of the exact sum. x, z and y of a parent in one step (12 quad
+ * accumulators). */
+static inline __attribute__((always_inline)) void
+elt_wsum3_q31(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint8_t *order,
+              const int32_t k, const int32_t mu, int32_t *mnew, int32_t *zw, int32_t *yw)
+{
+    int32x4_t ax[4];
+    int32x4_t az[4];
+    int32x4_t ay[4];
+    int32_t i;
+    int h;
+#pragma GCC unroll 8
+    for (i = 0; i < mu; i++) {
+        const int32_t r = order[i];
+        const int32x4_t wv = vdupq_n_s32(2 * p->w[i]);
+        const int32_t *px = w->x[r];
+        const int32_t *pz = w->z[r];
+        const int32_t *py = w->y[r];
+#pragma GCC unroll 4
+        for (h = 0; h < k / 4; h++) {
+            const int32x4_t tx = vqrdmulhq_s32(elt_vld1q_pi(&px), wv);
+            const int32x4_t tz = vqrdmulhq_s32(elt_vld1q_pi(&pz), wv);
+            const int32x4_t ty = vqrdmulhq_s32(elt_vld1q_pi(&py), wv);
+            ax[h] = i == 0 ? tx : vqaddq_s32(ax[h], tx);
+            az[h] = i == 0 ? tz : vqaddq_s32(az[h], tz);
+            ay[h] = i == 0 ? ty : vqaddq_s32(ay[h], ty);
+        }
+    }
+#pragma GCC unroll 4
+    for (h = 0; h < k / 4; h++) {
+        vst1q_s32(mnew + 4 * h, ax[h]);
+        vst1q_s32(zw + 4 * h, az[h]);
+        vst1q_s32(yw + 4 * h, ay[h]);
+    }
+}
+
 /* 2. m' = sum_{i<mu} w_i x_{i:lam}; z_w, y_w alike: four dimensions per step, each parent's quad
  * by VMULL by lane w_i, VRSRA #30 (each product rounded, the sum exact in int64), VQMOVN
  * (sat32). */
@@ -1103,6 +1300,15 @@ elt_tell_mean(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint
 {
     int32_t a = 0;
     int32_t i;
+    if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16 && p->mu >= 1 &&
+        elt_wsum_q31_ok(p)) {
+        if (p->mu == ELT_LAM_MAX / 2) { /* mu of lam = ELT_LAM_MAX: the parents' loop unrolled */
+            elt_wsum3_q31(p, w, order, k, ELT_LAM_MAX / 2, mnew, zw, yw);
+        } else {
+            elt_wsum3_q31(p, w, order, k, p->mu, mnew, zw, yw);
+        }
+        return;
+    }
     if (k == ELT_K_MAX && ELT_K_MAX % 4 == 0 && ELT_K_MAX <= 16) {
         /* one array at a time, its k sums in registers */
         elt_wsum_rows(p, (const int32_t(*)[ELT_K_MAX])w->x, order, k, mnew);
@@ -1155,6 +1361,22 @@ static inline __attribute__((always_inline)) int64_t elt_tell_ps(const elt_cmaes
     int64_t n2;
     const int32x2_t cs = vset_lane_s32(p->gain_s, vdup_n_s32(p->one_minus_cs), 1);
     int64x2_t n2v = vdupq_n_s64(0);
+    if (k % 4 == 0 && p->one_minus_cs >= 0 && p->one_minus_cs < ((int32_t)1 << ELT_RATE_FRAC) &&
+        p->gain_s >= 0 && p->gain_s < ((int32_t)1 << (ELT_GAIN_FRAC + 1))) {
+        /* both products by VQRDMULH (by 2 (1 - c_s) and by 4 gain_s: the same roundings, each
+         * below 2^31 in magnitude, never saturating), their sum by VQADD = sat32 of it */
+        const int32x2_t c2 = vset_lane_s32(4 * p->gain_s, vdup_n_s32(2 * p->one_minus_cs), 1);
+        ELT_UNROLL_K
+        for (; a < k; a += 4) {
+            const int32x4_t ps = vqaddq_s32(vqrdmulhq_lane_s32(vld1q_s32(&s->ps[a]), c2, 0),
+                                            vqrdmulhq_lane_s32(vld1q_s32(&zw[a]), c2, 1));
+            vst1q_s32(&s->ps[a], ps);
+            n2v = vrsraq_n_s64(n2v, vmull_s32(vget_low_s32(ps), vget_low_s32(ps)),
+                               2 * ELT_X_FRAC - ELT_NORM2_FRAC);
+            n2v = vrsraq_n_s64(n2v, vmull_s32(vget_high_s32(ps), vget_high_s32(ps)),
+                               2 * ELT_X_FRAC - ELT_NORM2_FRAC);
+        }
+    }
     ELT_UNROLL_K
     for (; a + 2 <= k; a += 2) {
         int64x2_t v = vrshrq_n_s64(vmull_lane_s32(vld1_s32(&s->ps[a]), cs, 0), ELT_RATE_FRAC);
@@ -1195,9 +1417,10 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *
     int32_t a = 0;
     if (k >= 2) {
         int64x2_t n2v = vdupq_n_s64(0);
+        const int32_t *zp = zr;
         ELT_UNROLL_K
         for (; a + 4 <= k; a += 4) {
-            const int32x4_t zv = vld1q_s32(zr + a);
+            const int32x4_t zv = elt_vld1q_pi(&zp);
             n2v = vrsraq_n_s64(n2v, vmull_s32(vget_low_s32(zv), vget_low_s32(zv)),
                                2 * ELT_Z_FRAC - 50);
             n2v = vrsraq_n_s64(n2v, vmull_s32(vget_high_s32(zv), vget_high_s32(zv)),
@@ -1212,20 +1435,21 @@ static inline __attribute__((always_inline)) int64_t elt_norm2_z(const int32_t *
     return elt_norm2_z_from(zr, a, k, nz2);
 }
 
-/* y <- sat32(rshift_round(y rn, en + 4)) of one candidate: VMULL by lane, VRSHL, VQMOVN */
+/* y <- sat32(rshift_round(y rn, en + 4)) of one candidate: VMULL by lane, VRSHL, VQMOVN; the
+ * quads read and written through post-incremented pointers */
 static inline __attribute__((always_inline)) void elt_scale_y(int32_t *yr, const int32_t k,
                                                               int32_t rn, int en)
 {
     int32_t a = 0;
     const int64x2_t esh = vreinterpretq_s64_s32(vdupq_n_s32(-(en + 4)));
     const int32x2_t rv = vdup_n_s32(rn);
+    const int32_t *src = yr;
+    int32_t *out = yr;
     ELT_UNROLL_K
     for (; a + 4 <= k; a += 4) { /* |y r| < 2^61 */
-        const int32x4_t yv = vld1q_s32(yr + a);
-        vst1q_s32(
-            yr + a,
-            vcombine_s32(vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)),
-                         vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh))));
+        const int32x4_t yv = elt_vld1q_pi(&src);
+        elt_vst1_pi(&out, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_low_s32(yv), rv, 0), esh)));
+        elt_vst1_pi(&out, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vget_high_s32(yv), rv, 0), esh)));
     }
     for (; a + 2 <= k; a += 2) {
         vst1_s32(yr + a, vqmovn_s64(vrshlq_s64(vmull_lane_s32(vld1_s32(yr + a), rv, 0), esh)));
@@ -1239,6 +1463,13 @@ elt_tell_pt(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, int32_t *pt
 {
     int32_t a = 0;
     const int32x2_t cv = vdup_n_s32(p->c1_sqrt);
+    if (k % 4 == 0 && p->c1_sqrt >= 0 && p->c1_sqrt < ((int32_t)1 << ELT_RATE_FRAC)) {
+        /* VQRDMULH by 2 sqrt(c1): the same rounding, no saturation (elt_scale_row) */
+        ELT_UNROLL_K
+        for (; a < k; a += 4) {
+            vst1q_s32(&pt[a], vqrdmulhq_lane_s32(vld1q_s32(&s->pc[a]), vadd_s32(cv, cv), 0));
+        }
+    }
     ELT_UNROLL_K
     for (; a + 2 <= k; a += 2) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
         vst1_s32(&pt[a], vqrshrn_n_s64(vmull_lane_s32(vld1_s32(&s->pc[a]), cv, 0), ELT_RATE_FRAC));
@@ -1246,24 +1477,39 @@ elt_tell_pt(const elt_cmaes_params_t *p, const elt_cmaes_state_t *s, int32_t *pt
     elt_tell_pt_from(p, s, pt, a, k);
 }
 
-/* y~ = sat32(rshift_round(sq y, 30)) of one term: VMULL by lane, VQRSHRN #30 */
-static inline __attribute__((always_inline)) void elt_scale_row(int32_t *dst, const int32_t *yr,
-                                                                int32_t sq, const int32_t k)
+/* elt_scale_row where sq is outside [0, 2^30): VMULL by lane, VQRSHRN #30 = sat32(rshift_round(.,
+ * 30)), two entries at a time (out of line: no weight of a valid configuration takes it) */
+static __attribute__((noinline)) void elt_scale_row_wide(int32_t *dst, const int32_t *yr,
+                                                         int32_t sq, int32_t k)
 {
     int32_t a = 0;
     const int32x2_t sv = vdup_n_s32(sq);
-    ELT_UNROLL_K
-    for (; a + 4 <= k; a += 4) { /* VQRSHRN #30 = sat32(rshift_round(., 30)) */
-        const int32x4_t yv = vld1q_s32(yr + a);
-        vst1q_s32(
-            dst + a,
-            vcombine_s32(vqrshrn_n_s64(vmull_lane_s32(vget_low_s32(yv), sv, 0), ELT_RATE_FRAC),
-                         vqrshrn_n_s64(vmull_lane_s32(vget_high_s32(yv), sv, 0), ELT_RATE_FRAC)));
-    }
     for (; a + 2 <= k; a += 2) {
         vst1_s32(dst + a, vqrshrn_n_s64(vmull_lane_s32(vld1_s32(yr + a), sv, 0), ELT_RATE_FRAC));
     }
     elt_scale_row_from(dst, yr, sq, a, k);
+}
+
+/* y~ = sat32(rshift_round(sq y, 30)) of one term. For 0 <= sq < 2^30 (every sqrt|wc_i| of a
+ * weight below 1) four entries per VQRDMULH by 2 sq: (2 y (2 sq) + 2^31) >> 32 = (y sq + 2^29)
+ * >> 30, the same rounding, and |y sq / 2^30| < 2^31 needs no saturation (VQRDMULH saturates
+ * only -2^31 times -2^31; ARM DDI 0406C, VQRDMULH). */
+static inline __attribute__((always_inline)) void elt_scale_row(int32_t *dst, const int32_t *yr,
+                                                                int32_t sq, const int32_t k)
+{
+    int32_t a = 0;
+    const int32_t *src = yr;
+    int32_t *out = dst;
+    int32x4_t s2;
+    if (sq < 0 || sq >= ((int32_t)1 << ELT_RATE_FRAC) || k % 4 != 0) {
+        elt_scale_row_wide(dst, yr, sq, k);
+        return;
+    }
+    s2 = vdupq_n_s32(2 * sq);
+    ELT_UNROLL_K
+    for (; a < k; a += 4) {
+        elt_vst1q_pi(&out, vqrdmulhq_s32(elt_vld1q_pi(&src), s2));
+    }
 }
 
 /* 6b. every entry of C from its terms (docs/cmaes.md §6 step 9): rows in fours by 4 x 4 tiles,
@@ -1277,11 +1523,14 @@ static inline __attribute__((always_inline)) void elt_cov_update(int32_t *C, con
     int32_t b;
     ELT_UNROLL_K
     for (a = 0; a < (k & ~3); a += 4) { /* rows in fours by tiles, the rest by rows */
+        /* the four rows' entries b.., advanced by each off-diagonal tile's stores */
+        int32_t *row[4] = {&C[ELT_TRI(a, 0)], &C[ELT_TRI(a + 1, 0)], &C[ELT_TRI(a + 2, 0)],
+                           &C[ELT_TRI(a + 3, 0)]};
         ELT_UNROLL_K
         for (b = 0; b < a; b += 4) {
-            elt_cov_tile_terms(C, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
+            elt_cov_tile_terms(row, pt, &w->z[0][0], npos, nt, decay, a, b, 0);
         }
-        elt_cov_tile_terms(C, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
+        elt_cov_tile_terms(row, pt, &w->z[0][0], npos, nt, decay, a, a, 1);
     }
     for (a = k & ~3; a < k; a++) {
         int32_t *crow = &C[ELT_TRI(a, 0)];
