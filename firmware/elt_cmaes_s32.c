@@ -32,19 +32,35 @@ static inline int32_t elt_sat32(int64_t x)
     return fx_sat32_64(x);
 }
 
-void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, const int32_t *m0)
+/* elt_cmaes_reset_s32 for one k (a constant where the caller knows it): every bound a constant and
+ * no reload of p->k after each store (the stores could alias it), so GCC vectorises the copy and
+ * the zeros and stores the diagonal with immediate offsets. */
+static inline __attribute__((always_inline)) void elt_reset_k(elt_cmaes_state_t *s,
+                                                              const int32_t *m0, const int32_t k)
 {
     int32_t i;
-    for (i = 0; i < p->k; i++) {
+    ELT_UNROLL_K
+    for (i = 0; i < k; i++) {
         s->m[i] = m0[i];
         s->ps[i] = 0;
         s->pc[i] = 0;
     }
-    for (i = 0; i < p->k * (p->k + 1) / 2; i++) {
+    ELT_UNROLL_K
+    for (i = 0; i < k * (k + 1) / 2; i++) {
         s->C[i] = 0;
     }
-    for (i = 0; i < p->k; i++) {
+    ELT_UNROLL_K
+    for (i = 0; i < k; i++) {
         s->C[ELT_TRI(i, i)] = (int32_t)1 << ELT_C_FRAC; /* C = I */
+    }
+}
+
+void elt_cmaes_reset_s32(const elt_cmaes_params_t *p, elt_cmaes_state_t *s, const int32_t *m0)
+{
+    if (p->k == ELT_K_MAX) {
+        elt_reset_k(s, m0, ELT_K_MAX);
+    } else {
+        elt_reset_k(s, m0, p->k);
     }
     s->ln_sigma = p->grid_on ? elt_requant_s32(p, p->ln_sigma0, ELT_LNSIG_FRAC) : p->ln_sigma0;
     s->g = 0;
@@ -144,7 +160,7 @@ static inline int32_t elt_chol_pivot(uint32_t p, int32_t *r, int *e)
  * elt_chol_pivot. Both Cholesky forms (k = ELT_K_MAX and the generic one) share it. */
 static inline int32_t elt_chol_diag(int64_t piv, int32_t *nfix, int32_t *r, int *e)
 {
-    if (piv < ELT_PIVOT_EPS) {
+    if (__builtin_expect(piv < ELT_PIVOT_EPS, 0)) { /* the root's code in line, this out of it */
         piv = ELT_PIVOT_EPS;
         (*nfix)++;
     }

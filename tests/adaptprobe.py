@@ -208,6 +208,20 @@ def chol_cases(rng: np.random.Generator, k: int) -> np.ndarray:
     for _ in range(3):
         m = rng.integers(-(2**31), 2**31, (k, k))
         out.append(np.tril(m)[ii, jj])
+    # the NEON fast form's quotient by VQRDMULH(num 2^(28-e), r): small pivots (e down to 17,
+    # shifts up to 11) and a pivot of 20 (e > 28) whose column's numerators are all 0, which the
+    # fast form completes; then the same pivot with a nonzero numerator (the int64 form)
+    b = rng.standard_normal((k, k))
+    s = 0.5 * (b @ b.T) / k + 0.5 * np.eye(k)
+    out.append(np.round(s[ii, jj] * 2**-12 * 2**26))
+    s = 0.5 * (b @ b.T) / k + 0.5 * np.eye(k)
+    s *= 0.8 / np.max(np.diag(s))
+    h = k // 2
+    s[h, :] = s[:, h] = 0.0
+    s[h, h] = 20.0
+    out.append(np.round(s[ii, jj] * 2**26))
+    s[k - 1, h] = s[h, k - 1] = 0.1
+    out.append(np.round(s[ii, jj] * 2**26))
     return np.stack(out).astype(np.int64)
 
 

@@ -301,14 +301,14 @@ elt_chol_cols_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const i
     elt_chol_cols_fin(&at[j][i], c, a, i, j, k, np, acc, rv, esh);
 }
 
-/* elt_chol_cols, fast form: rows i .. i + 3 (np <= 2) or i .. i + 7 (np >= 3) of the scaled
+/* elt_chol_cols, fast form: rows i .. i + 3 (nq = 1) or i .. i + 7 (nq = 2) of the scaled
  * transposed factor at32[l][i ..] = 32 A_il by one VLD1 of a register list (A8.8.320), the pointer
  * advanced by stride bytes; lanes past the group's rows are never stored */
 static inline __attribute__((always_inline)) void elt_chol_ld_atq(const int32_t **p, int32_t stride,
-                                                                  int32_t np, int32x4_t v[2])
+                                                                  int32_t nq, int32x4_t v[2])
 {
     const int32_t *q = *p;
-    if (np >= 3) {
+    if (nq == 2) {
         int32x4x2_t w;
         __asm__("vld1.32 %h0, [%1], %2"
                 : "=w"(w), "+r"(q)
@@ -324,60 +324,188 @@ static inline __attribute__((always_inline)) void elt_chol_ld_atq(const int32_t 
     *p = q;
 }
 
-/* elt_chol_cols_fin, fast form: num = VQSUB(C, sum) (sat32 of the exact difference of two int32),
- * the quotient as there, stored into A and, scaled by VQSHL #5 (32 A_ij, saturating: QC is set
- * when |A_ij| >= 2^26), into at32[j][i ..] */
+/* elt_chol_fast_fin: C_ij of rows row .. row + 3 of column j (0 past k - 1) by word loads with
+ * immediate offsets and two VMOVs straight into the halves of one q-register (A8.8.345; VLD1 has no
+ * offset, A8.8.320; from vcombine GCC builds two d-registers and copies them) */
+static inline __attribute__((always_inline)) int32x4_t elt_chol_ld_c4(const int32_t *c, int32_t row,
+                                                                      int32_t j, const int32_t k)
+{
+    int32_t cw[4];
+    int32x4_t cv;
+    int32_t l;
+    ELT_UNROLL_K
+    for (l = 0; l < 4; l++) {
+        cw[l] = row + l < k ? c[ELT_TRI(row + l, j)] : 0;
+    }
+    __asm__("vmov %e0, %1, %2\n\tvmov %f0, %3, %4"
+            : "=w"(cv)
+            : "r"(cw[0]), "r"(cw[1]), "r"(cw[2]), "r"(cw[3]));
+    return cv;
+}
+
+/* elt_chol_fast_fin: the four lanes of q stored into rows row .. row + 3 of column j of A (those
+ * below k): two VMOVs to core registers (A8.8.345), then word stores with immediate offsets (VST1
+ * of a lane has none; GCC stores only lane 0 by VSTR) */
+static inline __attribute__((always_inline)) void
+elt_chol_st_a4(int32_t *a, int32x4_t q, int32_t row, int32_t j, const int32_t k)
+{
+    uint64_t lo;
+    uint64_t hi;
+    __asm__("vmov %Q0, %R0, %e2\n\tvmov %Q1, %R1, %f2" : "=&r"(lo), "=r"(hi) : "w"(q));
+    if (row > j) { /* row j is the diagonal's lane (elt_chol_fast_col) */
+        a[ELT_TRI(row, j)] = (int32_t)(uint32_t)lo;
+    }
+    a[ELT_TRI(row + 1, j)] = (int32_t)(uint32_t)(lo >> 32);
+    if (row + 2 < k) {
+        a[ELT_TRI(row + 2, j)] = (int32_t)(uint32_t)hi;
+    }
+    if (row + 3 < k) {
+        a[ELT_TRI(row + 3, j)] = (int32_t)(uint32_t)(hi >> 32);
+    }
+}
+
+/* elt_chol_cols_fin, fast form, four rows per step: num = VQSUB(C, sum) (sat32 of the exact
+ * difference of two int32), then the quotient rshift_round(num r, e + 3) as
+ * VQRDMULH(num 2^(28-e), r) = rshift_round(num 2^(28-e) r, 31) (ARM DDI 0406C A8.8.374; r <= 2^30
+ * never saturates it, and |result| < 2^30 needs no sat32), num 2^(28-e) by VQSHL by the column's
+ * ash (A8.8.372): exact, or saturating and setting QC (elt_chol_kmax then takes the int64 form;
+ * with every |A_ij| < 2^26 it stays below 2^28, as num ~ A_ij A_jj / 2^26 and A_jj < 2^e); for
+ * e > 28 ash is 127, which saturates every nonzero num (a zero num has the quotient 0). Stored
+ * into A and, scaled by VQSHL #5 (32 A_ij, saturating: QC is set when |A_ij| >= 2^26), into
+ * at32[j][i ..]; a last step with at most two rows (the rest padding) in d-registers. */
 static inline __attribute__((always_inline)) void
 elt_chol_fast_fin(int32_t *atj, const int32_t *c, int32_t *a, int32_t i, int32_t j, const int32_t k,
-                  int32_t np, const int32x4_t acc[2], int32x2_t rv, int64x2_t esh)
+                  int32_t nq, const int32x4_t acc[2], int32x4_t rq, int32x4_t ash)
 {
     int32_t p;
     ELT_UNROLL_K
-    for (p = 0; p < np; p++) {
-        const int32_t row = i + 2 * p;
-        const uint32_t c0 = (uint32_t)c[ELT_TRI(row, j)];
-        const uint32_t c1 = row + 1 < k ? (uint32_t)c[ELT_TRI(row + 1, j)] : 0u;
-        const int32x2_t cv = vcreate_s32((uint64_t)c0 | (uint64_t)c1 << 32);
-        const int32x2_t s = (p & 1) ? vget_high_s32(acc[p >> 1]) : vget_low_s32(acc[p >> 1]);
-        int32x2_t q = j == 0 ? cv : vqsub_s32(cv, s); /* column 0 has no sum */
-        q = vqmovn_s64(vrshlq_s64(vmull_lane_s32(q, rv, 0), esh));
-        elt_vst1_pi(&atj, vqshl_n_s32(q, 5));
-        a[ELT_TRI(row, j)] = vget_lane_s32(q, 0);
-        if (row + 1 < k) {
-            a[ELT_TRI(row + 1, j)] = vget_lane_s32(q, 1);
+    for (p = 0; p < nq; p++) {
+        const int32_t row = i + 4 * p;
+        const int32x4_t cv = elt_chol_ld_c4(c, row, j, k);
+        if (row + 2 >= k) { /* at most two rows: the pair in d-registers */
+            int32x2_t q =
+                j == 0 ? vget_low_s32(cv) : vqsub_s32(vget_low_s32(cv), vget_low_s32(acc[p]));
+            q = vqrdmulh_s32(vqshl_s32(q, vget_low_s32(ash)), vget_low_s32(rq));
+            elt_vst1_pi(&atj, vqshl_n_s32(q, 5));
+            if (row > j) { /* row j is the diagonal's lane (elt_chol_fast_col) */
+                a[ELT_TRI(row, j)] = vget_lane_s32(q, 0);
+            }
+            if (row + 1 < k) {
+                a[ELT_TRI(row + 1, j)] = vget_lane_s32(q, 1);
+            }
+        } else {
+            int32x4_t q = j == 0 ? cv : vqsubq_s32(cv, acc[p]); /* column 0 has no sum */
+            q = vqrdmulhq_s32(vqshlq_s32(q, ash), rq);
+            elt_vst1q_pi(&atj, vqshlq_n_s32(q, 5));
+            elt_chol_st_a4(a, q, row, j, k);
         }
     }
 }
 
-/* elt_chol_cols_group, fast form, valid while every A_il of the earlier columns has
+/* elt_chol_cols_group, fast form, the sums: valid while every A_il of the earlier columns has
  * |A_il| < 2^26 (elt_chol_kmax checks QC): round(A_il A_jl / 2^26) = VQRDMULH(32 A_il, A_jl)
  * = (2 32 A_il A_jl + 2^31) >> 32 (ARM DDI 0406C A8.8.374; never saturates, as A_jl is in range
  * too), four rows per instruction, summed by VADD.I32 (15 terms of magnitude <= 2^26 + 1: no
- * wrap); then elt_chol_fast_fin */
-static inline __attribute__((always_inline)) void
-elt_chol_fast_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const int32_t *c,
-                    int32_t *a, int32_t i, int32_t j, const int32_t k, int32x2_t rv, int64x2_t esh)
+ * wrap); nq quads of rows i .. i + 4 nq - 1 */
+static inline __attribute__((always_inline)) int32_t
+elt_chol_fast_sums(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], int32_t i, int32_t j,
+                   const int32_t k, int32x4_t acc[2])
 {
-    const int32_t np = k - i >= 8 ? 4 : (k - i + 1) >> 1;
-    const int32_t nq = np >= 3 ? 2 : 1;
+    const int32_t nq = k - i > 4 ? 2 : 1;
     const int32_t stride = (int32_t)sizeof at[0];
     const int32_t *tp = &at[0][i]; /* at32[l][i], l = 0, 1, ..: one row further each */
-    int32x4_t acc[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
     int32x4_t v[2];
     int32_t l;
     int32_t p;
+    acc[0] = vdupq_n_s32(0);
+    acc[1] = acc[0];
 #if ELT_K_MAX <= 16
 #pragma GCC unroll 16
 #endif
     for (l = 0; l < j; l++) {
-        elt_chol_ld_atq(&tp, stride, np, v);
+        elt_chol_ld_atq(&tp, stride, nq, v);
         for (p = 0; p < nq; p++) {
             const int32x4_t t = (l & 1) ? vqrdmulhq_lane_s32(v[p], ajv[l >> 1], 1)
                                         : vqrdmulhq_lane_s32(v[p], ajv[l >> 1], 0);
             acc[p] = l == 0 ? t : vaddq_s32(acc[p], t);
         }
     }
-    elt_chol_fast_fin(&at[j][i], c, a, i, j, k, np, acc, rv, esh);
+    return nq;
+}
+
+/* elt_chol_cols_group, fast form: elt_chol_fast_sums, then elt_chol_fast_fin */
+static inline __attribute__((always_inline)) void
+elt_chol_fast_group(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const int32_t *c,
+                    int32_t *a, int32_t i, int32_t j, const int32_t k, int32x4_t rq, int32x4_t ash)
+{
+    int32x4_t acc[2];
+    const int32_t nq = elt_chol_fast_sums(at, ajv, i, j, k, acc);
+    elt_chol_fast_fin(&at[j][i], c, a, i, j, k, nq, acc, rq, ash);
+}
+
+/* elt_chol_fast_fin's shift 28 - e, 127 for e > 28 */
+static inline __attribute__((always_inline)) int32x4_t elt_chol_ash(int e)
+{
+    return vdupq_n_s32((int32_t)((uint32_t)(28 - e) & 127u));
+}
+
+/* Column j of the fast form with the pivot's sum in a lane: the first group of rows starts at the
+ * diagonal row j, whose lane sums round(A_jl A_jl / 2^26) = VQRDMULH(32 A_jl, A_jl) like every
+ * other row (at32[l][j] = 32 A_jl, l < j), so the pivot C_jj - sum needs no squares of its own;
+ * that lane's sum is then replaced by C_jj (num 0, quotient 0, stored only into at32[j][j], which
+ * no sum reads). Used where the rows j .. k - 1 take no more quads than j + 1 .. k - 1. */
+static inline __attribute__((always_inline)) void
+elt_chol_fast_col(int32_t (*at)[ELT_K_MAX + 4], const int32x2_t ajv[], const int32_t *c, int32_t *a,
+                  int32_t j, const int32_t k, int32_t *nfix)
+{
+    const int32_t cjj = c[ELT_TRI(j, j)];
+    int32x4_t acc[2];
+    int32x4_t rq;
+    int32x4_t ash;
+    int32_t piv;
+    int32_t nq;
+    int32_t i;
+    int32_t r;
+    int e;
+    nq = elt_chol_fast_sums(at, ajv, j, j, k, acc);
+    /* QSUB (ARM DDI 0406C A8.8.134): sat32(C_jj - sum) is below ELT_PIVOT_EPS exactly when the
+     * difference is (the sum is >= 0, so it never exceeds C_jj) and equal to it otherwise */
+    __asm__("qsub %0, %1, %2" : "=r"(piv) : "r"(cjj), "r"(vgetq_lane_s32(acc[0], 0)));
+    if (__builtin_expect(piv < ELT_PIVOT_EPS, 0)) { /* elt_chol_diag in 32 bits */
+        piv = ELT_PIVOT_EPS;
+        (*nfix)++;
+    }
+    a[ELT_TRI(j, j)] = elt_chol_pivot((uint32_t)piv, &r, &e);
+    acc[0] = vsetq_lane_s32(cjj, acc[0], 0);
+    rq = vdupq_n_s32(r);
+    ash = elt_chol_ash(e);
+    elt_chol_fast_fin(&at[j][j], c, a, j, j, k, nq, acc, rq, ash);
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 2
+#endif
+    for (i = j + 8; i < k; i += 8) {
+        elt_chol_fast_group(at, ajv, c, a, i, j, k, rq, ash);
+    }
+}
+
+/* elt_chol_cols: the padding at[l][k .. k + 3] of the rows l < k - 1 that the sums read (row
+ * k - 1 never is), zeroed by one VST1 per row, the pointer advanced by the row stride ([Rn], Rm,
+ * ARM DDI 0406C A8.8.404) */
+static inline __attribute__((always_inline)) void elt_chol_zero_pad(int32_t *pad, const int32_t k)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32_t stride = (int32_t)sizeof(int32_t[ELT_K_MAX + 4]);
+    int32_t l;
+#if ELT_K_MAX <= 16
+#pragma GCC unroll 16
+#endif
+    for (l = 0; l + 1 < k; l++) {
+        int32_t *q = pad;
+        __asm__("vst1.32 {%q2}, [%0], %3"
+                : "+r"(q), "=m"(*(int32_t(*)[4])pad)
+                : "w"(zero), "r"(stride));
+        pad = q;
+    }
 }
 
 /* elt_chol_k's arithmetic column by column with the rows in NEON lanes: column j's numerators
@@ -396,23 +524,25 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
     int32_t nfix = 0;
     int32_t i;
     int32_t j;
-    int32_t l;
     if (k < 1 || k > ELT_K_MAX) {
         __builtin_unreachable(); /* the state is sized by ELT_K_MAX; tells GCC the unrolled range */
     }
-    for (l = 0; l < k; l++) {
-        vst1q_s32(&at[l][k], vdupq_n_s32(0));
-    }
+    elt_chol_zero_pad(&at[0][k], k);
 #if ELT_K_MAX <= 16 /* fully unrolled: every bound and offset a constant */
 #pragma GCC unroll 16
 #endif
     for (j = 0; j < k; j++) {
         int32x2_t ajv[(ELT_K_MAX + 1) / 2];
         int64x2_t esh;
+        int32x4_t ash;
         int32x2_t rv;
         int32_t r;
         int e;
         elt_chol_ld_row(&a[ELT_TRI(j, 0)], j, ajv);
+        if (fast && j > 0 && j + 1 < k && (k - 1 - j) % 4 != 0) {
+            elt_chol_fast_col(at, ajv, c, a, j, k, &nfix);
+            continue;
+        }
         a[ELT_TRI(j, j)] =
             elt_chol_diag(elt_chol_cols_piv(ajv, j, c[ELT_TRI(j, j)]), &nfix, &r, &e);
         if (j + 1 == k) {
@@ -420,12 +550,13 @@ static inline __attribute__((always_inline)) int32_t elt_chol_cols(const int32_t
         }
         esh = vreinterpretq_s64_s32(vdupq_n_s32(-(e + 3)));
         rv = vdup_n_s32(r);
+        ash = elt_chol_ash(e);
 #if ELT_K_MAX <= 16
 #pragma GCC unroll 2
 #endif
         for (i = j + 1; i < k; i += 8) {
             if (fast) {
-                elt_chol_fast_group(at, ajv, c, a, i, j, k, rv, esh);
+                elt_chol_fast_group(at, ajv, c, a, i, j, k, vdupq_n_s32(r), ash);
             } else {
                 elt_chol_cols_group(at, ajv, c, a, i, j, k, rv, esh);
             }
