@@ -145,7 +145,7 @@ def test_fw_server_writes_each_field_at_its_width() -> None:
                 continue  # zeroed; the header's bytes are compared as well as written
             assert re.search(_WRITERS[f.type].format(c=c), text), f"{c}: not accessed as {f.type}"
     assert "b[LINK_HEADER_VERSION] != FW_PROTO_VERSION" in text
-    assert "hdr[LINK_HEADER_TYPE] = type" in text
+    assert re.search(r"\b\w+\[LINK_HEADER_TYPE\] = type;", text), "the reply header's type byte"
 
 
 def test_the_board_check_uses_only_the_described_offsets() -> None:
