@@ -110,47 +110,10 @@ static inline int32_t elt_chol_pivot(uint32_t p, int32_t *r, int *e)
     const int t = __builtin_clz(p) & 30;
     const uint32_t mh = p << t;
     const int64_t n = (int64_t)p << ELT_C_FRAC;
-    int32_t y = (int32_t)elt_rsqrt_seed[(mh >> 24) - 64u];
-    int32_t d;
-    int64_t rho;
-    uint32_t s;
-    uint32_t dn;
-    int32_t q;
-    d = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh *
-                              (uint32_t)(((uint64_t)(uint32_t)y * (uint32_t)y) >> 32)) >>
-                             32));
-    y = elt_mmla(y, y, d << 5);
-    d = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh *
-                              (uint32_t)(((uint64_t)(uint32_t)y * (uint32_t)y) >> 32)) >>
-                             32)); /* y > 0 */
-    y = elt_mmla(y, y, d << 5);
-    s = (uint32_t)(((uint64_t)mh * (uint32_t)y) >> 32) >> (t >> 1);
-    /* s is the floor root when 0 <= n - s^2 <= 2 s (one unsigned compare); else step it */
-    if ((uint64_t)(n - (int64_t)((uint64_t)s * s)) > 2u * s) {
-        while ((int64_t)((uint64_t)s * s) > n) {
-            s--;
-        }
-        while ((int64_t)((uint64_t)(s + 1u) * (s + 1u)) <= n) {
-            s++;
-        }
-    }
-    dn = s << (3 + (t >> 1)); /* 32 - e */
-    rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)y * dn);
-    q = elt_mmla(y, (int32_t)(rho >> 29), y); /* |rho| < 2^46 */
-    rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)q * dn);
-    if ((uint64_t)rho >= dn) { /* q is the floor when 0 <= rho < dn (one unsigned compare) */
-        while (rho < 0) {
-            rho += dn;
-            q--;
-        }
-        while (rho >= (int64_t)dn) {
-            rho -= dn;
-            q++;
-        }
-    }
-    *r = q;
+    const int32_t y = (int32_t)elt_rsqrt_q29(mh);
+    uint32_t s = (uint32_t)(((uint64_t)mh * (uint32_t)y) >> 32) >> (t >> 1);
+    s = elt_root_fix((uint64_t)n, s);         /* n = p 2^26 > 0 */
+    *r = elt_recip61(y, s << (3 + (t >> 1))); /* dn = s 2^(32 - e) */
     *e = 29 - (t >> 1);
     return (int32_t)s;
 }
@@ -183,14 +146,9 @@ static inline __attribute__((always_inline)) int32_t elt_norm_recip(uint64_t n, 
 {
     int sh;
     uint64_t m;
-    uint64_t r2;
-    int64_t rho;
     uint32_t mh;
     uint32_t y;
     uint32_t s;
-    uint32_t dn;
-    int32_t d;
-    int32_t q;
     if (n < 4u || n >> 62 != 0u) { /* no normalising shift left: the two functions */
         s = elt_isqrt64(n);
         s = s < 1u ? 1u : s;
@@ -200,44 +158,13 @@ static inline __attribute__((always_inline)) int32_t elt_norm_recip(uint64_t n, 
     sh = __builtin_clzll((unsigned long long)n) & 62;
     m = n << sh;
     mh = (uint32_t)(m >> 32);
-    y = elt_rsqrt_seed[(mh >> 24) - 64u];
-    d = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, d << 5); /* y < 2^31 */
-    d = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, d << 5);
-    r2 = ((uint64_t)mh * y) >> 29;
-    rho = (int64_t)(m - r2 * r2);
-    r2 = (uint64_t)((int64_t)r2 + (((int64_t)(int32_t)(rho >> 16) * (int64_t)(int32_t)y) >> 46));
-    s = (uint32_t)(r2 >> 1) >> ((sh >> 1) - 1); /* sh >= 2 as n < 2^62 */
-    if (n - (uint64_t)s * s > 2u * s) {         /* s is the floor root when 0 <= n - s^2 <= 2 s */
-        while ((uint64_t)s * s > n) {
-            s--;
-        }
-        while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
-            s++;
-        }
-    }
+    y = elt_rsqrt_q29(mh);
+    s = elt_root_fix(n, elt_root_est(m, mh, y, sh)); /* sh >= 2 as n < 2^62 */
     if (sh > 30) { /* s < 2^16: its flooring (up to 1/s) is too coarse for y's Newton step */
         *r = elt_recip_norm(s, e);
         return (int32_t)s;
     }
-    dn = s << (sh >> 1); /* 32 - e */
-    rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)y * dn);
-    q = elt_mmla((int32_t)y, (int32_t)(rho >> 29), (int32_t)y); /* |rho| < 2^46 */
-    rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)q * dn);
-    if ((uint64_t)rho >= dn) { /* q is the floor when 0 <= rho < dn */
-        while (rho < 0) {
-            rho += dn;
-            q--;
-        }
-        while (rho >= (int64_t)dn) {
-            rho -= dn;
-            q++;
-        }
-    }
-    *r = q;
+    *r = elt_recip61((int32_t)y, s << (sh >> 1)); /* dn = s 2^(32 - e) */
     *e = 32 - (sh >> 1);
     return (int32_t)s;
 }

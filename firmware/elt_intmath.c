@@ -88,12 +88,8 @@ uint32_t elt_isqrt64(uint64_t n)
 {
     int sh;
     uint64_t m;
-    uint64_t r2;
-    int64_t rho;
     uint32_t mh;
     uint32_t y;
-    uint32_t s;
-    int32_t e;
     if (n == 0) {
         return 0;
     }
@@ -101,34 +97,6 @@ uint32_t elt_isqrt64(uint64_t n)
     sh = __builtin_clzll((unsigned long long)n) & 62;
     m = n << sh;
     mh = (uint32_t)(m >> 32);
-    /* y = 1/sqrt(x) in Q.29 (in (2^29, 2^30]) from below: seed, then two Newton steps
-     * y += y (1 - x y^2) / 2 in 32-bit words (y^2 Q.26, x y^2 Q.26, e = (1 - x y^2) 2^26 signed
-     * and small (|e| < 2^21), y e / 2^27 as the high word of y (e 2^5)); every truncation only
-     * costs accuracy, which the exact correction below restores. Relative error after the two steps
-     * < 2^-26. */
-    y = elt_rsqrt_seed[(mh >> 24) - 64u];
-    e = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, e << 5); /* y < 2^31 */
-    e = (int32_t)((1u << 26) -
-                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
-    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, e << 5);
-    /* sqrt(m) = sqrt(x) 2^32 ~ x y 2^32 = mh y / 2^29, then one residual step
-     * s += (m - s^2) / (2 s) = (m - s^2) y / 2^62 (|m - s^2| < 2^40 here, so rho / 2^16 fits a
-     * word); back to n by the shift */
-    r2 = ((uint64_t)mh * y) >> 29;
-    rho = (int64_t)(m - r2 * r2);
-    r2 = (uint64_t)((int64_t)r2 + (((int64_t)(int32_t)(rho >> 16) * (int64_t)(int32_t)y) >> 46));
-    s = (uint32_t)(r2 >> 1) >> ((sh >> 1) - 1); /* sh >= 2; r2 < 2^33, so s < 2^32 */
-    /* exact: s^2 <= n < (s + 1)^2, i.e. 0 <= n - s^2 <= 2 s (one unsigned compare, s < 2^31);
-     * else at most a step or two either way */
-    if (n - (uint64_t)s * s > 2u * s) {
-        while ((uint64_t)s * s > n) {
-            s--;
-        }
-        while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
-            s++;
-        }
-    }
-    return s;
+    y = elt_rsqrt_q29(mh);                              /* 1/sqrt(x) in Q.29 */
+    return elt_root_fix(n, elt_root_est(m, mh, y, sh)); /* a step or two either way at most */
 }

@@ -44,6 +44,73 @@ uint64_t elt_udiv64_r(uint64_t n, const elt_recip_t *r);
 /* The two steps inline (elt_udiv64 = elt_udiv_q after elt_recip_set, when n < d 2^32). */
 extern const uint16_t elt_recip_seed[256]; /* elt_intmath.c */
 extern const uint32_t elt_rsqrt_seed[192]; /* elt_intmath.c: 1/sqrt seeds (Q.29) of elt_isqrt64 */
+/* y = 2^29 / sqrt(x) in Q.29 (in (2^29, 2^30]) for mh = x 2^32, x in [1/4, 1), from below: the
+ * seed, then two Newton steps y += y (1 - x y^2) / 2 in 32-bit words (y^2 Q.26, x y^2 Q.26,
+ * d = (1 - x y^2) 2^26 signed and small (|d| < 2^21), y d / 2^27 as the high word of y (d 2^5));
+ * every truncation only costs accuracy, which the callers' exact corrections restore. Relative
+ * error after the two steps < 2^-26. The square roots of elt_isqrt64, elt_chol_pivot and
+ * elt_norm_recip all start here. */
+static inline __attribute__((always_inline)) uint32_t elt_rsqrt_q29(uint32_t mh)
+{
+    uint32_t y = elt_rsqrt_seed[(mh >> 24) - 64u];
+    int32_t d = (int32_t)((1u << 26) -
+                          (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
+    y = (uint32_t)elt_mmla((int32_t)y, (int32_t)y, d << 5); /* y < 2^31 */
+    d = (int32_t)((1u << 26) -
+                  (uint32_t)(((uint64_t)mh * (uint32_t)(((uint64_t)y * y) >> 32)) >> 32));
+    return (uint32_t)elt_mmla((int32_t)y, (int32_t)y, d << 5);
+}
+
+/* The square root of n = m 2^-sh (m = n 2^sh in [2^62, 2^64), sh even and >= 2, mh = m's top word)
+ * from y = elt_rsqrt_q29(mh): sqrt(m) = sqrt(x) 2^32 ~ x y 2^32 = mh y / 2^29, then one residual
+ * step s += (m - s^2) / (2 s) = (m - s^2) y / 2^62 (|m - s^2| < 2^40 here, so rho / 2^16 fits a
+ * word); back to n by the shift. Within a few units of floor(sqrt(n)) (elt_root_fix). */
+static inline __attribute__((always_inline)) uint32_t elt_root_est(uint64_t m, uint32_t mh,
+                                                                   uint32_t y, int sh)
+{
+    uint64_t r2 = ((uint64_t)mh * y) >> 29;
+    const int64_t rho = (int64_t)(m - r2 * r2);
+    r2 = (uint64_t)((int64_t)r2 + (((int64_t)(int32_t)(rho >> 16) * (int64_t)(int32_t)y) >> 46));
+    return (uint32_t)(r2 >> 1) >> ((sh >> 1) - 1); /* r2 < 2^33, so the root < 2^32 */
+}
+
+/* s made the floor square root of n (s^2 <= n < (s + 1)^2, s < 2^31) from an estimate a few
+ * units off: it is already when 0 <= n - s^2 <= 2 s (one unsigned compare), else stepped. */
+static inline __attribute__((always_inline)) uint32_t elt_root_fix(uint64_t n, uint32_t s)
+{
+    if (n - (uint64_t)s * s > 2u * s) {
+        while ((uint64_t)s * s > n) {
+            s--;
+        }
+        while ((uint64_t)(s + 1u) * (s + 1u) <= n) {
+            s++;
+        }
+    }
+    return s;
+}
+
+/* floor(2^61 / dn) for dn in [2^31, 2^32) from y, an estimate within 2^-16: one Newton step
+ * q = y + y (2^61 - y dn) / 2^61 (the high word of y (rho / 2^29), |rho| < 2^46), then the
+ * remainder 2^61 - q dn brought into [0, dn) (q is the floor when it already is: one unsigned
+ * compare). The reciprocals of elt_chol_pivot and elt_norm_recip. */
+static inline __attribute__((always_inline)) int32_t elt_recip61(int32_t y, uint32_t dn)
+{
+    int64_t rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)y * dn);
+    int32_t q = elt_mmla(y, (int32_t)(rho >> 29), y);
+    rho = ((int64_t)1 << 61) - (int64_t)((uint64_t)(uint32_t)q * dn);
+    if ((uint64_t)rho >= dn) {
+        while (rho < 0) {
+            rho += dn;
+            q--;
+        }
+        while (rho >= (int64_t)dn) {
+            rho -= dn;
+            q++;
+        }
+    }
+    return q;
+}
+
 static inline __attribute__((always_inline)) void elt_recip_set(elt_recip_t *r, uint64_t d)
 {
     uint64_t dn;

@@ -1293,6 +1293,10 @@ elt_wsum3_q31(const elt_cmaes_params_t *p, const elt_cmaes_work_t *w, const uint
     _Static_assert(offsetof(elt_cmaes_work_t, y) == offsetof(elt_cmaes_work_t, z) + sizeof w->z &&
                        offsetof(elt_cmaes_work_t, x) == offsetof(elt_cmaes_work_t, y) + sizeof w->y,
                    "elt_wsum3_q31 walks z, y, x as one block");
+#pragma GCC unroll 4
+    for (h = 0; h < 4; h++) { /* overwritten by the first parent (mu >= 1); -Os cannot see it */
+        ax[h] = az[h] = ay[h] = vdupq_n_s32(0);
+    }
 #pragma GCC unroll 8
     for (i = 0; i < mu; i++) {
         const int32x4_t wv = vdupq_n_s32(2 * p->w[i]);
