@@ -13,10 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from codegen.base.resources import firmware_dir
-from codegen.target import sources
-from codegen.target.toolchain import COMMON_CFLAGS, find_tool
+from cmaesharness import build_host_program
 
 PROG = r"""
 #include <stdio.h>
@@ -79,27 +76,7 @@ int main(int argc, char **argv)
 
 @pytest.mark.slow
 def test_chol_pivot_exact(tmp_path: Path) -> None:
-    fw = firmware_dir()
-    src = tmp_path / "pivot.c"
-    src.write_text(PROG)
-    exe = tmp_path / "pivot"
-    subprocess.run(
-        [
-            find_tool("cc"),
-            *COMMON_CFLAGS,
-            "-O2",
-            "-Wno-unused-function",
-            *sources.HOST.compile_flags(fw),
-            f"-I{fw}",
-            str(src),
-            str(fw / "elt_intmath.c"),
-            str(fw / "elt_entropy_s16.c"),
-            str(fw / "elt_rng.c"),
-            "-o",
-            str(exe),
-        ],
-        check=True,
-    )
+    exe = build_host_program(tmp_path, "pivot", PROG)
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     assert out.startswith("OK "), out
     assert int(out.split()[1]) > 35_000_000
